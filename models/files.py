@@ -1,0 +1,56 @@
+"""Reading files whole, with progress, gzip detection and readable errors."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from pathlib import Path
+
+from models.task import ProfileError, TaskState
+
+CHUNK = 8 << 20
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def read_bytes(path: Path, task: TaskState | None = None, weight: float = 1.0) -> bytes:
+    """The file's content, gunzipped when it is gzip data.
+
+    Progress goes from 0 to `weight` of the task. Missing, unreadable and
+    truncated files raise ProfileError.
+    """
+    task = task or TaskState()
+    try:
+        with open(path, "rb") as f:
+            size = max(Path(path).stat().st_size, 1)
+            head = f.read(2)
+            f.seek(0)
+            if head == GZIP_MAGIC:
+                return _read_gzip(f, size, task, weight, path)
+            chunks, done = [], 0
+            while chunk := f.read(CHUNK):
+                chunks.append(chunk)
+                done += len(chunk)
+                task.report(weight * done / size, f"Reading {Path(path).name}")
+            return b"".join(chunks)
+    except FileNotFoundError:
+        raise ProfileError(f"{path}: the file does not exist (moved or deleted?)") from None
+    except IsADirectoryError:
+        raise ProfileError(f"{path}: is a folder, not a file") from None
+    except PermissionError:
+        raise ProfileError(f"{path}: permission denied") from None
+    except OSError as e:
+        raise ProfileError(f"{path}: could not be read: {e.strerror or e}") from None
+
+
+def _read_gzip(f, size: int, task: TaskState, weight: float, path) -> bytes:
+    out = []
+    try:
+        with gzip.GzipFile(fileobj=f) as gz:
+            while chunk := gz.read(CHUNK):
+                out.append(chunk)
+                task.report(weight * min(f.tell() / size, 1.0), f"Unpacking {Path(path).name}")
+    except EOFError:
+        raise ProfileError(f"{path}: the gzip data is truncated (the file ends early)") from None
+    except (gzip.BadGzipFile, zlib.error) as e:
+        raise ProfileError(f"{path}: the gzip data is corrupt ({e})") from None
+    return b"".join(out)

@@ -1,0 +1,756 @@
+"""TensorFlow / XProf memory profiles (memory_profile.proto) as numpy columns.
+
+Reads a `MemoryProfile` from proto3 JSON (as XProf's memory_profile tool and
+TensorFlow 2.2-2.3 wrote it, optionally gzipped) or binary protobuf, and
+answers what the memory view shows: memory over time per allocator, the
+summary XProf shows, the active allocations at the peak by XProf's rules, and
+the active allocations at any other snapshot.
+
+Two kinds of files exist. Older ones hold every snapshot in
+`memory_profile_snapshots`. XProf since version 1 keeps there only the
+snapshots its peak table references and puts at most 1,000 snapshots, sampled
+with a max filter, in `sampled_timeline_snapshots`. The timeline is the
+sampled list when present; it is complete when XProf did not need to sample.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from models import _protowire as wire
+from models.files import read_bytes
+from models.task import ProfileError, TaskState
+
+# MemoryActivity enum of memory_profile.proto.
+ACTIVITY_NAMES = ("UNKNOWN_ACTIVITY", "ALLOCATION", "DEALLOCATION", "RESERVATION", "EXPANSION")
+ALLOCATION, DEALLOCATION = 1, 2
+# XProf samples the timeline down to this many snapshots.
+XPROF_TIMELINE_POINTS = 1000
+# Labels of the rows XProf adds to the peak table.
+UNMAPPED_OP = "unused preallocated device memory"
+STACK_OP = "stack"
+
+SNAPSHOT_INT_COLUMNS = ("time_ps", "stack", "heap", "free", "peak_in_use", "activity",
+                        "requested", "allocation", "address", "step")
+STRING_COLUMNS = ("op", "region", "dtype", "shape")
+
+
+@dataclass
+class Snapshots:
+    """Memory snapshots, one row per allocation or deallocation, sorted by time.
+
+    String columns hold ids into `strings` (id 0 is the empty string).
+    """
+
+    time_ps: np.ndarray
+    stack: np.ndarray
+    heap: np.ndarray
+    free: np.ndarray
+    fragmentation: np.ndarray
+    peak_in_use: np.ndarray
+    activity: np.ndarray
+    requested: np.ndarray
+    allocation: np.ndarray
+    address: np.ndarray
+    step: np.ndarray
+    op: np.ndarray
+    region: np.ndarray
+    dtype: np.ndarray
+    shape: np.ndarray
+    strings: list[str]
+
+    def __len__(self) -> int:
+        return len(self.time_ps)
+
+    @property
+    def in_use(self) -> np.ndarray:
+        """Stack plus heap: what XProf calls memory usage."""
+        return self.stack + self.heap
+
+    def metadata(self, i: int) -> dict:
+        """The activity of snapshot i, for readouts."""
+        s = self.strings
+        return {
+            "activity": ACTIVITY_NAMES[self.activity[i]] if 0 <= self.activity[i] < 5 else str(self.activity[i]),
+            "op": s[self.op[i]], "requested": int(self.requested[i]),
+            "allocation": int(self.allocation[i]), "address": int(self.address[i]),
+            "step": int(self.step[i]), "region": s[self.region[i]],
+            "dtype": s[self.dtype[i]], "shape": s[self.shape[i]],
+        }
+
+    def take(self, index: np.ndarray) -> Snapshots:
+        cols = {name: getattr(self, name)[index] for name in SNAPSHOT_INT_COLUMNS + ("fragmentation",) + STRING_COLUMNS}
+        return Snapshots(strings=self.strings, **cols)
+
+    @staticmethod
+    def empty() -> Snapshots:
+        cols = {name: np.zeros(0, np.int64) for name in SNAPSHOT_INT_COLUMNS}
+        cols.update({name: np.zeros(0, np.int32) for name in STRING_COLUMNS})
+        return Snapshots(fragmentation=np.zeros(0), strings=[""], **cols)
+
+
+@dataclass
+class Metadata:
+    """One MemoryActivityMetadata (used for XProf's special allocations)."""
+
+    activity: int = ALLOCATION
+    requested: int = 0
+    allocation: int = 0
+    address: int = 0
+    op: str = ""
+    step: int = 0
+    region: str = ""
+    dtype: str = ""
+    shape: str = ""
+
+
+@dataclass
+class MemorySummary:
+    """The numbers of XProf's summary card for one allocator."""
+
+    num_allocations: int
+    num_deallocations: int
+    memory_capacity: int
+    peak_bytes_lifetime: int
+    peak_time_ps: int
+    peak_stack: int
+    peak_heap: int
+    peak_free: int
+    peak_fragmentation: float
+
+    @property
+    def peak_in_use(self) -> int:
+        return self.peak_stack + self.peak_heap
+
+
+@dataclass
+class AllocationRows:
+    """Rows of an active-allocation table.
+
+    `snapshot` is the timeline index of the allocation (-1 when the row has
+    no snapshot on the timeline, such as XProf's stack row); `freed` the
+    timeline index of its deallocation (-1 when never freed or unknown).
+    """
+
+    op: list[str]
+    region: list[str]
+    dtype: list[str]
+    shape: list[str]
+    allocation: np.ndarray
+    requested: np.ndarray
+    occurrences: np.ndarray
+    step: np.ndarray
+    snapshot: np.ndarray
+    freed: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.allocation)
+
+    @property
+    def total_bytes(self) -> int:
+        return int((self.allocation * self.occurrences).sum())
+
+
+@dataclass
+class AllocatorProfile:
+    """Everything about one allocator (memory id) of one host."""
+
+    memory_id: str
+    timeline: Snapshots
+    summary: MemorySummary
+    peak_allocations: AllocationRows
+    # True when the timeline holds every snapshot (not XProf's sample).
+    complete: bool
+    # What the file held, kept for export "as given".
+    stored_snapshots: Snapshots
+    stored_sampled: Snapshots | None = None
+    stored_rows: list[tuple[int, int, int]] = field(default_factory=list)
+    special: list[Metadata] = field(default_factory=list)
+    peak_rows_given: bool = False
+
+    @cached_property
+    def peak_index(self) -> int:
+        """Timeline index of the window peak (-1 if the timeline is empty)."""
+        tl = self.timeline
+        if not len(tl):
+            return -1
+        hits = np.flatnonzero((tl.time_ps == self.summary.peak_time_ps) & (tl.in_use == self.summary.peak_in_use))
+        if len(hits):
+            return int(hits[-1])
+        return int(np.argmax(tl.in_use))
+
+    @cached_property
+    def _lifetimes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Allocation indices on the timeline and the index that frees each."""
+        tl = self.timeline
+        return allocation_indices(tl), free_indices(tl)
+
+    def freed_at(self, snapshot: int) -> int:
+        """Timeline index of the deallocation of the allocation `snapshot`, or -1."""
+        allocs, frees = self._lifetimes
+        k = np.searchsorted(allocs, snapshot)
+        if k < len(allocs) and allocs[k] == snapshot:
+            return int(frees[k])
+        return -1
+
+    def index_at_time(self, time_ps: float) -> int:
+        """The last snapshot at or before time_ps (0 before the first)."""
+        i = int(np.searchsorted(self.timeline.time_ps, time_ps, side="right")) - 1
+        return max(i, 0)
+
+    def allocations_at(self, index: int) -> AllocationRows:
+        """Allocations alive right after timeline snapshot `index`.
+
+        Beyond XProf (which only answers at the peak and only for the peak's
+        step): every allocation made on the timeline up to `index` and not yet
+        freed, plus a row for the heap not explained by them (allocated before
+        the profile) and the stack, merged and sorted as XProf's table.
+        """
+        if not self.complete:
+            raise ProfileError(
+                "This file holds only XProf's 1,000 sampled snapshots, so the allocations alive at an "
+                "arbitrary moment cannot be known; only the table at the peak, which the file carries, is exact."
+            )
+        tl = self.timeline
+        allocs, frees = self._lifetimes
+        k = int(np.searchsorted(allocs, index, side="right"))
+        live = allocs[:k][frees[:k] > index]
+        live_freed = frees[:k][frees[:k] > index]
+        unmapped = int(tl.heap[index]) - int(tl.allocation[live].sum())
+        specials = []
+        if unmapped > 0:
+            specials.append(_special(UNMAPPED_OP, "persist/dynamic", unmapped, int(tl.step[index])))
+        if tl.stack[index] > 0:
+            specials.append(_special(STACK_OP, "stack", int(tl.stack[index]), int(tl.step[index])))
+        return merge_rows(tl, live, specials, freed=np.where(live_freed >= len(tl), -1, live_freed))
+
+
+@dataclass
+class MemoryProfileData:
+    """A host's memory profile: allocators by memory id."""
+
+    host: str
+    allocators: dict[str, AllocatorProfile]
+    num_hosts: int = 1
+    version: int = 0
+    source: str = ""
+
+    @property
+    def memory_ids(self) -> list[str]:
+        return sorted(self.allocators)
+
+
+# ---------------------------------------------------------------- reading
+
+
+def load_memory_profile(path: Path, host: str = "", task: TaskState | None = None) -> MemoryProfileData:
+    """Reads a MemoryProfile file (.json, .json.gz, binary .pb, gzipped or not)."""
+    task = task or TaskState()
+    data = read_bytes(path, task, weight=0.5)
+    return parse_memory_profile(data, host=host or Path(path).name, task=task, source=str(path))
+
+
+def parse_memory_profile(data: bytes, host: str = "", task: TaskState | None = None, source: str = "") -> MemoryProfileData:
+    task = task or TaskState()
+    name = source or "input"
+    if not data.strip():
+        raise ProfileError(f"{name}: the file is empty")
+    if data.lstrip()[:1] == b"{":
+        stored = _from_json(data, name, task)
+    else:
+        stored = _from_binary(data, name, task)
+    allocators = {}
+    for i, (memory_id, raw) in enumerate(stored["allocators"].items()):
+        task.report(0.8 + 0.2 * i / max(len(stored["allocators"]), 1), f"Analysing {memory_id}")
+        try:
+            allocators[memory_id] = _build_allocator(memory_id, raw)
+        except ValueError as e:
+            raise ProfileError(f"{name}: allocator {memory_id!r}: {e}") from None
+    allocators = {k: v for k, v in allocators.items() if len(v.timeline) or len(v.peak_allocations)}
+    if not allocators:
+        raise ProfileError(
+            f"{name}: the memory profile has no allocator with memory activity. TensorFlow records "
+            "memory events for GPU allocators, and for the CPU when TF_CPU_ALLOCATOR_USE_BFC=true is set."
+        )
+    return MemoryProfileData(host=host, allocators=allocators, num_hosts=stored["num_hosts"],
+                             version=stored["version"], source=name)
+
+
+def _build_allocator(memory_id: str, raw: dict) -> AllocatorProfile:
+    stored: Snapshots = raw["snapshots"]
+    sampled: Snapshots | None = raw["sampled"]
+    _check_snapshots(stored)
+    if sampled is not None and len(sampled) >= len(stored):
+        # XProf version 1: the timeline is the sample; it has every snapshot
+        # unless XProf had more than it keeps.
+        _check_snapshots(sampled)
+        timeline, complete = sampled, len(sampled) < XPROF_TIMELINE_POINTS
+    else:
+        timeline, complete = stored, True
+    if not _is_sorted(timeline.time_ps):
+        timeline = timeline.take(np.argsort(timeline.time_ps, kind="stable"))
+    summary = raw["summary"] or summarize(timeline)
+    counts = np.bincount(timeline.activity, minlength=5)
+    summary.num_allocations, summary.num_deallocations = int(counts[ALLOCATION]), int(counts[DEALLOCATION])
+    profile = AllocatorProfile(memory_id=memory_id, timeline=timeline, summary=summary, peak_allocations=None,
+                               complete=complete, stored_snapshots=stored, stored_sampled=sampled,
+                               stored_rows=raw["active"], special=raw["special"], peak_rows_given=bool(raw["active"]))
+    if profile.peak_rows_given:
+        profile.peak_allocations = _given_rows(profile, stored, raw["active"], raw["special"])
+    elif complete:
+        profile.peak_allocations = xprof_peak_rows(timeline, summary)
+    else:
+        profile.peak_allocations = merge_rows(timeline, np.zeros(0, np.int64), [])
+    return profile
+
+
+def _check_snapshots(tl: Snapshots) -> None:
+    """Rejects data that decoded but cannot be memory snapshots (another message type)."""
+    if len(tl) and (tl.activity.min() < 0 or tl.activity.max() > 4 or tl.time_ps.min() < 0):
+        raise ValueError("values out of range for memory snapshots; is it another kind of protobuf?")
+
+
+def _is_sorted(a: np.ndarray) -> bool:
+    return len(a) < 2 or bool(np.all(a[1:] >= a[:-1]))
+
+
+def _given_rows(profile: AllocatorProfile, stored: Snapshots, rows: list, special: list[Metadata]) -> AllocationRows:
+    """The peak table a file carries, resolved to metadata and timeline indices."""
+    tl = profile.timeline
+    same_list = stored is tl
+    out = {k: [] for k in ("op", "region", "dtype", "shape", "allocation", "requested", "occurrences", "step", "snapshot", "freed")}
+    for snapshot_index, special_index, occurrences in rows:
+        if snapshot_index >= 0:
+            if snapshot_index >= len(stored):
+                raise ProfileError(f"active allocation refers to snapshot {snapshot_index} of {len(stored)}")
+            m = stored.metadata(snapshot_index)
+            at = snapshot_index if same_list else _find_on_timeline(tl, stored, snapshot_index)
+        else:
+            if not 0 <= special_index < len(special):
+                raise ProfileError(f"active allocation refers to special allocation {special_index} of {len(special)}")
+            sp = special[special_index]
+            m = {"op": sp.op, "region": sp.region, "dtype": sp.dtype, "shape": sp.shape,
+                 "allocation": sp.allocation, "requested": sp.requested, "step": sp.step}
+            at = -1
+        for k in ("op", "region", "dtype", "shape", "allocation", "requested", "step"):
+            out[k].append(m[k])
+        out["occurrences"].append(occurrences)
+        out["snapshot"].append(at)
+        out["freed"].append(profile.freed_at(at) if at >= 0 and profile.complete else -1)
+    return AllocationRows(
+        op=out["op"], region=out["region"], dtype=out["dtype"], shape=out["shape"],
+        **{k: np.asarray(out[k], np.int64) for k in ("allocation", "requested", "occurrences", "step", "snapshot", "freed")},
+    )
+
+
+def _find_on_timeline(tl: Snapshots, stored: Snapshots, i: int) -> int:
+    """Index of stored snapshot i on the timeline, matched by time and address."""
+    lo, hi = np.searchsorted(tl.time_ps, [stored.time_ps[i], stored.time_ps[i] + 1])
+    hits = np.flatnonzero((tl.address[lo:hi] == stored.address[i]) & (tl.activity[lo:hi] == stored.activity[i]))
+    return int(lo + hits[0]) if len(hits) else -1
+
+
+# ---------------------------------------------------------------- analysis
+
+
+def summarize(tl: Snapshots) -> MemorySummary:
+    """XProf's summary: the last snapshot that reaches the highest stack + heap."""
+    if not len(tl):
+        return MemorySummary(0, 0, 0, 0, 0, 0, 0, 0, 0.0)
+    in_use = tl.in_use
+    i = int(np.flatnonzero(in_use == in_use.max())[-1])
+    return MemorySummary(
+        num_allocations=0, num_deallocations=0,
+        memory_capacity=int(tl.stack[i] + tl.heap[i] + tl.free[i]),
+        peak_bytes_lifetime=int(tl.peak_in_use[-1]),
+        peak_time_ps=int(tl.time_ps[i]), peak_stack=int(tl.stack[i]), peak_heap=int(tl.heap[i]),
+        peak_free=int(tl.free[i]), peak_fragmentation=float(tl.fragmentation[i]),
+    )
+
+
+def allocation_indices(tl: Snapshots) -> np.ndarray:
+    return np.flatnonzero(tl.activity == ALLOCATION)
+
+
+def free_indices(tl: Snapshots) -> np.ndarray:
+    """For each allocation (in allocation_indices order), the index of the next
+    non-allocation at the same address, or len(tl) when it is never freed."""
+    n = len(tl)
+    order = np.lexsort((np.arange(n), tl.address))
+    addr = tl.address[order]
+    is_alloc = tl.activity[order] == ALLOCATION
+    pair = (addr[1:] == addr[:-1]) & is_alloc[:-1] & ~is_alloc[1:]
+    free_of = np.full(n, n, np.int64)
+    free_of[order[:-1][pair]] = order[1:][pair]
+    return free_of[allocation_indices(tl)]
+
+
+def xprof_peak_rows(tl: Snapshots, summary: MemorySummary) -> AllocationRows:
+    """The active allocations at the peak, by XProf's rules.
+
+    XProf looks only at the step holding the peak: the allocations of that
+    step made up to the peak and not freed by then, matched by address; the
+    rest of the heap becomes an "unused preallocated device memory" row, and
+    the stack a "stack" row. Identical rows are merged with a count.
+    """
+    if not len(tl):
+        return merge_rows(tl, np.zeros(0, np.int64), [])
+    in_use = tl.in_use
+    hits = np.flatnonzero(in_use == summary.peak_in_use)
+    peak_step = int(tl.step[hits[-1]]) if len(hits) else 0
+    end = int(np.searchsorted(tl.time_ps, summary.peak_time_ps, side="right"))
+    sel = np.flatnonzero(tl.step[:end] == peak_step)
+    is_alloc = tl.activity[sel] == ALLOCATION
+    size = tl.allocation[sel]
+    # Replay XProf's address map: sorted by (address, time), an event "finds"
+    # the address mapped when the event before it at that address allocated.
+    order = np.lexsort((np.arange(len(sel)), tl.address[sel]))
+    addr, alloc_sorted = tl.address[sel][order], is_alloc[order]
+    new_addr = np.r_[True, addr[1:] != addr[:-1]] if len(addr) else np.zeros(0, bool)
+    mapped_before = np.r_[False, alloc_sorted[:-1]] & ~new_addr if len(addr) else np.zeros(0, bool)
+    unmatched_free = ~alloc_sorted & ~mapped_before
+    last_at_addr = np.r_[addr[1:] != addr[:-1], True] if len(addr) else np.zeros(0, bool)
+    live = np.sort(sel[order[last_at_addr & alloc_sorted]])
+    unmapped = summary.peak_heap - int(size[is_alloc].sum()) + int(size[~is_alloc].sum())
+    unmapped -= int(size[order][unmatched_free].sum())
+    specials = []
+    if unmapped > 0:
+        specials.append(_special(UNMAPPED_OP, "persist/dynamic", unmapped, peak_step))
+    if summary.peak_stack > 0:
+        specials.append(_special(STACK_OP, "stack", summary.peak_stack, peak_step))
+    return merge_rows(tl, live, specials)
+
+
+def _special(op: str, region: str, size: int, step: int) -> Metadata:
+    return Metadata(ALLOCATION, size, size, 0, op, step, region, "INVALID", "unknown")
+
+
+def merge_rows(tl: Snapshots, live: np.ndarray, specials: list[Metadata], freed: np.ndarray | None = None) -> AllocationRows:
+    """Merges identical allocations and sorts rows as XProf's table does:
+    allocation and requested size descending, then op, region, data type and
+    shape ascending. The merged row keeps its earliest allocation."""
+    s = tl.strings
+    n_live = len(live)
+    if freed is None:
+        freed = np.full(n_live, -1, np.int64)
+    # Lexical ranks of string ids so numpy can sort by string order.
+    rank = np.empty(len(s), np.int64)
+    rank[sorted(range(len(s)), key=s.__getitem__)] = np.arange(len(s))
+    extra = {name: [] for name in STRING_COLUMNS}
+    strings = list(s)
+    index_of = {v: i for i, v in enumerate(s)}
+    for sp in specials:
+        for name, value in zip(STRING_COLUMNS, (sp.op, sp.region, sp.dtype, sp.shape)):
+            if value not in index_of:
+                index_of[value] = len(strings)
+                strings.append(value)
+            extra[name].append(index_of[value])
+    if len(strings) > len(s):
+        rank = np.empty(len(strings), np.int64)
+        rank[sorted(range(len(strings)), key=strings.__getitem__)] = np.arange(len(strings))
+    cols = {name: np.r_[getattr(tl, name)[live], np.asarray(extra[name], np.int64)].astype(np.int64) for name in STRING_COLUMNS}
+    alloc = np.r_[tl.allocation[live], [sp.allocation for sp in specials]].astype(np.int64)
+    req = np.r_[tl.requested[live], [sp.requested for sp in specials]].astype(np.int64)
+    step = np.r_[tl.step[live], [sp.step for sp in specials]].astype(np.int64)
+    snap = np.r_[live, np.full(len(specials), -1)].astype(np.int64)
+    fr = np.r_[freed, np.full(len(specials), -1)].astype(np.int64)
+    keys = (snap, rank[cols["shape"]], rank[cols["dtype"]], rank[cols["region"]], rank[cols["op"]], -req, -alloc)
+    order = np.lexsort(keys)
+    same = np.ones(len(order), bool)
+    if len(order):
+        same[0] = False
+        for k in keys[1:]:
+            ks = k[order]
+            same[1:] &= ks[1:] == ks[:-1]
+    starts = np.flatnonzero(~same)
+    counts = np.diff(np.r_[starts, len(order)])
+    first = order[starts]
+    return AllocationRows(
+        op=[strings[i] for i in cols["op"][first]], region=[strings[i] for i in cols["region"][first]],
+        dtype=[strings[i] for i in cols["dtype"][first]], shape=[strings[i] for i in cols["shape"][first]],
+        allocation=alloc[first], requested=req[first], occurrences=counts.astype(np.int64),
+        step=step[first], snapshot=snap[first], freed=fr[first],
+    )
+
+
+def sample_timeline(tl: Snapshots, points: int = XPROF_TIMELINE_POINTS) -> np.ndarray:
+    """Indices XProf keeps for its timeline chart: the highest stack + heap in
+    each of `points` consecutive boxes (boxes of width w, then w + 1)."""
+    n = len(tl)
+    if n <= points:
+        return np.arange(n)
+    width = n // points
+    narrow = points * (width + 1) - n
+    in_use = tl.in_use
+    out = []
+    for w, count, start in ((width, narrow, 0), (width + 1, points - narrow, width * narrow)):
+        if count:
+            boxes = in_use[start:start + w * count].reshape(count, w)
+            out.append(start + np.arange(count) * w + np.argmax(boxes, axis=1))
+    return np.concatenate(out)
+
+
+# ---------------------------------------------------------------- decoding
+
+
+def _from_binary(data: bytes, name: str, task: TaskState) -> dict:
+    try:
+        entries = wire.find_fields(data, 0, len(data), 1)
+        key_spans, value_spans = wire.decode_messages(data, entries, [(1, "s"), (2, "s")])
+        (num_hosts,), (version,) = wire.decode_messages(data, np.array([[0, len(data)]]), [(2, "i"), (5, "i")])
+    except ValueError as e:
+        raise ProfileError(f"{name}: not a MemoryProfile protobuf ({e}); the file may be truncated or of another type") from None
+    if not len(entries) or (key_spans[:, 0] < 0).any():
+        raise ProfileError(f"{name}: not a MemoryProfile (no allocator entries); is it another kind of file?")
+    allocators = {}
+    strings_cache: dict = {}
+    for i, ((k0, k1), (v0, v1)) in enumerate(zip(key_spans, value_spans)):
+        task.report(0.5 + 0.3 * i / len(entries), "Decoding snapshots")
+        try:
+            key = data[k0:k0 + k1].decode("utf-8")
+        except UnicodeDecodeError:
+            raise ProfileError(f"{name}: not a MemoryProfile (allocator id is not text)") from None
+        try:
+            allocators[key] = _allocator_from_binary(data, int(v0), int(max(v1, 0)), strings_cache)
+        except ValueError as e:
+            raise ProfileError(f"{name}: corrupt allocator {key!r}: {e}") from None
+    return {"allocators": allocators, "num_hosts": int(num_hosts), "version": int(version)}
+
+
+def _allocator_from_binary(data: bytes, start: int, length: int, cache: dict) -> dict:
+    if start < 0:
+        start, length = 0, 0
+    end = start + length
+    body = np.array([[start, length]])
+    _, summary_span, _, _, _ = wire.decode_messages(data, body, [(1, "s"), (2, "s"), (3, "s"), (4, "s"), (5, "s")])
+    snapshots = _snapshots_from_binary(data, wire.find_fields(data, start, end, 1))
+    sampled_spans = wire.find_fields(data, start, end, 5)
+    sampled = _snapshots_from_binary(data, sampled_spans) if len(sampled_spans) else None
+    active = wire.decode_messages(data, wire.find_fields(data, start, end, 3), [(1, "i"), (2, "i"), (3, "i")])
+    special_spans = wire.find_fields(data, start, end, 4)
+    special = [Metadata(**m) for m in _metadata_dicts(data, special_spans)]
+    summary = None
+    if summary_span[0, 0] >= 0:
+        lifetime, stats_span, peak_time, capacity = wire.decode_messages(data, summary_span, [(1, "i"), (2, "s"), (3, "i"), (4, "i")])
+        st, hp, fr, frag, _ = wire.decode_messages(data, stats_span, [(1, "i"), (2, "i"), (3, "i"), (4, "d"), (5, "i")])
+        summary = MemorySummary(0, 0, int(capacity[0]), int(lifetime[0]), int(peak_time[0]), int(st[0]), int(hp[0]), int(fr[0]), float(frag[0]))
+    return {"snapshots": snapshots, "sampled": sampled, "summary": summary, "special": special,
+            "active": [tuple(int(x) for x in row) for row in zip(*active)]}
+
+
+def _snapshots_from_binary(data: bytes, spans: np.ndarray) -> Snapshots:
+    time_ps, stats, meta = wire.decode_messages(data, spans, [(1, "i"), (2, "s"), (3, "s")])
+    stack, heap, free, frag, peak = wire.decode_messages(data, stats, [(1, "i"), (2, "i"), (3, "i"), (4, "d"), (5, "i")])
+    m = wire.decode_messages(data, meta, [(1, "i"), (2, "i"), (3, "i"), (4, "i"), (5, "s"), (6, "i"), (7, "s"), (8, "s"), (9, "s")])
+    strings: list[str] = [""]
+    index_of = {"": 0}
+    ids = []
+    for spans_ in (m[4], m[6], m[7], m[8]):
+        local_ids, local_strings = wire.intern_strings(data, spans_)
+        remap = np.array([index_of.setdefault(s, len(index_of)) for s in local_strings], np.int32)
+        ids.append(remap[local_ids])
+    strings = list(index_of)
+    return Snapshots(
+        time_ps=time_ps, stack=stack, heap=heap, free=free, fragmentation=frag, peak_in_use=peak,
+        activity=m[0], requested=m[1], allocation=m[2], address=m[3].view(np.uint64), step=m[5],
+        op=ids[0], region=ids[1], dtype=ids[2], shape=ids[3], strings=strings,
+    )
+
+
+def _metadata_dicts(data: bytes, spans: np.ndarray) -> list[dict]:
+    m = wire.decode_messages(data, spans, [(1, "i"), (2, "i"), (3, "i"), (4, "i"), (5, "s"), (6, "i"), (7, "s"), (8, "s"), (9, "s")])
+    text = lambda span: data[span[0]:span[0] + span[1]].decode("utf-8", "replace") if span[0] >= 0 else ""
+    return [
+        {"activity": int(m[0][i]), "requested": int(m[1][i]), "allocation": int(m[2][i]),
+         "address": int(m[3][i]) & (2**64 - 1), "op": text(m[4][i]), "step": int(m[5][i]),
+         "region": text(m[6][i]), "dtype": text(m[7][i]), "shape": text(m[8][i])}
+        for i in range(len(spans))
+    ]
+
+
+# proto3 JSON: camelCase or original names, int64 as strings or numbers, enums
+# as names or numbers. Unknown fields are ignored.
+
+
+def _field(d: dict, camel: str, snake: str, default=None):
+    if camel in d:
+        return d[camel]
+    return d.get(snake, default)
+
+
+def _int(v) -> int:
+    if v is None:
+        return 0
+    if isinstance(v, bool):
+        raise TypeError("expected a number, got a boolean")
+    return int(v)
+
+
+def _activity(v) -> int:
+    if isinstance(v, str) and not v.lstrip("-").isdigit():
+        try:
+            return ACTIVITY_NAMES.index(v)
+        except ValueError:
+            raise ValueError(f"unknown memory activity {v!r}") from None
+    return _int(v)
+
+
+def _from_json(data: bytes, name: str, task: TaskState) -> dict:
+    try:
+        doc = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ProfileError(f"{name}: invalid JSON ({e}); the file may be truncated") from None
+    if not isinstance(doc, dict) or not ({"memoryProfilePerAllocator", "memory_profile_per_allocator", "memoryIds", "memory_ids"} & doc.keys()):
+        raise ProfileError(f"{name}: this JSON is not a MemoryProfile (no memoryProfilePerAllocator)")
+    try:
+        per = _field(doc, "memoryProfilePerAllocator", "memory_profile_per_allocator", {}) or {}
+        if not isinstance(per, dict):
+            raise TypeError("memoryProfilePerAllocator is not an object")
+        allocators = {}
+        for i, (key, value) in enumerate(per.items()):
+            task.report(0.5 + 0.3 * i / max(len(per), 1), "Decoding snapshots")
+            allocators[str(key)] = _allocator_from_json(value or {})
+        return {"allocators": allocators, "num_hosts": _int(_field(doc, "numHosts", "num_hosts", 0)),
+                "version": _int(doc.get("version", 0))}
+    except (TypeError, ValueError, AttributeError, KeyError, OverflowError) as e:
+        raise ProfileError(f"{name}: not a valid MemoryProfile: {e}") from None
+
+
+def _allocator_from_json(d: dict) -> dict:
+    summary = _field(d, "profileSummary", "profile_summary")
+    sampled = _field(d, "sampledTimelineSnapshots", "sampled_timeline_snapshots")
+    result = {
+        "snapshots": _snapshots_from_json(_field(d, "memoryProfileSnapshots", "memory_profile_snapshots", []) or []),
+        "sampled": _snapshots_from_json(sampled) if sampled else None,
+        "summary": None,
+        "special": [Metadata(**_metadata_from_json(m)) for m in _field(d, "specialAllocations", "special_allocations", []) or []],
+        "active": [(_int(_field(a, "snapshotIndex", "snapshot_index", 0)), _int(_field(a, "specialIndex", "special_index", 0)),
+                    _int(_field(a, "numOccurrences", "num_occurrences", 0)))
+                   for a in _field(d, "activeAllocations", "active_allocations", []) or []],
+    }
+    if summary:
+        stats = _field(summary, "peakStats", "peak_stats", {}) or {}
+        s = _stats_from_json(stats)
+        result["summary"] = MemorySummary(
+            0, 0, _int(_field(summary, "memoryCapacity", "memory_capacity")),
+            _int(_field(summary, "peakBytesUsageLifetime", "peak_bytes_usage_lifetime")),
+            _int(_field(summary, "peakStatsTimePs", "peak_stats_time_ps")), s[0], s[1], s[2], s[3])
+    return result
+
+
+def _stats_from_json(a: dict) -> tuple:
+    return (_int(_field(a, "stackReservedBytes", "stack_reserved_bytes")), _int(_field(a, "heapAllocatedBytes", "heap_allocated_bytes")),
+            _int(_field(a, "freeMemoryBytes", "free_memory_bytes")), float(a.get("fragmentation", 0) or 0),
+            _int(_field(a, "peakBytesInUse", "peak_bytes_in_use")))
+
+
+def _metadata_from_json(m: dict) -> dict:
+    return {"activity": _activity(_field(m, "memoryActivity", "memory_activity", 0)),
+            "requested": _int(_field(m, "requestedBytes", "requested_bytes")),
+            "allocation": _int(_field(m, "allocationBytes", "allocation_bytes")),
+            "address": _int(m.get("address", 0)), "op": str(_field(m, "tfOpName", "tf_op_name", "") or ""),
+            "step": _int(_field(m, "stepId", "step_id")), "region": str(_field(m, "regionType", "region_type", "") or ""),
+            "dtype": str(_field(m, "dataType", "data_type", "") or ""), "shape": str(_field(m, "tensorShape", "tensor_shape", "") or "")}
+
+
+def _snapshots_from_json(items: list) -> Snapshots:
+    if not isinstance(items, list):
+        raise TypeError("snapshots are not a list")
+    n = len(items)
+    stats = [_stats_from_json(_field(s, "aggregationStats", "aggregation_stats", {}) or {}) for s in items]
+    metas = [_metadata_from_json(_field(s, "activityMetadata", "activity_metadata", {}) or {}) for s in items]
+    index_of = {"": 0}
+    col = lambda values, dtype=np.int64: np.fromiter(values, dtype, count=n)
+    ids = {name: col((index_of.setdefault(m[key], len(index_of)) for m in metas), np.int32)
+           for name, key in zip(STRING_COLUMNS, ("op", "region", "dtype", "shape"))}
+    return Snapshots(
+        time_ps=col(_int(_field(s, "timeOffsetPs", "time_offset_ps")) for s in items),
+        stack=col(s[0] for s in stats), heap=col(s[1] for s in stats), free=col(s[2] for s in stats),
+        fragmentation=col((s[3] for s in stats), np.float64), peak_in_use=col(s[4] for s in stats),
+        activity=col(m["activity"] for m in metas), requested=col(m["requested"] for m in metas),
+        allocation=col(m["allocation"] for m in metas), address=col((m["address"] for m in metas), np.uint64),
+        step=col(m["step"] for m in metas), strings=list(index_of), **ids,
+    )
+
+
+# ---------------------------------------------------------------- export
+
+
+def to_xprof_json(profile: MemoryProfileData, xprof_form: bool = False) -> dict:
+    """The MemoryProfile as XProf's memory_profile tool returns it (proto3
+    JSON, camelCase, int64 as strings, every field printed).
+
+    Peak tables carried by the input are kept as given. Otherwise the table
+    is computed by XProf's rules and, by default, every snapshot is written;
+    with xprof_form the snapshots are reduced the way XProf does (only those
+    the table references, plus 1,000 sampled timeline points, version 1).
+    """
+    per = {}
+    for memory_id, a in profile.allocators.items():
+        per[memory_id] = _allocator_json(a, xprof_form)
+    version = 1 if xprof_form else profile.version
+    return {"memoryProfilePerAllocator": per, "numHosts": profile.num_hosts or 1,
+            "memoryIds": sorted(per), "version": version, "hloModules": []}
+
+
+def _allocator_json(a: AllocatorProfile, xprof_form: bool) -> dict:
+    s = a.summary
+    summary = {"peakBytesUsageLifetime": str(s.peak_bytes_lifetime),
+               "peakStats": _stats_json(s.peak_stack, s.peak_heap, s.peak_free, s.peak_fragmentation, s.peak_in_use),
+               "peakStatsTimePs": str(s.peak_time_ps), "memoryCapacity": str(s.memory_capacity)}
+    if a.peak_rows_given:
+        snapshots = a.stored_snapshots
+        rows = a.stored_rows
+        special = a.special
+        sampled = a.stored_sampled
+    else:
+        rows, special = [], []
+        pk = a.peak_allocations
+        for i in range(len(pk)):
+            if pk.snapshot[i] >= 0:
+                rows.append((int(pk.snapshot[i]), -1, int(pk.occurrences[i])))
+            else:
+                special.append(Metadata(ALLOCATION, int(pk.requested[i]), int(pk.allocation[i]), 0, pk.op[i],
+                                        int(pk.step[i]), pk.region[i], pk.dtype[i], pk.shape[i]))
+                rows.append((-len(special), len(special) - 1, int(pk.occurrences[i])))
+        snapshots, sampled = a.timeline, None
+        if xprof_form:
+            referenced = np.array([r[0] for r in rows if r[0] >= 0], np.int64)
+            sampled = a.timeline.take(sample_timeline(a.timeline))
+            snapshots = a.timeline.take(referenced)
+            renumber = iter(range(len(referenced)))
+            rows = [(next(renumber), sp, n) if idx >= 0 else (idx, sp, n) for idx, sp, n in rows]
+    out = {"memoryProfileSnapshots": _snapshots_json(snapshots), "profileSummary": summary,
+           "activeAllocations": [{"snapshotIndex": str(i), "specialIndex": str(sp), "numOccurrences": str(n)} for i, sp, n in rows],
+           "specialAllocations": [_metadata_json(m.activity, m.requested, m.allocation, m.address, m.op, m.step, m.region, m.dtype, m.shape)
+                                  for m in special],
+           "sampledTimelineSnapshots": _snapshots_json(sampled) if sampled is not None else []}
+    return out
+
+
+def _stats_json(stack, heap, free, frag, peak) -> dict:
+    return {"stackReservedBytes": str(stack), "heapAllocatedBytes": str(heap), "freeMemoryBytes": str(free),
+            "fragmentation": float(frag), "peakBytesInUse": str(peak)}
+
+
+def _metadata_json(activity, requested, allocation, address, op, step, region, dtype, shape) -> dict:
+    name = ACTIVITY_NAMES[activity] if 0 <= activity < len(ACTIVITY_NAMES) else activity
+    return {"memoryActivity": name, "requestedBytes": str(requested), "allocationBytes": str(allocation),
+            "address": str(address), "tfOpName": op, "stepId": str(step), "regionType": region,
+            "dataType": dtype, "tensorShape": shape}
+
+
+def _snapshots_json(tl: Snapshots) -> list:
+    s = tl.strings
+    cols = [c.tolist() for c in (tl.time_ps, tl.stack, tl.heap, tl.free, tl.fragmentation, tl.peak_in_use, tl.activity,
+                                 tl.requested, tl.allocation, tl.address, tl.op, tl.step, tl.region, tl.dtype, tl.shape)]
+    return [
+        {"timeOffsetPs": str(t), "aggregationStats": _stats_json(st, hp, fr, fg, pk),
+         "activityMetadata": _metadata_json(ac, rq, al, ad, s[op], stp, s[rg], s[dt], s[sh])}
+        for t, st, hp, fr, fg, pk, ac, rq, al, ad, op, stp, rg, dt, sh in zip(*cols)
+    ]

@@ -1,0 +1,15 @@
+"""Builds the one C extension (models._protowire); everything else is in pyproject.toml."""
+
+import numpy
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "models._protowire",
+            ["models/_protowire.c"],
+            include_dirs=[numpy.get_include()],
+            extra_compile_args=["-O2"],
+        )
+    ]
+)
