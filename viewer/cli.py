@@ -1,0 +1,146 @@
+"""The `profscope` command.
+
+    profscope [PATH]                      open the window (or, with no display,
+                                          write the report and say where)
+    profscope sessions PATH [--json]      sessions, hosts and tools
+    profscope export PATH --tool T ...    a tool's data, as XProf returns it
+    profscope report PATH -o DIR          every view as PNG plus index.html
+
+`sessions` and `export` import no Qt, so they start fast and run on servers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from models.repository import open_repository
+from models.task import ProfileError
+
+COMMANDS = ("sessions", "export", "report")
+DEFAULT_REPORT_DIR = "profscope-report"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="profscope", description="Viewer for TensorFlow, Keras and JAX profiles.")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("sessions", help="list sessions, hosts and tools")
+    s.add_argument("path")
+    s.add_argument("--json", action="store_true", help="print JSON (EnumSessions form)")
+    e = sub.add_parser("export", help="write a tool's data (for memory_profile: XProf's JSON)")
+    e.add_argument("path")
+    e.add_argument("--tool", required=True)
+    e.add_argument("--session", default="", help="session name (default: the only or the latest one)")
+    e.add_argument("--host", default="", help="host name (default: the only one)")
+    e.add_argument("--param", action="append", default=[], metavar="K=V",
+                   help="tool parameter; K=@FILE reads the value from FILE (repeatable)")
+    e.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
+    r = sub.add_parser("report", help="render every view to PNG files and an index.html")
+    r.add_argument("path")
+    r.add_argument("-o", "--output", default=DEFAULT_REPORT_DIR, help=f"output folder (default: {DEFAULT_REPORT_DIR})")
+    return p
+
+
+def _params(items: list[str]) -> dict[str, str]:
+    params = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ProfileError(f"--param {item!r}: expected KEY=VALUE")
+        if value.startswith("@"):
+            try:
+                value = Path(value[1:]).read_text(encoding="utf-8")
+            except OSError as e:
+                raise ProfileError(f"--param {key}: cannot read {value[1:]}: {e.strerror or e}") from None
+        params[key] = value
+    return params
+
+
+def _pick_session(repo, name: str) -> str:
+    if name:
+        return repo.session(name).name
+    return sorted(s.name for s in repo.enum_sessions())[-1]  # names are timestamps: latest last
+
+
+def cmd_sessions(args) -> int:
+    repo = open_repository(args.path)
+    sessions = repo.enum_sessions()
+    if args.json:
+        print(json.dumps({"sessions": [{"sessionId": s.name, "hosts": list(s.hosts), "availableTools": list(s.tools)}
+                                       for s in sessions]}, indent=2))
+    else:
+        for s in sessions:
+            print(f"{s.name}\n  hosts: {', '.join(s.hosts)}\n  tools: {', '.join(s.tools)}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    repo = open_repository(args.path)
+    session = _pick_session(repo, args.session)
+    data = repo.tool_data(session, args.tool, args.host, _params(args.param))
+    if args.output == "-":
+        sys.stdout.buffer.write(data.output + b"\n")
+    else:
+        Path(args.output).write_bytes(data.output)
+        print(f"wrote {args.output} ({args.tool}, session {session})", file=sys.stderr)
+    return 0
+
+
+def cmd_report(args) -> int:
+    from viewer.report import write_report  # Qt only for drawing commands
+
+    written = write_report(open_repository(args.path), Path(args.output))
+    for path in written:
+        print(path)
+    return 0
+
+
+def has_display() -> bool:
+    if sys.platform in ("win32", "darwin"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or \
+        os.environ.get("QT_QPA_PLATFORM", "") not in ("", "offscreen", "minimal")
+
+
+def cmd_window(path: str | None) -> int:
+    if not has_display():
+        if path is None:
+            print("profscope: no display and no path given; nothing to do", file=sys.stderr)
+            return 2
+        print(f"profscope: no display found; writing the report of {path} to {DEFAULT_REPORT_DIR}/ instead",
+              file=sys.stderr)
+        rc = cmd_report(argparse.Namespace(path=path, output=DEFAULT_REPORT_DIR))
+        print(f"profscope: report written to {Path(DEFAULT_REPORT_DIR).resolve() / 'index.html'}", file=sys.stderr)
+        return rc
+    from viewer.app import run_window
+
+    return run_window(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if argv and argv[0] in COMMANDS:
+            args = _parser().parse_args(argv)
+            return {"sessions": cmd_sessions, "export": cmd_export, "report": cmd_report}[args.command](args)
+        if argv and argv[0] in ("-h", "--help"):
+            _parser().print_help()
+            return 0
+        if len(argv) > 1:
+            print("profscope: expected at most one path; see profscope --help", file=sys.stderr)
+            return 2
+        return cmd_window(argv[0] if argv else None)
+    except ProfileError as e:
+        print(f"profscope: error: {e}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

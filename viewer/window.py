@@ -1,0 +1,216 @@
+"""The main window: open a folder or file, pick a session and host in the
+tree, look at one tab per view. Loading runs in a worker; the status bar shows
+progress, a cancel button and errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QProgressBar, QPushButton,
+                               QTabWidget, QTreeWidget, QTreeWidgetItem)
+
+from models.repository import MEMORY_PROFILE, ProfileRepository, open_repository
+from widgets.memory_view import MemoryView
+from viewer.workers import TaskRunner
+
+MAX_RECENT = 8
+ROLE_TARGET = Qt.UserRole  # (session, host) of a tree item
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, settings: QSettings | None = None):
+        super().__init__()
+        self.setWindowTitle("Profscope")
+        self.setAcceptDrops(True)
+        self.settings = settings or QSettings()
+        self.repo: ProfileRepository | None = None
+        self.current: tuple[str, str] | None = None  # (session, host) shown
+        self.runner = TaskRunner(self)
+
+        self.tree = QTreeWidget()
+        self.tree.setHeaderLabels(["Sessions"])
+        dock = QDockWidget("Sessions", self)
+        dock.setObjectName("sessions")
+        dock.setWidget(self.tree)
+        self.addDockWidget(Qt.LeftDockWidgetArea, dock)
+        self.memory_view = MemoryView()
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.memory_view, "Memory")
+        self.setCentralWidget(self.tabs)
+
+        self.status = QLabel("Open a log dir, a profile folder or a file (Ctrl+O), or drop it here.")
+        self.progress = QProgressBar(maximum=1000, maximumWidth=220, textVisible=False)
+        self.cancel_button = QPushButton("Cancel")
+        self.statusBar().addWidget(self.status, 1)
+        self.statusBar().addPermanentWidget(self.progress)
+        self.statusBar().addPermanentWidget(self.cancel_button)
+        self._set_busy(False)
+        self._build_menus()
+
+        self.tree.itemActivated.connect(self._on_tree_item)
+        self.tree.itemClicked.connect(self._on_tree_item)
+        self.memory_view.host_requested.connect(lambda host: self.load_memory(self.current[0], host) if self.current else None)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.runner.progress.connect(self._on_progress)
+        self.runner.busy_changed.connect(self._set_busy)
+        self.runner.failed.connect(self.show_error)
+        self.runner.cancelled.connect(lambda: self.set_status("Cancelled."))
+        self.resize(1280, 860)
+        self._restore()
+
+    # ------------------------------------------------------------ menus
+
+    def _build_menus(self) -> None:
+        file_menu = self.menuBar().addMenu("&File")
+        self._action(file_menu, "Open &Folder…", QKeySequence.Open, self.open_folder_dialog)
+        self._action(file_menu, "Open F&ile…", "Ctrl+Shift+O", self.open_file_dialog)
+        self.recent_menu = file_menu.addMenu("Open &Recent")
+        self._action(file_menu, "&Reload", QKeySequence.Refresh, self.reload)
+        file_menu.addSeparator()
+        self._action(file_menu, "&Quit", QKeySequence.Quit, self.close)
+        view_menu = self.menuBar().addMenu("&View")
+        self._action(view_menu, "Reset &Zoom", "Ctrl+0", self.memory_view.plot.reset_zoom)
+        self._action(view_menu, "Table at &Peak", "Ctrl+P", lambda: self.memory_view.pick_moment(None))
+        self._action(view_menu, "&Cancel Loading", "Esc", self.cancel)
+        self._update_recent_menu()
+
+    def _action(self, menu, text, shortcut, slot) -> QAction:
+        action = QAction(text, self)
+        action.setShortcut(QKeySequence(shortcut))
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        self.addAction(action)
+        return action
+
+    def _recent(self) -> list[str]:
+        value = self.settings.value("recent", [])
+        return [value] if isinstance(value, str) else list(value or [])
+
+    def _update_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        for path in self._recent():
+            self.recent_menu.addAction(path, lambda p=path: self.open_path(p))
+        self.recent_menu.setEnabled(bool(self._recent()))
+
+    def _remember(self, path: str) -> None:
+        recent = [path] + [p for p in self._recent() if p != path]
+        self.settings.setValue("recent", recent[:MAX_RECENT])
+        self.settings.setValue("last_folder", str(Path(path).parent if Path(path).is_file() else path))
+        self._update_recent_menu()
+
+    def open_folder_dialog(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open log dir or profile folder", self.settings.value("last_folder", ""))
+        if path:
+            self.open_path(path)
+
+    def open_file_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open profile file", self.settings.value("last_folder", ""),
+                                              "Profiles (*.json *.json.gz *.pb *.pb.gz);;All files (*)")
+        if path:
+            self.open_path(path)
+
+    # ------------------------------------------------------------ loading
+
+    def open_path(self, path: str) -> None:
+        """Scans a path in the background, then shows its latest session."""
+        self.set_status(f"Opening {path}…")
+        self._remember(str(path))
+        self.runner.start(lambda task: open_repository(path), self._show_repository)
+
+    def reload(self) -> None:
+        if self.repo is not None:
+            self.open_path(self.repo.location)
+
+    def load_memory(self, session: str, host: str) -> None:
+        repo = self.repo
+        self.set_status(f"Loading memory profile of {session} / {host}…")
+        self.runner.start(lambda task: (session, host, repo.memory_profile(session, host, task)), self._show_memory)
+
+    def cancel(self) -> None:
+        self.runner.cancel()
+
+    def _show_repository(self, repo: ProfileRepository) -> None:
+        self.repo = repo
+        self.setWindowTitle(f"Profscope: {repo.location}")
+        self.tree.clear()
+        latest = None
+        for info in sorted(repo.enum_sessions(), key=lambda s: s.name):
+            item = QTreeWidgetItem(self.tree, [info.name])
+            for host in info.hosts:
+                host_item = QTreeWidgetItem(item, [host])
+                for tool in info.tools:
+                    tool_item = QTreeWidgetItem(host_item, [tool])
+                    tool_item.setData(0, ROLE_TARGET, (info.name, host))
+                host_item.setData(0, ROLE_TARGET, (info.name, host))
+            if MEMORY_PROFILE in info.tools and info.hosts:
+                latest = (info.name, info.hosts[0], item)
+        self.tree.expandAll()
+        self.set_status(f"Opened {repo.location}: {self.tree.topLevelItemCount()} session(s).")
+        if latest is not None:
+            self.tree.setCurrentItem(latest[2].child(0))
+            self.load_memory(latest[0], latest[1])
+
+    def _show_memory(self, result) -> None:
+        session, host, data = result
+        self.current = (session, host)
+        self.memory_view.set_hosts(list(self.repo.session(session).hosts), host)
+        self.memory_view.set_profile(data)
+        self.tabs.setCurrentWidget(self.memory_view)
+        ids = ", ".join(data.memory_ids)
+        self.set_status(f"{session} / {host}: memory profile with {len(data.allocators)} allocator(s): {ids}")
+
+    def _on_tree_item(self, item: QTreeWidgetItem, _column=0) -> None:
+        target = item.data(0, ROLE_TARGET)
+        if target and self.repo is not None and tuple(target) != self.current:
+            self.load_memory(*target)
+
+    # ------------------------------------------------------------ status
+
+    def set_status(self, text: str, error: bool = False) -> None:
+        self.status.setText(text)
+        self.status.setStyleSheet("color: #b71c1c" if error else "")
+
+    def show_error(self, message: str) -> None:
+        self.set_status(message, error=True)
+        self.memory_view.show_message(message)
+
+    def _on_progress(self, fraction: float, text: str) -> None:
+        self.progress.setValue(int(fraction * 1000))
+        if text:
+            self.set_status(text + "…")
+
+    def _set_busy(self, busy: bool) -> None:
+        self.progress.setVisible(busy)
+        self.cancel_button.setVisible(busy)
+        if busy:
+            self.progress.setValue(0)
+
+    # ------------------------------------------------------------ drops and state
+
+    def dragEnterEvent(self, event) -> None:
+        if event.mimeData().hasUrls() and any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        for url in event.mimeData().urls():
+            if url.isLocalFile():
+                self.open_path(url.toLocalFile())
+                event.acceptProposedAction()
+                return
+
+    def _restore(self) -> None:
+        geometry = self.settings.value("geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        state = self.settings.value("window_state")
+        if state is not None:
+            self.restoreState(state)
+
+    def closeEvent(self, event) -> None:
+        self.settings.setValue("geometry", self.saveGeometry())
+        self.settings.setValue("window_state", self.saveState())
+        self.runner.cancel()
+        self.runner.wait(5000)
+        super().closeEvent(event)
