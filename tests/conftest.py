@@ -1,0 +1,25 @@
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+SAMPLE = ROOT / "resources" / "samples" / "tf_logdir"
+SMALL_XPROF = DATA / "xprof" / "small.memory_profile.json"
+KERAS_XPROF = DATA / "xprof" / "keras.memory_profile.json.gz"
+
+
+@pytest.fixture(autouse=True)
+def no_thread_left_running(request):
+    """Fails a test that leaves work running on a Qt thread pool."""
+    yield
+    if "PySide6.QtCore" not in sys.modules:
+        return
+    from PySide6.QtCore import QThreadPool
+
+    pool = QThreadPool.globalInstance()
+    assert pool.activeThreadCount() == 0, "a test left a task on the global thread pool"

@@ -1,0 +1,81 @@
+"""The schemas: generated code is current, field numbers are the real ones,
+and models/ and protos/ never pull in Qt."""
+
+import importlib
+import pkgutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+GENERATED = sorted((ROOT / "protos").glob("*_pb2.py"))
+
+
+def test_regenerated_code_equals_committed(tmp_path):
+    sys.path.insert(0, str(ROOT / "protos"))
+    try:
+        from generate import generate
+    finally:
+        sys.path.pop(0)
+    fresh = generate(tmp_path)
+    assert [p.name for p in fresh] == [p.name for p in GENERATED]
+    for new, old in zip(fresh, GENERATED):
+        assert new.read_bytes() == old.read_bytes(), f"{old.name} is stale: run python protos/generate.py"
+
+
+def fields(descriptor):
+    """Field names, numbers, types and labels, recursively, with our package prefix removed."""
+    out = {}
+    for f in descriptor.fields:
+        type_name = (f.message_type or f.enum_type).full_name if (f.message_type or f.enum_type) else f.type
+        if isinstance(type_name, str):
+            type_name = type_name.removeprefix("profscope.")
+        out[f.name] = (f.number, type_name, f.is_repeated, f.containing_oneof.name if f.containing_oneof else None)
+    for nested in descriptor.nested_types:
+        out[nested.name] = fields(nested)
+    return out
+
+
+# Our modules against TensorBoard's copies of the TensorFlow and HParams schemas.
+PAIRS = [
+    ("protos.types_pb2", "tensorboard.compat.proto.types_pb2"),
+    ("protos.tensor_shape_pb2", "tensorboard.compat.proto.tensor_shape_pb2"),
+    ("protos.allocation_description_pb2", "tensorboard.compat.proto.allocation_description_pb2"),
+    ("protos.tensor_description_pb2", "tensorboard.compat.proto.tensor_description_pb2"),
+    ("protos.step_stats_pb2", "tensorboard.compat.proto.step_stats_pb2"),
+    ("protos.api_pb2", "tensorboard.plugins.hparams.api_pb2"),
+    ("protos.plugin_data_pb2", "tensorboard.plugins.hparams.plugin_data_pb2"),
+]
+
+
+@pytest.mark.parametrize("ours,theirs", PAIRS)
+def test_schema_matches_the_real_one(ours, theirs):
+    mine = importlib.import_module(ours).DESCRIPTOR
+    real = importlib.import_module(theirs).DESCRIPTOR
+    # TensorBoard's compat copies sit in package "tensorboard"; ours drop "profscope.".
+    strip = lambda d: {k: _rename(v, real.package) for k, v in d.items()}
+    assert sorted(mine.message_types_by_name) == sorted(real.message_types_by_name)
+    for name, message in real.message_types_by_name.items():
+        assert strip(fields(mine.message_types_by_name[name])) == strip(fields(message)), name
+    for name, enum in real.enum_types_by_name.items():
+        assert [(v.name, v.number) for v in mine.enum_types_by_name[name].values] == [(v.name, v.number) for v in enum.values]
+
+
+def _rename(value, package):
+    if isinstance(value, dict):
+        return {k: _rename(v, package) for k, v in value.items()}
+    number, type_name, repeated, oneof = value
+    if isinstance(type_name, str):
+        type_name = type_name.split(".")[-1]
+    return number, type_name, repeated, oneof
+
+
+def test_models_and_protos_never_import_qt():
+    modules = [f"protos.{p.stem}" for p in GENERATED]
+    import models
+    modules += [f"models.{m.name}" for m in pkgutil.iter_modules(models.__path__)]
+    code = f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\n" \
+           "bad = [m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph', 'superqt'))]\nassert not bad, bad"
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

@@ -1,0 +1,103 @@
+"""Opening every layout, listing sessions, exporting, and the report."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, SAMPLE, SMALL_XPROF
+from models.repository import open_repository
+from models.task import ProfileError
+from viewer.cli import main
+
+SMALL_SESSION = "2026_11_22_02_49_00"
+KERAS_SESSION = "2026_11_22_02_48_21"
+
+
+@pytest.mark.parametrize("path,names", [
+    (SAMPLE, [KERAS_SESSION, SMALL_SESSION]),
+    (SAMPLE / "plugins" / "profile", [KERAS_SESSION, SMALL_SESSION]),
+    (SAMPLE / "plugins" / "profile" / SMALL_SESSION, [SMALL_SESSION]),
+])
+def test_layouts(path, names):
+    sessions = open_repository(path).enum_sessions()
+    assert [s.name for s in sessions] == names
+    assert all(s.hosts == ("vm",) and s.tools == ("memory_profile",) for s in sessions)
+
+
+def test_runs_below_a_log_dir_and_a_lone_file(tmp_path):
+    shutil.copytree(SAMPLE / "plugins", tmp_path / "train" / "plugins")
+    assert [s.name for s in open_repository(tmp_path).enum_sessions()] == [f"train/{KERAS_SESSION}", f"train/{SMALL_SESSION}"]
+    lone = tmp_path / "mine.json"
+    shutil.copy(SMALL_XPROF, lone)
+    (info,) = open_repository(lone).enum_sessions()
+    assert info.hosts == ("mine.json",)
+    assert open_repository(lone).memory_profile(info.name, "").memory_ids == ["bfc_cpu_allocator_for_gpu"]
+
+
+def test_links_out_of_the_folder_are_not_followed(tmp_path):
+    outside = tmp_path / "outside"
+    shutil.copytree(SAMPLE / "plugins" / "profile" / SMALL_SESSION, outside)
+    root = tmp_path / "logs" / "plugins" / "profile"
+    root.mkdir(parents=True)
+    (root / "sneaky").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(ProfileError, match="found no profile data"):
+        open_repository(tmp_path / "logs")
+
+
+def test_names_never_become_paths():
+    repo = open_repository(SAMPLE)
+    with pytest.raises(ProfileError, match="no session"):
+        repo.memory_profile("../../etc", "vm")
+    with pytest.raises(ProfileError, match="no host"):
+        repo.memory_profile(SMALL_SESSION, "../vm")
+
+
+def test_sessions_json(capsys):
+    assert main(["sessions", str(SAMPLE), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["sessions"][1] == {"sessionId": SMALL_SESSION, "hosts": ["vm"], "availableTools": ["memory_profile"]}
+
+
+def test_export_to_file_with_params(tmp_path, capsys):
+    out = tmp_path / "mp.json"
+    flag = tmp_path / "flag.txt"
+    flag.write_text("true")
+    assert main(["export", str(SAMPLE), "--tool", "memory_profile", "--session", SMALL_SESSION,
+                 "--param", f"xprof_form=@{flag}", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc == json.loads(SMALL_XPROF.read_text())  # the input is XProf's own; kept as given
+    assert main(["export", str(SAMPLE), "--tool", "nope"]) == 1
+    assert "unknown tool" in capsys.readouterr().err
+
+
+def test_sessions_and_export_do_not_import_qt(tmp_path):
+    code = ("import sys; from viewer.cli import main; "
+            f"main(['sessions', {str(SAMPLE)!r}]); "
+            f"main(['export', {str(SAMPLE)!r}, '--tool', 'memory_profile', '-o', {str(tmp_path / 'o.json')!r}]); "
+            "assert not [m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph', 'widgets'))], 'Qt imported'")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True)
+
+
+def test_report_writes_pngs_and_index(tmp_path):
+    out = tmp_path / "report"
+    result = subprocess.run([sys.executable, "-m", "viewer.cli", "report", str(SAMPLE), "-o", str(out)],
+                            cwd=ROOT, capture_output=True, text=True, env={**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert result.returncode == 0, result.stderr
+    printed = result.stdout.split()
+    assert printed[-1].endswith("index.html") and len(printed) == 3
+    page = (out / "index.html").read_text()
+    assert "Peak usage (profile window)" in page and "3 MiB" in page and page.count("<img") == 2
+    from PySide6.QtGui import QImage
+    image = QImage(printed[0])
+    assert image.width() == 1400 and image.height() == 900
+
+
+def test_no_display_writes_the_report_instead(tmp_path):
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env["QT_QPA_PLATFORM"] = "offscreen"
+    result = subprocess.run([sys.executable, "-m", "viewer.cli", str(SAMPLE)], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "no display found" in result.stderr and (tmp_path / "profscope-report" / "index.html").exists()

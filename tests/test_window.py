@@ -1,0 +1,100 @@
+"""The main window with real worker threads: open, load, cancel, errors."""
+
+import pytest
+from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+
+from conftest import SAMPLE, SMALL_XPROF
+from models.task import Cancelled, TaskState
+from viewer.window import MainWindow
+from viewer.workers import TaskRunner
+
+SMALL_SESSION = "2026_11_22_02_49_00"
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
+    qtbot.addWidget(w)
+    yield w
+    w.runner.cancel()
+    assert w.runner.wait(10000)
+
+
+def open_and_wait(qtbot, window, path):
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.open_path(str(path))  # scan
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        pass  # then the latest session's memory profile
+
+
+def test_open_log_dir_shows_latest_session(qtbot, window):
+    open_and_wait(qtbot, window, SAMPLE)
+    assert window.tree.topLevelItemCount() == 2
+    assert window.current == (SMALL_SESSION, "vm")
+    assert window.memory_view.allocator.memory_id == "bfc_cpu_allocator_for_gpu"
+    assert window.memory_view.table.model.rowCount() == 11
+    assert "memory profile with 1 allocator" in window.status.text()
+    assert window.settings.value("recent") == [str(SAMPLE)]
+
+
+def test_clicking_another_session_loads_it(qtbot, window):
+    open_and_wait(qtbot, window, SAMPLE)
+    other = window.tree.topLevelItem(0).child(0)  # the Keras session's host
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window._on_tree_item(other)
+    assert window.current == ("2026_11_22_02_48_21", "vm")
+    assert not window.memory_view.allocator.complete
+
+
+def test_errors_show_in_the_window_and_it_keeps_working(qtbot, window, tmp_path):
+    bad = tmp_path / "h.memory_profile.json"
+    bad.write_text("{broken")
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.open_path(str(bad))
+    with qtbot.waitSignal(window.runner.failed, timeout=20000) as failed:
+        pass
+    assert "invalid JSON" in failed.args[0]
+    assert "invalid JSON" in window.status.text() and window.memory_view.message.isVisibleTo(window.memory_view)
+    with qtbot.waitSignal(window.runner.failed, timeout=20000):
+        window.open_path(str(tmp_path / "nothing-here"))
+    assert "no such file" in window.status.text()
+    open_and_wait(qtbot, window, SMALL_XPROF)
+    assert window.memory_view.table.model.rowCount() == 11
+
+
+def test_drop_a_file(qtbot, window):
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(SMALL_XPROF))])
+    event = QDropEvent(QPointF(10, 10), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.dropEvent(event)
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        pass
+    assert window.memory_view.allocator is not None
+
+
+def test_new_task_cancels_the_old_and_late_results_are_dropped(qtbot):
+    runner = TaskRunner()
+    results = []
+    runner.finished.connect(results.append)
+
+    def slow(task: TaskState):
+        while True:  # polls like a reader between chunks
+            task.report(0.5, "working")
+
+    runner.start(slow)
+    with qtbot.waitSignal(runner.finished, timeout=10000):
+        runner.start(lambda task: "second")
+    assert results == ["second"]
+    with qtbot.waitSignal(runner.cancelled, timeout=10000):
+        runner.start(slow)
+        runner.cancel()
+    assert runner.wait(10000) and results == ["second"]
+
+
+def test_cancelled_state_raises():
+    task = TaskState()
+    task.cancel()
+    with pytest.raises(Cancelled):
+        task.report(0.1)
