@@ -5,8 +5,9 @@
  * functions walk the wire format directly and fill numpy arrays, one column
  * per field, for messages located by their byte spans in the buffer.
  *
- *   find_fields(buf, start, end, field)  -> int64[k, 2] spans of a
- *       length-delimited field at the top level of the message [start, end)
+ *   find_fields(buf, start, end, numbers) -> one int64[k, 2] array per
+ *       field number: spans of each length-delimited occurrence at the top
+ *       level of the message [start, end), found in one pass
  *   decode_messages(buf, spans, fields)  -> list of arrays, one per
  *       (field_number, kind) in fields; kind 'i' varint -> int64,
  *       'z' zigzag varint -> int64, 'd' double -> float64,
@@ -75,66 +76,90 @@ static PyObject *malformed(Py_ssize_t offset) {
     return NULL;
 }
 
-static PyObject *find_fields(PyObject *self, PyObject *args) {
-    PyObject *obj;
-    Py_ssize_t start, end;
-    int field;
-    if (!PyArg_ParseTuple(args, "Onni", &obj, &start, &end, &field)) return NULL;
-    Py_buffer view;
-    if (get_buffer(obj, &view) < 0) return NULL;
-    if (start < 0 || end > view.len || start > end) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "span outside the buffer");
-        return NULL;
+#define MAX_FIELD 64
+
+typedef struct {
+    int64_t *spans;
+    Py_ssize_t count, cap;
+} SpanList;
+
+static int span_push(SpanList *l, int64_t off, int64_t len) {
+    if (l->count == l->cap) {
+        Py_ssize_t cap = l->cap ? l->cap * 2 : 256;
+        int64_t *grown = PyMem_Realloc(l->spans, sizeof(int64_t) * 2 * cap);
+        if (!grown) return 0;
+        l->spans = grown;
+        l->cap = cap;
     }
-    const uint8_t *base = (const uint8_t *)view.buf;
-    Py_ssize_t cap = 1024, count = 0;
-    int64_t *spans = PyMem_Malloc(sizeof(int64_t) * 2 * cap);
-    if (!spans) {
-        PyBuffer_Release(&view);
-        return PyErr_NoMemory();
-    }
-    Cursor c = {base + start, base + end};
-    while (c.p < c.end) {
-        const uint8_t *field_start = c.p;
-        uint64_t tag, len;
-        if (!read_varint(&c, &tag)) goto bad;
-        int wire = (int)(tag & 7);
-        if ((int)(tag >> 3) == field && wire == 2) {
-            if (!read_varint(&c, &len) || len > (uint64_t)(c.end - c.p)) goto bad;
-            if (count == cap) {
-                cap *= 2;
-                int64_t *grown = PyMem_Realloc(spans, sizeof(int64_t) * 2 * cap);
-                if (!grown) {
-                    PyMem_Free(spans);
-                    PyBuffer_Release(&view);
-                    return PyErr_NoMemory();
-                }
-                spans = grown;
-            }
-            spans[2 * count] = c.p - base;
-            spans[2 * count + 1] = (int64_t)len;
-            count++;
-            c.p += len;
-        } else if (!skip_field(&c, wire)) {
-            c.p = field_start;
-            goto bad;
-        }
-        continue;
-    bad:
-        PyMem_Free(spans);
-        PyBuffer_Release(&view);
-        return malformed(c.p - base);
-    }
-    npy_intp dims[2] = {count, 2};
-    PyObject *arr = PyArray_SimpleNew(2, dims, NPY_INT64);
-    if (arr) memcpy(PyArray_DATA((PyArrayObject *)arr), spans, sizeof(int64_t) * 2 * count);
-    PyMem_Free(spans);
-    PyBuffer_Release(&view);
-    return arr;
+    l->spans[2 * l->count] = off;
+    l->spans[2 * l->count + 1] = len;
+    l->count++;
+    return 1;
 }
 
-#define MAX_FIELD 64
+/* One pass over a message's top-level fields, collecting the spans of every
+ * length-delimited occurrence of each requested field number. */
+static PyObject *find_fields(PyObject *self, PyObject *args) {
+    PyObject *obj, *numbers_obj;
+    Py_ssize_t start, end;
+    if (!PyArg_ParseTuple(args, "OnnO", &obj, &start, &end, &numbers_obj)) return NULL;
+    PyObject *numbers = PySequence_Fast(numbers_obj, "field numbers must be a sequence");
+    if (!numbers) return NULL;
+    Py_ssize_t nnum = PySequence_Fast_GET_SIZE(numbers);
+    int slot_of[MAX_FIELD + 1];
+    for (int i = 0; i <= MAX_FIELD; i++) slot_of[i] = -1;
+    SpanList lists[MAX_FIELD + 1];
+    memset(lists, 0, sizeof(lists));
+    PyObject *result = NULL;
+    Py_buffer view;
+    int have_view = 0;
+    for (Py_ssize_t i = 0; i < nnum; i++) {
+        long number = PyLong_AsLong(PySequence_Fast_GET_ITEM(numbers, i));
+        if (number == -1 && PyErr_Occurred()) goto done;
+        if (number < 1 || number > MAX_FIELD || slot_of[number] != -1) {
+            PyErr_Format(PyExc_ValueError, "bad field number %ld", number);
+            goto done;
+        }
+        slot_of[number] = (int)i;
+    }
+    if (get_buffer(obj, &view) < 0) goto done;
+    have_view = 1;
+    if (start < 0 || end > view.len || start > end) {
+        PyErr_SetString(PyExc_ValueError, "span outside the buffer");
+        goto done;
+    }
+    const uint8_t *base = (const uint8_t *)view.buf;
+    Cursor c = {base + start, base + end};
+    while (c.p < c.end) {
+        uint64_t tag, len;
+        if (!read_varint(&c, &tag)) { malformed(c.p - base); goto done; }
+        uint64_t number = tag >> 3; /* any size in garbage: compare unsigned */
+        int wire = (int)(tag & 7);
+        if (wire == 2 && number >= 1 && number <= MAX_FIELD && slot_of[number] >= 0) {
+            if (!read_varint(&c, &len) || len > (uint64_t)(c.end - c.p)) { malformed(c.p - base); goto done; }
+            if (!span_push(&lists[slot_of[number]], c.p - base, (int64_t)len)) { PyErr_NoMemory(); goto done; }
+            c.p += len;
+        } else if (!skip_field(&c, wire)) {
+            malformed(c.p - base);
+            goto done;
+        }
+    }
+    result = PyList_New(nnum);
+    if (!result) goto done;
+    for (Py_ssize_t i = 0; i < nnum; i++) {
+        npy_intp dims[2] = {lists[i].count, 2};
+        PyObject *arr = PyArray_SimpleNew(2, dims, NPY_INT64);
+        if (!arr) { Py_CLEAR(result); goto done; }
+        if (lists[i].count) memcpy(PyArray_DATA((PyArrayObject *)arr), lists[i].spans, sizeof(int64_t) * 2 * lists[i].count);
+        PyList_SET_ITEM(result, i, arr);
+    }
+done:
+    for (int i = 0; i <= MAX_FIELD; i++) PyMem_Free(lists[i].spans);
+    if (have_view) PyBuffer_Release(&view);
+    Py_DECREF(numbers);
+    return result;
+}
+
 
 static PyObject *decode_messages(PyObject *self, PyObject *args) {
     PyObject *obj, *spans_obj, *fields_obj;
@@ -203,8 +228,9 @@ static PyObject *decode_messages(PyObject *self, PyObject *args) {
         while (c.p < c.end) {
             uint64_t tag, v;
             if (!read_varint(&c, &tag)) { bad_at = c.p - base; break; }
-            int number = (int)(tag >> 3), wire = (int)(tag & 7);
-            int wanted = number <= MAX_FIELD && column_of[number] >= 0;
+            uint64_t number = tag >> 3; /* any size in garbage: compare unsigned */
+            int wire = (int)(tag & 7);
+            int wanted = number >= 1 && number <= MAX_FIELD && column_of[number] >= 0;
             char kind = wanted ? kind_of[number] : 0;
             if (kind && wire == 0 && (kind == 'i' || kind == 'z')) {
                 if (!read_varint(&c, &v)) { bad_at = c.p - base; break; }
@@ -244,9 +270,20 @@ fail:
 }
 
 static uint64_t hash_bytes(const uint8_t *p, int64_t len) {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (int64_t i = 0; i < len; i++) h = (h ^ p[i]) * 1099511628211ULL;
-    return h;
+    /* 8 bytes per step; equal strings are confirmed with memcmp anyway */
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)len;
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+        p += 8;
+        len -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, (size_t)len);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 29);
 }
 
 static PyObject *intern_strings(PyObject *self, PyObject *args) {
@@ -349,7 +386,7 @@ fail:
 
 static PyMethodDef methods[] = {
     {"find_fields", find_fields, METH_VARARGS,
-     "find_fields(buf, start, end, field) -> int64[k, 2] spans of a length-delimited field"},
+     "find_fields(buf, start, end, numbers) -> [int64[k, 2] spans per field number]"},
     {"decode_messages", decode_messages, METH_VARARGS,
      "decode_messages(buf, spans, [(number, kind), ...]) -> list of column arrays"},
     {"intern_strings", intern_strings, METH_VARARGS,

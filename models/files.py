@@ -12,7 +12,7 @@ CHUNK = 8 << 20
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-def read_bytes(path: Path, task: TaskState | None = None, weight: float = 1.0) -> bytes:
+def read_bytes(path: Path, task: TaskState | None = None, weight: float = 1.0) -> bytes | bytearray:
     """The file's content, gunzipped when it is gzip data.
 
     Progress goes from 0 to `weight` of the task. Missing, unreadable and
@@ -26,12 +26,15 @@ def read_bytes(path: Path, task: TaskState | None = None, weight: float = 1.0) -
             f.seek(0)
             if head == GZIP_MAGIC:
                 return _read_gzip(f, size, task, weight, path)
-            chunks, done = [], 0
-            while chunk := f.read(CHUNK):
-                chunks.append(chunk)
-                done += len(chunk)
+            # One buffer filled in place: no second copy of a large file.
+            buffer = bytearray(size)
+            view, done = memoryview(buffer), 0
+            while done < size and (n := f.readinto(view[done:done + CHUNK])):
+                done += n
                 task.report(weight * done / size, f"Reading {Path(path).name}")
-            return b"".join(chunks)
+            if done < size:  # the file shrank while we read it
+                del buffer[done:]
+            return buffer
     except FileNotFoundError:
         raise ProfileError(f"{path}: the file does not exist (moved or deleted?)") from None
     except IsADirectoryError:

@@ -16,6 +16,7 @@ sampled list when present; it is complete when XProf did not need to sample.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -258,9 +259,10 @@ def load_memory_profile(path: Path, host: str = "", task: TaskState | None = Non
 def parse_memory_profile(data: bytes, host: str = "", task: TaskState | None = None, source: str = "") -> MemoryProfileData:
     task = task or TaskState()
     name = source or "input"
-    if not data.strip():
+    first = re.compile(rb"\s*").match(data).end()  # no copy of a large buffer
+    if first == len(data):
         raise ProfileError(f"{name}: the file is empty")
-    if data.lstrip()[:1] == b"{":
+    if data[first:first + 1] == b"{":
         stored = _from_json(data, name, task)
     else:
         stored = _from_binary(data, name, task)
@@ -500,7 +502,7 @@ def sample_timeline(tl: Snapshots, points: int = XPROF_TIMELINE_POINTS) -> np.nd
 
 def _from_binary(data: bytes, name: str, task: TaskState) -> dict:
     try:
-        entries = wire.find_fields(data, 0, len(data), 1)
+        (entries,) = wire.find_fields(data, 0, len(data), [1])
         key_spans, value_spans = wire.decode_messages(data, entries, [(1, "s"), (2, "s")])
         (num_hosts,), (version,) = wire.decode_messages(data, np.array([[0, len(data)]]), [(2, "i"), (5, "i")])
     except ValueError as e:
@@ -526,16 +528,14 @@ def _allocator_from_binary(data: bytes, start: int, length: int, cache: dict) ->
     if start < 0:
         start, length = 0, 0
     end = start + length
-    body = np.array([[start, length]])
-    _, summary_span, _, _, _ = wire.decode_messages(data, body, [(1, "s"), (2, "s"), (3, "s"), (4, "s"), (5, "s")])
-    snapshots = _snapshots_from_binary(data, wire.find_fields(data, start, end, 1))
-    sampled_spans = wire.find_fields(data, start, end, 5)
+    snapshot_spans, summary_span, active_spans, special_spans, sampled_spans = wire.find_fields(data, start, end, [1, 2, 3, 4, 5])
+    summary_span = summary_span[-1:]  # the last occurrence wins
+    snapshots = _snapshots_from_binary(data, snapshot_spans)
     sampled = _snapshots_from_binary(data, sampled_spans) if len(sampled_spans) else None
-    active = wire.decode_messages(data, wire.find_fields(data, start, end, 3), [(1, "i"), (2, "i"), (3, "i")])
-    special_spans = wire.find_fields(data, start, end, 4)
+    active = wire.decode_messages(data, active_spans, [(1, "i"), (2, "i"), (3, "i")])
     special = [Metadata(**m) for m in _metadata_dicts(data, special_spans)]
     summary = None
-    if summary_span[0, 0] >= 0:
+    if len(summary_span):
         lifetime, stats_span, peak_time, capacity = wire.decode_messages(data, summary_span, [(1, "i"), (2, "s"), (3, "i"), (4, "i")])
         st, hp, fr, frag, _ = wire.decode_messages(data, stats_span, [(1, "i"), (2, "i"), (3, "i"), (4, "d"), (5, "i")])
         summary = MemorySummary(0, 0, int(capacity[0]), int(lifetime[0]), int(peak_time[0]), int(st[0]), int(hp[0]), int(fr[0]), float(frag[0]))

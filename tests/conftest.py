@@ -23,3 +23,18 @@ def no_thread_left_running(request):
 
     pool = QThreadPool.globalInstance()
     assert pool.activeThreadCount() == 0, "a test left a task on the global thread pool"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def delete_widgets_before_exit():
+    """Collects leftover widgets while the QApplication still exists: Qt objects
+    destroyed during interpreter shutdown can crash PySide6."""
+    yield
+    if "PySide6.QtWidgets" in sys.modules:
+        import gc
+
+        from PySide6.QtCore import QCoreApplication, QEvent
+
+        gc.collect()
+        QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+        gc.collect()
