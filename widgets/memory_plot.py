@@ -1,8 +1,9 @@
 """Memory over time for one allocator: stack and heap stacked, free memory,
 fragmentation on a right axis, the peak marked.
 
-Every snapshot is kept; pyqtgraph draws only the visible range, decimated to
-the peaks per pixel, so a million snapshots zoom and pan smoothly.
+Every snapshot is kept; each redraw takes only the visible range from a
+min/max pyramid (about two points per pixel, every peak kept), so a million
+snapshots zoom and pan smoothly.
 """
 
 from __future__ import annotations
@@ -55,6 +56,36 @@ class BytesAxis(pg.AxisItem):
         return [f"{v / size:.{digits}f}" for v in values]
 
 
+class PeakPyramid:
+    """Min/max levels of a series, so any zoom draws about two points per pixel.
+
+    Level k keeps, for each bin of 2**k samples, its maximum and minimum (in
+    time order), which preserves every peak. Building all levels costs about
+    one pass over the data; picking the visible slice is a binary search.
+    """
+
+    def __init__(self, x: np.ndarray, y: np.ndarray):
+        self.levels = [(x, y)]
+        lo = hi = y
+        xs = x
+        while len(xs) > 2048:
+            n = len(xs) // 2 * 2
+            xs = xs[:n:2]
+            lo = np.minimum(lo[:n:2], lo[1:n:2])
+            hi = np.maximum(hi[:n:2], hi[1:n:2])
+            # two points per bin: the max then the min, both at the bin start
+            self.levels.append((np.repeat(xs, 2), np.column_stack((hi, lo)).ravel()))
+
+    def visible(self, x0: float, x1: float, pixels: int) -> tuple[np.ndarray, np.ndarray]:
+        x, _ = self.levels[0]
+        i0, i1 = np.searchsorted(x, [x0, x1])
+        level = int(np.clip(np.ceil(np.log2(max(i1 - i0, 1) / max(pixels, 1))), 0, len(self.levels) - 1))
+        lx, ly = self.levels[level]
+        j0, j1 = np.searchsorted(lx, [x0, x1])
+        j0, j1 = max(j0 - 2, 0), min(j1 + 2, len(lx))  # one point beyond each edge
+        return lx[j0:j1], ly[j0:j1]
+
+
 class MemoryPlot(pg.GraphicsLayoutWidget):
     """Signals carry timeline indices of the allocator shown."""
 
@@ -87,6 +118,8 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.frag_view.addItem(self.frag_curve)
         self.legend.addItem(self.frag_curve, "fragmentation (%)")
         self.plot.getViewBox().sigResized.connect(self._sync_views)
+        self.plot.getViewBox().sigXRangeChanged.connect(self._redraw_visible)
+        self._pyramids: list[tuple[pg.PlotDataItem, PeakPyramid]] = []
 
         self.peak_marker = pg.ScatterPlotItem(size=11, brush=pg.mkBrush(PEAK_COLOR), pen=pg.mkPen("w"), symbol="o")
         self.peak_label = pg.TextItem(color=PEAK_COLOR, anchor=(0.5, 1.2))
@@ -111,9 +144,16 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
 
     @staticmethod
     def _decimate(curve: pg.PlotDataItem) -> None:
-        curve.setDownsampling(auto=True, method="peak")
-        curve.setClipToView(True)
-        curve.setSkipFiniteCheck(True)
+        curve.setSkipFiniteCheck(True)  # PeakPyramid already gives a few points per pixel
+
+    def _set_series(self, x: np.ndarray, series: list[tuple[pg.PlotDataItem, np.ndarray]]) -> None:
+        self._pyramids = [(curve, PeakPyramid(x, y)) for curve, y in series]
+
+    def _redraw_visible(self, *_args) -> None:
+        vb = self.plot.getViewBox()
+        (x0, x1), pixels = vb.viewRange()[0], int(vb.width()) or 1000
+        for curve, pyramid in self._pyramids:
+            curve.setData(*pyramid.visible(x0, x1, pixels))
 
     def _sync_views(self):
         self.frag_view.setGeometry(self.plot.getViewBox().sceneBoundingRect())
@@ -125,6 +165,7 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.lifetime.hide()
         self.moment_line.hide()
         if profile is None or not len(profile.timeline):
+            self._pyramids = []
             for c in (self.heap_curve, self.stack_curve, self.free_curve, self.frag_curve):
                 c.setData([], [])
             self.peak_marker.setData([], [])
@@ -133,11 +174,15 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         tl = profile.timeline
         t = tl.time_ps.astype(np.float64)
         stack = tl.stack.astype(np.float64)
-        self.stack_curve.setData(t, stack, stepMode=None)
-        self.heap_curve.setData(t, stack + tl.heap)
-        self.free_curve.setData(t, tl.free.astype(np.float64))
+        series = [(self.heap_curve, stack + tl.heap), (self.frag_curve, tl.fragmentation * 100.0)]
+        if tl.stack.any():  # most allocators never reserve stack: skip an empty area
+            series.append((self.stack_curve, stack))
+        else:
+            self.stack_curve.setData([], [])
+        if self.has_free():
+            series.append((self.free_curve, tl.free.astype(np.float64)))
+        self._set_series(t, series)
         self.show_free(self.free_is_useful())
-        self.frag_curve.setData(t, tl.fragmentation * 100.0)
         s = profile.summary
         i = profile.peak_index
         self.peak_marker.setData([float(tl.time_ps[i])], [float(s.peak_in_use)])
