@@ -88,12 +88,6 @@ class Snapshots:
         cols = {name: getattr(self, name)[index] for name in SNAPSHOT_INT_COLUMNS + ("fragmentation",) + STRING_COLUMNS}
         return Snapshots(strings=self.strings, **cols)
 
-    @staticmethod
-    def empty() -> Snapshots:
-        cols = {name: np.zeros(0, np.int64) for name in SNAPSHOT_INT_COLUMNS}
-        cols.update({name: np.zeros(0, np.int32) for name in STRING_COLUMNS})
-        return Snapshots(fragmentation=np.zeros(0), strings=[""], **cols)
-
 
 @dataclass
 class Metadata:

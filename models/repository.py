@@ -136,9 +136,6 @@ class LocalRepository(ProfileRepository):
         profile.num_hosts = len(self._sessions[session].files[MEMORY_PROFILE])
         return profile
 
-    def file_of(self, session: str, tool: str, host: str) -> Path:
-        return self._sessions[session].files[tool][self.resolve_host(session, host, tool)]
-
     # ---------------------------------------------------------- scanning
 
     def _scan(self) -> dict[str, _Session]:

@@ -61,10 +61,6 @@ class TaskRunner(QObject):
         self._job: _Job | None = None
         self._jobs: dict[_JobSignals, _Job] = {}  # keeps each job's signals alive until it ends
 
-    @property
-    def busy(self) -> bool:
-        return self._job is not None
-
     def start(self, fn: Callable[[TaskState], Any], on_finished: Callable[[Any], None] | None = None) -> None:
         """Runs fn(task_state) on the pool; on_finished(result) runs on the GUI thread."""
         self.cancel()
