@@ -166,7 +166,11 @@ class AllocatorProfile:
     stored_sampled: Snapshots | None = None
     stored_rows: list[tuple[int, int, int]] = field(default_factory=list)
     special: list[Metadata] = field(default_factory=list)
-    peak_rows_given: bool = False
+
+    @property
+    def peak_rows_given(self) -> bool:
+        """The file carried its own table of active allocations at the peak."""
+        return bool(self.stored_rows)
 
     @cached_property
     def peak_index(self) -> int:
@@ -295,7 +299,7 @@ def _build_allocator(memory_id: str, raw: dict) -> AllocatorProfile:
     summary.num_allocations, summary.num_deallocations = int(counts[ALLOCATION]), int(counts[DEALLOCATION])
     profile = AllocatorProfile(memory_id=memory_id, timeline=timeline, summary=summary, peak_allocations=None,
                                complete=complete, stored_snapshots=stored, stored_sampled=sampled,
-                               stored_rows=raw["active"], special=raw["special"], peak_rows_given=bool(raw["active"]))
+                               stored_rows=raw["active"], special=raw["special"])
     if profile.peak_rows_given:
         profile.peak_allocations = _given_rows(profile, stored, raw["active"], raw["special"])
     elif complete:
@@ -403,17 +407,19 @@ def xprof_peak_rows(tl: Snapshots, summary: MemorySummary) -> AllocationRows:
     sel = np.flatnonzero(tl.step[:end] == peak_step)
     is_alloc = tl.activity[sel] == ALLOCATION
     size = tl.allocation[sel]
-    # Replay XProf's address map: sorted by (address, time), an event "finds"
-    # the address mapped when the event before it at that address allocated.
-    order = np.lexsort((np.arange(len(sel)), tl.address[sel]))
-    addr, alloc_sorted = tl.address[sel][order], is_alloc[order]
-    new_addr = np.r_[True, addr[1:] != addr[:-1]] if len(addr) else np.zeros(0, bool)
-    mapped_before = np.r_[False, alloc_sorted[:-1]] & ~new_addr if len(addr) else np.zeros(0, bool)
-    unmatched_free = ~alloc_sorted & ~mapped_before
-    last_at_addr = np.r_[addr[1:] != addr[:-1], True] if len(addr) else np.zeros(0, bool)
-    live = np.sort(sel[order[last_at_addr & alloc_sorted]])
     unmapped = summary.peak_heap - int(size[is_alloc].sum()) + int(size[~is_alloc].sum())
-    unmapped -= int(size[order][unmatched_free].sum())
+    live = np.zeros(0, np.int64)
+    if len(sel):
+        # Replay XProf's address map: sorted by (address, time), an event
+        # "finds" its address mapped when the event before it there allocated.
+        order = np.lexsort((np.arange(len(sel)), tl.address[sel]))
+        addr, alloc_sorted = tl.address[sel][order], is_alloc[order]
+        change = addr[1:] != addr[:-1]
+        mapped_before = np.r_[False, alloc_sorted[:-1] & ~change]
+        unmatched_free = ~alloc_sorted & ~mapped_before
+        last_at_addr = np.r_[change, True]
+        live = np.sort(sel[order[last_at_addr & alloc_sorted]])
+        unmapped -= int(size[order][unmatched_free].sum())
     specials = []
     if unmapped > 0:
         specials.append(_special(UNMAPPED_OP, "persist/dynamic", unmapped, peak_step))
@@ -430,25 +436,19 @@ def merge_rows(tl: Snapshots, live: np.ndarray, specials: list[Metadata], freed:
     """Merges identical allocations and sorts rows as XProf's table does:
     allocation and requested size descending, then op, region, data type and
     shape ascending. The merged row keeps its earliest allocation."""
-    s = tl.strings
-    n_live = len(live)
     if freed is None:
-        freed = np.full(n_live, -1, np.int64)
-    # Lexical ranks of string ids so numpy can sort by string order.
-    rank = np.empty(len(s), np.int64)
-    rank[sorted(range(len(s)), key=s.__getitem__)] = np.arange(len(s))
+        freed = np.full(len(live), -1, np.int64)
+    # The specials' strings join the timeline's table; lexical ranks of the ids
+    # let numpy sort by string order.
+    strings = list(tl.strings)
+    index_of = {v: i for i, v in enumerate(strings)}
     extra = {name: [] for name in STRING_COLUMNS}
-    strings = list(s)
-    index_of = {v: i for i, v in enumerate(s)}
     for sp in specials:
         for name, value in zip(STRING_COLUMNS, (sp.op, sp.region, sp.dtype, sp.shape)):
-            if value not in index_of:
-                index_of[value] = len(strings)
-                strings.append(value)
-            extra[name].append(index_of[value])
-    if len(strings) > len(s):
-        rank = np.empty(len(strings), np.int64)
-        rank[sorted(range(len(strings)), key=strings.__getitem__)] = np.arange(len(strings))
+            extra[name].append(index_of.setdefault(value, len(index_of)))
+    strings = list(index_of)
+    rank = np.empty(len(strings), np.int64)
+    rank[sorted(range(len(strings)), key=strings.__getitem__)] = np.arange(len(strings))
     cols = {name: np.r_[getattr(tl, name)[live], np.asarray(extra[name], np.int64)].astype(np.int64) for name in STRING_COLUMNS}
     alloc = np.r_[tl.allocation[live], [sp.allocation for sp in specials]].astype(np.int64)
     req = np.r_[tl.requested[live], [sp.requested for sp in specials]].astype(np.int64)
@@ -504,7 +504,6 @@ def _from_binary(data: bytes, name: str, task: TaskState) -> dict:
     if not len(entries) or (key_spans[:, 0] < 0).any():
         raise ProfileError(f"{name}: not a MemoryProfile (no allocator entries); is it another kind of file?")
     allocators = {}
-    strings_cache: dict = {}
     for i, ((k0, k1), (v0, v1)) in enumerate(zip(key_spans, value_spans)):
         task.report(0.5 + 0.3 * i / len(entries), "Decoding snapshots")
         try:
@@ -512,13 +511,13 @@ def _from_binary(data: bytes, name: str, task: TaskState) -> dict:
         except UnicodeDecodeError:
             raise ProfileError(f"{name}: not a MemoryProfile (allocator id is not text)") from None
         try:
-            allocators[key] = _allocator_from_binary(data, int(v0), int(max(v1, 0)), strings_cache)
+            allocators[key] = _allocator_from_binary(data, int(v0), int(max(v1, 0)))
         except ValueError as e:
             raise ProfileError(f"{name}: corrupt allocator {key!r}: {e}") from None
     return {"allocators": allocators, "num_hosts": int(num_hosts), "version": int(version)}
 
 
-def _allocator_from_binary(data: bytes, start: int, length: int, cache: dict) -> dict:
+def _allocator_from_binary(data: bytes, start: int, length: int) -> dict:
     if start < 0:
         start, length = 0, 0
     end = start + length
@@ -541,7 +540,6 @@ def _snapshots_from_binary(data: bytes, spans: np.ndarray) -> Snapshots:
     time_ps, stats, meta = wire.decode_messages(data, spans, [(1, "i"), (2, "s"), (3, "s")])
     stack, heap, free, frag, peak = wire.decode_messages(data, stats, [(1, "i"), (2, "i"), (3, "i"), (4, "d"), (5, "i")])
     m = wire.decode_messages(data, meta, [(1, "i"), (2, "i"), (3, "i"), (4, "i"), (5, "s"), (6, "i"), (7, "s"), (8, "s"), (9, "s")])
-    strings: list[str] = [""]
     index_of = {"": 0}
     ids = []
     for spans_ in (m[4], m[6], m[7], m[8]):

@@ -197,23 +197,28 @@ class LocalRepository(ProfileRepository):
         for entry in self._entries(folder):
             if not entry.is_file():
                 continue
-            for tool, suffixes in TOOL_SUFFIXES.items():
-                for suffix in suffixes:
-                    if entry.name.endswith(suffix) and len(entry.name) > len(suffix):
-                        session.files.setdefault(tool, {}).setdefault(entry.name[: -len(suffix)], Path(entry.path))
-                        break
+            if match := _tool_file(entry.name):
+                tool, host = match
+                session.files.setdefault(tool, {}).setdefault(host, Path(entry.path))
         return session
 
     def _scan_lone_file(self, path: Path) -> dict[str, _Session]:
-        for tool, suffixes in TOOL_SUFFIXES.items():
-            for suffix in suffixes:
-                if path.name.endswith(suffix) and len(path.name) > len(suffix):
-                    host = path.name[: -len(suffix)]
-                    return {path.parent.name: _Session(path.parent.name, {tool: {host: path}})}
+        if match := _tool_file(path.name):
+            tool, host = match
+            return {path.parent.name: _Session(path.parent.name, {tool: {host: path}})}
         for tool, suffixes in LONE_FILE_SUFFIXES.items():
             if path.name.endswith(suffixes):
                 return {path.name: _Session(path.name, {tool: {path.name: path}})}
         raise ProfileError(f"{path}: Profscope does not know this kind of file. Looked for {LOOKED_FOR}.")
+
+
+def _tool_file(name: str) -> tuple[str, str] | None:
+    """(tool, host) for a file named <host><tool suffix>, else None."""
+    for tool, suffixes in TOOL_SUFFIXES.items():
+        for suffix in suffixes:
+            if name.endswith(suffix) and len(name) > len(suffix):
+                return tool, name[: -len(suffix)]
+    return None
 
 
 def open_repository(location: str | os.PathLike) -> ProfileRepository:

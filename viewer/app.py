@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from PySide6.QtWidgets import QApplication
 
 
-def application() -> QApplication:
+def has_display() -> bool:
+    if sys.platform in ("win32", "darwin"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or \
+        os.environ.get("QT_QPA_PLATFORM", "") not in ("", "offscreen", "minimal")
+
+
+def application(offscreen_without_display: bool = False) -> QApplication:
+    if offscreen_without_display and not has_display():
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("Profscope")
     app.setApplicationName("Profscope")

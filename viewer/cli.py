@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -98,14 +97,9 @@ def cmd_report(args) -> int:
     return 0
 
 
-def has_display() -> bool:
-    if sys.platform in ("win32", "darwin"):
-        return True
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or \
-        os.environ.get("QT_QPA_PLATFORM", "") not in ("", "offscreen", "minimal")
-
-
 def cmd_window(path: str | None) -> int:
+    from viewer.app import has_display, run_window
+
     if not has_display():
         if path is None:
             print("profscope: no display and no path given; nothing to do", file=sys.stderr)
@@ -115,8 +109,6 @@ def cmd_window(path: str | None) -> int:
         rc = cmd_report(argparse.Namespace(path=path, output=DEFAULT_REPORT_DIR))
         print(f"profscope: report written to {Path(DEFAULT_REPORT_DIR).resolve() / 'index.html'}", file=sys.stderr)
         return rc
-    from viewer.app import run_window
-
     return run_window(path)
 
 

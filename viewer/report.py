@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import html
-import os
 import re
-import sys
 from pathlib import Path
 
 from models.repository import MEMORY_PROFILE, ProfileRepository
@@ -24,15 +22,13 @@ def write_report(repo: ProfileRepository, out_dir: Path) -> list[Path]:
     Returns the written paths, index.html last. Sessions that fail to load
     are listed in the page with their error instead of stopping the report.
     """
-    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) and sys.platform.startswith("linux"):
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QEvent
 
     from viewer.app import application
     from widgets.memory_summary import summary_items
     from widgets.memory_view import MemoryView
 
-    app = application()
+    app = application(offscreen_without_display=True)
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     sections = []

@@ -27,6 +27,7 @@ class MainWindow(QMainWindow):
         self.settings = settings or QSettings()
         self.repo: ProfileRepository | None = None
         self.current: tuple[str, str] | None = None  # (session, host) shown
+        self.requested: tuple[str, str] | None = None  # (session, host) last asked for
         self.runner = TaskRunner(self)
 
         self.tree = QTreeWidget()
@@ -125,6 +126,7 @@ class MainWindow(QMainWindow):
 
     def load_memory(self, session: str, host: str) -> None:
         repo = self.repo
+        self.requested = (session, host)
         self.set_status(f"Loading memory profile of {session} / {host}…")
         self.runner.start(lambda task: (session, host, repo.memory_profile(session, host, task)), self._show_memory)
 
@@ -163,7 +165,7 @@ class MainWindow(QMainWindow):
 
     def _on_tree_item(self, item: QTreeWidgetItem, _column=0) -> None:
         target = item.data(0, ROLE_TARGET)
-        if target and self.repo is not None and tuple(target) != self.current:
+        if target and self.repo is not None and tuple(target) != self.requested:
             self.load_memory(*target)
 
     # ------------------------------------------------------------ status

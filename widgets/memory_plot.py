@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QPen
+from PySide6.QtGui import QColor
 
 from models.memory_profile import AllocatorProfile
 from models.units import byte_unit, format_bytes, time_unit
@@ -114,7 +114,7 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.frag_view.setXLink(self.plot)
         self.frag_view.setYRange(0, 100)
         self.frag_curve = pg.PlotDataItem(pen=pg.mkPen(FRAG_COLOR, width=1))
-        self._decimate(self.frag_curve)
+        self.frag_curve.setSkipFiniteCheck(True)
         self.frag_view.addItem(self.frag_curve)
         self.legend.addItem(self.frag_curve, "fragmentation (%)")
         self.plot.getViewBox().sigResized.connect(self._sync_views)
@@ -139,12 +139,9 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         fill_color.setAlpha(150)
         curve = self.plot.plot(name=name, pen=pg.mkPen(color, width=1, style=style),
                                fillLevel=0 if fill else None, brush=fill_color if fill else None)
-        self._decimate(curve)
+        curve.setSkipFiniteCheck(True)
         return curve
 
-    @staticmethod
-    def _decimate(curve: pg.PlotDataItem) -> None:
-        curve.setSkipFiniteCheck(True)  # PeakPyramid already gives a few points per pixel
 
     def _set_series(self, x: np.ndarray, series: list[tuple[pg.PlotDataItem, np.ndarray]]) -> None:
         self._pyramids = [(curve, PeakPyramid(x, y)) for curve, y in series]
