@@ -78,27 +78,91 @@ static PyObject *malformed(Py_ssize_t offset) {
 
 #define MAX_FIELD 64
 
+/* Growable list of (parent, offset, length) triples. */
 typedef struct {
-    int64_t *spans;
+    int64_t *items;
     Py_ssize_t count, cap;
 } SpanList;
 
-static int span_push(SpanList *l, int64_t off, int64_t len) {
+static int span_push(SpanList *l, int64_t parent, int64_t off, int64_t len) {
     if (l->count == l->cap) {
         Py_ssize_t cap = l->cap ? l->cap * 2 : 256;
-        int64_t *grown = PyMem_Realloc(l->spans, sizeof(int64_t) * 2 * cap);
+        int64_t *grown = PyMem_RawRealloc(l->items, sizeof(int64_t) * 3 * cap);
         if (!grown) return 0;
-        l->spans = grown;
+        l->items = grown;
         l->cap = cap;
     }
-    l->spans[2 * l->count] = off;
-    l->spans[2 * l->count + 1] = len;
-    l->count++;
+    int64_t *t = l->items + 3 * l->count++;
+    t[0] = parent;
+    t[1] = off;
+    t[2] = len;
     return 1;
 }
 
-/* One pass over a message's top-level fields, collecting the spans of every
- * length-delimited occurrence of each requested field number. */
+/* Reads the requested field numbers into slot_of[number] (-1 elsewhere). */
+static int parse_numbers(PyObject *numbers, int *slot_of) {
+    Py_ssize_t nnum = PySequence_Fast_GET_SIZE(numbers);
+    for (int i = 0; i <= MAX_FIELD; i++) slot_of[i] = -1;
+    for (Py_ssize_t i = 0; i < nnum; i++) {
+        long number = PyLong_AsLong(PySequence_Fast_GET_ITEM(numbers, i));
+        if (number == -1 && PyErr_Occurred()) return 0;
+        if (number < 1 || number > MAX_FIELD || slot_of[number] != -1) {
+            PyErr_Format(PyExc_ValueError, "bad field number %ld", number);
+            return 0;
+        }
+        slot_of[number] = (int)i;
+    }
+    return 1;
+}
+
+/* One pass over the top-level fields of the message at [start, end),
+ * collecting every length-delimited occurrence of the wanted numbers.
+ * Returns -1 when well-formed, else the offset of the malformed byte
+ * (-2 when out of memory). */
+static Py_ssize_t scan_message(const uint8_t *base, int64_t start, int64_t end, const int *slot_of,
+                               SpanList *lists, int64_t parent) {
+    Cursor c = {base + start, base + end};
+    while (c.p < c.end) {
+        uint64_t tag, len;
+        if (!read_varint(&c, &tag)) return c.p - base;
+        uint64_t number = tag >> 3; /* any size in garbage: compare unsigned */
+        int wire = (int)(tag & 7);
+        if (wire == 2 && number >= 1 && number <= MAX_FIELD && slot_of[number] >= 0) {
+            if (!read_varint(&c, &len) || len > (uint64_t)(c.end - c.p)) return c.p - base;
+            if (!span_push(&lists[slot_of[number]], parent, c.p - base, (int64_t)len)) return -2;
+            c.p += len;
+        } else if (!skip_field(&c, wire)) {
+            return c.p - base;
+        }
+    }
+    return -1;
+}
+
+/* Turns the span lists into arrays: [k, 2] spans, plus k parents if asked. */
+static PyObject *span_arrays(SpanList *lists, Py_ssize_t nnum, int with_parents) {
+    PyObject *result = PyList_New(nnum);
+    if (!result) return NULL;
+    for (Py_ssize_t i = 0; i < nnum; i++) {
+        npy_intp dims[2] = {lists[i].count, 2};
+        PyObject *arr = PyArray_SimpleNew(2, dims, NPY_INT64);
+        PyObject *parents = with_parents ? PyArray_SimpleNew(1, dims, NPY_INT64) : NULL;
+        if (!arr || (with_parents && !parents)) {
+            Py_XDECREF(arr);
+            Py_XDECREF(parents);
+            Py_DECREF(result);
+            return NULL;
+        }
+        int64_t *d = PyArray_DATA((PyArrayObject *)arr);
+        for (Py_ssize_t k = 0; k < lists[i].count; k++) {
+            d[2 * k] = lists[i].items[3 * k + 1];
+            d[2 * k + 1] = lists[i].items[3 * k + 2];
+            if (parents) ((int64_t *)PyArray_DATA((PyArrayObject *)parents))[k] = lists[i].items[3 * k];
+        }
+        PyList_SET_ITEM(result, i, parents ? Py_BuildValue("(NN)", parents, arr) : arr);
+    }
+    return result;
+}
+
 static PyObject *find_fields(PyObject *self, PyObject *args) {
     PyObject *obj, *numbers_obj;
     Py_ssize_t start, end;
@@ -107,59 +171,77 @@ static PyObject *find_fields(PyObject *self, PyObject *args) {
     if (!numbers) return NULL;
     Py_ssize_t nnum = PySequence_Fast_GET_SIZE(numbers);
     int slot_of[MAX_FIELD + 1];
-    for (int i = 0; i <= MAX_FIELD; i++) slot_of[i] = -1;
     SpanList lists[MAX_FIELD + 1];
     memset(lists, 0, sizeof(lists));
     PyObject *result = NULL;
     Py_buffer view;
     int have_view = 0;
-    for (Py_ssize_t i = 0; i < nnum; i++) {
-        long number = PyLong_AsLong(PySequence_Fast_GET_ITEM(numbers, i));
-        if (number == -1 && PyErr_Occurred()) goto done;
-        if (number < 1 || number > MAX_FIELD || slot_of[number] != -1) {
-            PyErr_Format(PyExc_ValueError, "bad field number %ld", number);
-            goto done;
-        }
-        slot_of[number] = (int)i;
-    }
+    if (!parse_numbers(numbers, slot_of)) goto done;
     if (get_buffer(obj, &view) < 0) goto done;
     have_view = 1;
     if (start < 0 || end > view.len || start > end) {
         PyErr_SetString(PyExc_ValueError, "span outside the buffer");
         goto done;
     }
-    const uint8_t *base = (const uint8_t *)view.buf;
-    Cursor c = {base + start, base + end};
-    while (c.p < c.end) {
-        uint64_t tag, len;
-        if (!read_varint(&c, &tag)) { malformed(c.p - base); goto done; }
-        uint64_t number = tag >> 3; /* any size in garbage: compare unsigned */
-        int wire = (int)(tag & 7);
-        if (wire == 2 && number >= 1 && number <= MAX_FIELD && slot_of[number] >= 0) {
-            if (!read_varint(&c, &len) || len > (uint64_t)(c.end - c.p)) { malformed(c.p - base); goto done; }
-            if (!span_push(&lists[slot_of[number]], c.p - base, (int64_t)len)) { PyErr_NoMemory(); goto done; }
-            c.p += len;
-        } else if (!skip_field(&c, wire)) {
-            malformed(c.p - base);
-            goto done;
-        }
-    }
-    result = PyList_New(nnum);
-    if (!result) goto done;
-    for (Py_ssize_t i = 0; i < nnum; i++) {
-        npy_intp dims[2] = {lists[i].count, 2};
-        PyObject *arr = PyArray_SimpleNew(2, dims, NPY_INT64);
-        if (!arr) { Py_CLEAR(result); goto done; }
-        if (lists[i].count) memcpy(PyArray_DATA((PyArrayObject *)arr), lists[i].spans, sizeof(int64_t) * 2 * lists[i].count);
-        PyList_SET_ITEM(result, i, arr);
-    }
+    Py_ssize_t bad = scan_message((const uint8_t *)view.buf, start, end, slot_of, lists, 0);
+    if (bad == -2) PyErr_NoMemory();
+    else if (bad >= 0) malformed(bad);
+    else result = span_arrays(lists, nnum, 0);
 done:
-    for (int i = 0; i <= MAX_FIELD; i++) PyMem_Free(lists[i].spans);
+    for (int i = 0; i <= MAX_FIELD; i++) PyMem_RawFree(lists[i].items);
     if (have_view) PyBuffer_Release(&view);
     Py_DECREF(numbers);
     return result;
 }
 
+/* find_fields over many messages at once; each span found carries the index
+ * of the message it was found in. */
+static PyObject *find_children(PyObject *self, PyObject *args) {
+    PyObject *obj, *spans_obj, *numbers_obj;
+    if (!PyArg_ParseTuple(args, "OOO", &obj, &spans_obj, &numbers_obj)) return NULL;
+    PyArrayObject *spans = (PyArrayObject *)PyArray_FROMANY(
+        spans_obj, NPY_INT64, 2, 2, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    if (!spans) return NULL;
+    PyObject *numbers = PySequence_Fast(numbers_obj, "field numbers must be a sequence");
+    if (!numbers) {
+        Py_DECREF(spans);
+        return NULL;
+    }
+    Py_ssize_t nnum = PySequence_Fast_GET_SIZE(numbers);
+    int slot_of[MAX_FIELD + 1];
+    SpanList lists[MAX_FIELD + 1];
+    memset(lists, 0, sizeof(lists));
+    PyObject *result = NULL;
+    Py_buffer view;
+    int have_view = 0;
+    if (PyArray_DIM(spans, 1) != 2) {
+        PyErr_SetString(PyExc_ValueError, "spans must have shape (n, 2)");
+        goto done;
+    }
+    if (!parse_numbers(numbers, slot_of)) goto done;
+    if (get_buffer(obj, &view) < 0) goto done;
+    have_view = 1;
+    const int64_t *sp = PyArray_DATA(spans);
+    npy_intp n = PyArray_DIM(spans, 0);
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp k = 0; k < n && bad == -1; k++) {
+        int64_t off = sp[2 * k], len = sp[2 * k + 1];
+        if (off < 0) continue;
+        if (len < 0 || off + len > view.len) bad = off;
+        else bad = scan_message((const uint8_t *)view.buf, off, off + len, slot_of, lists, k);
+    }
+    Py_END_ALLOW_THREADS
+    if (bad == -2) PyErr_NoMemory();
+    else if (bad >= 0) malformed(bad);
+    else result = span_arrays(lists, nnum, 1);
+done:
+    for (int i = 0; i <= MAX_FIELD; i++) PyMem_RawFree(lists[i].items);
+    if (have_view) PyBuffer_Release(&view);
+    Py_DECREF(numbers);
+    Py_DECREF(spans);
+    return result;
+}
 
 static PyObject *decode_messages(PyObject *self, PyObject *args) {
     PyObject *obj, *spans_obj, *fields_obj;
@@ -384,11 +466,317 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------ step stats */
+
+/* Last occurrence of byte ch in [p, end), or NULL. */
+static const uint8_t *last_byte(const uint8_t *p, const uint8_t *end, uint8_t ch) {
+    while (end > p) {
+        if (*--end == ch) return end;
+    }
+    return NULL;
+}
+
+/* TensorFlow's timeline.py reads `name = Op(in0, in1)` with the greedy
+ * pattern `(.*) = (.*)\((.*)\)` on the first line; this finds the same
+ * groups: the op ends at the last '(' before the last ')', the name at the
+ * last " = " before that. GPU stream labels carry the node as
+ * `...@@name:op#...`; timeline.py then splits that (or the node name) at ':'.
+ * Out: per label (op offset, op length, inputs/name offset, length), -1 when
+ * the pattern does not match (timeline.py's "unknown"). */
+static PyObject *parse_labels(PyObject *self, PyObject *args) {
+    PyObject *obj, *labels_obj, *names_obj;
+    int kernel;
+    if (!PyArg_ParseTuple(args, "OOOp", &obj, &labels_obj, &names_obj, &kernel)) return NULL;
+    PyArrayObject *labels = (PyArrayObject *)PyArray_FROMANY(labels_obj, NPY_INT64, 2, 2, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyArrayObject *names = (PyArrayObject *)PyArray_FROMANY(names_obj, NPY_INT64, 2, 2, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyObject *out = NULL;
+    Py_buffer view;
+    if (!labels || !names) goto done;
+    npy_intp n = PyArray_DIM(labels, 0);
+    if (PyArray_DIM(labels, 1) != 2 || PyArray_DIM(names, 1) != 2 || PyArray_DIM(names, 0) != n) {
+        PyErr_SetString(PyExc_ValueError, "labels and names must be [n, 2] spans");
+        goto done;
+    }
+    if (get_buffer(obj, &view) < 0) goto done;
+    npy_intp dims[2] = {n, 4};
+    out = PyArray_SimpleNew(2, dims, NPY_INT64);
+    if (out) {
+        const uint8_t *base = view.buf;
+        const int64_t *ls = PyArray_DATA(labels), *ns = PyArray_DATA(names);
+        int64_t *o = PyArray_DATA((PyArrayObject *)out);
+        for (npy_intp k = 0; k < n; k++) {
+            int64_t *r = o + 4 * k;
+            r[0] = r[1] = r[2] = r[3] = -1;
+            int64_t off = ls[2 * k], len = ls[2 * k + 1];
+            if (off < 0 || len < 0 || off + len > view.len) off = len = 0;
+            const uint8_t *p = base + off, *end = p + len;
+            if (kernel) {
+                /* node = label[@@+2 : #] when both occur in that order, else the node name */
+                const uint8_t *at = NULL, *hash = memchr(p, '#', (size_t)len);
+                for (const uint8_t *q = p; q + 1 < end; q++)
+                    if (q[0] == '@' && q[1] == '@') { at = q; break; }
+                const uint8_t *nb, *ne;
+                if (at && hash && at + 2 < hash) {
+                    nb = at + 2;
+                    ne = hash;
+                } else {
+                    int64_t noff = ns[2 * k], nlen = ns[2 * k + 1];
+                    if (noff < 0 || nlen < 0 || noff + nlen > view.len) noff = nlen = 0;
+                    nb = base + noff;
+                    ne = nb + nlen;
+                }
+                const uint8_t *colon = memchr(nb, ':', (size_t)(ne - nb));
+                r[2] = nb - base;
+                r[3] = (colon ? colon : ne) - nb;
+                if (colon) {
+                    const uint8_t *next = memchr(colon + 1, ':', (size_t)(ne - colon - 1));
+                    r[0] = colon + 1 - base;
+                    r[1] = (next ? next : ne) - (colon + 1);
+                }
+                continue;
+            }
+            const uint8_t *nl = memchr(p, '\n', (size_t)len);
+            if (nl) end = nl;
+            const uint8_t *close = last_byte(p, end, ')');
+            if (!close) continue;
+            const uint8_t *open = last_byte(p, close, '(');
+            if (!open) continue;
+            const uint8_t *eq = NULL;
+            for (const uint8_t *q = open - 3; q >= p; q--)
+                if (q[0] == ' ' && q[1] == '=' && q[2] == ' ') { eq = q; break; }
+            if (!eq) continue;
+            r[0] = eq + 3 - base;
+            r[1] = open - (eq + 3);
+            r[2] = open + 1 - base;
+            r[3] = close - (open + 1);
+        }
+    }
+    PyBuffer_Release(&view);
+done:
+    Py_XDECREF(labels);
+    Py_XDECREF(names);
+    return out;
+}
+
+/* Copies the spans into one bytes object; returns (blob, int64 offsets[n+1]). */
+static PyObject *gather_spans(PyObject *self, PyObject *args) {
+    PyObject *obj, *spans_obj;
+    if (!PyArg_ParseTuple(args, "OO", &obj, &spans_obj)) return NULL;
+    PyArrayObject *spans = (PyArrayObject *)PyArray_FROMANY(spans_obj, NPY_INT64, 2, 2, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    if (!spans) return NULL;
+    Py_buffer view;
+    if (get_buffer(obj, &view) < 0) {
+        Py_DECREF(spans);
+        return NULL;
+    }
+    npy_intp n = PyArray_DIM(spans, 0);
+    const int64_t *sp = PyArray_DATA(spans);
+    npy_intp dims[1] = {n + 1};
+    PyObject *offsets = PyArray_SimpleNew(1, dims, NPY_INT64), *blob = NULL;
+    if (!offsets) goto done;
+    int64_t *o = PyArray_DATA((PyArrayObject *)offsets), total = 0;
+    o[0] = 0;
+    for (npy_intp k = 0; k < n; k++) {
+        int64_t off = sp[2 * k], len = sp[2 * k + 1];
+        if (off < 0 || len < 0 || off + len > view.len) len = 0;
+        total += len;
+        o[k + 1] = total;
+    }
+    blob = PyBytes_FromStringAndSize(NULL, total);
+    if (!blob) goto done;
+    char *dst = PyBytes_AS_STRING(blob);
+    for (npy_intp k = 0; k < n; k++)
+        memcpy(dst + o[k], (const char *)view.buf + (o[k + 1] > o[k] ? sp[2 * k] : 0), (size_t)(o[k + 1] - o[k]));
+done:
+    PyBuffer_Release(&view);
+    Py_DECREF(spans);
+    if (!blob) {
+        Py_XDECREF(offsets);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", blob, offsets);
+}
+
+/* Lane per interval, intervals sorted by start: the lowest lane whose last
+ * interval ended at or before this start (nested intervals get depths). */
+static PyObject *pack_lanes(PyObject *self, PyObject *args) {
+    PyObject *starts_obj, *ends_obj;
+    if (!PyArg_ParseTuple(args, "OO", &starts_obj, &ends_obj)) return NULL;
+    PyArrayObject *starts = (PyArrayObject *)PyArray_FROMANY(starts_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyArrayObject *ends = (PyArrayObject *)PyArray_FROMANY(ends_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyObject *out = NULL;
+    int64_t *lane_end = NULL;
+    if (!starts || !ends) goto done;
+    npy_intp n = PyArray_DIM(starts, 0);
+    if (PyArray_DIM(ends, 0) != n) {
+        PyErr_SetString(PyExc_ValueError, "starts and ends differ in length");
+        goto done;
+    }
+    npy_intp dims[1] = {n};
+    out = PyArray_SimpleNew(1, dims, NPY_INT32);
+    lane_end = PyMem_Malloc(sizeof(int64_t) * (n ? n : 1));
+    if (!out || !lane_end) {
+        Py_CLEAR(out);
+        PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *s = PyArray_DATA(starts), *e = PyArray_DATA(ends);
+    int32_t *lane = PyArray_DATA((PyArrayObject *)out);
+    npy_intp used = 0;
+    for (npy_intp k = 0; k < n; k++) {
+        npy_intp l = 0;
+        while (l < used && lane_end[l] > s[k]) l++;
+        if (l == used) used++;
+        lane_end[l] = e[k] > s[k] ? e[k] : s[k];
+        lane[k] = (int32_t)l;
+    }
+done:
+    PyMem_Free(lane_end);
+    Py_XDECREF(starts);
+    Py_XDECREF(ends);
+    return out;
+}
+
+/* ------------------------------------------------------------ TFRecord framing */
+
+/* Event files frame each record as uint64 length, uint32 masked crc32c of
+ * the length, data, uint32 masked crc32c of the data (little endian). */
+static uint32_t crc_table[8][256];
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (int t = 1; t < 8; t++)
+        for (int i = 0; i < 256; i++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+}
+
+static uint32_t crc32c(const uint8_t *p, size_t len) {
+    uint32_t c = 0xffffffffu;
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        w ^= c;
+        c = crc_table[7][w & 0xff] ^ crc_table[6][(w >> 8) & 0xff] ^ crc_table[5][(w >> 16) & 0xff] ^
+            crc_table[4][(w >> 24) & 0xff] ^ crc_table[3][(w >> 32) & 0xff] ^ crc_table[2][(w >> 40) & 0xff] ^
+            crc_table[1][(w >> 48) & 0xff] ^ crc_table[0][w >> 56];
+        p += 8;
+        len -= 8;
+    }
+    while (len--) c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xff];
+    return c ^ 0xffffffffu;
+}
+
+static uint32_t masked_crc(const uint8_t *p, size_t len) {
+    uint32_t c = crc32c(p, len);
+    return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+
+static uint32_t load32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* 1 when a whole record with valid header and data CRCs starts at p. */
+static int record_at(const uint8_t *p, const uint8_t *end, uint64_t *len_out, int check_data) {
+    if (end - p < 12 || masked_crc(p, 8) != load32(p + 8)) return 0;
+    uint64_t len;
+    memcpy(&len, p, 8);
+    if (len > (uint64_t)(end - p) - 16 || (uint64_t)(end - p) < 16) return 0;
+    if (check_data && masked_crc(p + 12, (size_t)len) != load32(p + 12 + len)) return 0;
+    *len_out = len;
+    return 1;
+}
+
+/* scan_records(buf) -> (int64[k, 2] data spans, bool[k] data crc ok,
+ * bytes skipped over corrupt headers, offset of a partial last record or -1).
+ * After a corrupt header it looks for the next offset where a whole valid
+ * record starts. */
+static PyObject *scan_records(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    if (!PyArg_ParseTuple(args, "O", &obj)) return NULL;
+    Py_buffer view;
+    if (get_buffer(obj, &view) < 0) return NULL;
+    const uint8_t *base = view.buf, *p = base, *end = base + view.len;
+    SpanList list = {0};
+    int64_t skipped = 0, partial = -1;
+    int oom = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (p < end) {
+        uint64_t len;
+        if (end - p >= 12 && masked_crc(p, 8) == load32(p + 8)) {
+            memcpy(&len, p, 8);
+            if (len > (uint64_t)(end - p) || (uint64_t)(end - p) - 12 < len + 4) {
+                partial = p - base; /* header fine, data not all written yet */
+                break;
+            }
+            int ok = masked_crc(p + 12, (size_t)len) == load32(p + 12 + len);
+            if (!span_push(&list, ok, p + 12 - base, (int64_t)len)) { oom = 1; break; }
+            p += 16 + len;
+            continue;
+        }
+        if (end - p < 12) {
+            partial = p - base;
+            break;
+        }
+        const uint8_t *q = p + 1;
+        while (q < end && !record_at(q, end, &len, 1)) q++;
+        skipped += q - p;
+        p = q;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (oom) {
+        PyMem_RawFree(list.items);
+        return PyErr_NoMemory();
+    }
+    npy_intp dims[2] = {list.count, 2};
+    PyObject *spans = PyArray_SimpleNew(2, dims, NPY_INT64);
+    PyObject *ok = PyArray_SimpleNew(1, dims, NPY_BOOL);
+    if (spans && ok) {
+        int64_t *d = PyArray_DATA((PyArrayObject *)spans);
+        npy_bool *g = PyArray_DATA((PyArrayObject *)ok);
+        for (Py_ssize_t k = 0; k < list.count; k++) {
+            g[k] = (npy_bool)list.items[3 * k];
+            d[2 * k] = list.items[3 * k + 1];
+            d[2 * k + 1] = list.items[3 * k + 2];
+        }
+    }
+    PyMem_RawFree(list.items);
+    if (!spans || !ok) {
+        Py_XDECREF(spans);
+        Py_XDECREF(ok);
+        return NULL;
+    }
+    return Py_BuildValue("(NNLL)", spans, ok, (long long)skipped, (long long)partial);
+}
+
+static PyObject *py_masked_crc32c(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
+    uint32_t c = masked_crc(view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(c);
+}
+
 static PyMethodDef methods[] = {
     {"find_fields", find_fields, METH_VARARGS,
      "find_fields(buf, start, end, numbers) -> [int64[k, 2] spans per field number]"},
     {"decode_messages", decode_messages, METH_VARARGS,
      "decode_messages(buf, spans, [(number, kind), ...]) -> list of column arrays"},
+    {"find_children", find_children, METH_VARARGS,
+     "find_children(buf, spans, numbers) -> [(int64[k] parent index, int64[k, 2] spans) per field number]"},
+    {"parse_labels", parse_labels, METH_VARARGS,
+     "parse_labels(buf, label_spans, name_spans, kernel) -> int64[n, 4] (op off, len, inputs/name off, len)"},
+    {"gather_spans", gather_spans, METH_VARARGS, "gather_spans(buf, spans) -> (bytes, int64 offsets[n + 1])"},
+    {"pack_lanes", pack_lanes, METH_VARARGS, "pack_lanes(starts, ends) -> int32 lane per interval"},
+    {"scan_records", scan_records, METH_VARARGS,
+     "scan_records(buf) -> (int64[k, 2] record data spans, bool[k] crc ok, bytes skipped, partial offset or -1)"},
+    {"masked_crc32c", py_masked_crc32c, METH_VARARGS, "masked_crc32c(bytes) -> TFRecord's masked CRC-32C"},
     {"intern_strings", intern_strings, METH_VARARGS,
      "intern_strings(buf, spans) -> (int32 ids, list of unique str, id 0 = '')"},
     {NULL, NULL, 0, NULL},
@@ -398,5 +786,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_protowire", NULL, -
 
 PyMODINIT_FUNC PyInit__protowire(void) {
     import_array();
+    crc_init();
     return PyModule_Create(&module);
 }

@@ -63,6 +63,17 @@ def test_schema_matches_the_real_one(ours, theirs):
         assert [(v.name, v.number) for v in mine.enum_types_by_name[name].values] == [(v.name, v.number) for v in enum.values]
 
 
+def test_run_metadata_fields_are_the_real_ones():
+    """config.proto holds only the RunMetadata parts Profscope reads."""
+    from protos import config_pb2
+    from tensorboard.compat.proto import config_pb2 as real
+
+    for name in ("RunMetadata", "SessionMetadata"):
+        mine = fields(getattr(config_pb2, name).DESCRIPTOR)
+        theirs = fields(getattr(real, name).DESCRIPTOR)
+        assert {k: _rename(v, "") for k, v in mine.items()} == {k: _rename(theirs[k], "") for k in mine}
+
+
 def _rename(value, package):
     if isinstance(value, dict):
         return {k: _rename(v, package) for k, v in value.items()}

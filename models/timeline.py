@@ -1,0 +1,251 @@
+"""Timelines as columns: events on lanes, lanes grouped by device.
+
+A `Timeline` is what the timeline widget draws, whatever the source
+(StepStats today, XSpace planes later). Events are sorted by lane, then by
+start; a lane never holds two overlapping events (sources pack overlapping
+events into extra lanes), so within a lane ends are sorted too. Times are
+picoseconds from `origin_ns`.
+
+Drawing a million events at any zoom stays cheap because nothing here walks
+all events per frame: `LaneIndex.pixels()` finds the events that start in
+each pixel column by binary search (the narrow ones, drawn as one merged
+block per pixel) and looks up the events wide enough to draw one by one in
+per-duration-class indexes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Callable
+
+import numpy as np
+
+# Events whose duration spans at least this many pixels are drawn one by one.
+WIDE_PIXELS = 1.0
+
+
+class StringColumn:
+    """Many strings (one per event) in one bytes object plus offsets: about a
+    third of the memory of Python strings, and searchable in one pass."""
+
+    def __init__(self, blob: bytes, offsets: np.ndarray):
+        self.blob = blob
+        self.offsets = offsets
+
+    @classmethod
+    def from_strings(cls, strings: list[str]) -> StringColumn:
+        encoded = [s.encode() for s in strings]
+        offsets = np.zeros(len(encoded) + 1, np.int64)
+        np.cumsum([len(b) for b in encoded], out=offsets[1:])
+        return cls(b"".join(encoded), offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> str:
+        return self.blob[self.offsets[i]:self.offsets[i + 1]].decode("utf-8", "replace")
+
+    def take(self, index: np.ndarray) -> StringColumn:
+        return StringColumn.from_strings([self[int(i)] for i in index])
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.blob) + self.offsets.nbytes
+
+    @cached_property
+    def _folded(self) -> bytes:
+        return self.blob.lower()
+
+    def find(self, text: str) -> np.ndarray:
+        """Indices of the strings containing `text` (case-insensitive), sorted."""
+        needle = text.lower().encode()
+        if not needle:
+            return np.zeros(0, np.int64)
+        hits = np.fromiter((m.start() for m in re.finditer(re.escape(needle), self._folded)), np.int64)
+        if not len(hits):
+            return hits
+        owner = np.searchsorted(self.offsets, hits, side="right") - 1
+        # A hit running past its string's end straddles two strings.
+        owner = owner[hits + len(needle) <= self.offsets[owner + 1]]
+        return np.unique(owner)
+
+
+@dataclass
+class KindStats:
+    """Per (group, kind) aggregates: count, total, average and max duration."""
+
+    group: np.ndarray
+    kind: np.ndarray
+    count: np.ndarray
+    total_ps: np.ndarray
+    max_ps: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    @property
+    def average_ps(self) -> np.ndarray:
+        return self.total_ps / np.maximum(self.count, 1)
+
+
+@dataclass
+class Timeline:
+    groups: list[str]  # device (group) names
+    lane_group: np.ndarray  # int32 group of each lane
+    lane_names: list[str]
+    lane_offsets: np.ndarray  # int64[lanes + 1]: events of lane l are [off[l], off[l+1])
+    start_ps: np.ndarray  # int64, from origin_ns
+    duration_ps: np.ndarray  # int64, >= 0
+    kind: np.ndarray  # int32 ids into kinds (op type)
+    kinds: list[str]
+    names: StringColumn  # per event
+    origin_ns: int = 0
+    source: str = ""
+    warnings: list[str] = field(default_factory=list)
+    # Every field of event i, fetched on demand: [(field, value), ...].
+    details: Callable[[int], list[tuple[str, str]]] | None = None
+    # The reader's handle on each event's source record (for exports).
+    records: object = None
+
+    def __len__(self) -> int:
+        return len(self.start_ps)
+
+    @property
+    def end_ps(self) -> np.ndarray:
+        return self.start_ps + self.duration_ps
+
+    @property
+    def num_lanes(self) -> int:
+        return len(self.lane_names)
+
+    @cached_property
+    def span_ps(self) -> tuple[int, int]:
+        """First start and last end over all events."""
+        if not len(self):
+            return 0, 0
+        return int(self.start_ps.min()), int(self.end_ps.max())
+
+    @cached_property
+    def event_group(self) -> np.ndarray:
+        counts = np.diff(self.lane_offsets)
+        return np.repeat(self.lane_group, counts).astype(np.int32)
+
+    def lane_of(self, event: int) -> int:
+        return int(np.searchsorted(self.lane_offsets, event, side="right")) - 1
+
+    def lanes_of_group(self, group: int) -> np.ndarray:
+        return np.flatnonzero(self.lane_group == group)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory of the columns (what the model costs per event)."""
+        arrays = (self.lane_group, self.lane_offsets, self.start_ps, self.duration_ps, self.kind)
+        return sum(a.nbytes for a in arrays) + self.names.nbytes
+
+    @cached_property
+    def _lane_indexes(self) -> dict[int, LaneIndex]:
+        return {}
+
+    def lane_index(self, lane: int) -> LaneIndex:
+        index = self._lane_indexes.get(lane)
+        if index is None:
+            a, b = self.lane_offsets[lane], self.lane_offsets[lane + 1]
+            index = self._lane_indexes[lane] = LaneIndex(self.start_ps[a:b], self.duration_ps[a:b], int(a))
+        return index
+
+    def event_at(self, lane: int, t_ps: float, slack_ps: float = 0) -> int:
+        """The event of `lane` covering time t (or within slack of it), or -1."""
+        a, b = int(self.lane_offsets[lane]), int(self.lane_offsets[lane + 1])
+        k = a + int(np.searchsorted(self.start_ps[a:b], t_ps, side="right")) - 1
+        best, best_gap = -1, slack_ps
+        for i in (k, k + 1):
+            if a <= i < b:
+                s, e = self.start_ps[i], self.start_ps[i] + self.duration_ps[i]
+                gap = 0 if s <= t_ps <= e else min(abs(s - t_ps), abs(t_ps - e))
+                if gap <= best_gap:
+                    best, best_gap = i, gap
+        return best
+
+    def find(self, text: str) -> np.ndarray:
+        """Events whose name or kind contains `text` (case-insensitive), in index order."""
+        if not text:
+            return np.zeros(0, np.int64)
+        folded = text.casefold()
+        kinds = [k for k, name in enumerate(self.kinds) if folded in name.casefold()]
+        by_kind = np.flatnonzero(np.isin(self.kind, kinds)) if kinds else np.zeros(0, np.int64)
+        return np.union1d(by_kind, self.names.find(text))
+
+    def kind_stats(self, selection: np.ndarray | None = None) -> KindStats:
+        """Count, total and max duration per (group, kind), over `selection`
+        (event indices or a mask) or every event; sorted by total descending."""
+        group, kind, dur = self.event_group, self.kind, self.duration_ps
+        if selection is not None:
+            group, kind, dur = group[selection], kind[selection], dur[selection]
+        key = group.astype(np.int64) * max(len(self.kinds), 1) + kind
+        uniq, inverse = np.unique(key, return_inverse=True)
+        count = np.bincount(inverse, minlength=len(uniq))
+        total = np.bincount(inverse, weights=dur, minlength=len(uniq)).astype(np.int64)
+        maxes = np.zeros(len(uniq), np.int64)
+        np.maximum.at(maxes, inverse, dur)
+        order = np.lexsort((uniq, -total))
+        return KindStats(group=(uniq // max(len(self.kinds), 1))[order].astype(np.int32),
+                         kind=(uniq % max(len(self.kinds), 1))[order].astype(np.int32),
+                         count=count[order], total_ps=total[order], max_ps=maxes[order])
+
+    def overlapping(self, t0: float, t1: float) -> np.ndarray:
+        """Indices of the events overlapping [t0, t1]."""
+        return np.flatnonzero((self.start_ps <= t1) & (self.end_ps >= t0))
+
+
+class LaneIndex:
+    """Lookups for drawing one lane (start-sorted, non-overlapping events)."""
+
+    def __init__(self, start: np.ndarray, duration: np.ndarray, base: int):
+        self.start, self.duration, self.base = start, duration, base
+        # Events grouped by duration class c (2**c <= duration < 2**(c+1)),
+        # each group sorted by start.
+        cls = np.zeros(len(duration), np.int8)
+        positive = duration > 0
+        cls[positive] = np.floor(np.log2(duration[positive].astype(np.float64))).astype(np.int8) + 1
+        order = np.argsort(cls, kind="stable").astype(np.int32)
+        self.order = order
+        self.order_start = start[order]
+        sorted_cls = cls[order]
+        self.classes = np.unique(sorted_cls)
+        self.class_bounds = np.searchsorted(sorted_cls, np.r_[self.classes, self.classes[-1] + 1 if len(self.classes) else 0])
+
+    def wide(self, t0: float, t1: float, min_duration: float) -> np.ndarray:
+        """Lane-local indices of events overlapping [t0, t1) lasting at least
+        min_duration, sorted by start."""
+        found = []
+        for j, c in enumerate(self.classes):
+            upper = 2.0 ** c  # durations in class c are below this
+            if upper <= min_duration:
+                continue
+            lo, hi = self.class_bounds[j], self.class_bounds[j + 1]
+            starts = self.order_start[lo:hi]
+            a = lo + np.searchsorted(starts, t0 - upper, side="right")
+            b = lo + np.searchsorted(starts, t1, side="left")
+            if b > a:
+                idx = self.order[a:b]
+                keep = (self.duration[idx] >= min_duration) & (self.start[idx] + self.duration[idx] > t0)
+                found.append(idx[keep])
+        if not found:
+            return np.zeros(0, np.int32)
+        return np.sort(np.concatenate(found))
+
+    def first_in_pixels(self, t0: float, ps_per_px: float, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """For each pixel column, whether an event starts in it and the first
+        such event (lane-local index); events that began to the left count
+        for the first column."""
+        edges = t0 + ps_per_px * np.arange(width + 1)
+        first = np.searchsorted(self.start, edges, side="left")
+        occupied = first[1:] > first[:-1]
+        # An event running into the view from the left occupies column 0.
+        before = first[0] - 1
+        if before >= 0 and self.start[before] + self.duration[before] > t0:
+            occupied[0] = True
+            first[0] = before
+        return occupied, first[:-1]
