@@ -23,22 +23,27 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from models.event_file import host_of_event_file, is_event_file, tagged_run_metadata
 from models.memory_profile import MemoryProfileData, load_memory_profile, to_xprof_json
+from models.step_stats import (BINARY_SUFFIXES, TEXT_SUFFIXES, StepStatsFile, chrome_trace_json, load_step_timeline,
+                               locate, sniff, step_memory_profile)
 from models.task import ProfileError, TaskState
+from models.timeline import Timeline
 
 MEMORY_PROFILE = "memory_profile"
-# File name endings of each tool's data in a session folder (<host><suffix>).
-TOOL_SUFFIXES = {
-    MEMORY_PROFILE: (".memory_profile.json.gz", ".memory_profile.json", ".memory_profile.pb"),
-}
-# A single file opened directly may have any name ending in these.
-LONE_FILE_SUFFIXES = {MEMORY_PROFILE: (".json.gz", ".json", ".pb", ".pb.gz")}
-MAX_DEPTH = 6  # how deep to look for plugins/profile below a log dir
+TRACE_VIEWER = "trace_viewer"
+TOOLS = (MEMORY_PROFILE, TRACE_VIEWER)
+# File name endings of MemoryProfile files in a session folder (<host><suffix>).
+MEMORY_PROFILE_SUFFIXES = (".memory_profile.json.gz", ".memory_profile.json", ".memory_profile.pb")
+# A MemoryProfile opened directly may have any name ending in these.
+LONE_MEMORY_PROFILE_SUFFIXES = (".json.gz", ".json", ".pb", ".pb.gz")
+MAX_DEPTH = 6  # how deep to look below an opened folder
 
 LOOKED_FOR = (
     "a TensorBoard log dir with plugins/profile/<session>/<host>.memory_profile.json[.gz] (or .pb), "
     "such a plugins/profile folder, one session folder holding <host>.memory_profile.* files, "
-    "or a single MemoryProfile file (.json, .json.gz or .pb)"
+    "event files with run metadata (FileWriter.add_run_metadata), StepStats or RunMetadata files "
+    "(.pb, .pbtxt, .txt), or a single MemoryProfile file (.json, .json.gz or .pb)"
 )
 
 
@@ -69,6 +74,14 @@ class ProfileRepository(ABC):
     def memory_profile(self, session: str, host: str, task: TaskState | None = None) -> MemoryProfileData:
         """The decoded memory profile of one host, for in-process use."""
 
+    @abstractmethod
+    def steps(self, session: str, host: str) -> list[str]:
+        """The traced steps (run metadata tags) a host's timeline can show."""
+
+    @abstractmethod
+    def step_timeline(self, session: str, host: str, step: str = "", task: TaskState | None = None) -> Timeline:
+        """The decoded step timeline of one host (step "" = the first)."""
+
     def session(self, name: str) -> SessionInfo:
         for s in self.enum_sessions():
             if s.name == name:
@@ -81,13 +94,17 @@ class ProfileRepository(ABC):
         info = self.session(session)
         if tool not in info.tools:
             raise ProfileError(f"session {session!r} has no {tool} data (tools: {', '.join(info.tools) or 'none'})")
+        hosts = self.hosts_with(session, tool)
         if host:
-            if host not in info.hosts:
-                raise ProfileError(f"session {session!r} has no host {host!r} (hosts: {', '.join(info.hosts)})")
+            if host not in hosts:
+                raise ProfileError(f"session {session!r} has no {tool} data for host {host!r} (hosts: {', '.join(hosts)})")
             return host
-        if len(info.hosts) > 1:
-            raise ProfileError(f"{tool} shows one host at a time; choose one of: {', '.join(info.hosts)}")
-        return info.hosts[0]
+        if len(hosts) > 1:
+            raise ProfileError(f"{tool} shows one host at a time; choose one of: {', '.join(hosts)}")
+        return hosts[0]
+
+    def hosts_with(self, session: str, tool: str) -> list[str]:
+        return list(self.session(session).hosts)
 
     def tool_data(self, session: str, tool: str, host: str = "", params: dict[str, str] | None = None,
                   task: TaskState | None = None) -> ToolData:
@@ -99,18 +116,41 @@ class ProfileRepository(ABC):
             xprof_form = params.get("xprof_form", "").lower() in ("1", "true", "yes")
             doc = to_xprof_json(profile, xprof_form=xprof_form)
             return ToolData(json.dumps(doc, separators=(",", ":")).encode(), "json")
-        raise ProfileError(f"unknown tool {tool!r}; Profscope offers: {', '.join(TOOL_SUFFIXES)}")
+        if tool == TRACE_VIEWER:
+            host = self.resolve_host(session, host, tool)
+            return ToolData(self.chrome_trace(session, host, params.get("step", ""), task), "json")
+        raise ProfileError(f"unknown tool {tool!r}; Profscope offers: {', '.join(TOOLS)}")
+
+    @abstractmethod
+    def chrome_trace(self, session: str, host: str, step: str = "", task: TaskState | None = None) -> bytes:
+        """Chrome trace-event JSON of a host's step timeline."""
+
+
+@dataclass
+class _HostFiles:
+    """What one host has in a session folder."""
+
+    memory_profile: Path | None = None
+    step_stats: Path | None = None  # a StepStats or RunMetadata file
+    event_files: list[Path] = field(default_factory=list)  # with run metadata
+
+    def tools(self) -> list[str]:
+        has_steps = self.step_stats is not None or bool(self.event_files)
+        return [t for t, ok in ((MEMORY_PROFILE, self.memory_profile is not None or has_steps),
+                                (TRACE_VIEWER, has_steps)) if ok]
 
 
 @dataclass
 class _Session:
     name: str
-    # files[tool][host] -> path
-    files: dict[str, dict[str, Path]] = field(default_factory=dict)
+    hosts: dict[str, _HostFiles] = field(default_factory=dict)
+
+    def host(self, name: str) -> _HostFiles:
+        return self.hosts.setdefault(name, _HostFiles())
 
     def info(self) -> SessionInfo:
-        hosts = sorted({h for per_host in self.files.values() for h in per_host})
-        return SessionInfo(self.name, tuple(hosts), tuple(sorted(self.files)))
+        tools = {t for h in self.hosts.values() for t in h.tools()}
+        return SessionInfo(self.name, tuple(sorted(self.hosts)), tuple(t for t in TOOLS if t in tools))
 
 
 class LocalRepository(ProfileRepository):
@@ -129,12 +169,54 @@ class LocalRepository(ProfileRepository):
     def enum_sessions(self) -> list[SessionInfo]:
         return [s.info() for s in self._sessions.values()]
 
+    def hosts_with(self, session: str, tool: str) -> list[str]:
+        self.session(session)
+        return [h for h, files in sorted(self._sessions[session].hosts.items()) if tool in files.tools()]
+
+    def _files(self, session: str, host: str, tool: str) -> tuple[str, _HostFiles]:
+        host = self.resolve_host(session, host, tool)
+        return host, self._sessions[session].hosts[host]
+
     def memory_profile(self, session: str, host: str, task: TaskState | None = None) -> MemoryProfileData:
-        host = self.resolve_host(session, host, MEMORY_PROFILE)
-        path = self._sessions[session].files[MEMORY_PROFILE][host]
-        profile = load_memory_profile(path, host=host, task=task)
-        profile.num_hosts = len(self._sessions[session].files[MEMORY_PROFILE])
+        host, files = self._files(session, host, MEMORY_PROFILE)
+        if files.memory_profile is not None:
+            profile = load_memory_profile(files.memory_profile, host=host, task=task)
+        else:
+            profile = step_memory_profile(self._step_source(files, ""), host=host, task=task)
+        profile.num_hosts = len(self.hosts_with(session, MEMORY_PROFILE))
         return profile
+
+    def steps(self, session: str, host: str) -> list[str]:
+        host, files = self._files(session, host, TRACE_VIEWER)
+        return list(self._tags(files))
+
+    def step_timeline(self, session: str, host: str, step: str = "", task: TaskState | None = None) -> Timeline:
+        host, files = self._files(session, host, TRACE_VIEWER)
+        return load_step_timeline(self._step_source(files, step, task), task)
+
+    def chrome_trace(self, session: str, host: str, step: str = "", task: TaskState | None = None) -> bytes:
+        host, files = self._files(session, host, TRACE_VIEWER)
+        return chrome_trace_json(self._step_source(files, step, task), task)
+
+    @staticmethod
+    def _tags(files: _HostFiles) -> dict[str, Path]:
+        """Run metadata tag -> event file; a later file wins, as in TensorBoard."""
+        tags = {}
+        for path in files.event_files:
+            for t in tagged_run_metadata(path)[0]:
+                tags[t.tag] = path
+        return tags
+
+    def _step_source(self, files: _HostFiles, step: str, task: TaskState | None = None) -> StepStatsFile:
+        if files.step_stats is not None:
+            if step:
+                raise ProfileError(f"{files.step_stats.name} holds one step; --param step applies to event files")
+            return locate(files.step_stats, task=task)
+        tags = self._tags(files)
+        if step and step not in tags:
+            raise ProfileError(f"no run metadata tagged {step!r}; steps: {', '.join(tags)}")
+        path = tags[step] if step else next(iter(tags.values()))
+        return locate(path, step or next(iter(tags)), task)
 
     # ---------------------------------------------------------- scanning
 
@@ -143,18 +225,26 @@ class LocalRepository(ProfileRepository):
             return self._scan_lone_file(self.path)
         if self.path.name == "profile" and self.path.parent.name == "plugins":
             return self._scan_profile_root(self.path, prefix="")
-        roots = sorted(self._find_profile_roots(self.path, 0))
-        if roots:
-            sessions = {}
-            for root in roots:
-                run = root.parent.parent.relative_to(self.path).as_posix()
-                sessions.update(self._scan_profile_root(root, prefix="" if run == "." else run + "/"))
-            return sessions
-        own = self._scan_session(self.path, self.path.name)
-        if own.files:
-            return {own.name: own}
-        # A folder of session folders (a profile root under another name).
-        return self._scan_profile_root(self.path, prefix="")
+        sessions = {}
+        for folder, depth in self._folders(self.path, 0):
+            if folder.name == "plugins" and (folder / "profile").is_dir():
+                run = folder.parent.relative_to(self.path).as_posix()
+                sessions.update(self._scan_profile_root(folder / "profile", prefix="" if run == "." else run + "/"))
+                continue
+            rel = folder.relative_to(self.path).as_posix()
+            s = self._scan_session(folder, self.path.name if rel == "." else rel)
+            if s.hosts:
+                sessions[s.name] = s
+        return sessions
+
+    def _folders(self, folder: Path, depth: int):
+        """The folder and those below it (a plugins folder is not entered)."""
+        yield folder, depth
+        if folder.name == "plugins" or depth >= MAX_DEPTH:
+            return
+        for entry in self._entries(folder):
+            if entry.is_dir():
+                yield from self._folders(Path(entry.path), depth + 1)
 
     def _inside(self, path: Path) -> bool:
         try:
@@ -170,55 +260,81 @@ class LocalRepository(ProfileRepository):
         except OSError:
             return []
 
-    def _find_profile_roots(self, folder: Path, depth: int):
-        if depth > MAX_DEPTH:
-            return
-        for entry in self._entries(folder):
-            if not entry.is_dir():
-                continue
-            if entry.name == "plugins":
-                profile = Path(entry.path) / "profile"
-                if profile.is_dir() and self._inside(profile):
-                    yield profile
-            else:
-                yield from self._find_profile_roots(Path(entry.path), depth + 1)
-
     def _scan_profile_root(self, root: Path, prefix: str) -> dict[str, _Session]:
         sessions = {}
         for entry in self._entries(root):
             if entry.is_dir():
                 s = self._scan_session(Path(entry.path), prefix + entry.name)
-                if s.files:
+                if s.hosts:
                     sessions[s.name] = s
         return sessions
 
     def _scan_session(self, folder: Path, name: str) -> _Session:
         session = _Session(name)
         for entry in self._entries(folder):
-            if not entry.is_file():
-                continue
-            if match := _tool_file(entry.name):
-                tool, host = match
-                session.files.setdefault(tool, {}).setdefault(host, Path(entry.path))
+            if entry.is_file():
+                self._add_file(session, Path(entry.path))
         return session
 
+    def _add_file(self, session: _Session, path: Path) -> bool:
+        """Files the folder scan recognises, checked by name and content."""
+        name = path.name
+        if host := memory_profile_host(name):
+            session.host(host).memory_profile = session.host(host).memory_profile or path
+        elif is_event_file(name):
+            if _has_run_metadata(path):
+                session.host(host_of_event_file(name)).event_files.append(path)
+        elif name.endswith(BINARY_SUFFIXES + TEXT_SUFFIXES) and sniff(path):
+            host = _strip_suffix(name, BINARY_SUFFIXES + TEXT_SUFFIXES)
+            session.host(host).step_stats = session.host(host).step_stats or path
+        else:
+            return False
+        return True
+
     def _scan_lone_file(self, path: Path) -> dict[str, _Session]:
-        if match := _tool_file(path.name):
-            tool, host = match
-            return {path.parent.name: _Session(path.parent.name, {tool: {host: path}})}
-        for tool, suffixes in LONE_FILE_SUFFIXES.items():
-            if path.name.endswith(suffixes):
-                return {path.name: _Session(path.name, {tool: {path.name: path}})}
+        name = path.name
+        if memory_profile_host(name) or is_event_file(name):
+            session = _Session(path.parent.name)
+            if is_event_file(name):
+                tagged_run_metadata(path)  # raises with the reason when unreadable
+                if not _has_run_metadata(path):
+                    raise ProfileError(f"{path}: this event file holds no run metadata "
+                                       "(FileWriter.add_run_metadata writes it)")
+            self._add_file(session, path)
+            return {session.name: session}
+        if name.endswith(BINARY_SUFFIXES + TEXT_SUFFIXES) and sniff(path):
+            session = _Session(name)
+            session.host(_strip_suffix(name, BINARY_SUFFIXES + TEXT_SUFFIXES)).step_stats = path
+            return {name: session}
+        if name.endswith(LONE_MEMORY_PROFILE_SUFFIXES):
+            session = _Session(name)
+            session.host(name).memory_profile = path
+            return {name: session}
+        if name.endswith(TEXT_SUFFIXES):
+            locate(path)  # raises with the reason
         raise ProfileError(f"{path}: Profscope does not know this kind of file. Looked for {LOOKED_FOR}.")
 
 
-def _tool_file(name: str) -> tuple[str, str] | None:
-    """(tool, host) for a file named <host><tool suffix>, else None."""
-    for tool, suffixes in TOOL_SUFFIXES.items():
-        for suffix in suffixes:
-            if name.endswith(suffix) and len(name) > len(suffix):
-                return tool, name[: -len(suffix)]
+def memory_profile_host(name: str) -> str | None:
+    """The host of a file named <host>.memory_profile.*, else None."""
+    for suffix in MEMORY_PROFILE_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
     return None
+
+
+def _strip_suffix(name: str, suffixes: tuple[str, ...]) -> str:
+    for suffix in sorted(suffixes, key=len, reverse=True):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _has_run_metadata(path: Path) -> bool:
+    try:
+        return bool(tagged_run_metadata(path)[0])
+    except ProfileError:
+        return False
 
 
 def open_repository(location: str | os.PathLike) -> ProfileRepository:

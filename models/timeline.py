@@ -177,12 +177,16 @@ class Timeline:
         by_kind = np.flatnonzero(np.isin(self.kind, kinds)) if kinds else np.zeros(0, np.int64)
         return np.union1d(by_kind, self.names.find(text))
 
-    def kind_stats(self, selection: np.ndarray | None = None) -> KindStats:
+    def kind_stats(self, selection: np.ndarray | None = None, clip: tuple[float, float] | None = None) -> KindStats:
         """Count, total and max duration per (group, kind), over `selection`
-        (event indices or a mask) or every event; sorted by total descending."""
-        group, kind, dur = self.event_group, self.kind, self.duration_ps
+        (event indices or a mask) or every event, counting only the time
+        inside `clip` when given; sorted by total descending."""
+        group, kind, start, end = self.event_group, self.kind, self.start_ps, self.end_ps
         if selection is not None:
-            group, kind, dur = group[selection], kind[selection], dur[selection]
+            group, kind, start, end = group[selection], kind[selection], start[selection], end[selection]
+        if clip is not None:
+            start, end = np.clip(start, *clip), np.clip(end, *clip)
+        dur = (end - start).astype(np.int64)
         key = group.astype(np.int64) * max(len(self.kinds), 1) + kind
         uniq, inverse = np.unique(key, return_inverse=True)
         count = np.bincount(inverse, minlength=len(uniq))

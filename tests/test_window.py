@@ -30,21 +30,39 @@ def open_and_wait(qtbot, window, path):
 
 def test_open_log_dir_shows_latest_session(qtbot, window):
     open_and_wait(qtbot, window, SAMPLE)
-    assert window.tree.topLevelItemCount() == 2
+    assert window.tree.topLevelItemCount() == 3
+    # "train" (an event file with run metadata) sorts last: its timeline shows.
+    assert window.current_timeline == ("train", "vm")
+    assert window.tabs.currentWidget() is window.timeline_view
+    assert len(window.timeline_view.timeline) == 40
+    assert window.timeline_view.step_box.currentText() == "step_1"
+    assert "40 events on 2 device(s)" in window.status.text()
+    assert window.settings.value("recent") == [str(SAMPLE)]
+
+
+def test_clicking_sessions_tools_and_steps_loads_them(qtbot, window):
+    open_and_wait(qtbot, window, SAMPLE)
+    small = window.tree.topLevelItem(1).child(0)  # the small session's host
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window._on_tree_item(small)
     assert window.current == (SMALL_SESSION, "vm")
     assert window.memory_view.allocator.memory_id == "bfc_cpu_allocator_for_gpu"
     assert window.memory_view.table.model.rowCount() == 11
     assert "memory profile with 1 allocator" in window.status.text()
-    assert window.settings.value("recent") == [str(SAMPLE)]
-
-
-def test_clicking_another_session_loads_it(qtbot, window):
-    open_and_wait(qtbot, window, SAMPLE)
     other = window.tree.topLevelItem(0).child(0)  # the Keras session's host
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
         window._on_tree_item(other)
     assert window.current == ("2026_11_22_02_48_21", "vm")
     assert not window.memory_view.allocator.complete
+    train_memory = window.tree.topLevelItem(2).child(0).child(0)  # train / vm / Memory
+    assert train_memory.text(0) == "Memory"
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window._on_tree_item(train_memory)
+    assert window.current == ("train", "vm") and window.memory_view.allocator.memory_id == "mklcpu"
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.timeline_view.step_requested.emit("step_2")
+    assert window.timeline_view.step_box.currentText() == "step_2"
+    assert window.tabs.currentWidget() is window.timeline_view
 
 
 def test_errors_show_in_the_window_and_it_keeps_working(qtbot, window, tmp_path):

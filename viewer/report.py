@@ -6,8 +6,9 @@ import html
 import re
 from pathlib import Path
 
-from models.repository import MEMORY_PROFILE, ProfileRepository
+from models.repository import MEMORY_PROFILE, TRACE_VIEWER, ProfileRepository
 from models.task import ProfileError
+from models.units import format_time_ps
 
 VIEW_SIZE = (1400, 900)
 
@@ -17,7 +18,8 @@ def _slug(*parts: str) -> str:
 
 
 def write_report(repo: ProfileRepository, out_dir: Path) -> list[Path]:
-    """Renders the memory view of every session, host and allocator.
+    """Renders the memory view of every session, host and allocator, and
+    the timeline and op statistics of every host with a step timeline.
 
     Returns the written paths, index.html last. Sessions that fail to load
     are listed in the page with their error instead of stopping the report.
@@ -27,6 +29,7 @@ def write_report(repo: ProfileRepository, out_dir: Path) -> list[Path]:
     from viewer.app import application
     from widgets.memory_summary import summary_items
     from widgets.memory_view import MemoryView
+    from widgets.timeline_view import TimelineView
 
     app = application(offscreen_without_display=True)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -34,10 +37,44 @@ def write_report(repo: ProfileRepository, out_dir: Path) -> list[Path]:
     sections = []
     view = MemoryView()
     view.resize(*VIEW_SIZE)
+    timeline_view = TimelineView()
+    timeline_view.resize(*VIEW_SIZE)
+
+    def save(widget, name: str) -> Path:
+        widget.show()
+        app.processEvents()
+        png = out_dir / name
+        if not widget.grab().save(str(png)):
+            raise ProfileError(f"could not write {png}")
+        written.append(png)
+        return png
+
     for info in sorted(repo.enum_sessions(), key=lambda s: s.name):
-        if MEMORY_PROFILE not in info.tools:
-            continue
-        for host in info.hosts:
+        for host in repo.hosts_with(info.name, TRACE_VIEWER) if TRACE_VIEWER in info.tools else []:
+            title = f"{info.name} / {host}"
+            try:
+                timeline = repo.step_timeline(info.name, host)
+            except ProfileError as e:
+                sections.append(f"<h2>{html.escape(title)}</h2><p class=error>{html.escape(str(e))}</p>")
+                continue
+            timeline_view.set_timeline(timeline)
+            timeline_view.bottom.setCurrentIndex(2)  # op statistics
+            png = save(timeline_view, f"timeline_{_slug(info.name, host)}.png")
+            a, b = timeline.span_ps
+            stats = timeline.kind_stats()
+            rows = "".join(
+                f"<tr><td>{html.escape(timeline.groups[g])}</td><td>{html.escape(timeline.kinds[k])}</td>"
+                f"<td>{c:,}</td><td>{format_time_ps(t)}</td><td>{100 * t / max(b - a, 1):.1f} %</td></tr>"
+                for g, k, c, t in zip(stats.group.tolist(), stats.kind.tolist(), stats.count.tolist(),
+                                      stats.total_ps.tolist()))
+            warn = "".join(f"<p class=error>{html.escape(w)}</p>" for w in timeline.warnings)
+            sections.append(
+                f"<h2>Timeline: {html.escape(title)}</h2>{warn}<p>{len(timeline):,} events on "
+                f"{len(timeline.groups)} device(s), {format_time_ps(b - a)}.</p>"
+                f"<img src='{html.escape(png.name)}' alt='timeline'><h3>Op statistics</h3>"
+                "<table><tr><th>Device</th><th>Op type</th><th>Count</th><th>Total</th><th>Share of step</th></tr>"
+                f"{rows}</table>")
+        for host in repo.hosts_with(info.name, MEMORY_PROFILE) if MEMORY_PROFILE in info.tools else []:
             title = f"{info.name} / {host}"
             try:
                 data = repo.memory_profile(info.name, host)
@@ -48,12 +85,7 @@ def write_report(repo: ProfileRepository, out_dir: Path) -> list[Path]:
             view.set_profile(data)
             for memory_id in data.memory_ids:
                 view.allocator_box.setCurrentText(memory_id)
-                view.show()
-                app.processEvents()
-                png = out_dir / f"memory_{_slug(info.name, host, memory_id)}.png"
-                if not view.grab().save(str(png)):
-                    raise ProfileError(f"could not write {png}")
-                written.append(png)
+                png = save(view, f"memory_{_slug(info.name, host, memory_id)}.png")
                 allocator = data.allocators[memory_id]
                 rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
                                for k, v in summary_items(allocator))
@@ -61,10 +93,11 @@ def write_report(repo: ProfileRepository, out_dir: Path) -> list[Path]:
                     f"<h2>Memory: {html.escape(title)} / {html.escape(memory_id)}</h2>"
                     f"<table>{rows}</table><img src='{html.escape(png.name)}' alt='memory view'>"
                     f"<p>{len(allocator.peak_allocations):,} rows in the table of active allocations at the peak.</p>")
-    view.close()
     # Delete the widgets now, while Qt is fully alive, not at interpreter exit.
-    view.deleteLater()
-    del view
+    for widget in (view, timeline_view):
+        widget.close()
+        widget.deleteLater()
+    del view, timeline_view
     app.sendPostedEvents(None, QEvent.DeferredDelete)
     index = out_dir / "index.html"
     index.write_text(

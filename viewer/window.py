@@ -11,12 +11,21 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QProgressBar, QPushButton,
                                QTabWidget, QTreeWidget, QTreeWidgetItem)
 
-from models.repository import MEMORY_PROFILE, ProfileRepository, open_repository
+from models.repository import MEMORY_PROFILE, TRACE_VIEWER, ProfileRepository, open_repository
 from widgets.memory_view import MemoryView
+from widgets.timeline_view import TimelineView
 from viewer.workers import TaskRunner
 
 MAX_RECENT = 8
-ROLE_TARGET = Qt.UserRole  # (session, host) of a tree item
+ROLE_TARGET = Qt.UserRole  # (session, host, tool) of a tree item
+
+
+TOOL_TITLES = {MEMORY_PROFILE: "Memory", TRACE_VIEWER: "Timeline"}
+
+
+def _preferred_tool(tools: list[str]) -> str:
+    """What clicking a host shows: its timeline when it has one."""
+    return TRACE_VIEWER if TRACE_VIEWER in tools else MEMORY_PROFILE
 
 
 class MainWindow(QMainWindow):
@@ -26,8 +35,9 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.settings = settings or QSettings()
         self.repo: ProfileRepository | None = None
-        self.current: tuple[str, str] | None = None  # (session, host) shown
-        self.requested: tuple[str, str] | None = None  # (session, host) last asked for
+        self.current: tuple[str, str] | None = None  # (session, host) of the memory tab
+        self.current_timeline: tuple[str, str] | None = None  # (session, host) of the timeline tab
+        self.requested: tuple | None = None  # (session, host, tool) last asked for
         self.runner = TaskRunner(self)
 
         self.tree = QTreeWidget()
@@ -37,8 +47,10 @@ class MainWindow(QMainWindow):
         dock.setWidget(self.tree)
         self.addDockWidget(Qt.LeftDockWidgetArea, dock)
         self.memory_view = MemoryView()
+        self.timeline_view = TimelineView()
         self.tabs = QTabWidget()
         self.tabs.addTab(self.memory_view, "Memory")
+        self.tabs.addTab(self.timeline_view, "Timeline")
         self.setCentralWidget(self.tabs)
 
         self.status = QLabel("Open a log dir, a profile folder or a file (Ctrl+O), or drop it here.")
@@ -53,6 +65,8 @@ class MainWindow(QMainWindow):
         self.tree.itemActivated.connect(self._on_tree_item)
         self.tree.itemClicked.connect(self._on_tree_item)
         self.memory_view.host_requested.connect(lambda host: self.load_memory(self.current[0], host) if self.current else None)
+        self.timeline_view.step_requested.connect(
+            lambda step: self.load_timeline(*self.current_timeline, step) if self.current_timeline else None)
         self.cancel_button.clicked.connect(self.cancel)
         self.runner.progress.connect(self._on_progress)
         self.runner.busy_changed.connect(self._set_busy)
@@ -72,7 +86,7 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", QKeySequence.Quit, self.close)
         view_menu = self.menuBar().addMenu("&View")
-        self._action(view_menu, "Reset &Zoom", "Ctrl+0", self.memory_view.plot.reset_zoom)
+        self._action(view_menu, "Reset &Zoom", "Ctrl+0", self.reset_zoom)
         self._action(view_menu, "Table at &Peak", "Ctrl+P", lambda: self.memory_view.pick_moment(None))
         self._action(view_menu, "&Cancel Loading", "Esc", self.cancel)
         self._update_recent_menu()
@@ -108,7 +122,8 @@ class MainWindow(QMainWindow):
 
     def open_file_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open profile file", self.settings.value("last_folder", ""),
-                                              "Profiles (*.json *.json.gz *.pb *.pb.gz);;All files (*)")
+                                              "Profiles (*.json *.json.gz *.pb *.pb.gz *.pbtxt *.txt events.out.tfevents.*)"
+                                              ";;All files (*)")
         if path:
             self.open_path(path)
 
@@ -124,9 +139,32 @@ class MainWindow(QMainWindow):
         if self.repo is not None:
             self.open_path(self.repo.location)
 
+    def reset_zoom(self) -> None:
+        if self.tabs.currentWidget() is self.timeline_view:
+            self.timeline_view.canvas.reset_zoom()
+        else:
+            self.memory_view.plot.reset_zoom()
+
+    def load(self, session: str, host: str, tool: str) -> None:
+        if tool == TRACE_VIEWER:
+            self.load_timeline(session, host)
+        else:
+            self.load_memory(session, host)
+
+    def load_timeline(self, session: str, host: str, step: str = "") -> None:
+        repo = self.repo
+        self.requested = (session, host, TRACE_VIEWER)
+        self.set_status(f"Loading the timeline of {session} / {host}…")
+
+        def job(task):
+            steps = repo.steps(session, host)
+            return session, host, steps, step or (steps[0] if steps else ""), repo.step_timeline(session, host, step, task)
+
+        self.runner.start(job, self._show_timeline)
+
     def load_memory(self, session: str, host: str) -> None:
         repo = self.repo
-        self.requested = (session, host)
+        self.requested = (session, host, MEMORY_PROFILE)
         self.set_status(f"Loading memory profile of {session} / {host}…")
         self.runner.start(lambda task: (session, host, repo.memory_profile(session, host, task)), self._show_memory)
 
@@ -142,17 +180,18 @@ class MainWindow(QMainWindow):
             item = QTreeWidgetItem(self.tree, [info.name])
             for host in info.hosts:
                 host_item = QTreeWidgetItem(item, [host])
-                for tool in info.tools:
-                    tool_item = QTreeWidgetItem(host_item, [tool])
-                    tool_item.setData(0, ROLE_TARGET, (info.name, host))
-                host_item.setData(0, ROLE_TARGET, (info.name, host))
-            if MEMORY_PROFILE in info.tools and info.hosts:
-                latest = (info.name, info.hosts[0], item)
+                tools = [t for t in info.tools if host in repo.hosts_with(info.name, t)]
+                for tool in tools:
+                    tool_item = QTreeWidgetItem(host_item, [TOOL_TITLES.get(tool, tool)])
+                    tool_item.setData(0, ROLE_TARGET, (info.name, host, tool))
+                host_item.setData(0, ROLE_TARGET, (info.name, host, _preferred_tool(tools)))
+            if info.hosts:
+                latest = item.child(0)
         self.tree.expandAll()
         self.set_status(f"Opened {repo.location}: {self.tree.topLevelItemCount()} session(s).")
         if latest is not None:
-            self.tree.setCurrentItem(latest[2].child(0))
-            self.load_memory(latest[0], latest[1])
+            self.tree.setCurrentItem(latest)
+            self.load(*latest.data(0, ROLE_TARGET))
 
     def _show_memory(self, result) -> None:
         session, host, data = result
@@ -163,10 +202,20 @@ class MainWindow(QMainWindow):
         ids = ", ".join(data.memory_ids)
         self.set_status(f"{session} / {host}: memory profile with {len(data.allocators)} allocator(s): {ids}")
 
+    def _show_timeline(self, result) -> None:
+        session, host, steps, step, timeline = result
+        self.current_timeline = (session, host)
+        self.timeline_view.set_steps(steps, step)
+        self.timeline_view.set_timeline(timeline)
+        self.tabs.setCurrentWidget(self.timeline_view)
+        warn = f" Warnings: {'; '.join(timeline.warnings)}" if timeline.warnings else ""
+        self.set_status(f"{session} / {host}{' / ' + step if step else ''}: {len(timeline):,} events on "
+                        f"{len(timeline.groups)} device(s).{warn}")
+
     def _on_tree_item(self, item: QTreeWidgetItem, _column=0) -> None:
         target = item.data(0, ROLE_TARGET)
         if target and self.repo is not None and tuple(target) != self.requested:
-            self.load_memory(*target)
+            self.load(*target)
 
     # ------------------------------------------------------------ status
 
@@ -176,7 +225,10 @@ class MainWindow(QMainWindow):
 
     def show_error(self, message: str) -> None:
         self.set_status(message, error=True)
-        self.memory_view.show_message(message)
+        if self.requested and self.requested[2] == TRACE_VIEWER:
+            self.timeline_view.show_message(message)
+        else:
+            self.memory_view.show_message(message)
 
     def _on_progress(self, fraction: float, text: str) -> None:
         self.progress.setValue(int(fraction * 1000))

@@ -144,7 +144,9 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
 
 
     def _set_series(self, x: np.ndarray, series: list[tuple[pg.PlotDataItem, np.ndarray]]) -> None:
-        self._pyramids = [(curve, PeakPyramid(x, y)) for curve, y in series]
+        # Drawn as steps: a snapshot's value holds until the next snapshot.
+        x = np.repeat(x, 2)[1:]
+        self._pyramids = [(curve, PeakPyramid(x, np.repeat(y, 2)[:-1])) for curve, y in series]
 
     def _redraw_visible(self, *_args) -> None:
         vb = self.plot.getViewBox()
