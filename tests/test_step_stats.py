@@ -1,0 +1,285 @@
+"""Step timelines from StepStats / RunMetadata: sources, model, timeline.py
+equivalence, event-file framing and bad input."""
+
+import json
+import random
+import re
+
+import numpy as np
+import pytest
+from tensorboard.compat.proto import event_pb2
+from tensorboard.summary.writer.record_writer import RecordWriter
+
+from conftest import DATA
+from models import _protowire as wire
+from models.event_file import tagged_run_metadata
+from models.repository import open_repository
+from models.step_stats import (chrome_trace, load_step_timeline, locate, parse_kernel_label, parse_op_label,
+                               step_memory_profile)
+from models.task import ProfileError
+from models.timeline import LaneIndex
+from protos import step_stats_pb2
+from viewer.cli import main
+
+STEPS = DATA / "step_stats"
+EVENTS = STEPS / "events.out.tfevents.1795317160.vm"
+SOURCES = ["run_metadata.pb", "run_metadata.pbtxt", "step_stats.pbtxt", EVENTS.name]
+
+
+def write_events(path, events):
+    """An event file framed by TensorBoard's own RecordWriter."""
+    with open(path, "wb") as f:
+        writer = RecordWriter(f)
+        for event in events:
+            writer.write(event.SerializeToString())
+    return path
+
+
+def tagged(tag, run_metadata: bytes, step=0):
+    return event_pb2.Event(wall_time=1.0, step=step,
+                           tagged_run_metadata=event_pb2.TaggedRunMetadata(tag=tag, run_metadata=run_metadata))
+
+
+def node(name, start_us, dur_us, label=None, thread=0, outputs=()):
+    n = step_stats_pb2.NodeExecStats(node_name=name, all_start_micros=start_us, all_end_rel_micros=dur_us,
+                                     timeline_label=label if label is not None else f"{name} = Op()", thread_id=thread)
+    for nbytes in outputs:
+        out = n.output.add()
+        out.tensor_description.allocation_description.requested_bytes = nbytes
+        out.tensor_description.allocation_description.allocator_name = "gpu_bfc"
+    return n
+
+
+def step_stats(devices):
+    ss = step_stats_pb2.StepStats()
+    for name, nodes in devices.items():
+        d = ss.dev_stats.add(device=name)
+        d.node_stats.extend(nodes)
+    return ss
+
+
+def ops_by_device(doc, suffix=""):
+    names = {e["pid"]: e["args"]["name"].removesuffix(suffix) for e in doc["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    return sorted((names[e["pid"]], e["name"], e["ts"], e["dur"], json.dumps(e["args"], sort_keys=True))
+                  for e in doc["traceEvents"] if e["ph"] == "X")
+
+
+def counters(doc):
+    return sorted((e["name"], e["ts"], json.dumps(e["args"])) for e in doc["traceEvents"] if e["ph"] == "C")
+
+
+# ---------------------------------------------------------------- real TensorFlow output
+
+
+@pytest.mark.parametrize("name", SOURCES)
+def test_every_source_gives_the_same_timeline(name):
+    source = locate(STEPS / name)
+    tl = load_step_timeline(source)
+    assert len(tl) == 40 and tl.groups == ["/job:localhost/replica:0/task:0/device:CPU:0",
+                                           "/job:localhost/replica:0/task:0/device:CPU:1"]
+    assert tl.lane_names == ["lane 0", "lane 1", "lane 0"]  # TF 2.21 records no thread ids
+    reference = load_step_timeline(locate(STEPS / "run_metadata.pb"))
+    assert np.array_equal(tl.start_ps, reference.start_ps) and tl.origin_ns == reference.origin_ns
+    assert [tl.names[i] for i in range(len(tl))] == [reference.names[i] for i in range(len(tl))]
+    # lanes never hold overlapping events
+    for lane in range(tl.num_lanes):
+        a, b = tl.lane_offsets[lane], tl.lane_offsets[lane + 1]
+        assert np.all(tl.start_ps[a + 1:b] >= tl.end_ps[a:b - 1])
+
+
+def test_exported_trace_matches_tensorflow_timeline_py():
+    """Same ops, names, inputs and times per device, and the same memory
+    counters, as TensorFlow's own timeline.py (show_memory) on that file."""
+    ours = chrome_trace(locate(STEPS / "run_metadata.pb"))
+    theirs = json.loads((STEPS / "timeline.json").read_text())
+    assert ops_by_device(ours) == ops_by_device(theirs, " Compute")
+    assert counters(ours) == counters(theirs) and len(counters(ours)) == 70
+
+
+def test_allocator_peaks_match_timeline_py():
+    expected = json.loads((STEPS / "allocator_maximums.json").read_text())
+    memory = step_memory_profile(locate(STEPS / "run_metadata.pb"))
+    assert memory.memory_ids == sorted(expected)
+    for name, peak in expected.items():
+        profile = memory.allocators[name]
+        assert profile.summary.peak_heap == peak["num_bytes"] == 246192
+        assert sorted(profile.peak_allocations.op) == peak["tensors"]
+        tl = profile.timeline
+        trace = json.loads((STEPS / "timeline.json").read_text())["traceEvents"]
+        origin_us = min(e["ts"] for e in trace if e["ph"] == "C" and e["name"] == name)
+        assert origin_us + tl.time_ps[profile.peak_index] // 1_000_000 == peak["timestamp"]
+    assert memory.allocators["mklcpu"].peak_allocations.total_bytes == 246192
+
+
+def test_event_file_steps_and_details():
+    found, warnings = tagged_run_metadata(EVENTS)
+    assert [t.tag for t in found] == ["step_1", "step_2"] and [t.step for t in found] == [1, 2] and not warnings
+    second = load_step_timeline(locate(EVENTS, "step_2"))
+    first = load_step_timeline(locate(EVENTS))
+    assert second.origin_ns > first.origin_ns
+    i = next(k for k in range(len(first)) if first.names[k] == "MatMul/ReadVariableOp")
+    rows = dict(first.details(i))
+    assert rows["op"] == "ReadVariableOp" and rows["input 0"] == "w1"
+    assert rows["output 0"].startswith("float (128,256), 131,072 bytes requested on mklcpu")
+    assert rows["all_start_micros"] == "1795317160912741" and "output[0].tensor_description.dtype" in rows
+    with pytest.raises(ProfileError, match="no run metadata tagged 'nope'; tags: step_1, step_2"):
+        locate(EVENTS, "nope")
+
+
+def test_cli_exports_a_chosen_step(tmp_path, capsys):
+    out = tmp_path / "trace.json"
+    assert main(["export", str(STEPS), "--tool", "trace_viewer", "--host", "vm", "--param", "step=step_2", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert len(xs) == 40 and all(e["ts"] > 1795317160912741 + 1000 for e in xs)
+    assert {e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "thread_name"} == {"lane 0", "lane 1"}
+    assert main(["export", str(STEPS / "run_metadata.pb"), "--tool", "trace_viewer", "--param", "step=x"]) == 1
+    assert "holds one step" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- labels and lanes
+
+
+def test_op_labels_parse_as_timeline_py_does():
+    rng = random.Random(7)
+    alphabet = ["a", " = ", "(", ")", ", ", "x", "\n", "="]
+    for _ in range(3000):
+        label = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 10)))
+        m = re.match(r"(.*) = (.*)\((.*)\)", label)
+        expected = ("unknown", "unknown", []) if m is None else (m[1], m[2], m[3].split(", ") if m[3] else [])
+        assert parse_op_label(label) == expected, label
+    assert parse_op_label("MatMul = MatMul(x, w1/read)") == ("MatMul", "MatMul", ["x", "w1/read"])
+
+
+def test_gpu_stream_kernels_threads_and_packing(tmp_path):
+    ss = step_stats({
+        "/job:w/replica:0/task:0/device:GPU:0/stream:7": [
+            node("k", 100, 5, "volta_sgemm @@dense/MatMul:MatMul#id=3#"),
+            node("dense/BiasAdd:BiasAdd", 110, 2, "kernel"),  # no @@: the node name names it
+        ],
+        "/job:w/replica:0/task:0/device:CPU:0": [
+            node("a", 100, 50, thread=1), node("b", 120, 10, thread=1),  # b overlaps a on thread 1
+            node("c", 100, 5, thread=2), node("RecvTensor", 130, 5, "RecvTensor = Weird(", thread=2),
+        ],
+    })
+    ss.dev_stats[1].thread_names[2] = "inter-op"
+    tl = _timeline_from_bytes(tmp_path, ss.SerializeToString())
+    gpu = [tl.names[i] for i in range(len(tl)) if tl.event_group[i] == 0]
+    assert gpu == ["dense/MatMul", "dense/BiasAdd"]
+    assert [tl.kinds[tl.kind[i]] for i in range(2)] == ["MatMul", "BiasAdd"]
+    assert tl.lane_names == ["lane 0", "thread 1", "thread 1 (2)", "thread 2 inter-op"]
+    names = {tl.names[i]: tl.kinds[tl.kind[i]] for i in range(len(tl))}
+    assert names["RecvTensor"] == "RecvTensor" and names["a"] == "Op"
+    assert parse_kernel_label("x @@n:Op#id#", "other") == ("n", "Op")
+    assert parse_kernel_label("x", "plain") == ("plain", "unknown")
+
+
+def _timeline_from_bytes(folder, data: bytes):
+    path = folder / "s.pb"
+    path.write_bytes(data)
+    return load_step_timeline(locate(path))
+
+
+def test_lane_index_finds_what_brute_force_finds():
+    rng = np.random.default_rng(3)
+    dur = rng.integers(0, 5000, 2000) * rng.choice([1, 1000], 2000)
+    start = np.cumsum(np.r_[0, dur[:-1]] + rng.integers(0, 100, 2000))
+    index = LaneIndex(start, dur, 0)
+    for t0, px in ((0.0, 7.0), (start[500] + 0.5, 1300.0), (start[1500], 50000.0)):
+        t1 = t0 + 800 * px
+        expected = np.flatnonzero((start < t1) & (start + dur > t0) & (dur >= px))
+        assert np.array_equal(index.wide(t0, t1, px), expected)
+        occupied, first = index.first_in_pixels(t0, px, 800)
+        col = ((start - t0) // px).astype(int)
+        inside = (col >= 0) & (col < 800)
+        assert set(np.flatnonzero(occupied)) >= set(col[inside])
+
+
+def test_search_and_statistics():
+    tl = load_step_timeline(locate(STEPS / "run_metadata.pb"))
+    hits = tl.find("matmul")
+    assert {tl.kinds[k] for k in tl.kind[hits]} >= {"_MklMatMul"} and len(hits) == 7
+    assert len(tl.find("MatMul/ReadVariableOp")) == 1
+    stats = tl.kind_stats()
+    assert stats.count.sum() == 40 and stats.total_ps.sum() == tl.duration_ps.sum()
+    assert tl.kinds[stats.kind[0]] == "_MklMatMul" and stats.total_ps[0] == stats.total_ps.max()
+    a, b = tl.span_ps
+    half = tl.kind_stats(tl.overlapping(a, (a + b) / 2), clip=(a, (a + b) / 2))
+    assert half.total_ps.sum() <= (b - a) / 2 * tl.num_lanes
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_event_file_framing_errors(tmp_path):
+    md = (STEPS / "run_metadata.pb").read_bytes()
+    events = [event_pb2.Event(wall_time=0.5, file_version="brain.Event:2"), tagged("s1", md), tagged("s2", md)]
+    good = write_events(tmp_path / "events.out.tfevents.1.host", events).read_bytes()
+    first_len = 12 + len(events[0].SerializeToString()) + 4
+    second_len = 12 + len(events[1].SerializeToString()) + 4
+
+    bad_data = bytearray(good)
+    bad_data[first_len + 12 + 40] ^= 0xFF  # inside record 2's data
+    (tmp_path / "events.out.tfevents.1.host").write_bytes(bad_data)
+    found, warnings = tagged_run_metadata(tmp_path / "events.out.tfevents.1.host")
+    assert [t.tag for t in found] == ["s2"] and "failed the CRC check" in warnings[0]
+
+    bad_header = bytearray(good)
+    bad_header[first_len + 3] ^= 0xFF  # record 2's length
+    (tmp_path / "events.out.tfevents.1.host").write_bytes(bad_header)
+    found, warnings = tagged_run_metadata(tmp_path / "events.out.tfevents.1.host")
+    assert [t.tag for t in found] == ["s2"] and f"skipped {second_len:,} bytes" in warnings[0]
+
+    (tmp_path / "events.out.tfevents.1.host").write_bytes(good[:-30])  # still being written
+    found, warnings = tagged_run_metadata(tmp_path / "events.out.tfevents.1.host")
+    assert [t.tag for t in found] == ["s1"] and "incomplete last record" in warnings[0]
+    assert load_step_timeline(locate(tmp_path / "events.out.tfevents.1.host")).warnings == warnings
+
+
+def test_event_file_without_run_metadata(tmp_path):
+    path = write_events(tmp_path / "events.out.tfevents.2.host", [event_pb2.Event(wall_time=1, step=3)])
+    with pytest.raises(ProfileError, match="holds no run metadata .FileWriter.add_run_metadata"):
+        open_repository(path)
+    with pytest.raises(ProfileError, match="found no profile data"):
+        open_repository(tmp_path)
+
+
+@pytest.mark.parametrize("cut", [10, 200, 4000, 8000])
+def test_truncated_binary_is_a_clear_error(tmp_path, cut):
+    data = (STEPS / "run_metadata.pb").read_bytes()[:cut]
+    path = tmp_path / "rm.pb"
+    path.write_bytes(data)
+    with pytest.raises(ProfileError, match="corrupt|is not a StepStats"):
+        load_step_timeline(locate(path))
+
+
+def test_wrong_files_say_what_they_are_not(tmp_path):
+    other = tmp_path / "other.pb"
+    other.write_bytes(b"\x08\x96\x01" * 10)
+    with pytest.raises(ProfileError, match="is not a StepStats or RunMetadata"):
+        locate(other)
+    text = tmp_path / "notes.txt"
+    text.write_text("hello world\n")
+    with pytest.raises(ProfileError, match="is not a StepStats or RunMetadata"):
+        open_repository(text)
+    broken = tmp_path / "rm.pbtxt"
+    broken.write_text("step_stats { dev_stats { device: 'x' node_stats { all_start_micros: oops } } }")
+    with pytest.raises(ProfileError, match="not a valid RunMetadata in text format"):
+        load_step_timeline(locate(broken))
+
+
+def test_missing_negative_times_and_empty_devices_are_warnings(tmp_path):
+    ss = step_stats({"/device:CPU:0": [node("ok", 100, 5), node("never", 0, 0), node("neg", 120, -3)],
+                     "/device:GPU:0": []})
+    tl = _timeline_from_bytes(tmp_path, ss.SerializeToString())
+    assert len(tl) == 2 and tl.duration_ps.min() == 0
+    text = " / ".join(tl.warnings)
+    assert "1 node(s) without a start time" in text and "negative duration" in text and "/device:GPU:0" in text
+
+
+def test_empty_step_stats_and_decoder_bounds(tmp_path):
+    tl = _timeline_from_bytes(tmp_path, step_stats_pb2.StepStats(dev_stats=[step_stats_pb2.DeviceStepStats(device="/d")]).SerializeToString())
+    assert len(tl) == 0 and "no timed nodes" in tl.warnings[0]
+    with pytest.raises(ValueError, match="malformed"):
+        wire.find_children(b"\x12\x05ab", np.array([[0, 4]]), [2])
