@@ -162,6 +162,7 @@ class LocalRepository(ProfileRepository):
         if not self.path.exists():
             raise ProfileError(f"{self.path}: no such file or folder")
         self._root = (self.path if self.path.is_dir() else self.path.parent).resolve()
+        self._tag_cache: dict[Path, tuple[tuple[int, int], list[str]]] = {}
         self._sessions = self._scan()
         if not self._sessions:
             raise ProfileError(f"{self.path}: found no profile data. Looked for {LOOKED_FOR}.")
@@ -198,14 +199,29 @@ class LocalRepository(ProfileRepository):
         host, files = self._files(session, host, TRACE_VIEWER)
         return chrome_trace_json(self._step_source(files, step, task), task)
 
-    @staticmethod
-    def _tags(files: _HostFiles) -> dict[str, Path]:
+    def _tags(self, files: _HostFiles) -> dict[str, Path]:
         """Run metadata tag -> event file; a later file wins, as in TensorBoard."""
         tags = {}
         for path in files.event_files:
-            for t in tagged_run_metadata(path)[0]:
-                tags[t.tag] = path
+            for tag in self._run_metadata_tags(path):
+                tags[tag] = path
         return tags
+
+    def _run_metadata_tags(self, path: Path) -> list[str]:
+        """The tags of an event file, read again only when the file changed."""
+        try:
+            st = path.stat()
+            key = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            return []
+        cached = self._tag_cache.get(path)
+        if cached is None or cached[0] != key:
+            try:
+                tags = [t.tag for t in tagged_run_metadata(path)[0]]
+            except ProfileError:
+                tags = []
+            cached = self._tag_cache[path] = (key, tags)
+        return cached[1]
 
     def _step_source(self, files: _HostFiles, step: str, task: TaskState | None = None) -> StepStatsFile:
         if files.step_stats is not None:
@@ -282,7 +298,7 @@ class LocalRepository(ProfileRepository):
         if host := memory_profile_host(name):
             session.host(host).memory_profile = session.host(host).memory_profile or path
         elif is_event_file(name):
-            if _has_run_metadata(path):
+            if self._run_metadata_tags(path):
                 session.host(host_of_event_file(name)).event_files.append(path)
         elif name.endswith(BINARY_SUFFIXES + TEXT_SUFFIXES) and sniff(path):
             host = _strip_suffix(name, BINARY_SUFFIXES + TEXT_SUFFIXES)
@@ -297,7 +313,7 @@ class LocalRepository(ProfileRepository):
             session = _Session(path.parent.name)
             if is_event_file(name):
                 tagged_run_metadata(path)  # raises with the reason when unreadable
-                if not _has_run_metadata(path):
+                if not self._run_metadata_tags(path):
                     raise ProfileError(f"{path}: this event file holds no run metadata "
                                        "(FileWriter.add_run_metadata writes it)")
             self._add_file(session, path)
@@ -328,13 +344,6 @@ def _strip_suffix(name: str, suffixes: tuple[str, ...]) -> str:
         if name.endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]
     return name
-
-
-def _has_run_metadata(path: Path) -> bool:
-    try:
-        return bool(tagged_run_metadata(path)[0])
-    except ProfileError:
-        return False
 
 
 def open_repository(location: str | os.PathLike) -> ProfileRepository:

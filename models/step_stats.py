@@ -86,6 +86,7 @@ class StepStatsFile:
     tag: str = ""
     tags: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    span: tuple[int, int] = (0, 0)  # event files: where the tag's RunMetadata lies in the file
 
     @contextmanager
     def open(self):
@@ -101,11 +102,10 @@ class StepStatsFile:
             return
         with mapped(self.path) as buf:
             if self.form == "events":
-                found = {t.tag: t for t in tagged_run_metadata(self.path)[0]}
-                if self.tag not in found:
-                    raise ProfileError(f"{self.path}: no run metadata tagged {self.tag!r} any more; reload")
-                t = found[self.tag]
-                yield (buf, *_step_stats_span(buf, t.offset, t.offset + t.length, "RunMetadata", self.path))
+                start, end = self.span
+                if end > len(buf):
+                    raise ProfileError(f"{self.path} changed on disk since it was opened; reload it (F5)")
+                yield (buf, *_step_stats_span(buf, start, end, "RunMetadata", self.path))
             else:
                 yield (buf, *_step_stats_span(buf, 0, len(buf), self.message, self.path))
 
@@ -118,10 +118,13 @@ def locate(path: Path, tag: str = "", task: TaskState | None = None) -> StepStat
         found, warnings = tagged_run_metadata(path, task)
         if not found:
             raise ProfileError(f"{path}: this event file holds no run metadata (FileWriter.add_run_metadata writes it)")
-        tags = tuple(dict.fromkeys(t.tag for t in found))
+        by_tag = {t.tag: t for t in found}  # a repeated tag: the later one, as TensorBoard shows
+        tags = tuple(by_tag)
         if tag and tag not in tags:
             raise ProfileError(f"{path}: no run metadata tagged {tag!r}; tags: {', '.join(tags)}")
-        return StepStatsFile(path, "events", "RunMetadata", tag or tags[0], tags, tuple(warnings))
+        chosen = by_tag[tag or tags[0]]
+        return StepStatsFile(path, "events", "RunMetadata", chosen.tag, tags, tuple(warnings),
+                             (chosen.offset, chosen.offset + chosen.length))
     if path.name.endswith(TEXT_SUFFIXES):
         head = _read_head(path)
         message = _sniff_text(head)

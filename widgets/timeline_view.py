@@ -103,7 +103,7 @@ class TimelineView(QWidget):
         self.search.returnPressed.connect(self.next_match)
         QShortcut(QKeySequence("Shift+Return"), self.search, self.previous_match)
         QShortcut(QKeySequence("Ctrl+F"), self, self.focus_search)
-        QShortcut(QKeySequence("/"), self.canvas, self.focus_search)
+        QShortcut(QKeySequence("/"), self.canvas, self.focus_search, context=Qt.WidgetWithChildrenShortcut)
         self.prev_button.clicked.connect(self.previous_match)
         self.next_button.clicked.connect(self.next_match)
         self.reset_button.clicked.connect(self.canvas.reset_zoom)
