@@ -132,25 +132,25 @@ def main() -> None:
     s = float(tl.start_ps[i])
     zooms = {"whole step": (a, b), "1/10": (s, s + (b - a) / 10), "1/1000": (s, s + (b - a) / 1000),
              "one op": (s, s + float(tl.duration_ps[i]))}
-    for label, (x0, x1) in zooms.items():
-        canvas.fit(x0, x1)
+    def frame_times(count: int) -> list[float]:
+        """Repaint times while panning a few pixels back and forth."""
         canvas.repaint()
         frames = []
-        for k in range(15):
+        for k in range(count):
             canvas.pan(3 if k % 2 else -3)
             t = time.perf_counter()
             canvas.repaint()
             frames.append(time.perf_counter() - t)
+        return frames
+
+    for label, (x0, x1) in zooms.items():
+        canvas.fit(x0, x1)
+        frames = frame_times(15)
         print(f"redraw at {label:>10}: median {statistics.median(frames) * 1000:.1f} ms, max {max(frames) * 1000:.1f} ms "
               "per frame (target < 16 ms)")
     canvas.set_highlight(tl.find("MatMul"))
     canvas.fit(a, b)
-    frames = []
-    for k in range(10):
-        canvas.pan(3 if k % 2 else -3)
-        t = time.perf_counter()
-        canvas.repaint()
-        frames.append(time.perf_counter() - t)
+    frames = frame_times(10)
     print(f"redraw with {len(canvas.highlight):,} highlighted: median {statistics.median(frames) * 1000:.1f} ms")
     t = time.perf_counter()
     hits = tl.find("layer_7/")

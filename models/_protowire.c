@@ -163,10 +163,9 @@ static PyObject *span_arrays(SpanList *lists, Py_ssize_t nnum, int with_parents)
     return result;
 }
 
-static PyObject *find_fields(PyObject *self, PyObject *args) {
-    PyObject *obj, *numbers_obj;
-    Py_ssize_t start, end;
-    if (!PyArg_ParseTuple(args, "OnnO", &obj, &start, &end, &numbers_obj)) return NULL;
+/* The fields of every message span in sp[0..n); parents tells find_children
+ * from find_fields (one message, no parent column). */
+static PyObject *find_in_spans(PyObject *obj, const int64_t *sp, npy_intp n, PyObject *numbers_obj, int parents) {
     PyObject *numbers = PySequence_Fast(numbers_obj, "field numbers must be a sequence");
     if (!numbers) return NULL;
     Py_ssize_t nnum = PySequence_Fast_GET_SIZE(numbers);
@@ -179,19 +178,38 @@ static PyObject *find_fields(PyObject *self, PyObject *args) {
     if (!parse_numbers(numbers, slot_of)) goto done;
     if (get_buffer(obj, &view) < 0) goto done;
     have_view = 1;
-    if (start < 0 || end > view.len || start > end) {
-        PyErr_SetString(PyExc_ValueError, "span outside the buffer");
-        goto done;
+    for (npy_intp k = 0; k < n; k++) {
+        if (sp[2 * k] >= 0 && (sp[2 * k + 1] < 0 || sp[2 * k] + sp[2 * k + 1] > view.len)) {
+            PyErr_SetString(PyExc_ValueError, "span outside the buffer");
+            goto done;
+        }
     }
-    Py_ssize_t bad = scan_message((const uint8_t *)view.buf, start, end, slot_of, lists, 0);
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp k = 0; k < n && bad == -1; k++)
+        if (sp[2 * k] >= 0)
+            bad = scan_message((const uint8_t *)view.buf, sp[2 * k], sp[2 * k] + sp[2 * k + 1], slot_of, lists, k);
+    Py_END_ALLOW_THREADS
     if (bad == -2) PyErr_NoMemory();
     else if (bad >= 0) malformed(bad);
-    else result = span_arrays(lists, nnum, 0);
+    else result = span_arrays(lists, nnum, parents);
 done:
     for (int i = 0; i <= MAX_FIELD; i++) PyMem_RawFree(lists[i].items);
     if (have_view) PyBuffer_Release(&view);
     Py_DECREF(numbers);
     return result;
+}
+
+static PyObject *find_fields(PyObject *self, PyObject *args) {
+    PyObject *obj, *numbers_obj;
+    Py_ssize_t start, end;
+    if (!PyArg_ParseTuple(args, "OnnO", &obj, &start, &end, &numbers_obj)) return NULL;
+    if (start < 0 || start > end) {
+        PyErr_SetString(PyExc_ValueError, "span outside the buffer");
+        return NULL;
+    }
+    int64_t span[2] = {start, end - start};
+    return find_in_spans(obj, span, 1, numbers_obj, 0);
 }
 
 /* find_fields over many messages at once; each span found carries the index
@@ -202,43 +220,11 @@ static PyObject *find_children(PyObject *self, PyObject *args) {
     PyArrayObject *spans = (PyArrayObject *)PyArray_FROMANY(
         spans_obj, NPY_INT64, 2, 2, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
     if (!spans) return NULL;
-    PyObject *numbers = PySequence_Fast(numbers_obj, "field numbers must be a sequence");
-    if (!numbers) {
-        Py_DECREF(spans);
-        return NULL;
-    }
-    Py_ssize_t nnum = PySequence_Fast_GET_SIZE(numbers);
-    int slot_of[MAX_FIELD + 1];
-    SpanList lists[MAX_FIELD + 1];
-    memset(lists, 0, sizeof(lists));
     PyObject *result = NULL;
-    Py_buffer view;
-    int have_view = 0;
-    if (PyArray_DIM(spans, 1) != 2) {
+    if (PyArray_DIM(spans, 1) != 2)
         PyErr_SetString(PyExc_ValueError, "spans must have shape (n, 2)");
-        goto done;
-    }
-    if (!parse_numbers(numbers, slot_of)) goto done;
-    if (get_buffer(obj, &view) < 0) goto done;
-    have_view = 1;
-    const int64_t *sp = PyArray_DATA(spans);
-    npy_intp n = PyArray_DIM(spans, 0);
-    Py_ssize_t bad = -1;
-    Py_BEGIN_ALLOW_THREADS
-    for (npy_intp k = 0; k < n && bad == -1; k++) {
-        int64_t off = sp[2 * k], len = sp[2 * k + 1];
-        if (off < 0) continue;
-        if (len < 0 || off + len > view.len) bad = off;
-        else bad = scan_message((const uint8_t *)view.buf, off, off + len, slot_of, lists, k);
-    }
-    Py_END_ALLOW_THREADS
-    if (bad == -2) PyErr_NoMemory();
-    else if (bad >= 0) malformed(bad);
-    else result = span_arrays(lists, nnum, 1);
-done:
-    for (int i = 0; i <= MAX_FIELD; i++) PyMem_RawFree(lists[i].items);
-    if (have_view) PyBuffer_Release(&view);
-    Py_DECREF(numbers);
+    else
+        result = find_in_spans(obj, PyArray_DATA(spans), PyArray_DIM(spans, 0), numbers_obj, 1);
     Py_DECREF(spans);
     return result;
 }

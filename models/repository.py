@@ -104,7 +104,9 @@ class ProfileRepository(ABC):
         return hosts[0]
 
     def hosts_with(self, session: str, tool: str) -> list[str]:
-        return list(self.session(session).hosts)
+        """The hosts of a session that have data for a tool."""
+        info = self.session(session)
+        return list(info.hosts) if tool in info.tools else []
 
     def tool_data(self, session: str, tool: str, host: str = "", params: dict[str, str] | None = None,
                   task: TaskState | None = None) -> ToolData:
@@ -311,11 +313,10 @@ class LocalRepository(ProfileRepository):
         name = path.name
         if memory_profile_host(name) or is_event_file(name):
             session = _Session(path.parent.name)
-            if is_event_file(name):
+            if is_event_file(name) and not self._run_metadata_tags(path):
                 tagged_run_metadata(path)  # raises with the reason when unreadable
-                if not self._run_metadata_tags(path):
-                    raise ProfileError(f"{path}: this event file holds no run metadata "
-                                       "(FileWriter.add_run_metadata writes it)")
+                raise ProfileError(f"{path}: this event file holds no run metadata "
+                                   "(FileWriter.add_run_metadata writes it)")
             self._add_file(session, path)
             return {session.name: session}
         if name.endswith(BINARY_SUFFIXES + TEXT_SUFFIXES) and sniff(path):

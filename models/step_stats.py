@@ -587,20 +587,19 @@ def allocator_events(tensors: list[Tensor]) -> dict[str, AllocatorEvents]:
     return out
 
 
-def step_memory_profile(source: StepStatsFile, host: str = "", step: int = 0,
-                        task: TaskState | None = None) -> MemoryProfileData:
+def step_memory_profile(source: StepStatsFile, host: str = "", task: TaskState | None = None) -> MemoryProfileData:
     """Memory per allocator over the step from tensor lifetimes, as the
     memory view shows any profile; the peak is timeline.py's."""
     events = allocator_events(tensor_lifetimes(source, task))
     origin_us = min((int(e.time_us[0]) for e in events.values()), default=0)
     allocators = {}
     for name, e in events.items():
-        profile = _allocator_profile(name or "(no allocator)", e, origin_us, step)
+        profile = _allocator_profile(name or "(no allocator)", e, origin_us)
         allocators[profile.memory_id] = profile
     return MemoryProfileData(host=host, allocators=allocators, source=str(source.path))
 
 
-def _allocator_profile(memory_id: str, e: AllocatorEvents, origin_us: int, step: int) -> AllocatorProfile:
+def _allocator_profile(memory_id: str, e: AllocatorEvents, origin_us: int) -> AllocatorProfile:
     index_of = {"": 0}
     sid = lambda text: index_of.setdefault(text, len(index_of))
     ts = e.tensors
@@ -615,7 +614,7 @@ def _allocator_profile(memory_id: str, e: AllocatorEvents, origin_us: int, step:
         fragmentation=np.zeros(n), peak_in_use=np.maximum.accumulate(e.total),
         activity=np.where(e.is_alloc, ALLOCATION, DEALLOCATION).astype(np.int64), requested=np.abs(e.delta),
         allocation=np.array([ts[i].allocated for i in e.tensor], np.int64), address=e.tensor.astype(np.int64) + 1,
-        step=np.full(n, step, np.int64), op=op, region=region, dtype=dtype, shape=shape, strings=list(index_of))
+        step=zeros, op=op, region=region, dtype=dtype, shape=shape, strings=list(index_of))
     peak_i = e.peak_index
     peak = int(e.total[peak_i]) if peak_i >= 0 else 0
     summary = MemorySummary(

@@ -17,6 +17,26 @@ def _slug(*parts: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", "_".join(parts)).strip("_") or "view"
 
 
+def _error_section(title: str, error: Exception) -> str:
+    return f"<h2>{html.escape(title)}</h2><p class=error>{html.escape(str(error))}</p>"
+
+
+def _timeline_section(title: str, timeline, png: Path) -> str:
+    """Warnings, size, screenshot and the op statistics table of one timeline."""
+    a, b = timeline.span_ps
+    stats = timeline.kind_stats()
+    rows = "".join(
+        f"<tr><td>{html.escape(timeline.groups[g])}</td><td>{html.escape(timeline.kinds[k])}</td>"
+        f"<td>{c:,}</td><td>{format_time_ps(t)}</td><td>{100 * t / max(b - a, 1):.1f} %</td></tr>"
+        for g, k, c, t in zip(stats.group.tolist(), stats.kind.tolist(), stats.count.tolist(), stats.total_ps.tolist()))
+    warn = "".join(f"<p class=error>{html.escape(w)}</p>" for w in timeline.warnings)
+    return (f"<h2>Timeline: {html.escape(title)}</h2>{warn}<p>{len(timeline):,} events on "
+            f"{len(timeline.groups)} device(s), {format_time_ps(b - a)}.</p>"
+            f"<img src='{html.escape(png.name)}' alt='timeline'><h3>Op statistics</h3>"
+            "<table><tr><th>Device</th><th>Op type</th><th>Count</th><th>Total</th><th>Share of step</th></tr>"
+            f"{rows}</table>")
+
+
 def write_report(repo: ProfileRepository, out_dir: Path) -> list[Path]:
     """Renders the memory view of every session, host and allocator, and
     the timeline and op statistics of every host with a step timeline.
@@ -50,36 +70,23 @@ def write_report(repo: ProfileRepository, out_dir: Path) -> list[Path]:
         return png
 
     for info in sorted(repo.enum_sessions(), key=lambda s: s.name):
-        for host in repo.hosts_with(info.name, TRACE_VIEWER) if TRACE_VIEWER in info.tools else []:
+        for host in repo.hosts_with(info.name, TRACE_VIEWER):
             title = f"{info.name} / {host}"
             try:
                 timeline = repo.step_timeline(info.name, host)
             except ProfileError as e:
-                sections.append(f"<h2>{html.escape(title)}</h2><p class=error>{html.escape(str(e))}</p>")
+                sections.append(_error_section(title, e))
                 continue
             timeline_view.set_timeline(timeline)
             timeline_view.bottom.setCurrentIndex(2)  # op statistics
             png = save(timeline_view, f"timeline_{_slug(info.name, host)}.png")
-            a, b = timeline.span_ps
-            stats = timeline.kind_stats()
-            rows = "".join(
-                f"<tr><td>{html.escape(timeline.groups[g])}</td><td>{html.escape(timeline.kinds[k])}</td>"
-                f"<td>{c:,}</td><td>{format_time_ps(t)}</td><td>{100 * t / max(b - a, 1):.1f} %</td></tr>"
-                for g, k, c, t in zip(stats.group.tolist(), stats.kind.tolist(), stats.count.tolist(),
-                                      stats.total_ps.tolist()))
-            warn = "".join(f"<p class=error>{html.escape(w)}</p>" for w in timeline.warnings)
-            sections.append(
-                f"<h2>Timeline: {html.escape(title)}</h2>{warn}<p>{len(timeline):,} events on "
-                f"{len(timeline.groups)} device(s), {format_time_ps(b - a)}.</p>"
-                f"<img src='{html.escape(png.name)}' alt='timeline'><h3>Op statistics</h3>"
-                "<table><tr><th>Device</th><th>Op type</th><th>Count</th><th>Total</th><th>Share of step</th></tr>"
-                f"{rows}</table>")
-        for host in repo.hosts_with(info.name, MEMORY_PROFILE) if MEMORY_PROFILE in info.tools else []:
+            sections.append(_timeline_section(title, timeline, png))
+        for host in repo.hosts_with(info.name, MEMORY_PROFILE):
             title = f"{info.name} / {host}"
             try:
                 data = repo.memory_profile(info.name, host)
             except ProfileError as e:
-                sections.append(f"<h2>{html.escape(title)}</h2><p class=error>{html.escape(str(e))}</p>")
+                sections.append(_error_section(title, e))
                 continue
             view.set_hosts(list(info.hosts), host)
             view.set_profile(data)

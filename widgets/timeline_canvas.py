@@ -114,13 +114,11 @@ class TimelineCanvas(QWidget):
         return max(self.width() - GUTTER_W, 1)
 
     def reset_zoom(self) -> None:
-        self._showing_all = True  # keep showing everything when resized, until the user zooms
         if self.timeline is None or not len(self.timeline):
             self.t0, self.ps_per_px = 0.0, 1000.0
         else:
-            a, b = self.timeline.span_ps
-            self.fit(a, b)
-            self._showing_all = True
+            self.fit(*self.timeline.span_ps)
+        self._showing_all = True  # keep showing everything when resized, until the user zooms
         self.update()
 
     def fit(self, a: float, b: float) -> None:
