@@ -749,6 +749,163 @@ static PyObject *py_masked_crc32c(PyObject *self, PyObject *args) {
     return PyLong_FromUnsignedLong(c);
 }
 
+/* XStat (xplane.proto) values of chosen stat metadata ids, one column per id,
+ * for the messages at `spans` whose repeated XStat sits at field `field`.
+ * XStat: metadata_id = 1, then one of double_value = 2, uint64_value = 3,
+ * int64_value = 4, str_value = 5, bytes_value = 6, ref_value = 7.
+ * Returns (case int8[n, k]: the value's field number, 0 when absent;
+ * value int64[n, k]: the number, the double's bits, the ref id or the
+ * string's offset; length int64[n, k]: the string's length). */
+static PyObject *stat_columns(PyObject *self, PyObject *args) {
+    PyObject *obj, *spans_obj, *ids_obj;
+    int field;
+    if (!PyArg_ParseTuple(args, "OOiO", &obj, &spans_obj, &field, &ids_obj)) return NULL;
+    PyArrayObject *spans = (PyArrayObject *)PyArray_FROMANY(spans_obj, NPY_INT64, 2, 2, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyArrayObject *ids = (PyArrayObject *)PyArray_FROMANY(ids_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyObject *cases = NULL, *values = NULL, *lengths = NULL, *out = NULL;
+    Py_buffer view;
+    int have_view = 0;
+    if (!spans || !ids) goto done;
+    if (PyArray_DIM(spans, 1) != 2) {
+        PyErr_SetString(PyExc_ValueError, "spans must have shape (n, 2)");
+        goto done;
+    }
+    npy_intp n = PyArray_DIM(spans, 0), k = PyArray_DIM(ids, 0);
+    npy_intp dims[2] = {n, k};
+    cases = PyArray_ZEROS(2, dims, NPY_INT8, 0);
+    values = PyArray_ZEROS(2, dims, NPY_INT64, 0);
+    lengths = PyArray_ZEROS(2, dims, NPY_INT64, 0);
+    if (!cases || !values || !lengths) goto done;
+    if (get_buffer(obj, &view) < 0) goto done;
+    have_view = 1;
+    const uint8_t *base = view.buf;
+    const int64_t *sp = PyArray_DATA(spans), *want = PyArray_DATA(ids);
+    int8_t *cs = PyArray_DATA((PyArrayObject *)cases);
+    int64_t *vs = PyArray_DATA((PyArrayObject *)values), *ls = PyArray_DATA((PyArrayObject *)lengths);
+    Py_ssize_t bad_at = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp r = 0; r < n && bad_at < 0; r++) {
+        int64_t off = sp[2 * r], len = sp[2 * r + 1];
+        if (off < 0) continue;
+        if (len < 0 || off + len > view.len) { bad_at = off; break; }
+        Cursor c = {base + off, base + off + len};
+        while (c.p < c.end && bad_at < 0) {
+            uint64_t tag, n_stat;
+            if (!read_varint(&c, &tag)) { bad_at = c.p - base; break; }
+            if ((tag >> 3) != (uint64_t)field || (tag & 7) != 2) {
+                if (!skip_field(&c, (int)(tag & 7))) bad_at = c.p - base;
+                continue;
+            }
+            if (!read_varint(&c, &n_stat) || n_stat > (uint64_t)(c.end - c.p)) { bad_at = c.p - base; break; }
+            Cursor st = {c.p, c.p + n_stat};
+            c.p += n_stat;
+            int64_t metadata_id = 0, value = 0, length = 0;
+            int value_case = 0;
+            while (st.p < st.end) {
+                uint64_t t, v;
+                if (!read_varint(&st, &t)) { bad_at = st.p - base; break; }
+                int number = (t >> 3) <= 7 ? (int)(t >> 3) : 0, wire = (int)(t & 7);
+                if (wire == 0 && (number == 1 || number == 3 || number == 4 || number == 7)) {
+                    if (!read_varint(&st, &v)) { bad_at = st.p - base; break; }
+                    if (number == 1) metadata_id = (int64_t)v;
+                    else { value_case = number; value = (int64_t)v; length = 0; }
+                } else if (wire == 1 && number == 2) {
+                    if (st.end - st.p < 8) { bad_at = st.p - base; break; }
+                    memcpy(&value, st.p, 8);
+                    st.p += 8;
+                    value_case = 2;
+                    length = 0;
+                } else if (wire == 2 && (number == 5 || number == 6)) {
+                    if (!read_varint(&st, &v) || v > (uint64_t)(st.end - st.p)) { bad_at = st.p - base; break; }
+                    value_case = number;
+                    value = st.p - base;
+                    length = (int64_t)v;
+                    st.p += v;
+                } else if (!skip_field(&st, wire)) {
+                    bad_at = st.p - base;
+                    break;
+                }
+            }
+            for (npy_intp j = 0; j < k; j++) {
+                if (want[j] == metadata_id) {
+                    cs[r * k + j] = (int8_t)value_case;
+                    vs[r * k + j] = value;
+                    ls[r * k + j] = length;
+                    break;
+                }
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad_at >= 0) malformed(bad_at);
+    else out = Py_BuildValue("(OOO)", cases, values, lengths);
+done:
+    if (have_view) PyBuffer_Release(&view);
+    Py_XDECREF(cases);
+    Py_XDECREF(values);
+    Py_XDECREF(lengths);
+    Py_XDECREF(spans);
+    Py_XDECREF(ids);
+    return out;
+}
+
+/* Parents by time containment, as a trace's nesting: events sorted by
+ * (segment, start, end descending); each event's parent is the nearest
+ * event on the stack of open events that contains it ([start, end] within
+ * the parent's), popping those that do not. Skipped events (async) neither
+ * get a parent nor become one. Returns int64 parent index (-1 for none). */
+static PyObject *nest_parents(PyObject *self, PyObject *args) {
+    PyObject *seg_obj, *starts_obj, *ends_obj, *skip_obj;
+    if (!PyArg_ParseTuple(args, "OOOO", &seg_obj, &starts_obj, &ends_obj, &skip_obj)) return NULL;
+    PyArrayObject *seg = (PyArrayObject *)PyArray_FROMANY(seg_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyArrayObject *starts = (PyArrayObject *)PyArray_FROMANY(starts_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyArrayObject *ends = (PyArrayObject *)PyArray_FROMANY(ends_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyArrayObject *skip = (PyArrayObject *)PyArray_FROMANY(skip_obj, NPY_BOOL, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyObject *out = NULL;
+    int64_t *stack = NULL;
+    if (!seg || !starts || !ends || !skip) goto done;
+    npy_intp n = PyArray_DIM(starts, 0);
+    if (PyArray_DIM(seg, 0) != n || PyArray_DIM(ends, 0) != n || PyArray_DIM(skip, 0) != n) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    npy_intp dims[1] = {n};
+    out = PyArray_SimpleNew(1, dims, NPY_INT64);
+    stack = PyMem_RawMalloc(sizeof(int64_t) * (n ? n : 1));
+    if (!out || !stack) {
+        Py_CLEAR(out);
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *g = PyArray_DATA(seg), *s = PyArray_DATA(starts), *e = PyArray_DATA(ends);
+    const npy_bool *k = PyArray_DATA(skip);
+    int64_t *parent = PyArray_DATA((PyArrayObject *)out);
+    Py_BEGIN_ALLOW_THREADS
+    npy_intp depth = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        if (i && g[i] != g[i - 1]) depth = 0;
+        parent[i] = -1;
+        if (k[i]) continue;
+        while (depth) {
+            int64_t p = stack[depth - 1];
+            if (s[p] <= s[i] && e[i] <= e[p]) {
+                parent[i] = p;
+                break;
+            }
+            depth--;
+        }
+        stack[depth++] = i;
+    }
+    Py_END_ALLOW_THREADS
+done:
+    PyMem_RawFree(stack);
+    Py_XDECREF(seg);
+    Py_XDECREF(starts);
+    Py_XDECREF(ends);
+    Py_XDECREF(skip);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"find_fields", find_fields, METH_VARARGS,
      "find_fields(buf, start, end, numbers) -> [int64[k, 2] spans per field number]"},
@@ -765,6 +922,10 @@ static PyMethodDef methods[] = {
     {"masked_crc32c", py_masked_crc32c, METH_VARARGS, "masked_crc32c(bytes) -> TFRecord's masked CRC-32C"},
     {"intern_strings", intern_strings, METH_VARARGS,
      "intern_strings(buf, spans) -> (int32 ids, list of unique str, id 0 = '')"},
+    {"stat_columns", stat_columns, METH_VARARGS,
+     "stat_columns(buf, spans, field, ids) -> (int8 value case[n, k], int64 value[n, k], int64 length[n, k])"},
+    {"nest_parents", nest_parents, METH_VARARGS,
+     "nest_parents(segment, starts, ends, skip) -> int64 parent index by time containment (-1 for none)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -29,6 +29,9 @@ from models.step_stats import (BINARY_SUFFIXES, TEXT_SUFFIXES, StepStatsFile, ch
                                locate, sniff, step_memory_profile)
 from models.task import ProfileError, TaskState
 from models.timeline import Timeline
+from models.xplane import host_of_xplane
+from models.xplane_memory import xplane_memory_profile
+from models.xplane_timeline import load_xplane_timeline
 
 MEMORY_PROFILE = "memory_profile"
 TRACE_VIEWER = "trace_viewer"
@@ -40,8 +43,8 @@ LONE_MEMORY_PROFILE_SUFFIXES = (".json.gz", ".json", ".pb", ".pb.gz")
 MAX_DEPTH = 6  # how deep to look below an opened folder
 
 LOOKED_FOR = (
-    "a TensorBoard log dir with plugins/profile/<session>/<host>.memory_profile.json[.gz] (or .pb), "
-    "such a plugins/profile folder, one session folder holding <host>.memory_profile.* files, "
+    "a TensorBoard log dir with plugins/profile/<session>/<host>.xplane.pb or <host>.memory_profile.json[.gz] "
+    "(or .pb), such a plugins/profile folder, one session folder holding such files, "
     "event files with run metadata (FileWriter.add_run_metadata), StepStats or RunMetadata files "
     "(.pb, .pbtxt, .txt), or a single MemoryProfile file (.json, .json.gz or .pb)"
 )
@@ -81,6 +84,10 @@ class ProfileRepository(ABC):
     @abstractmethod
     def step_timeline(self, session: str, host: str, step: str = "", task: TaskState | None = None) -> Timeline:
         """The decoded step timeline of one host (step "" = the first)."""
+
+    def combines_hosts(self, session: str) -> bool:
+        """Whether the session's timeline can show all its hosts at once (host "")."""
+        return False
 
     def session(self, name: str) -> SessionInfo:
         for s in self.enum_sessions():
@@ -135,11 +142,12 @@ class _HostFiles:
     memory_profile: Path | None = None
     step_stats: Path | None = None  # a StepStats or RunMetadata file
     event_files: list[Path] = field(default_factory=list)  # with run metadata
+    xplane: Path | None = None  # <host>.xplane.pb (an XSpace)
 
     def tools(self) -> list[str]:
-        has_steps = self.step_stats is not None or bool(self.event_files)
-        return [t for t, ok in ((MEMORY_PROFILE, self.memory_profile is not None or has_steps),
-                                (TRACE_VIEWER, has_steps)) if ok]
+        has_trace = self.xplane is not None or self.step_stats is not None or bool(self.event_files)
+        return [t for t, ok in ((MEMORY_PROFILE, self.memory_profile is not None or has_trace),
+                                (TRACE_VIEWER, has_trace)) if ok]
 
 
 @dataclass
@@ -182,7 +190,9 @@ class LocalRepository(ProfileRepository):
 
     def memory_profile(self, session: str, host: str, task: TaskState | None = None) -> MemoryProfileData:
         host, files = self._files(session, host, MEMORY_PROFILE)
-        if files.memory_profile is not None:
+        if files.xplane is not None:  # the source XProf's cached tool files come from
+            profile = xplane_memory_profile(files.xplane, host=host, task=task)
+        elif files.memory_profile is not None:
             profile = load_memory_profile(files.memory_profile, host=host, task=task)
         else:
             profile = step_memory_profile(self._step_source(files, ""), host=host, task=task)
@@ -190,12 +200,31 @@ class LocalRepository(ProfileRepository):
         return profile
 
     def steps(self, session: str, host: str) -> list[str]:
+        if self._xplanes(session, host):
+            return []
         host, files = self._files(session, host, TRACE_VIEWER)
         return list(self._tags(files))
 
     def step_timeline(self, session: str, host: str, step: str = "", task: TaskState | None = None) -> Timeline:
+        if xplanes := self._xplanes(session, host):
+            if step:
+                raise ProfileError("--param step applies to event files; an xplane.pb shows its whole capture")
+            return load_xplane_timeline([p for _, p in xplanes], [h for h, _ in xplanes], task)
         host, files = self._files(session, host, TRACE_VIEWER)
         return load_step_timeline(self._step_source(files, step, task), task)
+
+    def combines_hosts(self, session: str) -> bool:
+        return len(self._xplanes(session, "")) > 1
+
+    def _xplanes(self, session: str, host: str) -> list[tuple[str, Path]]:
+        """The (host, xplane.pb) pairs a timeline request covers: the host's,
+        or with host "" every host's of the session (XProf's all hosts)."""
+        self.session(session)
+        hosts = self._sessions[session].hosts
+        if host:
+            files = hosts.get(host)
+            return [(host, files.xplane)] if files and files.xplane else []
+        return [(h, f.xplane) for h, f in sorted(hosts.items()) if f.xplane is not None]
 
     def chrome_trace(self, session: str, host: str, step: str = "", task: TaskState | None = None) -> bytes:
         host, files = self._files(session, host, TRACE_VIEWER)
@@ -297,7 +326,9 @@ class LocalRepository(ProfileRepository):
     def _add_file(self, session: _Session, path: Path) -> bool:
         """Files the folder scan recognises, checked by name and content."""
         name = path.name
-        if host := memory_profile_host(name):
+        if host := host_of_xplane(name):
+            session.host(host).xplane = path
+        elif host := memory_profile_host(name):
             session.host(host).memory_profile = session.host(host).memory_profile or path
         elif is_event_file(name):
             if self._run_metadata_tags(path):
@@ -311,7 +342,7 @@ class LocalRepository(ProfileRepository):
 
     def _scan_lone_file(self, path: Path) -> dict[str, _Session]:
         name = path.name
-        if memory_profile_host(name) or is_event_file(name):
+        if host_of_xplane(name) or memory_profile_host(name) or is_event_file(name):
             session = _Session(path.parent.name)
             if is_event_file(name) and not self._run_metadata_tags(path):
                 tagged_run_metadata(path)  # raises with the reason when unreadable

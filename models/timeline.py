@@ -72,6 +72,35 @@ class StringColumn:
         return np.unique(owner)
 
 
+class StringTable:
+    """One string per event as an index into a table of distinct strings:
+    4 bytes per event when names repeat (XSpace events share metadata)."""
+
+    def __init__(self, strings: list[str], ids: np.ndarray):
+        self.strings = strings
+        self.ids = ids
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, i: int) -> str:
+        return self.strings[self.ids[i]]
+
+    def take(self, index: np.ndarray) -> StringTable:
+        return StringTable(self.strings, self.ids[index])
+
+    @property
+    def nbytes(self) -> int:
+        return self.ids.nbytes + sum(len(s) for s in self.strings)
+
+    def find(self, text: str) -> np.ndarray:
+        folded = text.casefold()
+        if not folded:
+            return np.zeros(0, np.int64)
+        hits = [k for k, s in enumerate(self.strings) if folded in s.casefold()]
+        return np.flatnonzero(np.isin(self.ids, hits)) if hits else np.zeros(0, np.int64)
+
+
 @dataclass
 class KindStats:
     """Per (group, kind) aggregates: count, total, average and max duration."""
@@ -100,7 +129,7 @@ class Timeline:
     duration_ps: np.ndarray  # int64, >= 0
     kind: np.ndarray  # int32 ids into kinds (op type)
     kinds: list[str]
-    names: StringColumn  # per event
+    names: StringColumn | StringTable  # per event
     origin_ns: int = 0
     source: str = ""
     warnings: list[str] = field(default_factory=list)
@@ -108,6 +137,8 @@ class Timeline:
     details: Callable[[int], list[tuple[str, str]]] | None = None
     # The reader's handle on each event's source record (for exports).
     records: object = None
+    # Step boundaries (ps from origin_ns), drawn across the lanes.
+    markers_ps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def __len__(self) -> int:
         return len(self.start_ps)

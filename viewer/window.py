@@ -21,6 +21,7 @@ ROLE_TARGET = Qt.UserRole  # (session, host, tool) of a tree item
 
 
 TOOL_TITLES = {MEMORY_PROFILE: "Memory", TRACE_VIEWER: "Timeline"}
+ALL_HOSTS = "All hosts"  # tree entry: the timeline of every host of a session
 
 
 def _preferred_tool(tools: list[str]) -> str:
@@ -154,7 +155,7 @@ class MainWindow(QMainWindow):
     def load_timeline(self, session: str, host: str, step: str = "") -> None:
         repo = self.repo
         self.requested = (session, host, TRACE_VIEWER)
-        self.set_status(f"Loading the timeline of {session} / {host}…")
+        self.set_status(f"Loading the timeline of {session} / {host or ALL_HOSTS}…")
 
         def job(task):
             steps = repo.steps(session, host)
@@ -185,6 +186,9 @@ class MainWindow(QMainWindow):
                     tool_item = QTreeWidgetItem(host_item, [TOOL_TITLES.get(tool, tool)])
                     tool_item.setData(0, ROLE_TARGET, (info.name, host, tool))
                 host_item.setData(0, ROLE_TARGET, (info.name, host, _preferred_tool(tools)))
+            if repo.combines_hosts(info.name):
+                all_item = QTreeWidgetItem(item, [ALL_HOSTS])
+                all_item.setData(0, ROLE_TARGET, (info.name, "", TRACE_VIEWER))
             if info.hosts:
                 latest = item.child(0)
         self.tree.expandAll()
@@ -209,7 +213,7 @@ class MainWindow(QMainWindow):
         self.timeline_view.set_timeline(timeline)
         self.tabs.setCurrentWidget(self.timeline_view)
         warn = f" Warnings: {'; '.join(timeline.warnings)}" if timeline.warnings else ""
-        self.set_status(f"{session} / {host}{' / ' + step if step else ''}: {len(timeline):,} events on "
+        self.set_status(f"{session} / {host or ALL_HOSTS}{' / ' + step if step else ''}: {len(timeline):,} events on "
                         f"{len(timeline.groups)} device(s).{warn}")
 
     def _on_tree_item(self, item: QTreeWidgetItem, _column=0) -> None:

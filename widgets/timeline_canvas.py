@@ -329,11 +329,24 @@ class TimelineCanvas(QWidget):
         p.drawImage(GUTTER_W, RULER_H, self._image)
         p.setClipRect(GUTTER_W, RULER_H, width, height)
         self._draw_labels(p, labels)
+        self._draw_step_markers(p)
         self._draw_selection(p, visible)
         p.setClipping(False)
         self._draw_gutter(p, visible)
         self._draw_ruler(p)
         p.end()
+
+    def _draw_step_markers(self, p: QPainter) -> None:
+        """Step boundaries as dashed lines (those in view, if not too dense to read)."""
+        marks = self.timeline.markers_ps
+        right = self.t0 + self.lanes_width * self.ps_per_px
+        a, b = np.searchsorted(marks, [self.t0, right])
+        if b <= a or b - a > self.lanes_width // 4:
+            return
+        p.setPen(QPen(QColor(96, 96, 96, 160), 1, Qt.DashLine))
+        for t in marks[a:b].tolist():
+            x = GUTTER_W + (t - self.t0) / self.ps_per_px
+            p.drawLine(QPointF(x, RULER_H), QPointF(x, self.height()))
 
     def _draw_labels(self, p: QPainter, labels) -> None:
         tl = self.timeline

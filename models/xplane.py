@@ -1,0 +1,303 @@
+"""XSpace profiles (`<host>.xplane.pb`, tsl profiler xplane.proto) as columns.
+
+An XSpace holds planes (the host's threads, each device), a plane holds
+lines (a thread or stream), a line holds events. Events name their metadata
+by id; stats name their metadata by id and may hold a `ref_value`, which is
+the id of a stat metadata whose name is the string value. Event times are
+`line.timestamp_ns * 1000 + event.offset_ps`.
+
+The reader decodes the structure with `_protowire` into numpy columns (one
+row per event: plane, line, metadata id, offset, duration, byte span) and
+resolves stats only for the events an analysis asks about, so a file with
+millions of events never becomes millions of Python objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from models import _protowire as wire
+from models.files import read_bytes
+from models.task import ProfileError, TaskState
+
+SUFFIX = ".xplane.pb"
+
+# Field numbers of xplane.proto.
+SPACE_PLANES, SPACE_ERRORS, SPACE_WARNINGS, SPACE_HOSTNAMES = 1, 2, 3, 4
+PLANE_ID, PLANE_NAME, PLANE_LINES, PLANE_EVENT_METADATA, PLANE_STAT_METADATA, PLANE_STATS = 1, 2, 3, 4, 5, 6
+LINE_ID, LINE_DISPLAY_ID, LINE_NAME, LINE_DISPLAY_NAME, LINE_TIMESTAMP_NS, LINE_DURATION_PS, LINE_EVENTS = 1, 10, 2, 11, 3, 9, 4
+EVENT_METADATA_ID, EVENT_OFFSET_PS, EVENT_DURATION_PS, EVENT_STATS, EVENT_NUM_OCCURRENCES = 1, 2, 3, 4, 5
+MAP_KEY, MAP_VALUE = 1, 2
+EVENT_METADATA_NAME, EVENT_METADATA_DISPLAY_NAME, EVENT_METADATA_STATS = 2, 4, 5
+STAT_METADATA_NAME = 2
+# XStat value cases (the field number of the value).
+STAT_DOUBLE, STAT_UINT64, STAT_INT64, STAT_STR, STAT_BYTES, STAT_REF = 2, 3, 4, 5, 6, 7
+
+HOST_PLANE = "/host:CPU"  # TensorFlow's and JAX's host threads plane
+TASK_ENVIRONMENT_PLANE = "Task Environment"
+# Events TensorFlow's allocators record (memory_profile's input).
+MEMORY_ALLOCATION, MEMORY_DEALLOCATION = "MemoryAllocation", "MemoryDeallocation"
+
+NO_MEMORY_EVENTS_HINT = (
+    "TensorFlow records MemoryAllocation/MemoryDeallocation events for GPU (BFC) allocators, and on the CPU "
+    "only with TF_CPU_ALLOCATOR_USE_BFC=true; the profile must be captured with the host tracer on "
+    "(ProfilerOptions host_tracer_level >= 2, the default); JAX records no such events."
+)
+
+
+def host_of_xplane(name: str) -> str | None:
+    """The host of a file named <host>.xplane.pb, else None."""
+    if name.endswith(SUFFIX) and len(name) > len(SUFFIX):
+        return name[: -len(SUFFIX)]
+    return None
+
+
+@dataclass
+class Line:
+    id: int
+    display_id: int
+    name: str
+    display_name: str
+    timestamp_ns: int
+    duration_ps: int
+
+    @property
+    def label(self) -> str:
+        return self.display_name or self.name
+
+
+@dataclass
+class Plane:
+    id: int
+    name: str
+    lines: list[Line]
+    # Event metadata id -> (name, display_name, byte span of the metadata's stats).
+    event_metadata: dict[int, tuple[str, str, list[tuple[int, int]]]]
+    stat_names: dict[int, str]  # stat metadata id -> name
+    stats_span: list[tuple[int, int]]  # the plane's own stats
+
+    def event_label(self, metadata_id: int) -> str:
+        md = self.event_metadata.get(metadata_id)
+        if md is None:
+            return f"(unknown event metadata {metadata_id})"
+        return md[1] or md[0]
+
+    def stat_ids(self, name: str) -> list[int]:
+        return [k for k, v in self.stat_names.items() if v == name]
+
+
+@dataclass
+class Events:
+    """One row per event of the space, in file order."""
+
+    plane: np.ndarray  # int32 plane index
+    line: np.ndarray  # int32 index into XSpaceData.lines
+    metadata_id: np.ndarray  # int64
+    offset_ps: np.ndarray  # int64, from the line's timestamp
+    duration_ps: np.ndarray  # int64
+    span: np.ndarray  # int64[n, 2]: the XEvent's bytes in the file
+    aggregated: np.ndarray  # bool: num_occurrences form (no time)
+
+    def __len__(self) -> int:
+        return len(self.plane)
+
+
+@dataclass
+class XSpaceData:
+    path: Path
+    host: str
+    buf: bytes | bytearray
+    planes: list[Plane]
+    lines: list[Line]  # every line, with line_plane saying whose
+    line_plane: np.ndarray
+    events: Events
+    hostnames: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def plane_named(self, name: str) -> int:
+        for i, p in enumerate(self.planes):
+            if p.name == name:
+                return i
+        return -1
+
+    @property
+    def line_timestamp_ps(self) -> np.ndarray:
+        return np.array([ln.timestamp_ns for ln in self.lines], np.int64) * 1000
+
+    def start_ps(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """Absolute start times (ps since the epoch) of events."""
+        ev = self.events
+        return self.line_timestamp_ps[ev.line[rows]] + ev.offset_ps[rows]
+
+    def text(self, span) -> str:
+        o, n = int(span[0]), int(span[1])
+        return bytes(self.buf[o:o + n]).decode("utf-8", "replace") if o >= 0 else ""
+
+    def stats(self, rows: np.ndarray, plane: int, names: list[str], chunk: int = 1 << 17) -> dict[str, StatColumn]:
+        """Named stats of the given events (all of one plane), read in chunks
+        and kept only where present. The last occurrence wins, as in XProf;
+        a stat the event lacks is taken from its event metadata."""
+        p = self.planes[plane]
+        wanted = [(sid, name) for name in names for sid in p.stat_ids(name)]
+        ids = np.asarray([sid for sid, _ in wanted], np.int64)
+        found: dict[str, list] = {name: [] for name in names}
+        spans = self.events.span
+        for a in range(0, len(rows) if len(ids) else 0, chunk):
+            cases, values, lengths = wire.stat_columns(self.buf, spans[rows[a:a + chunk]], EVENT_STATS, ids)
+            for k, (_sid, name) in enumerate(wanted):
+                here = np.flatnonzero(cases[:, k])
+                if len(here):
+                    found[name].append((a + here, cases[here, k], values[here, k], lengths[here, k]))
+        cols = {name: StatColumn.join(len(rows), parts) for name, parts in found.items()}
+        self._add_metadata_stats(rows, p, wanted, ids, cols)
+        return cols
+
+    def _add_metadata_stats(self, rows, p: Plane, wanted, ids, cols) -> None:
+        for mid, (_name, _display, spans) in p.event_metadata.items():
+            if not spans or not len(ids):
+                continue
+            cases, values, lengths = wire.stat_columns(self.buf, np.asarray(spans, np.int64), EVENT_METADATA_STATS, ids)
+            at = None
+            for k, (_sid, name) in enumerate(wanted):
+                if cases[0, k]:
+                    if at is None:
+                        at = np.flatnonzero(self.events.metadata_id[rows] == mid)
+                    col = cols[name]
+                    missing = at[~col.present[at]]
+                    if len(missing):
+                        one = np.ones(len(missing), np.int64)
+                        cols[name] = StatColumn.join(col.n, [(col.rows, col.case, col.value, col.length),
+                                                             (missing, one.astype(np.int8) * cases[0, k],
+                                                              one * values[0, k], one * lengths[0, k])])
+
+
+@dataclass
+class StatColumn:
+    """One stat over n events, stored where present: the event positions,
+    the value case (STAT_*), the raw value (double bits for STAT_DOUBLE,
+    byte offset for strings) and the string length."""
+
+    n: int
+    rows: np.ndarray
+    case: np.ndarray
+    value: np.ndarray
+    length: np.ndarray
+
+    @classmethod
+    def join(cls, n: int, parts: list) -> StatColumn:
+        if not parts:
+            return cls(n, np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int64), np.zeros(0, np.int64))
+        rows, case, value, length = (np.concatenate(c) for c in zip(*parts))
+        order = np.argsort(rows, kind="stable")
+        return cls(n, rows[order], case[order], value[order], length[order])
+
+    @property
+    def present(self) -> np.ndarray:
+        out = np.zeros(self.n, bool)
+        out[self.rows] = True
+        return out
+
+    def ints(self, default: int = 0) -> np.ndarray:
+        """XProf's IntValue: int64 and uint64 values (others count as 0)."""
+        out = np.full(self.n, default, np.int64)
+        out[self.rows] = np.where((self.case == STAT_INT64) | (self.case == STAT_UINT64), self.value, 0)
+        return out
+
+    def doubles(self) -> np.ndarray:
+        out = np.zeros(self.n, np.float64)
+        out[self.rows] = np.where(self.case == STAT_DOUBLE, self.value.view(np.float64), 0.0)
+        return out
+
+    def strings(self, space: XSpaceData, plane: int) -> tuple[np.ndarray, list[str]]:
+        """XProf's StrOrRefValue as (ids, table); id 0 is "" (also for absent stats)."""
+        names = space.planes[plane].stat_names
+        index, ids = {"": 0}, np.zeros(self.n, np.int32)
+        is_str = self.case == STAT_STR
+        if is_str.any():
+            sid, strs = wire.intern_strings(space.buf, np.stack([self.value[is_str], self.length[is_str]], axis=1))
+            remap = np.array([index.setdefault(s, len(index)) for s in strs], np.int32)
+            ids[self.rows[is_str]] = remap[sid]
+        is_ref = self.case == STAT_REF
+        if is_ref.any():
+            refs, inverse = np.unique(self.value[is_ref], return_inverse=True)
+            remap = np.array([index.setdefault(names.get(int(r), ""), len(index)) for r in refs], np.int32)
+            ids[self.rows[is_ref]] = remap[inverse]
+        return ids, list(index)
+
+
+def read_xspace(path: Path, task: TaskState | None = None, host: str = "") -> XSpaceData:
+    """Reads and decodes one xplane.pb (structure and event columns)."""
+    task = task or TaskState()
+    path = Path(path)
+    buf = read_bytes(path, task, weight=0.4)
+    try:
+        return parse_xspace(buf, path, host or host_of_xplane(path.name) or path.name, task)
+    except ValueError as e:
+        raise ProfileError(f"{path}: not a readable XSpace ({e}); the file may be truncated or not an xplane.pb") from None
+
+
+def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
+    if not len(buf):
+        raise ProfileError(f"{path}: the file is empty")
+    plane_spans, error_spans, warning_spans, hostname_spans = wire.find_fields(
+        buf, 0, len(buf), [SPACE_PLANES, SPACE_ERRORS, SPACE_WARNINGS, SPACE_HOSTNAMES])
+    texts = [[_text(buf, s) for s in spans] for spans in (error_spans, warning_spans, hostname_spans)]
+    if not len(plane_spans):
+        raise ProfileError(f"{path}: the XSpace holds no planes; is it an xplane.pb?")
+    task.report(0.45, "Decoding planes")
+    plane_id, plane_name = wire.decode_messages(buf, plane_spans, [(PLANE_ID, "i"), (PLANE_NAME, "s")])
+    (line_plane, line_spans), (emd_plane, emd_spans), (smd_plane, smd_spans), (pst_plane, pst_spans) = wire.find_children(
+        buf, plane_spans, [PLANE_LINES, PLANE_EVENT_METADATA, PLANE_STAT_METADATA, PLANE_STATS])
+    line_cols = wire.decode_messages(buf, line_spans, [
+        (LINE_ID, "i"), (LINE_DISPLAY_ID, "i"), (LINE_NAME, "s"), (LINE_DISPLAY_NAME, "s"),
+        (LINE_TIMESTAMP_NS, "i"), (LINE_DURATION_PS, "i")])
+    lines = [Line(int(i), int(d), _text(buf, n), _text(buf, dn), int(t), int(dp)) for i, d, n, dn, t, dp in zip(
+        line_cols[0], line_cols[1], line_cols[2], line_cols[3], line_cols[4], line_cols[5])]
+    planes = []
+    event_md = _metadata_maps(buf, emd_plane, emd_spans, len(plane_spans), events=True)
+    stat_md = _metadata_maps(buf, smd_plane, smd_spans, len(plane_spans), events=False)
+    for k in range(len(plane_spans)):
+        planes.append(Plane(
+            id=int(plane_id[k]), name=_text(buf, plane_name[k]),
+            lines=[lines[i] for i in np.flatnonzero(line_plane == k)],
+            event_metadata=event_md[k], stat_names=stat_md[k],
+            stats_span=[tuple(s) for s in pst_spans[pst_plane == k].tolist()]))
+    task.raise_if_cancelled()
+    task.report(0.55, "Decoding events")
+    ((event_line, event_spans),) = wire.find_children(buf, line_spans, [LINE_EVENTS])
+    md, offset, duration, occurrences = wire.decode_messages(buf, event_spans, [
+        (EVENT_METADATA_ID, "i"), (EVENT_OFFSET_PS, "i"), (EVENT_DURATION_PS, "i"), (EVENT_NUM_OCCURRENCES, "i")])
+    events = Events(plane=line_plane[event_line].astype(np.int32), line=event_line.astype(np.int32), metadata_id=md,
+                    offset_ps=offset, duration_ps=duration, span=event_spans, aggregated=occurrences != 0)
+    return XSpaceData(path=path, host=host, buf=buf, planes=planes, lines=lines, line_plane=line_plane.astype(np.int32),
+                      events=events, errors=texts[0], warnings=texts[1], hostnames=texts[2])
+
+
+def _text(buf, span) -> str:
+    o, n = int(span[0]), int(span[1])
+    return bytes(buf[o:o + n]).decode("utf-8", "replace") if o >= 0 else ""
+
+
+def _metadata_maps(buf, owner: np.ndarray, entries: np.ndarray, num_planes: int, events: bool) -> list[dict]:
+    """Per plane, the map<int64, X*Metadata> entries: id -> names (and stat spans)."""
+    maps: list[dict] = [{} for _ in range(num_planes)]
+    if not len(entries):
+        return maps
+    keys, values = wire.decode_messages(buf, entries, [(MAP_KEY, "i"), (MAP_VALUE, "s")])
+    if events:
+        names, display = wire.decode_messages(buf, values, [(EVENT_METADATA_NAME, "s"), (EVENT_METADATA_DISPLAY_NAME, "s")])
+        has_value = values[:, 0] >= 0
+        ((stat_owner, _stat_spans),) = wire.find_children(buf, np.where(has_value[:, None], values, [-1, 0]), [EVENT_METADATA_STATS])
+        with_stats = set(stat_owner.tolist())
+        for k in range(len(entries)):
+            stats = [(int(values[k, 0]), int(values[k, 1]))] if k in with_stats else []
+            maps[owner[k]][int(keys[k])] = (_text(buf, names[k]), _text(buf, display[k]), stats)
+    else:
+        (names,) = wire.decode_messages(buf, values, [(STAT_METADATA_NAME, "s")])
+        for k in range(len(entries)):
+            maps[owner[k]][int(keys[k])] = _text(buf, names[k])
+    return maps
