@@ -32,7 +32,8 @@ def read_bytes(path: Path, task: TaskState | None = None, weight: float = 1.0) -
             while done < size and (n := f.readinto(view[done:done + CHUNK])):
                 done += n
                 task.report(weight * done / size, f"Reading {Path(path).name}")
-            if done < size:  # the file shrank while we read it
+            view.release()
+            if done < size:  # the file is empty or shrank while we read it
                 del buffer[done:]
             return buffer
     except FileNotFoundError:
