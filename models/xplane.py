@@ -38,6 +38,8 @@ STAT_DOUBLE, STAT_UINT64, STAT_INT64, STAT_STR, STAT_BYTES, STAT_REF = 2, 3, 4, 
 
 HOST_PLANE = "/host:CPU"  # TensorFlow's and JAX's host threads plane
 TASK_ENVIRONMENT_PLANE = "Task Environment"
+METADATA_PLANE = "/host:metadata"  # JAX's compiled programs; no lines by design
+LINELESS_PLANES = (TASK_ENVIRONMENT_PLANE, METADATA_PLANE)
 # Events TensorFlow's allocators record (memory_profile's input).
 MEMORY_ALLOCATION, MEMORY_DEALLOCATION = "MemoryAllocation", "MemoryDeallocation"
 

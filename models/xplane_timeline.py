@@ -18,7 +18,7 @@ from models import _protowire as wire
 from models.task import ProfileError, TaskState
 from models.timeline import StringTable, Timeline
 from models.xplane import (HOST_PLANE, MEMORY_ALLOCATION, MEMORY_DEALLOCATION,
-                           TASK_ENVIRONMENT_PLANE, XSpaceData, read_xspace)
+                           LINELESS_PLANES, XSpaceData, read_xspace)
 from models.xplane_groups import group_events
 from protos import xplane_pb2
 
@@ -119,8 +119,8 @@ def _space_rows(space: XSpaceData, file_index: int, host_prefix: str) -> _Part:
             elif md[0] in (MEMORY_ALLOCATION, MEMORY_DEALLOCATION):
                 memory |= in_plane & (ev.metadata_id == mid)
             label_of[(k, mid)] = (md[0] if md else p.event_label(mid), p.event_label(mid))
-        if not p.lines and p.name != TASK_ENVIRONMENT_PLANE:
-            warnings.append(f"plane {p.name!r} has no lines")
+        if not p.lines and p.name not in LINELESS_PLANES:
+            warnings.append(f"plane {p.name!r} has no lines (its tracer recorded nothing)")
     if missing:
         warnings.append(f"{missing} event(s) refer to event metadata the plane does not have; shown by id")
     negative = keep & (ev.duration_ps < 0)

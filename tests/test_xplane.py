@@ -229,3 +229,15 @@ def test_a_profile_without_memory_events_says_how_to_get_them(tmp_path):
     path = write(tmp_path, plane_with([("main", "op", 0, 10, {})], name="/device:TPU:0"), "t.xplane.pb")
     with pytest.raises(ProfileError, match="no host plane"):
         xplane_memory_profile(path)
+
+
+def test_a_real_jax_profile():
+    path = XPROF / "jax.xplane.pb"
+    tl = load_xplane_timeline([path], ["vm"])
+    assert tl.groups == ["/host:CPU"] and not tl.warnings  # the metadata plane has no lines by design
+    assert {"dot", "PjitFunction(train_step)"} <= set(tl.kinds)
+    assert len(tl.markers_ps) == 4  # three StepTraceAnnotation steps
+    i = int(tl.find("dot.1")[0])
+    assert dict(tl.details(i))["hlo_module"] == "jit_train_step"
+    with pytest.raises(ProfileError, match="JAX records no such events"):
+        xplane_memory_profile(path)
