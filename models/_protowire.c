@@ -849,47 +849,58 @@ done:
     return out;
 }
 
-/* Parents by time containment, as a trace's nesting: events sorted by
- * (segment, start, end descending); each event's parent is the nearest
- * event on the stack of open events that contains it ([start, end] within
- * the parent's), popping those that do not. Skipped events (async) neither
- * get a parent nor become one. Returns int64 parent index (-1 for none). */
+/* Parents by time containment, as a trace's nesting. `order` lists the
+ * events sorted by (segment, start, end descending); each event's parent is
+ * the nearest event on the stack of open events that contains it ([start,
+ * end] within the parent's), popping those that do not. Skipped events
+ * (async) neither get a parent nor become one. Returns int32 parent per
+ * event (by event index, -1 for none). */
 static PyObject *nest_parents(PyObject *self, PyObject *args) {
-    PyObject *seg_obj, *starts_obj, *ends_obj, *skip_obj;
-    if (!PyArg_ParseTuple(args, "OOOO", &seg_obj, &starts_obj, &ends_obj, &skip_obj)) return NULL;
-    PyArrayObject *seg = (PyArrayObject *)PyArray_FROMANY(seg_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyObject *order_obj, *seg_obj, *starts_obj, *ends_obj, *skip_obj;
+    if (!PyArg_ParseTuple(args, "OOOOO", &order_obj, &seg_obj, &starts_obj, &ends_obj, &skip_obj)) return NULL;
+    PyArrayObject *order = (PyArrayObject *)PyArray_FROMANY(order_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyArrayObject *seg = (PyArrayObject *)PyArray_FROMANY(seg_obj, NPY_INT32, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
     PyArrayObject *starts = (PyArrayObject *)PyArray_FROMANY(starts_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
     PyArrayObject *ends = (PyArrayObject *)PyArray_FROMANY(ends_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
     PyArrayObject *skip = (PyArrayObject *)PyArray_FROMANY(skip_obj, NPY_BOOL, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
     PyObject *out = NULL;
     int64_t *stack = NULL;
-    if (!seg || !starts || !ends || !skip) goto done;
+    if (!order || !seg || !starts || !ends || !skip) goto done;
     npy_intp n = PyArray_DIM(starts, 0);
-    if (PyArray_DIM(seg, 0) != n || PyArray_DIM(ends, 0) != n || PyArray_DIM(skip, 0) != n) {
+    if (PyArray_DIM(order, 0) != n || PyArray_DIM(seg, 0) != n || PyArray_DIM(ends, 0) != n || PyArray_DIM(skip, 0) != n) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
         goto done;
     }
+    const int64_t *o = PyArray_DATA(order);
+    for (npy_intp i = 0; i < n; i++) {
+        if (o[i] < 0 || o[i] >= n) {
+            PyErr_SetString(PyExc_ValueError, "order is not a permutation of the events");
+            goto done;
+        }
+    }
     npy_intp dims[1] = {n};
-    out = PyArray_SimpleNew(1, dims, NPY_INT64);
+    out = PyArray_SimpleNew(1, dims, NPY_INT32);
     stack = PyMem_RawMalloc(sizeof(int64_t) * (n ? n : 1));
     if (!out || !stack) {
         Py_CLEAR(out);
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
-    const int64_t *g = PyArray_DATA(seg), *s = PyArray_DATA(starts), *e = PyArray_DATA(ends);
+    const int32_t *g = PyArray_DATA(seg);
+    const int64_t *s = PyArray_DATA(starts), *e = PyArray_DATA(ends);
     const npy_bool *k = PyArray_DATA(skip);
-    int64_t *parent = PyArray_DATA((PyArrayObject *)out);
+    int32_t *parent = PyArray_DATA((PyArrayObject *)out);
     Py_BEGIN_ALLOW_THREADS
     npy_intp depth = 0;
-    for (npy_intp i = 0; i < n; i++) {
-        if (i && g[i] != g[i - 1]) depth = 0;
+    for (npy_intp j = 0; j < n; j++) {
+        int64_t i = o[j];
+        if (j && g[i] != g[o[j - 1]]) depth = 0;
         parent[i] = -1;
         if (k[i]) continue;
         while (depth) {
             int64_t p = stack[depth - 1];
             if (s[p] <= s[i] && e[i] <= e[p]) {
-                parent[i] = p;
+                parent[i] = (int32_t)p;
                 break;
             }
             depth--;
@@ -899,6 +910,7 @@ static PyObject *nest_parents(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
 done:
     PyMem_RawFree(stack);
+    Py_XDECREF(order);
     Py_XDECREF(seg);
     Py_XDECREF(starts);
     Py_XDECREF(ends);
@@ -925,7 +937,7 @@ static PyMethodDef methods[] = {
     {"stat_columns", stat_columns, METH_VARARGS,
      "stat_columns(buf, spans, field, ids) -> (int8 value case[n, k], int64 value[n, k], int64 length[n, k])"},
     {"nest_parents", nest_parents, METH_VARARGS,
-     "nest_parents(segment, starts, ends, skip) -> int64 parent index by time containment (-1 for none)"},
+     "nest_parents(order, segment, starts, ends, skip) -> int32 parent per event by time containment (-1 for none)"},
     {NULL, NULL, 0, NULL},
 };
 

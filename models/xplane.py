@@ -158,6 +158,44 @@ class XSpaceData:
         self._add_metadata_stats(rows, p, wanted, ids, cols)
         return cols
 
+    def dense_stats(self, rows: np.ndarray, plane: int, names: list[str], chunk: int = 1 << 16) -> DenseStats:
+        """Named stats of many events as full columns, built chunk by chunk
+        (for stats nearly every event carries, such as memory events')."""
+        p = self.planes[plane]
+        n = len(rows)
+        out = DenseStats(case={k: np.zeros(n, np.int8) for k in names}, value={k: np.zeros(n, np.int64) for k in names},
+                         string={}, table=[""])
+        index = {"": 0}
+        wanted = [(sid, name) for name in names for sid in p.stat_ids(name)]
+        ids = np.asarray([sid for sid, _ in wanted], np.int64)
+        spans = self.events.span
+        for a in range(0, n if len(ids) else 0, chunk):
+            cases, values, lengths = wire.stat_columns(self.buf, spans[rows[a:a + chunk]], EVENT_STATS, ids)
+            for k, (_sid, name) in enumerate(wanted):
+                here = cases[:, k] != 0
+                out.case[name][a:a + chunk][here] = cases[here, k]
+                out.value[name][a:a + chunk][here] = values[here, k]
+                strs = here & ((cases[:, k] == STAT_STR) | (cases[:, k] == STAT_REF))
+                if strs.any():
+                    col = out.string.setdefault(name, np.zeros(n, np.int32))
+                    col[a:a + chunk][strs] = self._intern(cases[strs, k], values[strs, k], lengths[strs, k], p, index)
+        out.table = list(index)
+        return out
+
+    def _intern(self, case, value, length, p: Plane, index: dict) -> np.ndarray:
+        """String ids (into `index`, grown) of str_value spans and ref_values."""
+        out = np.zeros(len(case), np.int32)
+        is_str = case == STAT_STR
+        if is_str.any():
+            sid, strs = wire.intern_strings(self.buf, np.stack([value[is_str], length[is_str]], axis=1))
+            out[is_str] = np.array([index.setdefault(s, len(index)) for s in strs], np.int32)[sid]
+        is_ref = ~is_str
+        if is_ref.any():
+            refs, inverse = np.unique(value[is_ref], return_inverse=True)
+            remap = [index.setdefault(p.stat_names.get(int(r), ""), len(index)) for r in refs.tolist()]
+            out[is_ref] = np.array(remap, np.int32)[inverse]
+        return out
+
     def _add_metadata_stats(self, rows, p: Plane, wanted, ids, cols) -> None:
         for mid, (_name, _display, spans) in p.event_metadata.items():
             if not spans or not len(ids):
@@ -175,6 +213,29 @@ class XSpaceData:
                         cols[name] = StatColumn.join(col.n, [(col.rows, col.case, col.value, col.length),
                                                              (missing, one.astype(np.int8) * cases[0, k],
                                                               one * values[0, k], one * lengths[0, k])])
+
+
+@dataclass
+class DenseStats:
+    """Stats of many events as columns: value case (0 = absent), raw value,
+    and for string stats (str_value or ref_value) ids into `table`."""
+
+    case: dict[str, np.ndarray]
+    value: dict[str, np.ndarray]
+    string: dict[str, np.ndarray]
+    table: list[str]
+
+    def ints(self, name: str) -> np.ndarray:
+        """XProf's IntValue (0 when absent or not an integer)."""
+        c = self.case[name]
+        return np.where((c == STAT_INT64) | (c == STAT_UINT64), self.value[name], 0)
+
+    def doubles(self, name: str) -> np.ndarray:
+        return np.where(self.case[name] == STAT_DOUBLE, self.value[name].view(np.float64), 0.0)
+
+    def strings(self, name: str) -> np.ndarray:
+        """XProf's StrOrRefValue as ids into table (0 = "")."""
+        return self.string.get(name, np.zeros(len(self.case[name]), np.int32))
 
 
 @dataclass
@@ -203,10 +264,18 @@ class StatColumn:
         out[self.rows] = True
         return out
 
+    def ints_present(self) -> np.ndarray:
+        """IntValue of the events that have the stat (aligned with rows)."""
+        return np.where((self.case == STAT_INT64) | (self.case == STAT_UINT64), self.value, 0)
+
+    def at(self, rows: np.ndarray) -> np.ndarray:
+        """IntValue at some of the rows that have the stat."""
+        return self.ints_present()[np.searchsorted(self.rows, rows)]
+
     def ints(self, default: int = 0) -> np.ndarray:
         """XProf's IntValue: int64 and uint64 values (others count as 0)."""
         out = np.full(self.n, default, np.int64)
-        out[self.rows] = np.where((self.case == STAT_INT64) | (self.case == STAT_UINT64), self.value, 0)
+        out[self.rows] = self.ints_present()
         return out
 
     def doubles(self) -> np.ndarray:

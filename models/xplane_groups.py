@@ -30,57 +30,65 @@ GROUP_STATS = ("_r", "_pt", "_p", "_ct", "_c", "is_async", "step_id", "iter_num"
 class Groups:
     """Step groups of the events of one plane."""
 
-    group: np.ndarray  # per event of the space: group id, -1 outside every step
+    rows: np.ndarray  # the plane's events (indices into XSpaceData.events)
+    group: np.ndarray  # int32 per row: group id, -1 outside every step
     roots: np.ndarray  # event index of each group's root, by group id
     names: list[str]  # XProf's group names ("train 0")
 
-
-def group_ids(space: XSpaceData, plane: int) -> np.ndarray:
-    return group_events(space, plane).group
+    def of_events(self, events: np.ndarray) -> np.ndarray:
+        """Group ids of some of the plane's events."""
+        return self.group[np.searchsorted(self.rows, events)]
 
 
 def group_events(space: XSpaceData, plane: int) -> Groups:
     ev = space.events
     rows = np.flatnonzero((ev.plane == plane) & ~ev.aggregated)
     n = len(rows)
-    group = np.full(len(ev), -1, np.int64)
     if not n:
-        return Groups(group, np.zeros(0, np.int64), [])
-    stats = space.stats(rows, plane, list(GROUP_STATS))
-    ints = {name: stats[name].ints() for name in GROUP_STATS}
-    present = {name: stats[name].present for name in GROUP_STATS}
+        return Groups(rows, np.zeros(0, np.int32), np.zeros(0, np.int64), [])
+    stats = space.stats(rows, plane, list(GROUP_STATS))  # sparse: few events carry these
 
     # Nesting within each line, in XProf's order (start, then longest first).
+    # Events come line by line; within a line they are usually sorted already.
     start = space.start_ps(rows)
     end = start + np.maximum(ev.duration_ps[rows], 0)
-    order = np.lexsort((-end, start, ev.line[rows]))
-    parent_sorted = wire.nest_parents(ev.line[rows][order].astype(np.int64), start[order], end[order],
-                                      (ints["is_async"] != 0)[order])
-    src = [order[parent_sorted[parent_sorted >= 0]]]
-    dst = [order[parent_sorted >= 0]]
+    line = ev.line[rows]
+    new_line = np.r_[False, line[1:] != line[:-1]]
+    in_order = bool(np.all(new_line[1:] | (start[1:] > start[:-1]) | ((start[1:] == start[:-1]) & (end[1:] <= end[:-1]))))
+    order = np.arange(n) if in_order else np.lexsort((-end, start, line))
+    skip = np.zeros(n, bool)
+    skip[stats["is_async"].rows[stats["is_async"].ints_present() != 0]] = True
+    parent = wire.nest_parents(order, line, start, end, skip)
+    del order, skip, end, new_line
 
-    # Producer -> consumer context links.
-    prod = np.flatnonzero(present["_pt"] & present["_p"])
-    cons = np.flatnonzero(present["_ct"] & present["_c"])
+    # Edges: nesting, producer -> consumer contexts, while-loop iterations.
+    child = np.flatnonzero(parent >= 0).astype(np.int32)
+    src, dst = [parent[child]], [child]
+    del parent
+    pt, p_id, ct, c_id = (stats[k] for k in ("_pt", "_p", "_ct", "_c"))
+    prod = np.intersect1d(pt.rows, p_id.rows)
+    cons = np.intersect1d(ct.rows, c_id.rows)
     if len(prod) and len(cons):
-        s, d = _join(ints["_pt"][prod], ints["_p"][prod], ints["_ct"][cons], ints["_c"][cons])
-        src.append(prod[s])
-        dst.append(cons[d])
-
-    roots, loop_src, loop_dst = _loop_roots(space, plane, rows, start, ints, present)
-    src.append(loop_src)
-    dst.append(loop_dst)
+        s, d = _join(pt.at(prod), p_id.at(prod), ct.at(cons), c_id.at(cons))
+        src.append(prod[s].astype(np.int32))
+        dst.append(cons[d].astype(np.int32))
+    roots, loop_src, loop_dst = _loop_roots(space, plane, rows, start, stats)
+    src.append(loop_src.astype(np.int32))
+    dst.append(loop_dst.astype(np.int32))
     src, dst = np.concatenate(src), np.concatenate(dst)
     if not len(roots):
-        level = ints["_r"]
-        cand = np.flatnonzero(present["_r"] & (level != 0))
-        roots = cand[np.lexsort((start[cand], -level[cand]))]
+        r = stats["_r"]
+        level = r.ints_present()
+        cand, level = r.rows[level != 0], level[level != 0]
+        roots = cand[np.lexsort((start[cand], -level))]
+    del start
 
     # CSR adjacency, then each root claims what it reaches among the unclaimed.
     by_src = np.argsort(src, kind="stable")
     child = dst[by_src]
     offsets = np.searchsorted(src[by_src], np.arange(n + 1))
-    local = np.full(n, -1, np.int64)
+    del by_src, src, dst
+    local = np.full(n, -1, np.int32)
     kept_roots = []
     for r in roots.tolist():
         if local[r] >= 0:
@@ -93,15 +101,12 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
             counts = offsets[frontier + 1] - offsets[frontier]
             if not counts.sum():
                 break
-            starts = np.repeat(offsets[frontier], counts) + _ranges(counts)
-            nxt = np.unique(child[starts])
+            nxt = np.unique(child[np.repeat(offsets[frontier], counts) + _ranges(counts)])
             nxt = nxt[local[nxt] < 0]
             local[nxt] = gid
             frontier = nxt
-    group[rows] = local
-    root_rows = np.asarray(kept_roots, np.int64)
-    names = [_group_name(space, plane, rows[r], gid, ints, present, r) for gid, r in enumerate(kept_roots)]
-    return Groups(group, rows[root_rows], names)
+    names = [_group_name(space, plane, rows, r, gid, stats) for gid, r in enumerate(kept_roots)]
+    return Groups(rows, local, rows[np.asarray(kept_roots, np.int64)], names)
 
 
 def _ranges(counts: np.ndarray) -> np.ndarray:
@@ -129,7 +134,7 @@ def _join(pt, p, ct, c) -> tuple[np.ndarray, np.ndarray]:
     return s, d
 
 
-def _loop_roots(space: XSpaceData, plane: int, rows, start, ints, present):
+def _loop_roots(space: XSpaceData, plane: int, rows, start, stats):
     """TensorFlow while-loops: per (step_id, iter_num) of the executor events,
     the earliest is a root and the others its children. Sessions or
     functions without a loop (only iteration 0) do not count."""
@@ -138,33 +143,34 @@ def _loop_roots(space: XSpaceData, plane: int, rows, start, ints, present):
     md = [mid for mid, (name, _d, _s) in p.event_metadata.items() if name == EXECUTOR_STATE_PROCESS]
     if not md:
         return none
-    ex = np.flatnonzero(np.isin(space.events.metadata_id[rows], md) & present["step_id"] & present["iter_num"])
+    ex = np.intersect1d(stats["step_id"].rows, stats["iter_num"].rows)
+    ex = ex[np.isin(space.events.metadata_id[rows[ex]], md)]
     if not len(ex):
         return none
-    step, it = ints["step_id"][ex], ints["iter_num"][ex]
+    step, it = stats["step_id"].at(ex), stats["iter_num"].at(ex)
     loops = [s for s in np.unique(step).tolist() if set(it[step == s].tolist()) != {0}]
-    ex_loop = ex[np.isin(step, loops)]
-    if not len(ex_loop):
+    keep = np.isin(step, loops)
+    ex, step, it = ex[keep], step[keep], it[keep]
+    if not len(ex):
         return none
-    step, it = ints["step_id"][ex_loop], ints["iter_num"][ex_loop]
-    order = np.lexsort((start[ex_loop], it, step))
-    ex_loop, step, it = ex_loop[order], step[order], it[order]
+    order = np.lexsort((start[ex], it, step))
+    ex, step, it = ex[order], step[order], it[order]
     first = np.r_[True, (step[1:] != step[:-1]) | (it[1:] != it[:-1])]
     head = np.maximum.accumulate(np.where(first, np.arange(len(first)), 0))
-    roots = ex_loop[first]
+    roots = ex[first]
     roots = roots[np.argsort(start[roots], kind="stable")]
-    others = ~first
-    return roots, ex_loop[head[others]], ex_loop[others]
+    return roots, ex[head[~first]], ex[~first]
 
 
-def _group_name(space: XSpaceData, plane: int, event: int, gid: int, ints, present, local: int) -> str:
+def _group_name(space: XSpaceData, plane: int, rows, local: int, gid: int, stats) -> str:
     """XProf's step name: the root's name and its iteration or step number."""
-    md = space.planes[plane].event_metadata.get(int(space.events.metadata_id[event]))
+    md = space.planes[plane].event_metadata.get(int(space.events.metadata_id[rows[local]]))
     name = md[0] if md else ""
-    if present["iter_num"][local]:
-        num = ints["iter_num"][local]
-    elif present["step_num"][local]:
-        num = ints["step_num"][local]
-    else:
-        num = gid
+    num = gid
+    for stat in ("iter_num", "step_num"):
+        col = stats[stat]
+        k = np.searchsorted(col.rows, local)
+        if k < len(col.rows) and col.rows[k] == local:
+            num = int(col.ints_present()[k])
+            break
     return f"{name} {num}"

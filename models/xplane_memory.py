@@ -21,7 +21,7 @@ from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, M
 from models.task import ProfileError, TaskState
 from models.xplane import (HOST_PLANE, MEMORY_ALLOCATION, MEMORY_DEALLOCATION, NO_MEMORY_EVENTS_HINT,
                            XSpaceData, read_xspace)
-from models.xplane_groups import group_ids
+from models.xplane_groups import group_events
 from protos import types_pb2
 
 # Stat names XProf reads from memory events (xplane_schema).
@@ -50,47 +50,40 @@ def memory_profile_of(space: XSpaceData, task: TaskState | None = None) -> Memor
     rows = np.flatnonzero((ev.plane == plane) & np.isin(ev.metadata_id, list(memory_md)) & ~ev.aggregated)
     if not len(rows):
         raise ProfileError(f"{space.path}: the profile holds no memory events. {NO_MEMORY_EVENTS_HINT}")
-    steps = group_ids(space, plane)[rows]
+    steps = group_events(space, plane).of_events(rows).astype(np.int64)
     task.raise_if_cancelled()
     task.report(0.75, "Reading memory events")
-    cols = space.stats(rows, plane, list(INT_STATS + STRING_STATS) + ["fragmentation", "group_id"])
-    ints = {name: cols[name].ints() for name in INT_STATS}
-    given_step = cols["group_id"].present
-    steps = np.where(given_step, cols["group_id"].ints(), steps)
-    table: dict[str, int] = {"": 0}
-    strs = {}
-    for name in STRING_STATS:
-        ids, names = cols[name].strings(space, plane)
-        remap = np.array([table.setdefault(s, len(table)) for s in names], np.int32)
-        strs[name] = remap[ids]
-    dtype_ids = {}
-    for code in np.unique(ints["data_type"]).tolist():
-        dtype_ids[code] = table.setdefault(data_type_string(code), len(table))
-    dtype = np.array([dtype_ids[c] for c in ints["data_type"].tolist()], np.int32) if len(rows) else np.zeros(0, np.int32)
-    strings = list(table)
+    st = space.dense_stats(rows, plane, list(INT_STATS + STRING_STATS) + ["fragmentation", "group_id"])
+    steps = np.where(st.case["group_id"] != 0, st.ints("group_id"), steps)
+    strings = st.table
+    index = {v: i for i, v in enumerate(strings)}
+    # A data type is written only when the event has one ("" otherwise).
+    codes, inverse = np.unique(st.ints("data_type"), return_inverse=True)
+    names = [index.setdefault(data_type_string(c), len(index)) for c in codes.tolist()]
+    dtype = np.where(st.case["data_type"] != 0, np.array(names, np.int32)[inverse.ravel()], 0).astype(np.int32)
+    strings = list(index)
 
     # Memory id: the allocator's name, else its index on the host or device ordinal.
-    memory_id = np.array([strings[i] for i in strs["allocator_name"].tolist()], object)
-    named = cols["allocator_name"].present
+    alloc_name = st.strings("allocator_name")
+    memory_id = np.array(strings, object)[alloc_name]
     for stat in ("index_on_host", "device_ordinal"):
-        here = ~named & cols[stat].present
-        memory_id[here] = [str(v) for v in ints[stat][here].tolist()]
-        named |= here
-    memory_id[~named] = ""
+        here = (st.case["allocator_name"] == 0) & (st.case[stat] != 0)
+        memory_id[here] = [str(v) for v in st.ints(stat)[here].tolist()]
 
     time_ps = ev.offset_ps[rows]  # XProf uses the offset within the line
-    activity = np.where(np.array([memory_md[m] for m in ev.metadata_id[rows].tolist()], bool), ALLOCATION, DEALLOCATION)
+    allocation_md = [m for m, is_alloc in memory_md.items() if is_alloc]
+    activity = np.where(np.isin(ev.metadata_id[rows], allocation_md), ALLOCATION, DEALLOCATION)
     allocators = {}
     for mid in sorted(set(memory_id.tolist())):
         task.raise_if_cancelled()
         sel = np.flatnonzero(memory_id == mid)  # file order
         snaps = Snapshots(
-            time_ps=time_ps[sel], stack=ints["bytes_reserved"][sel], heap=ints["bytes_allocated"][sel],
-            free=ints["bytes_available"][sel], fragmentation=cols["fragmentation"].doubles()[sel],
-            peak_in_use=ints["peak_bytes_in_use"][sel], activity=activity[sel].astype(np.int64),
-            requested=ints["requested_bytes"][sel], allocation=ints["allocation_bytes"][sel],
-            address=ints["addr"][sel], step=steps[sel].astype(np.int64), op=strs["tf_op"][sel],
-            region=strs["region_type"][sel], dtype=dtype[sel], shape=strs["shape"][sel], strings=strings)
+            time_ps=time_ps[sel], stack=st.ints("bytes_reserved")[sel], heap=st.ints("bytes_allocated")[sel],
+            free=st.ints("bytes_available")[sel], fragmentation=st.doubles("fragmentation")[sel],
+            peak_in_use=st.ints("peak_bytes_in_use")[sel], activity=activity[sel].astype(np.int64),
+            requested=st.ints("requested_bytes")[sel], allocation=st.ints("allocation_bytes")[sel],
+            address=st.ints("addr")[sel], step=steps[sel], op=st.strings("tf_op")[sel],
+            region=st.strings("region_type")[sel], dtype=dtype[sel], shape=st.strings("shape")[sel], strings=strings)
         summary = _summary_in_file_order(snaps)
         timeline = snaps.take(np.argsort(snaps.time_ps, kind="stable"))
         _fix_steps(timeline.step)

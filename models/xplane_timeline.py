@@ -27,21 +27,21 @@ STEPS_LINE = "Steps"  # XProf's derived line of step events on device planes
 
 @dataclass
 class EventSource:
-    """Where each timeline event's XEvent sits in its file, and the names
-    needed to print its stats."""
+    """Where each timeline event's XEvent sits in its file, and what is needed
+    to print it: per lane its file, line timestamp and plane (stat names,
+    event metadata stats)."""
 
     paths: list[Path]
-    file: np.ndarray  # int16 file index per event
-    offsets: np.ndarray  # int64
-    lengths: np.ndarray  # int32
-    stat_names: list[dict[int, str]]  # per (file, plane) key in plane_keys
+    offsets: np.ndarray  # int64 per event
+    lengths: np.ndarray  # int32 per event
+    lane_file: np.ndarray  # int32 per lane
+    lane_timestamp_ns: np.ndarray  # int64 per lane
+    lane_plane: np.ndarray  # int32 per lane: index into stat_names / metadata_stats
+    stat_names: list[dict[int, str]]
     metadata_stats: list[dict[int, list[tuple[str, str]]]]
-    plane_of: np.ndarray  # int32 index into stat_names per event
-    metadata_id: np.ndarray  # int64
-    line_timestamp_ns: np.ndarray  # int64 per event
 
-    def event(self, i: int):
-        with open(self.paths[self.file[i]], "rb") as f:
+    def event(self, i: int, lane: int):
+        with open(self.paths[self.lane_file[lane]], "rb") as f:
             f.seek(int(self.offsets[i]))
             return xplane_pb2.XEvent.FromString(f.read(int(self.lengths[i])))
 
@@ -66,110 +66,127 @@ def stat_text(stat, stat_names: dict[int, str]) -> tuple[str, str]:
 def load_xplane_timeline(paths: list[Path], hosts: list[str], task: TaskState | None = None) -> Timeline:
     """The timeline of one or more hosts' xplane.pb files."""
     task = task or TaskState()
-    parts = []
+    build = _Builder(list(paths))
     for k, (path, host) in enumerate(zip(paths, hosts)):
         space = read_xspace(path, task if len(paths) == 1 else None, host)
         task.raise_if_cancelled()
         task.report(0.6 + 0.3 * k / len(paths), f"Building the timeline of {host}")
-        parts.append(_space_rows(space, k, host if len(paths) > 1 else ""))
+        build.add_space(space, k, host if len(paths) > 1 else "", task)
         del space
-    return _assemble(parts, paths)
+    return build.timeline()
 
 
-@dataclass
-class _Part:
-    groups: list[str]
-    lane_group: list[int]
-    lane_names: list[str]
-    lane_of: np.ndarray
-    depth: np.ndarray
-    start_abs_ps: np.ndarray
-    duration_ps: np.ndarray
-    kind_names: list[str]
-    kind: np.ndarray
-    name_table: list[str]
-    name: np.ndarray
-    file: int
-    offsets: np.ndarray
-    lengths: np.ndarray
-    stat_names: list[dict[int, str]]
-    metadata_stats: list[dict[int, list[tuple[str, str]]]]
-    plane_key: np.ndarray
-    metadata_id: np.ndarray
-    line_ts: np.ndarray
-    markers_abs_ps: np.ndarray
-    warnings: list[str]
+class _Builder:
+    """Collects lanes line by line, already in the timeline's (lane, start)
+    order, so no step holds more than one line's temporary arrays."""
 
+    def __init__(self, paths: list[Path]):
+        self.paths = paths
+        self.groups: list[str] = []
+        self.lane_group, self.lane_names, self.lane_file, self.lane_ts, self.lane_plane = [], [], [], [], []
+        self.columns: dict[str, list[np.ndarray]] = {k: [] for k in ("start", "dur", "kind", "name", "off", "len", "count")}
+        self.kinds: dict[str, int] = {}
+        self.names: dict[str, int] = {}
+        self.stat_names: list[dict[int, str]] = []
+        self.metadata_stats: list[dict[int, list[tuple[str, str]]]] = []
+        self.markers: list[np.ndarray] = []
+        self.warnings: list[str] = []
 
-def _space_rows(space: XSpaceData, file_index: int, host_prefix: str) -> _Part:
-    ev = space.events
-    warnings = [f"{space.host}: {w}" for w in space.errors + space.warnings]
-    keep = ~ev.aggregated
-    # (plane, metadata id) -> (full name, label: the display name if any)
-    label_of: dict[tuple[int, int], tuple[str, str]] = {}
-    memory = np.zeros(len(ev), bool)
-    missing = 0
-    for k, p in enumerate(space.planes):
-        in_plane = ev.plane == k
-        ids = np.unique(ev.metadata_id[in_plane])
-        for mid in ids.tolist():
-            md = p.event_metadata.get(mid)
-            if md is None:
-                missing += int((in_plane & (ev.metadata_id == mid)).sum())
-            elif md[0] in (MEMORY_ALLOCATION, MEMORY_DEALLOCATION):
-                memory |= in_plane & (ev.metadata_id == mid)
-            label_of[(k, mid)] = (md[0] if md else p.event_label(mid), p.event_label(mid))
-        if not p.lines and p.name not in LINELESS_PLANES:
-            warnings.append(f"plane {p.name!r} has no lines (its tracer recorded nothing)")
-    if missing:
-        warnings.append(f"{missing} event(s) refer to event metadata the plane does not have; shown by id")
-    negative = keep & (ev.duration_ps < 0)
-    if negative.any():
-        warnings.append(f"{int(negative.sum())} event(s) had a negative duration, shown as 0")
-    keep &= ~memory
-    rows = np.flatnonzero(keep)
-    start = space.start_ps(rows)
-    dur = np.maximum(ev.duration_ps[rows], 0)
-    line = ev.line[rows].astype(np.int64)
-    order = np.lexsort((-(start + dur), start, line))
-    rows, start, dur, line = rows[order], start[order], dur[order], line[order]
-    depth = np.zeros(len(rows), np.int32)
-    bounds = np.flatnonzero(np.r_[True, line[1:] != line[:-1]]) if len(rows) else np.zeros(0, np.int64)
-    for a, b in zip(bounds, np.r_[bounds[1:], len(rows)]):
-        depth[a:b] = wire.pack_lanes(start[a:b], start[a:b] + dur[a:b])
+    def add_space(self, space: XSpaceData, file_index: int, host_prefix: str, task: TaskState) -> None:
+        ev = space.events
+        self.warnings += [f"{space.host}: {w}" for w in space.errors + space.warnings]
+        negative = int(((ev.duration_ps < 0) & ~ev.aggregated).sum())
+        if negative:
+            self.warnings.append(f"{negative} event(s) had a negative duration, shown as 0")
+        self.markers.append(_step_markers(space))
+        line_bounds = np.searchsorted(ev.line, np.arange(len(space.lines) + 1))  # events come line by line
+        missing = 0
+        for k, p in enumerate(space.planes):
+            if not p.lines and p.name not in LINELESS_PLANES:
+                self.warnings.append(f"plane {p.name!r} has no lines (its tracer recorded nothing)")
+            plane_key = len(self.stat_names)
+            self.stat_names.append(p.stat_names)
+            self.metadata_stats.append(_metadata_stats(space, k))
+            group = len(self.groups)
+            self.groups.append(f"{host_prefix} {p.name}" if host_prefix else p.name)
+            for li in np.flatnonzero(space.line_plane == k).tolist():
+                task.raise_if_cancelled()
+                a, b = int(line_bounds[li]), int(line_bounds[li + 1])
+                missing += self._add_line(space, p, li, a, b, group, file_index, plane_key)
+        if missing:
+            self.warnings.append(f"{missing} event(s) refer to event metadata the plane does not have; shown by id")
 
-    # Lanes: per plane (group) and line, one lane per depth.
-    prefix = f"{host_prefix} " if host_prefix else ""
-    groups = [prefix + p.name for p in space.planes]
-    lane_key = line * 4096 + np.minimum(depth, 4095)
-    uniq, lane_of = np.unique(lane_key, return_inverse=True)
-    lane_line = uniq // 4096
-    lane_group = [int(space.line_plane[ln]) for ln in lane_line.tolist()]
-    lane_names = [space.lines[ln].label if d == 0 else "" for ln, d in zip(lane_line.tolist(), (uniq % 4096).tolist())]
+    def _add_line(self, space: XSpaceData, p, li: int, a: int, b: int, group: int, file_index: int, plane_key: int) -> int:
+        """Adds one line's events as lanes (one per nesting depth); returns how
+        many events name metadata the plane lacks."""
+        ev = space.events
+        line = space.lines[li]
+        ids, inverse = np.unique(ev.metadata_id[a:b], return_inverse=True)
+        inverse = inverse.ravel()
+        ids = ids.tolist()
+        known = np.array([mid in p.event_metadata for mid in ids], bool)
+        memory = np.array([p.event_metadata.get(mid, ("",))[0] in (MEMORY_ALLOCATION, MEMORY_DEALLOCATION) for mid in ids], bool)
+        keep = np.flatnonzero(~ev.aggregated[a:b] & ~memory[inverse])
+        if not len(keep):
+            return 0
+        start = line.timestamp_ns * 1000 + ev.offset_ps[a:b][keep]
+        dur = np.maximum(ev.duration_ps[a:b][keep], 0)
+        end = start + dur
+        in_order = bool(np.all((start[1:] > start[:-1]) | ((start[1:] == start[:-1]) & (end[1:] <= end[:-1]))))
+        if not in_order:  # XProf's order: start, then the longest first
+            order = np.lexsort((-end, start))
+            keep, start, dur, end = keep[order], start[order], dur[order], end[order]
+        depth = wire.pack_lanes(start, end)
+        del end
+        by_lane = np.argsort(depth, kind="stable")  # (depth, start) order
+        counts = np.bincount(depth)
+        for d in range(len(counts)):
+            self.lane_group.append(group)
+            self.lane_names.append(line.label if d == 0 else "")
+            self.lane_file.append(file_index)
+            self.lane_ts.append(line.timestamp_ns)
+            self.lane_plane.append(plane_key)
+        kind_of, name_of = np.zeros(len(ids), np.int32), np.zeros(len(ids), np.int32)
+        for j in np.flatnonzero(np.bincount(inverse[keep], minlength=len(ids))).tolist():
+            mid = ids[j]
+            label = p.event_label(mid)
+            kind_of[j] = self.kinds.setdefault(label, len(self.kinds))
+            name_of[j] = self.names.setdefault(p.event_metadata[mid][0] if known[j] else label, len(self.names))
+        rows = keep[by_lane]
+        c = self.columns
+        c["start"].append(start[by_lane])
+        c["dur"].append(dur[by_lane])
+        c["kind"].append(kind_of[inverse[rows]])
+        c["name"].append(name_of[inverse[rows]])
+        c["off"].append(ev.span[a:b][rows, 0])
+        c["len"].append(ev.span[a:b][rows, 1].astype(np.int32))
+        c["count"].append(counts)
+        return int((~known[inverse[keep]]).sum())
 
-    # Kinds (labels, coloured alike) and full names.
-    plane_md = ev.plane[rows].astype(np.int64) * (1 << 40) + ev.metadata_id[rows]
-    keys, key_of = np.unique(plane_md, return_inverse=True)
-    key_labels = [label_of[(int(k >> 40), int(k & ((1 << 40) - 1)))] for k in keys.tolist()]
-    name_table, name = _intern([full for full, _ in key_labels], key_of)
-    kind_names, kind = _intern([label for _, label in key_labels], key_of)
-
-    metadata_stats = [_metadata_stats(space, k) for k in range(len(space.planes))]
-    return _Part(groups=groups, lane_group=lane_group, lane_names=lane_names, lane_of=lane_of.astype(np.int64),
-                 depth=depth, start_abs_ps=start, duration_ps=dur, kind_names=kind_names, kind=kind,
-                 name_table=name_table, name=name, file=file_index, offsets=ev.span[rows, 0].copy(),
-                 lengths=ev.span[rows, 1].astype(np.int32), stat_names=[p.stat_names for p in space.planes],
-                 metadata_stats=metadata_stats, plane_key=ev.plane[rows].astype(np.int32),
-                 metadata_id=ev.metadata_id[rows].copy(), line_ts=np.array([space.lines[i].timestamp_ns for i in range(len(space.lines))], np.int64)[line] if len(line) else np.zeros(0, np.int64),
-                 markers_abs_ps=_step_markers(space), warnings=warnings)
-
-
-def _intern(values: list[str], key_of: np.ndarray) -> tuple[list[str], np.ndarray]:
-    """Distinct sorted values and each event's index into them."""
-    table = sorted(set(values))
-    index = {v: i for i, v in enumerate(table)}
-    ids = np.array([index[v] for v in values], np.int32)
-    return table, ids[key_of] if len(values) else np.zeros(0, np.int32)
+    def timeline(self) -> Timeline:
+        c = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in self.columns.items()}
+        if not len(c["start"]):
+            raise ProfileError(f"{', '.join(str(p) for p in self.paths)}: the profile holds no timed events "
+                               "(no lines with events on any plane)")
+        origin_ns = int(c["start"].min() // 1000)
+        origin_ps = origin_ns * 1000
+        lane_group = np.asarray(self.lane_group, np.int32)
+        used = np.unique(lane_group)  # planes without events (metadata, empty) get no header
+        source = EventSource(paths=self.paths, offsets=c["off"], lengths=c["len"].astype(np.int32),
+                             lane_file=np.asarray(self.lane_file, np.int32),
+                             lane_timestamp_ns=np.asarray(self.lane_ts, np.int64),
+                             lane_plane=np.asarray(self.lane_plane, np.int32), stat_names=self.stat_names,
+                             metadata_stats=self.metadata_stats)
+        timeline = Timeline(
+            groups=[self.groups[g] for g in used.tolist()], lane_group=np.searchsorted(used, lane_group).astype(np.int32),
+            lane_names=self.lane_names, lane_offsets=np.r_[0, np.cumsum(c["count"])].astype(np.int64),
+            start_ps=c["start"] - origin_ps, duration_ps=c["dur"], kind=c["kind"].astype(np.int32), kinds=list(self.kinds),
+            names=StringTable(list(self.names), c["name"].astype(np.int32)), origin_ns=origin_ns,
+            source=", ".join(str(p) for p in self.paths), warnings=self.warnings,
+            markers_ps=np.unique(np.concatenate(self.markers) - origin_ps))
+        timeline.details = lambda i: event_details(timeline, source, i)
+        timeline.records = source
+        return timeline
 
 
 def _metadata_stats(space: XSpaceData, plane: int) -> dict[int, list[tuple[str, str]]]:
@@ -202,78 +219,22 @@ def _step_markers(space: XSpaceData) -> np.ndarray:
     return np.unique(np.r_[start, (start + np.maximum(ev.duration_ps[rows], 0)).max()])
 
 
-def _assemble(parts: list[_Part], paths: list[Path]) -> Timeline:
-    groups, lane_group, lane_names = [], [], []
-    lane_base = group_base = 0
-    cols = {k: [] for k in ("lane", "start", "dur", "kind", "name", "file", "off", "len", "plane", "md", "ts")}
-    kinds = sorted({k for p in parts for k in p.kind_names})
-    kind_index = {s: i for i, s in enumerate(kinds)}
-    name_table = sorted({k for p in parts for k in p.name_table})
-    name_index = {s: i for i, s in enumerate(name_table)}
-    stat_names, metadata_stats, warnings = [], [], []
-    for p in parts:
-        remap_kind = np.array([kind_index[s] for s in p.kind_names], np.int32)
-        remap_name = np.array([name_index[s] for s in p.name_table], np.int32)
-        cols["lane"].append(p.lane_of + lane_base)
-        cols["start"].append(p.start_abs_ps)
-        cols["dur"].append(p.duration_ps)
-        cols["kind"].append(remap_kind[p.kind] if len(p.kind) else p.kind)
-        cols["name"].append(remap_name[p.name] if len(p.name) else p.name)
-        cols["file"].append(np.full(len(p.kind), p.file, np.int16))
-        cols["off"].append(p.offsets)
-        cols["len"].append(p.lengths)
-        cols["plane"].append(p.plane_key + len(stat_names))
-        cols["md"].append(p.metadata_id)
-        cols["ts"].append(p.line_ts)
-        groups += p.groups
-        lane_group += [g + group_base for g in p.lane_group]
-        lane_names += p.lane_names
-        lane_base += len(p.lane_names)
-        group_base += len(p.groups)
-        stat_names += p.stat_names
-        metadata_stats += p.metadata_stats
-        warnings += p.warnings
-    c = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()}
-    if not len(c["start"]):
-        raise ProfileError(f"{', '.join(str(p) for p in paths)}: the profile holds no timed events "
-                           "(no lines with events on any plane)")
-    order = np.lexsort((c["start"], c["lane"]))
-    c = {k: v[order] for k, v in c.items()}
-    origin_ns = int(c["start"].min() // 1000)
-    markers = np.concatenate([p.markers_abs_ps for p in parts]) - origin_ns * 1000
-    # Drop groups without lanes (the Task Environment plane, empty planes).
-    used = sorted(set(lane_group))
-    remap = {g: i for i, g in enumerate(used)}
-    source = EventSource(paths=list(paths), file=c["file"], offsets=c["off"], lengths=c["len"], stat_names=stat_names,
-                         metadata_stats=metadata_stats, plane_of=c["plane"], metadata_id=c["md"],
-                         line_timestamp_ns=c["ts"])
-    timeline = Timeline(
-        groups=[groups[g] for g in used], lane_group=np.array([remap[g] for g in lane_group], np.int32),
-        lane_names=lane_names, lane_offsets=np.searchsorted(c["lane"], np.arange(len(lane_names) + 1)).astype(np.int64),
-        start_ps=c["start"] - origin_ns * 1000, duration_ps=c["dur"], kind=c["kind"].astype(np.int32), kinds=kinds,
-        names=StringTable(name_table, c["name"].astype(np.int32)), origin_ns=origin_ns,
-        source=", ".join(str(p) for p in paths), warnings=warnings, markers_ps=np.unique(markers))
-    timeline.details = lambda i: event_details(timeline, source, i)
-    timeline.records = source
-    return timeline
-
-
 def event_details(timeline: Timeline, source: EventSource, i: int) -> list[tuple[str, str]]:
     """Name, where, when, then every stat of the event and of its metadata."""
     lane = timeline.lane_of(i)
     rows = [("plane", timeline.groups[timeline.lane_group[lane]]),
             ("line", _lane_line_name(timeline, lane))]
     try:
-        event = source.event(i)
+        event = source.event(i, lane)
     except (OSError, ValueError) as e:
         return rows + [("error", f"could not read the event back from the file: {e}")]
-    names = source.stat_names[source.plane_of[i]]
+    plane = source.lane_plane[lane]
+    names = source.stat_names[plane]
     rows += [("metadata id", str(event.metadata_id)), ("offset", f"{event.offset_ps} ps"),
-             ("line timestamp", f"{source.line_timestamp_ns[i]} ns")]
+             ("line timestamp", f"{source.lane_timestamp_ns[lane]} ns")]
     rows += [stat_text(s, names) for s in event.stats]
     own = {name for name, _ in rows}
-    rows += [(name, value) for name, value in source.metadata_stats[source.plane_of[i]].get(int(source.metadata_id[i]), [])
-             if name not in own]
+    rows += [(name, value) for name, value in source.metadata_stats[plane].get(event.metadata_id, []) if name not in own]
     return rows
 
 
