@@ -853,26 +853,28 @@ done:
  * events sorted by (segment, start, end descending); each event's parent is
  * the nearest event on the stack of open events that contains it ([start,
  * end] within the parent's), popping those that do not. Skipped events
- * (async) neither get a parent nor become one. Returns int32 parent per
- * event (by event index, -1 for none). */
+ * (async) neither get a parent nor become one; order None means the events
+ * are in that order already. Returns int32 parent per event (by event
+ * index, -1 for none). */
 static PyObject *nest_parents(PyObject *self, PyObject *args) {
     PyObject *order_obj, *seg_obj, *starts_obj, *ends_obj, *skip_obj;
     if (!PyArg_ParseTuple(args, "OOOOO", &order_obj, &seg_obj, &starts_obj, &ends_obj, &skip_obj)) return NULL;
-    PyArrayObject *order = (PyArrayObject *)PyArray_FROMANY(order_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyArrayObject *order = order_obj == Py_None ? NULL
+        : (PyArrayObject *)PyArray_FROMANY(order_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
     PyArrayObject *seg = (PyArrayObject *)PyArray_FROMANY(seg_obj, NPY_INT32, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
     PyArrayObject *starts = (PyArrayObject *)PyArray_FROMANY(starts_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
     PyArrayObject *ends = (PyArrayObject *)PyArray_FROMANY(ends_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
     PyArrayObject *skip = (PyArrayObject *)PyArray_FROMANY(skip_obj, NPY_BOOL, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
     PyObject *out = NULL;
     int64_t *stack = NULL;
-    if (!order || !seg || !starts || !ends || !skip) goto done;
+    if ((!order && order_obj != Py_None) || !seg || !starts || !ends || !skip) goto done;
     npy_intp n = PyArray_DIM(starts, 0);
-    if (PyArray_DIM(order, 0) != n || PyArray_DIM(seg, 0) != n || PyArray_DIM(ends, 0) != n || PyArray_DIM(skip, 0) != n) {
+    if ((order && PyArray_DIM(order, 0) != n) || PyArray_DIM(seg, 0) != n || PyArray_DIM(ends, 0) != n || PyArray_DIM(skip, 0) != n) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
         goto done;
     }
-    const int64_t *o = PyArray_DATA(order);
-    for (npy_intp i = 0; i < n; i++) {
+    const int64_t *o = order ? PyArray_DATA(order) : NULL;
+    for (npy_intp i = 0; o && i < n; i++) {
         if (o[i] < 0 || o[i] >= n) {
             PyErr_SetString(PyExc_ValueError, "order is not a permutation of the events");
             goto done;
@@ -893,8 +895,8 @@ static PyObject *nest_parents(PyObject *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     npy_intp depth = 0;
     for (npy_intp j = 0; j < n; j++) {
-        int64_t i = o[j];
-        if (j && g[i] != g[o[j - 1]]) depth = 0;
+        int64_t i = o ? o[j] : j, prev = o && j ? o[j - 1] : j - 1;
+        if (j && g[i] != g[prev]) depth = 0;
         parent[i] = -1;
         if (k[i]) continue;
         while (depth) {

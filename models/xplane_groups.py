@@ -55,7 +55,7 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
     line = ev.line[rows]
     new_line = np.r_[False, line[1:] != line[:-1]]
     in_order = bool(np.all(new_line[1:] | (start[1:] > start[:-1]) | ((start[1:] == start[:-1]) & (end[1:] <= end[:-1]))))
-    order = np.arange(n) if in_order else np.lexsort((-end, start, line))
+    order = None if in_order else np.lexsort((-end, start, line))
     skip = np.zeros(n, bool)
     skip[stats["is_async"].rows[stats["is_async"].ints_present() != 0]] = True
     parent = wire.nest_parents(order, line, start, end, skip)

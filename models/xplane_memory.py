@@ -50,7 +50,9 @@ def memory_profile_of(space: XSpaceData, task: TaskState | None = None) -> Memor
     rows = np.flatnonzero((ev.plane == plane) & np.isin(ev.metadata_id, list(memory_md)) & ~ev.aggregated)
     if not len(rows):
         raise ProfileError(f"{space.path}: the profile holds no memory events. {NO_MEMORY_EVENTS_HINT}")
-    steps = group_events(space, plane).of_events(rows).astype(np.int64)
+    groups = group_events(space, plane)
+    steps = groups.of_events(rows).astype(np.int64)
+    del groups
     task.raise_if_cancelled()
     task.report(0.75, "Reading memory events")
     st = space.dense_stats(rows, plane, list(INT_STATS + STRING_STATS) + ["fragmentation", "group_id"])
@@ -77,15 +79,15 @@ def memory_profile_of(space: XSpaceData, task: TaskState | None = None) -> Memor
     for mid in sorted(set(memory_id.tolist())):
         task.raise_if_cancelled()
         sel = np.flatnonzero(memory_id == mid)  # file order
-        snaps = Snapshots(
+        sel = sel[np.argsort(time_ps[sel], kind="stable")]  # time order, ties in file order
+        timeline = Snapshots(
             time_ps=time_ps[sel], stack=st.ints("bytes_reserved")[sel], heap=st.ints("bytes_allocated")[sel],
             free=st.ints("bytes_available")[sel], fragmentation=st.doubles("fragmentation")[sel],
             peak_in_use=st.ints("peak_bytes_in_use")[sel], activity=activity[sel].astype(np.int64),
             requested=st.ints("requested_bytes")[sel], allocation=st.ints("allocation_bytes")[sel],
             address=st.ints("addr")[sel], step=steps[sel], op=st.strings("tf_op")[sel],
             region=st.strings("region_type")[sel], dtype=dtype[sel], shape=st.strings("shape")[sel], strings=strings)
-        summary = _summary_in_file_order(snaps)
-        timeline = snaps.take(np.argsort(snaps.time_ps, kind="stable"))
+        summary = _summary_in_file_order(timeline, sel)
         _fix_steps(timeline.step)
         _copy_allocation_metadata(timeline)
         counts = np.bincount(timeline.activity, minlength=5)
@@ -106,15 +108,17 @@ def data_type_string(code: int) -> str:
         return f"unknown dtype enum ({code})"
 
 
-def _summary_in_file_order(s: Snapshots) -> MemorySummary:
+def _summary_in_file_order(s: Snapshots, file_position: np.ndarray) -> MemorySummary:
     """XProf updates the summary event by event in file order: the peak is the
     last event reaching the highest stack + heap, the lifetime peak is what
     the last event reports."""
     in_use = s.in_use
-    i = int(np.flatnonzero(in_use == in_use.max())[-1])
+    top = np.flatnonzero(in_use == in_use.max())
+    i = int(top[np.argmax(file_position[top])])
+    last = int(np.argmax(file_position))
     return MemorySummary(
         num_allocations=0, num_deallocations=0,
-        memory_capacity=int(s.stack[i] + s.heap[i] + s.free[i]), peak_bytes_lifetime=int(s.peak_in_use[-1]),
+        memory_capacity=int(s.stack[i] + s.heap[i] + s.free[i]), peak_bytes_lifetime=int(s.peak_in_use[last]),
         peak_time_ps=int(s.time_ps[i]), peak_stack=int(s.stack[i]), peak_heap=int(s.heap[i]),
         peak_free=int(s.free[i]), peak_fragmentation=float(s.fragmentation[i]))
 
