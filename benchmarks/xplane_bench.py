@@ -110,13 +110,15 @@ def generate(n: int, path: Path) -> None:
 
 
 def repeat_real(n: int, source: Path, path: Path) -> None:
-    """The real profile's lines, their events repeated one span later each time."""
+    """The real profile's lines, their events repeated one span later each
+    time, with fresh context ids per copy (as later steps would have)."""
     space = xplane_pb2.XSpace()
     space.ParseFromString(source.read_bytes())
     host = next(p for p in space.planes if p.name == "/host:CPU")
     count = sum(len(line.events) for line in host.lines)
     span = max(e.offset_ps + e.duration_ps for line in host.lines for e in line.events) + 1_000_000
     copies = max(n // count, 1)
+    context_ids = {k for k, m in host.stat_metadata.items() if m.name in ("_p", "_c")}
     for line in host.lines:
         original = list(line.events)
         for c in range(1, copies):
@@ -124,6 +126,11 @@ def repeat_real(n: int, source: Path, path: Path) -> None:
                 ev = line.events.add()
                 ev.CopyFrom(e)
                 ev.offset_ps = e.offset_ps + c * span
+                for stat in ev.stats:
+                    if stat.metadata_id in context_ids and stat.WhichOneof("value") == "uint64_value":
+                        stat.uint64_value = (stat.uint64_value + c * 1_000_003) % 2**64
+                    elif stat.metadata_id in context_ids:
+                        stat.int64_value = stat.int64_value + c * 1_000_003
     path.write_bytes(space.SerializeToString())
 
 

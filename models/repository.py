@@ -32,6 +32,7 @@ from models.timeline import Timeline
 from models.xplane import host_of_xplane
 from models.xplane_memory import xplane_memory_profile
 from models.xplane_timeline import load_xplane_timeline
+from models.xplane_trace import trace_viewer_json
 
 MEMORY_PROFILE = "memory_profile"
 TRACE_VIEWER = "trace_viewer"
@@ -228,6 +229,8 @@ class LocalRepository(ProfileRepository):
 
     def chrome_trace(self, session: str, host: str, step: str = "", task: TaskState | None = None) -> bytes:
         host, files = self._files(session, host, TRACE_VIEWER)
+        if files.xplane is not None:
+            return trace_viewer_json(files.xplane, host, task)
         return chrome_trace_json(self._step_source(files, step, task), task)
 
     def _tags(self, files: _HostFiles) -> dict[str, Path]:

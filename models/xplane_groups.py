@@ -68,10 +68,14 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
     pt, p_id, ct, c_id = (stats[k] for k in ("_pt", "_p", "_ct", "_c"))
     prod = np.intersect1d(pt.rows, p_id.rows)
     cons = np.intersect1d(ct.rows, c_id.rows)
-    if len(prod) and len(cons):
-        s, d = _join(pt.at(prod), p_id.at(prod), ct.at(cons), c_id.at(cons))
-        src.append(prod[s].astype(np.int32))
-        dst.append(cons[d].astype(np.int32))
+    # Each (type, id) context is a node of its own (index n + k): producers
+    # lead to it, it leads to the consumers. XProf links every producer to
+    # every consumer; this reaches the same events without the product.
+    keys = np.unique(np.concatenate([np.stack([pt.at(prod), p_id.at(prod)], axis=1),
+                                     np.stack([ct.at(cons), c_id.at(cons)], axis=1)]), axis=0, return_inverse=True)[1].ravel()
+    num_contexts = int(keys.max()) + 1 if len(keys) else 0
+    src += [prod.astype(np.int32), (n + keys[len(prod):]).astype(np.int32)]
+    dst += [(n + keys[:len(prod)]).astype(np.int32), cons.astype(np.int32)]
     roots, loop_src, loop_dst = _loop_roots(space, plane, rows, start, stats)
     src.append(loop_src.astype(np.int32))
     dst.append(loop_dst.astype(np.int32))
@@ -86,9 +90,9 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
     # CSR adjacency, then each root claims what it reaches among the unclaimed.
     by_src = np.argsort(src, kind="stable")
     child = dst[by_src]
-    offsets = np.searchsorted(src[by_src], np.arange(n + 1))
+    offsets = np.searchsorted(src[by_src], np.arange(n + num_contexts + 1))
     del by_src, src, dst
-    local = np.full(n, -1, np.int32)
+    local = np.full(n + num_contexts, -1, np.int32)
     kept_roots = []
     for r in roots.tolist():
         if local[r] >= 0:
@@ -102,36 +106,17 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
             if not counts.sum():
                 break
             nxt = np.unique(child[np.repeat(offsets[frontier], counts) + _ranges(counts)])
-            nxt = nxt[local[nxt] < 0]
-            local[nxt] = gid
+            nxt = nxt[(local[nxt] < 0) | ((nxt >= n) & (local[nxt] != gid))]
+            local[nxt] = gid  # a context is passed by every root that reaches it, once
             frontier = nxt
     names = [_group_name(space, plane, rows, r, gid, stats) for gid, r in enumerate(kept_roots)]
-    return Groups(rows, local, rows[np.asarray(kept_roots, np.int64)], names)
+    return Groups(rows, local[:n], rows[np.asarray(kept_roots, np.int64)], names)
 
 
 def _ranges(counts: np.ndarray) -> np.ndarray:
     """0..c-1 for each count c, concatenated."""
     ends = np.cumsum(counts)
     return np.arange(ends[-1]) - np.repeat(ends - counts, counts)
-
-
-def _join(pt, p, ct, c) -> tuple[np.ndarray, np.ndarray]:
-    """All (producer, consumer) pairs with equal (type, id)."""
-    keys_p = np.stack([pt, p], axis=1)
-    keys_c = np.stack([ct, c], axis=1)
-    uniq, inv = np.unique(np.concatenate([keys_p, keys_c]), axis=0, return_inverse=True)
-    inv = inv.ravel()
-    kp, kc = inv[:len(pt)], inv[len(pt):]
-    order_c = np.argsort(kc, kind="stable")
-    kc_sorted = kc[order_c]
-    lo = np.searchsorted(kc_sorted, kp, side="left")
-    hi = np.searchsorted(kc_sorted, kp, side="right")
-    counts = hi - lo
-    if not counts.sum():
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    s = np.repeat(np.arange(len(pt)), counts)
-    d = order_c[np.repeat(lo, counts) + _ranges(counts)]
-    return s, d
 
 
 def _loop_roots(space: XSpaceData, plane: int, rows, start, stats):

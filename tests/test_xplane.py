@@ -241,3 +241,17 @@ def test_a_real_jax_profile():
     assert dict(tl.details(i))["hlo_module"] == "jit_train_step"
     with pytest.raises(ProfileError, match="JAX records no such events"):
         xplane_memory_profile(path)
+
+
+@pytest.mark.parametrize("name", ["small", "jax"])
+def test_trace_export_equals_xprofs_trace_viewer(tmp_path, name):
+    """Same events in the same order, names, timestamps, durations, pids, tids,
+    process and thread names, and args (XProf's run-dependent flow ids and
+    its is_eager flag aside)."""
+    out = tmp_path / "trace.json"
+    assert main(["export", str(XPROF / f"{name}.xplane.pb"), "--tool", "trace_viewer", "-o", str(out)]) == 0
+    ours = json.loads(out.read_text())["traceEvents"]
+    theirs = xprof_output(f"{name}.trace_viewer.json.gz")["traceEvents"]
+    strip = lambda e: {**e, "args": {k: v for k, v in e.get("args", {}).items() if k not in ("flow", "is_eager")}}
+    assert [strip(e) for e in ours] == [strip(e) for e in theirs]
+    assert sum(e.get("ph") == "X" for e in ours) > 200
