@@ -116,3 +116,31 @@ def test_cancelled_state_raises():
     task.cancel()
     with pytest.raises(Cancelled):
         task.report(0.1)
+
+
+def test_xplane_session_with_two_hosts(qtbot, window, tmp_path):
+    import shutil
+
+    from conftest import DATA
+
+    session = tmp_path / "logs" / "plugins" / "profile" / "2026_11_22_09_00_00"
+    session.mkdir(parents=True)
+    shutil.copy(DATA / "xprof" / "small.xplane.pb", session / "a.xplane.pb")
+    shutil.copy(DATA / "xprof" / "jax.xplane.pb", session / "b.xplane.pb")
+    open_and_wait(qtbot, window, tmp_path / "logs")
+    item = window.tree.topLevelItem(0)
+    assert [item.child(i).text(0) for i in range(item.childCount())] == ["a", "b", "All hosts"]
+    assert window.current_timeline == ("2026_11_22_09_00_00", "a")
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window._on_tree_item(item.child(0).child(0))  # a / Memory
+    assert window.memory_view.table.model.rowCount() == 11
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window._on_tree_item(item.child(2))
+    assert window.current_timeline == ("2026_11_22_09_00_00", "")
+    assert window.timeline_view.timeline.groups == ["a /host:CPU", "b /host:CPU"]
+    assert "All hosts" in window.status.text()
+    memory_b = item.child(1).child(0)
+    assert memory_b.text(0) == "Memory"
+    with qtbot.waitSignal(window.runner.failed, timeout=20000):
+        window._on_tree_item(memory_b)
+    assert "JAX records no such events" in window.status.text()
