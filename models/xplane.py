@@ -79,7 +79,6 @@ class Plane:
     # Event metadata id -> (name, display_name, byte span of the metadata's stats).
     event_metadata: dict[int, tuple[str, str, list[tuple[int, int]]]]
     stat_names: dict[int, str]  # stat metadata id -> name
-    stats_span: list[tuple[int, int]]  # the plane's own stats
 
     def event_label(self, metadata_id: int) -> str:
         md = self.event_metadata.get(metadata_id)
@@ -126,23 +125,15 @@ class XSpaceData:
                 return i
         return -1
 
-    @property
-    def line_timestamp_ps(self) -> np.ndarray:
-        return np.array([ln.timestamp_ns for ln in self.lines], np.int64) * 1000
-
-    def start_ps(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
-        """Absolute start times (ps since the epoch) of events."""
-        ev = self.events
-        return self.line_timestamp_ps[ev.line[rows]] + ev.offset_ps[rows]
-
-    def text(self, span) -> str:
-        o, n = int(span[0]), int(span[1])
-        return bytes(self.buf[o:o + n]).decode("utf-8", "replace") if o >= 0 else ""
+    def start_ps(self, rows: np.ndarray) -> np.ndarray:
+        """Absolute start times (ps) of events: line timestamp plus offset."""
+        line_ps = np.array([ln.timestamp_ns for ln in self.lines], np.int64) * 1000
+        return line_ps[self.events.line[rows]] + self.events.offset_ps[rows]
 
     def stats(self, rows: np.ndarray, plane: int, names: list[str], chunk: int = 1 << 17) -> dict[str, StatColumn]:
         """Named stats of the given events (all of one plane), read in chunks
-        and kept only where present. The last occurrence wins, as in XProf;
-        a stat the event lacks is taken from its event metadata."""
+        and kept only where present. As XProf's GetStat: the event's own
+        stats (not its metadata's), the last occurrence winning."""
         p = self.planes[plane]
         wanted = [(sid, name) for name in names for sid in p.stat_ids(name)]
         ids = np.asarray([sid for sid, _ in wanted], np.int64)
@@ -154,9 +145,7 @@ class XSpaceData:
                 here = np.flatnonzero(cases[:, k])
                 if len(here):
                     found[name].append((a + here, cases[here, k], values[here, k], lengths[here, k]))
-        cols = {name: StatColumn.join(len(rows), parts) for name, parts in found.items()}
-        self._add_metadata_stats(rows, p, wanted, ids, cols)
-        return cols
+        return {name: StatColumn.join(len(rows), parts) for name, parts in found.items()}
 
     def dense_stats(self, rows: np.ndarray, plane: int, names: list[str], chunk: int = 1 << 16) -> DenseStats:
         """Named stats of many events as full columns, built chunk by chunk
@@ -195,24 +184,6 @@ class XSpaceData:
             remap = [index.setdefault(p.stat_names.get(int(r), ""), len(index)) for r in refs.tolist()]
             out[is_ref] = np.array(remap, np.int32)[inverse]
         return out
-
-    def _add_metadata_stats(self, rows, p: Plane, wanted, ids, cols) -> None:
-        for mid, (_name, _display, spans) in p.event_metadata.items():
-            if not spans or not len(ids):
-                continue
-            cases, values, lengths = wire.stat_columns(self.buf, np.asarray(spans, np.int64), EVENT_METADATA_STATS, ids)
-            at = None
-            for k, (_sid, name) in enumerate(wanted):
-                if cases[0, k]:
-                    if at is None:
-                        at = np.flatnonzero(self.events.metadata_id[rows] == mid)
-                    col = cols[name]
-                    missing = at[~col.present[at]]
-                    if len(missing):
-                        one = np.ones(len(missing), np.int64)
-                        cols[name] = StatColumn.join(col.n, [(col.rows, col.case, col.value, col.length),
-                                                             (missing, one.astype(np.int8) * cases[0, k],
-                                                              one * values[0, k], one * lengths[0, k])])
 
 
 @dataclass
@@ -258,12 +229,6 @@ class StatColumn:
         order = np.argsort(rows, kind="stable")
         return cls(n, rows[order], case[order], value[order], length[order])
 
-    @property
-    def present(self) -> np.ndarray:
-        out = np.zeros(self.n, bool)
-        out[self.rows] = True
-        return out
-
     def ints_present(self) -> np.ndarray:
         """IntValue of the events that have the stat (aligned with rows)."""
         return np.where((self.case == STAT_INT64) | (self.case == STAT_UINT64), self.value, 0)
@@ -271,33 +236,6 @@ class StatColumn:
     def at(self, rows: np.ndarray) -> np.ndarray:
         """IntValue at some of the rows that have the stat."""
         return self.ints_present()[np.searchsorted(self.rows, rows)]
-
-    def ints(self, default: int = 0) -> np.ndarray:
-        """XProf's IntValue: int64 and uint64 values (others count as 0)."""
-        out = np.full(self.n, default, np.int64)
-        out[self.rows] = self.ints_present()
-        return out
-
-    def doubles(self) -> np.ndarray:
-        out = np.zeros(self.n, np.float64)
-        out[self.rows] = np.where(self.case == STAT_DOUBLE, self.value.view(np.float64), 0.0)
-        return out
-
-    def strings(self, space: XSpaceData, plane: int) -> tuple[np.ndarray, list[str]]:
-        """XProf's StrOrRefValue as (ids, table); id 0 is "" (also for absent stats)."""
-        names = space.planes[plane].stat_names
-        index, ids = {"": 0}, np.zeros(self.n, np.int32)
-        is_str = self.case == STAT_STR
-        if is_str.any():
-            sid, strs = wire.intern_strings(space.buf, np.stack([self.value[is_str], self.length[is_str]], axis=1))
-            remap = np.array([index.setdefault(s, len(index)) for s in strs], np.int32)
-            ids[self.rows[is_str]] = remap[sid]
-        is_ref = self.case == STAT_REF
-        if is_ref.any():
-            refs, inverse = np.unique(self.value[is_ref], return_inverse=True)
-            remap = np.array([index.setdefault(names.get(int(r), ""), len(index)) for r in refs], np.int32)
-            ids[self.rows[is_ref]] = remap[inverse]
-        return ids, list(index)
 
 
 def read_xspace(path: Path, task: TaskState | None = None, host: str = "") -> XSpaceData:
@@ -321,8 +259,8 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
         raise ProfileError(f"{path}: the XSpace holds no planes; is it an xplane.pb?")
     task.report(0.45, "Decoding planes")
     plane_id, plane_name = wire.decode_messages(buf, plane_spans, [(PLANE_ID, "i"), (PLANE_NAME, "s")])
-    (line_plane, line_spans), (emd_plane, emd_spans), (smd_plane, smd_spans), (pst_plane, pst_spans) = wire.find_children(
-        buf, plane_spans, [PLANE_LINES, PLANE_EVENT_METADATA, PLANE_STAT_METADATA, PLANE_STATS])
+    (line_plane, line_spans), (emd_plane, emd_spans), (smd_plane, smd_spans) = wire.find_children(
+        buf, plane_spans, [PLANE_LINES, PLANE_EVENT_METADATA, PLANE_STAT_METADATA])
     line_cols = wire.decode_messages(buf, line_spans, [
         (LINE_ID, "i"), (LINE_DISPLAY_ID, "i"), (LINE_NAME, "s"), (LINE_DISPLAY_NAME, "s"),
         (LINE_TIMESTAMP_NS, "i"), (LINE_DURATION_PS, "i")])
@@ -335,8 +273,7 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
         planes.append(Plane(
             id=int(plane_id[k]), name=_text(buf, plane_name[k]),
             lines=[lines[i] for i in np.flatnonzero(line_plane == k)],
-            event_metadata=event_md[k], stat_names=stat_md[k],
-            stats_span=[tuple(s) for s in pst_spans[pst_plane == k].tolist()]))
+            event_metadata=event_md[k], stat_names=stat_md[k]))
     task.raise_if_cancelled()
     task.report(0.55, "Decoding events")
     ((event_line, event_spans),) = wire.find_children(buf, line_spans, [LINE_EVENTS])

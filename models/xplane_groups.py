@@ -5,10 +5,12 @@ XProf gives every event a `group_id` (its step) before its tools run:
 - an event with a producer context (`_pt`, `_p`) leads to the events with
   the same consumer context (`_ct`, `_c`), e.g. a Python step to the executor
   threads that ran it;
-- TensorFlow while-loops (ExecutorState::Process with `step_id` and
+- TensorFlow while-loops (ExecutorState::Process with step `id` and
   `iter_num`) make each iteration's first executor event a root;
 - otherwise the roots are the events with a root level (`_r`), taken by
   level (highest first), then by start time;
+- async events (`_a`) do not nest; contexts with 64 or more producers and
+  consumers link nothing;
 - each root in turn claims, as group 0, 1, ..., every event it reaches
   through those links that no earlier root claimed.
 """
@@ -23,7 +25,9 @@ from models import _protowire as wire
 from models.xplane import XSpaceData
 
 EXECUTOR_STATE_PROCESS = "ExecutorState::Process"
-GROUP_STATS = ("_r", "_pt", "_p", "_ct", "_c", "is_async", "step_id", "iter_num", "step_num")
+GROUP_STATS = ("_r", "_pt", "_p", "_ct", "_c", "_a", "id", "iter_num", "step_num")
+# XProf links no producer to no consumer of a context that has this many of both.
+MAX_CONTEXT_FANOUT = 64
 
 
 @dataclass
@@ -57,7 +61,7 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
     in_order = bool(np.all(new_line[1:] | (start[1:] > start[:-1]) | ((start[1:] == start[:-1]) & (end[1:] <= end[:-1]))))
     order = None if in_order else np.lexsort((-end, start, line))
     skip = np.zeros(n, bool)
-    skip[stats["is_async"].rows[stats["is_async"].ints_present() != 0]] = True
+    skip[stats["_a"].rows[stats["_a"].ints_present() != 0]] = True
     parent = wire.nest_parents(order, line, start, end, skip)
     del order, skip, end, new_line
 
@@ -68,23 +72,32 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
     pt, p_id, ct, c_id = (stats[k] for k in ("_pt", "_p", "_ct", "_c"))
     prod = np.intersect1d(pt.rows, p_id.rows)
     cons = np.intersect1d(ct.rows, c_id.rows)
+    if _has_stat(space, plane, "id") and _has_stat(space, plane, "iter_num"):
+        # XProf replaces the producer context of executor events carrying a
+        # step id and iteration with a legacy one (for TPU ops): theirs is lost.
+        executors = _events_named(space, plane, rows[prod], EXECUTOR_STATE_PROCESS)
+        both = np.intersect1d(stats["id"].rows, stats["iter_num"].rows)
+        prod = prod[~(executors & np.isin(prod, both))]
     # Each (type, id) context is a node of its own (index n + k): producers
     # lead to it, it leads to the consumers. XProf links every producer to
     # every consumer; this reaches the same events without the product.
     keys = np.unique(np.concatenate([np.stack([pt.at(prod), p_id.at(prod)], axis=1),
                                      np.stack([ct.at(cons), c_id.at(cons)], axis=1)]), axis=0, return_inverse=True)[1].ravel()
     num_contexts = int(keys.max()) + 1 if len(keys) else 0
+    fanout = (np.bincount(keys[:len(prod)], minlength=num_contexts) >= MAX_CONTEXT_FANOUT) & \
+        (np.bincount(keys[len(prod):], minlength=num_contexts) >= MAX_CONTEXT_FANOUT)
+    if fanout.any():
+        keep_p, keep_c = ~fanout[keys[:len(prod)]], ~fanout[keys[len(prod):]]
+        prod, cons, keys = prod[keep_p], cons[keep_c], np.r_[keys[:len(keep_p)][keep_p], keys[len(keep_p):][keep_c]]
     src += [prod.astype(np.int32), (n + keys[len(prod):]).astype(np.int32)]
     dst += [(n + keys[:len(prod)]).astype(np.int32), cons.astype(np.int32)]
     roots, loop_src, loop_dst = _loop_roots(space, plane, rows, start, stats)
     src.append(loop_src.astype(np.int32))
     dst.append(loop_dst.astype(np.int32))
     src, dst = np.concatenate(src), np.concatenate(dst)
-    if not len(roots):
+    if not len(roots):  # every event with a root level (even 0), highest level first, then by time
         r = stats["_r"]
-        level = r.ints_present()
-        cand, level = r.rows[level != 0], level[level != 0]
-        roots = cand[np.lexsort((start[cand], -level))]
+        roots = r.rows[np.lexsort((start[r.rows], -r.ints_present()))]
     del start
 
     # CSR adjacency, then each root claims what it reaches among the unclaimed.
@@ -128,11 +141,11 @@ def _loop_roots(space: XSpaceData, plane: int, rows, start, stats):
     md = [mid for mid, (name, _d, _s) in p.event_metadata.items() if name == EXECUTOR_STATE_PROCESS]
     if not md:
         return none
-    ex = np.intersect1d(stats["step_id"].rows, stats["iter_num"].rows)
+    ex = np.intersect1d(stats["id"].rows, stats["iter_num"].rows)
     ex = ex[np.isin(space.events.metadata_id[rows[ex]], md)]
     if not len(ex):
         return none
-    step, it = stats["step_id"].at(ex), stats["iter_num"].at(ex)
+    step, it = stats["id"].at(ex), stats["iter_num"].at(ex)
     loops = [s for s in np.unique(step).tolist() if set(it[step == s].tolist()) != {0}]
     keep = np.isin(step, loops)
     ex, step, it = ex[keep], step[keep], it[keep]
@@ -145,6 +158,15 @@ def _loop_roots(space: XSpaceData, plane: int, rows, start, stats):
     roots = ex[first]
     roots = roots[np.argsort(start[roots], kind="stable")]
     return roots, ex[head[~first]], ex[~first]
+
+
+def _has_stat(space: XSpaceData, plane: int, name: str) -> bool:
+    return name in space.planes[plane].stat_names.values()
+
+
+def _events_named(space: XSpaceData, plane: int, events: np.ndarray, name: str) -> np.ndarray:
+    md = [mid for mid, (n, _d, _s) in space.planes[plane].event_metadata.items() if n == name]
+    return np.isin(space.events.metadata_id[events], md)
 
 
 def _group_name(space: XSpaceData, plane: int, rows, local: int, gid: int, stats) -> str:
