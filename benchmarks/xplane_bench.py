@@ -171,6 +171,44 @@ def run(python: str, code: str) -> tuple[list[float], float]:
     return values, int(lines[-2]) / 1024
 
 
+def redraw(path: Path) -> None:
+    """Frame times of the timeline widget (offscreen, 1600x1000) at several zooms."""
+    import os
+    import statistics
+
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtWidgets import QApplication
+
+    from models.xplane_timeline import load_xplane_timeline
+    from widgets.timeline_view import TimelineView
+
+    tl = load_xplane_timeline([path], ["bench"])
+    app = QApplication.instance() or QApplication([])
+    view = TimelineView()
+    view.resize(1600, 1000)
+    view.set_timeline(tl)
+    view.show()
+    app.processEvents()
+    canvas = view.canvas
+    a, b = tl.span_ps
+    i = len(tl) // 2
+    s = float(tl.start_ps[i])
+    for label, (x0, x1) in {"whole run": (a, b), "1/100": (s, s + (b - a) / 100),
+                            "1/10000": (s, s + (b - a) / 10000), "one event": (s, s + float(tl.duration_ps[i]) + 1)}.items():
+        canvas.fit(x0, x1)
+        canvas.repaint()
+        frames = []
+        for k in range(15):
+            canvas.pan(3 if k % 2 else -3)
+            t = time.perf_counter()
+            canvas.repaint()
+            frames.append(time.perf_counter() - t)
+        print(f"  redraw at {label:>10}: median {statistics.median(frames) * 1000:.1f} ms, "
+              f"max {max(frames) * 1000:.1f} ms per frame ({len(tl):,} events, {tl.num_lanes} lanes)")
+    view.close()
+    view.deleteLater()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=2_000_000)
@@ -209,6 +247,7 @@ def main() -> None:
             print(f"  XProf:     memory_profile {xm:.2f} s, trace_viewer {xt:.2f} s, total {xm + xt:.2f} s; "
                   f"peak RSS {xpeak:.0f} MiB = {xpeak / size:.2f}x the file")
             print(f"  Profscope is {(xm + xt) / (m + tl):.1f}x faster")
+        redraw(path)
 
 
 if __name__ == "__main__":

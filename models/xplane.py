@@ -197,9 +197,8 @@ class DenseStats:
     table: list[str]
 
     def ints(self, name: str) -> np.ndarray:
-        """XProf's IntValue (0 when absent or not an integer)."""
-        c = self.case[name]
-        return np.where((c == STAT_INT64) | (c == STAT_UINT64), self.value[name], 0)
+        """XProf's IntValue: the int64 value (0 when absent or of another type)."""
+        return np.where(self.case[name] == STAT_INT64, self.value[name], 0)
 
     def doubles(self, name: str) -> np.ndarray:
         return np.where(self.case[name] == STAT_DOUBLE, self.value[name].view(np.float64), 0.0)
@@ -229,13 +228,15 @@ class StatColumn:
         order = np.argsort(rows, kind="stable")
         return cls(n, rows[order], case[order], value[order], length[order])
 
-    def ints_present(self) -> np.ndarray:
-        """IntValue of the events that have the stat (aligned with rows)."""
-        return np.where((self.case == STAT_INT64) | (self.case == STAT_UINT64), self.value, 0)
+    def ints_present(self, unsigned_too: bool = False) -> np.ndarray:
+        """Values of the events that have the stat (aligned with rows): XProf's
+        IntValue (int64 only, else 0), or with unsigned_too its IntOrUintValue."""
+        ok = (self.case == STAT_INT64) | (unsigned_too & (self.case == STAT_UINT64))
+        return np.where(ok, self.value, 0)
 
-    def at(self, rows: np.ndarray) -> np.ndarray:
-        """IntValue at some of the rows that have the stat."""
-        return self.ints_present()[np.searchsorted(self.rows, rows)]
+    def at(self, rows: np.ndarray, unsigned_too: bool = False) -> np.ndarray:
+        """Values at some of the rows that have the stat."""
+        return self.ints_present(unsigned_too)[np.searchsorted(self.rows, rows)]
 
 
 def read_xspace(path: Path, task: TaskState | None = None, host: str = "") -> XSpaceData:

@@ -81,8 +81,9 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
     # Each (type, id) context is a node of its own (index n + k): producers
     # lead to it, it leads to the consumers. XProf links every producer to
     # every consumer; this reaches the same events without the product.
-    keys = np.unique(np.concatenate([np.stack([pt.at(prod), p_id.at(prod)], axis=1),
-                                     np.stack([ct.at(cons), c_id.at(cons)], axis=1)]), axis=0, return_inverse=True)[1].ravel()
+    keys = np.unique(np.concatenate([np.stack([pt.at(prod), p_id.at(prod, unsigned_too=True)], axis=1),
+                                     np.stack([ct.at(cons), c_id.at(cons, unsigned_too=True)], axis=1)]),
+                     axis=0, return_inverse=True)[1].ravel()
     num_contexts = int(keys.max()) + 1 if len(keys) else 0
     fanout = (np.bincount(keys[:len(prod)], minlength=num_contexts) >= MAX_CONTEXT_FANOUT) & \
         (np.bincount(keys[len(prod):], minlength=num_contexts) >= MAX_CONTEXT_FANOUT)
