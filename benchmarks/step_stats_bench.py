@@ -24,6 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.timeline_frames import frame_times, open_view, print_redraw_times  # noqa: E402
 from protos import step_stats_pb2, types_pb2  # noqa: E402
 
 DEVICES = 16
@@ -115,42 +116,13 @@ def main() -> None:
     print(f"model memory: {total / len(tl):.0f} bytes/node (columns+names {tl.nbytes / len(tl):.0f}, detail offsets "
           f"{details / len(tl):.0f}, drawing indexes {lanes_bytes / len(tl):.0f}; target < 200) over {tl.num_lanes} lanes")
 
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtWidgets import QApplication
-
-    from widgets.timeline_view import TimelineView
-
-    app = QApplication.instance() or QApplication([])
-    view = TimelineView()
-    view.resize(1600, 1000)
-    view.set_timeline(tl)
-    view.show()
-    app.processEvents()
+    view = open_view(tl)
     canvas = view.canvas
+    print_redraw_times(view)
     a, b = tl.span_ps
-    i = len(tl) // 2
-    s = float(tl.start_ps[i])
-    zooms = {"whole step": (a, b), "1/10": (s, s + (b - a) / 10), "1/1000": (s, s + (b - a) / 1000),
-             "one op": (s, s + float(tl.duration_ps[i]))}
-    def frame_times(count: int) -> list[float]:
-        """Repaint times while panning a few pixels back and forth."""
-        canvas.repaint()
-        frames = []
-        for k in range(count):
-            canvas.pan(3 if k % 2 else -3)
-            t = time.perf_counter()
-            canvas.repaint()
-            frames.append(time.perf_counter() - t)
-        return frames
-
-    for label, (x0, x1) in zooms.items():
-        canvas.fit(x0, x1)
-        frames = frame_times(15)
-        print(f"redraw at {label:>10}: median {statistics.median(frames) * 1000:.1f} ms, max {max(frames) * 1000:.1f} ms "
-              "per frame (target < 16 ms)")
     canvas.set_highlight(tl.find("MatMul"))
     canvas.fit(a, b)
-    frames = frame_times(10)
+    frames = frame_times(canvas, 10)
     print(f"redraw with {len(canvas.highlight):,} highlighted: median {statistics.median(frames) * 1000:.1f} ms")
     t = time.perf_counter()
     hits = tl.find("layer_7/")

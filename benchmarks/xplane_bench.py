@@ -25,6 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.timeline_frames import open_view, print_redraw_times  # noqa: E402
 from protos import xplane_pb2  # noqa: E402
 
 MEMORY_STATS = ("allocator_name", "bytes_reserved", "bytes_allocated", "bytes_available", "fragmentation",
@@ -172,39 +173,10 @@ def run(python: str, code: str) -> tuple[list[float], float]:
 
 
 def redraw(path: Path) -> None:
-    """Frame times of the timeline widget (offscreen, 1600x1000) at several zooms."""
-    import os
-    import statistics
-
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtWidgets import QApplication
-
     from models.xplane_timeline import load_xplane_timeline
-    from widgets.timeline_view import TimelineView
 
-    tl = load_xplane_timeline([path], ["bench"])
-    app = QApplication.instance() or QApplication([])
-    view = TimelineView()
-    view.resize(1600, 1000)
-    view.set_timeline(tl)
-    view.show()
-    app.processEvents()
-    canvas = view.canvas
-    a, b = tl.span_ps
-    i = len(tl) // 2
-    s = float(tl.start_ps[i])
-    for label, (x0, x1) in {"whole run": (a, b), "1/100": (s, s + (b - a) / 100),
-                            "1/10000": (s, s + (b - a) / 10000), "one event": (s, s + float(tl.duration_ps[i]) + 1)}.items():
-        canvas.fit(x0, x1)
-        canvas.repaint()
-        frames = []
-        for k in range(15):
-            canvas.pan(3 if k % 2 else -3)
-            t = time.perf_counter()
-            canvas.repaint()
-            frames.append(time.perf_counter() - t)
-        print(f"  redraw at {label:>10}: median {statistics.median(frames) * 1000:.1f} ms, "
-              f"max {max(frames) * 1000:.1f} ms per frame ({len(tl):,} events, {tl.num_lanes} lanes)")
+    view = open_view(load_xplane_timeline([path], ["bench"]))
+    print_redraw_times(view)
     view.close()
     view.deleteLater()
 

@@ -239,6 +239,18 @@ class StatColumn:
         return self.ints_present(unsigned_too)[np.searchsorted(self.rows, rows)]
 
 
+def xprof_order(start: np.ndarray, end: np.ndarray, line: np.ndarray | None = None) -> np.ndarray | None:
+    """The permutation putting events in XProf's order (by line, start, then
+    the longest first), or None when they are in it already (the usual case:
+    events come line by line, mostly sorted)."""
+    later = (start[1:] > start[:-1]) | ((start[1:] == start[:-1]) & (end[1:] <= end[:-1]))
+    if line is not None:
+        later |= line[1:] != line[:-1]
+    if bool(np.all(later)):
+        return None
+    return np.lexsort((-end, start) if line is None else (-end, start, line))
+
+
 def read_xspace(path: Path, task: TaskState | None = None, host: str = "") -> XSpaceData:
     """Reads and decodes one xplane.pb (structure and event columns)."""
     task = task or TaskState()

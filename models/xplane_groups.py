@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from models import _protowire as wire
-from models.xplane import XSpaceData
+from models.xplane import XSpaceData, xprof_order
 
 EXECUTOR_STATE_PROCESS = "ExecutorState::Process"
 GROUP_STATS = ("_r", "_pt", "_p", "_ct", "_c", "_a", "id", "iter_num", "step_num")
@@ -53,17 +53,14 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
     stats = space.stats(rows, plane, list(GROUP_STATS))  # sparse: few events carry these
 
     # Nesting within each line, in XProf's order (start, then longest first).
-    # Events come line by line; within a line they are usually sorted already.
     start = space.start_ps(rows)
     end = start + np.maximum(ev.duration_ps[rows], 0)
     line = ev.line[rows]
-    new_line = np.r_[False, line[1:] != line[:-1]]
-    in_order = bool(np.all(new_line[1:] | (start[1:] > start[:-1]) | ((start[1:] == start[:-1]) & (end[1:] <= end[:-1]))))
-    order = None if in_order else np.lexsort((-end, start, line))
+    order = xprof_order(start, end, line)
     skip = np.zeros(n, bool)
     skip[stats["_a"].rows[stats["_a"].ints_present() != 0]] = True
     parent = wire.nest_parents(order, line, start, end, skip)
-    del order, skip, end, new_line
+    del order, skip, end
 
     # Edges: nesting, producer -> consumer contexts, while-loop iterations.
     child = np.flatnonzero(parent >= 0).astype(np.int32)

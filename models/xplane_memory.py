@@ -44,10 +44,10 @@ def memory_profile_of(space: XSpaceData, task: TaskState | None = None) -> Memor
     if plane < 0:
         raise ProfileError(f"{space.path}: no host plane ({HOST_PLANE}), so no memory events. {NO_MEMORY_EVENTS_HINT}")
     p = space.planes[plane]
-    memory_md = {mid: md[0] == MEMORY_ALLOCATION for mid, md in p.event_metadata.items()
-                 if md[0] in (MEMORY_ALLOCATION, MEMORY_DEALLOCATION)}
+    allocation_md = [mid for mid, md in p.event_metadata.items() if md[0] == MEMORY_ALLOCATION]
+    memory_md = allocation_md + [mid for mid, md in p.event_metadata.items() if md[0] == MEMORY_DEALLOCATION]
     ev = space.events
-    rows = np.flatnonzero((ev.plane == plane) & np.isin(ev.metadata_id, list(memory_md)) & ~ev.aggregated)
+    rows = np.flatnonzero((ev.plane == plane) & np.isin(ev.metadata_id, memory_md) & ~ev.aggregated)
     if not len(rows):
         raise ProfileError(f"{space.path}: the profile holds no memory events. {NO_MEMORY_EVENTS_HINT}")
     groups = group_events(space, plane)
@@ -73,7 +73,6 @@ def memory_profile_of(space: XSpaceData, task: TaskState | None = None) -> Memor
         memory_id[here] = [str(v) for v in st.ints(stat)[here].tolist()]
 
     time_ps = ev.offset_ps[rows]  # XProf uses the offset within the line
-    allocation_md = [m for m, is_alloc in memory_md.items() if is_alloc]
     activity = np.where(np.isin(ev.metadata_id[rows], allocation_md), ALLOCATION, DEALLOCATION)
     allocators = {}
     for mid in sorted(set(memory_id.tolist())):

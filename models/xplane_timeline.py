@@ -18,7 +18,7 @@ from models import _protowire as wire
 from models.task import ProfileError, TaskState
 from models.timeline import StringTable, Timeline
 from models.xplane import (HOST_PLANE, MEMORY_ALLOCATION, MEMORY_DEALLOCATION,
-                           LINELESS_PLANES, XSpaceData, read_xspace)
+                           LINELESS_PLANES, XSpaceData, read_xspace, xprof_order)
 from models.xplane_groups import group_events
 from protos import xplane_pb2
 
@@ -132,9 +132,8 @@ class _Builder:
         start = line.timestamp_ns * 1000 + ev.offset_ps[a:b][keep]
         dur = np.maximum(ev.duration_ps[a:b][keep], 0)
         end = start + dur
-        in_order = bool(np.all((start[1:] > start[:-1]) | ((start[1:] == start[:-1]) & (end[1:] <= end[:-1]))))
-        if not in_order:  # XProf's order: start, then the longest first
-            order = np.lexsort((-end, start))
+        order = xprof_order(start, end)
+        if order is not None:
             keep, start, dur, end = keep[order], start[order], dur[order], end[order]
         depth = wire.pack_lanes(start, end)
         del end
