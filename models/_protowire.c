@@ -71,6 +71,22 @@ static int get_buffer(PyObject *obj, Py_buffer *view) {
     return PyObject_GetBuffer(obj, view, PyBUF_SIMPLE);
 }
 
+/* obj as a C-contiguous 1-d array of the given type (converted if need be). */
+static PyArrayObject *as_column(PyObject *obj, int type) {
+    return (PyArrayObject *)PyArray_FROMANY(obj, type, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+}
+
+/* obj as int64 (offset, length) spans of shape (n, 2), else ValueError. */
+static PyArrayObject *as_spans(PyObject *obj) {
+    PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(obj, NPY_INT64, 2, 2, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    if (a && PyArray_DIM(a, 1) != 2) {
+        Py_DECREF(a);
+        PyErr_SetString(PyExc_ValueError, "spans must have shape (n, 2)");
+        return NULL;
+    }
+    return a;
+}
+
 static PyObject *malformed(Py_ssize_t offset) {
     PyErr_Format(PyExc_ValueError, "malformed protobuf data at byte %zd", offset);
     return NULL;
@@ -217,14 +233,9 @@ static PyObject *find_fields(PyObject *self, PyObject *args) {
 static PyObject *find_children(PyObject *self, PyObject *args) {
     PyObject *obj, *spans_obj, *numbers_obj;
     if (!PyArg_ParseTuple(args, "OOO", &obj, &spans_obj, &numbers_obj)) return NULL;
-    PyArrayObject *spans = (PyArrayObject *)PyArray_FROMANY(
-        spans_obj, NPY_INT64, 2, 2, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyArrayObject *spans = as_spans(spans_obj);
     if (!spans) return NULL;
-    PyObject *result = NULL;
-    if (PyArray_DIM(spans, 1) != 2)
-        PyErr_SetString(PyExc_ValueError, "spans must have shape (n, 2)");
-    else
-        result = find_in_spans(obj, PyArray_DATA(spans), PyArray_DIM(spans, 0), numbers_obj, 1);
+    PyObject *result = find_in_spans(obj, PyArray_DATA(spans), PyArray_DIM(spans, 0), numbers_obj, 1);
     Py_DECREF(spans);
     return result;
 }
@@ -232,14 +243,8 @@ static PyObject *find_children(PyObject *self, PyObject *args) {
 static PyObject *decode_messages(PyObject *self, PyObject *args) {
     PyObject *obj, *spans_obj, *fields_obj;
     if (!PyArg_ParseTuple(args, "OOO", &obj, &spans_obj, &fields_obj)) return NULL;
-    PyArrayObject *spans = (PyArrayObject *)PyArray_FROMANY(
-        spans_obj, NPY_INT64, 2, 2, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyArrayObject *spans = as_spans(spans_obj);
     if (!spans) return NULL;
-    if (PyArray_DIM(spans, 1) != 2) {
-        Py_DECREF(spans);
-        PyErr_SetString(PyExc_ValueError, "spans must have shape (n, 2)");
-        return NULL;
-    }
     PyObject *fields = PySequence_Fast(fields_obj, "fields must be a sequence");
     if (!fields) {
         Py_DECREF(spans);
@@ -357,8 +362,7 @@ static uint64_t hash_bytes(const uint8_t *p, int64_t len) {
 static PyObject *intern_strings(PyObject *self, PyObject *args) {
     PyObject *obj, *spans_obj;
     if (!PyArg_ParseTuple(args, "OO", &obj, &spans_obj)) return NULL;
-    PyArrayObject *spans = (PyArrayObject *)PyArray_FROMANY(
-        spans_obj, NPY_INT64, 2, 2, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyArrayObject *spans = as_spans(spans_obj);
     if (!spans) return NULL;
     Py_buffer view;
     if (get_buffer(obj, &view) < 0) {
@@ -473,8 +477,8 @@ static PyObject *parse_labels(PyObject *self, PyObject *args) {
     PyObject *obj, *labels_obj, *names_obj;
     int kernel;
     if (!PyArg_ParseTuple(args, "OOOp", &obj, &labels_obj, &names_obj, &kernel)) return NULL;
-    PyArrayObject *labels = (PyArrayObject *)PyArray_FROMANY(labels_obj, NPY_INT64, 2, 2, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
-    PyArrayObject *names = (PyArrayObject *)PyArray_FROMANY(names_obj, NPY_INT64, 2, 2, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyArrayObject *labels = as_spans(labels_obj);
+    PyArrayObject *names = as_spans(names_obj);
     PyObject *out = NULL;
     Py_buffer view;
     if (!labels || !names) goto done;
@@ -548,7 +552,7 @@ done:
 static PyObject *gather_spans(PyObject *self, PyObject *args) {
     PyObject *obj, *spans_obj;
     if (!PyArg_ParseTuple(args, "OO", &obj, &spans_obj)) return NULL;
-    PyArrayObject *spans = (PyArrayObject *)PyArray_FROMANY(spans_obj, NPY_INT64, 2, 2, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyArrayObject *spans = as_spans(spans_obj);
     if (!spans) return NULL;
     Py_buffer view;
     if (get_buffer(obj, &view) < 0) {
@@ -588,8 +592,8 @@ done:
 static PyObject *pack_lanes(PyObject *self, PyObject *args) {
     PyObject *starts_obj, *ends_obj;
     if (!PyArg_ParseTuple(args, "OO", &starts_obj, &ends_obj)) return NULL;
-    PyArrayObject *starts = (PyArrayObject *)PyArray_FROMANY(starts_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
-    PyArrayObject *ends = (PyArrayObject *)PyArray_FROMANY(ends_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyArrayObject *starts = as_column(starts_obj, NPY_INT64);
+    PyArrayObject *ends = as_column(ends_obj, NPY_INT64);
     PyObject *out = NULL;
     int64_t *lane_end = NULL;
     if (!starts || !ends) goto done;
@@ -760,16 +764,12 @@ static PyObject *stat_columns(PyObject *self, PyObject *args) {
     PyObject *obj, *spans_obj, *ids_obj;
     int field;
     if (!PyArg_ParseTuple(args, "OOiO", &obj, &spans_obj, &field, &ids_obj)) return NULL;
-    PyArrayObject *spans = (PyArrayObject *)PyArray_FROMANY(spans_obj, NPY_INT64, 2, 2, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
-    PyArrayObject *ids = (PyArrayObject *)PyArray_FROMANY(ids_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyArrayObject *spans = as_spans(spans_obj);
+    PyArrayObject *ids = as_column(ids_obj, NPY_INT64);
     PyObject *cases = NULL, *values = NULL, *lengths = NULL, *out = NULL;
     Py_buffer view;
     int have_view = 0;
     if (!spans || !ids) goto done;
-    if (PyArray_DIM(spans, 1) != 2) {
-        PyErr_SetString(PyExc_ValueError, "spans must have shape (n, 2)");
-        goto done;
-    }
     npy_intp n = PyArray_DIM(spans, 0), k = PyArray_DIM(ids, 0);
     npy_intp dims[2] = {n, k};
     cases = PyArray_ZEROS(2, dims, NPY_INT8, 0);
@@ -860,11 +860,11 @@ static PyObject *nest_parents(PyObject *self, PyObject *args) {
     PyObject *order_obj, *seg_obj, *starts_obj, *ends_obj, *skip_obj;
     if (!PyArg_ParseTuple(args, "OOOOO", &order_obj, &seg_obj, &starts_obj, &ends_obj, &skip_obj)) return NULL;
     PyArrayObject *order = order_obj == Py_None ? NULL
-        : (PyArrayObject *)PyArray_FROMANY(order_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
-    PyArrayObject *seg = (PyArrayObject *)PyArray_FROMANY(seg_obj, NPY_INT32, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
-    PyArrayObject *starts = (PyArrayObject *)PyArray_FROMANY(starts_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
-    PyArrayObject *ends = (PyArrayObject *)PyArray_FROMANY(ends_obj, NPY_INT64, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
-    PyArrayObject *skip = (PyArrayObject *)PyArray_FROMANY(skip_obj, NPY_BOOL, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+        : as_column(order_obj, NPY_INT64);
+    PyArrayObject *seg = as_column(seg_obj, NPY_INT32);
+    PyArrayObject *starts = as_column(starts_obj, NPY_INT64);
+    PyArrayObject *ends = as_column(ends_obj, NPY_INT64);
+    PyArrayObject *skip = as_column(skip_obj, NPY_BOOL);
     PyObject *out = NULL;
     int64_t *stack = NULL;
     if ((!order && order_obj != Py_None) || !seg || !starts || !ends || !skip) goto done;

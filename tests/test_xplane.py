@@ -255,3 +255,13 @@ def test_trace_export_equals_xprofs_trace_viewer(tmp_path, name):
     strip = lambda e: {**e, "args": {k: v for k, v in e.get("args", {}).items() if k not in ("flow", "is_eager")}}
     assert [strip(e) for e in ours] == [strip(e) for e in theirs]
     assert sum(e.get("ph") == "X" for e in ours) > 200
+
+
+def test_span_arguments_of_the_wrong_shape_are_refused():
+    from models import _protowire as wire
+
+    bad = np.zeros((3, 1), np.int64)
+    for call in (lambda: wire.intern_strings(b"abc", bad), lambda: wire.gather_spans(b"abc", bad),
+                 lambda: wire.stat_columns(b"", bad, 4, np.arange(2)), lambda: wire.find_children(b"", bad, [1])):
+        with pytest.raises(ValueError, match="shape"):
+            call()
