@@ -46,7 +46,7 @@ def trace_viewer_json(path: Path, host: str = "", task: TaskState | None = None)
     columns = read_xspace(path, task, host)  # validates the file with a clear message
     space = xplane_pb2.XSpace()
     try:
-        space.ParseFromString(bytes(columns.buf))
+        space.ParseFromString(memoryview(columns.buf))  # no second copy of the file
     except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends
         raise ProfileError(f"{path}: not a readable XSpace ({e})") from None
     task.report(0.6, "Grouping steps")
@@ -96,6 +96,8 @@ def _plane_events(plane, pid: int, processes: dict, events: list, group_of: dict
                   add_regions: bool) -> None:
     names = {k: m.name for k, m in plane.stat_metadata.items()}
     md = plane.event_metadata
+    kinds = {m.name for m in md.values()}
+    has_regions = add_regions and START_REGION in kinds and STOP_REGION in kinds
     threads = {}
     for li, line in enumerate(plane.lines):
         tid = (line.display_id or line.id) % U32
@@ -128,7 +130,7 @@ def _plane_events(plane, pid: int, processes: dict, events: list, group_of: dict
             if "step_name" in args:
                 name = args["step_name"]
             rows.append((base + e.offset_ps, e.duration_ps, name, args))
-        if add_regions:
+        if has_regions:
             rows = _with_regions(plane, line, rows, names)
         events += [(pid, tid, name, start % U64, dur % U64, args) for start, dur, name, args in rows]
     processes[pid] = (plane.name, threads)
@@ -138,9 +140,6 @@ def _with_regions(plane, line, rows, names):
     """ThreadpoolListener::Region from each StartRegion (with a `_c`) to the
     next StopRegion; the line is then re-sorted by start, longest first."""
     md = plane.event_metadata
-    kinds = {m.name for m in md.values()}
-    if START_REGION not in kinds or STOP_REGION not in kinds:
-        return rows
     base = line.timestamp_ns * 1000
     start, found = 0, []
     for e in line.events:
