@@ -1,4 +1,4 @@
-"""Builds the one C extension (models._protowire); everything else is in pyproject.toml."""
+"""Builds the C extensions (models._protowire, models._logscan); everything else is in pyproject.toml."""
 
 import numpy
 from setuptools import Extension, setup
@@ -10,6 +10,12 @@ setup(
             ["models/_protowire.c"],
             include_dirs=[numpy.get_include()],
             extra_compile_args=["-O2"],
-        )
+        ),
+        Extension(
+            "models._logscan",
+            ["models/_logscan.c"],
+            include_dirs=[numpy.get_include()],
+            extra_compile_args=["-O2"],
+        ),
     ]
 )

@@ -374,47 +374,40 @@ static PyObject *intern_strings(PyObject *self, PyObject *args) {
     const uint8_t *base = (const uint8_t *)view.buf;
     npy_intp dims[1] = {n};
     PyObject *ids_arr = PyArray_SimpleNew(1, dims, NPY_INT32);
-    PyObject *strings = PyList_New(0);
-    /* open addressing table of (span index of first occurrence, id) */
-    size_t cap = 1024; /* grows as unique strings arrive */
-    int64_t *slot_span = NULL;
-    int32_t *slot_id = NULL;
-    size_t used = 0;
-    PyObject *empty = NULL;
-    if (!ids_arr || !strings) goto fail;
-    slot_span = PyMem_Malloc(sizeof(int64_t) * cap);
-    slot_id = PyMem_Malloc(sizeof(int32_t) * cap);
-    if (!slot_span || !slot_id) { PyErr_NoMemory(); goto fail; }
-    for (size_t i = 0; i < cap; i++) slot_span[i] = -1;
-    empty = PyUnicode_FromString("");
-    if (!empty || PyList_Append(strings, empty) < 0) goto fail; /* id 0 is "" */
+    PyObject *strings = NULL;
+    /* Pass 1 without the GIL: ids by open addressing over (span index of
+     * first occurrence, id); first[id] remembers that span. Pass 2 makes the
+     * strings. */
+    size_t cap = 1024, used = 0; /* the table grows as unique strings arrive */
+    int64_t *slot_span = PyMem_RawMalloc(sizeof(int64_t) * cap);
+    int32_t *slot_id = PyMem_RawMalloc(sizeof(int32_t) * cap);
+    int64_t *first = PyMem_RawMalloc(sizeof(int64_t) * (cap / 2 + 1));
+    int error = 0; /* 1 out of memory, 2 span outside the buffer */
+    if (!ids_arr) goto fail;
     int32_t *ids = PyArray_DATA((PyArrayObject *)ids_arr);
-    for (npy_intp k = 0; k < n; k++) {
+    Py_BEGIN_ALLOW_THREADS
+    if (!slot_span || !slot_id || !first) error = 1;
+    for (size_t i = 0; !error && i < cap; i++) slot_span[i] = -1;
+    for (npy_intp k = 0; !error && k < n; k++) {
         int64_t off = sp[2 * k], len = sp[2 * k + 1];
-        if (off < 0 || len <= 0) { ids[k] = 0; continue; }
-        if (off + len > view.len) {
-            PyErr_SetString(PyExc_ValueError, "string span outside the buffer");
-            goto fail;
-        }
+        if (off < 0 || len <= 0) { ids[k] = 0; continue; } /* id 0 is "" */
+        if (off + len > view.len) { error = 2; break; }
         const uint8_t *p = base + off;
         size_t mask = cap - 1, h = (size_t)hash_bytes(p, len) & mask;
         for (;;) {
             int64_t other = slot_span[h];
             if (other < 0) {
-                PyObject *s = PyUnicode_DecodeUTF8((const char *)p, len, "replace");
-                if (!s) goto fail;
-                int32_t id = (int32_t)PyList_GET_SIZE(strings);
-                int rc = PyList_Append(strings, s);
-                Py_DECREF(s);
-                if (rc < 0) goto fail;
+                ids[k] = (int32_t)(++used);
                 slot_span[h] = k;
-                slot_id[h] = id;
-                ids[k] = id;
-                if (++used * 2 > cap) { /* grow and rehash */
+                slot_id[h] = ids[k];
+                first[used] = k;
+                if (used * 2 >= cap) { /* grow and rehash */
                     size_t ncap = cap * 2;
-                    int64_t *ns = PyMem_Malloc(sizeof(int64_t) * ncap);
-                    int32_t *ni = PyMem_Malloc(sizeof(int32_t) * ncap);
-                    if (!ns || !ni) { PyMem_Free(ns); PyMem_Free(ni); PyErr_NoMemory(); goto fail; }
+                    int64_t *ns = PyMem_RawMalloc(sizeof(int64_t) * ncap);
+                    int32_t *ni = PyMem_RawMalloc(sizeof(int32_t) * ncap);
+                    int64_t *nf = PyMem_RawRealloc(first, sizeof(int64_t) * (ncap / 2 + 1));
+                    if (nf) first = nf;
+                    if (!ns || !ni || !nf) { PyMem_RawFree(ns); PyMem_RawFree(ni); error = 1; break; }
                     for (size_t i = 0; i < ncap; i++) ns[i] = -1;
                     for (size_t i = 0; i < cap; i++) {
                         if (slot_span[i] < 0) continue;
@@ -424,8 +417,8 @@ static PyObject *intern_strings(PyObject *self, PyObject *args) {
                         ns[g] = j;
                         ni[g] = slot_id[i];
                     }
-                    PyMem_Free(slot_span);
-                    PyMem_Free(slot_id);
+                    PyMem_RawFree(slot_span);
+                    PyMem_RawFree(slot_id);
                     slot_span = ns;
                     slot_id = ni;
                     cap = ncap;
@@ -439,16 +432,33 @@ static PyObject *intern_strings(PyObject *self, PyObject *args) {
             h = (h + 1) & mask;
         }
     }
-    PyMem_Free(slot_span);
-    PyMem_Free(slot_id);
-    Py_DECREF(empty);
+    Py_END_ALLOW_THREADS
+    if (error == 1) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    if (error == 2) {
+        PyErr_SetString(PyExc_ValueError, "string span outside the buffer");
+        goto fail;
+    }
+    strings = PyList_New((Py_ssize_t)used + 1);
+    if (!strings) goto fail;
+    for (size_t i = 0; i <= used; i++) {
+        PyObject *s = i == 0 ? PyUnicode_FromStringAndSize("", 0)
+                             : PyUnicode_DecodeUTF8((const char *)base + sp[2 * first[i]], sp[2 * first[i] + 1], "replace");
+        if (!s) goto fail;
+        PyList_SET_ITEM(strings, (Py_ssize_t)i, s);
+    }
+    PyMem_RawFree(slot_span);
+    PyMem_RawFree(slot_id);
+    PyMem_RawFree(first);
     PyBuffer_Release(&view);
     Py_DECREF(spans);
     return Py_BuildValue("(NN)", ids_arr, strings);
 fail:
-    PyMem_Free(slot_span);
-    PyMem_Free(slot_id);
-    Py_XDECREF(empty);
+    PyMem_RawFree(slot_span);
+    PyMem_RawFree(slot_id);
+    PyMem_RawFree(first);
     Py_XDECREF(ids_arr);
     Py_XDECREF(strings);
     PyBuffer_Release(&view);

@@ -20,12 +20,16 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from models import _protowire as wire
 from models.files import read_bytes
 from models.task import ProfileError, TaskState
+
+if TYPE_CHECKING:
+    from models.log_memory import LogMemoryInfo
 
 # MemoryActivity enum of memory_profile.proto.
 ACTIVITY_NAMES = ("UNKNOWN_ACTIVITY", "ALLOCATION", "DEALLOCATION", "RESERVATION", "EXPANSION")
@@ -166,6 +170,9 @@ class AllocatorProfile:
     stored_sampled: Snapshots | None = None
     stored_rows: list[tuple[int, int, int]] = field(default_factory=list)
     special: list[Metadata] = field(default_factory=list)
+    # Allocation indices and the index freeing each (len(timeline) if never),
+    # when the source pairs them itself; else paired by address.
+    lifetimes: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def peak_rows_given(self) -> bool:
@@ -186,6 +193,8 @@ class AllocatorProfile:
     @cached_property
     def _lifetimes(self) -> tuple[np.ndarray, np.ndarray]:
         """Allocation indices on the timeline and the index that frees each."""
+        if self.lifetimes is not None:
+            return self.lifetimes
         tl = self.timeline
         return allocation_indices(tl), free_indices(tl)
 
@@ -238,6 +247,7 @@ class MemoryProfileData:
     num_hosts: int = 1
     version: int = 0
     source: str = ""
+    log: LogMemoryInfo | None = None  # set for TensorFlow LogMemory logs (models.log_memory)
 
     @property
     def memory_ids(self) -> list[str]:
