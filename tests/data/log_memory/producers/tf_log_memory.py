@@ -2,17 +2,18 @@
 
 Run in a throwaway environment with TensorFlow (tested with tensorflow-cpu 2.21):
 
-    for mode in graph eager; do
-      for onednn in 0 1; do
-        TF_ENABLE_ONEDNN_OPTS=$onednn TF_CPP_MIN_LOG_LEVEL=0 TF_CPP_VMODULE=log_memory=2 \
-          python tf_log_memory.py $mode 2> $mode-onednn$onednn.log
-      done
-    done
+    export TF_CPP_MIN_LOG_LEVEL=0 TF_CPP_VMODULE=log_memory=2
+    TF_ENABLE_ONEDNN_OPTS=0 python tf_log_memory.py eager 2> eager-cpu.log
+    TF_ENABLE_ONEDNN_OPTS=1 python tf_log_memory.py eager 2> eager-onednn.log       # then gzip
+    TF_ENABLE_ONEDNN_OPTS=0 python tf_log_memory.py graph 2> graph-cpu.log          # then gzip
+    TF_ENABLE_ONEDNN_OPTS=1 TF_CPU_ALLOCATOR_USE_BFC=true \
+        python tf_log_memory.py graph 2> graph-bfc-onednn.log                      # then gzip
 
 TensorFlow prints the `__LOG_MEMORY__` lines on stderr among its other log
 output. "graph" trains a small dense network with a TF1 session (steps with
 MemoryLogStep lines, tensor allocations by kernel); "eager" runs eager ops and
-a tf.function.
+a tf.function. The plain CPU allocator gives most tensors no allocation_id
+(untracked); TF_CPU_ALLOCATOR_USE_BFC=true adds a tracking BFC allocator.
 """
 
 import sys
