@@ -27,7 +27,7 @@ import re
 import zlib
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +63,9 @@ SNIFF_BYTES = 4 << 20
 ENABLE_HINT = ("TensorFlow writes them when started with TF_CPP_MIN_LOG_LEVEL=0 TF_CPP_VMODULE=log_memory=2 "
                "(the lines go to stderr: redirect it into the log file).")
 REGION_TENSOR, REGION_RAW = "tensor", "raw"
+# LogMemory::SpecialStepIds: allocations outside any step.
+SPECIAL_STEPS = {-1: "constant folding", -2: "op kernel construction", -3: "external tensor allocation",
+                 -4: "network buffer", -5: "proto buffer", -6: "unknown step"}
 
 
 @dataclass
@@ -190,32 +193,37 @@ def load_memory_log(path: Path, host: str = "", task: TaskState | None = None) -
         # The scanner releases the GIL: blocks are scanned on two threads
         # while this one reads the next block and files the results in order.
         pending = deque()
-        try:
-            for block in _blocks(f):
-                pending.append((block, pool.submit(_scan_block, block)))
-                while len(pending) > 2:
-                    reader.add(*pending.popleft())
-                task.report(0.85 * min(raw.tell() / size, 1.0), f"Reading {path.name}")
-        except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-            reader.problems.insert(0, f"the gzip data ends early or is corrupt ({e}); read up to there")
+        for block in _blocks(f, reader.problems):
+            pending.append((block, pool.submit(_scan_block, block)))
+            while len(pending) > 2:
+                reader.add(*pending.popleft())
+            task.report(0.85 * min(raw.tell() / size, 1.0), f"Reading {path.name}")
         while pending:
             reader.add(*pending.popleft())
     task.report(0.9, "Replaying allocations")
     return reader.result(host or path.name, str(path))
 
 
-def _blocks(f):
-    """The file in blocks of whole lines (the last may lack its newline)."""
+def _blocks(f, problems: list[str]):
+    """The file in blocks of whole lines (the last may lack its newline).
+    A gzip stream that ends early or is corrupt ends the blocks after the
+    data it gave, with a note in problems."""
     carry = b""
     while True:
         block = bytearray(len(carry) + BLOCK)
         block[:len(carry)] = carry
+        end, failed = len(carry), False
         with memoryview(block) as view:
-            n = f.readinto(view[len(carry):])
-        end = len(carry) + n
-        if not n:
-            if carry:
-                yield carry
+            try:  # readinto1: a broken gzip stream still gives the data before the break
+                while end < len(block) and (n := f.readinto1(view[end:])):
+                    end += n
+            except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+                problems.insert(0, f"the gzip data ends early or is corrupt ({e}); read up to there")
+                failed = True
+        if end == len(carry) or failed:
+            if end:
+                del block[end:]
+                yield block
             return
         cut = block.rfind(b"\n", 0, end) + 1
         if cut == 0 and end > MAX_LINE:  # no newline for a megabyte: binary data
@@ -509,6 +517,7 @@ def _replay(events: dict[str, np.ndarray], allocator: int, t0_us: int,
     allocs = np.flatnonzero(alloc_k)
     summary = summarize(timeline)
     summary.num_allocations, summary.num_deallocations = len(allocs), len(pos) - len(allocs)
+    summary.memory_capacity = 0  # logs do not say how much memory the allocator had
     profile = AllocatorProfile(memory_id=strings[allocator], timeline=timeline, summary=summary, peak_allocations=None,
                                complete=True, stored_snapshots=timeline, lifetimes=(allocs, frees[allocs]))
     profile.peak_allocations = (profile.allocations_at(profile.peak_index) if len(timeline)

@@ -154,6 +154,14 @@ class AllocationRows:
     def total_bytes(self) -> int:
         return int((self.allocation * self.occurrences).sum())
 
+    def where(self, mask: np.ndarray) -> AllocationRows:
+        """The rows where mask is true."""
+        idx = np.flatnonzero(mask)
+        return AllocationRows(
+            op=[self.op[i] for i in idx], region=[self.region[i] for i in idx], dtype=[self.dtype[i] for i in idx],
+            shape=[self.shape[i] for i in idx], allocation=self.allocation[idx], requested=self.requested[idx],
+            occurrences=self.occurrences[idx], step=self.step[idx], snapshot=self.snapshot[idx], freed=self.freed[idx])
+
 
 @dataclass
 class AllocatorProfile:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from models.event_file import host_of_event_file, is_event_file, tagged_run_metadata
+from models.log_memory import ENABLE_HINT, LOG_SUFFIXES, is_memory_log, load_memory_log
 from models.memory_profile import MemoryProfileData, load_memory_profile, to_xprof_json
 from models.step_stats import (BINARY_SUFFIXES, TEXT_SUFFIXES, StepStatsFile, chrome_trace_json, load_step_timeline,
                                locate, sniff, step_memory_profile)
@@ -47,7 +48,8 @@ LOOKED_FOR = (
     "a TensorBoard log dir with plugins/profile/<session>/<host>.xplane.pb or <host>.memory_profile.json[.gz] "
     "(or .pb), such a plugins/profile folder, one session folder holding such files, "
     "event files with run metadata (FileWriter.add_run_metadata), StepStats or RunMetadata files "
-    "(.pb, .pbtxt, .txt), or a single MemoryProfile file (.json, .json.gz or .pb)"
+    "(.pb, .pbtxt, .txt), TensorFlow logs with __LOG_MEMORY__ lines (.log, .txt, .out, .err, gzipped too), "
+    "or a single MemoryProfile file (.json, .json.gz or .pb)"
 )
 
 
@@ -144,10 +146,12 @@ class _HostFiles:
     step_stats: Path | None = None  # a StepStats or RunMetadata file
     event_files: list[Path] = field(default_factory=list)  # with run metadata
     xplane: Path | None = None  # <host>.xplane.pb (an XSpace)
+    memory_log: Path | None = None  # a TensorFlow log with __LOG_MEMORY__ lines
 
     def tools(self) -> list[str]:
         has_trace = self.xplane is not None or self.step_stats is not None or bool(self.event_files)
-        return [t for t, ok in ((MEMORY_PROFILE, self.memory_profile is not None or has_trace),
+        has_memory = self.memory_profile is not None or self.memory_log is not None
+        return [t for t, ok in ((MEMORY_PROFILE, has_memory or has_trace),
                                 (TRACE_VIEWER, has_trace)) if ok]
 
 
@@ -195,6 +199,8 @@ class LocalRepository(ProfileRepository):
             profile = xplane_memory_profile(files.xplane, host=host, task=task)
         elif files.memory_profile is not None:
             profile = load_memory_profile(files.memory_profile, host=host, task=task)
+        elif files.memory_log is not None:
+            profile = load_memory_log(files.memory_log, host=host, task=task)
         else:
             profile = step_memory_profile(self._step_source(files, ""), host=host, task=task)
         profile.num_hosts = len(self.hosts_with(session, MEMORY_PROFILE))
@@ -339,6 +345,9 @@ class LocalRepository(ProfileRepository):
         elif name.endswith(BINARY_SUFFIXES + TEXT_SUFFIXES) and sniff(path):
             host = _strip_suffix(name, BINARY_SUFFIXES + TEXT_SUFFIXES)
             session.host(host).step_stats = session.host(host).step_stats or path
+        elif name.endswith(LOG_SUFFIXES) and is_memory_log(path):
+            host = _strip_suffix(name, LOG_SUFFIXES)
+            session.host(host).memory_log = session.host(host).memory_log or path
         else:
             return False
         return True
@@ -356,6 +365,12 @@ class LocalRepository(ProfileRepository):
         if name.endswith(BINARY_SUFFIXES + TEXT_SUFFIXES) and sniff(path):
             session = _Session(name)
             session.host(_strip_suffix(name, BINARY_SUFFIXES + TEXT_SUFFIXES)).step_stats = path
+            return {name: session}
+        if is_memory_log(path) or (name.endswith(LOG_SUFFIXES) and not name.endswith(TEXT_SUFFIXES)):
+            if not is_memory_log(path):
+                raise ProfileError(f"{path}: no __LOG_MEMORY__ lines near the start of this log. {ENABLE_HINT}")
+            session = _Session(name)
+            session.host(_strip_suffix(name, LOG_SUFFIXES)).memory_log = path
             return {name: session}
         if name.endswith(LONE_MEMORY_PROFILE_SUFFIXES):
             session = _Session(name)

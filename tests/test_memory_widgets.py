@@ -5,23 +5,29 @@ import pytest
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QGuiApplication, QImage
 
-from conftest import KERAS_XPROF, SMALL_XPROF
+from conftest import DATA, KERAS_XPROF, SMALL_XPROF
+from models.log_memory import load_memory_log
 from models.memory_profile import load_memory_profile
 from widgets.allocation_table import ActiveAllocationModel
+from widgets.kernel_table import KernelModel
 from widgets.memory_view import MemoryView
 
 ALLOCATOR = "bfc_cpu_allocator_for_gpu"
 
 
-@pytest.fixture
-def view(qtbot):
+def shown_view(qtbot, data) -> MemoryView:
     v = MemoryView()
     qtbot.addWidget(v)
     v.resize(1400, 900)
-    v.set_profile(load_memory_profile(SMALL_XPROF))
+    v.set_profile(data)
     v.show()
     qtbot.waitExposed(v)
     return v
+
+
+@pytest.fixture
+def view(qtbot):
+    return shown_view(qtbot, load_memory_profile(SMALL_XPROF))
 
 
 def test_table_model_passes_qt_model_tests(qtmodeltester):
@@ -102,3 +108,56 @@ def test_screenshot_shows_the_plot_with_the_peak(view, tmp_path):
     vb = view.plot.plot.getViewBox()
     peak_x = vb.mapViewToScene(QPointF(view.allocator.summary.peak_time_ps, 0)).x()
     assert abs(int(np.argmax(red.sum(axis=0))) - peak_x) < 25
+
+
+# ---------------------------------------------------------------- LogMemory logs
+
+LOG = DATA / "log_memory" / "graph-bfc-onednn.log.gz"
+
+
+@pytest.fixture
+def log_view(qtbot):
+    return shown_view(qtbot, load_memory_log(LOG))
+
+
+def test_log_view_has_step_filter_and_kernel_table(log_view):
+    v = log_view
+    assert v.log_bar.isVisible() and v.tabs.isTabVisible(1)
+    assert v.allocator_box.currentText() == "bfc_cpu_allocator_for_gpu"
+    assert "replayed from the log" in v.table_title.text()
+    assert "8 deallocations of allocations made before the log" in v.log_info.text()
+    steps = [v.step_box.itemText(i) for i in range(v.step_box.count())]
+    assert steps[0] == "All steps"
+    assert "-2 (op kernel construction): 2 allocations, 512 B" in steps
+    assert "2 (x:0,y:0->Mean:0/GradientDescent/0/;1): 8 allocations, 71 KiB" in steps
+    all_rows = v.table.model.total_rows
+    v.step_box.setCurrentIndex(steps.index("4 (x:0,y:0->Mean:0/GradientDescent/0/;3): 8 allocations, 71 KiB"))
+    shown = v.table.model.rows
+    assert 0 < len(shown) < all_rows and set(shown.step.tolist()) == {4}
+    kernels = v.kernel_table.model_
+    assert kernels.rowCount() == 7 and kernels.value(0, 0) == "gradients/MatMul_grad/MatMul_1"
+    lo, hi = v.plot.plot.viewRange()[0]
+    start, end = v.log.step_span_ps[4]
+    assert lo <= start and end <= hi and hi - lo < 2 * (end - start) + 2e6
+    v.step_box.setCurrentIndex(0)
+    assert v.table.model.total_rows == all_rows
+
+
+def test_allocator_without_allocation_ids_explains_the_empty_timeline(log_view):
+    log_view.allocator_box.setCurrentText("mklcpu")
+    assert "carries an allocation_id" in log_view.message.text() and log_view.message.isVisible()
+    assert log_view.kernel_table.model_.value(0, 0) == "TF_NewTensor"
+    assert log_view.summary.value("Snapshots on the timeline") == "0"
+
+
+def test_kernel_model_passes_qt_model_tests(qtmodeltester):
+    model = KernelModel()
+    model.set_rows(load_memory_log(LOG).log.kernels("mklcpu"))
+    qtmodeltester.check(model)
+    model.sort(1, Qt.DescendingOrder)
+    assert model.value(0, 0) == "Unknown (from Proto)"  # 383 small allocations
+    qtmodeltester.check(model)
+
+
+def test_profile_files_show_no_log_parts(view):
+    assert not view.log_bar.isVisible() and not view.tabs.isTabVisible(1)

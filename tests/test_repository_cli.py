@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, SAMPLE, SMALL_XPROF
+from conftest import DATA, ROOT, SAMPLE, SMALL_XPROF
 from models.repository import open_repository
 from models.task import ProfileError
 from viewer.cli import main
@@ -94,6 +94,17 @@ def test_report_writes_pngs_and_index(tmp_path):
     from PySide6.QtGui import QImage
     image = QImage(printed[0])
     assert image.width() == 1400 and image.height() == 900
+
+
+def test_report_on_a_memory_log(tmp_path):
+    out = tmp_path / "report"
+    log = DATA / "log_memory" / "graph-bfc-onednn.log.gz"
+    result = subprocess.run([sys.executable, "-m", "viewer.cli", "report", str(log), "-o", str(out)],
+                            cwd=ROOT, capture_output=True, text=True, env={**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert result.returncode == 0, result.stderr
+    page = (out / "index.html").read_text()
+    assert page.count("<img") == 2 and "Bytes allocated per kernel" in page
+    assert "gradients/MatMul_grad/MatMul_1" in page and "TF_NewTensor" in page
 
 
 def test_no_display_writes_the_report_instead(tmp_path):

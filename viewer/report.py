@@ -8,7 +8,7 @@ from pathlib import Path
 
 from models.repository import MEMORY_PROFILE, TRACE_VIEWER, ProfileRepository
 from models.task import ProfileError
-from models.units import format_time_ps
+from models.units import format_bytes, format_time_ps
 
 VIEW_SIZE = (1400, 900)
 
@@ -35,6 +35,17 @@ def _timeline_section(title: str, timeline, png: Path) -> str:
             f"<img src='{html.escape(png.name)}' alt='timeline'><h3>Op statistics</h3>"
             "<table><tr><th>Device</th><th>Op type</th><th>Count</th><th>Total</th><th>Share of step</th></tr>"
             f"{rows}</table>")
+
+
+def _kernel_section(log, memory_id: str, top: int = 20) -> str:
+    """What a LogMemory log says beyond the plot: its counts and the kernels
+    that allocated the most bytes."""
+    k = log.kernels(memory_id)
+    rows = "".join(f"<tr><td>{html.escape(k.kernel[i])}</td><td>{k.count[i]:,}</td><td>{k.tracked[i]:,}</td>"
+                   f"<td>{format_bytes(int(k.bytes[i]))}</td></tr>" for i in range(min(top, len(k))))
+    return (f"<p>{html.escape(log.skipped_text())}</p><h3>Bytes allocated per kernel (top {min(top, len(k))} "
+            f"of {len(k):,})</h3><table><tr><th>Kernel</th><th>Allocations</th><th>With allocation_id</th>"
+            f"<th>Bytes</th></tr>{rows}</table>")
 
 
 def write_report(repo: ProfileRepository, out_dir: Path) -> list[Path]:
@@ -99,7 +110,8 @@ def write_report(repo: ProfileRepository, out_dir: Path) -> list[Path]:
                 sections.append(
                     f"<h2>Memory: {html.escape(title)} / {html.escape(memory_id)}</h2>"
                     f"<table>{rows}</table><img src='{html.escape(png.name)}' alt='memory view'>"
-                    f"<p>{len(allocator.peak_allocations):,} rows in the table of active allocations at the peak.</p>")
+                    f"<p>{len(allocator.peak_allocations):,} rows in the table of active allocations at the peak.</p>"
+                    + (_kernel_section(data.log, memory_id) if data.log is not None else ""))
     # Delete the widgets now, while Qt is fully alive, not at interpreter exit.
     for widget in (view, timeline_view):
         widget.close()

@@ -224,6 +224,11 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.plot.setXRange(lo - pad, hi + pad, padding=0)
         self.plot.setYRange(0, top * 1.12 or 1.0, padding=0)
 
+    def zoom_to(self, start_ps: float, end_ps: float) -> None:
+        """Shows a time range (a step) with a little margin."""
+        pad = (end_ps - start_ps) * 0.05 or 1e6
+        self.plot.setXRange(start_ps - pad, end_ps + pad, padding=0)
+
     def mark_moment(self, index: int | None) -> None:
         if self.profile is None or index is None or index < 0:
             self.moment_line.hide()

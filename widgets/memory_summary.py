@@ -16,7 +16,7 @@ def summary_items(profile: AllocatorProfile) -> list[tuple[str, str]]:
     return [
         ("Allocations", f"{s.num_allocations:,}{sampled}"),
         ("Deallocations", f"{s.num_deallocations:,}{sampled}"),
-        ("Memory capacity", format_bytes(s.memory_capacity)),
+        ("Memory capacity", format_bytes(s.memory_capacity) if s.memory_capacity else "not reported"),
         ("Peak usage (lifetime)", format_bytes(s.peak_bytes_lifetime)),
         ("Peak usage (profile window)", format_bytes(s.peak_in_use)),
         ("Time of the window peak", format_time_ps(s.peak_time_ps)),

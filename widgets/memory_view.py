@@ -4,12 +4,15 @@ of active allocations, at the peak or at the moment the user clicks."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QSplitter, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QSplitter, QTabWidget,
+                               QVBoxLayout, QWidget)
 
-from models.memory_profile import AllocatorProfile, MemoryProfileData
+from models.log_memory import SPECIAL_STEPS, LogMemoryInfo
+from models.memory_profile import AllocationRows, AllocatorProfile, MemoryProfileData
 from models.task import ProfileError
 from models.units import format_bytes, format_time_ps
 from widgets.allocation_table import AllocationTable
+from widgets.kernel_table import KernelTable
 from widgets.memory_plot import MemoryPlot
 from widgets.memory_summary import MemorySummaryCard
 
@@ -37,6 +40,13 @@ class MemoryView(QWidget):
         self.summary = MemorySummaryCard()
         self.plot = MemoryPlot()
         self.table = AllocationTable()
+        # LogMemory logs only: step filter, what the log held, bytes per kernel.
+        self.step_box = QComboBox(minimumContentsLength=30)
+        self.step_box.setToolTip("Show one step: its allocations in the tables, its time span in the plot")
+        self.log_info = QLabel(wordWrap=True, textInteractionFlags=Qt.TextSelectableByMouse)
+        self.log_info.setStyleSheet("color: #333")
+        self.kernel_table = KernelTable()
+        self._rows: AllocationRows | None = None  # the table's rows before the step filter
 
         bar = QHBoxLayout()
         bar.addWidget(QLabel("Host:"))
@@ -52,20 +62,31 @@ class MemoryView(QWidget):
         upper_layout.setContentsMargins(0, 0, 0, 0)
         upper_layout.addWidget(self.readout)
         upper_layout.addWidget(self.plot)
-        lower = QWidget()
-        lower_layout = QVBoxLayout(lower)
+        allocations = QWidget()
+        lower_layout = QVBoxLayout(allocations)
         lower_layout.setContentsMargins(0, 0, 0, 0)
         lower_layout.addWidget(self.table_title)
         lower_layout.addWidget(self.table)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(allocations, "Active allocations")
+        self.tabs.addTab(self.kernel_table, "Bytes per kernel")
         splitter = QSplitter(Qt.Vertical)
         splitter.addWidget(upper)
-        splitter.addWidget(lower)
+        splitter.addWidget(self.tabs)
         splitter.setSizes([420, 300])
+        self.log_bar = QWidget()
+        log_layout = QHBoxLayout(self.log_bar)
+        log_layout.setContentsMargins(0, 0, 0, 0)
+        log_layout.addWidget(QLabel("Step:"))
+        log_layout.addWidget(self.step_box)
+        log_layout.addWidget(self.log_info, 1)
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
+        layout.addWidget(self.log_bar)
         layout.addWidget(self.message)
         layout.addWidget(self.summary)
         layout.addWidget(splitter, 1)
+        self._show_log_parts(False)
 
         self.host_box.activated.connect(lambda i: self.host_requested.emit(self.host_box.itemText(i)))
         self.allocator_box.currentTextChanged.connect(self._show_allocator)
@@ -75,6 +96,7 @@ class MemoryView(QWidget):
         self.plot.hovered.connect(self._show_readout)
         self.plot.moment_picked.connect(self.pick_moment)
         self.table.row_selected.connect(self._mark_row)
+        self.step_box.currentIndexChanged.connect(self._apply_step)
 
     def set_hosts(self, hosts: list[str], current: str) -> None:
         self.host_box.blockSignals(True)
@@ -86,6 +108,7 @@ class MemoryView(QWidget):
     def set_profile(self, data: MemoryProfileData | None) -> None:
         self.data = data
         self.show_message("")
+        self._show_log_parts(data is not None and data.log is not None)
         self.allocator_box.blockSignals(True)
         self.allocator_box.clear()
         if data is not None:
@@ -97,8 +120,19 @@ class MemoryView(QWidget):
         self.message.setText(text)
         self.message.setVisible(bool(text))
 
+    @property
+    def log(self) -> LogMemoryInfo | None:
+        return self.data.log if self.data is not None else None
+
+    def _show_log_parts(self, visible: bool) -> None:
+        self.log_bar.setVisible(visible)
+        self.tabs.setTabVisible(1, visible)
+        if not visible:
+            self.tabs.setCurrentIndex(0)
+
     def _show_allocator(self, memory_id: str) -> None:
         self.allocator = self.data.allocators.get(memory_id) if self.data else None
+        self._fill_steps(memory_id)
         self.summary.set_profile(self.allocator)
         self.plot.set_profile(self.allocator)
         self.free_box.blockSignals(True)
@@ -108,18 +142,24 @@ class MemoryView(QWidget):
         self.free_box.blockSignals(False)
         self.readout.setText("Hover over the plot to read a snapshot; click to see what was allocated then.")
         self.pick_moment(None)
+        if self.log is not None and self.allocator is not None and not len(self.allocator.timeline):
+            self.show_message(
+                f"No allocation of {memory_id} carries an allocation_id, so the log cannot say when its memory was "
+                "freed and there is no timeline; Bytes per kernel lists what it allocated. TensorFlow logs ids for "
+                "allocators that track them (BFC allocators, as for GPU memory).")
 
     def pick_moment(self, index: int | None) -> None:
         """Shows the table at a timeline index, or at the peak for None."""
         a = self.allocator
         self.moment = index
         if a is None:
-            self.table.set_rows(None)
+            self._set_rows(None)
             self.table_title.setText("")
             return
         if index is None:
-            self.table.set_rows(a.peak_allocations)
-            how = "as stored in the file" if a.peak_rows_given else "by XProf's rules"
+            self._set_rows(a.peak_allocations)
+            how = ("as stored in the file" if a.peak_rows_given else "replayed from the log" if self.log
+                   else "by XProf's rules")
             self.table_title.setText(
                 f"Active allocations at the peak ({format_time_ps(a.summary.peak_time_ps)}, "
                 f"{format_bytes(a.summary.peak_in_use)}), {how}")
@@ -132,7 +172,7 @@ class MemoryView(QWidget):
             self.show_message(str(e))
             return
         self.show_message("")
-        self.table.set_rows(rows)
+        self._set_rows(rows)
         t = a.timeline
         self.table_title.setText(
             f"Active allocations at {format_time_ps(t.time_ps[index])} (snapshot {index:,}, "
@@ -151,3 +191,56 @@ class MemoryView(QWidget):
     def _mark_row(self, row: int) -> None:
         rows = self.table.model.rows
         self.plot.mark_lifetime(int(rows.snapshot[row]), int(rows.freed[row]))
+
+    # ------------------------------------------------------------ LogMemory logs
+
+    def step(self) -> int | None:
+        """The step filter (None: all steps)."""
+        return self.step_box.currentData()
+
+    def _fill_steps(self, memory_id: str) -> None:
+        log = self.log
+        self.step_box.blockSignals(True)
+        self.step_box.clear()
+        self.step_box.addItem("All steps", None)
+        if log is not None and memory_id:
+            steps = log.steps(memory_id)
+            for i in range(len(steps)):
+                step = int(steps.step[i])
+                name = SPECIAL_STEPS.get(step) or steps.handle[i]
+                label = f"{step}" + (f" ({name})" if name else "")
+                self.step_box.addItem(f"{label}: {steps.count[i]:,} allocations, {format_bytes(int(steps.bytes[i]))}", step)
+            self.log_info.setText(self._log_text(log, memory_id))
+        self.step_box.blockSignals(False)
+        self.kernel_table.set_rows(log.kernels(memory_id) if log is not None and memory_id else None)
+
+    @staticmethod
+    def _log_text(log: LogMemoryInfo, memory_id: str) -> str:
+        a = log.allocations
+        mine = [i for i, s in enumerate(log.strings) if s == memory_id]
+        untracked = int((~a["tracked"] & (a["allocator"] == (mine[0] if mine else -1))).sum())
+        parts = [f"{sum(log.messages.values()):,} memory lines"]
+        if untracked:
+            parts.append(f"{untracked:,} allocations without allocation_id (counted per kernel, not on the timeline)")
+        if log.unmatched_deallocations.get(memory_id):
+            parts.append(f"{log.unmatched_deallocations[memory_id]:,} deallocations of allocations made before the log")
+        if skipped := log.skipped_text():
+            parts.append(skipped.rstrip("."))
+        return "; ".join(parts) + "."
+
+    def _set_rows(self, rows: AllocationRows | None) -> None:
+        self._rows = rows
+        step = self.step()
+        self.table.set_rows(rows.where(rows.step == step) if rows is not None and step is not None else rows)
+
+    def _apply_step(self) -> None:
+        step, log = self.step(), self.log
+        if log is None or self.allocator is None:
+            return
+        self.kernel_table.set_rows(log.kernels(self.allocator.memory_id, step))
+        self._set_rows(self._rows)
+        span = log.step_span_ps.get(step) if step is not None else None
+        if span is None:
+            self.plot.reset_zoom()
+        else:
+            self.plot.zoom_to(*span)
