@@ -393,8 +393,6 @@ class _Reader:
             allocations = {"allocator": events["allocator"][is_alloc], "step": events["step"][is_alloc],
                            "kernel": events["name"][is_alloc], "tracked": events["id"][is_alloc] != 0,
                            "bytes": events["bytes"][is_alloc], "requested": events["requested"][is_alloc]}
-            tracked = events["id"] != 0
-            events = {k: v[tracked] for k, v in events.items()}
             for a in sorted(np.unique(allocations["allocator"]).tolist(), key=lambda i: strings[i]):
                 profile, unmatched_count, deferred_count = _replay(events, a, t0, display)
                 allocators[strings[a] or "(unnamed allocator)"] = profile
@@ -471,17 +469,19 @@ def _concat(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
 
 def _replay(events: dict[str, np.ndarray], allocator: int, t0_us: int,
             strings: list[str]) -> tuple[AllocatorProfile, int, int]:
-    """One allocator's tracked events as a complete memory timeline.
+    """One allocator's tracked events (with an allocation_id) as a complete memory timeline.
 
     Returns the profile, the number of unmatched deallocations and the number
     of deferred ones (a deferred free is followed by the real one when the
     buffer is returned, so only the real one frees).
     """
-    mine = np.flatnonzero(events["allocator"] == allocator)
-    sel = mine[np.argsort(events["time_us"][mine], kind="stable")]  # time, then log order
-    kind, flags = events["kind"][sel], events["flags"][sel]
-    deferred = (kind == RAW_DEALLOCATION) & ((flags & DEFERRED) != 0)
-    sel, kind = sel[~deferred], kind[~deferred]
+    mine = (events["allocator"] == allocator) & (events["id"] != 0)  # untracked rows are only counted
+    deferred = mine & (events["kind"] == RAW_DEALLOCATION) & ((events["flags"] & DEFERRED) != 0)
+    sel = np.flatnonzero(mine & ~deferred)
+    t = events["time_us"][sel]
+    if len(t) > 1 and not (t[1:] >= t[:-1]).all():
+        sel = sel[np.argsort(t, kind="stable")]  # time, then log order
+    kind = events["kind"][sel]
     is_alloc = (kind == TENSOR_ALLOCATION) | (kind == RAW_ALLOCATION)
     n = len(sel)
     # Pair by allocation id: a deallocation frees the allocation just before it under that id.
