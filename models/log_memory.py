@@ -6,11 +6,11 @@ text format, among its other output:
 
     I0501 10:00:00.123456  4242 log_memory.cc:34] __LOG_MEMORY__ MemoryLogTensorAllocation { step_id: 3 ... }
 
-The log is read in blocks (bounded memory, any size, gzip too). The C
-scanner (`_logscan`) reads the lines TensorFlow prints; anything else it
-hands back and protobuf's text_format parses it. Only what the analysis needs
-is kept: tracked allocations and deallocations as columns, and totals per
-(allocator, step, kernel) for every allocation.
+The log is read in blocks of whole lines (gzip too); non-memory lines cost
+nothing after the scan. The C scanner (`_logscan`) reads the lines
+TensorFlow prints; anything else it hands back and protobuf's text_format
+parses it. Kept as columns: every allocation (for the per-kernel and per-step
+totals) and every deallocation with an allocation_id.
 
 Replay, per allocator in time order (log order breaks ties): an allocation
 with an allocation_id adds its allocated_bytes (requested_bytes when the
@@ -113,6 +113,7 @@ class LogMemoryInfo:
     strings: list[str]
     # One row per allocation: allocator, step, kernel (string ids), tracked, bytes, requested.
     allocations: dict[str, np.ndarray]
+    allocator_ids: dict[str, int]  # memory id -> string id in allocations["allocator"]
     step_handles: dict[int, str]  # from MemoryLogStep
     step_span_ps: dict[int, tuple[int, int]]  # first and last line naming each step
 
@@ -127,8 +128,7 @@ class LogMemoryInfo:
 
     def _rows(self, allocator: str, step: int | None) -> np.ndarray:
         t = self.allocations
-        ids = [i for i, s in enumerate(self.strings) if s == allocator]
-        sel = np.isin(t["allocator"], ids)
+        sel = t["allocator"] == self.allocator_ids.get(allocator, -1)
         if step is not None:
             sel &= t["step"] == step
         return np.flatnonzero(sel)
@@ -161,19 +161,14 @@ class LogMemoryInfo:
 def is_memory_log(path: Path) -> bool:
     """Whether the start of a file (gunzipped) holds a `__LOG_MEMORY__` line."""
     try:
-        with _open(path) as f:
-            return MARKER in f.read(SNIFF_BYTES)
+        with open(path, "rb") as raw:
+            if raw.read(2) != GZIP_MAGIC:
+                return MARKER in raw.read(SNIFF_BYTES)
+            raw.seek(0)
+            with gzip.GzipFile(fileobj=raw, mode="rb") as f:
+                return MARKER in f.read(SNIFF_BYTES)
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile):
         return False
-
-
-def _open(path: Path):
-    f = open(path, "rb")
-    if f.read(2) == GZIP_MAGIC:
-        f.seek(0)
-        return gzip.GzipFile(fileobj=f, mode="rb")
-    f.seek(0)
-    return f
 
 
 def load_memory_log(path: Path, host: str = "", task: TaskState | None = None) -> MemoryProfileData:
@@ -377,9 +372,16 @@ class _Reader:
             raise ProfileError(f"{source}: no readable __LOG_MEMORY__ lines{detail}. {ENABLE_HINT}")
         events = _concat(self.events) if self.events else None
         self.events = []
-        # Times count from the first memory line.
-        starts = [s[0] for s in self.step_span.values()] + ([int(events["time_us"].min())] if events is not None else [])
+        # Times count from the first memory line; lines before the first time take it.
+        no_time = np.iinfo(np.int64).min
+        starts = [s[0] for s in self.step_span.values() if s[0] != no_time]
+        if events is not None:
+            times = events["time_us"]
+            starts += [int(times[times != no_time].min())] if (times != no_time).any() else []
         t0 = min(starts) if starts else 0
+        if events is not None:
+            times[times == no_time] = t0
+        self.step_span = {s: (max(a, t0), max(b, t0)) for s, (a, b) in self.step_span.items()}
         # Display strings: shapes as TensorFlow prints them, dtypes as XProf does.
         display = list(strings) + [REGION_TENSOR, REGION_RAW]
         for i, s in enumerate(strings):
@@ -387,18 +389,19 @@ class _Reader:
                 display[i] = self.shape_string(s)
             elif s.startswith("DT_") and s in types_pb2.DataType.keys():
                 display[i] = data_type_string(types_pb2.DataType.Value(s))
-        allocators, unmatched, deferred = {}, {}, 0
+        allocators, allocator_ids, unmatched, deferred = {}, {}, {}, 0
         if events is not None:
             is_alloc = (events["kind"] == TENSOR_ALLOCATION) | (events["kind"] == RAW_ALLOCATION)
             allocations = {"allocator": events["allocator"][is_alloc], "step": events["step"][is_alloc],
                            "kernel": events["name"][is_alloc], "tracked": events["id"][is_alloc] != 0,
                            "bytes": events["bytes"][is_alloc], "requested": events["requested"][is_alloc]}
             for a in sorted(np.unique(allocations["allocator"]).tolist(), key=lambda i: strings[i]):
-                profile, unmatched_count, deferred_count = _replay(events, a, t0, display)
-                allocators[strings[a] or "(unnamed allocator)"] = profile
+                memory_id = strings[a] or "(unnamed allocator)"
+                profile, unmatched_count, deferred_count = _replay(events, a, memory_id, t0, display)
+                allocators[memory_id], allocator_ids[memory_id] = profile, a
                 deferred += deferred_count
                 if unmatched_count:
-                    unmatched[strings[a]] = unmatched_count
+                    unmatched[memory_id] = unmatched_count
         else:
             allocations = {k: np.zeros(0, np.int64) for k in ("allocator", "step", "kernel", "bytes", "requested")}
             allocations["tracked"] = np.zeros(0, bool)
@@ -407,6 +410,7 @@ class _Reader:
             untracked_deallocations=self.untracked_deallocations, unmatched_deallocations=unmatched,
             deferred_deallocations=deferred, garbled=self.garbled, unknown=self.unknown,
             text_format_lines=self.slow, problems=self.problems, strings=display, allocations=allocations,
+            allocator_ids=allocator_ids,
             step_handles=self.step_handles,
             step_span_ps={s: ((a - t0) * 1_000_000, (b - t0) * 1_000_000) for s, (a, b) in self.step_span.items()},
         )
@@ -467,7 +471,7 @@ def _concat(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
 # ---------------------------------------------------------------- replay
 
 
-def _replay(events: dict[str, np.ndarray], allocator: int, t0_us: int,
+def _replay(events: dict[str, np.ndarray], allocator: int, memory_id: str, t0_us: int,
             strings: list[str]) -> tuple[AllocatorProfile, int, int]:
     """One allocator's tracked events (with an allocation_id) as a complete memory timeline.
 
@@ -518,7 +522,7 @@ def _replay(events: dict[str, np.ndarray], allocator: int, t0_us: int,
     summary = summarize(timeline)
     summary.num_allocations, summary.num_deallocations = len(allocs), len(pos) - len(allocs)
     summary.memory_capacity = 0  # logs do not say how much memory the allocator had
-    profile = AllocatorProfile(memory_id=strings[allocator], timeline=timeline, summary=summary, peak_allocations=None,
+    profile = AllocatorProfile(memory_id=memory_id, timeline=timeline, summary=summary, peak_allocations=None,
                                complete=True, stored_snapshots=timeline, lifetimes=(allocs, frees[allocs]))
     profile.peak_allocations = (profile.allocations_at(profile.peak_index) if len(timeline)
                                 else merge_rows(timeline, np.zeros(0, np.int64), []))

@@ -366,8 +366,9 @@ class LocalRepository(ProfileRepository):
             session = _Session(name)
             session.host(_strip_suffix(name, BINARY_SUFFIXES + TEXT_SUFFIXES)).step_stats = path
             return {name: session}
-        if is_memory_log(path) or (name.endswith(LOG_SUFFIXES) and not name.endswith(TEXT_SUFFIXES)):
-            if not is_memory_log(path):
+        is_log = is_memory_log(path)
+        if is_log or (name.endswith(LOG_SUFFIXES) and not name.endswith(TEXT_SUFFIXES)):
+            if not is_log:
                 raise ProfileError(f"{path}: no __LOG_MEMORY__ lines near the start of this log. {ENABLE_HINT}")
             session = _Session(name)
             session.host(_strip_suffix(name, LOG_SUFFIXES)).memory_log = path

@@ -224,6 +224,17 @@ def test_lines_without_a_time_follow_log_order(tmp_path):
     assert [tl.strings[i] for i in tl.op] == ["a", "b", "c"] and tl.time_ps.tolist() == [0, 0, 0]
 
 
+def test_lines_before_the_first_time_and_an_unnamed_allocator(tmp_path):
+    log = tmp_path / "x.log"
+    write_log(log, [line("", tensor_allocation(1, "early", "", 1, 8)),
+                    line("I0501 10:00:05.000000 1 x.cc:1] ", tensor_allocation(1, "late", "", 2, 8)),
+                    line("I0501 10:00:07.000000 1 x.cc:1] ", tensor_allocation(1, "later", "", 3, 8))])
+    data = load_memory_log(log)
+    assert data.memory_ids == ["(unnamed allocator)"]
+    assert data.allocators["(unnamed allocator)"].timeline.time_ps.tolist() == [0, 0, 2 * 10**12]
+    assert data.log.kernels("(unnamed allocator)").kernel == ["early", "late", "later"]
+
+
 def test_lines_text_format_must_read_escapes_hex_and_field_order(tmp_path):
     log = tmp_path / "x.log"
     p = "I0501 10:00:01.000000 1 log_memory.cc:34] __LOG_MEMORY__ "

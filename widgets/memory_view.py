@@ -217,8 +217,7 @@ class MemoryView(QWidget):
     @staticmethod
     def _log_text(log: LogMemoryInfo, memory_id: str) -> str:
         a = log.allocations
-        mine = [i for i, s in enumerate(log.strings) if s == memory_id]
-        untracked = int((~a["tracked"] & (a["allocator"] == (mine[0] if mine else -1))).sum())
+        untracked = int((~a["tracked"] & (a["allocator"] == log.allocator_ids.get(memory_id, -1))).sum())
         parts = [f"{sum(log.messages.values()):,} memory lines"]
         if untracked:
             parts.append(f"{untracked:,} allocations without allocation_id (counted per kernel, not on the timeline)")
