@@ -45,7 +45,8 @@
 
 enum { I_STEP, I_ID, I_BYTES, I_REQ, I_PTR, I_INDEX, I_FLAGS, N_INTS };
 enum { S_NAME, S_ALLOCATOR, S_DTYPE, S_SHAPE, S_HANDLE, N_STRS };
-enum { T_INT, T_UINT, T_STR, T_BOOL, T_ENUM, T_TENSOR, T_DESCRIPTION, T_RAW_MESSAGE };
+enum { T_INT, T_UINT, T_STR, T_BOOL, T_ENUM, T_TENSOR, T_DESCRIPTION, T_SHAPE, T_DIM };
+#define NONE (-1) /* a value that is checked but not kept */
 /* Where a value goes: an int slot, a string slot, or a flag bit. */
 typedef struct {
     const char *name;
@@ -69,7 +70,10 @@ static const Field RAW_DEALLOCATION[] = {{F("step_id"), T_INT, I_STEP, 0}, {F("o
                                          {F("allocation_id"), T_INT, I_ID, 0}, {F("allocator_name"), T_STR, S_ALLOCATOR, 0},
                                          {F("deferred"), T_BOOL, I_FLAGS, 1}};
 static const Field TENSOR_DESCRIPTION[] = {
-    {F("dtype"), T_ENUM, S_DTYPE, 0}, {F("shape"), T_RAW_MESSAGE, S_SHAPE, 0}, {F("allocation_description"), T_DESCRIPTION, 0, 0}};
+    {F("dtype"), T_ENUM, S_DTYPE, 0}, {F("shape"), T_SHAPE, S_SHAPE, 0}, {F("allocation_description"), T_DESCRIPTION, 0, 0}};
+/* TensorShapeProto: the block is kept as text (few distinct shapes). */
+static const Field SHAPE[] = {{F("dim"), T_DIM, NONE, 0}, {F("unknown_rank"), T_BOOL, NONE, 0}};
+static const Field DIM[] = {{F("size"), T_INT, NONE, 0}, {F("name"), T_STR, NONE, 0}};
 static const Field ALLOCATION_DESCRIPTION[] = {
     {F("requested_bytes"), T_INT, I_REQ, 0},       {F("allocated_bytes"), T_INT, I_BYTES, 4},
     {F("allocator_name"), T_STR, S_ALLOCATOR, 0},  {F("allocation_id"), T_INT, I_ID, 0},
@@ -162,43 +166,30 @@ static int read_string(Parser *ps, int64_t *span) {
     return 1;
 }
 
-/* A `{ ... }` block taken whole (the shape), quoted strings respected. */
-static int read_block(Parser *ps, int64_t *span) {
-    const char *start = ps->p;
-    int depth = 0;
-    while (ps->p < ps->end) {
-        char c = *ps->p++;
-        if (c == '"') {
-            while (ps->p < ps->end && *ps->p != '"') ps->p += (*ps->p == '\\') ? 2 : 1;
-            if (ps->p >= ps->end) return 0;
-            ps->p++;
-        } else if (c == '{') {
-            depth++;
-        } else if (c == '}' && --depth == 0) {
-            span[0] = start - ps->base;
-            span[1] = ps->p - start;
-            return 1;
-        }
-    }
-    return 0;
-}
-
 static int read_fields(Parser *ps, const Field *fields, int count);
 
 static int read_value(Parser *ps, const Field *f) {
     const char *s;
     int len;
     int64_t v;
-    if (f->type == T_TENSOR || f->type == T_DESCRIPTION || f->type == T_RAW_MESSAGE) {
+    int64_t ignored[2];
+    if (f->type >= T_TENSOR) { /* a message */
         if (ps->p < ps->end && *ps->p == ':') {
             ps->p++;
             skip_space(ps);
         }
         if (ps->p >= ps->end || *ps->p != '{') return 0;
-        if (f->type == T_RAW_MESSAGE) return read_block(ps, ps->strs + 2 * f->slot);
-        ps->p++;
-        if (f->type == T_TENSOR) return read_fields(ps, TENSOR_DESCRIPTION, COUNT(TENSOR_DESCRIPTION));
-        return read_fields(ps, ALLOCATION_DESCRIPTION, COUNT(ALLOCATION_DESCRIPTION));
+        const char *start = ps->p++;
+        switch (f->type) {
+        case T_TENSOR: return read_fields(ps, TENSOR_DESCRIPTION, COUNT(TENSOR_DESCRIPTION));
+        case T_DESCRIPTION: return read_fields(ps, ALLOCATION_DESCRIPTION, COUNT(ALLOCATION_DESCRIPTION));
+        case T_DIM: return read_fields(ps, DIM, COUNT(DIM));
+        default: /* T_SHAPE */
+            if (!read_fields(ps, SHAPE, COUNT(SHAPE))) return 0;
+            ps->strs[2 * f->slot] = start - ps->base;
+            ps->strs[2 * f->slot + 1] = ps->p - start;
+            return 1;
+        }
     }
     if (ps->p >= ps->end || *ps->p != ':') return 0;
     ps->p++;
@@ -207,10 +198,12 @@ static int read_value(Parser *ps, const Field *f) {
     case T_INT:
     case T_UINT:
         if (!read_int(ps, f->type == T_UINT, &v)) return 0;
-        ps->ints[f->slot] = v;
-        ps->ints[I_FLAGS] |= f->flag;
+        if (f->slot != NONE) {
+            ps->ints[f->slot] = v;
+            ps->ints[I_FLAGS] |= f->flag;
+        }
         return 1;
-    case T_STR: return read_string(ps, ps->strs + 2 * f->slot);
+    case T_STR: return read_string(ps, f->slot == NONE ? ignored : ps->strs + 2 * f->slot);
     case T_ENUM:
         if (!read_ident(ps, &s, &len)) return 0;
         ps->strs[2 * f->slot] = s - ps->base;
@@ -219,7 +212,7 @@ static int read_value(Parser *ps, const Field *f) {
     case T_BOOL:
         if (!read_ident(ps, &s, &len)) return 0;
         if (len == 4 && memcmp(s, "true", 4) == 0) {
-            ps->ints[f->slot] |= f->flag;
+            if (f->slot != NONE) ps->ints[f->slot] |= f->flag;
             return 1;
         }
         return len == 5 && memcmp(s, "false", 5) == 0;
@@ -227,7 +220,8 @@ static int read_value(Parser *ps, const Field *f) {
     return 0;
 }
 
-/* Fields up to the closing brace; each at most once, as text_format wants. */
+/* Fields up to the closing brace; each at most once, as text_format wants
+ * (dim, the one repeated field, any number of times). */
 static int read_fields(Parser *ps, const Field *fields, int count) {
     unsigned seen = 0;
     for (;;) {
@@ -248,7 +242,7 @@ static int read_fields(Parser *ps, const Field *fields, int count) {
         for (k = 0; k < count; k++) {
             if (fields[k].len == len && memcmp(fields[k].name, s, (size_t)len) == 0) break;
         }
-        if (k == count || (seen & (1u << k))) return 0;
+        if (k == count || (fields[k].type != T_DIM && (seen & (1u << k)))) return 0;
         seen |= 1u << k;
         skip_space(ps);
         if (!read_value(ps, &fields[k])) return 0;

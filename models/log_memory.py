@@ -63,6 +63,7 @@ SNIFF_BYTES = 4 << 20
 ENABLE_HINT = ("TensorFlow writes them when started with TF_CPP_MIN_LOG_LEVEL=0 TF_CPP_VMODULE=log_memory=2 "
                "(the lines go to stderr: redirect it into the log file).")
 REGION_TENSOR, REGION_RAW = "tensor", "raw"
+DATA_TYPE_NAMES = frozenset(types_pb2.DataType.keys())
 # LogMemory::SpecialStepIds: allocations outside any step.
 SPECIAL_STEPS = {-1: "constant folding", -2: "op kernel construction", -3: "external tensor allocation",
                  -4: "network buffer", -5: "proto buffer", -6: "unknown step"}
@@ -234,9 +235,15 @@ def _scan_block(block) -> dict:
     deallocations, and lines left to text_format, which may be either)."""
     _, kind, time_us, line, ints, strs = _logscan.scan_memory_log(block, True)
     tracked_free = ((kind == TENSOR_DEALLOCATION) | (kind == RAW_DEALLOCATION)) & (ints[:, I_ID] != 0)
+    # The scanner does not check enum names: a line naming no DataType is text_format's to judge.
+    dtype_ids, dtype_names = wire.intern_strings(block, strs[:, S_DTYPE])
+    unknown = [i for i, name in enumerate(dtype_names) if name and name not in DATA_TYPE_NAMES]
+    if unknown:
+        kind[np.isin(dtype_ids, unknown)] = -1
     rows = np.flatnonzero((kind == TENSOR_ALLOCATION) | (kind == RAW_ALLOCATION) | tracked_free | (kind < 0))
     spans = strs[rows]
-    local_ids = [wire.intern_strings(block, spans[:, j]) for j in (S_NAME, S_ALLOCATOR, S_DTYPE, S_SHAPE)]
+    local_ids = [wire.intern_strings(block, spans[:, j]) for j in (S_NAME, S_ALLOCATOR)]
+    local_ids += [(dtype_ids[rows], dtype_names), wire.intern_strings(block, spans[:, S_SHAPE])]
     return {"kind": kind, "time_us": time_us, "line": line, "ints": ints, "strs": strs, "rows": rows,
             "local_ids": local_ids}
 
@@ -387,7 +394,7 @@ class _Reader:
         for i, s in enumerate(strings):
             if s.startswith("{"):
                 display[i] = self.shape_string(s)
-            elif s.startswith("DT_") and s in types_pb2.DataType.keys():
+            elif s in DATA_TYPE_NAMES:
                 display[i] = data_type_string(types_pb2.DataType.Value(s))
         allocators, allocator_ids, unmatched, deferred = {}, {}, {}, 0
         if events is not None:

@@ -12,7 +12,7 @@ from google.protobuf import text_format
 
 from models import _logscan
 from models.log_memory import (DEFERRED, MESSAGE_NAMES, RAW_ALLOCATION, RAW_DEALLOCATION, TENSOR_ALLOCATION,
-                               TENSOR_DEALLOCATION, load_memory_log)
+                               TENSOR_DEALLOCATION, _scan_block, load_memory_log)
 from models.memory_profile import ALLOCATION, parse_memory_profile
 from models.repository import LocalRepository, open_repository
 from models.task import Cancelled, ProfileError, TaskState
@@ -336,3 +336,33 @@ def test_scanner_kinds_cover_the_schema():
     assert MESSAGE_NAMES == tuple(sorted(log_memory_pb2.DESCRIPTOR.message_types_by_name,
                                          key=lambda n: MESSAGE_NAMES.index(n)))
     assert (TENSOR_ALLOCATION, TENSOR_DEALLOCATION, RAW_ALLOCATION, RAW_DEALLOCATION, DEFERRED) == (1, 2, 4, 5, 1)
+
+
+def test_scanner_accepts_no_line_that_text_format_reads_differently():
+    """Fuzz: mutated real lines either go to text_format (kind < 0) or, when
+    the fast path reads them, text_format reads them too, with the same step."""
+    rng = np.random.default_rng(7)
+    lines = [l for l in read_text(BFC_LOG).splitlines() if MARKER in l][:300]
+    alphabet = np.frombuffer(b' {}:"\\-0123456789abz_\n\x00\xff.', np.uint8)
+    mutated = []
+    for text in lines * 4:
+        b = np.frombuffer(text.encode(), np.uint8).copy()
+        for _ in range(rng.integers(1, 4)):
+            i = rng.integers(len(b))
+            b[i] = rng.choice(alphabet) if rng.random() < 0.8 else rng.integers(256)
+        mutated.append(bytes(b).replace(b"\n", b" "))
+    data = b"\n".join(mutated)
+    scanned = _scan_block(data)  # the scanner and the enum name check
+    kind, line, ints = scanned["kind"], scanned["line"], scanned["ints"]
+    checked = 0
+    for i in np.flatnonzero(kind >= 0):
+        text = data[line[i, 0]:line[i, 0] + line[i, 1]]
+        body = text.split(MARKER.encode(), 1)[1].decode("utf-8", "replace").strip()
+        name, rest = body.split(" ", 1)
+        assert name == MESSAGE_NAMES[kind[i]]
+        message = getattr(log_memory_pb2, name)()
+        text_format.Parse(re.sub(r"goo\.gle/\w*", " ", rest.strip()[1:-1]), message)  # must not raise
+        step = getattr(message, "step_id", 0)
+        assert ints[i, 0] == step
+        checked += 1
+    assert checked > 150 and (kind < 0).sum() > 500
