@@ -47,6 +47,7 @@ class MemoryView(QWidget):
         self.log_info.setStyleSheet("color: #333")
         self.kernel_table = KernelTable()
         self._rows: AllocationRows | None = None  # the table's rows before the step filter
+        self._step_ids: list[int] = []  # the step of each step_box entry after "All steps"
 
         bar = QHBoxLayout()
         bar.addWidget(QLabel("Host:"))
@@ -196,21 +197,22 @@ class MemoryView(QWidget):
 
     def step(self) -> int | None:
         """The step filter (None: all steps)."""
-        return self.step_box.currentData()
+        i = self.step_box.currentIndex()
+        return self._step_ids[i - 1] if 0 < i <= len(self._step_ids) else None
 
     def _fill_steps(self, memory_id: str) -> None:
         log = self.log
-        self.step_box.blockSignals(True)
-        self.step_box.clear()
-        self.step_box.addItem("All steps", None)
+        labels, self._step_ids = ["All steps"], []
         if log is not None and memory_id:
             steps = log.steps(memory_id)
-            for i in range(len(steps)):
-                step = int(steps.step[i])
-                name = SPECIAL_STEPS.get(step) or steps.handle[i]
-                label = f"{step}" + (f" ({name})" if name else "")
-                self.step_box.addItem(f"{label}: {steps.count[i]:,} allocations, {format_bytes(int(steps.bytes[i]))}", step)
+            self._step_ids = steps.step.tolist()
+            for step, handle, count, nbytes in zip(self._step_ids, steps.handle, steps.count.tolist(), steps.bytes.tolist()):
+                name = SPECIAL_STEPS.get(step) or handle
+                labels.append(f"{step}" + (f" ({name})" if name else "") + f": {count:,} allocations, {format_bytes(nbytes)}")
             self.log_info.setText(self._log_text(log, memory_id))
+        self.step_box.blockSignals(True)
+        self.step_box.clear()
+        self.step_box.addItems(labels)  # one call: logs can have tens of thousands of steps
         self.step_box.blockSignals(False)
         self.kernel_table.set_rows(log.kernels(memory_id) if log is not None and memory_id else None)
 
