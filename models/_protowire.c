@@ -11,7 +11,9 @@
  *   decode_messages(buf, spans, fields)  -> list of arrays, one per
  *       (field_number, kind) in fields; kind 'i' varint -> int64,
  *       'z' zigzag varint -> int64, 'd' double -> float64,
- *       'f' fixed64 -> int64, 's' length-delimited -> int64[n, 2] span
+ *       'f' fixed64 -> int64, 'g' float (fixed32) -> float64,
+ *       's' length-delimited -> int64[n, 2] span, 'n' -> int64 number of
+ *       occurrences (any wire type: presence of oneof members)
  *       (-1, 0 when absent). Absent scalars are 0; the last occurrence wins.
  *   intern_strings(buf, spans) -> (int32 ids, list of str): equal strings
  *       share an id; absent spans map to "".
@@ -265,7 +267,7 @@ static PyObject *decode_messages(PyObject *self, PyObject *args) {
         int number;
         const char *kind;
         if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fields, i), "is", &number, &kind)) goto fail;
-        if (number < 1 || number > MAX_FIELD || column_of[number] != -1 || !strchr("izdfs", kind[0])) {
+        if (number < 1 || number > MAX_FIELD || column_of[number] != -1 || !strchr("izdfgsn", kind[0])) {
             PyErr_Format(PyExc_ValueError, "bad field spec (%d, %s)", number, kind);
             goto fail;
         }
@@ -281,7 +283,7 @@ static PyObject *decode_messages(PyObject *self, PyObject *args) {
             }
         } else {
             npy_intp dims[1] = {n};
-            arr = PyArray_ZEROS(1, dims, kind[0] == 'd' ? NPY_FLOAT64 : NPY_INT64, 0);
+            arr = PyArray_ZEROS(1, dims, kind[0] == 'd' || kind[0] == 'g' ? NPY_FLOAT64 : NPY_INT64, 0);
         }
         if (!arr) goto fail;
         PyList_SET_ITEM(result, i, arr);
@@ -313,6 +315,15 @@ static PyObject *decode_messages(PyObject *self, PyObject *args) {
                 if (c.end - c.p < 8) { bad_at = c.p - base; break; }
                 memcpy((char *)data[number] + 8 * k, c.p, 8); /* little-endian hosts */
                 c.p += 8;
+            } else if (kind == 'n') {
+                if (!skip_field(&c, wire)) { bad_at = c.p - base; break; }
+                ((int64_t *)data[number])[k] += 1;
+            } else if (kind == 'g' && wire == 5) {
+                if (c.end - c.p < 4) { bad_at = c.p - base; break; }
+                float f;
+                memcpy(&f, c.p, 4); /* little-endian hosts */
+                ((double *)data[number])[k] = f;
+                c.p += 4;
             } else if (kind == 's' && wire == 2) {
                 if (!read_varint(&c, &v) || v > (uint64_t)(c.end - c.p)) { bad_at = c.p - base; break; }
                 ((int64_t *)data[number])[2 * k] = c.p - base;

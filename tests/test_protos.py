@@ -74,6 +74,26 @@ def test_run_metadata_fields_are_the_real_ones():
         assert {k: _rename(v, "") for k, v in mine.items()} == {k: _rename(theirs[k], "") for k in mine}
 
 
+@pytest.mark.parametrize("module,names", [
+    ("tensor", ["TensorProto"]),
+    ("summary", ["Summary", "Summary.Value", "SummaryMetadata", "SummaryMetadata.PluginData"]),
+    ("event", ["Event"]),
+])
+def test_event_file_fields_are_the_real_ones(module, names):
+    """tensor.proto and summary.proto hold only the parts Profscope reads."""
+    mine_module = importlib.import_module("protos.summary_pb2" if module == "event" else f"protos.{module}_pb2")
+    real_module = importlib.import_module(f"tensorboard.compat.proto.{module}_pb2")
+    for name in names:
+        mine, real = mine_module, real_module
+        for part in name.split("."):
+            mine, real = getattr(mine, part), getattr(real, part)
+        ours = {k: v for k, v in fields(mine.DESCRIPTOR).items() if not isinstance(v, dict)}
+        theirs = {k: v for k, v in fields(real.DESCRIPTOR).items() if not isinstance(v, dict)}
+        assert {k: _rename(v, "") for k, v in ours.items()} == {k: _rename(theirs[k], "") for k in ours}, name
+    assert [(v.name, v.number) for v in importlib.import_module("protos.summary_pb2").DataClass.DESCRIPTOR.values] == [
+        (v.name, v.number) for v in importlib.import_module("tensorboard.compat.proto.summary_pb2").DataClass.DESCRIPTOR.values]
+
+
 def _rename(value, package):
     if isinstance(value, dict):
         return {k: _rename(v, package) for k, v in value.items()}
