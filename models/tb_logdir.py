@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from models import _protowire as wire
-from models.event_file import mapped, scan_records
+from models.event_file import scan_records
 from models.task import ProfileError, TaskState
 from protos import tensor_pb2
 
@@ -101,154 +101,71 @@ def _inside(path: str, root: str) -> bool:
 
 
 def read_logdir(logdir: Path, task: TaskState | None = None) -> Logdir:
-    """Every run below a log dir with its scalars and plugin metadata."""
+    """Every run below a log dir with its scalars and plugin metadata.
+
+    Runs are read in batches of about BATCH_BYTES: the files' records are
+    decoded together, so the cost per file is one open and read.
+    """
     task = task or TaskState()
     runs_files = find_runs(logdir)
     runs, warnings = {}, []
-    for i, (name, files) in enumerate(runs_files.items()):
-        if i % 64 == 0:
-            task.report(i / max(len(runs_files), 1), f"Reading runs ({i:,} of {len(runs_files):,})")
-        run, run_warnings = read_run(name, files)
-        runs[name] = run
-        warnings += run_warnings
+    batch, size, done = [], 0, 0
+    for name, files in runs_files.items():
+        batch.append((name, files))
+        size += sum(_size(f) for f in files)
+        if size >= BATCH_BYTES:
+            runs.update(_read_runs(batch, warnings))
+            done += len(batch)
+            batch, size = [], 0
+            task.report(done / len(runs_files), f"Reading runs ({done:,} of {len(runs_files):,})")
+    runs.update(_read_runs(batch, warnings))
     return Logdir(Path(logdir), runs, warnings)
 
 
-# ---------------------------------------------------------------- one run
+BATCH_BYTES = 16 << 20
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+# ---------------------------------------------------------------- decoding
 
 
 @dataclass
-class _FileValues:
-    """The summary values of one event file, one row per value."""
+class _Values:
+    """Summary values of some event files, one row per value, in file order."""
 
     step: np.ndarray
     wall_time: np.ndarray
-    event: np.ndarray  # index of the value's event among the file's events
-    tag: list[str]
+    event: np.ndarray  # the value's event (index into the event columns)
+    tag: np.ndarray  # int32 ids into tags
+    tags: list[str]
     scalar: np.ndarray  # float64 value when it is a one-element number (simple_value or tensor), else NaN
     is_value: np.ndarray  # bool: a simple_value or a tensor (what TensorBoard keeps per tag)
-    plugin: list[str | None]  # plugin name of the value's metadata (after data_compat), None without metadata
-    content: dict[int, bytes]  # row -> metadata content, for rows with metadata
+    plugin: np.ndarray  # int32 ids into plugins of the metadata (after data_compat), -1 without metadata
+    plugins: list[str]
+    content: np.ndarray  # int64[n, 2] span of the metadata content in the buffer (-1 when none)
     event_step: np.ndarray  # per event
     event_summary: np.ndarray  # per event: has a summary
     event_start: np.ndarray  # per event: SessionLog START
-    file_version: float | None
+    event_version: np.ndarray  # per event: file_version number, NaN when the event has none
 
 
-def read_run(name: str, files: list[Path]) -> tuple[Run, list[str]]:
-    run = Run(name)
-    warnings: list[str] = []
-    metadata_seen: set[str] = set()
-    kept: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
-    plugin_of: dict[str, str] = {}
-    file_version = None
-    seen_start = False
-    most_recent_step = None
-    for path in files:
-        try:
-            values = _read_file(path, warnings)
-        except ProfileError as e:
-            warnings.append(str(e))
-            continue
-        if values.file_version is not None:
-            file_version = values.file_version
-        for row, (tag, plugin) in enumerate(zip(values.tag, values.plugin)):
-            if plugin is not None and tag not in metadata_seen:
-                metadata_seen.add(tag)
-                if plugin:
-                    plugin_of[tag] = plugin
-                    run.plugin_content.setdefault(plugin, {})[tag] = values.content.get(row, b"")
-        purges = _purges(values, file_version, seen_start, most_recent_step)
-        if values.event_start.any():
-            seen_start = True
-        summary_steps = values.event_step[values.event_summary]
-        if len(summary_steps):
-            most_recent_step = int(summary_steps[-1])
-        _keep(kept, values, purges)
-    for tag, parts in kept.items():
-        if plugin_of.get(tag) != SCALARS:
-            continue
-        step, wall, value = (np.concatenate([p[k] for p in parts]) for k in range(3))
-        run.scalars[tag] = Series(step, wall, value)
-    return run, warnings
-
-
-def _purges(values: _FileValues, file_version, seen_start: bool, most_recent_step) -> list[tuple[int, int, set | None]]:
-    """(event index, step, tags or None for all) of each purge TensorBoard makes in this file."""
-    out = []
-    if file_version is not None and file_version >= 2:
-        starts = np.flatnonzero(values.event_start)
-        for e in starts[0 if seen_start else 1:]:
-            out.append((int(e), int(values.event_step[e]), None))
-        return out
-    steps = values.event_step
-    summaries = np.flatnonzero(values.event_summary)
-    previous = np.r_[most_recent_step if most_recent_step is not None else np.iinfo(np.int64).min,
-                     steps[summaries][:-1]] if len(summaries) else np.zeros(0, np.int64)
-    for e in summaries[steps[summaries] < previous]:
-        tags = {values.tag[i] for i in np.flatnonzero(values.event == e)}
-        out.append((int(e), int(steps[e]), tags))
-    return out
-
-
-def _keep(kept: dict, values: _FileValues, purges) -> None:
-    """Adds the file's values per tag, applying the purges in event order."""
-    rows = np.flatnonzero(values.is_value)
-    if not purges:
-        _append(kept, values, rows)
-        return
-    start = 0
-    for event, step, tags in purges:
-        before = rows[(values.event[rows] < event) & (values.event[rows] >= start)]
-        _append(kept, values, before)
-        for tag, parts in kept.items():
-            if tags is None or tag in tags:
-                kept[tag] = [tuple(a[p[0] < step] for a in p) for p in parts]
-        start = event
-    _append(kept, values, rows[values.event[rows] >= start])
-
-
-def _append(kept: dict, values: _FileValues, rows: np.ndarray) -> None:
-    if not len(rows):
-        return
-    tags = [values.tag[i] for i in rows]
-    order = sorted(range(len(rows)), key=tags.__getitem__)  # stable: file order within a tag
-    sorted_rows = rows[order]
-    sorted_tags = [tags[i] for i in order]
-    start = 0
-    for k in range(1, len(sorted_rows) + 1):
-        if k == len(sorted_rows) or sorted_tags[k] != sorted_tags[start]:
-            r = sorted_rows[start:k]
-            kept.setdefault(sorted_tags[start], []).append((values.step[r], values.wall_time[r], values.scalar[r]))
-            start = k
-
-
-def _read_file(path: Path, warnings: list[str]) -> _FileValues:
-    with mapped(path) as buf:
-        records = scan_records(buf, path.name)
-        warnings += records.warnings
-        try:
-            return _decode(buf, records.spans)
-        except ValueError as e:
-            raise ProfileError(f"{path}: a record is not an Event: {e}") from None
-
-
-def _text(buf, span) -> str:
-    return bytes(buf[span[0]:span[0] + span[1]]).decode("utf-8", "replace") if span[0] >= 0 else ""
-
-
-def _decode(buf, events: np.ndarray) -> _FileValues:
+def _decode(buf, events: np.ndarray) -> _Values:
     wall, step, version, summary, session_log = wire.decode_messages(
         buf, events, [(EVENT_WALL_TIME, "d"), (EVENT_STEP, "i"), (EVENT_FILE_VERSION, "s"),
                       (EVENT_SUMMARY, "s"), (EVENT_SESSION_LOG, "s")])
     (status,) = wire.decode_messages(buf, session_log, [(SESSION_LOG_STATUS, "i")])
-    file_version = None
-    for span in version[version[:, 0] >= 0]:
-        text = _text(buf, span)
+    event_version = np.full(len(events), np.nan)
+    for i in np.flatnonzero(version[:, 0] >= 0).tolist():
         try:
-            file_version = float(text.split("brain.Event:")[-1])
+            event_version[i] = float(_text(buf, version[i]).split("brain.Event:")[-1])
         except ValueError:
-            file_version = None
+            pass
     has_summary = summary[:, 0] >= 0
     ((parents, value_spans),) = wire.find_children(buf, summary[has_summary], [SUMMARY_VALUE])
     event_of = np.flatnonzero(has_summary)[parents]
@@ -257,26 +174,209 @@ def _decode(buf, events: np.ndarray) -> _FileValues:
     (simple,) = wire.decode_messages(buf, value_spans, [(VALUE_SIMPLE, "g")])
     (simple_count,) = wire.decode_messages(buf, value_spans, [(VALUE_SIMPLE, "n")])
     is_simple, is_tensor = simple_count > 0, tensor[:, 0] >= 0
-    tag_ids, tag_strings = wire.intern_strings(buf, tag_spans)
-    tags = [tag_strings[i] for i in tag_ids]
-    for i in np.flatnonzero(is_tensor & (tag_spans[:, 0] < 0)):  # old tensor summaries: named by node
-        tags[i] = _text(buf, node_spans[i])
+    old_style = is_tensor & (tag_spans[:, 0] < 0)
+    if old_style.any():  # tensor summaries of the plugin-asset era are named by their node
+        tag_spans = tag_spans.copy()
+        tag_spans[old_style] = node_spans[old_style]
+    tag, tags = wire.intern_strings(buf, tag_spans)
     (plugin_data,) = wire.decode_messages(buf, metadata, [(METADATA_PLUGIN_DATA, "s")])
-    names, contents = wire.decode_messages(buf, plugin_data, [(PLUGIN_NAME, "s"), (PLUGIN_CONTENT, "s")])
-    name_ids, name_strings = wire.intern_strings(buf, names)
-    has_metadata = metadata[:, 0] >= 0
-    plugin: list[str | None] = [name_strings[i] if m else None for i, m in zip(name_ids.tolist(), has_metadata.tolist())]
-    content = {int(i): bytes(buf[contents[i, 0]:contents[i, 0] + contents[i, 1]]) if contents[i, 0] >= 0 else b""
-               for i in np.flatnonzero(has_metadata & ~is_simple)}
-    for i in np.flatnonzero(is_simple).tolist():  # data_compat: a simple_value is a "scalars" value
-        plugin[i] = SCALARS
-        content[i] = b""
+    names, content = wire.decode_messages(buf, plugin_data, [(PLUGIN_NAME, "s"), (PLUGIN_CONTENT, "s")])
+    plugin, plugins = wire.intern_strings(buf, names)
+    plugin = np.where(metadata[:, 0] >= 0, plugin, -1).astype(np.int32)
+    # data_compat: a simple_value is a "scalars" value, whatever metadata it had.
+    if is_simple.any():
+        if SCALARS not in plugins:
+            plugins.append(SCALARS)
+        plugin[is_simple] = plugins.index(SCALARS)
+        content[is_simple] = (-1, 0)
     scalar = np.where(is_simple, simple, np.nan)
     tensor_rows = np.flatnonzero(is_tensor & ~is_simple)
     scalar[tensor_rows] = _tensor_scalars(buf, tensor[tensor_rows])
-    return _FileValues(step=step[event_of], wall_time=wall[event_of], event=event_of, tag=tags, scalar=scalar,
-                       is_value=is_simple | is_tensor, plugin=plugin, content=content, event_step=step,
-                       event_summary=has_summary, event_start=status == SESSION_LOG_START, file_version=file_version)
+    return _Values(step=step[event_of], wall_time=wall[event_of], event=event_of, tag=tag, tags=tags, scalar=scalar,
+                   is_value=is_simple | is_tensor, plugin=plugin, plugins=plugins, content=content, event_step=step,
+                   event_summary=has_summary, event_start=status == SESSION_LOG_START, event_version=event_version)
+
+
+def _text(buf, span) -> str:
+    return bytes(buf[span[0]:span[0] + span[1]]).decode("utf-8", "replace") if span[0] >= 0 else ""
+
+
+# ---------------------------------------------------------------- runs
+
+
+def _read_runs(batch: list[tuple[str, list[Path]]], warnings: list[str]) -> dict[str, Run]:
+    """Runs of a batch: their files decoded together; runs whose data
+    TensorBoard would purge (restarts) go through the file-by-file path."""
+    datas, spans, file_run = [], [], []
+    offset = 0
+    for r, (name, files) in enumerate(batch):
+        for path in files:
+            data = _read(path, warnings)
+            if data is None:
+                continue
+            records = scan_records(data, f"{name}/{path.name}")
+            warnings += records.warnings
+            spans.append(records.spans + np.array([offset, 0]))
+            file_run.append(r)
+            datas.append(data)
+            offset += len(data)
+    runs = {name: Run(name) for name, _ in batch}
+    if not datas:
+        return runs
+    buf = b"".join(datas)
+    events = np.concatenate(spans) if spans else np.zeros((0, 2), np.int64)
+    try:
+        v = _decode(buf, events)
+    except ValueError:  # a corrupt record somewhere: read file by file to say where
+        return {name: _read_run_files(name, files, warnings) for name, files in batch}
+    counts = np.array([len(x) for x in spans], np.int64)
+    event_run = np.repeat(np.array(file_run, np.int64), counts)
+    file_first = (np.cumsum(counts) - counts)[counts > 0]  # first event of each file with events
+    careful = _runs_with_purges(v, event_run, file_first, len(batch))
+    for r in np.flatnonzero(careful):
+        name, files = batch[r]
+        runs[name] = _read_run_files(name, files, warnings)
+    value_run = event_run[v.event]
+    _fill_runs(runs, [name for name, _ in batch], buf, v, value_run, keep=~careful[value_run])
+    return runs
+
+
+def _read(path: Path, warnings: list[str]) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        warnings.append(f"{path}: cannot read: {e.strerror or e}")
+        return None
+
+
+def _runs_with_purges(v: _Values, event_run: np.ndarray, file_first: np.ndarray, n_runs: int) -> np.ndarray:
+    """Runs where TensorBoard's orphaned-data purge could drop something."""
+    careful = np.zeros(n_runs, bool)
+    # file_version 2+: a second SessionLog START in the run.
+    starts = np.bincount(event_run[v.event_start], minlength=n_runs)
+    careful |= starts >= 2
+    # Older files: a summary step going back within the run.
+    # A run is "v2" when each of its files starts with file_version 2 or later.
+    v2 = ~np.isnan(v.event_version[file_first]) & (v.event_version[file_first] >= 2)
+    runs_of_files = event_run[file_first]
+    old = np.bincount(runs_of_files[~v2], minlength=n_runs) > 0
+    if old.any():
+        rows = np.flatnonzero(v.event_summary & old[event_run])
+        steps, runs = v.event_step[rows], event_run[rows]
+        back = (runs[1:] == runs[:-1]) & (steps[1:] < steps[:-1])
+        careful[runs[1:][back]] = True
+    return careful
+
+
+def _fill_runs(runs: dict[str, Run], names: list[str], buf, v: _Values, value_run: np.ndarray, keep: np.ndarray) -> None:
+    """Plugin metadata (first per run and tag) and scalar series of the runs."""
+    n_tags = max(len(v.tags), 1)
+    key = value_run * n_tags + v.tag
+    with_metadata = np.flatnonzero(keep & (v.plugin >= 0))
+    first_keys, first_rows = np.unique(key[with_metadata], return_index=True)
+    first_rows = with_metadata[first_rows]
+    scalars_id = v.plugins.index(SCALARS) if SCALARS in v.plugins else -2
+    scalar_keys = first_keys[v.plugin[first_rows] == scalars_id]
+    for row in first_rows[v.plugin[first_rows] != scalars_id].tolist():
+        plugin = v.plugins[v.plugin[row]]
+        if plugin:
+            start, length = v.content[row]
+            content = bytes(buf[start:start + length]) if start >= 0 else b""
+            runs[names[value_run[row]]].plugin_content.setdefault(plugin, {})[v.tags[v.tag[row]]] = content
+    for row in first_rows[v.plugin[first_rows] == scalars_id].tolist():
+        runs[names[value_run[row]]].plugin_content.setdefault(SCALARS, {})[v.tags[v.tag[row]]] = b""
+    rows = np.flatnonzero(keep & v.is_value)
+    rows = rows[np.isin(key[rows], scalar_keys)]
+    order = rows[np.argsort(key[rows], kind="stable")]
+    sorted_keys = key[order]
+    bounds = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1], True])
+    step, wall, value = v.step[order], v.wall_time[order], v.scalar[order]
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        k = int(sorted_keys[a])
+        runs[names[k // n_tags]].scalars[v.tags[k % n_tags]] = Series(step[a:b], wall[a:b], value[a:b])
+
+
+def _read_run_files(name: str, files: list[Path], warnings: list[str]) -> Run:
+    """One run file by file, with TensorBoard's purges of orphaned data."""
+    run = Run(name)
+    metadata_seen: set[str] = set()
+    kept: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+    plugin_of: dict[str, str] = {}
+    file_version = None
+    seen_start = False
+    most_recent_step = None
+    for path in files:
+        data = _read(path, warnings)
+        if data is None:
+            continue
+        records = scan_records(data, path.name)
+        warnings += records.warnings
+        try:
+            v = _decode(data, records.spans)
+        except ValueError as e:
+            warnings.append(f"{path}: a record is not an Event ({e}); file skipped")
+            continue
+        versions = v.event_version[~np.isnan(v.event_version)]
+        if len(versions):
+            file_version = float(versions[-1])
+        tags = [v.tags[t] for t in v.tag.tolist()]
+        for row in np.flatnonzero(v.plugin >= 0).tolist():
+            tag = tags[row]
+            if tag not in metadata_seen:
+                metadata_seen.add(tag)
+                plugin = v.plugins[v.plugin[row]]
+                if plugin:
+                    plugin_of[tag] = plugin
+                    start, length = v.content[row]
+                    run.plugin_content.setdefault(plugin, {})[tag] = bytes(data[start:start + length]) if start >= 0 else b""
+        purges = _purges(v, tags, file_version, seen_start, most_recent_step)
+        if v.event_start.any():
+            seen_start = True
+        summary_steps = v.event_step[v.event_summary]
+        if len(summary_steps):
+            most_recent_step = int(summary_steps[-1])
+        _keep(kept, v, tags, purges)
+    for tag, parts in kept.items():
+        if plugin_of.get(tag) == SCALARS:
+            run.scalars[tag] = Series(*(np.concatenate([p[k] for p in parts]) for k in range(3)))
+    return run
+
+
+def _purges(v: _Values, tags: list[str], file_version, seen_start: bool, most_recent_step) -> list:
+    """(event index, step, tags or None for all) of each purge TensorBoard makes in this file."""
+    out = []
+    if file_version is not None and file_version >= 2:
+        starts = np.flatnonzero(v.event_start)
+        for e in starts[0 if seen_start else 1:]:
+            out.append((int(e), int(v.event_step[e]), None))
+        return out
+    steps = v.event_step
+    summaries = np.flatnonzero(v.event_summary)
+    previous = np.r_[most_recent_step if most_recent_step is not None else np.iinfo(np.int64).min,
+                     steps[summaries][:-1]] if len(summaries) else np.zeros(0, np.int64)
+    for e in summaries[steps[summaries] < previous]:
+        out.append((int(e), int(steps[e]), {tags[i] for i in np.flatnonzero(v.event == e)}))
+    return out
+
+
+def _keep(kept: dict, v: _Values, tags: list[str], purges) -> None:
+    """Adds the file's values per tag, applying the purges in event order."""
+    rows = np.flatnonzero(v.is_value)
+    start = 0
+    for event, step, purged_tags in purges:
+        _append(kept, v, tags, rows[(v.event[rows] < event) & (v.event[rows] >= start)])
+        for tag, parts in kept.items():
+            if purged_tags is None or tag in purged_tags:
+                kept[tag] = [tuple(a[p[0] < step] for a in p) for p in parts]
+        start = event
+    _append(kept, v, tags, rows[v.event[rows] >= start])
+
+
+def _append(kept: dict, v: _Values, tags: list[str], rows: np.ndarray) -> None:
+    for row_tag in dict.fromkeys(tags[i] for i in rows.tolist()):
+        r = rows[[tags[i] == row_tag for i in rows.tolist()]]
+        kept.setdefault(row_tag, []).append((v.step[r], v.wall_time[r], v.scalar[r]))
 
 
 def _tensor_scalars(buf, spans: np.ndarray) -> np.ndarray:

@@ -216,3 +216,45 @@ def test_simple_values_and_tensor_scalars_read_alike():
     keras = read_logdir(path("keras_callback"))
     train = next(r for n, r in keras.runs.items() if n.endswith("/train"))
     assert len(train.scalars["epoch_loss"]) == 2 and np.isfinite(train.scalars["epoch_loss"].value).all()
+
+
+def _write_events(folder, events, version):
+    """An event file written with TensorBoard's own RecordWriter."""
+    from tensorboard.compat.proto import event_pb2
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"events.out.tfevents.{len(list(folder.iterdir())) + 1}.host", "wb") as f:
+        w = RecordWriter(f)
+        w.write(event_pb2.Event(wall_time=1.0, file_version=f"brain.Event:{version}").SerializeToString())
+        for e in events:
+            w.write(e.SerializeToString())
+
+
+def test_restarts_purge_orphaned_values_as_tensorboard_does(tmp_path):
+    from tensorboard.compat.proto import event_pb2
+    from tensorboard.plugins.scalar import summary as scalar_summary
+
+    def value(step, x, tag="loss"):
+        return event_pb2.Event(step=step, wall_time=100.0 + step, summary=scalar_summary.scalar_pb(tag, x))
+
+    def start(step):
+        return event_pb2.Event(step=step, wall_time=100.0 + step,
+                               session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START))
+
+    # Version 2: the second SessionLog START at step 3 drops steps >= 3 seen so far.
+    _write_events(tmp_path / "v2", [start(0)] + [value(s, s / 10) for s in range(6)] + [start(3)]
+                  + [value(s, s / 100) for s in range(3, 7)], version=2)
+    # Version 1: a step going back drops that tag's later steps; out-of-order in v2 stays.
+    _write_events(tmp_path / "v1", [value(s, s / 10) for s in range(6)] + [value(2, 0.5), value(3, 0.7),
+                                                                          value(9, 1.0, "other"), value(4, 0.1, "other")],
+                  version=1)
+    _write_events(tmp_path / "v2_out_of_order", [value(s, 1.0 * s) for s in (0, 1, 5, 2, 2)], version=2)
+    data = HParamsData(read_logdir(tmp_path))
+    for run, tags in (("v2", ["loss"]), ("v1", ["loss", "other"]), ("v2_out_of_order", ["loss"])):
+        for tag in tags:
+            request = {"sessionName": run, "metricName": {"group": "", "tag": tag}}
+            status, expected = tensorboard_answer(str(tmp_path), "metric_evals", request)
+            assert status == 200
+            assert cleanse(data.list_metric_evals(request_from_json(request, api_pb2.ListMetricEvalsRequest))) == expected
+    assert [row[1] for row in data.list_metric_evals(api_pb2.ListMetricEvalsRequest(session_name="v2", metric_name={"tag": "loss"}))] == [0, 1, 2, 3, 4, 5, 6]
