@@ -34,8 +34,8 @@ import numpy as np
 import re2
 from google.protobuf import json_format, struct_pb2
 
-from models.task import ProfileError
-from models.tb_logdir import Logdir
+from models.task import ProfileError, TaskState
+from models.tb_logdir import Logdir, read_logdir
 from protos import api_pb2, plugin_data_pb2
 
 PLUGIN = "hparams"
@@ -43,11 +43,41 @@ EXPERIMENT_TAG = "_hparams_/experiment"
 START_TAG = "_hparams_/session_start_info"
 END_TAG = "_hparams_/session_end_info"
 MISSING, NUMBER, STRING, BOOL, OTHER = 0, 1, 2, 3, 4  # kinds of hparam values
+TOOLS = ("hparams_experiment", "hparams_session_groups", "hparams_metric_evals")
+NO_HPARAMS_HINT = ("HParams data is written by tensorboard.plugins.hparams.api (hp.hparams, hp.hparams_config, "
+                   "hp.KerasCallback), PyTorch's or tensorboardX's SummaryWriter.add_hparams.")
+ALL_STATUSES = (api_pb2.STATUS_UNKNOWN, api_pb2.STATUS_SUCCESS, api_pb2.STATUS_FAILURE, api_pb2.STATUS_RUNNING)
 MAX_INT32 = 2**31 - 1
 
 
 class HParamsError(ProfileError):
     """A request TensorBoard refuses with HTTP 400 (the message is TensorBoard's)."""
+
+
+def load_hparams(path, task: TaskState | None = None) -> HParamsData:
+    """A log dir's HParams data; ProfileError when it has none."""
+    data = HParamsData(read_logdir(path, task))
+    if not data.hparams_content:
+        raise ProfileError(f"{path}: no HParams data in {len(data.runs):,} run(s). {NO_HPARAMS_HINT}")
+    return data
+
+
+def tool_json(data: HParamsData, tool: str, params: dict[str, str]) -> bytes:
+    """What TensorBoard's /experiment, /session_groups and /metric_evals routes
+    return; the request is proto3 JSON in params["request"]."""
+    import json
+
+    text = params.get("request", "{}")
+    if tool == "hparams_experiment":
+        r = request_from_json(text, api_pb2.GetExperimentRequest)
+        doc = to_json(data.experiment(not r.HasField("include_metrics") or r.include_metrics, r.hparams_limit))
+    elif tool == "hparams_session_groups":
+        doc = to_json(data.list_session_groups(request_from_json(text, api_pb2.ListSessionGroupsRequest)))
+    elif tool == "hparams_metric_evals":
+        doc = cleanse(data.list_metric_evals(request_from_json(text, api_pb2.ListMetricEvalsRequest)))
+    else:
+        raise ProfileError(f"unknown tool {tool!r}; HParams tools: {', '.join(TOOLS)}")
+    return json.dumps(doc, indent=2).encode()
 
 
 # ---------------------------------------------------------------- sessions

@@ -289,6 +289,8 @@ def _fill_runs(runs: dict[str, Run], names: list[str], buf, v: _Values, value_ru
     rows = np.flatnonzero(keep & v.is_value)
     rows = rows[np.isin(key[rows], scalar_keys)]
     order = rows[np.argsort(key[rows], kind="stable")]
+    if not len(order):
+        return
     sorted_keys = key[order]
     bounds = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1], True])
     step, wall, value = v.step[order], v.wall_time[order], v.scalar[order]

@@ -3,7 +3,10 @@
     profscope [PATH]                      open the window (or, with no display,
                                           write the report and say where)
     profscope sessions PATH [--json]      sessions, hosts and tools
-    profscope export PATH --tool T ...    a tool's data, as XProf returns it
+    profscope export PATH --tool T ...    a tool's data, as XProf returns it; for a log dir
+                                          hparams_experiment, hparams_session_groups,
+                                          hparams_metric_evals (--param request=@REQ.json) as
+                                          TensorBoard's HParams routes return them
     profscope report PATH -o DIR          every view as PNG plus index.html
 
 `sessions` and `export` import no Qt, so they start fast and run on servers.
@@ -16,6 +19,8 @@ import json
 import sys
 from pathlib import Path
 
+from models.hparams import TOOLS as HPARAMS_TOOLS
+from models.hparams import load_hparams, tool_json
 from models.repository import open_repository
 from models.task import ProfileError
 
@@ -77,14 +82,18 @@ def cmd_sessions(args) -> int:
 
 
 def cmd_export(args) -> int:
-    repo = open_repository(args.path)
-    session = _pick_session(repo, args.session)
-    data = repo.tool_data(session, args.tool, args.host, _params(args.param))
-    if args.output == "-":
-        sys.stdout.buffer.write(data.output + b"\n")
+    if args.tool in HPARAMS_TOOLS:  # a log dir's sweep, not a profile session
+        output, what = tool_json(load_hparams(args.path), args.tool, _params(args.param)), args.tool
     else:
-        Path(args.output).write_bytes(data.output)
-        print(f"wrote {args.output} ({args.tool}, session {session})", file=sys.stderr)
+        repo = open_repository(args.path)
+        session = _pick_session(repo, args.session)
+        output = repo.tool_data(session, args.tool, args.host, _params(args.param)).output
+        what = f"{args.tool}, session {session}"
+    if args.output == "-":
+        sys.stdout.buffer.write(output + b"\n")
+    else:
+        Path(args.output).write_bytes(output)
+        print(f"wrote {args.output} ({what})", file=sys.stderr)
     return 0
 
 
