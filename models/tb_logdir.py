@@ -100,6 +100,11 @@ def _inside(path: str, root: str) -> bool:
     return real == root or real.startswith(root + os.sep)
 
 
+def logdir_signature(logdir: Path) -> tuple:
+    """What changes when a writer adds runs or data: event files and their sizes."""
+    return tuple((name, tuple((p.name, _size(p)) for p in files)) for name, files in find_runs(logdir).items())
+
+
 def read_logdir(logdir: Path, task: TaskState | None = None) -> Logdir:
     """Every run below a log dir with its scalars and plugin metadata.
 

@@ -6,18 +6,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QProgressBar, QPushButton,
                                QTabWidget, QTreeWidget, QTreeWidgetItem)
 
+from models.hparams import load_hparams
 from models.repository import MEMORY_PROFILE, TRACE_VIEWER, ProfileRepository, open_repository
+from models.task import ProfileError
+from models.tb_logdir import logdir_signature
+from widgets.hparams_view import HParamsView
 from widgets.memory_view import MemoryView
 from widgets.timeline_view import TimelineView
 from viewer.workers import TaskRunner
 
 MAX_RECENT = 8
 ROLE_TARGET = Qt.UserRole  # (session, host, tool) of a tree item
+HPARAMS = "hparams"  # tree target of the HParams entry
+WATCH_INTERVAL_MS = 5000  # how often a watched log dir is checked for new data
 
 
 TOOL_TITLES = {MEMORY_PROFILE: "Memory", TRACE_VIEWER: "Timeline"}
@@ -40,6 +46,12 @@ class MainWindow(QMainWindow):
         self.current_timeline: tuple[str, str] | None = None  # (session, host) of the timeline tab
         self.requested: tuple | None = None  # (session, host, tool) last asked for
         self.runner = TaskRunner(self)
+        # HParams loads and watch checks run apart, so they never cancel a profile load.
+        self.hparams_runner = TaskRunner(self)
+        self.hparams_path: str | None = None
+        self.hparams_signature = None
+        self.watch_timer = QTimer(self, interval=WATCH_INTERVAL_MS)
+        self.watch_timer.timeout.connect(self._check_for_new_data)
 
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["Sessions"])
@@ -49,9 +61,11 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.LeftDockWidgetArea, dock)
         self.memory_view = MemoryView()
         self.timeline_view = TimelineView()
+        self.hparams_view = HParamsView()
         self.tabs = QTabWidget()
         self.tabs.addTab(self.memory_view, "Memory")
         self.tabs.addTab(self.timeline_view, "Timeline")
+        self.tabs.addTab(self.hparams_view, "HParams")
         self.setCentralWidget(self.tabs)
 
         self.status = QLabel("Open a log dir, a profile folder or a file (Ctrl+O), or drop it here.")
@@ -68,6 +82,8 @@ class MainWindow(QMainWindow):
         self.memory_view.host_requested.connect(lambda host: self.load_memory(self.current[0], host) if self.current else None)
         self.timeline_view.step_requested.connect(
             lambda step: self.load_timeline(*self.current_timeline, step) if self.current_timeline else None)
+        self.hparams_view.watch_toggled.connect(self.set_watching)
+        self.hparams_runner.failed.connect(self.show_error)
         self.cancel_button.clicked.connect(self.cancel)
         self.runner.progress.connect(self._on_progress)
         self.runner.busy_changed.connect(self._set_busy)
@@ -131,16 +147,88 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------ loading
 
     def open_path(self, path: str) -> None:
-        """Scans a path in the background, then shows its latest session."""
+        """Scans a path in the background for profiles and HParams data, then
+        shows its latest session (or the HParams tab when it has only that)."""
         self.set_status(f"Opening {path}…")
         self._remember(str(path))
-        self.runner.start(lambda task: open_repository(path), self._show_repository)
+        self.opened_path = str(path)
+
+        def job(task):
+            repo = hparams = error = None
+            try:
+                repo = open_repository(path)
+            except ProfileError as e:
+                error = e
+            if Path(path).is_dir():
+                signature = logdir_signature(path)
+                try:
+                    hparams = (load_hparams(path, task), signature)
+                except ProfileError:
+                    pass
+            if repo is None and hparams is None:
+                raise error
+            return repo, hparams
+
+        self.runner.start(job, self._show_opened)
 
     def reload(self) -> None:
-        if self.repo is not None:
-            self.open_path(self.repo.location)
+        if getattr(self, "opened_path", None):
+            self.open_path(self.opened_path)
+
+    def _show_opened(self, result) -> None:
+        repo, hparams = result
+        self.hparams_path = self.opened_path if hparams else None
+        self.hparams_view.set_data(hparams[0] if hparams else None)
+        self.hparams_signature = hparams[1] if hparams else None
+        self.tabs.setTabVisible(self.tabs.indexOf(self.hparams_view), hparams is not None)
+        for view in (self.memory_view, self.timeline_view):
+            self.tabs.setTabVisible(self.tabs.indexOf(view), repo is not None)
+        self.repo = repo
+        self.tree.clear()
+        if repo is not None:
+            self._show_repository(repo)
+        else:
+            self.setWindowTitle(f"Profscope: {self.opened_path}")
+        if hparams is not None:
+            data = hparams[0]
+            item = QTreeWidgetItem([f"HParams ({len(data._session_runs):,} sessions)"])
+            item.setData(0, ROLE_TARGET, (HPARAMS,))
+            self.tree.insertTopLevelItem(0, item)
+            if repo is None or not repo.enum_sessions():
+                self.tree.setCurrentItem(item)
+                self.tabs.setCurrentWidget(self.hparams_view)
+                self.set_status(f"Opened {self.opened_path}: {len(data._session_runs):,} HParams sessions.")
+
+    # ------------------------------------------------------------ watching a sweep
+
+    def set_watching(self, on: bool) -> None:
+        """Checks the log dir every few seconds and reloads HParams when it changed."""
+        if on:
+            self.watch_timer.start()
+        else:
+            self.watch_timer.stop()
+
+    def _check_for_new_data(self) -> None:
+        path, known = self.hparams_path, self.hparams_signature
+        if path is None or self.hparams_runner.busy:
+            return
+
+        def job(task):
+            signature = logdir_signature(path)
+            return (load_hparams(path, task), signature) if signature != known else None
+
+        self.hparams_runner.start(job, self._on_new_data)
+
+    def _on_new_data(self, result) -> None:
+        if result is None:
+            return
+        data, self.hparams_signature = result
+        self.hparams_view.set_data(data)
+        self.set_status(f"{self.hparams_path}: reloaded, {len(data._session_runs):,} HParams sessions.")
 
     def reset_zoom(self) -> None:
+        if self.tabs.currentWidget() is self.hparams_view:
+            return
         if self.tabs.currentWidget() is self.timeline_view:
             self.timeline_view.canvas.reset_zoom()
         else:
@@ -173,9 +261,7 @@ class MainWindow(QMainWindow):
         self.runner.cancel()
 
     def _show_repository(self, repo: ProfileRepository) -> None:
-        self.repo = repo
         self.setWindowTitle(f"Profscope: {repo.location}")
-        self.tree.clear()
         latest = None
         for info in sorted(repo.enum_sessions(), key=lambda s: s.name):
             item = QTreeWidgetItem(self.tree, [info.name])
@@ -218,7 +304,9 @@ class MainWindow(QMainWindow):
 
     def _on_tree_item(self, item: QTreeWidgetItem, _column=0) -> None:
         target = item.data(0, ROLE_TARGET)
-        if target and self.repo is not None and tuple(target) != self.requested:
+        if target and tuple(target) == (HPARAMS,):
+            self.tabs.setCurrentWidget(self.hparams_view)
+        elif target and self.repo is not None and tuple(target) != self.requested:
             self.load(*target)
 
     # ------------------------------------------------------------ status
@@ -269,6 +357,8 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("window_state", self.saveState())
-        self.runner.cancel()
-        self.runner.wait(5000)
+        self.watch_timer.stop()
+        for runner in (self.runner, self.hparams_runner):
+            runner.cancel()
+            runner.wait(5000)
         super().closeEvent(event)

@@ -76,6 +76,10 @@ class TaskRunner(QObject):
         self.busy_changed.emit(True)
         self.pool.start(job)
 
+    @property
+    def busy(self) -> bool:
+        return self._job is not None
+
     def cancel(self) -> None:
         if self._job is not None:
             self._job.task.cancel()

@@ -1,0 +1,227 @@
+"""The filter panel: one control per hparam and metric, built from the
+values the groups hold: checkboxes for small discrete sets, a regexp field
+for strings, a range slider for numbers; each with "exclude missing".
+`changed` fires on every edit (the view debounces typing)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QScrollArea,
+                               QVBoxLayout, QWidget)
+from superqt import QDoubleRangeSlider
+
+from models.hparams import BOOL, MISSING, NUMBER, STRING, Column, HParamsError, compile_regexp
+from protos import api_pb2
+from widgets.hparams_table import format_value
+
+MAX_CHECKBOXES = 12  # more distinct values than this: a regexp field or a range
+SLIDER_STEPS = 1000  # a handle this close to its end means no bound
+
+
+class RangeControl(QWidget):
+    """Min and max fields over a range slider; value() is (lo, hi)."""
+
+    changed = Signal()
+
+    def __init__(self, lo: float, hi: float, parent=None):
+        super().__init__(parent)
+        span = (hi - lo) or 1.0
+        self.full_range = (lo, lo + span)
+        decimals = max(0, min(8, 3 - int(math.floor(math.log10(span)))))
+        self.slider = QDoubleRangeSlider(Qt.Horizontal)
+        self.slider.setRange(*self.full_range)
+        self.slider.setValue(self.full_range)
+        self.low, self.high = (QDoubleSpinBox(decimals=decimals, minimum=lo, maximum=lo + span,
+                                              singleStep=span / 100, value=v) for v in self.full_range)
+        row = QHBoxLayout()
+        row.addWidget(self.low)
+        row.addWidget(QLabel("to"))
+        row.addWidget(self.high)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(row)
+        layout.addWidget(self.slider)
+        self.slider.valueChanged.connect(self._from_slider)
+        self.low.valueChanged.connect(self._from_fields)
+        self.high.valueChanged.connect(self._from_fields)
+
+    def value(self) -> tuple[float, float]:
+        return tuple(self.slider.value())
+
+    def setValue(self, value: tuple[float, float]) -> None:
+        self.slider.setValue(value)
+
+    def _from_slider(self, value) -> None:
+        for box, v in zip((self.low, self.high), value):
+            box.blockSignals(True)
+            box.setValue(v)
+            box.blockSignals(False)
+        self.changed.emit()
+
+    def _from_fields(self) -> None:
+        lo, hi = sorted((self.low.value(), self.high.value()))
+        self.slider.setValue((lo, hi))
+
+
+class ColumnFilter(QGroupBox):
+    """One column's filter. apply(cp) writes it into a ColParams."""
+
+    changed = Signal()
+
+    def __init__(self, title: str, column: Column, is_metric: bool = False, parent=None):
+        super().__init__(title if len(title) <= 34 else title[:15] + "…" + title[-18:], parent)
+        self.setToolTip(title)
+        self.layout_ = QVBoxLayout(self)
+        self.layout_.setContentsMargins(6, 4, 6, 4)
+        self.exclude_missing = QCheckBox("Exclude missing values")
+        self.exclude_missing.setVisible(bool((column.kind == MISSING).any()))
+        self.exclude_missing.toggled.connect(self.changed)
+        self.control = self._build(column, is_metric)
+        self.layout_.addWidget(self.exclude_missing)
+
+    def _build(self, column: Column, is_metric: bool):
+        present = column.kind != MISSING
+        kinds = set(column.kind[present].tolist())
+        distinct = list(dict.fromkeys(v for v in column.values if v is not None and not isinstance(v, (list, dict))))
+        numeric = kinds <= {NUMBER, BOOL} and NUMBER in kinds
+        if numeric and (is_metric or len(distinct) > 6):
+            finite = column.number[present & np.isfinite(column.number)]
+            if len(finite):
+                return self._range(float(finite.min()), float(finite.max()))
+        if len(distinct) <= MAX_CHECKBOXES and distinct:
+            return self._checkboxes(sorted(distinct, key=lambda v: (isinstance(v, str), v)))
+        if STRING in kinds:
+            return self._regexp()
+        return None
+
+    def _checkboxes(self, values: list) -> list[tuple[QCheckBox, object]]:
+        boxes = []
+        row = QHBoxLayout()
+        for value in values:
+            box = QCheckBox(format_value(value), checked=True)
+            box.toggled.connect(self.changed)
+            row.addWidget(box)
+            boxes.append((box, value))
+            if len(boxes) % 3 == 0:
+                self.layout_.addLayout(row)
+                row = QHBoxLayout()
+        self.layout_.addLayout(row)
+        self.kind = "discrete"
+        return boxes
+
+    def _regexp(self) -> QLineEdit:
+        edit = QLineEdit(placeholderText="regular expression (partial match)")
+        edit.setClearButtonEnabled(True)
+        edit.textChanged.connect(self._check_regexp)
+        self.layout_.addWidget(edit)
+        self.kind = "regexp"
+        return edit
+
+    def _range(self, lo: float, hi: float) -> RangeControl:
+        control = RangeControl(lo, hi)
+        control.changed.connect(self.changed)
+        self.layout_.addWidget(control)
+        self.kind = "range"
+        self.full_range = control.full_range
+        return control
+
+    def _check_regexp(self, text: str) -> None:
+        try:
+            compile_regexp(text)
+            self.control.setStyleSheet("")
+            self.control.setToolTip("")
+        except HParamsError as e:
+            self.control.setStyleSheet("border: 1px solid #b71c1c")
+            self.control.setToolTip(str(e))
+        self.changed.emit()
+
+    def is_active(self) -> bool:
+        if self.exclude_missing.isChecked():
+            return True
+        if self.control is None:
+            return False
+        if self.kind == "discrete":
+            return not all(box.isChecked() for box, _ in self.control)
+        if self.kind == "regexp":
+            return bool(self.control.text())
+        return not self._at_ends()
+
+    def _at_ends(self) -> bool:
+        lo, hi = self.control.value()
+        tolerance = (self.full_range[1] - self.full_range[0]) / SLIDER_STEPS / 2
+        return lo <= self.full_range[0] + tolerance and hi >= self.full_range[1] - tolerance
+
+    def apply(self, cp: api_pb2.ColParams) -> None:
+        cp.exclude_missing_values = self.exclude_missing.isChecked()
+        if self.control is None:
+            return
+        if self.kind == "discrete":
+            if not all(box.isChecked() for box, _ in self.control):
+                cp.filter_discrete.SetInParent()
+                cp.filter_discrete.extend([v for box, v in self.control if box.isChecked()])
+        elif self.kind == "regexp":
+            text = self.control.text()
+            try:
+                if text:
+                    compile_regexp(text)
+                    cp.filter_regexp = text
+            except HParamsError:
+                pass  # shown on the field; the filter waits for a valid pattern
+        elif not self._at_ends():
+            lo, hi = self.control.value()
+            tolerance = (self.full_range[1] - self.full_range[0]) / SLIDER_STEPS / 2
+            # A handle at its end means "no bound" (values beyond the labels' rounding, infinities).
+            cp.filter_interval.min_value = -math.inf if lo <= self.full_range[0] + tolerance else lo
+            cp.filter_interval.max_value = math.inf if hi >= self.full_range[1] - tolerance else hi
+
+    def set_interval(self, lo: float | None, hi: float | None) -> None:
+        """Sets a range filter (from brushing); None clears it."""
+        if self.kind != "range":
+            return
+        a, b = self.full_range
+        self.control.setValue((a, b) if lo is None else (max(a, lo), min(b, hi)))
+
+
+class FilterPanel(QScrollArea):
+    changed = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setMinimumWidth(340)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.status_boxes = {s: QCheckBox(name.removeprefix("STATUS_").lower(), checked=True)
+                             for name, s in api_pb2.Status.items()}
+        for box in self.status_boxes.values():
+            box.toggled.connect(self.changed)
+        self.filters: dict[tuple[str, object], ColumnFilter] = {}
+        self._build({})
+
+    def _build(self, columns: dict) -> None:
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        statuses = QGroupBox("Session status")
+        row = QHBoxLayout(statuses)
+        for box in self.status_boxes.values():
+            row.addWidget(box)  # moves the boxes into the new panel
+        layout.addWidget(statuses)
+        self.filters = {}
+        for key, (title, column) in columns.items():
+            f = ColumnFilter(title, column, is_metric=key[0] == "metric")
+            f.changed.connect(self.changed)
+            layout.addWidget(f)
+            self.filters[key] = f
+        if not columns:
+            layout.addWidget(QLabel("Open a log dir with HParams data."))
+        layout.addStretch(1)
+        self.setWidget(body)
+
+    def set_columns(self, columns: dict) -> None:
+        """columns: (kind, key) -> (title, Column), in display order."""
+        self._build(columns)
+
+    def allowed_statuses(self) -> list[int]:
+        return [s for s, box in self.status_boxes.items() if box.isChecked()]

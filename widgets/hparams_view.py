@@ -1,0 +1,446 @@
+"""The HParams tab: filter panel, session-group table (or parallel
+coordinates), and for the selected group its sessions and metric charts.
+
+Every change builds a ListSessionGroupsRequest and asks the GroupTable for
+the order of the groups (numpy, a few milliseconds for ten thousand); the
+model shows one page of it. Widgets read no files: the window hands over a
+loaded HParamsData and asks the data for metric series."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
+                               QLabel, QMenu, QPushButton, QSplitter, QTableView, QTableWidget, QTableWidgetItem,
+                               QTabWidget, QToolButton, QVBoxLayout, QWidget)
+
+from models.hparams import HParamsData, HParamsError
+from protos import api_pb2
+from widgets.hparams_filters import FilterPanel
+from widgets.hparams_table import FORMATS, STATUS_NAMES, Columns, GroupModel, format_value, metric_label, table_rows
+from widgets.parallel_coords import Axis, ParallelCoordinates
+
+PAGE_SIZES = (("50 per page", 50), ("100 per page", 100), ("500 per page", 500), ("Show all", 0))
+AGGREGATIONS = (("Average", api_pb2.AGGREGATION_AVG), ("Median", api_pb2.AGGREGATION_MEDIAN),
+                ("Minimum", api_pb2.AGGREGATION_MIN), ("Maximum", api_pb2.AGGREGATION_MAX))
+LINE_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+               "#bcbd22", "#17becf"]
+
+
+class HParamsView(QWidget):
+    watch_toggled = Signal(bool)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.data: HParamsData | None = None
+        self.experiment: api_pb2.Experiment | None = None
+        self.order = np.zeros(0, np.int64)  # every group passing the filters, sorted
+        self.page = 0
+        self.sort_keys: list[tuple[int, int]] = []  # (table column, order)
+        self.columns = Columns([], [])
+        self.hidden: set[int] = set()  # table columns the user hid
+        self._axis_columns: list[int] = []
+
+        self.filters = FilterPanel()
+        self.model = GroupModel(self)
+        self.table = QTableView()
+        self.table.setModel(self.model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.table.setAlternatingRowColors(True)
+        self.table.verticalHeader().setDefaultSectionSize(22)
+        self.table.verticalHeader().hide()
+        self.table.setWordWrap(False)
+        header = self.table.horizontalHeader()
+        header.setSectionsClickable(True)
+        header.setSectionResizeMode(QHeaderView.Interactive)
+        header.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.parallel = ParallelCoordinates()
+        self.color_box = QComboBox(minimumContentsLength=16)
+        self.center = QTabWidget()
+        self.center.addTab(self.table, "Table")
+        parallel_page = QWidget()
+        pl = QVBoxLayout(parallel_page)
+        pl.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Colour by:"))
+        row.addWidget(self.color_box)
+        row.addStretch(1)
+        pl.addLayout(row)
+        pl.addWidget(self.parallel, 1)
+        self.center.addTab(parallel_page, "Parallel coordinates")
+
+        self.aggregation_box = QComboBox()
+        for name, value in AGGREGATIONS:
+            self.aggregation_box.addItem(name, value)
+        self.aggregation_metric = QComboBox(minimumContentsLength=16)
+        self.aggregation_metric.setToolTip("The metric that picks the representative session (median, minimum, maximum)")
+        self.missing_first = QCheckBox("Missing values first")
+        self.page_size = QComboBox()
+        for name, size in PAGE_SIZES:
+            self.page_size.addItem(name, size)
+        self.page_size.setCurrentIndex(1)
+        self.prev_button, self.next_button = QPushButton("◀"), QPushButton("▶")
+        self.page_label = QLabel()
+        self.columns_button = QToolButton(text="Columns", popupMode=QToolButton.InstantPopup)
+        self.columns_menu = QMenu(self)
+        self.columns_button.setMenu(self.columns_menu)
+        self.export_button = QToolButton(text="Export", popupMode=QToolButton.InstantPopup)
+        export_menu = QMenu(self)
+        for fmt in FORMATS:
+            export_menu.addAction(f"Copy as {fmt}", lambda f=fmt: self.copy(f))
+        export_menu.addSeparator()
+        for fmt in FORMATS:
+            export_menu.addAction(f"Save as {fmt}…", lambda f=fmt: self.save_dialog(f))
+        self.export_button.setMenu(export_menu)
+        self.watch_box = QCheckBox("Watch for new sessions")
+        self.message = QLabel(wordWrap=True)
+        self.message.setStyleSheet("color: #b71c1c")
+        self.message.hide()
+
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("Aggregate groups by:"))
+        bar.addWidget(self.aggregation_box)
+        bar.addWidget(QLabel("of"))
+        bar.addWidget(self.aggregation_metric)
+        bar.addWidget(self.missing_first)
+        bar.addStretch(1)
+        bar.addWidget(self.columns_button)
+        bar.addWidget(self.export_button)
+        bar.addWidget(self.watch_box)
+        pager = QHBoxLayout()
+        pager.addWidget(self.page_size)
+        pager.addWidget(self.prev_button)
+        pager.addWidget(self.next_button)
+        pager.addWidget(self.page_label, 1)
+
+        # Details of the selected group: its sessions and one chart per metric.
+        self.sessions_table = QTableWidget()
+        self.sessions_table.verticalHeader().hide()
+        self.sessions_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.charts = pg.GraphicsLayoutWidget()
+        self.charts.setBackground("w")
+        self.details_title = QLabel("Select a group to see its sessions and metrics over steps.")
+        self.details_title.setStyleSheet("font-weight: bold")
+        details = QWidget()
+        dl = QVBoxLayout(details)
+        dl.setContentsMargins(0, 0, 0, 0)
+        dl.addWidget(self.details_title)
+        details_split = QSplitter(Qt.Horizontal)
+        details_split.addWidget(self.sessions_table)
+        details_split.addWidget(self.charts)
+        details_split.setSizes([320, 1000])
+        dl.addWidget(details_split, 1)
+
+        middle = QWidget()
+        ml = QVBoxLayout(middle)
+        ml.setContentsMargins(0, 0, 0, 0)
+        ml.addLayout(bar)
+        ml.addWidget(self.message)
+        ml.addWidget(self.center, 1)
+        ml.addLayout(pager)
+        vertical = QSplitter(Qt.Vertical)
+        vertical.addWidget(middle)
+        vertical.addWidget(details)
+        vertical.setSizes([520, 320])
+        horizontal = QSplitter(Qt.Horizontal)
+        horizontal.addWidget(self.filters)
+        horizontal.addWidget(vertical)
+        horizontal.setSizes([360, 1100])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(horizontal)
+
+        # Typing in a filter restarts a short timer; the query runs once the user pauses.
+        self._debounce = QTimer(self, singleShot=True, interval=120)
+        self._debounce.timeout.connect(self.refresh)
+        self.filters.changed.connect(self._debounce.start)
+        for box in (self.aggregation_box, self.aggregation_metric):
+            box.currentIndexChanged.connect(self.refresh)
+        self.missing_first.toggled.connect(self.refresh)
+        self.page_size.currentIndexChanged.connect(lambda: self._go(0))
+        self.prev_button.clicked.connect(lambda: self._go(self.page - 1))
+        self.next_button.clicked.connect(lambda: self._go(self.page + 1))
+        header.sectionClicked.connect(self._on_header)
+        header.customContextMenuRequested.connect(lambda pos: self.columns_menu.exec(header.mapToGlobal(pos)))
+        self.table.selectionModel().currentRowChanged.connect(self._on_row)
+        self.color_box.currentIndexChanged.connect(self._update_parallel)
+        self.center.currentChanged.connect(self._update_parallel)
+        self.parallel.brushed.connect(self._on_brush)
+        self.watch_box.toggled.connect(self.watch_toggled)
+        QShortcut(QKeySequence.Copy, self.table, lambda: self.copy("CSV"))
+
+    # ------------------------------------------------------------ data
+
+    def set_data(self, data: HParamsData | None) -> None:
+        """Shows a log dir's groups; keeps filters and sorting when only sessions were added."""
+        same_columns = (data is not None and self.data is not None and
+                        _column_keys(data.experiment()) == _column_keys(self.experiment))
+        self.data = data
+        self.experiment = data.experiment() if data is not None else None
+        if not same_columns:
+            self._build_columns()
+        self.refresh()
+
+    def _build_columns(self) -> None:
+        exp = self.experiment
+        hparams = [h.name for h in exp.hparam_infos] if exp else []
+        metrics = [(m.name.group, m.name.tag) for m in exp.metric_infos] if exp else []
+        table = self._table()
+        if table is not None:  # hparams the sessions hold but the experiment lacks
+            hparams += [h for h in table.hparam_names if h not in hparams]
+        self.columns = Columns(hparams, metrics)
+        self.sort_keys = []
+        self.aggregation_metric.blockSignals(True)
+        self.aggregation_metric.clear()
+        self.color_box.blockSignals(True)
+        self.color_box.clear()
+        self.color_box.addItem("(none)", None)
+        for m in metrics:
+            self.aggregation_metric.addItem(metric_label(*m), m)
+            self.color_box.addItem(metric_label(*m), m)
+        self.color_box.setCurrentIndex(1 if metrics else 0)
+        self.aggregation_metric.blockSignals(False)
+        self.color_box.blockSignals(False)
+        filters = {}
+        if table is not None:
+            for kind, key in self.columns.items:
+                if kind == "hparam":
+                    filters[(kind, key)] = (key, table.hparam_column(key))
+                elif kind == "metric":
+                    filters[(kind, key)] = (metric_label(*key), table.metric_column(*key))
+        self.filters.set_columns(filters)
+        self.columns_menu.clear()
+        self.hidden = set()
+        for i in range(len(self.columns)):
+            action = self.columns_menu.addAction(self.columns.title(i))
+            action.setCheckable(True)
+            action.setChecked(True)
+            action.toggled.connect(lambda on, c=i: self.set_column_visible(c, on))
+        self.model.set_table(table, self.columns)
+        for i in range(len(self.columns)):
+            self.table.setColumnHidden(i, False)
+        self._fit_columns = True
+
+    def set_column_visible(self, column: int, visible: bool) -> None:
+        self.table.setColumnHidden(column, not visible)
+        (self.hidden.discard if visible else self.hidden.add)(column)
+        self._update_parallel()
+
+    def _table(self):
+        if self.data is None:
+            return None
+        metric = self.aggregation_metric.currentData() or ("", "")
+        return self.data.groups(self.filters.allowed_statuses(), self.aggregation_box.currentData(), tuple(metric), True)
+
+    # ------------------------------------------------------------ query
+
+    def request(self) -> api_pb2.ListSessionGroupsRequest:
+        """The current filters, sort keys and statuses as TensorBoard's request."""
+        req = api_pb2.ListSessionGroupsRequest(allowed_statuses=self.filters.allowed_statuses(),
+                                               aggregation_type=self.aggregation_box.currentData())
+        metric = self.aggregation_metric.currentData()
+        if metric:
+            req.aggregation_metric.group, req.aggregation_metric.tag = metric
+        params = {}
+        for (kind, key), f in self.filters.filters.items():
+            if f.is_active():
+                f.apply(params.setdefault((kind, key), _col_param(kind, key)))
+        sorts = []
+        for column, order in self.sort_keys:
+            kind, key = self.columns.items[column]
+            cp = params.pop((kind, key), None) or _col_param(kind, key)
+            cp.order, cp.missing_values_first = order, self.missing_first.isChecked()
+            sorts.append(cp)
+        req.col_params.extend(sorts + list(params.values()))
+        req.slice_size = len(self.model.table) if self.model.table is not None else 0
+        return req
+
+    def refresh(self) -> None:
+        self._debounce.stop()
+        table = self._table()
+        if table is None:
+            self.model.set_table(None, self.columns)
+            self.order = np.zeros(0, np.int64)
+            self._show_page()
+            return
+        if table is not self.model.table:
+            self.model.set_table(table, self.columns)
+        try:
+            request = self.request()
+            self.order = table.select(request.col_params)
+            self.show_message("")
+        except HParamsError as e:
+            self.order = np.zeros(0, np.int64)
+            self.show_message(str(e))
+        self.model.sort_keys = list(self.sort_keys)
+        self._go(0)
+        if getattr(self, "_fit_columns", False) and self.model.rowCount():
+            self.table.resizeColumnsToContents()
+            for c in range(len(self.columns)):
+                self.table.setColumnWidth(c, min(self.table.columnWidth(c), 220))
+            self._fit_columns = False
+        if self.model.rowCount() and not self.table.selectionModel().hasSelection():
+            self.table.selectRow(0)  # the best group's charts at once
+        self._update_parallel()
+
+    def _go(self, page: int) -> None:
+        size = self.page_size.currentData() or max(len(self.order), 1)
+        pages = max(1, -(-len(self.order) // size))
+        self.page = min(max(page, 0), pages - 1)
+        self._show_page()
+
+    def _show_page(self) -> None:
+        size = self.page_size.currentData() or max(len(self.order), 1)
+        start = self.page * size
+        self.model.set_rows(self.order[start:start + size])
+        total = len(self.model.table) if self.model.table is not None else 0
+        shown = self.model.rowCount()
+        self.page_label.setText(f"groups {start + 1 if shown else 0:,}–{start + shown:,} of {len(self.order):,} "
+                                f"matching ({total:,} in all)")
+        self.prev_button.setEnabled(self.page > 0)
+        self.next_button.setEnabled(start + size < len(self.order))
+
+    def _on_header(self, column: int) -> None:
+        kind = self.columns.items[column][0]
+        if kind not in ("hparam", "metric"):
+            self.sort_keys = []  # the group name order
+        else:
+            shift = bool(QGuiApplication.keyboardModifiers() & Qt.ShiftModifier)
+            existing = [i for i, (c, _) in enumerate(self.sort_keys) if c == column]
+            if existing:
+                i = existing[0]
+                c, order = self.sort_keys[i]
+                flipped = (c, api_pb2.ORDER_DESC if order == api_pb2.ORDER_ASC else api_pb2.ORDER_ASC)
+                self.sort_keys = self.sort_keys[:i] + [flipped] + self.sort_keys[i + 1:] if shift else [flipped]
+            elif shift:
+                self.sort_keys.append((column, api_pb2.ORDER_ASC))
+            else:
+                self.sort_keys = [(column, api_pb2.ORDER_ASC)]
+        self.refresh()
+
+    def sort_by(self, keys: list[tuple[int, int]]) -> None:
+        self.sort_keys = list(keys)
+        self.refresh()
+
+    def show_message(self, text: str) -> None:
+        self.message.setText(text)
+        self.message.setVisible(bool(text))
+
+    # ------------------------------------------------------------ parallel coordinates
+
+    def _update_parallel(self) -> None:
+        """Redraws the parallel coordinates when they are shown (else on showing them)."""
+        table = self.model.table
+        if self.center.currentIndex() != 1:
+            return
+        if table is None:
+            self.parallel.set_data([], np.zeros(0, np.int64), None, "")
+            return
+        self._axis_columns = [i for i, (kind, _) in enumerate(self.columns.items)
+                              if kind in ("hparam", "metric") and i not in self.hidden]
+        axes = [Axis(self.columns.title(i), self._column(i), self.order) for i in self._axis_columns]
+        metric = self.color_box.currentData()
+        values = table.metric_column(*metric).number[self.order] if metric else None
+        self.parallel.set_data(axes, self.order, values, metric_label(*metric) if metric else "")
+
+    def _column(self, i: int):
+        kind, key = self.columns.items[i]
+        t = self.model.table
+        return t.hparam_column(key) if kind == "hparam" else t.metric_column(*key)
+
+    def _on_brush(self, axis: int, lo, hi) -> None:
+        column = self._axis_columns[axis]
+        f = self.filters.filters.get(self.columns.items[column])
+        if f is None:
+            return
+        a = self.parallel.axes[axis]
+        if f.kind == "range":
+            f.set_interval(None, None) if lo is None else f.set_interval(a.value_at(lo), a.value_at(hi))
+        elif f.kind == "discrete":
+            chosen = None if lo is None else {text for t, text in a.labels if lo <= t <= hi}
+            for box, value in f.control:
+                box.setChecked(chosen is None or format_value(value) in chosen)
+
+    # ------------------------------------------------------------ details
+
+    def _on_row(self, current, _previous) -> None:
+        if current.isValid():
+            self.show_group(self.model.group_at(current.row()))
+
+    def show_group(self, group: int) -> None:
+        table, data = self.model.table, self.data
+        self.parallel.highlight = group
+        self.parallel.update()
+        sessions = table.sessions[group]
+        metrics = table.metric_names
+        self.details_title.setText(f"Group {table.names[group]}: {len(sessions)} session(s)")
+        self.sessions_table.clear()
+        headers = ["Session", "Status", "Start", "End"] + [metric_label(*m) for m in metrics]
+        self.sessions_table.setColumnCount(len(headers))
+        self.sessions_table.setHorizontalHeaderLabels(headers)
+        self.sessions_table.setRowCount(len(sessions))
+        for r, s in enumerate(sessions):
+            values = {(m.group, m.tag): m.value for m in s.metrics}
+            cells = [s.name, STATUS_NAMES.get(s.status, str(s.status)), _time(s.start_time), _time(s.end_time)]
+            cells += [format_value(values.get(m)) for m in metrics]
+            for c, text in enumerate(cells):
+                self.sessions_table.setItem(r, c, QTableWidgetItem(text))
+        self.sessions_table.resizeColumnsToContents()
+        self.charts.clear()
+        per_row = 3 if len(metrics) > 4 else 2
+        for i, (group_name, tag) in enumerate(metrics):
+            plot = self.charts.addPlot(row=i // per_row, col=i % per_row, title=metric_label(group_name, tag))
+            plot.showGrid(x=True, y=True, alpha=0.3)
+            plot.setLabel("bottom", "step")
+            legend = plot.addLegend(offset=(-5, 5)) if len(sessions) > 1 else None
+            for k, s in enumerate(sessions):
+                series = data.series(s.name, group_name, tag)
+                if series is None or not len(series):
+                    continue
+                pen = pg.mkPen(LINE_COLORS[k % len(LINE_COLORS)], width=2)
+                plot.plot(series.step.astype(float), series.value, pen=pen, symbol="o" if len(series) < 30 else None,
+                          symbolSize=5, symbolBrush=LINE_COLORS[k % len(LINE_COLORS)], name=s.name)
+            if legend is not None and not legend.items:
+                legend.hide()
+
+    # ------------------------------------------------------------ export
+
+    def export_text(self, fmt: str) -> str:
+        """Every matching group (all pages) in the table's order, visible columns only."""
+        columns = [c for c in range(len(self.columns)) if c not in self.hidden]
+        header, rows = table_rows(self.model, self.order, columns)
+        return FORMATS[fmt][0](header, rows)
+
+    def copy(self, fmt: str) -> None:
+        QGuiApplication.clipboard().setText(self.export_text(fmt))
+
+    def save_dialog(self, fmt: str) -> None:
+        suffix = FORMATS[fmt][1]
+        path, _ = QFileDialog.getSaveFileName(self, f"Save table as {fmt}", f"session_groups.{suffix}",
+                                              f"{fmt} (*.{suffix})")
+        if path:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(self.export_text(fmt))
+
+
+def _col_param(kind: str, key) -> api_pb2.ColParams:
+    if kind == "hparam":
+        return api_pb2.ColParams(hparam=key)
+    return api_pb2.ColParams(metric=api_pb2.MetricName(group=key[0], tag=key[1]))
+
+
+def _column_keys(exp: api_pb2.Experiment | None):
+    if exp is None:
+        return None
+    return ([h.name for h in exp.hparam_infos], [(m.name.group, m.name.tag) for m in exp.metric_infos])
+
+
+def _time(seconds: float) -> str:
+    if not seconds:
+        return ""
+    import datetime
+
+    return datetime.datetime.fromtimestamp(seconds).strftime("%Y-%m-%d %H:%M:%S")

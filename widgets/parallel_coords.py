@@ -1,0 +1,180 @@
+"""Parallel coordinates of the filtered groups: one vertical axis per
+visible hparam or metric, one line per group coloured by a chosen metric.
+Dragging along an axis brushes a range: `brushed(axis index, lo, hi)`
+(None, None when cleared by a click)."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPolygonF
+from PySide6.QtWidgets import QWidget
+
+from models.hparams import MISSING, NUMBER, BOOL, STRING, Column
+from widgets.hparams_table import format_value
+
+MARGIN_TOP, MARGIN_BOTTOM, MARGIN_SIDE = 42, 28, 60
+# viridis at 8 points: low values dark purple, high ones yellow.
+VIRIDIS = np.array([[68, 1, 84], [70, 50, 127], [54, 92, 141], [39, 127, 142], [31, 161, 135],
+                    [74, 194, 109], [159, 218, 58], [253, 231, 37]], np.float64)
+
+
+def colormap(t: np.ndarray) -> np.ndarray:
+    """RGB rows for values in [0, 1] (NaN: grey)."""
+    x = np.clip(np.nan_to_num(t, nan=0.0), 0, 1) * (len(VIRIDIS) - 1)
+    i = np.minimum(x.astype(int), len(VIRIDIS) - 2)
+    f = (x - i)[:, None]
+    rgb = VIRIDIS[i] * (1 - f) + VIRIDIS[i + 1] * f
+    rgb[np.isnan(t)] = (170, 170, 170)
+    return rgb.astype(np.uint8)
+
+
+class Axis:
+    """Positions in [0, 1] of each group on one column (NaN when missing)."""
+
+    def __init__(self, title: str, column: Column, groups: np.ndarray):
+        self.title = title
+        kind = column.kind[groups]
+        numeric = (kind == NUMBER) | (kind == BOOL)
+        self.categorical = bool((kind == STRING).any()) or not numeric.any()
+        self.labels: list[tuple[float, str]] = []
+        if self.categorical:
+            values = [column.values[g] for g in groups]
+            cats = sorted({format_value(v) for v in values if v is not None}, key=str)
+            index = {c: i for i, c in enumerate(cats)}
+            span = max(len(cats) - 1, 1)
+            self.pos = np.array([index[format_value(v)] / span if v is not None else np.nan for v in values])
+            self.labels = [(i / span, c) for i, c in enumerate(cats)]
+            self.lo = self.hi = None
+        else:
+            x = np.where(numeric, column.number[groups], np.nan)
+            finite = x[np.isfinite(x)]
+            self.lo, self.hi = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
+            span = (self.hi - self.lo) or 1.0
+            self.pos = (np.clip(x, self.lo, self.hi) - self.lo) / span
+            self.pos[kind == MISSING] = np.nan
+            self.labels = [(0.0, format_value(self.lo)), (1.0, format_value(self.hi))]
+
+    def value_at(self, t: float) -> float:
+        return self.lo + t * ((self.hi - self.lo) or 1.0)
+
+
+class ParallelCoordinates(QWidget):
+    brushed = Signal(int, object, object)
+    group_clicked = Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setMinimumHeight(220)
+        self.axes: list[Axis] = []
+        self.groups = np.zeros(0, np.int64)
+        self.colors = np.zeros((0, 3), np.uint8)
+        self.color_title = ""
+        self.brushes: dict[int, tuple[float, float]] = {}  # axis -> (t0, t1) in [0, 1]
+        self._drag: tuple[int, float] | None = None
+        self.highlight: int | None = None
+
+    def set_data(self, axes: list[Axis], groups: np.ndarray, color_values: np.ndarray | None, color_title: str) -> None:
+        self.axes, self.groups, self.color_title = axes, groups, color_title
+        if color_values is not None and np.isfinite(color_values).any():
+            finite = color_values[np.isfinite(color_values)]
+            lo, hi = finite.min(), finite.max()
+            self.colors = colormap((color_values - lo) / ((hi - lo) or 1.0))
+        else:
+            self.colors = np.tile(np.array([[33, 150, 243]], np.uint8), (len(groups), 1))
+        self.brushes = {i: b for i, b in self.brushes.items() if i < len(axes)}
+        self.update()
+
+    # ------------------------------------------------------------ geometry
+
+    def _x(self, i: int) -> float:
+        n = max(len(self.axes) - 1, 1)
+        return MARGIN_SIDE + i * (self.width() - 2 * MARGIN_SIDE) / n
+
+    def _y(self, t) -> float:
+        return self.height() - MARGIN_BOTTOM - t * (self.height() - MARGIN_TOP - MARGIN_BOTTOM)
+
+    def _t(self, y: float) -> float:
+        return float(np.clip((self.height() - MARGIN_BOTTOM - y) / (self.height() - MARGIN_TOP - MARGIN_BOTTOM), 0, 1))
+
+    def _axis_at(self, x: float) -> int | None:
+        for i in range(len(self.axes)):
+            if abs(self._x(i) - x) < 14:
+                return i
+        return None
+
+    # ------------------------------------------------------------ painting
+
+    def paintEvent(self, _event) -> None:
+        p = QPainter(self)
+        p.fillRect(self.rect(), Qt.white)
+        if not self.axes or not len(self.groups):
+            p.drawText(self.rect(), Qt.AlignCenter, "No groups to show")
+            return
+        # Lines are drawn into an image without antialiasing: thousands stay fast.
+        image = QImage(self.size(), QImage.Format_ARGB32_Premultiplied)
+        image.fill(Qt.transparent)
+        lp = QPainter(image)
+        xs = [self._x(i) for i in range(len(self.axes))]
+        ys = np.stack([self._y(a.pos) for a in self.axes], axis=1)  # groups x axes, NaN for missing
+        alpha = 200 if len(self.groups) < 300 else 90
+        for g in range(len(self.groups)):
+            r, gr, b = self.colors[g].tolist()
+            lp.setPen(QPen(QColor(r, gr, b, alpha), 1))
+            row = ys[g]
+            points = [QPointF(x, y) for x, y in zip(xs, row) if y == y]
+            if len(points) > 1:
+                lp.drawPolyline(QPolygonF(points))
+        if self.highlight is not None and self.highlight in set(self.groups.tolist()):
+            g = int(np.flatnonzero(self.groups == self.highlight)[0])
+            lp.setPen(QPen(QColor(229, 57, 53), 3))
+            lp.drawPolyline(QPolygonF([QPointF(x, y) for x, y in zip(xs, ys[g]) if y == y]))
+        lp.end()
+        p.drawImage(0, 0, image)
+        p.setRenderHint(QPainter.Antialiasing)
+        for i, axis in enumerate(self.axes):
+            x = xs[i]
+            p.setPen(QPen(QColor(60, 60, 60), 1))
+            p.drawLine(QPointF(x, self._y(0)), QPointF(x, self._y(1)))
+            if i in self.brushes:
+                t0, t1 = self.brushes[i]
+                p.fillRect(QRectF(x - 6, self._y(t1), 12, self._y(t0) - self._y(t1)), QColor(255, 160, 0, 110))
+            p.setPen(QColor(20, 20, 20))
+            p.drawText(QRectF(x - 70, 4, 140, 16), Qt.AlignCenter, axis.title)
+            p.setPen(QColor(90, 90, 90))
+            step = max(1, len(axis.labels) // 12)
+            for t, text in axis.labels[::step]:
+                p.drawText(QRectF(x + 4, self._y(t) - 8, 120, 16), Qt.AlignLeft | Qt.AlignVCenter, text[:18])
+        p.setPen(QColor(90, 90, 90))
+        p.drawText(QRectF(0, self.height() - 20, self.width(), 18), Qt.AlignCenter,
+                   f"{len(self.groups):,} groups; colour: {self.color_title or 'none'}; drag on an axis to filter, "
+                   "click an axis to clear")
+
+    # ------------------------------------------------------------ brushing
+
+    def mousePressEvent(self, event) -> None:
+        axis = self._axis_at(event.position().x())
+        if axis is not None:
+            self._drag = (axis, self._t(event.position().y()))
+
+    def mouseMoveEvent(self, event) -> None:
+        if self._drag is not None:
+            axis, t0 = self._drag
+            t1 = self._t(event.position().y())
+            self.brushes[axis] = (min(t0, t1), max(t0, t1))
+            self.update()
+
+    def mouseReleaseEvent(self, event) -> None:
+        if self._drag is None:
+            return
+        axis, t0 = self._drag
+        self._drag = None
+        t1 = self._t(event.position().y())
+        if abs(t1 - t0) < 0.01:  # a click clears the axis' brush
+            self.brushes.pop(axis, None)
+            self.brushed.emit(axis, None, None)
+        else:
+            lo, hi = min(t0, t1), max(t0, t1)
+            self.brushes[axis] = (lo, hi)
+            self.brushed.emit(axis, lo, hi)
+        self.update()
