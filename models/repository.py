@@ -397,6 +397,26 @@ def _strip_suffix(name: str, suffixes: tuple[str, ...]) -> str:
     return name
 
 
+def open_location(path: str | os.PathLike, task: TaskState | None = None):
+    """(profile repository or None, HParams data or None) of a path; the
+    repository's error when it holds neither."""
+    from models.hparams import load_hparams
+
+    repo = hparams = error = None
+    try:
+        repo = open_repository(path)
+    except ProfileError as e:
+        error = e
+    if Path(path).is_dir():
+        try:
+            hparams = load_hparams(path, task)
+        except ProfileError:
+            pass
+    if repo is None and hparams is None:
+        raise error
+    return repo, hparams
+
+
 def open_repository(location: str | os.PathLike) -> ProfileRepository:
     """The repository for a path (later also grpc:// addresses)."""
     return LocalRepository(location)

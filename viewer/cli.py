@@ -21,7 +21,7 @@ from pathlib import Path
 
 from models.hparams import TOOLS as HPARAMS_TOOLS
 from models.hparams import load_hparams, tool_json
-from models.repository import open_repository
+from models.repository import open_location, open_repository
 from models.task import ProfileError
 
 COMMANDS = ("sessions", "export", "report")
@@ -100,7 +100,8 @@ def cmd_export(args) -> int:
 def cmd_report(args) -> int:
     from viewer.report import write_report  # Qt only for drawing commands
 
-    written = write_report(open_repository(args.path), Path(args.output))
+    repo, hparams = open_location(args.path)
+    written = write_report(repo, Path(args.output), hparams, location=args.path)
     for path in written:
         print(path)
     return 0

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from models.repository import MEMORY_PROFILE, TRACE_VIEWER, ProfileRepository
+from protos import api_pb2
 from models.task import ProfileError
 from models.units import format_bytes, format_time_ps
 
@@ -48,9 +49,38 @@ def _kernel_section(log, memory_id: str, top: int = 20) -> str:
             f"<th>Bytes</th></tr>{rows}</table>")
 
 
-def write_report(repo: ProfileRepository, out_dir: Path) -> list[Path]:
-    """Renders the memory view of every session, host and allocator, and
-    the timeline and op statistics of every host with a step timeline.
+def _hparams_section(view, data, save, top: int = 20, charts: int = 3) -> str:
+    """The sweep: the table sorted by its first metric, the top groups in
+    HTML, the parallel coordinates, and the charts of the best groups."""
+    from widgets.hparams_table import format_value
+
+    view.set_data(data)
+    metrics = [i for i, (kind, _) in enumerate(view.columns.items) if kind == "metric"]
+    if metrics:
+        tag = view.columns.items[metrics[0]][1][1].lower()
+        lower_is_better = any(word in tag for word in ("loss", "error", "perplexity"))
+        view.sort_by([(metrics[0], api_pb2.ORDER_ASC if lower_is_better else api_pb2.ORDER_DESC)])
+    title = view.columns.title(metrics[0]) if metrics else "group name"
+    pngs = [save(view, "hparams_table.png")]
+    view.center.setCurrentIndex(1)
+    pngs.append(save(view, "hparams_parallel_coordinates.png"))
+    view.center.setCurrentIndex(0)
+    for rank in range(1, min(charts, view.model.rowCount())):  # the first is shown in the table screenshot
+        view.table.selectRow(rank)
+        pngs.append(save(view, f"hparams_group_{rank + 1}.png"))
+    columns = list(range(len(view.columns)))
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(format_value(view.model.value(int(g), c)))}</td>" for c in columns)
+                   + "</tr>" for g in view.order[:top])
+    head = "".join(f"<th>{html.escape(view.columns.title(c))}</th>" for c in columns)
+    images = "".join(f"<img src='{html.escape(p.name)}' alt='hparams'>" for p in pngs)
+    return (f"<h2>HParams: {len(view.order):,} session groups</h2><p>Sorted by {html.escape(title)}; "
+            f"the top {min(top, len(view.order))}:</p><table><tr>{head}</tr>{rows}</table>{images}")
+
+
+def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, location: str = "") -> list[Path]:
+    """Renders the memory view of every session, host and allocator, the
+    timeline and op statistics of every host with a step timeline, and the
+    HParams table, parallel coordinates and best groups' charts of a sweep.
 
     Returns the written paths, index.html last. Sessions that fail to load
     are listed in the page with their error instead of stopping the report.
@@ -58,6 +88,7 @@ def write_report(repo: ProfileRepository, out_dir: Path) -> list[Path]:
     from PySide6.QtCore import QEvent
 
     from viewer.app import application
+    from widgets.hparams_view import HParamsView
     from widgets.memory_summary import summary_items
     from widgets.memory_view import MemoryView
     from widgets.timeline_view import TimelineView
@@ -80,7 +111,11 @@ def write_report(repo: ProfileRepository, out_dir: Path) -> list[Path]:
         written.append(png)
         return png
 
-    for info in sorted(repo.enum_sessions(), key=lambda s: s.name):
+    hparams_view = HParamsView()
+    hparams_view.resize(*VIEW_SIZE)
+    if hparams is not None:
+        sections.append(_hparams_section(hparams_view, hparams, save))
+    for info in sorted(repo.enum_sessions() if repo is not None else [], key=lambda s: s.name):
         for host in repo.hosts_with(info.name, TRACE_VIEWER):
             title = f"{info.name} / {host}"
             try:
@@ -113,17 +148,17 @@ def write_report(repo: ProfileRepository, out_dir: Path) -> list[Path]:
                     f"<p>{len(allocator.peak_allocations):,} rows in the table of active allocations at the peak.</p>"
                     + (_kernel_section(data.log, memory_id) if data.log is not None else ""))
     # Delete the widgets now, while Qt is fully alive, not at interpreter exit.
-    for widget in (view, timeline_view):
+    for widget in (view, timeline_view, hparams_view):
         widget.close()
         widget.deleteLater()
-    del view, timeline_view
+    del view, timeline_view, hparams_view
     app.sendPostedEvents(None, QEvent.DeferredDelete)
     index = out_dir / "index.html"
     index.write_text(
         "<!doctype html><meta charset=utf-8><title>Profscope report</title>"
         "<style>body{font-family:sans-serif;margin:2em}img{max-width:100%;border:1px solid #ccc}"
-        "th{text-align:left;padding-right:1em;color:#555}.error{color:#b71c1c}</style>"
-        f"<h1>Profscope report: {html.escape(repo.location)}</h1>" + "".join(sections),
+        "th{text-align:left;padding-right:1em;color:#555}td{padding-right:1em}.error{color:#b71c1c}</style>"
+        f"<h1>Profscope report: {html.escape(location or repo.location)}</h1>" + "".join(sections),
         encoding="utf-8")
     written.append(index)
     return written

@@ -12,8 +12,7 @@ from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QP
                                QTabWidget, QTreeWidget, QTreeWidgetItem)
 
 from models.hparams import load_hparams
-from models.repository import MEMORY_PROFILE, TRACE_VIEWER, ProfileRepository, open_repository
-from models.task import ProfileError
+from models.repository import MEMORY_PROFILE, TRACE_VIEWER, ProfileRepository, open_location
 from models.tb_logdir import logdir_signature
 from widgets.hparams_view import HParamsView
 from widgets.memory_view import MemoryView
@@ -154,20 +153,9 @@ class MainWindow(QMainWindow):
         self.opened_path = str(path)
 
         def job(task):
-            repo = hparams = error = None
-            try:
-                repo = open_repository(path)
-            except ProfileError as e:
-                error = e
-            if Path(path).is_dir():
-                signature = logdir_signature(path)
-                try:
-                    hparams = (load_hparams(path, task), signature)
-                except ProfileError:
-                    pass
-            if repo is None and hparams is None:
-                raise error
-            return repo, hparams
+            signature = logdir_signature(path) if Path(path).is_dir() else None
+            repo, hparams = open_location(path, task)
+            return repo, (hparams, signature) if hparams is not None else None
 
         self.runner.start(job, self._show_opened)
 
