@@ -184,7 +184,7 @@ class HParamsData:
         return exp
 
     def _discovered_metrics(self) -> list[api_pb2.MetricInfo]:
-        sessions = set(self._session_runs)
+        sessions = set(self.session_runs)
         names = set()
         for run_name, run in self.runs.items():
             if not run.scalars:
@@ -202,7 +202,7 @@ class HParamsData:
         return [api_pb2.MetricInfo(name=api_pb2.MetricName(group=g, tag=t)) for t, g in sorted(names)]
 
     @cached_property
-    def _session_runs(self) -> list[str]:
+    def session_runs(self) -> list[str]:
         return [name for name, tags in self.hparams_content.items() if START_TAG in tags]
 
     # ------------------------------------------------------------ sessions
@@ -210,7 +210,7 @@ class HParamsData:
     def sessions(self, metric_infos) -> list[Session]:
         """Every session in run order, with its values of the given metrics."""
         out = []
-        for name in self._session_runs:
+        for name in self.session_runs:
             tags = self.hparams_content[name]
             start = _plugin_data(tags[START_TAG], "session_start_info").session_start_info
             end = _plugin_data(tags[END_TAG], "session_end_info").session_end_info if END_TAG in tags else None

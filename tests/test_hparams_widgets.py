@@ -222,3 +222,16 @@ def test_profiles_and_sweeps_in_one_log_dir_show_both(window, qtbot, tmp_path):
     assert texts[0] == "HParams (4 sessions)" and len(texts) > 1
     assert window.tabs.isTabVisible(window.tabs.indexOf(window.hparams_view))
     assert np.all(window.hparams_view.order >= 0)
+
+
+def test_corrupt_records_are_skipped_and_reported(window, qtbot, tmp_path):
+    logdir = tmp_path / "sweep"
+    shutil.copytree(KERAS, logdir)
+    victim = sorted((logdir).rglob("events.out.tfevents*"))[3]
+    data = bytearray(victim.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one record's data fails its CRC
+    victim.write_bytes(bytes(data))
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.open_path(str(logdir))
+    assert window.hparams_view.model.rowCount() == 3
+    assert "failed the CRC check" in window.hparams_view.message.text()

@@ -179,13 +179,17 @@ class MainWindow(QMainWindow):
             self.setWindowTitle(f"Profscope: {self.opened_path}")
         if hparams is not None:
             data = hparams[0]
-            item = QTreeWidgetItem([f"HParams ({len(data._session_runs):,} sessions)"])
+            item = QTreeWidgetItem([f"HParams ({len(data.session_runs):,} sessions)"])
             item.setData(0, ROLE_TARGET, (HPARAMS,))
             self.tree.insertTopLevelItem(0, item)
+            warnings = data.logdir.warnings
+            self.hparams_view.show_message(
+                f"{len(warnings):,} problem(s) reading the log dir; skipped what could not be read. First: {warnings[0]}"
+                if warnings else "")
             if repo is None or not repo.enum_sessions():
                 self.tree.setCurrentItem(item)
                 self.tabs.setCurrentWidget(self.hparams_view)
-                self.set_status(f"Opened {self.opened_path}: {len(data._session_runs):,} HParams sessions.")
+                self.set_status(f"Opened {self.opened_path}: {len(data.session_runs):,} HParams sessions.")
 
     # ------------------------------------------------------------ watching a sweep
 
@@ -212,7 +216,7 @@ class MainWindow(QMainWindow):
             return
         data, self.hparams_signature = result
         self.hparams_view.set_data(data)
-        self.set_status(f"{self.hparams_path}: reloaded, {len(data._session_runs):,} HParams sessions.")
+        self.set_status(f"{self.hparams_path}: reloaded, {len(data.session_runs):,} HParams sessions.")
 
     def reset_zoom(self) -> None:
         if self.tabs.currentWidget() is self.hparams_view:
