@@ -255,7 +255,6 @@ class HParamsView(QWidget):
             cp.order, cp.missing_values_first = order, self.missing_first.isChecked()
             sorts.append(cp)
         req.col_params.extend(sorts + list(params.values()))
-        req.slice_size = len(self.model.table) if self.model.table is not None else 0
         return req
 
     def refresh(self) -> None:
