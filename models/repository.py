@@ -189,6 +189,14 @@ class LocalRepository(ProfileRepository):
         self.session(session)
         return [h for h, files in sorted(self._sessions[session].hosts.items()) if tool in files.tools()]
 
+    def host_paths(self, session: str, host: str) -> list[Path]:
+        """The files the scan found for a host (what a remote client downloads)."""
+        self.session(session)
+        files = self._sessions[session].hosts.get(host)
+        if files is None:
+            return []
+        return [p for p in (files.xplane, files.memory_profile, files.memory_log, files.step_stats) if p] + files.event_files
+
     def _files(self, session: str, host: str, tool: str) -> tuple[str, _HostFiles]:
         host = self.resolve_host(session, host, tool)
         return host, self._sessions[session].hosts[host]
@@ -404,10 +412,10 @@ def open_location(path: str | os.PathLike, task: TaskState | None = None):
 
     repo = hparams = error = None
     try:
-        repo = open_repository(path)
+        repo = open_repository(path, task)
     except ProfileError as e:
         error = e
-    if Path(path).is_dir():
+    if not str(path).startswith("grpc://") and Path(path).is_dir():
         try:
             hparams = load_hparams(path, task)
         except ProfileError:
@@ -417,6 +425,10 @@ def open_location(path: str | os.PathLike, task: TaskState | None = None):
     return repo, hparams
 
 
-def open_repository(location: str | os.PathLike) -> ProfileRepository:
-    """The repository for a path (later also grpc:// addresses)."""
+def open_repository(location: str | os.PathLike, task: TaskState | None = None) -> ProfileRepository:
+    """The repository for a path or a grpc://host:port ProfileAnalysis server."""
+    if str(location).startswith("grpc://"):
+        from models.remote import RemoteRepository
+
+        return RemoteRepository(str(location), task)
     return LocalRepository(location)

@@ -8,6 +8,10 @@
                                           hparams_metric_evals (--param request=@REQ.json) as
                                           TensorBoard's HParams routes return them
     profscope report PATH -o DIR          every view as PNG plus index.html
+    profscope serve PATH [--port N]       the ProfileAnalysis gRPC service over a folder
+    profscope capture ADDRESS -o DIR      profile a running TensorFlow / JAX program
+
+PATH may also be grpc://host:port (a `profscope serve` or other ProfileAnalysis server).
 
 `sessions` and `export` import no Qt, so they start fast and run on servers.
 """
@@ -24,7 +28,7 @@ from models.hparams import load_hparams, tool_json
 from models.repository import open_location, open_repository
 from models.task import ProfileError
 
-COMMANDS = ("sessions", "export", "report")
+COMMANDS = ("sessions", "export", "report", "serve", "capture")
 DEFAULT_REPORT_DIR = "profscope-report"
 
 
@@ -42,6 +46,18 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--param", action="append", default=[], metavar="K=V",
                    help="tool parameter; K=@FILE reads the value from FILE (repeatable)")
     e.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
+    v = sub.add_parser("serve", help="serve a folder's profiles over gRPC (the ProfileAnalysis service)")
+    v.add_argument("path")
+    v.add_argument("--bind", default="127.0.0.1", help="address to listen on (default: loopback only)")
+    v.add_argument("--port", type=int, default=50051)
+    v.add_argument("--max-message-mb", type=int, default=1024, help="largest tool data or file sent (MiB)")
+    c = sub.add_parser("capture", help="capture a profile from a running TensorFlow or JAX profiler server")
+    c.add_argument("address", help="host:port of tf.profiler.experimental.server.start / jax.profiler.start_server, "
+                                   "or grpc://host:port of a ProfileAnalysis server (then --hosts)")
+    c.add_argument("--duration-ms", type=int, default=2000)
+    c.add_argument("-o", "--output", default="", help="repository folder to save into (<logdir>/plugins/profile)")
+    c.add_argument("--hosts", default="", help="through a ProfileAnalysis server: comma-separated profiler addresses")
+    c.add_argument("--session", default="", help="session id (default: the time)")
     r = sub.add_parser("report", help="render every view to PNG files and an index.html")
     r.add_argument("path")
     r.add_argument("-o", "--output", default=DEFAULT_REPORT_DIR, help=f"output folder (default: {DEFAULT_REPORT_DIR})")
@@ -107,6 +123,45 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_serve(args) -> int:
+    import signal
+    import threading
+
+    from models.profile_server import make_server
+
+    server, port, _ = make_server(Path(args.path), args.bind, args.port, args.max_message_mb << 20)
+    print(f"profscope: serving {Path(args.path).resolve()} on grpc://{args.bind}:{port} (Ctrl+C stops)", file=sys.stderr)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    try:
+        while not done.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    server.stop(grace=2).wait()
+    print("profscope: stopped", file=sys.stderr)
+    return 0
+
+
+def cmd_capture(args) -> int:
+    from models.remote import SCHEME, capture, new_session
+
+    if args.address.startswith(SCHEME):
+        hosts = [h for h in args.hosts.split(",") if h]
+        session, empty = new_session(args.address, hosts, args.duration_ms, args.session)
+        print(f"profscope: captured session {session} on {args.address}{' (empty trace)' if empty else ''}",
+              file=sys.stderr)
+        print(session)
+        return 0
+    if not args.output:
+        raise ProfileError("capture needs -o DIR (for example <logdir>/plugins/profile)")
+    folder, empty = capture(args.address, args.duration_ms, Path(args.output), args.session)
+    print(f"profscope: captured {folder}{' (the trace is empty: was the program running?)' if empty else ''}",
+          file=sys.stderr)
+    print(folder)
+    return 0
+
+
 def cmd_window(path: str | None) -> int:
     from viewer.app import has_display, run_window
 
@@ -127,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] in COMMANDS:
             args = _parser().parse_args(argv)
-            return {"sessions": cmd_sessions, "export": cmd_export, "report": cmd_report}[args.command](args)
+            return {"sessions": cmd_sessions, "export": cmd_export, "report": cmd_report, "serve": cmd_serve,
+                    "capture": cmd_capture}[args.command](args)
         if argv and argv[0] in ("-h", "--help"):
             _parser().print_help()
             return 0

@@ -1,0 +1,230 @@
+"""Profiles over gRPC: a real server on loopback, the client repository, the
+security of every request field, captures through a profiler service."""
+
+import json
+import os
+import shutil
+import threading
+from concurrent import futures
+
+import grpc
+import numpy as np
+import pytest
+
+from conftest import DATA, SAMPLE
+from models.profile_server import make_server
+from models.remote import ANALYSIS, PROFILER, RemoteRepository, call, capture, channel, new_session, _stub
+from models.repository import LocalRepository, open_repository
+from models.task import ProfileError
+from protos import profiler_analysis_pb2 as pa
+from protos import profiler_service_pb2 as ps
+
+XSPACE = DATA / "xprof" / "small.xplane.pb"
+
+
+@pytest.fixture
+def served(tmp_path):
+    """A log dir with a two-host xplane session and the TF sample, served on loopback."""
+    root = tmp_path / "logs"
+    shutil.copytree(SAMPLE, root)
+    session = root / "plugins" / "profile" / "2026_01_01_00_00_00"
+    session.mkdir(parents=True)
+    shutil.copy(XSPACE, session / "worker0.xplane.pb")
+    shutil.copy(DATA / "xprof" / "keras.xplane.pb", session / "worker1.xplane.pb")
+    (tmp_path / "secret.txt").write_text("outside the served folder")
+    os.symlink(tmp_path / "secret.txt", session / "evil.xplane.pb")  # a link leading out
+    server, port, service = make_server(root, port=0)
+    yield root, f"127.0.0.1:{port}", service
+    server.stop(0).wait()
+
+
+@pytest.fixture
+def remote(served):
+    repo = RemoteRepository(f"grpc://{served[1]}")
+    yield repo
+    repo.close()
+
+
+def test_remote_sessions_and_tools_are_the_local_ones(served, remote):
+    local = LocalRepository(served[0])
+    assert sorted(remote.enum_sessions(), key=lambda s: s.name) == sorted(local.enum_sessions(), key=lambda s: s.name)
+    assert remote.combines_hosts("2026_01_01_00_00_00")
+    assert "evil" not in remote.session("2026_01_01_00_00_00").hosts  # the link out is not served
+
+
+def test_remote_memory_profile_and_timelines_equal_local(served, remote):
+    local = LocalRepository(served[0])
+    session = "2026_01_01_00_00_00"
+    a, b = remote.memory_profile(session, "worker1"), local.memory_profile(session, "worker1")
+    assert a.memory_ids == b.memory_ids
+    for mid in a.memory_ids:
+        assert np.array_equal(a.allocators[mid].timeline.heap, b.allocators[mid].timeline.heap)
+        assert a.allocators[mid].summary == b.allocators[mid].summary
+    for host in ("worker0", ""):  # one host, and all hosts together
+        ta, tb = remote.step_timeline(session, host), local.step_timeline(session, host)
+        assert len(ta) == len(tb) and ta.groups == tb.groups
+        assert np.array_equal(ta.start_ps, tb.start_ps)
+    assert remote.tool_data(session, "trace_viewer", "worker0").output == local.tool_data(session, "trace_viewer", "worker0").output
+    steps = remote.steps("train", "vm")
+    assert steps == local.steps("train", "vm") and steps
+    assert len(remote.step_timeline("train", "vm", steps[-1])) == len(local.step_timeline("train", "vm", steps[-1]))
+
+
+def test_methods_keep_tensorflows_names_on_the_wire(served):
+    with channel(served[1]) as ch:
+        enum = _stub(ch, ANALYSIS, "EnumSessions", pa.EnumProfileSessionsAndToolsRequest, pa.EnumProfileSessionsAndToolsResponse)
+        assert enum(pa.EnumProfileSessionsAndToolsRequest(), timeout=10).sessions
+        ours = _stub(ch, "profscope.tensorflow.ProfileAnalysis", "EnumSessions",
+                     pa.EnumProfileSessionsAndToolsRequest, pa.EnumProfileSessionsAndToolsResponse)
+        with pytest.raises(grpc.RpcError) as e:
+            ours(pa.EnumProfileSessionsAndToolsRequest(), timeout=10)
+        assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert ANALYSIS == "tensorflow.ProfileAnalysis" and PROFILER == "tensorflow.ProfilerService"
+
+
+def _tool_data(address, **fields):
+    with channel(address) as ch:
+        rpc = _stub(ch, ANALYSIS, "GetSessionToolData", pa.ProfileSessionDataRequest, pa.ProfileSessionDataResponse)
+        return rpc(pa.ProfileSessionDataRequest(**fields), timeout=10)
+
+
+SESSION = "2026_01_01_00_00_00"
+
+
+@pytest.mark.parametrize("fields,code", [
+    ({"repository_root": "/etc", "session_id": SESSION, "tool_name": "memory_profile"}, grpc.StatusCode.INVALID_ARGUMENT),
+    ({"session_id": "../../etc", "tool_name": "memory_profile"}, grpc.StatusCode.INVALID_ARGUMENT),
+    ({"session_id": "/etc/passwd", "tool_name": "memory_profile"}, grpc.StatusCode.INVALID_ARGUMENT),
+    ({"session_id": "x" * 5000, "tool_name": "memory_profile"}, grpc.StatusCode.INVALID_ARGUMENT),
+    ({"session_id": "no_such_session", "tool_name": "memory_profile"}, grpc.StatusCode.NOT_FOUND),
+    ({"session_id": SESSION, "host_name": "../../etc/passwd", "tool_name": "memory_profile"}, grpc.StatusCode.INVALID_ARGUMENT),
+    ({"session_id": SESSION, "host_name": "nobody", "tool_name": "memory_profile"}, grpc.StatusCode.NOT_FOUND),
+    ({"session_id": SESSION, "tool_name": "../../bin/sh"}, grpc.StatusCode.INVALID_ARGUMENT),
+    ({"session_id": SESSION, "tool_name": "overview_page"}, grpc.StatusCode.NOT_FOUND),
+    ({"session_id": SESSION, "tool_name": "profscope.file", "parameters": {"name": "../../secret.txt"}}, grpc.StatusCode.NOT_FOUND),
+    ({"session_id": SESSION, "tool_name": "profscope.file", "parameters": {"name": "evil.xplane.pb"}}, grpc.StatusCode.NOT_FOUND),
+    ({"session_id": SESSION, "tool_name": "memory_profile", "parameters": {f"k{i}": "v" for i in range(100)}}, grpc.StatusCode.INVALID_ARGUMENT),
+    ({"session_id": SESSION, "tool_name": "memory_profile", "parameters": {"k": "v" * 100_000}}, grpc.StatusCode.INVALID_ARGUMENT),
+])
+def test_requests_cannot_reach_outside_the_served_folder(served, fields, code):
+    with pytest.raises(grpc.RpcError) as e:
+        _tool_data(served[1], **fields)
+    assert e.value.code() == code and e.value.details()
+
+
+def test_tool_errors_come_back_as_error_messages(served):
+    response = _tool_data(served[1], session_id=SESSION, tool_name="memory_profile")  # two hosts, none chosen
+    assert "one host at a time" in response.error_message
+
+
+def test_server_down_and_slow_servers_are_reported(tmp_path):
+    with pytest.raises(ProfileError, match="cannot be reached"):
+        RemoteRepository("grpc://127.0.0.1:1")
+    release = threading.Event()
+    slow = FakeProfiler.slow(release, delay=5.0)
+    try:
+        with channel(slow.address) as ch:
+            rpc = _stub(ch, PROFILER, "Profile", ps.ProfileRequest, ps.ProfileResponse)
+            with pytest.raises(ProfileError, match="did not answer in time"):
+                call(rpc, ps.ProfileRequest(duration_ms=10), slow.address, timeout=0.3)
+    finally:
+        release.set()
+        slow.stop()
+
+
+# ---------------------------------------------------------------- capture
+
+
+class FakeProfiler:
+    """A real gRPC server implementing tensorflow.ProfilerService/Profile."""
+
+    def __init__(self, profile):
+        self.requests = []
+
+        def handler(request, context):
+            self.requests.append(request)
+            return profile(request)
+
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(PROFILER, {
+            "Profile": grpc.unary_unary_rpc_method_handler(handler, ps.ProfileRequest.FromString,
+                                                           ps.ProfileResponse.SerializeToString)}),))
+        self.address = f"127.0.0.1:{self.server.add_insecure_port('127.0.0.1:0')}"
+        self.server.start()
+
+    def stop(self):
+        self.server.stop(0).wait()
+
+    @classmethod
+    def with_stored_xspace(cls, save: bool):
+        """save=True saves the XSpace as TensorFlow's server does (SaveXSpace);
+        else it comes back as tool data, as older servers did."""
+        def profile(request):
+            if save:
+                folder = os.path.join(request.repository_root, request.session_id)
+                os.makedirs(folder, exist_ok=True)
+                shutil.copy(XSPACE, os.path.join(folder, f"{request.host_name}.xplane.pb"))
+                return ps.ProfileResponse()
+            return ps.ProfileResponse(tool_data=[ps.ProfileToolData(name=f"{request.host_name}.xplane.pb",
+                                                                     data=XSPACE.read_bytes())])
+        return cls(profile)
+
+    @classmethod
+    def slow(cls, release: threading.Event, delay: float):
+        def profile(request):
+            release.wait(delay)
+            return ps.ProfileResponse()
+        return cls(profile)
+
+
+@pytest.mark.parametrize("save", [True, False])
+def test_capture_from_a_profiler_server(tmp_path, save):
+    profiler = FakeProfiler.with_stored_xspace(save)
+    try:
+        folder, empty = capture(profiler.address, 500, tmp_path / "plugins" / "profile", session_id="cap1")
+    finally:
+        profiler.stop()
+    request = profiler.requests[0]
+    assert request.duration_ms == 500 and request.session_id == "cap1" and request.opts.host_tracer_level == 2
+    assert folder == tmp_path / "plugins" / "profile" / "cap1" and not empty
+    repo = open_repository(tmp_path)
+    assert [s.name for s in repo.enum_sessions()] == ["cap1"]
+    assert len(repo.step_timeline("cap1", "127.0.0.1")) > 0
+
+
+def test_capture_refuses_odd_names_and_durations(tmp_path):
+    with pytest.raises(ProfileError, match="duration"):
+        capture("127.0.0.1:1", 0, tmp_path)
+    with pytest.raises(ProfileError, match="only"):
+        capture("127.0.0.1:1", 100, tmp_path, session_id="../escape")
+
+
+def test_new_session_through_the_analysis_server(served):
+    root, address, _ = served
+    profiler = FakeProfiler.with_stored_xspace(save=False)
+    try:
+        session, empty = new_session(f"grpc://{address}", [profiler.address], 200, "captured_1")
+        with pytest.raises(ProfileError, match="ALREADY_EXISTS"):
+            new_session(f"grpc://{address}", [profiler.address], 200, "captured_1")
+        with pytest.raises(ProfileError, match="INVALID_ARGUMENT"):
+            new_session(f"grpc://{address}", [profiler.address], 200, "../evil")
+        with pytest.raises(ProfileError, match="INVALID_ARGUMENT"):
+            new_session(f"grpc://{address}", ["host;rm -rf /"], 200, "x2")
+    finally:
+        profiler.stop()
+    assert (root / "captured_1" / "127.0.0.1.xplane.pb").exists() and not empty
+    repo = RemoteRepository(f"grpc://{address}")
+    try:
+        assert "captured_1" in [s.name for s in repo.enum_sessions()]
+        assert len(repo.step_timeline("captured_1", "127.0.0.1")) > 0
+    finally:
+        repo.close()
+    assert not (root.parent / "evil").exists()
+
+
+def test_cli_lists_remote_sessions(served, capsys):
+    from viewer.cli import main
+
+    assert main(["sessions", f"grpc://{served[1]}", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert SESSION in [s["sessionId"] for s in doc["sessions"]]
