@@ -177,6 +177,15 @@ class RemoteRepository(ProfileRepository):
 # ---------------------------------------------------------------- capture
 
 
+def profile_request(duration_ms: int) -> ps.ProfileRequest:
+    """A ProfileRequest as TensorFlow's capture client sends it (host tracing
+    level 2: TensorFlow ops; without options the server traces almost nothing)."""
+    options = profiler_options_pb2.ProfileOptions(version=1, host_tracer_level=2, device_tracer_level=1,
+                                                  python_tracer_level=0, include_dataset_ops=True,
+                                                  duration_ms=duration_ms)
+    return ps.ProfileRequest(duration_ms=duration_ms, max_events=0, tools=["xplane.pb"], opts=options)
+
+
 def capture(address: str, duration_ms: int, repository_root: Path, session_id: str = "",
             host_name: str = "", task: TaskState | None = None) -> tuple[Path, bool]:
     """Profiles a running TensorFlow or JAX program through its profiler
@@ -192,12 +201,8 @@ def capture(address: str, duration_ms: int, repository_root: Path, session_id: s
         if not SAFE_NAME.match(value):
             raise ProfileError(f"{value!r}: use letters, digits and . _ : - only")
     repository_root = Path(repository_root)
-    options = profiler_options_pb2.ProfileOptions(version=1, host_tracer_level=2, device_tracer_level=1,
-                                                  python_tracer_level=0, include_dataset_ops=True,
-                                                  duration_ms=duration_ms)
-    request = ps.ProfileRequest(duration_ms=duration_ms, max_events=0, tools=["xplane.pb"], opts=options,
-                                repository_root=str(repository_root.resolve()), session_id=session_id,
-                                host_name=host_name)
+    request = profile_request(duration_ms)
+    request.repository_root, request.session_id, request.host_name = str(repository_root.resolve()), session_id, host_name
     with channel(address) as ch:
         profile = _stub(ch, PROFILER, "Profile", ps.ProfileRequest, ps.ProfileResponse)
         response = call(profile, request, address, task, timeout=duration_ms / 1000 + DEADLINE_S)
@@ -220,8 +225,7 @@ def new_session(address: str, hosts: list[str], duration_ms: int, session_id: st
     if not hosts:
         raise ProfileError("NewSession needs the profiler addresses to capture from (--hosts host:port,...)")
     session_id = session_id or time.strftime("%Y_%m_%d_%H_%M_%S")
-    request = pa.NewProfileSessionRequest(session_id=session_id, hosts=hosts,
-                                          request=ps.ProfileRequest(duration_ms=duration_ms, tools=["xplane.pb"]))
+    request = pa.NewProfileSessionRequest(session_id=session_id, hosts=hosts, request=profile_request(duration_ms))
     with channel(target) as ch:
         rpc = _stub(ch, ANALYSIS, "NewSession", pa.NewProfileSessionRequest, pa.NewProfileSessionResponse)
         response = call(rpc, request, target, task, timeout=duration_ms / 1000 + DEADLINE_S)

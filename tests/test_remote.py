@@ -228,3 +228,53 @@ def test_cli_lists_remote_sessions(served, capsys):
     assert main(["sessions", f"grpc://{served[1]}", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert SESSION in [s["sessionId"] for s in doc["sessions"]]
+
+
+def test_window_opens_a_server_and_captures(served, qtbot, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    from viewer.window import MainWindow
+
+    w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
+    qtbot.addWidget(w)
+    try:
+        with qtbot.waitSignal(w.runner.finished, timeout=20000):
+            w.open_path(f"grpc://{served[1]}")
+        names = [w.tree.topLevelItem(i).text(0) for i in range(w.tree.topLevelItemCount())]
+        assert SESSION in names
+        qtbot.waitUntil(lambda: not w.runner.busy, timeout=20000)  # the latest session's view loads
+        profiler = FakeProfiler.with_stored_xspace(save=True)
+        try:
+            target = tmp_path / "captures" / "plugins" / "profile"
+            with qtbot.waitSignal(w.runner.finished, timeout=20000):
+                w.runner.start(lambda task: capture(profiler.address, 300, target, "cap", task=task), w._captured)
+            qtbot.waitUntil(lambda: not w.runner.busy, timeout=20000)
+        finally:
+            profiler.stop()
+        assert [w.tree.topLevelItem(i).text(0) for i in range(w.tree.topLevelItemCount())] == ["cap"]
+    finally:
+        w.runner.cancel()
+        w.runner.wait(5000)
+
+
+def test_serve_command_runs_until_interrupted(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    proc = subprocess.Popen([sys.executable, "-m", "viewer.cli", "serve", str(SAMPLE), "--port", "0"], cwd=ROOT,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        assert "serving" in line and "127.0.0.1" in line
+        port = int(line.rsplit(":", 1)[1].split()[0])
+        repo = RemoteRepository(f"grpc://127.0.0.1:{port}")
+        assert repo.enum_sessions()
+        repo.close()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0 and "stopped" in proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()

@@ -132,11 +132,9 @@ def cmd_serve(args) -> int:
     server, port, _ = make_server(Path(args.path), args.bind, args.port, args.max_message_mb << 20)
     print(f"profscope: serving {Path(args.path).resolve()} on grpc://{args.bind}:{port} (Ctrl+C stops)", file=sys.stderr)
     done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    try:
-        while not done.wait(0.5):
-            pass
-    except KeyboardInterrupt:
+    for sig in (signal.SIGINT, signal.SIGTERM):  # also when started in the background (SIGINT ignored)
+        signal.signal(sig, lambda *_: done.set())
+    while not done.wait(0.5):
         pass
     server.stop(grace=2).wait()
     print("profscope: stopped", file=sys.stderr)

@@ -8,10 +8,12 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QProgressBar, QPushButton,
-                               QTabWidget, QTreeWidget, QTreeWidgetItem)
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QDockWidget, QFileDialog, QFormLayout, QHBoxLayout,
+                               QInputDialog, QLabel, QLineEdit, QMainWindow, QProgressBar, QPushButton, QSpinBox,
+                               QTabWidget, QTreeWidget, QTreeWidgetItem, QWidget)
 
 from models.hparams import load_hparams
+from models.remote import SCHEME, capture
 from models.repository import MEMORY_PROFILE, TRACE_VIEWER, ProfileRepository, open_location
 from models.tb_logdir import logdir_signature
 from widgets.hparams_view import HParamsView
@@ -32,6 +34,48 @@ ALL_HOSTS = "All hosts"  # tree entry: the timeline of every host of a session
 def _preferred_tool(tools: list[str]) -> str:
     """What clicking a host shows: its timeline when it has one."""
     return TRACE_VIEWER if TRACE_VIEWER in tools else MEMORY_PROFILE
+
+
+class CaptureDialog(QDialog):
+    """Where to capture from, for how long, and where to save (a repository folder)."""
+
+    def __init__(self, parent, settings: QSettings):
+        super().__init__(parent)
+        self.setWindowTitle("Capture a profile")
+        self.address = QLineEdit(settings.value("capture_address", "localhost:6009"))
+        self.address.setToolTip("The profiler server of a running program: tf.profiler.experimental.server.start(port) "
+                                "or jax.profiler.start_server(port)")
+        self.duration = QSpinBox(minimum=100, maximum=600_000, singleStep=500, suffix=" ms",
+                                 value=int(settings.value("capture_ms", 2000)))
+        self.folder = QLineEdit(settings.value("capture_folder", str(Path.home() / "profscope-logs" / "plugins" / "profile")))
+        browse = QPushButton("…")
+        browse.clicked.connect(self._browse)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.folder)
+        row.addWidget(browse)
+        folder_row = QWidget()
+        folder_row.setLayout(row)
+        form = QFormLayout(self)
+        form.addRow("Profiler address:", self.address)
+        form.addRow("Duration:", self.duration)
+        form.addRow("Save into:", folder_row)
+        buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+        self.settings = settings
+
+    def _browse(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Repository folder (<logdir>/plugins/profile)", self.folder.text())
+        if path:
+            self.folder.setText(path)
+
+    def values(self) -> tuple[str, int, str]:
+        self.settings.setValue("capture_address", self.address.text().strip())
+        self.settings.setValue("capture_ms", self.duration.value())
+        self.settings.setValue("capture_folder", self.folder.text().strip())
+        return self.address.text().strip(), self.duration.value(), self.folder.text().strip()
 
 
 class MainWindow(QMainWindow):
@@ -97,6 +141,8 @@ class MainWindow(QMainWindow):
         file_menu = self.menuBar().addMenu("&File")
         self._action(file_menu, "Open &Folder…", QKeySequence.Open, self.open_folder_dialog)
         self._action(file_menu, "Open F&ile…", "Ctrl+Shift+O", self.open_file_dialog)
+        self._action(file_menu, "Open &Server…", "Ctrl+Alt+O", self.open_server_dialog)
+        self._action(file_menu, "&Capture Profile…", "Ctrl+R", self.capture_dialog)
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self._action(file_menu, "&Reload", QKeySequence.Refresh, self.reload)
         file_menu.addSeparator()
@@ -142,6 +188,27 @@ class MainWindow(QMainWindow):
                                               ";;All files (*)")
         if path:
             self.open_path(path)
+
+    def open_server_dialog(self) -> None:
+        address, ok = QInputDialog.getText(self, "Open a ProfileAnalysis server", "Address (host:port):",
+                                           text=self.settings.value("last_server", "localhost:50051"))
+        if ok and address.strip():
+            self.settings.setValue("last_server", address.strip())
+            self.open_path(SCHEME + address.strip().removeprefix(SCHEME))
+
+    def capture_dialog(self) -> None:
+        dialog = CaptureDialog(self, self.settings)
+        if dialog.exec():
+            address, duration, folder = dialog.values()
+            self.set_status(f"Capturing {duration:,} ms from {address}…")
+            self.runner.start(lambda task: capture(address, duration, Path(folder), task=task), self._captured)
+
+    def _captured(self, result) -> None:
+        folder, empty = result
+        if empty:
+            self.show_error(f"The trace of {folder.name} is empty: was the program running during the capture?")
+        logdir = folder.parent.parent.parent if folder.parent.name == "profile" else folder.parent
+        self.open_path(str(logdir))
 
     # ------------------------------------------------------------ loading
 
