@@ -23,7 +23,7 @@ from pathlib import Path
 
 import grpc
 
-from models.memory_profile import MemoryProfileData
+from models.memory_profile import MemoryProfileData, parse_memory_profile
 from models.repository import LocalRepository, ProfileRepository, SessionInfo, ToolData
 from models.task import ProfileError, TaskState
 from models.timeline import Timeline
@@ -109,7 +109,10 @@ class RemoteRepository(ProfileRepository):
             raise ProfileError(f"{self.location}: {response.error_message}")
         out = {}
         for s in response.sessions:
-            listing = json.loads(self.get(s.session_id, FILES_TOOL, "", {}, task).output or b"{}")
+            try:
+                listing = json.loads(self.get(s.session_id, FILES_TOOL, "", {}, task).output or b"{}")
+            except ProfileError:  # another ProfileAnalysis server (XProf's): its tools' JSON only
+                listing = {"hosts": [""], "tools": {t: [""] for t in s.available_tools}}
             hosts = tuple(listing.get("hosts", []))
             out[s.session_id] = (SessionInfo(s.session_id, hosts, tuple(s.available_tools)), listing)
         if not out:
@@ -157,12 +160,18 @@ class RemoteRepository(ProfileRepository):
         return repo.enum_sessions()[0].name
 
     def memory_profile(self, session: str, host: str, task: TaskState | None = None) -> MemoryProfileData:
+        if "files" not in self._sessions[session][1]:  # not a Profscope server: XProf's memory_profile JSON
+            output = self.get(session, "memory_profile", host, {}, task).output
+            return parse_memory_profile(output, host=host or session, task=task, source=f"{self.location}/{session}")
         repo = self._fetch(session, host, task)
         profile = repo.memory_profile(self._local_session(repo), host, task)
         profile.num_hosts = len(self.hosts_with(session, "memory_profile"))
         return profile
 
     def step_timeline(self, session: str, host: str, step: str = "", task: TaskState | None = None) -> Timeline:
+        if "files" not in self._sessions[session][1]:
+            raise ProfileError(f"{self.location}: timelines need a Profscope server (profscope serve); "
+                               "this server offers its tools' JSON only")
         repo = self._fetch(session, host, task)
         return repo.step_timeline(self._local_session(repo), host, step, task)
 

@@ -278,3 +278,36 @@ def test_serve_command_runs_until_interrupted(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_other_profile_analysis_servers_give_their_memory_profile_json(tmp_path):
+    """A server that only knows XProf's tools (no profscope.files): memory profiles still open."""
+    from conftest import SMALL_XPROF
+
+    def enum(request, context):
+        return pa.EnumProfileSessionsAndToolsResponse(sessions=[pa.ProfileSessionInfo(
+            session_id="run1", available_tools=["memory_profile"])])
+
+    def data(request, context):
+        if request.tool_name != "memory_profile":
+            context.abort(grpc.StatusCode.NOT_FOUND, "unknown tool")
+        return pa.ProfileSessionDataResponse(output_format="json", output=SMALL_XPROF.read_bytes())
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(ANALYSIS, {
+        "EnumSessions": grpc.unary_unary_rpc_method_handler(enum, pa.EnumProfileSessionsAndToolsRequest.FromString,
+                                                            pa.EnumProfileSessionsAndToolsResponse.SerializeToString),
+        "GetSessionToolData": grpc.unary_unary_rpc_method_handler(data, pa.ProfileSessionDataRequest.FromString,
+                                                                  pa.ProfileSessionDataResponse.SerializeToString),
+    }),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        repo = RemoteRepository(f"grpc://127.0.0.1:{port}")
+        profile = repo.memory_profile("run1", "")
+        assert "bfc_cpu_allocator_for_gpu" in profile.memory_ids
+        with pytest.raises(ProfileError, match="Profscope server"):
+            repo.step_timeline("run1", "")
+        repo.close()
+    finally:
+        server.stop(0).wait()
