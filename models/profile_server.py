@@ -17,7 +17,7 @@ from pathlib import Path
 import grpc
 
 from models.remote import (ANALYSIS, FILE_TOOL, FILES_TOOL, MAX_DURATION_MS, MAX_MESSAGE, PROFILER, SAFE_NAME, _stub,
-                           channel)
+                           channel, safe_file_name)
 from models.repository import TOOLS, LocalRepository
 from models.task import ProfileError
 from protos import profiler_analysis_pb2 as pa
@@ -140,7 +140,7 @@ class AnalysisService:
             empty &= response.empty_trace
             for tool in response.tool_data:  # servers that return the data instead of saving it
                 name = Path(tool.name).name
-                if SAFE_NAME.match(name or "-") and name.endswith(".xplane.pb"):
+                if safe_file_name(name) and name.endswith(".xplane.pb"):
                     folder.mkdir(exist_ok=True)
                     (folder / name).write_bytes(tool.data)
         return pa.NewProfileSessionResponse(error_message="; ".join(errors), empty_trace=empty and not errors)

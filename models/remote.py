@@ -40,6 +40,11 @@ SAFE_NAME = re.compile(r"^[A-Za-z0-9_.:\-]{1,200}$")  # session ids and host nam
 MAX_DURATION_MS = 10 * 60 * 1000
 
 
+def safe_file_name(name: str) -> bool:
+    """A plain file name (no folder part, not . or ..) that a peer may choose."""
+    return bool(SAFE_NAME.match(name)) and name not in (".", "..")
+
+
 def channel(target: str, max_message: int = MAX_MESSAGE) -> grpc.Channel:
     return grpc.insecure_channel(target, options=[("grpc.max_receive_message_length", max_message),
                                                   ("grpc.max_send_message_length", max_message)])
@@ -149,10 +154,12 @@ class RemoteRepository(ProfileRepository):
             names = self._sessions[session][1].get("files", {})
             wanted = [n for h, files in names.items() if not host or h == host for n in files]
             for i, name in enumerate(wanted):
+                if not safe_file_name(name):
+                    raise ProfileError(f"{self.location}: the server lists an odd file name {name[:80]!r}")
                 if task is not None:
                     task.report(0.4 * i / max(len(wanted), 1), f"Downloading {name}")
                 data = self.get(session, FILE_TOOL, "", {"name": name}, task).output
-                (folder / Path(name).name).write_bytes(data)  # names come from the server's listing
+                (folder / name).write_bytes(data)
             self._local[key] = LocalRepository(folder)
         return self._local[key]
 
@@ -219,7 +226,7 @@ def capture(address: str, duration_ms: int, repository_root: Path, session_id: s
     folder.mkdir(parents=True, exist_ok=True)
     for tool in response.tool_data:
         name = Path(tool.name).name
-        if name and SAFE_NAME.match(name):
+        if safe_file_name(name):
             (folder / name).write_bytes(tool.data)
     if not any(folder.iterdir()) and not response.empty_trace:
         raise ProfileError(f"{address}: the profiler returned no data and saved none under {folder} "
