@@ -62,7 +62,9 @@ class AnalysisService:
 
     def _session(self, name: str) -> str:
         _check_text("session_id", name, allow_slash=True)
-        repo = self.rescan()
+        repo = self.repo
+        if repo is None or name not in {s.name for s in repo.enum_sessions()}:
+            repo = self.rescan()  # a capture may have added it since the last listing
         if name not in {s.name for s in repo.enum_sessions()}:
             raise Refused(grpc.StatusCode.NOT_FOUND, f"no session {name!r}")
         return name
