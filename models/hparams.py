@@ -55,10 +55,12 @@ class HParamsError(ProfileError):
 
 
 def load_hparams(path, task: TaskState | None = None) -> HParamsData:
-    """A log dir's HParams data; ProfileError when it has none."""
+    """A log dir's HParams data with the default group table built (in the
+    caller's thread: a worker's); ProfileError when it has none."""
     data = HParamsData(read_logdir(path, task))
     if not data.hparams_content:
         raise ProfileError(f"{path}: no HParams data in {len(data.runs):,} run(s). {NO_HPARAMS_HINT}")
+    data.groups(ALL_STATUSES, api_pb2.AGGREGATION_AVG, ("", ""), True)
     return data
 
 
@@ -244,6 +246,8 @@ class HParamsData:
     def groups(self, allowed_statuses, aggregation: int, aggregation_metric: tuple[str, str],
                include_metrics: bool) -> GroupTable:
         """The session groups for these settings (cached: queries only filter and sort)."""
+        if aggregation in (api_pb2.AGGREGATION_UNSET, api_pb2.AGGREGATION_AVG):
+            aggregation_metric = ("", "")  # averages ignore the aggregation metric
         key = (tuple(sorted(set(allowed_statuses))), aggregation, aggregation_metric, include_metrics)
         if key not in self._groups_cache:
             metric_infos = self._base_experiment(include_metrics).metric_infos
