@@ -524,7 +524,7 @@ def _filter(col: Column, cp) -> tuple[np.ndarray, np.ndarray, callable]:
                 found[text] = pattern.search(text) is not None
             matches[i] = found[text]
         message = lambda g: (f"Cannot use a regexp filter for a value of type {_type_name(col.values[g])}. "
-                             f"Value: {_python_str(col.values[g])}")
+                             f"Value: {col.values[g]}")
         return np.where(missing, include_missing, matches), bad, message
     if which == "filter_interval":
         lo, hi = cp.filter_interval.min_value, cp.filter_interval.max_value
@@ -533,7 +533,7 @@ def _filter(col: Column, cp) -> tuple[np.ndarray, np.ndarray, callable]:
         with np.errstate(invalid="ignore"):
             inside = numeric & (lo <= col.number) & (col.number <= hi)
         message = lambda g: (f"Cannot use an interval filter for a value of type: {_type_name(col.values[g])}, "
-                             f"Value: {_python_str(col.values[g])}")
+                             f"Value: {col.values[g]}")
         return np.where(missing, include_missing, inside), bad, message
     if which == "filter_discrete":
         allowed = [_python_value(v) for v in cp.filter_discrete.values]
@@ -560,10 +560,6 @@ def compile_regexp(pattern: str):
 
 def _type_name(v) -> str:
     return f"<class '{type(v).__name__}'>"
-
-
-def _python_str(v) -> str:
-    return str(v)
 
 
 def _sorted(order: np.ndarray, col: Column, cp) -> np.ndarray:

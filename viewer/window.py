@@ -88,6 +88,7 @@ class MainWindow(QMainWindow):
         self.current: tuple[str, str] | None = None  # (session, host) of the memory tab
         self.current_timeline: tuple[str, str] | None = None  # (session, host) of the timeline tab
         self.requested: tuple | None = None  # (session, host, tool) last asked for
+        self.opened_path: str | None = None
         self.runner = TaskRunner(self)
         # HParams loads and watch checks run apart, so they never cancel a profile load.
         self.hparams_runner = TaskRunner(self)
@@ -227,7 +228,7 @@ class MainWindow(QMainWindow):
         self.runner.start(job, self._show_opened)
 
     def reload(self) -> None:
-        if getattr(self, "opened_path", None):
+        if self.opened_path:
             self.open_path(self.opened_path)
 
     def _show_opened(self, result) -> None:

@@ -42,6 +42,7 @@ class HParamsView(QWidget):
         self.columns = Columns([], [])
         self.hidden: set[int] = set()  # table columns the user hid
         self._axis_columns: list[int] = []
+        self._fit_columns = False  # size the columns to their contents at the next refresh
 
         self.filters = FilterPanel()
         self.model = GroupModel(self)
@@ -276,7 +277,7 @@ class HParamsView(QWidget):
             self.show_message(str(e))
         self.model.sort_keys = list(self.sort_keys)
         self._go(0)
-        if getattr(self, "_fit_columns", False) and self.model.rowCount():
+        if self._fit_columns and self.model.rowCount():
             self.table.resizeColumnsToContents()
             for c in range(len(self.columns)):
                 self.table.setColumnWidth(c, min(self.table.columnWidth(c), 220))
