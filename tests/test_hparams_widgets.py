@@ -14,7 +14,7 @@ from conftest import DATA
 from models.hparams import _column, load_hparams
 from protos import api_pb2
 from widgets.hparams_filters import ColumnFilter
-from widgets.hparams_table import GroupModel
+from widgets.hparams_table import GroupModel, format_value
 from widgets.hparams_view import HParamsView
 
 API_CONFIG = DATA / "hparams" / "api_config"
@@ -64,7 +64,7 @@ def test_table_shows_every_group_hparam_and_metric(view):
 
 
 def test_header_clicks_sort_and_shift_adds_a_key(view, qtbot):
-    header = view.table.horizontalHeader()
+    header = view.table.header()
     acc, units = column(view, "metric", ("", "accuracy")), column(view, "hparam", "units")
     qtbot.mouseClick(header.viewport(), Qt.LeftButton, pos=_section_center(header, units))
     assert view.sort_keys == [(units, api_pb2.ORDER_ASC)]
@@ -130,9 +130,25 @@ def test_paging_and_show_all(view):
     assert view.model.rowCount() == 9
 
 
+def test_a_group_expands_into_its_sessions(view):
+    m = view.model
+    row = shown_names(view).index("trial_a")
+    parent = m.index(row, 0)
+    assert m.rowCount(parent) == 3 and m.rowCount(m.index(row, 1)) == 0
+    acc = column(view, "metric", ("", "accuracy"))
+    children = [(m.index(r, 0, parent).data(), m.index(r, acc, parent).data()) for r in range(3)]
+    sessions = view.model.table.sessions[m.group_at(row)]
+    assert [c[0] for c in children] == ["s00", "s01", "s02"]
+    assert children[1][1] == format_value(next(x.value for x in sessions[1].metrics if x.tag == "accuracy"))
+    assert m.parent(m.index(0, 0, parent)) == parent
+    view.table.expand(parent)
+    view.table.setCurrentIndex(m.index(2, 0, parent))  # a session row shows its group's details
+    assert view.sessions_table.rowCount() == 3
+
+
 def test_selecting_a_group_shows_its_sessions_and_charts(view):
     row = shown_names(view).index("trial_a")
-    view.table.selectRow(row)
+    view.select_row(row)
     assert view.sessions_table.rowCount() == 3
     assert [view.sessions_table.item(r, 0).text() for r in range(3)] == ["s00", "s01", "s02"]
     plots = [item for item in view.charts.ci.items if hasattr(item, "listDataItems")]

@@ -66,7 +66,7 @@ def _hparams_section(view, data, save, top: int = 20, charts: int = 3) -> str:
     pngs.append(save(view, "hparams_parallel_coordinates.png"))
     view.center.setCurrentIndex(0)
     for rank in range(1, min(charts, view.model.rowCount())):  # the first is shown in the table screenshot
-        view.table.selectRow(rank)
+        view.select_row(rank)
         pngs.append(save(view, f"hparams_group_{rank + 1}.png"))
     columns = list(range(len(view.columns)))
     rows = "".join("<tr>" + "".join(f"<td>{html.escape(format_value(view.model.value(int(g), c)))}</td>" for c in columns)

@@ -1,5 +1,6 @@
 """The session-group table: one row per group of the current page, columns
-for the group name, every hparam and metric, status and session count.
+for the group name, every hparam and metric, status and session count; each
+group expands into its sessions (their own hparams and metric values).
 Values come straight from the GroupTable's columns; rows are an index array."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 import math
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtCore import QAbstractItemModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
 from models.hparams import MISSING, STRING, GroupTable
@@ -52,7 +53,10 @@ class Columns:
         return len(self.items)
 
 
-class GroupModel(QAbstractTableModel):
+class GroupModel(QAbstractItemModel):
+    """Groups at the top level, their sessions as children (internal id:
+    0 for a group, 1 + the group's row for a session)."""
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self.table: GroupTable | None = None
@@ -89,11 +93,40 @@ class GroupModel(QAbstractTableModel):
             return STATUS_NAMES.get(statuses.pop(), "?")
         return "mixed: " + ", ".join(sorted(STATUS_NAMES.get(s, "?") for s in statuses))
 
+    def session_value(self, group: int, session: int, column: int):
+        kind, key = self.columns.items[column]
+        s = self.table.sessions[group][session]
+        if kind == "name":
+            return s.name
+        if kind == "hparam":
+            return s.hparams.get(key)
+        if kind == "metric":
+            return next((m.value for m in s.metrics if (m.group, m.tag) == key), None)
+        if kind == "status":
+            return STATUS_NAMES.get(s.status, str(s.status))
+        return None
+
+    def index(self, row, column, parent=QModelIndex()):
+        if not self.hasIndex(row, column, parent):
+            return QModelIndex()
+        return self.createIndex(row, column, 0 if not parent.isValid() else parent.row() + 1)
+
+    def parent(self, index):
+        if not index.isValid() or index.internalId() == 0:
+            return QModelIndex()
+        return self.createIndex(index.internalId() - 1, 0, 0)
+
     def rowCount(self, parent=QModelIndex()):
-        return 0 if parent.isValid() or self.table is None else len(self.rows)
+        if self.table is None:
+            return 0
+        if not parent.isValid():
+            return len(self.rows)
+        if parent.internalId() == 0 and parent.column() == 0:
+            return len(self.table.sessions[self.group_at(parent.row())])
+        return 0
 
     def columnCount(self, parent=QModelIndex()):
-        return 0 if parent.isValid() else len(self.columns)
+        return len(self.columns)
 
     def headerData(self, section, orientation, role=Qt.DisplayRole):
         if orientation != Qt.Horizontal:
@@ -112,13 +145,21 @@ class GroupModel(QAbstractTableModel):
     def data(self, index, role=Qt.DisplayRole):
         if not index.isValid():
             return None
-        group, column = self.group_at(index.row()), index.column()
-        if role == Qt.DisplayRole:
-            return format_value(self.value(group, column))
+        column = index.column()
         if role == Qt.TextAlignmentRole:
             kind, key = self.columns.items[column]
             numeric = kind in ("metric", "sessions") or (kind == "hparam" and self._numeric(key))
             return int((Qt.AlignRight if numeric else Qt.AlignLeft) | Qt.AlignVCenter)
+        if index.internalId():  # a session row
+            group = self.group_at(index.internalId() - 1)
+            if role == Qt.DisplayRole:
+                return format_value(self.session_value(group, index.row(), column))
+            if role == Qt.ForegroundRole:
+                return QBrush(QColor("#555"))
+            return None
+        group = self.group_at(index.row())
+        if role == Qt.DisplayRole:
+            return format_value(self.value(group, column))
         if role == Qt.ForegroundRole and self.columns.items[column][0] == "status":
             text = self.value(group, column)
             if text == "failure":

@@ -13,8 +13,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
-                               QLabel, QMenu, QPushButton, QSplitter, QTableView, QTableWidget, QTableWidgetItem,
-                               QTabWidget, QToolButton, QVBoxLayout, QWidget)
+                               QLabel, QMenu, QPushButton, QSplitter, QTableWidget, QTableWidgetItem,
+                               QTabWidget, QToolButton, QTreeView, QVBoxLayout, QWidget)
 
 from models.hparams import HParamsData, HParamsError
 from protos import api_pb2
@@ -46,15 +46,16 @@ class HParamsView(QWidget):
 
         self.filters = FilterPanel()
         self.model = GroupModel(self)
-        self.table = QTableView()
+        self.table = QTreeView()  # groups expand into their sessions
         self.table.setModel(self.model)
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SingleSelection)
         self.table.setAlternatingRowColors(True)
-        self.table.verticalHeader().setDefaultSectionSize(22)
-        self.table.verticalHeader().hide()
+        self.table.setUniformRowHeights(True)
         self.table.setWordWrap(False)
-        header = self.table.horizontalHeader()
+        header = self.table.header()
+        header.setSectionsMovable(False)
+        header.setStretchLastSection(False)
         header.setSectionsClickable(True)
         header.setSectionResizeMode(QHeaderView.Interactive)
         header.setContextMenuPolicy(Qt.CustomContextMenu)
@@ -278,12 +279,12 @@ class HParamsView(QWidget):
         self.model.sort_keys = list(self.sort_keys)
         self._go(0)
         if self._fit_columns and self.model.rowCount():
-            self.table.resizeColumnsToContents()
             for c in range(len(self.columns)):
+                self.table.resizeColumnToContents(c)
                 self.table.setColumnWidth(c, min(self.table.columnWidth(c), 220))
             self._fit_columns = False
         if self.model.rowCount() and not self.table.selectionModel().hasSelection():
-            self.table.selectRow(0)  # the best group's charts at once
+            self.select_row(0)  # the best group's charts at once
         self._update_parallel()
 
     def _go(self, page: int) -> None:
@@ -366,9 +367,14 @@ class HParamsView(QWidget):
 
     # ------------------------------------------------------------ details
 
+    def select_row(self, row: int) -> None:
+        """Selects the group on a row of the page."""
+        self.table.setCurrentIndex(self.model.index(row, 0))
+
     def _on_row(self, current, _previous) -> None:
-        if current.isValid():
-            self.show_group(self.model.group_at(current.row()))
+        if current.isValid():  # a session row shows its group
+            row = current.internalId() - 1 if current.internalId() else current.row()
+            self.show_group(self.model.group_at(row))
 
     def show_group(self, group: int) -> None:
         table, data = self.model.table, self.data
