@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import zlib
 from pathlib import Path
 
@@ -10,6 +11,16 @@ from models.task import ProfileError, TaskState
 
 CHUNK = 8 << 20
 GZIP_MAGIC = b"\x1f\x8b"
+
+
+def stays_inside(entry: os.DirEntry, root: str) -> bool:
+    """Whether a directory entry, met while walking a folder that is inside
+    the real path `root`, stays inside it. Only links can lead out, so only
+    they are resolved (resolving every entry made scans of big log dirs slow)."""
+    if not entry.is_symlink():
+        return True
+    real = os.path.realpath(entry.path)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def read_bytes(path: Path, task: TaskState | None = None, weight: float = 1.0) -> bytes | bytearray:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from models.event_file import host_of_event_file, is_event_file, tagged_run_metadata
+from models.files import stays_inside
 from models.log_memory import ENABLE_HINT, LOG_SUFFIXES, is_memory_log, load_memory_log
 from models.memory_profile import MemoryProfileData, load_memory_profile, to_xprof_json
 from models.step_stats import (BINARY_SUFFIXES, TEXT_SUFFIXES, StepStatsFile, chrome_trace_json, load_step_timeline,
@@ -310,17 +311,10 @@ class LocalRepository(ProfileRepository):
             if entry.is_dir():
                 yield from self._folders(Path(entry.path), depth + 1)
 
-    def _inside(self, path: Path) -> bool:
-        try:
-            path.resolve().relative_to(self._root)
-            return True
-        except (ValueError, OSError):
-            return False
-
     def _entries(self, folder: Path) -> list[os.DirEntry]:
         try:
             with os.scandir(folder) as it:
-                return sorted((e for e in it if self._inside(Path(e.path))), key=lambda e: e.name)
+                return sorted((e for e in it if stays_inside(e, str(self._root))), key=lambda e: e.name)
         except OSError:
             return []
 

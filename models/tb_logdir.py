@@ -25,6 +25,7 @@ import numpy as np
 
 from models import _protowire as wire
 from models.event_file import scan_records
+from models.files import stays_inside
 from models.task import ProfileError, TaskState
 from protos import tensor_pb2
 
@@ -83,21 +84,13 @@ def find_runs(logdir: Path) -> dict[str, list[Path]]:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError:
             continue
-        events = [Path(e.path) for e in entries if "tfevents" in e.name and _file_inside(e, root)]
+        entries = [e for e in entries if stays_inside(e, root)]
+        events = [Path(e.path) for e in entries if "tfevents" in e.name and e.is_file()]
         if events:
             runs[rel or "."] = events
-        subfolders = [e for e in entries if e.is_dir() and (not e.is_symlink() or _inside(e.path, root))]
+        subfolders = [e for e in entries if e.is_dir()]
         stack += [(f"{rel}/{e.name}" if rel else e.name, e.path) for e in reversed(subfolders)]
     return runs
-
-
-def _file_inside(entry: os.DirEntry, root: str) -> bool:
-    return entry.is_file() and (not entry.is_symlink() or _inside(entry.path, root))
-
-
-def _inside(path: str, root: str) -> bool:
-    real = os.path.realpath(path)
-    return real == root or real.startswith(root + os.sep)
 
 
 def logdir_signature(logdir: Path) -> tuple:
