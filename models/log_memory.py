@@ -229,18 +229,23 @@ def _blocks(f, problems: list[str]):
         yield block
 
 
+def _kept(kind: np.ndarray, ints: np.ndarray) -> np.ndarray:
+    """Rows the analysis keeps: every allocation, and deallocations with an allocation_id."""
+    frees = (kind == TENSOR_DEALLOCATION) | (kind == RAW_DEALLOCATION)
+    return (kind == TENSOR_ALLOCATION) | (kind == RAW_ALLOCATION) | (frees & (ints[:, I_ID] != 0))
+
+
 def _scan_block(block) -> dict:
     """Scans one block on a worker thread: its memory lines, and block-local
     string ids for the rows the analysis keeps (allocations, tracked
     deallocations, and lines left to text_format, which may be either)."""
     _, kind, time_us, line, ints, strs = _logscan.scan_memory_log(block, True)
-    tracked_free = ((kind == TENSOR_DEALLOCATION) | (kind == RAW_DEALLOCATION)) & (ints[:, I_ID] != 0)
     # The scanner does not check enum names: a line naming no DataType is text_format's to judge.
     dtype_ids, dtype_names = wire.intern_strings(block, strs[:, S_DTYPE])
     unknown = [i for i, name in enumerate(dtype_names) if name and name not in DATA_TYPE_NAMES]
     if unknown:
         kind[np.isin(dtype_ids, unknown)] = -1
-    rows = np.flatnonzero((kind == TENSOR_ALLOCATION) | (kind == RAW_ALLOCATION) | tracked_free | (kind < 0))
+    rows = np.flatnonzero(_kept(kind, ints) | (kind < 0))
     spans = strs[rows]
     local_ids = [wire.intern_strings(block, spans[:, j]) for j in (S_NAME, S_ALLOCATOR)]
     local_ids += [(dtype_ids[rows], dtype_names), wire.intern_strings(block, spans[:, S_SHAPE])]
@@ -272,7 +277,7 @@ class _Reader:
 
     def _ids(self, local: np.ndarray, strings: list[str]) -> np.ndarray:
         """Block-local string ids as ids into the log's string table."""
-        remap = np.array([self.index_of.setdefault(s, len(self.index_of)) for s in strings], np.int32)
+        remap = np.array([self._id(s) for s in strings], np.int32)
         return remap[local]
 
     def _id(self, s: str) -> int:
@@ -303,8 +308,7 @@ class _Reader:
         for j in np.flatnonzero(np.isin(rows, list(slow))).tolist():
             names[j], allocators[j], dtypes[j], shapes[j] = (self._id(x) for x in slow[int(rows[j])][:4])
         k, iv = kind[rows], ints[rows]
-        keep = (k == TENSOR_ALLOCATION) | (k == RAW_ALLOCATION) | (((k == TENSOR_DEALLOCATION) | (k == RAW_DEALLOCATION))
-                                                                    & (iv[:, I_ID] != 0))
+        keep = _kept(k, iv)
         if not keep.all():  # lines text_format could not read, or that it read as something else
             rows, k, iv = rows[keep], k[keep], iv[keep]
             names, allocators, dtypes, shapes = names[keep], allocators[keep], dtypes[keep], shapes[keep]
@@ -314,9 +318,6 @@ class _Reader:
             "ptr": iv[:, I_PTR], "step": iv[:, I_STEP], "name": names, "dtype": dtypes, "shape": shapes,
             "flags": iv[:, I_FLAGS].astype(np.int8),
         })
-
-    def strings_list(self) -> list[str]:
-        return list(self.index_of)
 
     def _step_spans(self, kind, time_us, ints) -> None:
         """First and last time of the lines naming each step (runs of equal steps first)."""
@@ -331,7 +332,7 @@ class _Reader:
             self.step_span[s] = (min(a, old[0]), max(b, old[1])) if old else (a, b)
 
     def _slow_line(self, text: bytes):
-        """A line the scanner left: (kind, ints, string ids) or None (counted)."""
+        """A line the scanner left: (kind, ints, strings) or None (counted)."""
         body = text[text.index(MARKER) + len(MARKER):].decode("utf-8", "replace").strip()
         match = re.match(r"(\w+)\s*", body)
         name = match.group(1) if match else ""
@@ -358,7 +359,7 @@ class _Reader:
         if len(self.problems) < 5:
             self.problems.append(text)
 
-    def shape_string(self, raw: str) -> str:
+    def _shape_text(self, raw: str) -> str:
         """A scanned `{ dim { size: 2 } }` block as TensorFlow prints shapes: [2]."""
         if raw not in self.shape_text:
             shape = tensor_shape_pb2.TensorShapeProto()
@@ -372,7 +373,7 @@ class _Reader:
     # ------------------------------------------------------------ result
 
     def result(self, host: str, source: str) -> MemoryProfileData:
-        strings = self.strings_list()
+        strings = list(self.index_of)
         lines = int(self.counts.sum())
         if lines == 0:
             detail = f" (skipped {self.garbled:,} garbled lines and {self.unknown:,} unknown messages)" if self.garbled or self.unknown else ""
@@ -393,7 +394,7 @@ class _Reader:
         display = list(strings) + [REGION_TENSOR, REGION_RAW]
         for i, s in enumerate(strings):
             if s.startswith("{"):
-                display[i] = self.shape_string(s)
+                display[i] = self._shape_text(s)
             elif s in DATA_TYPE_NAMES:
                 display[i] = data_type_string(types_pb2.DataType.Value(s))
         allocators, allocator_ids, unmatched, deferred = {}, {}, {}, 0
