@@ -398,6 +398,7 @@ class GroupTable:
         self.metrics = [_aggregate(g, aggregation, aggregation_metric) for g in self.sessions]
         self.hparam_names = sorted({k for h in self.hparams for k in h})
         self.name_order = np.array(sorted(range(len(self.names)), key=self.names.__getitem__), np.int64)
+        self._metric_columns: dict[tuple[str, str], Column] = {}
 
     def __len__(self) -> int:
         return len(self.names)
@@ -411,10 +412,14 @@ class GroupTable:
 
     def metric_column(self, group: str, tag: str) -> Column:
         key = (group, tag)
-        cache = self.__dict__.setdefault("_metric_columns", {})
-        if key not in cache:
-            cache[key] = _column([next((m.value for m in ms if (m.group, m.tag) == key), None) for ms in self.metrics])
-        return cache[key]
+        if key not in self._metric_columns:
+            self._metric_columns[key] = _column([next((m.value for m in ms if (m.group, m.tag) == key), None)
+                                                 for ms in self.metrics])
+        return self._metric_columns[key]
+
+    def column_of(self, kind: str, key) -> Column:
+        """("hparam", name) or ("metric", (group, tag))."""
+        return self.hparam_column(key) if kind == "hparam" else self.metric_column(*key)
 
     def column(self, cp) -> Column:
         if cp.WhichOneof("name") == "hparam":

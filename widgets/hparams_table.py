@@ -82,10 +82,8 @@ class GroupModel(QAbstractItemModel):
         t = self.table
         if kind == "name":
             return t.names[group]
-        if kind == "hparam":
-            return t.hparam_column(key).values[group]
-        if kind == "metric":
-            return t.metric_column(*key).values[group]
+        if kind in ("hparam", "metric"):
+            return t.column_of(kind, key).values[group]
         if kind == "sessions":
             return len(t.sessions[group])
         statuses = {s.status for s in t.sessions[group]}

@@ -208,11 +208,9 @@ class HParamsView(QWidget):
         self.color_box.blockSignals(False)
         filters = {}
         if table is not None:
-            for kind, key in self.columns.items:
-                if kind == "hparam":
-                    filters[(kind, key)] = (key, table.hparam_column(key))
-                elif kind == "metric":
-                    filters[(kind, key)] = (metric_label(*key), table.metric_column(*key))
+            for i, (kind, key) in enumerate(self.columns.items):
+                if kind in ("hparam", "metric"):
+                    filters[(kind, key)] = (self.columns.title(i), table.column_of(kind, key))
         self.filters.set_columns(filters)
         self.columns_menu.clear()
         self.hidden = set()
@@ -342,15 +340,11 @@ class HParamsView(QWidget):
             return
         self._axis_columns = [i for i, (kind, _) in enumerate(self.columns.items)
                               if kind in ("hparam", "metric") and i not in self.hidden]
-        axes = [Axis(self.columns.title(i), self._column(i), self.order) for i in self._axis_columns]
+        axes = [Axis(self.columns.title(i), table.column_of(*self.columns.items[i]), self.order)
+                for i in self._axis_columns]
         metric = self.color_box.currentData()
         values = table.metric_column(*metric).number[self.order] if metric else None
         self.parallel.set_data(axes, self.order, values, metric_label(*metric) if metric else "")
-
-    def _column(self, i: int):
-        kind, key = self.columns.items[i]
-        t = self.model.table
-        return t.hparam_column(key) if kind == "hparam" else t.metric_column(*key)
 
     def _on_brush(self, axis: int, lo, hi) -> None:
         column = self._axis_columns[axis]
