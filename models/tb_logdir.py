@@ -374,9 +374,11 @@ def _keep(kept: dict, v: _Values, tags: list[str], purges) -> None:
 
 
 def _append(kept: dict, v: _Values, tags: list[str], rows: np.ndarray) -> None:
-    for row_tag in dict.fromkeys(tags[i] for i in rows.tolist()):
-        r = rows[[tags[i] == row_tag for i in rows.tolist()]]
-        kept.setdefault(row_tag, []).append((v.step[r], v.wall_time[r], v.scalar[r]))
+    by_tag: dict[str, list[int]] = {}
+    for i in rows.tolist():
+        by_tag.setdefault(tags[i], []).append(i)
+    for tag, r in by_tag.items():
+        kept.setdefault(tag, []).append((v.step[r], v.wall_time[r], v.scalar[r]))
 
 
 def _tensor_scalars(buf, spans: np.ndarray) -> np.ndarray:
