@@ -1,4 +1,4 @@
-"""Builds the C extensions (models._protowire, models._logscan); everything else is in pyproject.toml."""
+"""Builds the C extensions (models._protowire, models.formats._logscan); everything else is in pyproject.toml."""
 
 import numpy
 from setuptools import Extension, setup
@@ -12,8 +12,8 @@ setup(
             extra_compile_args=["-O2"],
         ),
         Extension(
-            "models._logscan",
-            ["models/_logscan.c"],
+            "models.formats._logscan",
+            ["models/formats/_logscan.c"],
             include_dirs=[numpy.get_include()],
             extra_compile_args=["-O2"],
         ),

@@ -96,7 +96,8 @@ def main() -> None:
     parser.add_argument("--skip-json", action="store_true")
     parser.add_argument("--keep", type=Path, help="also write the binary file here")
     args = parser.parse_args()
-    from models.memory_profile import load_memory_profile, parse_memory_profile, to_xprof_json
+    from models.formats.memory_profile_file import load_memory_profile, parse_memory_profile
+    from models.memory_profile import to_xprof_json
 
     work = Path(tempfile.mkdtemp(prefix="profscope-bench-"))
     pb_path, json_path = work / "bench.memory_profile.pb", work / "bench.memory_profile.json"
@@ -137,7 +138,7 @@ def main() -> None:
     redraw(a)
     size = pb_path.stat().st_size / 2**20
     bare_rss = peak_rss_mib(f"from protos import memory_profile_pb2 as m; m.MemoryProfile.FromString(open({str(pb_path)!r},'rb').read())")
-    ours_rss = peak_rss_mib(f"from models.memory_profile import load_memory_profile as f; f({str(pb_path)!r})")
+    ours_rss = peak_rss_mib(f"from models.formats.memory_profile_file import load_memory_profile as f; f({str(pb_path)!r})")
     print(f"peak memory (max RSS, fresh process): bare parse {bare_rss:.0f} MiB, Profscope open {ours_rss:.0f} MiB "
           f"(file {size:.0f} MiB)")
     for p in work.iterdir():

@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from models.profile_server import make_server  # noqa: E402
-from models.remote import RemoteRepository  # noqa: E402
+from models.remote.server import make_server  # noqa: E402
+from models.remote.client import RemoteRepository  # noqa: E402
 from models.repository import LocalRepository  # noqa: E402
 
 

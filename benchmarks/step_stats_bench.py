@@ -92,7 +92,7 @@ def main() -> None:
     size = path.stat().st_size
     print(f"file: {args.nodes:,} nodes over {DEVICES} devices, {size / 2**20:.0f} MiB ({size / args.nodes:.0f} bytes/node)")
 
-    from models.step_stats import load_step_timeline, locate
+    from models.formats.step_stats import load_step_timeline, locate
 
     def bare():
         return step_stats_pb2.StepStats.FromString(path.read_bytes())
@@ -132,7 +132,7 @@ def main() -> None:
     del view
 
     if args.nodes <= 1_000_000:
-        from models.step_stats import step_memory_profile
+        from models.formats.step_stats import step_memory_profile
 
         t = time.perf_counter()
         memory = step_memory_profile(locate(path))

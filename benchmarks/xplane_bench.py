@@ -139,8 +139,8 @@ PROFSCOPE = """
 import sys, time
 sys.path.insert(0, {root!r})
 from pathlib import Path
-from models.xplane_memory import xplane_memory_profile
-from models.xplane_timeline import load_xplane_timeline
+from models.formats.xspace.memory import xplane_memory_profile
+from models.formats.xspace.timeline import load_xplane_timeline
 path = Path({path!r})
 t = time.perf_counter(); profile = xplane_memory_profile(path); m = time.perf_counter() - t
 snaps = sum(len(a.timeline) for a in profile.allocators.values()); del profile
@@ -173,7 +173,7 @@ def run(python: str, code: str) -> tuple[list[float], float]:
 
 
 def redraw(path: Path) -> None:
-    from models.xplane_timeline import load_xplane_timeline
+    from models.formats.xspace.timeline import load_xplane_timeline
 
     view = open_view(load_xplane_timeline([path], ["bench"]))
     print_redraw_times(view)

@@ -23,35 +23,14 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from models.event_file import host_of_event_file, is_event_file, tagged_run_metadata
 from models.files import stays_inside
-from models.log_memory import ENABLE_HINT, LOG_SUFFIXES, is_memory_log, load_memory_log
-from models.memory_profile import MemoryProfileData, load_memory_profile, to_xprof_json
-from models.step_stats import (BINARY_SUFFIXES, TEXT_SUFFIXES, StepStatsFile, chrome_trace_json, load_step_timeline,
-                               locate, sniff, step_memory_profile)
+from models.formats import FORMATS, looked_for
+from models.memory_profile import MemoryProfileData, to_xprof_json
+from models.registry import MEMORY_PROFILE, TOOLS, TRACE_VIEWER, Format
 from models.task import ProfileError, TaskState
 from models.timeline import Timeline
-from models.xplane import host_of_xplane
-from models.xplane_memory import xplane_memory_profile
-from models.xplane_timeline import load_xplane_timeline
-from models.xplane_trace import trace_viewer_json
 
-MEMORY_PROFILE = "memory_profile"
-TRACE_VIEWER = "trace_viewer"
-TOOLS = (MEMORY_PROFILE, TRACE_VIEWER)
-# File name endings of MemoryProfile files in a session folder (<host><suffix>).
-MEMORY_PROFILE_SUFFIXES = (".memory_profile.json.gz", ".memory_profile.json", ".memory_profile.pb")
-# A MemoryProfile opened directly may have any name ending in these.
-LONE_MEMORY_PROFILE_SUFFIXES = (".json.gz", ".json", ".pb", ".pb.gz")
 MAX_DEPTH = 6  # how deep to look below an opened folder
-
-LOOKED_FOR = (
-    "a TensorBoard log dir with plugins/profile/<session>/<host>.xplane.pb or <host>.memory_profile.json[.gz] "
-    "(or .pb), such a plugins/profile folder, one session folder holding such files, "
-    "event files with run metadata (FileWriter.add_run_metadata), StepStats or RunMetadata files "
-    "(.pb, .pbtxt, .txt), TensorFlow logs with __LOG_MEMORY__ lines (.log, .txt, .out, .err, gzipped too), "
-    "or a single MemoryProfile file (.json, .json.gz or .pb)"
-)
 
 
 @dataclass(frozen=True)
@@ -140,32 +119,24 @@ class ProfileRepository(ABC):
 
 
 @dataclass
-class _HostFiles:
-    """What one host has in a session folder."""
-
-    memory_profile: Path | None = None
-    step_stats: Path | None = None  # a StepStats or RunMetadata file
-    event_files: list[Path] = field(default_factory=list)  # with run metadata
-    xplane: Path | None = None  # <host>.xplane.pb (an XSpace)
-    memory_log: Path | None = None  # a TensorFlow log with __LOG_MEMORY__ lines
-
-    def tools(self) -> list[str]:
-        has_trace = self.xplane is not None or self.step_stats is not None or bool(self.event_files)
-        has_memory = self.memory_profile is not None or self.memory_log is not None
-        return [t for t, ok in ((MEMORY_PROFILE, has_memory or has_trace),
-                                (TRACE_VIEWER, has_trace)) if ok]
-
-
-@dataclass
 class _Session:
     name: str
-    hosts: dict[str, _HostFiles] = field(default_factory=dict)
+    # host -> format -> that host's files of the format, in name order
+    hosts: dict[str, dict[Format, list[Path]]] = field(default_factory=dict)
 
-    def host(self, name: str) -> _HostFiles:
-        return self.hosts.setdefault(name, _HostFiles())
+    def add(self, host: str, fmt: Format, path: Path) -> None:
+        self.hosts.setdefault(host, {}).setdefault(fmt, []).append(path)
+
+    def source(self, host: str, tool: str) -> tuple[Format, list[Path]] | None:
+        """The format (and files) that serves a tool for a host: the lowest rank."""
+        offering = [(f, files) for f, files in self.hosts.get(host, {}).items() if tool in f.tools]
+        return min(offering, key=lambda item: item[0].rank, default=None)
+
+    def host_tools(self, host: str) -> list[str]:
+        return [t for t in TOOLS if self.source(host, t)]
 
     def info(self) -> SessionInfo:
-        tools = {t for h in self.hosts.values() for t in h.tools()}
+        tools = {t for h in self.hosts for t in self.host_tools(h)}
         return SessionInfo(self.name, tuple(sorted(self.hosts)), tuple(t for t in TOOLS if t in tools))
 
 
@@ -178,110 +149,65 @@ class LocalRepository(ProfileRepository):
         if not self.path.exists():
             raise ProfileError(f"{self.path}: no such file or folder")
         self._root = (self.path if self.path.is_dir() else self.path.parent).resolve()
-        self._tag_cache: dict[Path, tuple[tuple[int, int], list[str]]] = {}
         self._sessions = self._scan()
         if not self._sessions:
-            raise ProfileError(f"{self.path}: found no profile data. Looked for {LOOKED_FOR}.")
+            raise ProfileError(f"{self.path}: found no profile data. Looked for {looked_for()}.")
 
     def enum_sessions(self) -> list[SessionInfo]:
         return [s.info() for s in self._sessions.values()]
 
     def hosts_with(self, session: str, tool: str) -> list[str]:
         self.session(session)
-        return [h for h, files in sorted(self._sessions[session].hosts.items()) if tool in files.tools()]
+        s = self._sessions[session]
+        return [h for h in sorted(s.hosts) if s.source(h, tool)]
 
     def host_paths(self, session: str, host: str) -> list[Path]:
         """The files the scan found for a host (what a remote client downloads)."""
         self.session(session)
-        files = self._sessions[session].hosts.get(host)
-        if files is None:
-            return []
-        return [p for p in (files.xplane, files.memory_profile, files.memory_log, files.step_stats) if p] + files.event_files
+        return [p for files in self._sessions[session].hosts.get(host, {}).values() for p in files]
 
-    def _files(self, session: str, host: str, tool: str) -> tuple[str, _HostFiles]:
+    def _source(self, session: str, host: str, tool: str) -> tuple[str, Format, list[Path]]:
         host = self.resolve_host(session, host, tool)
-        return host, self._sessions[session].hosts[host]
+        fmt, files = self._sessions[session].source(host, tool)
+        return host, fmt, files
 
     def memory_profile(self, session: str, host: str, task: TaskState | None = None) -> MemoryProfileData:
-        host, files = self._files(session, host, MEMORY_PROFILE)
-        if files.xplane is not None:  # the source XProf's cached tool files come from
-            profile = xplane_memory_profile(files.xplane, host=host, task=task)
-        elif files.memory_profile is not None:
-            profile = load_memory_profile(files.memory_profile, host=host, task=task)
-        elif files.memory_log is not None:
-            profile = load_memory_log(files.memory_log, host=host, task=task)
-        else:
-            profile = step_memory_profile(self._step_source(files, ""), host=host, task=task)
+        host, fmt, files = self._source(session, host, MEMORY_PROFILE)
+        profile = fmt.memory_profile(files, host, task or TaskState())
         profile.num_hosts = len(self.hosts_with(session, MEMORY_PROFILE))
         return profile
 
     def steps(self, session: str, host: str) -> list[str]:
-        if self._xplanes(session, host):
-            return []
-        host, files = self._files(session, host, TRACE_VIEWER)
-        return list(self._tags(files))
+        if not host and self.combines_hosts(session):
+            return []  # formats that combine hosts have no steps to choose
+        host, fmt, files = self._source(session, host, TRACE_VIEWER)
+        return fmt.steps(files)
 
     def step_timeline(self, session: str, host: str, step: str = "", task: TaskState | None = None) -> Timeline:
-        if xplanes := self._xplanes(session, host):
-            if step:
-                raise ProfileError("--param step applies to event files; an xplane.pb shows its whole capture")
-            return load_xplane_timeline([p for _, p in xplanes], [h for h, _ in xplanes], task)
-        host, files = self._files(session, host, TRACE_VIEWER)
-        return load_step_timeline(self._step_source(files, step, task), task)
+        task = task or TaskState()
+        if not host and (fmt := self._combined_format(session)):
+            s = self._sessions[session]
+            hosts = [(h, s.hosts[h][fmt]) for h in sorted(s.hosts) if fmt in s.hosts[h]]
+            return fmt.timeline(hosts, step, task)
+        host, fmt, files = self._source(session, host, TRACE_VIEWER)
+        return fmt.timeline([(host, files)], step, task)
 
     def combines_hosts(self, session: str) -> bool:
-        return len(self._xplanes(session, "")) > 1
+        return self._combined_format(session) is not None
 
-    def _xplanes(self, session: str, host: str) -> list[tuple[str, Path]]:
-        """The (host, xplane.pb) pairs a timeline request covers: the host's,
-        or with host "" every host's of the session (XProf's all hosts)."""
+    def _combined_format(self, session: str) -> Format | None:
+        """The format whose timeline shows this session's hosts together, if
+        more than one host has it."""
         self.session(session)
-        hosts = self._sessions[session].hosts
-        if host:
-            files = hosts.get(host)
-            return [(host, files.xplane)] if files and files.xplane else []
-        return [(h, f.xplane) for h, f in sorted(hosts.items()) if f.xplane is not None]
+        s = self._sessions[session]
+        for fmt in FORMATS:
+            if fmt.combines_hosts and sum(fmt in files for files in s.hosts.values()) > 1:
+                return fmt
+        return None
 
     def chrome_trace(self, session: str, host: str, step: str = "", task: TaskState | None = None) -> bytes:
-        host, files = self._files(session, host, TRACE_VIEWER)
-        if files.xplane is not None:
-            return trace_viewer_json(files.xplane, host, task)
-        return chrome_trace_json(self._step_source(files, step, task), task)
-
-    def _tags(self, files: _HostFiles) -> dict[str, Path]:
-        """Run metadata tag -> event file; a later file wins, as in TensorBoard."""
-        tags = {}
-        for path in files.event_files:
-            for tag in self._run_metadata_tags(path):
-                tags[tag] = path
-        return tags
-
-    def _run_metadata_tags(self, path: Path) -> list[str]:
-        """The tags of an event file, read again only when the file changed."""
-        try:
-            st = path.stat()
-            key = (st.st_mtime_ns, st.st_size)
-        except OSError:
-            return []
-        cached = self._tag_cache.get(path)
-        if cached is None or cached[0] != key:
-            try:
-                tags = [t.tag for t in tagged_run_metadata(path)[0]]
-            except ProfileError:
-                tags = []
-            cached = self._tag_cache[path] = (key, tags)
-        return cached[1]
-
-    def _step_source(self, files: _HostFiles, step: str, task: TaskState | None = None) -> StepStatsFile:
-        if files.step_stats is not None:
-            if step:
-                raise ProfileError(f"{files.step_stats.name} holds one step; --param step applies to event files")
-            return locate(files.step_stats, task=task)
-        tags = self._tags(files)
-        if step and step not in tags:
-            raise ProfileError(f"no run metadata tagged {step!r}; steps: {', '.join(tags)}")
-        path = tags[step] if step else next(iter(tags.values()))
-        return locate(path, step or next(iter(tags)), task)
+        host, fmt, files = self._source(session, host, TRACE_VIEWER)
+        return fmt.chrome_trace(files, host, step, task or TaskState())
 
     # ---------------------------------------------------------- scanning
 
@@ -331,98 +257,19 @@ class LocalRepository(ProfileRepository):
         session = _Session(name)
         for entry in self._entries(folder):
             if entry.is_file():
-                self._add_file(session, Path(entry.path))
+                path = Path(entry.path)
+                for fmt in FORMATS:
+                    if (host := fmt.host_in_folder(path)) is not None:
+                        session.add(host, fmt, path)
+                        break
         return session
 
-    def _add_file(self, session: _Session, path: Path) -> bool:
-        """Files the folder scan recognises, checked by name and content."""
-        name = path.name
-        if host := host_of_xplane(name):
-            session.host(host).xplane = path
-        elif host := memory_profile_host(name):
-            session.host(host).memory_profile = session.host(host).memory_profile or path
-        elif is_event_file(name):
-            if self._run_metadata_tags(path):
-                session.host(host_of_event_file(name)).event_files.append(path)
-        elif name.endswith(BINARY_SUFFIXES + TEXT_SUFFIXES) and sniff(path):
-            host = _strip_suffix(name, BINARY_SUFFIXES + TEXT_SUFFIXES)
-            session.host(host).step_stats = session.host(host).step_stats or path
-        elif name.endswith(LOG_SUFFIXES) and is_memory_log(path):
-            host = _strip_suffix(name, LOG_SUFFIXES)
-            session.host(host).memory_log = session.host(host).memory_log or path
-        else:
-            return False
-        return True
-
     def _scan_lone_file(self, path: Path) -> dict[str, _Session]:
-        name = path.name
-        if host_of_xplane(name) or memory_profile_host(name) or is_event_file(name):
-            session = _Session(path.parent.name)
-            if is_event_file(name) and not self._run_metadata_tags(path):
-                tagged_run_metadata(path)  # raises with the reason when unreadable
-                raise ProfileError(f"{path}: this event file holds no run metadata "
-                                   "(FileWriter.add_run_metadata writes it)")
-            self._add_file(session, path)
-            return {session.name: session}
-        if name.endswith(BINARY_SUFFIXES + TEXT_SUFFIXES) and sniff(path):
-            session = _Session(name)
-            session.host(_strip_suffix(name, BINARY_SUFFIXES + TEXT_SUFFIXES)).step_stats = path
-            return {name: session}
-        is_log = is_memory_log(path)
-        if is_log or (name.endswith(LOG_SUFFIXES) and not name.endswith(TEXT_SUFFIXES)):
-            if not is_log:
-                raise ProfileError(f"{path}: no __LOG_MEMORY__ lines near the start of this log. {ENABLE_HINT}")
-            session = _Session(name)
-            session.host(_strip_suffix(name, LOG_SUFFIXES)).memory_log = path
-            return {name: session}
-        if name.endswith(LONE_MEMORY_PROFILE_SUFFIXES):
-            session = _Session(name)
-            session.host(name).memory_profile = path
-            return {name: session}
-        if name.endswith(TEXT_SUFFIXES):
-            locate(path)  # raises with the reason
-        raise ProfileError(f"{path}: Profscope does not know this kind of file. Looked for {LOOKED_FOR}.")
-
-
-def memory_profile_host(name: str) -> str | None:
-    """The host of a file named <host>.memory_profile.*, else None."""
-    for suffix in MEMORY_PROFILE_SUFFIXES:
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return None
-
-
-def _strip_suffix(name: str, suffixes: tuple[str, ...]) -> str:
-    for suffix in sorted(suffixes, key=len, reverse=True):
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
-def open_location(path: str | os.PathLike, task: TaskState | None = None):
-    """(profile repository or None, HParams data or None) of a path; the
-    repository's error when it holds neither."""
-    from models.hparams import load_hparams
-
-    repo = hparams = error = None
-    try:
-        repo = open_repository(path, task)
-    except ProfileError as e:
-        error = e
-    if not str(path).startswith("grpc://") and Path(path).is_dir():
-        try:
-            hparams = load_hparams(path, task)
-        except ProfileError:
-            pass
-    if repo is None and hparams is None:
-        raise error
-    return repo, hparams
-
-
-def open_repository(location: str | os.PathLike, task: TaskState | None = None) -> ProfileRepository:
-    """The repository for a path or a grpc://host:port ProfileAnalysis server."""
-    if str(location).startswith("grpc://"):
-        from models.remote import RemoteRepository
-
-        return RemoteRepository(str(location), task)
-    return LocalRepository(location)
+        for fmt in FORMATS:
+            if found := fmt.lone_file(path):
+                session = _Session(found[0])
+                session.add(found[1], fmt, path)
+                return {session.name: session}
+        for fmt in FORMATS:
+            fmt.why_not(path)  # raises with a format's reason, if it has one
+        raise ProfileError(f"{path}: Profscope does not know this kind of file. Looked for {looked_for()}.")

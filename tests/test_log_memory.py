@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 from google.protobuf import text_format
 
-from models import _logscan
-from models.log_memory import (DEFERRED, MESSAGE_NAMES, RAW_ALLOCATION, RAW_DEALLOCATION, TENSOR_ALLOCATION,
+from models.formats import _logscan
+from models.formats.log_memory import (DEFERRED, MESSAGE_NAMES, RAW_ALLOCATION, RAW_DEALLOCATION, TENSOR_ALLOCATION,
                                TENSOR_DEALLOCATION, _scan_block, load_memory_log)
-from models.memory_profile import ALLOCATION, parse_memory_profile
-from models.repository import LocalRepository, open_repository
+from models.formats.memory_profile_file import parse_memory_profile
+from models.memory_profile import ALLOCATION
+from models.locations import open_repository
+from models.repository import LocalRepository
 from models.task import Cancelled, ProfileError, TaskState
 from protos import log_memory_pb2
 from conftest import DATA

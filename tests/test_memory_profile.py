@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from conftest import KERAS_XPROF, SMALL_XPROF
-from models.memory_profile import (load_memory_profile, parse_memory_profile, sample_timeline, to_xprof_json)
+from models.formats.memory_profile_file import load_memory_profile, parse_memory_profile
+from models.memory_profile import sample_timeline, to_xprof_json
 from protos import memory_profile_pb2
 from google.protobuf import json_format
 

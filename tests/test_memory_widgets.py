@@ -6,8 +6,8 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QGuiApplication, QImage
 
 from conftest import DATA, KERAS_XPROF, SMALL_XPROF
-from models.log_memory import load_memory_log
-from models.memory_profile import load_memory_profile
+from models.formats.log_memory import load_memory_log
+from models.formats.memory_profile_file import load_memory_profile
 from widgets.allocation_table import ActiveAllocationModel
 from widgets.kernel_table import KernelModel
 from widgets.memory_view import MemoryView

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from conftest import DATA, SAMPLE
-from models.profile_server import make_server
-from models.remote import ANALYSIS, PROFILER, RemoteRepository, call, capture, channel, new_session, _stub
-from models.repository import LocalRepository, open_repository
+from models.remote.server import make_server
+from models.remote.client import ANALYSIS, PROFILER, RemoteRepository, call, capture, channel, new_session, _stub
+from models.locations import open_repository
+from models.repository import LocalRepository
 from models.task import ProfileError
 from protos import profiler_analysis_pb2 as pa
 from protos import profiler_service_pb2 as ps

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import DATA, ROOT, SAMPLE, SMALL_XPROF
-from models.repository import open_repository
+from models.locations import open_repository
 from models.task import ProfileError
 from viewer.cli import main
 

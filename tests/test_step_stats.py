@@ -13,8 +13,8 @@ from tensorboard.summary.writer.record_writer import RecordWriter
 from conftest import DATA
 from models import _protowire as wire
 from models.event_file import tagged_run_metadata
-from models.repository import open_repository
-from models.step_stats import (chrome_trace, load_step_timeline, locate, parse_kernel_label, parse_op_label,
+from models.locations import open_repository
+from models.formats.step_stats import (chrome_trace, load_step_timeline, locate, parse_kernel_label, parse_op_label,
                                step_memory_profile)
 from models.task import ProfileError
 from models.timeline import LaneIndex

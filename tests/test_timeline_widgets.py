@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 
 from conftest import DATA
-from models.step_stats import load_step_timeline, locate
+from models.formats.step_stats import load_step_timeline, locate
 from widgets.kind_stats_table import KindStatsModel
 from widgets.timeline_canvas import GUTTER_W, HEADER_H, LANE_H, RULER_H, kind_color
 from widgets.timeline_view import TimelineView

@@ -10,12 +10,13 @@ import pytest
 
 from conftest import DATA
 from models.memory_profile import to_xprof_json
-from models.repository import MEMORY_PROFILE, TRACE_VIEWER, open_repository
+from models.locations import open_repository
+from models.registry import MEMORY_PROFILE, TRACE_VIEWER
 from models.task import ProfileError
-from models.xplane import read_xspace
-from models.xplane_groups import group_events
-from models.xplane_memory import data_type_string, xplane_memory_profile
-from models.xplane_timeline import load_xplane_timeline
+from models.formats.xspace.xplane import read_xspace
+from models.formats.xspace.groups import group_events
+from models.formats.xspace.memory import data_type_string, xplane_memory_profile
+from models.formats.xspace.timeline import load_xplane_timeline
 from protos import xplane_pb2
 from viewer.cli import main
 

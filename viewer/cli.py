@@ -25,7 +25,7 @@ from pathlib import Path
 
 from models.hparams import TOOLS as HPARAMS_TOOLS
 from models.hparams import load_hparams, tool_json
-from models.repository import open_location, open_repository
+from models.locations import open_location, open_repository
 from models.task import ProfileError
 
 COMMANDS = ("sessions", "export", "report", "serve", "capture")
@@ -127,7 +127,7 @@ def cmd_serve(args) -> int:
     import signal
     import threading
 
-    from models.profile_server import make_server
+    from models.remote.server import make_server
 
     server, port, _ = make_server(Path(args.path), args.bind, args.port, args.max_message_mb << 20)
     print(f"profscope: serving {Path(args.path).resolve()} on grpc://{args.bind}:{port} (Ctrl+C stops)", file=sys.stderr)
@@ -142,7 +142,7 @@ def cmd_serve(args) -> int:
 
 
 def cmd_capture(args) -> int:
-    from models.remote import SCHEME, capture, new_session
+    from models.remote.client import SCHEME, capture, new_session
 
     if args.address.startswith(SCHEME):
         hosts = [h for h in args.hosts.split(",") if h]

@@ -6,7 +6,8 @@ import html
 import re
 from pathlib import Path
 
-from models.repository import MEMORY_PROFILE, TRACE_VIEWER, ProfileRepository
+from models.registry import MEMORY_PROFILE, TRACE_VIEWER
+from models.repository import ProfileRepository
 from protos import api_pb2
 from models.task import ProfileError
 from models.units import format_bytes, format_time_ps

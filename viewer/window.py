@@ -13,8 +13,11 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QDockWidget, QFileDial
                                QTabWidget, QTreeWidget, QTreeWidgetItem, QWidget)
 
 from models.hparams import load_hparams
-from models.remote import SCHEME, capture
-from models.repository import MEMORY_PROFILE, TRACE_VIEWER, ProfileRepository, open_location
+from models.remote import SCHEME
+from models.remote.client import capture
+from models.locations import open_location
+from models.registry import MEMORY_PROFILE, TRACE_VIEWER
+from models.repository import ProfileRepository
 from models.tb_logdir import logdir_signature
 from widgets.hparams_view import HParamsView
 from widgets.memory_view import MemoryView

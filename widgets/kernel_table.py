@@ -7,7 +7,7 @@ import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
-from models.log_memory import KernelRows
+from models.formats.log_memory import KernelRows
 from models.units import format_bytes
 
 COLUMNS = ("Kernel / operation", "Allocations", "Tracked", "Bytes allocated", "Bytes requested", "Share")

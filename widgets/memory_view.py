@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QSplitter, QTabWidget,
                                QVBoxLayout, QWidget)
 
-from models.log_memory import SPECIAL_STEPS, LogMemoryInfo
+from models.formats.log_memory import SPECIAL_STEPS, LogMemoryInfo
 from models.memory_profile import AllocationRows, AllocatorProfile, MemoryProfileData
 from models.task import ProfileError
 from models.units import format_bytes, format_time_ps

@@ -19,9 +19,9 @@ import numpy as np
 from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, MemorySummary,
                                    Snapshots, xprof_peak_rows)
 from models.task import ProfileError, TaskState
-from models.xplane import (HOST_PLANE, MEMORY_ALLOCATION, MEMORY_DEALLOCATION, NO_MEMORY_EVENTS_HINT,
+from models.formats.xspace.xplane import (HOST_PLANE, MEMORY_ALLOCATION, MEMORY_DEALLOCATION, NO_MEMORY_EVENTS_HINT,
                            XSpaceData, read_xspace)
-from models.xplane_groups import group_events
+from models.formats.xspace.groups import group_events
 from protos import types_pb2
 
 # Stat names XProf reads from memory events (xplane_schema).

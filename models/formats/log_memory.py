@@ -33,13 +33,14 @@ from pathlib import Path
 import numpy as np
 from google.protobuf import text_format
 
-from models import _logscan
+from models.formats import _logscan
 from models import _protowire as wire
 from models.files import GZIP_MAGIC
 from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, Snapshots,
                                    merge_rows, summarize)
+from models.registry import MEMORY_PROFILE, Format
 from models.task import ProfileError, TaskState
-from models.xplane_memory import data_type_string
+from models.formats.xspace.memory import data_type_string
 from protos import log_memory_pb2, tensor_shape_pb2, types_pb2
 
 MARKER = b"__LOG_MEMORY__"
@@ -535,3 +536,37 @@ def _replay(events: dict[str, np.ndarray], allocator: int, memory_id: str, t0_us
     profile.peak_allocations = (profile.allocations_at(profile.peak_index) if len(timeline)
                                 else merge_rows(timeline, np.zeros(0, np.int64), []))
     return profile, n - len(pos), int(deferred.sum())
+
+
+def _log_host(name: str) -> str:
+    """A log's host: its name without a log ending."""
+    for suffix in sorted(LOG_SUFFIXES, key=len, reverse=True):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+class LogMemoryFormat(Format):
+    name = "log_memory"
+    title = "TensorFlow logs with `__LOG_MEMORY__` lines (`log_memory.proto`), plain or gzipped"
+    where = ("a single file of any name, or `*.log`, `*.txt`, `*.out`, `*.err`, `*.stderr` (`.gz` too) in a folder "
+             "whose first 4 MB hold such lines; host = file name")
+    patterns = tuple(f"*{s}" for s in LOG_SUFFIXES)
+    tools = (MEMORY_PROFILE,)
+    rank = 2
+
+    def host_in_folder(self, path: Path) -> str | None:
+        return _log_host(path.name) if path.name.endswith(LOG_SUFFIXES) and is_memory_log(path) else None
+
+    def lone_file(self, path: Path) -> tuple[str, str] | None:
+        if is_memory_log(path):
+            return path.name, _log_host(path.name)
+        if path.name.endswith(LOG_SUFFIXES) and not path.name.endswith((".txt", ".txt.gz")):
+            raise ProfileError(f"{path}: no __LOG_MEMORY__ lines near the start of this log. {ENABLE_HINT}")
+        return None
+
+    def memory_profile(self, files, host, task):
+        return load_memory_log(files[0], host=host, task=task)
+
+
+FORMAT = LogMemoryFormat()

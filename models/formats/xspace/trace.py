@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from models.task import ProfileError, TaskState
-from models.xplane import HOST_PLANE, read_xspace
-from models.xplane_groups import group_events
+from models.formats.xspace.xplane import HOST_PLANE, read_xspace
+from models.formats.xspace.groups import group_events
 from protos import xplane_pb2
 
 HOST_PID = 701

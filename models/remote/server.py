@@ -16,9 +16,10 @@ from pathlib import Path
 
 import grpc
 
-from models.remote import (ANALYSIS, FILE_TOOL, FILES_TOOL, MAX_DURATION_MS, MAX_MESSAGE, PROFILER, SAFE_NAME, _stub,
+from models.remote.client import (ANALYSIS, FILE_TOOL, FILES_TOOL, MAX_DURATION_MS, MAX_MESSAGE, PROFILER, SAFE_NAME, _stub,
                            channel, safe_file_name)
-from models.repository import TOOLS, LocalRepository
+from models.registry import TOOLS
+from models.repository import LocalRepository
 from models.task import ProfileError
 from protos import profiler_analysis_pb2 as pa
 from protos import profiler_service_pb2 as ps

@@ -17,9 +17,9 @@ import numpy as np
 from models import _protowire as wire
 from models.task import ProfileError, TaskState
 from models.timeline import StringTable, Timeline
-from models.xplane import (HOST_PLANE, MEMORY_ALLOCATION, MEMORY_DEALLOCATION,
+from models.formats.xspace.xplane import (HOST_PLANE, MEMORY_ALLOCATION, MEMORY_DEALLOCATION,
                            LINELESS_PLANES, XSpaceData, read_xspace, xprof_order)
-from models.xplane_groups import group_events
+from models.formats.xspace.groups import group_events
 from protos import xplane_pb2
 
 STEPS_LINE = "Steps"  # XProf's derived line of step events on device planes

@@ -30,6 +30,7 @@ from models.event_file import is_event_file, mapped, tagged_run_metadata
 from models.files import read_bytes
 from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, MemorySummary,
                                    Snapshots)
+from models.registry import MEMORY_PROFILE, TRACE_VIEWER, Format
 from models.task import ProfileError, TaskState
 from models.timeline import StringColumn, Timeline
 from protos import config_pb2, step_stats_pb2, types_pb2
@@ -680,3 +681,49 @@ def chrome_trace(source: StepStatsFile, task: TaskState | None = None) -> dict:
 
 def chrome_trace_json(source: StepStatsFile, task: TaskState | None = None) -> bytes:
     return json.dumps(chrome_trace(source, task), separators=(",", ":")).encode()
+
+
+def _host(name: str) -> str:
+    """A StepStats file's host: its name without the ending."""
+    for suffix in sorted(BINARY_SUFFIXES + TEXT_SUFFIXES, key=len, reverse=True):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+class StepStatsFormat(Format):
+    name = "step_stats"
+    title = "`RunMetadata` or `StepStats`, binary or text format"
+    where = "any `*.pb`, `*.pbtxt`, `*.txt` (`.gz` too) whose content is one; host = file name"
+    patterns = tuple(f"*{s}" for s in BINARY_SUFFIXES + TEXT_SUFFIXES)
+    tools = (MEMORY_PROFILE, TRACE_VIEWER)
+    rank = 3
+
+    def host_in_folder(self, path: Path) -> str | None:
+        return _host(path.name) if path.name.endswith(BINARY_SUFFIXES + TEXT_SUFFIXES) and sniff(path) else None
+
+    def lone_file(self, path: Path) -> tuple[str, str] | None:
+        host = self.host_in_folder(path)
+        return None if host is None else (path.name, host)
+
+    def why_not(self, path: Path) -> None:
+        if path.name.endswith(TEXT_SUFFIXES):
+            locate(path)  # raises with the reason
+
+    def memory_profile(self, files, host, task):
+        return step_memory_profile(self._source(files, "", task), host=host, task=task)
+
+    def timeline(self, hosts, step, task):
+        return load_step_timeline(self._source(hosts[0][1], step, task), task)
+
+    def chrome_trace(self, files, host, step, task):
+        return chrome_trace_json(self._source(files, step, task), task)
+
+    @staticmethod
+    def _source(files: list[Path], step: str, task) -> StepStatsFile:
+        if step:
+            raise ProfileError(f"{files[0].name} holds one step; --param step applies to event files")
+        return locate(files[0], task=task)
+
+
+FORMAT = StepStatsFormat()

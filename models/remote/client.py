@@ -23,7 +23,9 @@ from pathlib import Path
 
 import grpc
 
-from models.memory_profile import MemoryProfileData, parse_memory_profile
+from models.formats.memory_profile_file import parse_memory_profile
+from models.memory_profile import MemoryProfileData
+from models.remote import SCHEME
 from models.repository import LocalRepository, ProfileRepository, SessionInfo, ToolData
 from models.task import ProfileError, TaskState
 from models.timeline import Timeline
@@ -32,7 +34,6 @@ from protos import profiler_options_pb2, profiler_service_pb2 as ps
 
 ANALYSIS = "tensorflow.ProfileAnalysis"
 PROFILER = "tensorflow.ProfilerService"
-SCHEME = "grpc://"
 FILES_TOOL, FILE_TOOL = "profscope.files", "profscope.file"
 MAX_MESSAGE = 1 << 30  # tool data and files up to 1 GiB per message
 DEADLINE_S = 60.0  # a call that takes longer is reported as a slow or stuck server

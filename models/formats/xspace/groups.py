@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from models import _protowire as wire
-from models.xplane import XSpaceData, xprof_order
+from models.formats.xspace.xplane import XSpaceData, xprof_order
 
 EXECUTOR_STATE_PROCESS = "ExecutorState::Process"
 GROUP_STATS = ("_r", "_pt", "_p", "_ct", "_c", "_a", "id", "iter_num", "step_num")

@@ -1,0 +1,345 @@
+"""MemoryProfile files (memory_profile.proto): proto3 JSON as XProf's
+memory_profile tool and TensorFlow 2.2-2.3 wrote it (optionally gzipped), or
+binary protobuf, read into the MemoryProfile model of models.memory_profile.
+
+Two kinds of files exist. Older ones hold every snapshot in
+`memory_profile_snapshots`. XProf since version 1 keeps there only the
+snapshots its peak table references and puts at most 1,000 snapshots, sampled
+with a max filter, in `sampled_timeline_snapshots`. The timeline is the
+sampled list when present; it is complete when XProf did not need to sample.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from models import _protowire as wire
+from models.files import read_bytes
+from models.memory_profile import (ACTIVITY_NAMES, ALLOCATION, DEALLOCATION, STRING_COLUMNS, XPROF_TIMELINE_POINTS, AllocationRows, AllocatorProfile,
+                                   MemoryProfileData, MemorySummary, Metadata, Snapshots, merge_rows, summarize,
+                                   xprof_peak_rows)
+from models.registry import MEMORY_PROFILE, Format
+from models.task import ProfileError, TaskState
+
+# File name endings of MemoryProfile files in a session folder (<host><suffix>).
+SESSION_SUFFIXES = (".memory_profile.json.gz", ".memory_profile.json", ".memory_profile.pb")
+# A MemoryProfile opened directly may have any name ending in these.
+LONE_SUFFIXES = (".json.gz", ".json", ".pb", ".pb.gz")
+
+
+def load_memory_profile(path: Path, host: str = "", task: TaskState | None = None) -> MemoryProfileData:
+    """Reads a MemoryProfile file (.json, .json.gz, binary .pb, gzipped or not)."""
+    task = task or TaskState()
+    data = read_bytes(path, task, weight=0.5)
+    return parse_memory_profile(data, host=host or Path(path).name, task=task, source=str(path))
+
+
+def parse_memory_profile(data: bytes, host: str = "", task: TaskState | None = None, source: str = "") -> MemoryProfileData:
+    task = task or TaskState()
+    name = source or "input"
+    first = re.compile(rb"\s*").match(data).end()  # no copy of a large buffer
+    if first == len(data):
+        raise ProfileError(f"{name}: the file is empty")
+    if data[first:first + 1] == b"{":
+        stored = _from_json(data, name, task)
+    else:
+        stored = _from_binary(data, name, task)
+    allocators = {}
+    for i, (memory_id, raw) in enumerate(stored["allocators"].items()):
+        task.report(0.8 + 0.2 * i / max(len(stored["allocators"]), 1), f"Analysing {memory_id}")
+        try:
+            allocators[memory_id] = _build_allocator(memory_id, raw)
+        except ValueError as e:
+            raise ProfileError(f"{name}: allocator {memory_id!r}: {e}") from None
+    allocators = {k: v for k, v in allocators.items() if len(v.timeline) or len(v.peak_allocations)}
+    if not allocators:
+        raise ProfileError(
+            f"{name}: the memory profile has no allocator with memory activity. TensorFlow records "
+            "memory events for GPU allocators, and for the CPU when TF_CPU_ALLOCATOR_USE_BFC=true is set."
+        )
+    return MemoryProfileData(host=host, allocators=allocators, num_hosts=stored["num_hosts"],
+                             version=stored["version"], source=name)
+
+
+def _build_allocator(memory_id: str, raw: dict) -> AllocatorProfile:
+    stored: Snapshots = raw["snapshots"]
+    sampled: Snapshots | None = raw["sampled"]
+    _check_snapshots(stored)
+    if sampled is not None and len(sampled) >= len(stored):
+        # XProf version 1: the timeline is the sample; it has every snapshot
+        # unless XProf had more than it keeps.
+        _check_snapshots(sampled)
+        timeline, complete = sampled, len(sampled) < XPROF_TIMELINE_POINTS
+    else:
+        timeline, complete = stored, True
+    if not _is_sorted(timeline.time_ps):
+        timeline = timeline.take(np.argsort(timeline.time_ps, kind="stable"))
+    summary = raw["summary"] or summarize(timeline)
+    counts = np.bincount(timeline.activity, minlength=5)
+    summary.num_allocations, summary.num_deallocations = int(counts[ALLOCATION]), int(counts[DEALLOCATION])
+    profile = AllocatorProfile(memory_id=memory_id, timeline=timeline, summary=summary, peak_allocations=None,
+                               complete=complete, stored_snapshots=stored, stored_sampled=sampled,
+                               stored_rows=raw["active"], special=raw["special"])
+    if profile.peak_rows_given:
+        profile.peak_allocations = _given_rows(profile, stored, raw["active"], raw["special"])
+    elif complete:
+        profile.peak_allocations = xprof_peak_rows(timeline, summary)
+    else:
+        profile.peak_allocations = merge_rows(timeline, np.zeros(0, np.int64), [])
+    return profile
+
+
+def _check_snapshots(tl: Snapshots) -> None:
+    """Rejects data that decoded but cannot be memory snapshots (another message type)."""
+    if len(tl) and (tl.activity.min() < 0 or tl.activity.max() > 4 or tl.time_ps.min() < 0):
+        raise ValueError("values out of range for memory snapshots; is it another kind of protobuf?")
+
+
+def _is_sorted(a: np.ndarray) -> bool:
+    return len(a) < 2 or bool(np.all(a[1:] >= a[:-1]))
+
+
+def _given_rows(profile: AllocatorProfile, stored: Snapshots, rows: list, special: list[Metadata]) -> AllocationRows:
+    """The peak table a file carries, resolved to metadata and timeline indices."""
+    tl = profile.timeline
+    same_list = stored is tl
+    out = {k: [] for k in ("op", "region", "dtype", "shape", "allocation", "requested", "occurrences", "step", "snapshot", "freed")}
+    for snapshot_index, special_index, occurrences in rows:
+        if snapshot_index >= 0:
+            if snapshot_index >= len(stored):
+                raise ProfileError(f"active allocation refers to snapshot {snapshot_index} of {len(stored)}")
+            m = stored.metadata(snapshot_index)
+            at = snapshot_index if same_list else _find_on_timeline(tl, stored, snapshot_index)
+        else:
+            if not 0 <= special_index < len(special):
+                raise ProfileError(f"active allocation refers to special allocation {special_index} of {len(special)}")
+            sp = special[special_index]
+            m = {"op": sp.op, "region": sp.region, "dtype": sp.dtype, "shape": sp.shape,
+                 "allocation": sp.allocation, "requested": sp.requested, "step": sp.step}
+            at = -1
+        for k in ("op", "region", "dtype", "shape", "allocation", "requested", "step"):
+            out[k].append(m[k])
+        out["occurrences"].append(occurrences)
+        out["snapshot"].append(at)
+        out["freed"].append(profile.freed_at(at) if at >= 0 and profile.complete else -1)
+    return AllocationRows(
+        op=out["op"], region=out["region"], dtype=out["dtype"], shape=out["shape"],
+        **{k: np.asarray(out[k], np.int64) for k in ("allocation", "requested", "occurrences", "step", "snapshot", "freed")},
+    )
+
+
+def _find_on_timeline(tl: Snapshots, stored: Snapshots, i: int) -> int:
+    """Index of stored snapshot i on the timeline, matched by time and address."""
+    lo, hi = np.searchsorted(tl.time_ps, [stored.time_ps[i], stored.time_ps[i] + 1])
+    hits = np.flatnonzero((tl.address[lo:hi] == stored.address[i]) & (tl.activity[lo:hi] == stored.activity[i]))
+    return int(lo + hits[0]) if len(hits) else -1
+
+
+def _from_binary(data: bytes, name: str, task: TaskState) -> dict:
+    try:
+        (entries,) = wire.find_fields(data, 0, len(data), [1])
+        key_spans, value_spans = wire.decode_messages(data, entries, [(1, "s"), (2, "s")])
+        (num_hosts,), (version,) = wire.decode_messages(data, np.array([[0, len(data)]]), [(2, "i"), (5, "i")])
+    except ValueError as e:
+        raise ProfileError(f"{name}: not a MemoryProfile protobuf ({e}); the file may be truncated or of another type") from None
+    if not len(entries) or (key_spans[:, 0] < 0).any():
+        raise ProfileError(f"{name}: not a MemoryProfile (no allocator entries); is it another kind of file?")
+    allocators = {}
+    for i, ((k0, k1), (v0, v1)) in enumerate(zip(key_spans, value_spans)):
+        task.report(0.5 + 0.3 * i / len(entries), "Decoding snapshots")
+        try:
+            key = data[k0:k0 + k1].decode("utf-8")
+        except UnicodeDecodeError:
+            raise ProfileError(f"{name}: not a MemoryProfile (allocator id is not text)") from None
+        try:
+            allocators[key] = _allocator_from_binary(data, int(v0), int(max(v1, 0)))
+        except ValueError as e:
+            raise ProfileError(f"{name}: corrupt allocator {key!r}: {e}") from None
+    return {"allocators": allocators, "num_hosts": int(num_hosts), "version": int(version)}
+
+
+def _allocator_from_binary(data: bytes, start: int, length: int) -> dict:
+    if start < 0:
+        start, length = 0, 0
+    end = start + length
+    snapshot_spans, summary_span, active_spans, special_spans, sampled_spans = wire.find_fields(data, start, end, [1, 2, 3, 4, 5])
+    summary_span = summary_span[-1:]  # the last occurrence wins
+    snapshots = _snapshots_from_binary(data, snapshot_spans)
+    sampled = _snapshots_from_binary(data, sampled_spans) if len(sampled_spans) else None
+    active = wire.decode_messages(data, active_spans, [(1, "i"), (2, "i"), (3, "i")])
+    special = [Metadata(**m) for m in _metadata_dicts(data, special_spans)]
+    summary = None
+    if len(summary_span):
+        lifetime, stats_span, peak_time, capacity = wire.decode_messages(data, summary_span, [(1, "i"), (2, "s"), (3, "i"), (4, "i")])
+        st, hp, fr, frag, _ = wire.decode_messages(data, stats_span, [(1, "i"), (2, "i"), (3, "i"), (4, "d"), (5, "i")])
+        summary = MemorySummary(0, 0, int(capacity[0]), int(lifetime[0]), int(peak_time[0]), int(st[0]), int(hp[0]), int(fr[0]), float(frag[0]))
+    return {"snapshots": snapshots, "sampled": sampled, "summary": summary, "special": special,
+            "active": [tuple(int(x) for x in row) for row in zip(*active)]}
+
+
+def _snapshots_from_binary(data: bytes, spans: np.ndarray) -> Snapshots:
+    time_ps, stats, meta = wire.decode_messages(data, spans, [(1, "i"), (2, "s"), (3, "s")])
+    stack, heap, free, frag, peak = wire.decode_messages(data, stats, [(1, "i"), (2, "i"), (3, "i"), (4, "d"), (5, "i")])
+    m = wire.decode_messages(data, meta, [(1, "i"), (2, "i"), (3, "i"), (4, "i"), (5, "s"), (6, "i"), (7, "s"), (8, "s"), (9, "s")])
+    index_of = {"": 0}
+    ids = []
+    for spans_ in (m[4], m[6], m[7], m[8]):
+        local_ids, local_strings = wire.intern_strings(data, spans_)
+        remap = np.array([index_of.setdefault(s, len(index_of)) for s in local_strings], np.int32)
+        ids.append(remap[local_ids])
+    strings = list(index_of)
+    return Snapshots(
+        time_ps=time_ps, stack=stack, heap=heap, free=free, fragmentation=frag, peak_in_use=peak,
+        activity=m[0], requested=m[1], allocation=m[2], address=m[3].view(np.uint64), step=m[5],
+        op=ids[0], region=ids[1], dtype=ids[2], shape=ids[3], strings=strings,
+    )
+
+
+def _metadata_dicts(data: bytes, spans: np.ndarray) -> list[dict]:
+    m = wire.decode_messages(data, spans, [(1, "i"), (2, "i"), (3, "i"), (4, "i"), (5, "s"), (6, "i"), (7, "s"), (8, "s"), (9, "s")])
+    text = lambda span: data[span[0]:span[0] + span[1]].decode("utf-8", "replace") if span[0] >= 0 else ""
+    return [
+        {"activity": int(m[0][i]), "requested": int(m[1][i]), "allocation": int(m[2][i]),
+         "address": int(m[3][i]) & (2**64 - 1), "op": text(m[4][i]), "step": int(m[5][i]),
+         "region": text(m[6][i]), "dtype": text(m[7][i]), "shape": text(m[8][i])}
+        for i in range(len(spans))
+    ]
+
+
+def _field(d: dict, camel: str, snake: str, default=None):
+    if camel in d:
+        return d[camel]
+    return d.get(snake, default)
+
+
+def _int(v) -> int:
+    if v is None:
+        return 0
+    if isinstance(v, bool):
+        raise TypeError("expected a number, got a boolean")
+    return int(v)
+
+
+def _activity(v) -> int:
+    if isinstance(v, str) and not v.lstrip("-").isdigit():
+        try:
+            return ACTIVITY_NAMES.index(v)
+        except ValueError:
+            raise ValueError(f"unknown memory activity {v!r}") from None
+    return _int(v)
+
+
+def _from_json(data: bytes, name: str, task: TaskState) -> dict:
+    try:
+        doc = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ProfileError(f"{name}: invalid JSON ({e}); the file may be truncated") from None
+    if not isinstance(doc, dict) or not ({"memoryProfilePerAllocator", "memory_profile_per_allocator", "memoryIds", "memory_ids"} & doc.keys()):
+        raise ProfileError(f"{name}: this JSON is not a MemoryProfile (no memoryProfilePerAllocator)")
+    try:
+        per = _field(doc, "memoryProfilePerAllocator", "memory_profile_per_allocator", {}) or {}
+        if not isinstance(per, dict):
+            raise TypeError("memoryProfilePerAllocator is not an object")
+        allocators = {}
+        for i, (key, value) in enumerate(per.items()):
+            task.report(0.5 + 0.3 * i / max(len(per), 1), "Decoding snapshots")
+            allocators[str(key)] = _allocator_from_json(value or {})
+        return {"allocators": allocators, "num_hosts": _int(_field(doc, "numHosts", "num_hosts", 0)),
+                "version": _int(doc.get("version", 0))}
+    except (TypeError, ValueError, AttributeError, KeyError, OverflowError) as e:
+        raise ProfileError(f"{name}: not a valid MemoryProfile: {e}") from None
+
+
+def _allocator_from_json(d: dict) -> dict:
+    summary = _field(d, "profileSummary", "profile_summary")
+    sampled = _field(d, "sampledTimelineSnapshots", "sampled_timeline_snapshots")
+    result = {
+        "snapshots": _snapshots_from_json(_field(d, "memoryProfileSnapshots", "memory_profile_snapshots", []) or []),
+        "sampled": _snapshots_from_json(sampled) if sampled else None,
+        "summary": None,
+        "special": [Metadata(**_metadata_from_json(m)) for m in _field(d, "specialAllocations", "special_allocations", []) or []],
+        "active": [(_int(_field(a, "snapshotIndex", "snapshot_index", 0)), _int(_field(a, "specialIndex", "special_index", 0)),
+                    _int(_field(a, "numOccurrences", "num_occurrences", 0)))
+                   for a in _field(d, "activeAllocations", "active_allocations", []) or []],
+    }
+    if summary:
+        stats = _field(summary, "peakStats", "peak_stats", {}) or {}
+        s = _stats_from_json(stats)
+        result["summary"] = MemorySummary(
+            0, 0, _int(_field(summary, "memoryCapacity", "memory_capacity")),
+            _int(_field(summary, "peakBytesUsageLifetime", "peak_bytes_usage_lifetime")),
+            _int(_field(summary, "peakStatsTimePs", "peak_stats_time_ps")), s[0], s[1], s[2], s[3])
+    return result
+
+
+def _stats_from_json(a: dict) -> tuple:
+    return (_int(_field(a, "stackReservedBytes", "stack_reserved_bytes")), _int(_field(a, "heapAllocatedBytes", "heap_allocated_bytes")),
+            _int(_field(a, "freeMemoryBytes", "free_memory_bytes")), float(a.get("fragmentation", 0) or 0),
+            _int(_field(a, "peakBytesInUse", "peak_bytes_in_use")))
+
+
+def _metadata_from_json(m: dict) -> dict:
+    return {"activity": _activity(_field(m, "memoryActivity", "memory_activity", 0)),
+            "requested": _int(_field(m, "requestedBytes", "requested_bytes")),
+            "allocation": _int(_field(m, "allocationBytes", "allocation_bytes")),
+            "address": _int(m.get("address", 0)), "op": str(_field(m, "tfOpName", "tf_op_name", "") or ""),
+            "step": _int(_field(m, "stepId", "step_id")), "region": str(_field(m, "regionType", "region_type", "") or ""),
+            "dtype": str(_field(m, "dataType", "data_type", "") or ""), "shape": str(_field(m, "tensorShape", "tensor_shape", "") or "")}
+
+
+def _snapshots_from_json(items: list) -> Snapshots:
+    if not isinstance(items, list):
+        raise TypeError("snapshots are not a list")
+    n = len(items)
+    stats = [_stats_from_json(_field(s, "aggregationStats", "aggregation_stats", {}) or {}) for s in items]
+    metas = [_metadata_from_json(_field(s, "activityMetadata", "activity_metadata", {}) or {}) for s in items]
+    index_of = {"": 0}
+    col = lambda values, dtype=np.int64: np.fromiter(values, dtype, count=n)
+    ids = {name: col((index_of.setdefault(m[key], len(index_of)) for m in metas), np.int32)
+           for name, key in zip(STRING_COLUMNS, ("op", "region", "dtype", "shape"))}
+    return Snapshots(
+        time_ps=col(_int(_field(s, "timeOffsetPs", "time_offset_ps")) for s in items),
+        stack=col(s[0] for s in stats), heap=col(s[1] for s in stats), free=col(s[2] for s in stats),
+        fragmentation=col((s[3] for s in stats), np.float64), peak_in_use=col(s[4] for s in stats),
+        activity=col(m["activity"] for m in metas), requested=col(m["requested"] for m in metas),
+        allocation=col(m["allocation"] for m in metas), address=col((m["address"] for m in metas), np.uint64),
+        step=col(m["step"] for m in metas), strings=list(index_of), **ids,
+    )
+
+
+def memory_profile_host(name: str) -> str | None:
+    """The host of a file named <host>.memory_profile.*, else None."""
+    for suffix in SESSION_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return None
+
+
+class MemoryProfileFormat(Format):
+    name = "memory_profile"
+    title = "`MemoryProfile` as proto3 JSON (XProf, TensorFlow 2.2-2.3), `.json` or `.json.gz`, or binary protobuf"
+    where = ("`<host>.memory_profile.json[.gz]` or `<host>.memory_profile.pb` in a session, "
+             "or any single `.json[.gz]` / `.pb[.gz]` file no other format claims")
+    patterns = ("*.json", "*.json.gz", "*.pb", "*.pb.gz")
+    tools = (MEMORY_PROFILE,)
+    rank = 1
+
+    def host_in_folder(self, path: Path) -> str | None:
+        return memory_profile_host(path.name)
+
+    def lone_file(self, path: Path) -> tuple[str, str] | None:
+        # Asked last (see models.formats): a lone .json or .pb that no other
+        # format took is taken for a MemoryProfile named after the file.
+        if host := memory_profile_host(path.name):
+            return path.parent.name, host
+        return (path.name, path.name) if path.name.endswith(LONE_SUFFIXES) else None
+
+    def memory_profile(self, files, host, task):
+        return load_memory_profile(files[0], host=host, task=task)
+
+
+FORMAT = MemoryProfileFormat()

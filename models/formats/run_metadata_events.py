@@ -1,0 +1,82 @@
+"""Event files with run metadata: `FileWriter.add_run_metadata(md, tag)`
+writes a traced step's RunMetadata into a TensorBoard event file. Each tag is
+a step; the StepStats reader (models.formats.step_stats) reads the one chosen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from models.event_file import host_of_event_file, is_event_file, tagged_run_metadata
+from models.formats.step_stats import chrome_trace_json, load_step_timeline, locate, step_memory_profile
+from models.registry import MEMORY_PROFILE, TRACE_VIEWER, Format
+from models.task import ProfileError
+
+# path -> ((mtime, size), tags): a folder is scanned again on every reload.
+_tag_cache: dict[Path, tuple[tuple[int, int], list[str]]] = {}
+
+
+def run_metadata_tags(path: Path) -> list[str]:
+    """The run metadata tags of an event file, read again only when it changed."""
+    try:
+        st = path.stat()
+        key = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        return []
+    cached = _tag_cache.get(path)
+    if cached is None or cached[0] != key:
+        try:
+            tags = [t.tag for t in tagged_run_metadata(path)[0]]
+        except ProfileError:
+            tags = []
+        cached = _tag_cache[path] = (key, tags)
+    return cached[1]
+
+
+def _tags(files: list[Path]) -> dict[str, Path]:
+    """Tag -> event file; a later file wins, as in TensorBoard."""
+    return {tag: path for path in files for tag in run_metadata_tags(path)}
+
+
+class RunMetadataEventsFormat(Format):
+    name = "run_metadata_events"
+    title = "event files with `tagged_run_metadata`"
+    where = "`events.out.tfevents.*` in any folder (a run); host from the file name, each tag a step"
+    patterns = ("events.out.tfevents.*",)
+    tools = (MEMORY_PROFILE, TRACE_VIEWER)
+    rank = 4
+
+    def host_in_folder(self, path: Path) -> str | None:
+        if is_event_file(path.name) and run_metadata_tags(path):
+            return host_of_event_file(path.name)
+        return None
+
+    def lone_file(self, path: Path) -> tuple[str, str] | None:
+        if not is_event_file(path.name):
+            return None
+        if not run_metadata_tags(path):
+            tagged_run_metadata(path)  # raises with the reason when unreadable
+            raise ProfileError(f"{path}: this event file holds no run metadata (FileWriter.add_run_metadata writes it)")
+        return path.parent.name, host_of_event_file(path.name)
+
+    def steps(self, files):
+        return list(_tags(files))
+
+    def memory_profile(self, files, host, task):
+        return step_memory_profile(self._source(files, "", task), host=host, task=task)
+
+    def timeline(self, hosts, step, task):
+        return load_step_timeline(self._source(hosts[0][1], step, task), task)
+
+    def chrome_trace(self, files, host, step, task):
+        return chrome_trace_json(self._source(files, step, task), task)
+
+    @staticmethod
+    def _source(files: list[Path], step: str, task):
+        tags = _tags(files)
+        if step and step not in tags:
+            raise ProfileError(f"no run metadata tagged {step!r}; steps: {', '.join(tags)}")
+        tag = step or next(iter(tags))
+        return locate(tags[tag], tag, task)
+
+
+FORMAT = RunMetadataEventsFormat()

@@ -1,0 +1,41 @@
+"""XSpace (xplane.proto): what TensorFlow 2.4+ and JAX write as
+`<host>.xplane.pb`. The reader (xplane), XProf's step grouping (groups), the
+memory profile (memory), the timeline (timeline) and XProf's trace_viewer
+JSON (trace)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from models.formats.xspace.memory import xplane_memory_profile
+from models.formats.xspace.timeline import load_xplane_timeline
+from models.formats.xspace.trace import trace_viewer_json
+from models.formats.xspace.xplane import host_of_xplane
+from models.registry import MEMORY_PROFILE, TRACE_VIEWER, Format
+from models.task import ProfileError, TaskState
+
+
+class XSpaceFormat(Format):
+    name = "xspace"
+    title = "`XSpace` (TensorFlow 2.4+, JAX), memory profile and timelines"
+    where = "`<host>.xplane.pb` in a session (one per host), or a single file"
+    patterns = ("*.xplane.pb",)
+    tools = (MEMORY_PROFILE, TRACE_VIEWER)
+    combines_hosts = True
+
+    def host_in_folder(self, path: Path) -> str | None:
+        return host_of_xplane(path.name)
+
+    def memory_profile(self, files, host, task):
+        return xplane_memory_profile(files[0], host=host, task=task)
+
+    def timeline(self, hosts, step, task: TaskState):
+        if step:
+            raise ProfileError("--param step applies to event files; an xplane.pb shows its whole capture")
+        return load_xplane_timeline([files[0] for _, files in hosts], [h for h, _ in hosts], task)
+
+    def chrome_trace(self, files, host, step, task):
+        return trace_viewer_json(files[0], host, task)
+
+
+FORMAT = XSpaceFormat()
