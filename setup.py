@@ -1,15 +1,29 @@
-"""Builds the C extensions (models._protowire, models.formats._logscan); everything else is in pyproject.toml."""
+"""Builds the C extensions (models._protowire, models._tfrecord, models._lanes, models._nesting,
+models.formats._labels, models.formats._logscan); everything else is in pyproject.toml."""
 
 import numpy
 from setuptools import Extension, setup
 
+# Extensions sharing the static inline helpers of models/_cbuffers.h.
+SHARED_HELPERS = [
+    ("models._protowire", "models/_protowire.c"),  # protobuf wire decoding
+    ("models._tfrecord", "models/_tfrecord.c"),  # TFRecord framing, CRC-32C
+    ("models._lanes", "models/_lanes.c"),  # lane packing
+    ("models._nesting", "models/_nesting.c"),  # parents by time containment
+    ("models.formats._labels", "models/formats/_labels.c"),  # timeline.py's label pattern
+]
+
 setup(
     ext_modules=[
-        Extension(
-            "models._protowire",
-            ["models/_protowire.c"],
-            include_dirs=[numpy.get_include()],
-            extra_compile_args=["-O2"],
+        *(
+            Extension(
+                name,
+                [source],
+                include_dirs=[numpy.get_include(), "models"],
+                depends=["models/_cbuffers.h"],
+                extra_compile_args=["-O2"],
+            )
+            for name, source in SHARED_HELPERS
         ),
         Extension(
             "models.formats._logscan",

@@ -1,4 +1,4 @@
-/* Column decoding of protobuf wire data.
+/* models._protowire: column decoding of protobuf wire data.
  *
  * Python's protobuf builds one object per message; a profile with millions of
  * snapshots or events then spends most of its time in attribute access. These
@@ -8,6 +8,8 @@
  *   find_fields(buf, start, end, numbers) -> one int64[k, 2] array per
  *       field number: spans of each length-delimited occurrence at the top
  *       level of the message [start, end), found in one pass
+ *   find_children(buf, spans, numbers) -> find_fields over many messages:
+ *       (int64[k] index of the message, int64[k, 2] spans) per field number
  *   decode_messages(buf, spans, fields)  -> list of arrays, one per
  *       (field_number, kind) in fields; kind 'i' varint -> int64,
  *       'z' zigzag varint -> int64, 'd' double -> float64,
@@ -17,16 +19,20 @@
  *       (-1, 0 when absent). Absent scalars are 0; the last occurrence wins.
  *   intern_strings(buf, spans) -> (int32 ids, list of str): equal strings
  *       share an id; absent spans map to "".
+ *   gather_spans(buf, spans) -> (bytes, int64 offsets[n + 1]): the spans
+ *       copied into one bytes object.
+ *   stat_columns(buf, spans, field, ids) -> XStat (xplane.proto) values of
+ *       chosen metadata ids, one column per id.
  *
  * Malformed data (a varint or field running past its message) raises
  * ValueError naming the offset, never reads out of bounds.
+ *
+ * Other native helpers live in modules named for what they do:
+ * models._tfrecord (TFRecord framing, CRC-32C), models._lanes (lane
+ * packing), models._nesting (parents by time containment) and
+ * models.formats._labels (TensorFlow timeline labels).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
-#include <numpy/arrayobject.h>
-#include <stdint.h>
-#include <string.h>
+#include "_cbuffers.h"
 
 typedef struct {
     const uint8_t *p;
@@ -69,53 +75,12 @@ static int skip_field(Cursor *c, int wire) {
     }
 }
 
-static int get_buffer(PyObject *obj, Py_buffer *view) {
-    return PyObject_GetBuffer(obj, view, PyBUF_SIMPLE);
-}
-
-/* obj as a C-contiguous 1-d array of the given type (converted if need be). */
-static PyArrayObject *as_column(PyObject *obj, int type) {
-    return (PyArrayObject *)PyArray_FROMANY(obj, type, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
-}
-
-/* obj as int64 (offset, length) spans of shape (n, 2), else ValueError. */
-static PyArrayObject *as_spans(PyObject *obj) {
-    PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(obj, NPY_INT64, 2, 2, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
-    if (a && PyArray_DIM(a, 1) != 2) {
-        Py_DECREF(a);
-        PyErr_SetString(PyExc_ValueError, "spans must have shape (n, 2)");
-        return NULL;
-    }
-    return a;
-}
-
 static PyObject *malformed(Py_ssize_t offset) {
     PyErr_Format(PyExc_ValueError, "malformed protobuf data at byte %zd", offset);
     return NULL;
 }
 
 #define MAX_FIELD 64
-
-/* Growable list of (parent, offset, length) triples. */
-typedef struct {
-    int64_t *items;
-    Py_ssize_t count, cap;
-} SpanList;
-
-static int span_push(SpanList *l, int64_t parent, int64_t off, int64_t len) {
-    if (l->count == l->cap) {
-        Py_ssize_t cap = l->cap ? l->cap * 2 : 256;
-        int64_t *grown = PyMem_RawRealloc(l->items, sizeof(int64_t) * 3 * cap);
-        if (!grown) return 0;
-        l->items = grown;
-        l->cap = cap;
-    }
-    int64_t *t = l->items + 3 * l->count++;
-    t[0] = parent;
-    t[1] = off;
-    t[2] = len;
-    return 1;
-}
 
 /* Reads the requested field numbers into slot_of[number] (-1 elsewhere). */
 static int parse_numbers(PyObject *numbers, int *slot_of) {
@@ -477,98 +442,6 @@ fail:
     return NULL;
 }
 
-/* ------------------------------------------------------------ step stats */
-
-/* Last occurrence of byte ch in [p, end), or NULL. */
-static const uint8_t *last_byte(const uint8_t *p, const uint8_t *end, uint8_t ch) {
-    while (end > p) {
-        if (*--end == ch) return end;
-    }
-    return NULL;
-}
-
-/* TensorFlow's timeline.py reads `name = Op(in0, in1)` with the greedy
- * pattern `(.*) = (.*)\((.*)\)` on the first line; this finds the same
- * groups: the op ends at the last '(' before the last ')', the name at the
- * last " = " before that. GPU stream labels carry the node as
- * `...@@name:op#...`; timeline.py then splits that (or the node name) at ':'.
- * Out: per label (op offset, op length, inputs/name offset, length), -1 when
- * the pattern does not match (timeline.py's "unknown"). */
-static PyObject *parse_labels(PyObject *self, PyObject *args) {
-    PyObject *obj, *labels_obj, *names_obj;
-    int kernel;
-    if (!PyArg_ParseTuple(args, "OOOp", &obj, &labels_obj, &names_obj, &kernel)) return NULL;
-    PyArrayObject *labels = as_spans(labels_obj);
-    PyArrayObject *names = as_spans(names_obj);
-    PyObject *out = NULL;
-    Py_buffer view;
-    if (!labels || !names) goto done;
-    npy_intp n = PyArray_DIM(labels, 0);
-    if (PyArray_DIM(labels, 1) != 2 || PyArray_DIM(names, 1) != 2 || PyArray_DIM(names, 0) != n) {
-        PyErr_SetString(PyExc_ValueError, "labels and names must be [n, 2] spans");
-        goto done;
-    }
-    if (get_buffer(obj, &view) < 0) goto done;
-    npy_intp dims[2] = {n, 4};
-    out = PyArray_SimpleNew(2, dims, NPY_INT64);
-    if (out) {
-        const uint8_t *base = view.buf;
-        const int64_t *ls = PyArray_DATA(labels), *ns = PyArray_DATA(names);
-        int64_t *o = PyArray_DATA((PyArrayObject *)out);
-        for (npy_intp k = 0; k < n; k++) {
-            int64_t *r = o + 4 * k;
-            r[0] = r[1] = r[2] = r[3] = -1;
-            int64_t off = ls[2 * k], len = ls[2 * k + 1];
-            if (off < 0 || len < 0 || off + len > view.len) off = len = 0;
-            const uint8_t *p = base + off, *end = p + len;
-            if (kernel) {
-                /* node = label[@@+2 : #] when both occur in that order, else the node name */
-                const uint8_t *at = NULL, *hash = memchr(p, '#', (size_t)len);
-                for (const uint8_t *q = p; q + 1 < end; q++)
-                    if (q[0] == '@' && q[1] == '@') { at = q; break; }
-                const uint8_t *nb, *ne;
-                if (at && hash && at + 2 < hash) {
-                    nb = at + 2;
-                    ne = hash;
-                } else {
-                    int64_t noff = ns[2 * k], nlen = ns[2 * k + 1];
-                    if (noff < 0 || nlen < 0 || noff + nlen > view.len) noff = nlen = 0;
-                    nb = base + noff;
-                    ne = nb + nlen;
-                }
-                const uint8_t *colon = memchr(nb, ':', (size_t)(ne - nb));
-                r[2] = nb - base;
-                r[3] = (colon ? colon : ne) - nb;
-                if (colon) {
-                    const uint8_t *next = memchr(colon + 1, ':', (size_t)(ne - colon - 1));
-                    r[0] = colon + 1 - base;
-                    r[1] = (next ? next : ne) - (colon + 1);
-                }
-                continue;
-            }
-            const uint8_t *nl = memchr(p, '\n', (size_t)len);
-            if (nl) end = nl;
-            const uint8_t *close = last_byte(p, end, ')');
-            if (!close) continue;
-            const uint8_t *open = last_byte(p, close, '(');
-            if (!open) continue;
-            const uint8_t *eq = NULL;
-            for (const uint8_t *q = open - 3; q >= p; q--)
-                if (q[0] == ' ' && q[1] == '=' && q[2] == ' ') { eq = q; break; }
-            if (!eq) continue;
-            r[0] = eq + 3 - base;
-            r[1] = open - (eq + 3);
-            r[2] = open + 1 - base;
-            r[3] = close - (open + 1);
-        }
-    }
-    PyBuffer_Release(&view);
-done:
-    Py_XDECREF(labels);
-    Py_XDECREF(names);
-    return out;
-}
-
 /* Copies the spans into one bytes object; returns (blob, int64 offsets[n+1]). */
 static PyObject *gather_spans(PyObject *self, PyObject *args) {
     PyObject *obj, *spans_obj;
@@ -606,172 +479,6 @@ done:
         return NULL;
     }
     return Py_BuildValue("(NN)", blob, offsets);
-}
-
-/* Lane per interval, intervals sorted by start: the lowest lane whose last
- * interval ended at or before this start (nested intervals get depths). */
-static PyObject *pack_lanes(PyObject *self, PyObject *args) {
-    PyObject *starts_obj, *ends_obj;
-    if (!PyArg_ParseTuple(args, "OO", &starts_obj, &ends_obj)) return NULL;
-    PyArrayObject *starts = as_column(starts_obj, NPY_INT64);
-    PyArrayObject *ends = as_column(ends_obj, NPY_INT64);
-    PyObject *out = NULL;
-    int64_t *lane_end = NULL;
-    if (!starts || !ends) goto done;
-    npy_intp n = PyArray_DIM(starts, 0);
-    if (PyArray_DIM(ends, 0) != n) {
-        PyErr_SetString(PyExc_ValueError, "starts and ends differ in length");
-        goto done;
-    }
-    npy_intp dims[1] = {n};
-    out = PyArray_SimpleNew(1, dims, NPY_INT32);
-    lane_end = PyMem_Malloc(sizeof(int64_t) * (n ? n : 1));
-    if (!out || !lane_end) {
-        Py_CLEAR(out);
-        PyErr_NoMemory();
-        goto done;
-    }
-    const int64_t *s = PyArray_DATA(starts), *e = PyArray_DATA(ends);
-    int32_t *lane = PyArray_DATA((PyArrayObject *)out);
-    npy_intp used = 0;
-    for (npy_intp k = 0; k < n; k++) {
-        npy_intp l = 0;
-        while (l < used && lane_end[l] > s[k]) l++;
-        if (l == used) used++;
-        lane_end[l] = e[k] > s[k] ? e[k] : s[k];
-        lane[k] = (int32_t)l;
-    }
-done:
-    PyMem_Free(lane_end);
-    Py_XDECREF(starts);
-    Py_XDECREF(ends);
-    return out;
-}
-
-/* ------------------------------------------------------------ TFRecord framing */
-
-/* Event files frame each record as uint64 length, uint32 masked crc32c of
- * the length, data, uint32 masked crc32c of the data (little endian). */
-static uint32_t crc_table[8][256];
-
-static void crc_init(void) {
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-        crc_table[0][i] = c;
-    }
-    for (int t = 1; t < 8; t++)
-        for (int i = 0; i < 256; i++)
-            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
-}
-
-static uint32_t crc32c(const uint8_t *p, size_t len) {
-    uint32_t c = 0xffffffffu;
-    while (len >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        w ^= c;
-        c = crc_table[7][w & 0xff] ^ crc_table[6][(w >> 8) & 0xff] ^ crc_table[5][(w >> 16) & 0xff] ^
-            crc_table[4][(w >> 24) & 0xff] ^ crc_table[3][(w >> 32) & 0xff] ^ crc_table[2][(w >> 40) & 0xff] ^
-            crc_table[1][(w >> 48) & 0xff] ^ crc_table[0][w >> 56];
-        p += 8;
-        len -= 8;
-    }
-    while (len--) c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xff];
-    return c ^ 0xffffffffu;
-}
-
-static uint32_t masked_crc(const uint8_t *p, size_t len) {
-    uint32_t c = crc32c(p, len);
-    return ((c >> 15) | (c << 17)) + 0xa282ead8u;
-}
-
-static uint32_t load32(const uint8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-/* 1 when a whole record with valid header and data CRCs starts at p. */
-static int record_at(const uint8_t *p, const uint8_t *end, uint64_t *len_out, int check_data) {
-    if (end - p < 12 || masked_crc(p, 8) != load32(p + 8)) return 0;
-    uint64_t len;
-    memcpy(&len, p, 8);
-    if (len > (uint64_t)(end - p) - 16 || (uint64_t)(end - p) < 16) return 0;
-    if (check_data && masked_crc(p + 12, (size_t)len) != load32(p + 12 + len)) return 0;
-    *len_out = len;
-    return 1;
-}
-
-/* scan_records(buf) -> (int64[k, 2] data spans, bool[k] data crc ok,
- * bytes skipped over corrupt headers, offset of a partial last record or -1).
- * After a corrupt header it looks for the next offset where a whole valid
- * record starts. */
-static PyObject *scan_records(PyObject *self, PyObject *args) {
-    PyObject *obj;
-    if (!PyArg_ParseTuple(args, "O", &obj)) return NULL;
-    Py_buffer view;
-    if (get_buffer(obj, &view) < 0) return NULL;
-    const uint8_t *base = view.buf, *p = base, *end = base + view.len;
-    SpanList list = {0};
-    int64_t skipped = 0, partial = -1;
-    int oom = 0;
-    Py_BEGIN_ALLOW_THREADS
-    while (p < end) {
-        uint64_t len;
-        if (end - p >= 12 && masked_crc(p, 8) == load32(p + 8)) {
-            memcpy(&len, p, 8);
-            if (len > (uint64_t)(end - p) || (uint64_t)(end - p) - 12 < len + 4) {
-                partial = p - base; /* header fine, data not all written yet */
-                break;
-            }
-            int ok = masked_crc(p + 12, (size_t)len) == load32(p + 12 + len);
-            if (!span_push(&list, ok, p + 12 - base, (int64_t)len)) { oom = 1; break; }
-            p += 16 + len;
-            continue;
-        }
-        if (end - p < 12) {
-            partial = p - base;
-            break;
-        }
-        const uint8_t *q = p + 1;
-        while (q < end && !record_at(q, end, &len, 1)) q++;
-        skipped += q - p;
-        p = q;
-    }
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&view);
-    if (oom) {
-        PyMem_RawFree(list.items);
-        return PyErr_NoMemory();
-    }
-    npy_intp dims[2] = {list.count, 2};
-    PyObject *spans = PyArray_SimpleNew(2, dims, NPY_INT64);
-    PyObject *ok = PyArray_SimpleNew(1, dims, NPY_BOOL);
-    if (spans && ok) {
-        int64_t *d = PyArray_DATA((PyArrayObject *)spans);
-        npy_bool *g = PyArray_DATA((PyArrayObject *)ok);
-        for (Py_ssize_t k = 0; k < list.count; k++) {
-            g[k] = (npy_bool)list.items[3 * k];
-            d[2 * k] = list.items[3 * k + 1];
-            d[2 * k + 1] = list.items[3 * k + 2];
-        }
-    }
-    PyMem_RawFree(list.items);
-    if (!spans || !ok) {
-        Py_XDECREF(spans);
-        Py_XDECREF(ok);
-        return NULL;
-    }
-    return Py_BuildValue("(NNLL)", spans, ok, (long long)skipped, (long long)partial);
-}
-
-static PyObject *py_masked_crc32c(PyObject *self, PyObject *args) {
-    Py_buffer view;
-    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
-    uint32_t c = masked_crc(view.buf, (size_t)view.len);
-    PyBuffer_Release(&view);
-    return PyLong_FromUnsignedLong(c);
 }
 
 /* XStat (xplane.proto) values of chosen stat metadata ids, one column per id,
@@ -870,77 +577,6 @@ done:
     return out;
 }
 
-/* Parents by time containment, as a trace's nesting. `order` lists the
- * events sorted by (segment, start, end descending); each event's parent is
- * the nearest event on the stack of open events that contains it ([start,
- * end] within the parent's), popping those that do not. Skipped events
- * (async) neither get a parent nor become one; order None means the events
- * are in that order already. Returns int32 parent per event (by event
- * index, -1 for none). */
-static PyObject *nest_parents(PyObject *self, PyObject *args) {
-    PyObject *order_obj, *seg_obj, *starts_obj, *ends_obj, *skip_obj;
-    if (!PyArg_ParseTuple(args, "OOOOO", &order_obj, &seg_obj, &starts_obj, &ends_obj, &skip_obj)) return NULL;
-    PyArrayObject *order = order_obj == Py_None ? NULL
-        : as_column(order_obj, NPY_INT64);
-    PyArrayObject *seg = as_column(seg_obj, NPY_INT32);
-    PyArrayObject *starts = as_column(starts_obj, NPY_INT64);
-    PyArrayObject *ends = as_column(ends_obj, NPY_INT64);
-    PyArrayObject *skip = as_column(skip_obj, NPY_BOOL);
-    PyObject *out = NULL;
-    int64_t *stack = NULL;
-    if ((!order && order_obj != Py_None) || !seg || !starts || !ends || !skip) goto done;
-    npy_intp n = PyArray_DIM(starts, 0);
-    if ((order && PyArray_DIM(order, 0) != n) || PyArray_DIM(seg, 0) != n || PyArray_DIM(ends, 0) != n || PyArray_DIM(skip, 0) != n) {
-        PyErr_SetString(PyExc_ValueError, "columns differ in length");
-        goto done;
-    }
-    const int64_t *o = order ? PyArray_DATA(order) : NULL;
-    for (npy_intp i = 0; o && i < n; i++) {
-        if (o[i] < 0 || o[i] >= n) {
-            PyErr_SetString(PyExc_ValueError, "order is not a permutation of the events");
-            goto done;
-        }
-    }
-    npy_intp dims[1] = {n};
-    out = PyArray_SimpleNew(1, dims, NPY_INT32);
-    stack = PyMem_RawMalloc(sizeof(int64_t) * (n ? n : 1));
-    if (!out || !stack) {
-        Py_CLEAR(out);
-        if (!PyErr_Occurred()) PyErr_NoMemory();
-        goto done;
-    }
-    const int32_t *g = PyArray_DATA(seg);
-    const int64_t *s = PyArray_DATA(starts), *e = PyArray_DATA(ends);
-    const npy_bool *k = PyArray_DATA(skip);
-    int32_t *parent = PyArray_DATA((PyArrayObject *)out);
-    Py_BEGIN_ALLOW_THREADS
-    npy_intp depth = 0;
-    for (npy_intp j = 0; j < n; j++) {
-        int64_t i = o ? o[j] : j, prev = o && j ? o[j - 1] : j - 1;
-        if (j && g[i] != g[prev]) depth = 0;
-        parent[i] = -1;
-        if (k[i]) continue;
-        while (depth) {
-            int64_t p = stack[depth - 1];
-            if (s[p] <= s[i] && e[i] <= e[p]) {
-                parent[i] = (int32_t)p;
-                break;
-            }
-            depth--;
-        }
-        stack[depth++] = i;
-    }
-    Py_END_ALLOW_THREADS
-done:
-    PyMem_RawFree(stack);
-    Py_XDECREF(order);
-    Py_XDECREF(seg);
-    Py_XDECREF(starts);
-    Py_XDECREF(ends);
-    Py_XDECREF(skip);
-    return out;
-}
-
 static PyMethodDef methods[] = {
     {"find_fields", find_fields, METH_VARARGS,
      "find_fields(buf, start, end, numbers) -> [int64[k, 2] spans per field number]"},
@@ -948,26 +584,17 @@ static PyMethodDef methods[] = {
      "decode_messages(buf, spans, [(number, kind), ...]) -> list of column arrays"},
     {"find_children", find_children, METH_VARARGS,
      "find_children(buf, spans, numbers) -> [(int64[k] parent index, int64[k, 2] spans) per field number]"},
-    {"parse_labels", parse_labels, METH_VARARGS,
-     "parse_labels(buf, label_spans, name_spans, kernel) -> int64[n, 4] (op off, len, inputs/name off, len)"},
     {"gather_spans", gather_spans, METH_VARARGS, "gather_spans(buf, spans) -> (bytes, int64 offsets[n + 1])"},
-    {"pack_lanes", pack_lanes, METH_VARARGS, "pack_lanes(starts, ends) -> int32 lane per interval"},
-    {"scan_records", scan_records, METH_VARARGS,
-     "scan_records(buf) -> (int64[k, 2] record data spans, bool[k] crc ok, bytes skipped, partial offset or -1)"},
-    {"masked_crc32c", py_masked_crc32c, METH_VARARGS, "masked_crc32c(bytes) -> TFRecord's masked CRC-32C"},
     {"intern_strings", intern_strings, METH_VARARGS,
      "intern_strings(buf, spans) -> (int32 ids, list of unique str, id 0 = '')"},
     {"stat_columns", stat_columns, METH_VARARGS,
      "stat_columns(buf, spans, field, ids) -> (int8 value case[n, k], int64 value[n, k], int64 length[n, k])"},
-    {"nest_parents", nest_parents, METH_VARARGS,
-     "nest_parents(order, segment, starts, ends, skip) -> int32 parent per event by time containment (-1 for none)"},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_protowire", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_protowire", "Column decoding of protobuf wire data into numpy arrays.", -1, methods};
 
 PyMODINIT_FUNC PyInit__protowire(void) {
     import_array();
-    crc_init();
     return PyModule_Create(&module);
 }

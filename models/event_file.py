@@ -2,7 +2,7 @@
 
 Each record is `uint64 length | uint32 masked crc32c(length) | data |
 uint32 masked crc32c(data)`, little endian, and holds one serialized
-`Event` (event.proto). The framing is checked in C (`_protowire.scan_records`):
+`Event` (event.proto). The framing is checked in C (`_tfrecord.scan_records`):
 a record whose data fails its CRC is skipped with a warning; after a corrupt
 header the scan resumes at the next offset where a whole valid record starts;
 a partial last record (a file still being written) ends the read quietly.
@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from models import _protowire as wire
+from models import _tfrecord
 from models.task import ProfileError, TaskState
 
 # Field numbers of event.proto.
@@ -63,7 +64,7 @@ class Records:
 
 
 def scan_records(buf, name: str) -> Records:
-    spans, ok, skipped, partial = wire.scan_records(buf)
+    spans, ok, skipped, partial = _tfrecord.scan_records(buf)
     warnings = []
     if not ok.all():
         warnings.append(f"{name}: skipped {int((~ok).sum())} record(s) whose data failed the CRC check")

@@ -25,9 +25,11 @@ import numpy as np
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 
+from models import _lanes
 from models import _protowire as wire
 from models.event_file import is_event_file, mapped, tagged_run_metadata
 from models.files import read_bytes
+from models.formats import _labels
 from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, MemorySummary,
                                    Snapshots)
 from models.registry import MEMORY_PROFILE, TRACE_VIEWER, Format
@@ -58,7 +60,7 @@ def is_gputrace_device(device: str) -> bool:
 def parse_op_label(label: str) -> tuple[str, str, list[str]]:
     """(name, op, inputs) of `name = Op(in0, in1)`, as timeline.py reads it."""
     buf = label.encode()
-    r = wire.parse_labels(buf, np.array([[0, len(buf)]]), np.array([[0, 0]]), False)[0]
+    r = _labels.parse_labels(buf, np.array([[0, len(buf)]]), np.array([[0, 0]]), False)[0]
     if r[0] < 0:
         return UNKNOWN_OP, UNKNOWN_OP, []
     inputs = buf[r[2]:r[2] + r[3]].decode()
@@ -322,7 +324,7 @@ def _build_timeline(buf, start: int, end: int, source: StepStatsFile, task: Task
     for flag in (False, True):
         sel = np.flatnonzero(kernel == flag)
         if len(sel):
-            parsed[sel] = wire.parse_labels(buf, label[sel], name[sel], flag)
+            parsed[sel] = _labels.parse_labels(buf, label[sel], name[sel], flag)
     op_spans = parsed[:, :2].copy()
     op_spans[parsed[:, 0] < 0] = (-1, 0)
     event_name = name.copy()
@@ -352,7 +354,7 @@ def _build_timeline(buf, start: int, end: int, source: StepStatsFile, task: Task
     seg_end = np.r_[seg[1:], len(idx)]
     sub = np.zeros(len(idx), np.int32)
     for a, b in zip(seg, seg_end):
-        sub[a:b] = wire.pack_lanes(s[a:b], e[a:b])
+        sub[a:b] = _lanes.pack_lanes(s[a:b], e[a:b])
     thread_names = _thread_names(buf, thread_dev, thread_spans)
     lane_key = np.lexsort((s, sub, thread_of, dev_of))
     idx, dev_of, thread_of, sub = idx[lane_key], dev_of[lane_key], thread_of[lane_key], sub[lane_key]

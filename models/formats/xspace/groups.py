@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models import _protowire as wire
+from models import _nesting
 from models.formats.xspace.xplane import XSpaceData, xprof_order
 
 EXECUTOR_STATE_PROCESS = "ExecutorState::Process"
@@ -59,7 +59,7 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
     order = xprof_order(start, end, line)
     skip = np.zeros(n, bool)
     skip[stats["_a"].rows[stats["_a"].ints_present() != 0]] = True
-    parent = wire.nest_parents(order, line, start, end, skip)
+    parent = _nesting.nest_parents(order, line, start, end, skip)
     del order, skip, end
 
     # Edges: nesting, producer -> consumer contexts, while-loop iterations.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models import _protowire as wire
+from models import _lanes
 from models.task import ProfileError, TaskState
 from models.timeline import StringTable, Timeline
 from models.formats.xspace.xplane import (HOST_PLANE, MEMORY_ALLOCATION, MEMORY_DEALLOCATION,
@@ -135,7 +135,7 @@ class _Builder:
         order = xprof_order(start, end)
         if order is not None:
             keep, start, dur, end = keep[order], start[order], dur[order], end[order]
-        depth = wire.pack_lanes(start, end)
+        depth = _lanes.pack_lanes(start, end)
         del end
         by_lane = np.argsort(depth, kind="stable")  # (depth, start) order
         counts = np.bincount(depth)

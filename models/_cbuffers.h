@@ -1,0 +1,64 @@
+/* Small helpers shared by the C extensions (models._protowire,
+ * models._tfrecord, models._lanes, models._nesting,
+ * models.formats._labels): the bytes of a buffer, numpy columns and spans
+ * taken from Python objects, and a growable list of span triples.
+ *
+ * Every function is static inline, so each extension that includes this
+ * header gets its own copy and the modules stay independent. Include it
+ * first: it includes Python.h and numpy's array API (each module still
+ * calls import_array() in its PyInit). */
+#ifndef PROFSCOPE_CBUFFERS_H
+#define PROFSCOPE_CBUFFERS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The bytes of obj (bytes, bytearray, memoryview, mmap, ...). */
+static inline int get_buffer(PyObject *obj, Py_buffer *view) {
+    return PyObject_GetBuffer(obj, view, PyBUF_SIMPLE);
+}
+
+/* obj as a C-contiguous 1-d array of the given type (converted if need be). */
+static inline PyArrayObject *as_column(PyObject *obj, int type) {
+    return (PyArrayObject *)PyArray_FROMANY(obj, type, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+}
+
+/* obj as int64 (offset, length) spans of shape (n, 2), else ValueError. */
+static inline PyArrayObject *as_spans(PyObject *obj) {
+    PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(obj, NPY_INT64, 2, 2, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    if (a && PyArray_DIM(a, 1) != 2) {
+        Py_DECREF(a);
+        PyErr_SetString(PyExc_ValueError, "spans must have shape (n, 2)");
+        return NULL;
+    }
+    return a;
+}
+
+/* Growable list of (tag, offset, length) triples; usable without the GIL
+ * (raw allocator). Free items with PyMem_RawFree. */
+typedef struct {
+    int64_t *items;
+    Py_ssize_t count, cap;
+} SpanList;
+
+/* Appends one triple; returns 0 when out of memory. */
+static inline int span_push(SpanList *l, int64_t tag, int64_t off, int64_t len) {
+    if (l->count == l->cap) {
+        Py_ssize_t cap = l->cap ? l->cap * 2 : 256;
+        int64_t *grown = PyMem_RawRealloc(l->items, sizeof(int64_t) * 3 * cap);
+        if (!grown) return 0;
+        l->items = grown;
+        l->cap = cap;
+    }
+    int64_t *t = l->items + 3 * l->count++;
+    t[0] = tag;
+    t[1] = off;
+    t[2] = len;
+    return 1;
+}
+
+#endif
