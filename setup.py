@@ -26,6 +26,12 @@ setup(
             for name, source in SHARED_HELPERS
         ),
         Extension(
+            "models.formats._chrome_json",
+            ["models/formats/_chrome_json.c"],
+            include_dirs=[numpy.get_include()],
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
             "models.formats._logscan",
             ["models/formats/_logscan.c"],
             include_dirs=[numpy.get_include()],

@@ -26,7 +26,8 @@ from pathlib import Path
 from models.files import stays_inside
 from models.formats import FORMATS, looked_for
 from models.memory_profile import MemoryProfileData, to_xprof_json
-from models.registry import MEMORY_PROFILE, TOOLS, TRACE_VIEWER, Format
+from models import trace_stats
+from models.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TOOLS, TRACE_VIEWER, Format
 from models.task import ProfileError, TaskState
 from models.timeline import Timeline
 
@@ -111,6 +112,15 @@ class ProfileRepository(ABC):
         if tool == TRACE_VIEWER:
             host = self.resolve_host(session, host, tool)
             return ToolData(self.chrome_trace(session, host, params.get("step", ""), task), "json")
+        if tool in TIMELINE_TOOLS:
+            # Host "" of a session whose hosts share a timeline: every host, side by side.
+            if host or not self.combines_hosts(session):
+                host = self.resolve_host(session, host, tool)
+            timeline = self.step_timeline(session, host, params.get("step", ""), task)
+            try:
+                return ToolData(trace_stats.tool_json(timeline, tool, params), "json")
+            except ValueError as e:
+                raise ProfileError(str(e)) from None
         raise ProfileError(f"unknown tool {tool!r}; Profscope offers: {', '.join(TOOLS)}")
 
     @abstractmethod

@@ -120,6 +120,39 @@ class KindStats:
 
 
 @dataclass
+class Flows:
+    """Arrows between events: flow k goes from event src[k] to event dst[k]
+    (Chrome trace flows: a CPU launch to its GPU kernel, forward to backward)."""
+
+    src: np.ndarray  # int64 event index
+    dst: np.ndarray  # int64 event index
+    category: np.ndarray  # int32 ids into categories
+    categories: list[str]
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def of_event(self, i: int) -> np.ndarray:
+        """Indices of the flows that start or end at event i."""
+        return np.flatnonzero((self.src == i) | (self.dst == i))
+
+    def named(self, category: str) -> Flows:
+        """The flows of one category."""
+        keep = self.category == (self.categories.index(category) if category in self.categories else -1)
+        return Flows(self.src[keep], self.dst[keep], self.category[keep], self.categories)
+
+
+@dataclass
+class Counter:
+    """A value over time drawn as a track of its group (Chrome "C" events)."""
+
+    group: int
+    name: str
+    time_ps: np.ndarray  # int64, sorted, from the timeline's origin
+    value: np.ndarray  # float64
+
+
+@dataclass
 class Timeline:
     groups: list[str]  # device (group) names
     lane_group: np.ndarray  # int32 group of each lane
@@ -139,6 +172,17 @@ class Timeline:
     records: object = None
     # Step boundaries (ps from origin_ns), drawn across the lanes.
     markers_ps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # Optional, where the source has them (Chrome traces): a category per
+    # event (cpu_op, kernel, gpu_memcpy ...), the enclosing event on the same
+    # thread (-1 for none), flows, counter tracks, the host of each group
+    # (several ranks in one timeline) and facts about the run.
+    category: np.ndarray | None = None
+    categories: list[str] = field(default_factory=list)
+    parent: np.ndarray | None = None
+    flows: Flows | None = None
+    counters: list[Counter] = field(default_factory=list)
+    group_host: list[str] = field(default_factory=list)
+    properties: dict = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.start_ps)

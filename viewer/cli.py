@@ -10,6 +10,7 @@
     profscope report PATH -o DIR          every view as PNG plus index.html
     profscope serve PATH [--port N]       the ProfileAnalysis gRPC service over a folder
     profscope capture ADDRESS -o DIR      profile a running TensorFlow / JAX program
+    profscope formats                     what Profscope reads (the README's table)
 
 PATH may also be grpc://host:port (a `profscope serve` or other ProfileAnalysis server).
 
@@ -28,7 +29,7 @@ from models.hparams import load_hparams, tool_json
 from models.locations import open_location, open_repository
 from models.task import ProfileError
 
-COMMANDS = ("sessions", "export", "report", "serve", "capture")
+COMMANDS = ("sessions", "export", "report", "serve", "capture", "formats")
 DEFAULT_REPORT_DIR = "profscope-report"
 
 
@@ -58,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", default="", help="repository folder to save into (<logdir>/plugins/profile)")
     c.add_argument("--hosts", default="", help="through a ProfileAnalysis server: comma-separated profiler addresses")
     c.add_argument("--session", default="", help="session id (default: the time)")
+    sub.add_parser("formats", help="list the file formats Profscope reads")
     r = sub.add_parser("report", help="render every view to PNG files and an index.html")
     r.add_argument("path")
     r.add_argument("-o", "--output", default=DEFAULT_REPORT_DIR, help=f"output folder (default: {DEFAULT_REPORT_DIR})")
@@ -160,6 +162,13 @@ def cmd_capture(args) -> int:
     return 0
 
 
+def cmd_formats(args) -> int:
+    from models.formats import formats_table
+
+    print(formats_table())
+    return 0
+
+
 def cmd_window(path: str | None) -> int:
     from viewer.app import has_display, run_window
 
@@ -181,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         if argv and argv[0] in COMMANDS:
             args = _parser().parse_args(argv)
             return {"sessions": cmd_sessions, "export": cmd_export, "report": cmd_report, "serve": cmd_serve,
-                    "capture": cmd_capture}[args.command](args)
+                    "capture": cmd_capture, "formats": cmd_formats}[args.command](args)
         if argv and argv[0] in ("-h", "--help"):
             _parser().print_help()
             return 0

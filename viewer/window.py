@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QDockWidget, QFileDial
 from models.hparams import load_hparams
 from models.remote import SCHEME
 from models.remote.client import capture
+from models.formats import file_patterns
 from models.locations import open_location
 from models.registry import MEMORY_PROFILE, TRACE_VIEWER
 from models.repository import ProfileRepository
@@ -188,8 +189,7 @@ class MainWindow(QMainWindow):
 
     def open_file_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open profile file", self.settings.value("last_folder", ""),
-                                              "Profiles (*.json *.json.gz *.pb *.pb.gz *.pbtxt *.txt events.out.tfevents.*)"
-                                              ";;All files (*)")
+                                              f"Profiles ({' '.join(file_patterns())});;All files (*)")
         if path:
             self.open_path(path)
 

@@ -7,13 +7,14 @@ any remaining `.json` or `.pb`, comes last.
 
 from __future__ import annotations
 
-from models.formats import log_memory, memory_profile_file, run_metadata_events, step_stats, xspace
+from models.formats import chrome_trace, log_memory, memory_profile_file, run_metadata_events, step_stats, xspace
 
 FORMATS = (
     xspace.FORMAT,
     run_metadata_events.FORMAT,
     step_stats.FORMAT,
     log_memory.FORMAT,
+    chrome_trace.FORMAT,
     memory_profile_file.FORMAT,
 )
 
@@ -23,7 +24,18 @@ def looked_for() -> str:
     return "; ".join(f"{f.title} ({f.where})" for f in FORMATS).replace("`", "")
 
 
+# HParams sweeps are read from a log dir's event files beside the profile formats
+# (models.hparams), not through a profile repository.
+HPARAMS = ("HParams sweeps: `_hparams_/*` summaries and scalars in event files",
+           "every run (folder with event files) below the opened log dir")
+
+
 def formats_table() -> str:
     """The README's table of what Profscope reads (`profscope formats`)."""
-    rows = [f"| {f.title} | {f.where} |" for f in FORMATS]
+    rows = [f"| {f.title} | {f.where} |" for f in FORMATS] + ["| {} | {} |".format(*HPARAMS)]
     return "\n".join(["| input | where |", "|---|---|", *rows])
+
+
+def file_patterns() -> list[str]:
+    """Every file name pattern of every format (the window's open dialog)."""
+    return list(dict.fromkeys(p for f in FORMATS for p in f.patterns))

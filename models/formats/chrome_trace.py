@@ -1,0 +1,780 @@
+"""Chrome trace-event JSON: PyTorch profiler (Kineto) `*.pt.trace.json[.gz]`,
+TensorFlow 2.2-2.10's `<host>.trace.json.gz`, JAX's `perfetto_trace.json.gz`,
+and what `export --tool trace_viewer` writes.
+
+models.formats.chrome_json streams the document into columns (no Python
+object per event); this module turns them into the Timeline model:
+- one group per process (a host's processes, or every rank's in a session),
+  one lane per thread and nesting depth, instant events on a lane of their
+  own under their thread, counters as tracks;
+- `X` slices and `B`/`E` pairs (matched per thread), flows `s`/`t`/`f`
+  bound as the Trace Event Format says (`bp: "e"` to the enclosing slice,
+  otherwise to the next slice; starts and steps to the enclosing slice),
+  flow v2 `bind_id`, and launch -> kernel links from Kineto's `correlation`
+  when a trace has no `ac2g` flows;
+- Kineto's `[memory]` instant events replayed per device into the memory
+  profile model, each attributed to its enclosing op.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from models.formats import chrome_json as cj
+from models.formats.chrome_json import ScannedTrace, scan_trace
+from models.files import GZIP_MAGIC, read_bytes
+from models import _lanes, _nesting, trace_stats
+from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, Snapshots, merge_rows,
+                                   summarize)
+from models.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TRACE_VIEWER, Format
+from models.task import ProfileError, TaskState
+from models.timeline import Counter, Flows, StringTable, Timeline
+
+# Numeric args read into columns while scanning.
+ARG_KEYS = (b"correlation", b"Bytes", b"Addr", b"Total Allocated", b"Total Reserved", b"Device Type", b"Device Id")
+A_CORRELATION, A_BYTES, A_ADDR, A_ALLOCATED, A_RESERVED, A_DEVICE_TYPE, A_DEVICE_ID = (k.decode() for k in ARG_KEYS)
+NONE = np.iinfo(np.int64).min  # an arg the event does not have
+
+GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")  # GPU activity (Kineto)
+LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
+MEMORY_EVENT = "[memory]"
+STEP_PATTERN = re.compile(r"ProfilerStep#(\d+)")
+SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".trace.json.gz", ".trace.json", ".json.gz", ".json")
+# c10::DeviceType values Kineto writes as "Device Type".
+DEVICE_TYPES = {0: "CPU", 1: "cuda", 2: "mkldnn", 3: "opengl", 4: "opencl", 5: "ideep", 6: "hip", 7: "fpga",
+                8: "maia", 9: "xla", 10: "vulkan", 11: "metal", 12: "xpu", 13: "mps", 14: "meta", 15: "hpu",
+                16: "ve", 17: "lazy", 18: "ipu", 19: "mtia", 20: "privateuseone"}
+MAX_SPAN_US = 8 * 10**12  # about 92 days: picoseconds from the origin fit in int64
+MAX_METADATA_EVENTS = 100_000  # M and C events whose args are parsed one by one
+HEAD_BYTES = 1 << 16
+
+
+# ---------------------------------------------------------------- recognition
+
+
+def sniff(path: Path) -> dict | None:
+    """A cheap look at a file's start (gunzipped): None when it is not a
+    trace, else what the start tells ({"rank": N} when distributedInfo is there)."""
+    try:
+        head = read_head(path, HEAD_BYTES)
+    except (OSError, ProfileError):
+        return None
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text[:1] == b"[":
+        if not re.match(rb"\[\s*(\{|\]|$)", text):
+            return None
+    elif text[:1] != b"{" or (b'"traceEvents"' not in head and not re.match(rb'\{\s*"(ph|name|cat|pid)"', text)):
+        return None
+    found = {}
+    if m := re.search(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(\d+)', head):
+        found["rank"] = int(m.group(1))
+    return found
+
+
+def _host_of(path: Path) -> str:
+    name = path.name
+    for suffix in SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+class ChromeTraceFormat(Format):
+    name = "chrome_trace"
+    title = ("Chrome trace-event JSON: PyTorch profiler (Kineto), TensorFlow 2.2-2.10 `trace.json.gz`, "
+             "JAX `perfetto_trace.json.gz`, `.json` or `.json.gz`")
+    where = ("`<host>.trace.json.gz`, `*.pt.trace.json[.gz]`, `rank-N*.json[.gz]` or any `.json[.gz]` whose content is "
+             "one; one host per file (`distributedInfo.rank`, else the file name), or a single file")
+    patterns = ("*.json", "*.json.gz")
+    tools = (MEMORY_PROFILE, TRACE_VIEWER) + TIMELINE_TOOLS
+    combines_hosts = True
+    rank = 5
+
+    def host_in_folder(self, path: Path) -> str | None:
+        if not path.name.endswith((".json", ".json.gz")) or ".memory_profile." in path.name:
+            return None
+        found = sniff(path)
+        if found is None:
+            return None
+        return f"rank-{found['rank']}" if "rank" in found else _host_of(path)
+
+    def lone_file(self, path: Path) -> tuple[str, str] | None:
+        host = self.host_in_folder(path)
+        return None if host is None else (path.name, host)
+
+    def memory_profile(self, files, host, task):
+        return trace_memory_profile(scan(files[0], task), host)
+
+    def timeline(self, hosts, step, task):
+        if step:
+            raise ProfileError("--param step applies to event files; a Chrome trace shows its whole capture")
+        traces = []
+        for k, (host, files) in enumerate(hosts):
+            sub = _SubTask(task, k / len(hosts), 0.8 / len(hosts))
+            traces.append((host if len(hosts) > 1 else "", scan(files[0], sub)))
+        return build_timeline(traces, task)
+
+    def chrome_trace(self, files, host, step, task):
+        if step:
+            raise ProfileError("--param step applies to event files; a Chrome trace shows its whole capture")
+        return bytes(read_bytes(files[0], task))  # the trace itself, gunzipped
+
+
+FORMAT = ChromeTraceFormat()
+
+
+class _SubTask(TaskState):
+    """A share [base, base + weight] of a task's progress."""
+
+    def __init__(self, task: TaskState, base: float, weight: float):
+        super().__init__()
+        self._task, self._base, self._weight = task, base, weight
+
+    @property
+    def cancelled(self) -> bool:
+        return self._task.cancelled
+
+    def raise_if_cancelled(self) -> None:
+        self._task.raise_if_cancelled()
+
+    def report(self, fraction: float, text: str = "") -> None:
+        self._task.report(self._base + self._weight * min(max(fraction, 0.0), 1.0), text)
+
+
+def scan(path: Path, task: TaskState | None = None) -> ScannedTrace:
+    """The file's events as columns; ProfileError when it is no trace."""
+    return scan_trace(Path(path), ARG_KEYS, task or TaskState())
+
+
+def read_head(path: Path, size: int) -> bytes:
+    """The first `size` bytes of a file, gunzipped when it is gzip data."""
+    with open(path, "rb") as f:
+        head = f.read(size)
+    if head[:2] != GZIP_MAGIC:
+        return head
+    try:
+        return zlib.decompressobj(wbits=31).decompress(head, size)
+    except zlib.error:
+        return b""
+
+
+def _s(t: ScannedTrace, k: int) -> str:
+    """String k of a trace ("" for -1, an absent value)."""
+    return t.strings[k] if k >= 0 else ""
+
+
+def _timed(t: ScannedTrace) -> np.ndarray:
+    """Events with a usable ts."""
+    return (t.flags & (cj.TS_BAD | cj.TS_MISSING)) == 0
+
+
+# ---------------------------------------------------------------- metadata
+
+
+def _meta(trace: ScannedTrace, key: str):
+    """A top-level value (deviceProperties, distributedInfo ...), or None."""
+    raw = trace.meta.get(key)
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        trace.warnings.append(f"the top-level {key!r} is not valid JSON; ignored")
+        return None
+
+
+def _base_ns(trace: ScannedTrace) -> int:
+    """Kineto's baseTimeNanoseconds (the times are relative to it), else 0."""
+    base = _meta(trace, "baseTimeNanoseconds")
+    return int(base) if isinstance(base, (int, float)) and 0 <= base < 2**62 else 0
+
+
+def _names(trace: ScannedTrace, warnings: list[str]) -> dict:
+    """Process and thread names and sort indices from the M events."""
+    rows = np.flatnonzero(trace.ph == ord("M"))
+    if len(rows) > MAX_METADATA_EVENTS:
+        warnings.append(f"{len(rows):,} metadata events; only the first {MAX_METADATA_EVENTS:,} are read")
+        rows = rows[:MAX_METADATA_EVENTS]
+    out = {"process_name": {}, "thread_name": {}, "process_sort_index": {}, "thread_sort_index": {},
+           "process_labels": {}}
+    for i in rows.tolist():
+        kind = _s(trace, int(trace.name[i]))
+        if kind not in out:
+            continue
+        args = trace.event_dict(i).get("args")
+        if not isinstance(args, dict):
+            continue
+        value = args.get("sort_index" if kind.endswith("sort_index") else "labels" if kind == "process_labels" else "name")
+        key = (int(trace.pid[i]),) if kind.startswith("process") else (int(trace.pid[i]), int(trace.tid[i]))
+        out[kind][key] = value
+    return out
+
+
+def _number_or_text(text: str):
+    """For ordering: numbers by value before other text."""
+    try:
+        return (0, float(text), text)
+    except ValueError:
+        return (1, 0.0, text)
+
+
+def _sort_index(value) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+# ---------------------------------------------------------------- timeline
+
+
+@dataclass
+class _Host:
+    """One file's events, placed on the shared time axis."""
+
+    host: str
+    trace: ScannedTrace
+    start_ps: np.ndarray  # per file event, from the timeline origin
+    warnings: list[str] = field(default_factory=list)
+
+
+def _times(traces: list[tuple[str, ScannedTrace]]) -> tuple[list[_Host], int]:
+    """Each event's time in ps from a shared origin (the earliest event),
+    exact: whole µs, their ps fraction and Kineto's base time are added in
+    integers. Events further than MAX_SPAN_US from the median time (which
+    int64 picoseconds cannot hold) lose their time, with a warning. Returns
+    the hosts and the origin in ns."""
+    shifts, firsts = [], []
+    for _, t in traces:
+        ok = _timed(t)
+        base_us, base_rem_ns = divmod(_base_ns(t), 1000)
+        if ok.any():
+            middle = int(np.median(t.ts_us[ok]))
+            far = ok & (np.abs(t.ts_us - middle) > MAX_SPAN_US // 2)
+            if far.any():
+                t.flags[far] |= cj.TS_BAD
+                t.warnings.append(f"{int(far.sum()):,} event(s) more than {MAX_SPAN_US // 2 // 86_400_000_000} days "
+                                  "from the others; their times are taken as invalid")
+                ok &= ~far
+        firsts.append(int(t.ts_us[ok].min()) + base_us if ok.any() else None)
+        shifts.append((base_us, base_rem_ns))
+    if all(f is None for f in firsts):
+        raise ProfileError(f"{traces[0][1].path}: the trace holds no event with a time")
+    origin_us = min(f for f in firsts if f is not None)
+    hosts = []
+    for (host, t), (base_us, base_rem_ns) in zip(traces, shifts):
+        ok = _timed(t)
+        rel_us = np.where(ok, t.ts_us + (base_us - origin_us), 0)  # within MAX_SPAN_US of 0: no overflow below
+        hosts.append(_Host(host, t, np.where(ok, rel_us * 1_000_000 + t.ts_ps + base_rem_ns * 1000, 0)))
+    return hosts, origin_us * 1000
+
+
+def _matched_begin_end(t: ScannedTrace, thread: np.ndarray, start: np.ndarray, warnings: list[str]):
+    """B/E pairs matched per thread as a stack: (begin rows, end times).
+    Unmatched E are dropped, unclosed B end at the thread's last time."""
+    rows = np.flatnonzero(((t.ph == ord("B")) | (t.ph == ord("E"))) & _timed(t))
+    if not len(rows):
+        return rows, rows
+    rows = rows[np.lexsort((rows, start[rows], thread[rows]))]
+    th, is_b = thread[rows], t.ph[rows] == ord("B")
+    seg = np.r_[0, np.cumsum(th[1:] != th[:-1])]
+    step = np.where(is_b, 1, -1)
+    # Depth with a floor at zero per thread (an E with nothing open is dropped):
+    # d = c - min(0, running min of c), segments kept apart by a falling offset.
+    big = 2 * len(rows) + 2
+    c = np.cumsum(step) - seg * big
+    c -= np.r_[0, np.cumsum(step)][np.searchsorted(seg, seg, side="left")]  # restart each thread at 0
+    low = np.minimum(np.minimum.accumulate(c), -seg * big)
+    depth = c - low
+    before = np.r_[0, depth[:-1]]
+    before[np.r_[True, seg[1:] != seg[:-1]]] = 0
+    unmatched_e = ~is_b & (before == 0)
+    level = np.where(is_b, depth, before)
+    keep = ~unmatched_e
+    order = np.lexsort((np.arange(len(rows))[keep], level[keep], seg[keep]))
+    r, b, sg, lv = rows[keep][order], is_b[keep][order], seg[keep][order], level[keep][order]
+    pair = b[:-1] & ~b[1:] & (sg[:-1] == sg[1:]) & (lv[:-1] == lv[1:])
+    begins, ends = r[:-1][pair], r[1:][pair]
+    paired = np.zeros(len(r), bool)
+    paired[:-1] |= pair
+    paired[1:] |= pair
+    open_b = r[b & ~paired]
+    if unmatched_e.any():
+        warnings.append(f"{int(unmatched_e.sum()):,} E event(s) without a B on their thread; dropped")
+    if len(open_b):
+        warnings.append(f"{len(open_b):,} B event(s) never ended; shown up to their thread's last event")
+        last = np.full(int(thread.max()) + 1, 0, np.int64)
+        np.maximum.at(last, thread[rows], start[rows])
+        ends_t = np.r_[start[ends], last[thread[open_b]]]
+        begins = np.r_[begins, open_b]
+    else:
+        ends_t = start[ends]
+    return begins, ends_t
+
+
+def build_timeline(traces: list[tuple[str, ScannedTrace]], task: TaskState | None = None) -> Timeline:
+    """One Timeline of one or more traces (several ranks: one host each)."""
+    task = task or TaskState()
+    task.report(0.85, "Building the timeline")
+    hosts, origin_ns = _times(traces)
+    b = _TimelineBuilder()
+    for h in hosts:
+        task.raise_if_cancelled()
+        b.add(h)
+    return b.timeline(origin_ns, traces)
+
+
+class _TimelineBuilder:
+    def __init__(self):
+        self.groups: list[str] = []
+        self.group_host: list[str] = []
+        self.lane_group: list[int] = []
+        self.lane_names: list[str] = []
+        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in
+                                                    ("lane", "start", "dur", "name", "cat", "rec", "file", "parent")}
+        self.names: dict[str, int] = {}
+        self.cats: dict[str, int] = {}
+        self.flow_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.counters: list[Counter] = []
+        self.markers: list[np.ndarray] = []
+        self.warnings: list[str] = []
+        self.properties: dict = {}
+        self.events = 0
+        self.files: list[ScannedTrace] = []
+
+    def _intern(self, table: dict[str, int], strings: list[str], ids: np.ndarray) -> np.ndarray:
+        """File string ids -> timeline ids (-1 -> the empty string)."""
+        used = np.unique(ids)
+        mapping = np.zeros(len(strings) + 1, np.int32)
+        for k in used.tolist():
+            mapping[k + 1] = table.setdefault(strings[k] if k >= 0 else "", len(table))
+        return mapping[ids + 1]
+
+    def add(self, h: _Host) -> None:
+        t, start = h.trace, h.start_ps
+        prefix = f"{h.host}: " if h.host else ""
+        warnings = t.warnings[:]
+        names = _names(t, warnings)
+        ph = t.ph
+        timed = _timed(t)
+        # Threads: (pid, tid) pairs of every event.
+        pair = t.pid.astype(np.int64) * (1 << 32) + (t.tid.astype(np.int64) & 0xFFFFFFFF)
+        keys, thread = np.unique(pair, return_inverse=True)
+        thread = thread.ravel().astype(np.int64)
+        # Slices: X and matched B/E.
+        x = np.flatnonzero((ph == ord("X")) & timed)
+        dur = np.maximum(t.dur_ps[x], 0)
+        negative = int(((t.flags[x] & cj.DUR_NEG) != 0).sum())
+        if negative:
+            warnings.append(f"{negative:,} slice(s) with a negative duration, shown as 0")
+        begins, ends = _matched_begin_end(t, thread, start, warnings)
+        srows = np.r_[x, begins]
+        sstart = start[srows]
+        send = np.r_[start[x] + dur, np.maximum(ends, start[begins])]
+        # Instants: i/I (thread, process or global scope).
+        irows = np.flatnonzero(((ph == ord("i")) | (ph == ord("I"))) & timed)
+        untimed = int(((ph != ord("M")) & ~timed & (ph != 0)).sum())
+        if untimed:
+            warnings.append(f"{untimed:,} event(s) without a valid ts (missing, NaN or out of range); skipped")
+        missing_ph = int((ph == 0).sum())
+        if missing_ph:
+            warnings.append(f"{missing_ph:,} event(s) without ph; skipped")
+        shown = set(b"XBEiIMCstf")
+        other = ~np.isin(ph, np.frombuffer(bytes(shown), np.uint8)) & (ph != 0)
+        if other.any():
+            kinds = ", ".join(sorted({chr(c) for c in np.unique(ph[other]).tolist()}))
+            warnings.append(f"{int(other.sum()):,} event(s) of phases {kinds} (async, samples, objects) not shown")
+        # Slices per thread sorted by start, longest first on ties (parents before children).
+        order = np.lexsort((srows, -(send - sstart), sstart, thread[srows]))
+        srows, sstart, send = srows[order], sstart[order], send[order]
+        sthread = thread[srows]
+        depth = _pack_by_thread(sthread, sstart, send)
+        parent_local = _nesting.nest_parents(None, sthread.astype(np.int32), sstart, send, np.zeros(len(srows), bool))
+        # Lanes: processes (groups) in sort order, their threads, each thread's
+        # depths, then its instants.
+        scope = t.scope[irows]
+        ithread = thread[irows]
+        proc_of_key = (keys >> 32).astype(np.int64)
+        tid_of_key = (keys & 0xFFFFFFFF).astype(np.int64)
+        tid_of_key = np.where(tid_of_key >= 1 << 31, tid_of_key - (1 << 32), tid_of_key)
+        procs = np.unique(proc_of_key)
+
+        def proc_title(pid_id: int) -> str:
+            text = _s(t, pid_id) if pid_id >= 0 else "?"
+            name = names["process_name"].get((pid_id,))
+            labels = names["process_labels"].get((pid_id,))
+            title = f"{name} (pid {text})" if isinstance(name, str) and name else f"Process {text}"
+            return f"{labels}: {title}" if isinstance(labels, str) and labels else title
+
+        proc_order = sorted(procs.tolist(), key=lambda p: (_sort_index(names["process_sort_index"].get((p,))),
+                                                           _number_or_text(_s(t, p) if p >= 0 else "")))
+        max_depth = np.zeros(len(keys), np.int64) - 1
+        np.maximum.at(max_depth, sthread, depth)
+        has_instants = np.zeros(len(keys), bool)
+        has_instants[ithread[scope == ord("t")] if len(ithread) else []] = True
+        has_instants[ithread[(scope != ord("p")) & (scope != ord("g"))]] = True
+        proc_instants = set(proc_of_key[ithread[scope == ord("p")]].tolist())
+        lane_of_depth0 = np.full(len(keys), -1, np.int64)
+        instant_lane = np.full(len(keys), -1, np.int64)
+        proc_lane: dict[int, int] = {}
+        for p in proc_order:
+            group = len(self.groups)
+            self.groups.append(prefix + proc_title(p))
+            self.group_host.append(h.host)
+            ks = np.flatnonzero(proc_of_key == p).tolist()
+            ks.sort(key=lambda k: (_sort_index(names["thread_sort_index"].get((p, int(t.tid[0]) * 0 + int(_tid_id(t, k, keys))))),
+                                   _number_or_text(_thread_text(t, keys, k))))
+            if p in proc_instants:
+                proc_lane[p] = len(self.lane_names)
+                self.lane_group.append(group)
+                self.lane_names.append("process instants")
+            for k in ks:
+                label = names["thread_name"].get((p, _tid_id(t, k, keys)))
+                title = label if isinstance(label, str) and label else f"Thread {_thread_text(t, keys, k)}"
+                if max_depth[k] >= 0:
+                    lane_of_depth0[k] = len(self.lane_names)
+                    for d in range(int(max_depth[k]) + 1):
+                        self.lane_group.append(group)
+                        self.lane_names.append(title if d == 0 else "")
+                if has_instants[k]:
+                    instant_lane[k] = len(self.lane_names)
+                    self.lane_group.append(group)
+                    self.lane_names.append(f"{title} instants")
+        if (scope == ord("g")).any():
+            self.groups.append(prefix + "Global instants")
+            self.group_host.append(h.host)
+            global_lane = len(self.lane_names)
+            self.lane_group.append(len(self.groups) - 1)
+            self.lane_names.append("global")
+        else:
+            global_lane = -1
+        del tid_of_key
+        ilane = np.where(scope == ord("g"), global_lane,
+                         np.where(scope == ord("p"), [proc_lane.get(int(v), -1) for v in proc_of_key[ithread]] or 0,
+                                  instant_lane[ithread]))
+        lane = np.r_[lane_of_depth0[sthread] + depth, ilane].astype(np.int64)
+        rows = np.r_[srows, irows]
+        file_index = len(self.files)
+        offset = self.events
+        self.files.append(t)
+        p = self.parts
+        p["lane"].append(lane)
+        p["start"].append(np.r_[sstart, start[irows]])
+        p["dur"].append(np.r_[send - sstart, np.zeros(len(irows), np.int64)])
+        p["name"].append(self._intern(self.names, t.strings, t.name[rows]))
+        p["cat"].append(self._intern(self.cats, t.strings, t.cat[rows]))
+        p["rec"].append(rows)
+        p["file"].append(np.full(len(rows), file_index, np.int32))
+        # Parents as indices of this host's rows (converted after the final sort).
+        # An instant's parent is the slice around it on its thread.
+        iparent = _bind(ithread, start[irows], np.zeros(len(irows), bool), sthread, sstart, send, parent_local)
+        p["parent"].append(np.where(np.r_[parent_local, iparent] >= 0, np.r_[parent_local, iparent] + offset, -1))
+        self.events += len(rows)
+        self._flows(h, thread, sthread, sstart, send, parent_local, offset)
+        self._counters(h, names, proc_order, warnings)
+        self.warnings += [prefix + w for w in warnings]
+        props = {k: v for k in ("deviceProperties", "distributedInfo", "traceName", "displayTimeUnit")
+                 if (v := _meta(t, k)) is not None}
+        if props:
+            self.properties[h.host] = props
+
+    def _flows(self, h: _Host, thread, sthread, sstart, send, parent_local, offset) -> None:
+        t, start = h.trace, h.start_ps
+        ph = t.ph
+        frows = np.flatnonzero(((ph == ord("s")) | (ph == ord("t")) | (ph == ord("f"))) & _timed(t) & (t.id >= 0))
+        src_parts, dst_parts, cat_parts = [], [], []
+        if len(frows):
+            next_slice = (ph[frows] == ord("f")) & ((t.flags[frows] & cj.BP_E) == 0)
+            bound = _bind(thread[frows], start[frows], next_slice, sthread, sstart, send, parent_local)
+            key_cat, key_id = t.cat[frows], t.id[frows]
+            order = np.lexsort((frows, start[frows], key_id, key_cat))
+            a, b = order[:-1], order[1:]
+            link = ((key_cat[a] == key_cat[b]) & (key_id[a] == key_id[b]) & (ph[frows][a] != ord("f"))
+                    & (ph[frows][b] != ord("s")) & (bound[a] >= 0) & (bound[b] >= 0))
+            src_parts.append(bound[a][link])
+            dst_parts.append(bound[b][link])
+            cat_parts.append(self._intern(self.cats, t.strings, key_cat[a][link]))
+        # Flow v2: X events carrying bind_id with flow_out / flow_in.
+        srows_file = None
+        if (t.bind_id >= 0).any():
+            srows_file = self.parts["rec"][-1][:len(sthread)]
+            bid = t.bind_id[srows_file]
+            out = np.flatnonzero((bid >= 0) & ((t.flags[srows_file] & cj.FLOW_OUT) != 0))
+            inn = np.flatnonzero((bid >= 0) & ((t.flags[srows_file] & cj.FLOW_IN) != 0))
+            s_ids, s_pos = np.unique(bid[out], return_index=True)
+            k = np.searchsorted(s_ids, bid[inn])
+            ok = (k < len(s_ids)) & (s_ids[np.minimum(k, len(s_ids) - 1)] == bid[inn]) if len(s_ids) else np.zeros(0, bool)
+            src_parts.append(out[s_pos[k[ok]]])
+            dst_parts.append(inn[ok])
+            cat_parts.append(np.full(int(ok.sum()), self.cats.setdefault("flow", len(self.cats)), np.int32))
+        # Kineto's launch -> kernel link by correlation id, when no ac2g flows were written.
+        ac2g = t.strings.index("ac2g") if "ac2g" in t.strings else -1
+        if ac2g < 0 or not (t.cat[frows] == ac2g).any():
+            srows_file = self.parts["rec"][-1][:len(sthread)]
+            corr = t.args[A_CORRELATION][srows_file]
+            gpu_ids = [t.strings.index(c) for c in GPU_CATEGORIES if c in t.strings]
+            launch_ids = [t.strings.index(c) for c in LAUNCH_CATEGORIES if c in t.strings]
+            scat = t.cat[srows_file]
+            launch = np.flatnonzero(np.isin(scat, launch_ids) & (corr != NONE))
+            kernel = np.flatnonzero(np.isin(scat, gpu_ids) & (corr != NONE))
+            if len(launch) and len(kernel):
+                l_ids, l_pos = np.unique(corr[launch], return_index=True)
+                k = np.minimum(np.searchsorted(l_ids, corr[kernel]), len(l_ids) - 1)
+                ok = l_ids[k] == corr[kernel]
+                src_parts.append(launch[l_pos[k[ok]]])
+                dst_parts.append(kernel[ok])
+                cat_parts.append(np.full(int(ok.sum()), self.cats.setdefault("ac2g", len(self.cats)), np.int32))
+        for s, d, c in zip(src_parts, dst_parts, cat_parts):
+            self.flow_parts.append((s + offset, d + offset, c))
+
+    def _counters(self, h: _Host, names: dict, proc_order: list[int], warnings: list[str]) -> None:
+        t = h.trace
+        rows = np.flatnonzero((t.ph == ord("C")) & _timed(t))
+        if len(rows) > MAX_METADATA_EVENTS:
+            warnings.append(f"{len(rows):,} counter events; only the first {MAX_METADATA_EVENTS:,} are drawn")
+            rows = rows[:MAX_METADATA_EVENTS]
+        series: dict[tuple[int, str], tuple[list, list]] = {}
+        for i in rows.tolist():
+            args = t.event_dict(i).get("args")
+            if not isinstance(args, dict):
+                continue
+            base = _s(t, t.name[i])
+            for key, value in args.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    label = base if len(args) == 1 else f"{base} {key}"
+                    times, values = series.setdefault((int(t.pid[i]), label), ([], []))
+                    times.append(int(h.start_ps[i]))
+                    values.append(float(value))
+        group_of = {p: len(self.groups) - len(proc_order) - (1 if self.groups[-1].endswith("Global instants") else 0) + k
+                    for k, p in enumerate(proc_order)}
+        for (pid, label), (times, values) in sorted(series.items(), key=lambda kv: kv[0][1]):
+            order = np.argsort(times, kind="stable")
+            self.counters.append(Counter(group_of.get(pid, 0), label, np.asarray(times, np.int64)[order],
+                                         np.asarray(values, np.float64)[order]))
+
+    def timeline(self, origin_ns: int, traces) -> Timeline:
+        c = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in self.parts.items()}
+        if not len(c["start"]) and not self.counters:
+            raise ProfileError(f"{traces[0][1].path}: the trace holds no slices, instants or counters")
+        # Drop lanes nothing landed on (a thread with only flow or counter events).
+        used = np.zeros(len(self.lane_names), bool)
+        used[c["lane"]] = True
+        used_groups = {self.lane_group[k] for k in np.flatnonzero(used).tolist()} | {k.group for k in self.counters}
+        group_ids = sorted(used_groups)
+        group_map = {g: k for k, g in enumerate(group_ids)}
+        new_lane = np.cumsum(used) - 1
+        order = np.lexsort((c["start"], new_lane[c["lane"]]))
+        lane = new_lane[c["lane"]][order]
+        counts = np.bincount(lane, minlength=int(used.sum()))
+        inverse = np.empty(len(order), np.int64)
+        inverse[order] = np.arange(len(order))
+        parent = c["parent"][order]
+        parent = np.where(parent >= 0, inverse[np.maximum(parent, 0)], -1).astype(np.int32)
+        names = list(self.names)
+        name_ids = c["name"][order].astype(np.int32)
+        start = c["start"][order]
+        dur = c["dur"][order]
+        flows = None
+        if self.flow_parts:
+            src = inverse[np.concatenate([f[0] for f in self.flow_parts])]
+            dst = inverse[np.concatenate([f[1] for f in self.flow_parts])]
+            flows = Flows(src, dst, np.concatenate([f[2] for f in self.flow_parts]).astype(np.int32), list(self.cats))
+        for counter in self.counters:
+            counter.group = group_map[counter.group]
+        source = TraceSource(files=self.files, file=c["file"][order], rec=c["rec"][order])
+        timeline = Timeline(
+            groups=[self.groups[g] for g in group_ids],
+            lane_group=np.array([group_map[self.lane_group[k]] for k in np.flatnonzero(used).tolist()], np.int32),
+            lane_names=[self.lane_names[k] for k in np.flatnonzero(used).tolist()],
+            lane_offsets=np.r_[0, np.cumsum(counts)].astype(np.int64),
+            start_ps=start, duration_ps=dur, kind=name_ids, kinds=names,
+            names=StringTable(names, name_ids), origin_ns=origin_ns,
+            source=", ".join(str(t.path) for _, t in traces), warnings=self.warnings,
+            category=c["cat"][order].astype(np.int32), categories=list(self.cats), parent=parent, flows=flows,
+            counters=self.counters, group_host=[self.group_host[g] for g in group_ids], properties=self.properties)
+        st = trace_stats.steps(timeline)
+        timeline.markers_ps = np.unique(np.r_[st.start_ps, st.end_ps])
+        timeline.details = lambda i: event_details(timeline, source, i)
+        timeline.records = source
+        return timeline
+
+
+def _tid_id(t: ScannedTrace, k: int, keys: np.ndarray) -> int:
+    v = int(keys[k] & 0xFFFFFFFF)
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+def _thread_text(t: ScannedTrace, keys: np.ndarray, k: int) -> str:
+    tid = _tid_id(t, k, keys)
+    return _s(t, tid) if tid >= 0 else "?"
+
+
+def _pack_by_thread(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Nesting depth (first-fit lane) of each slice within its thread; slices
+    sorted by (thread, start). Times are replaced by dense ranks over
+    (thread, time), so threads occupy disjoint ranges and one packing pass
+    restarts at lane 0 for each thread."""
+    n = len(start)
+    if not n:
+        return np.zeros(0, np.int32)
+    th = np.r_[thread, thread]
+    tt = np.r_[start, end]
+    order = np.lexsort((tt, th))
+    new = np.r_[True, (np.diff(th[order]) != 0) | (np.diff(tt[order]) != 0)]
+    rank = np.empty(2 * n, np.int64)
+    rank[order] = np.cumsum(new)
+    return _lanes.pack_lanes(rank[:n], rank[n:])
+
+
+def _bind(thread: np.ndarray, at: np.ndarray, next_slice: np.ndarray, sthread: np.ndarray, sstart: np.ndarray,
+          send: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """The slice (index into the sorted slices) each flow point binds to:
+    the deepest slice of its thread enclosing its time, or for next_slice
+    points the first slice starting at or after it; -1 for none."""
+    out = np.full(len(at), -1, np.int64)
+    bounds = np.searchsorted(sthread, np.arange(int(sthread.max()) + 2 if len(sthread) else 1))
+    for th in np.unique(thread).tolist():
+        if th + 1 >= len(bounds):
+            continue
+        a, b = int(bounds[th]), int(bounds[th + 1])
+        if a == b:
+            continue
+        mine = np.flatnonzero(thread == th)
+        x = at[mine]
+        nxt = next_slice[mine]
+        k = a + np.searchsorted(sstart[a:b], x, side="left")
+        out[mine[nxt]] = np.where(k[nxt] < b, k[nxt], -1)
+        cand = a + np.searchsorted(sstart[a:b], x, side="right") - 1
+        cand = np.where(cand >= a, cand, -1)
+        for _ in range(10_000):  # up the parents until one encloses the time
+            bad = (cand >= 0) & (send[np.maximum(cand, 0)] < x)
+            if not bad.any():
+                break
+            cand[bad] = parent[cand[bad]]
+        out[mine[~nxt]] = cand[~nxt]
+    return out
+
+
+@dataclass
+class TraceSource:
+    """Where each timeline event came from: its file and row in that file's scan."""
+
+    files: list[ScannedTrace]
+    file: np.ndarray  # int32 per timeline event
+    rec: np.ndarray  # int64 per timeline event
+
+    def event(self, i: int) -> dict:
+        return self.files[int(self.file[i])].event_dict(int(self.rec[i]))
+
+
+def event_details(timeline: Timeline, source: TraceSource, i: int) -> list[tuple[str, str]]:
+    """Where, then every field of the event as the file has it (args flattened),
+    then its flows."""
+    lane = timeline.lane_of(i)
+    rows = [("process", timeline.groups[timeline.lane_group[lane]]), ("thread", _lane_title(timeline, lane))]
+    event = source.event(i)
+    for key, value in event.items():
+        if key == "args" and isinstance(value, dict):
+            rows += [(f"args.{k}", _text(v)) for k, v in value.items()]
+        else:
+            rows.append((key, _text(value)))
+    if timeline.flows is not None:
+        f = timeline.flows
+        for k in f.of_event(i).tolist():
+            other, arrow = (int(f.dst[k]), "flow to") if f.src[k] == i else (int(f.src[k]), "flow from")
+            rows.append((f"{arrow} ({f.categories[f.category[k]]})",
+                         f"{timeline.names[other]} at {timeline.start_ps[other] / 1e6:.3f} µs"))
+    return rows
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else json.dumps(value)[:10_000]
+
+
+def _lane_title(timeline: Timeline, lane: int) -> str:
+    while lane > 0 and not timeline.lane_names[lane] and timeline.lane_group[lane - 1] == timeline.lane_group[lane]:
+        lane -= 1
+    return timeline.lane_names[lane]
+
+
+# ---------------------------------------------------------------- memory
+
+
+def trace_memory_profile(trace: ScannedTrace, host: str) -> MemoryProfileData:
+    """Kineto's `[memory]` events (profile_memory=True) per device as memory
+    timelines: heap = Total Allocated, free = Total Reserved - Total Allocated,
+    each allocation (Bytes > 0) or free (Bytes < 0) at its Addr, attributed to
+    the op around it on its thread and to the ProfilerStep around it."""
+    t = trace
+    name_id = t.strings.index(MEMORY_EVENT) if MEMORY_EVENT in t.strings else -2
+    rows = np.flatnonzero((t.name == name_id) & _timed(t) & (t.args[A_BYTES] != NONE))
+    if not len(rows):
+        raise ProfileError(f"{t.path}: the trace has no [memory] events; PyTorch records them with "
+                           "torch.profiler.profile(profile_memory=True)")
+    timeline = build_timeline([("", t)])
+    src: TraceSource = timeline.records
+    event_of_row = np.full(len(t.ph), -1, np.int64)
+    event_of_row[src.rec] = np.arange(len(src.rec))
+    ev = event_of_row[rows]
+    rows, ev = rows[ev >= 0], ev[ev >= 0]
+    time_ps = timeline.start_ps[ev]
+    # The op: the nearest cpu_op around the event, else whatever slice is around it.
+    is_op = timeline.category == (timeline.categories.index("cpu_op") if "cpu_op" in timeline.categories else -2)
+    op = trace_stats.cpu_op_ancestor(timeline, ev, is_op, include_self=False)
+    op = np.where(op >= 0, op, timeline.parent[ev])
+    op_names = [timeline.kinds[timeline.kind[k]] if k >= 0 else "" for k in op.tolist()]
+    steps = _step_of(timeline, time_ps)
+    device = t.args[A_DEVICE_TYPE][rows]
+    device_id = t.args[A_DEVICE_ID][rows]
+    allocators = {}
+    for dev, idx in sorted(set(zip(device.tolist(), device_id.tolist()))):
+        sel = np.flatnonzero((device == dev) & (device_id == idx))
+        sel = sel[np.argsort(time_ps[sel], kind="stable")]
+        kind = DEVICE_TYPES.get(dev, f"device type {dev}") if dev != NONE else "unknown"
+        memory_id = kind if kind == "CPU" else f"{kind}:{idx if idx != NONE else 0}"
+        allocators[memory_id] = _allocator(memory_id, t, rows[sel], time_ps[sel], [op_names[k] for k in sel.tolist()],
+                                           steps[sel])
+    return MemoryProfileData(host=host or t.path.name, allocators=allocators, source=str(t.path))
+
+
+def _allocator(memory_id: str, t: ScannedTrace, rows: np.ndarray, time_ps: np.ndarray, ops: list[str],
+               steps: np.ndarray) -> AllocatorProfile:
+    size = t.args[A_BYTES][rows]
+    allocated = t.args[A_ALLOCATED][rows]
+    reserved = t.args[A_RESERVED][rows]
+    # Without totals (older traces), the running sum of Bytes stands in.
+    heap = np.where(allocated != NONE, allocated, np.cumsum(size))
+    free = np.where(reserved != NONE, np.maximum(reserved - heap, 0), 0)
+    strings = [""] + sorted(set(ops) - {""})
+    index = {s: k for k, s in enumerate(strings)}
+    op = np.array([index[o] for o in ops], np.int32)
+    zeros = np.zeros(len(rows), np.int64)
+    address = t.args[A_ADDR][rows]
+    timeline = Snapshots(
+        time_ps=time_ps, stack=zeros, heap=heap, free=free, fragmentation=np.zeros(len(rows)),
+        peak_in_use=np.maximum.accumulate(heap), activity=np.where(size >= 0, ALLOCATION, DEALLOCATION),
+        requested=np.abs(size), allocation=np.abs(size), address=np.where(address != NONE, address, 0).view(np.uint64),
+        step=steps, op=op, region=np.zeros(len(rows), np.int32), dtype=np.zeros(len(rows), np.int32),
+        shape=np.zeros(len(rows), np.int32), strings=strings)
+    summary = summarize(timeline)
+    counts = np.bincount(timeline.activity, minlength=3)
+    summary.num_allocations, summary.num_deallocations = int(counts[ALLOCATION]), int(counts[DEALLOCATION])
+    summary.memory_capacity = int(reserved[reserved != NONE].max()) if (reserved != NONE).any() else 0
+    profile = AllocatorProfile(memory_id=memory_id, timeline=timeline, summary=summary, peak_allocations=None,
+                               complete=True, stored_snapshots=timeline)
+    profile.peak_allocations = (profile.allocations_at(profile.peak_index) if len(timeline)
+                                else merge_rows(timeline, np.zeros(0, np.int64), []))
+    return profile
+
+
+def _step_of(timeline: Timeline, at: np.ndarray) -> np.ndarray:
+    """The ProfilerStep number around each time (-1 outside every step)."""
+    st = trace_stats.steps(timeline)
+    k = np.searchsorted(st.start_ps, at, side="right") - 1
+    inside = (k >= 0) & (st.end_ps[np.maximum(k, 0)] >= at) if len(st) else np.zeros(len(at), bool)
+    out = np.full(len(at), -1, np.int64)
+    out[inside] = st.number[k[inside]]
+    return out
