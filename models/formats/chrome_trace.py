@@ -118,7 +118,7 @@ class ChromeTraceFormat(Format):
         for k, (host, files) in enumerate(hosts):
             sub = _SubTask(task, k / len(hosts), 0.8 / len(hosts))
             traces.append((host if len(hosts) > 1 else "", scan(files[0], sub)))
-        return build_timeline(traces, task)
+        return build_timeline(traces, task, release=True)
 
     def chrome_trace(self, files, host, step, task):
         if step:
@@ -315,8 +315,11 @@ def _matched_begin_end(t: ScannedTrace, thread: np.ndarray, start: np.ndarray, w
     return begins, ends_t
 
 
-def build_timeline(traces: list[tuple[str, ScannedTrace]], task: TaskState | None = None) -> Timeline:
-    """One Timeline of one or more traces (several ranks: one host each)."""
+def build_timeline(traces: list[tuple[str, ScannedTrace]], task: TaskState | None = None,
+                   release: bool = False) -> Timeline:
+    """One Timeline of one or more traces (several ranks: one host each).
+    With release, each scan keeps only what the details panel reads once
+    its events are placed (the timeline owns the scans then)."""
     task = task or TaskState()
     task.report(0.85, "Building the timeline")
     hosts, origin_ns = _times(traces)
@@ -324,6 +327,9 @@ def build_timeline(traces: list[tuple[str, ScannedTrace]], task: TaskState | Non
     for h in hosts:
         task.raise_if_cancelled()
         b.add(h)
+        if release:
+            h.trace.keep_only_event_spans()
+            h.start_ps = None
     return b.timeline(origin_ns, traces)
 
 
@@ -555,36 +561,48 @@ class _TimelineBuilder:
             self.counters.append(Counter(group_of.get(pid, 0), label, np.asarray(times, np.int64)[order],
                                          np.asarray(values, np.float64)[order]))
 
+    def _column(self, key: str, order: np.ndarray, dtype=None) -> np.ndarray:
+        """One column of every host's events in timeline order; the parts are
+        freed first, so at most one column exists twice at a time."""
+        parts = self.parts.pop(key)
+        joined = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        del parts
+        out = joined[order]
+        return out if dtype is None else out.astype(dtype, copy=False)
+
     def timeline(self, origin_ns: int, traces) -> Timeline:
-        c = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in self.parts.items()}
-        if not len(c["start"]) and not self.counters:
+        lanes = np.concatenate(self.parts.pop("lane")) if self.parts["lane"] else np.zeros(0, np.int64)
+        if not len(lanes) and not self.counters:
             raise ProfileError(f"{traces[0][1].path}: the trace holds no slices, instants or counters")
         # Drop lanes nothing landed on (a thread with only flow or counter events).
         used = np.zeros(len(self.lane_names), bool)
-        used[c["lane"]] = True
+        used[lanes] = True
         used_groups = {self.lane_group[k] for k in np.flatnonzero(used).tolist()} | {k.group for k in self.counters}
         group_ids = sorted(used_groups)
         group_map = {g: k for k, g in enumerate(group_ids)}
-        new_lane = np.cumsum(used) - 1
-        order = np.lexsort((c["start"], new_lane[c["lane"]]))
-        lane = new_lane[c["lane"]][order]
-        counts = np.bincount(lane, minlength=int(used.sum()))
+        lanes = (np.cumsum(used) - 1)[lanes]
+        start = np.concatenate(self.parts.pop("start")) if len(lanes) else np.zeros(0, np.int64)
+        order = np.lexsort((start, lanes))
+        counts = np.bincount(lanes, minlength=int(used.sum()))
+        del lanes
+        start = start[order]
         inverse = np.empty(len(order), np.int64)
         inverse[order] = np.arange(len(order))
-        parent = c["parent"][order]
+        parent = self._column("parent", order)
         parent = np.where(parent >= 0, inverse[np.maximum(parent, 0)], -1).astype(np.int32)
         names = list(self.names)
-        name_ids = c["name"][order].astype(np.int32)
-        start = c["start"][order]
-        dur = c["dur"][order]
+        name_ids = self._column("name", order, np.int32)
+        dur = self._column("dur", order)
+        category = self._column("cat", order, np.int32)
+        source = TraceSource(files=self.files, file=self._column("file", order, np.int32), rec=self._column("rec", order))
         flows = None
         if self.flow_parts:
             src = inverse[np.concatenate([f[0] for f in self.flow_parts])]
             dst = inverse[np.concatenate([f[1] for f in self.flow_parts])]
             flows = Flows(src, dst, np.concatenate([f[2] for f in self.flow_parts]).astype(np.int32), list(self.cats))
+        del inverse, order
         for counter in self.counters:
             counter.group = group_map[counter.group]
-        source = TraceSource(files=self.files, file=c["file"][order], rec=c["rec"][order])
         timeline = Timeline(
             groups=[self.groups[g] for g in group_ids],
             lane_group=np.array([group_map[self.lane_group[k]] for k in np.flatnonzero(used).tolist()], np.int32),
@@ -593,7 +611,7 @@ class _TimelineBuilder:
             start_ps=start, duration_ps=dur, kind=name_ids, kinds=names,
             names=StringTable(names, name_ids), origin_ns=origin_ns,
             source=", ".join(str(t.path) for _, t in traces), warnings=self.warnings,
-            category=c["cat"][order].astype(np.int32), categories=list(self.cats), parent=parent, flows=flows,
+            category=category, categories=list(self.cats), parent=parent, flows=flows,
             counters=self.counters, group_host=[self.group_host[g] for g in group_ids], properties=self.properties)
         st = trace_stats.steps(timeline)
         timeline.markers_ps = np.unique(np.r_[st.start_ps, st.end_ps])
@@ -614,19 +632,27 @@ def _thread_text(t: ScannedTrace, keys: np.ndarray, k: int) -> str:
 
 def _pack_by_thread(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Nesting depth (first-fit lane) of each slice within its thread; slices
-    sorted by (thread, start). Times are replaced by dense ranks over
-    (thread, time), so threads occupy disjoint ranges and one packing pass
-    restarts at lane 0 for each thread."""
+    sorted by (thread, start). Each thread's times are moved past the previous
+    thread's, so one packing pass restarts at lane 0 for every thread; a new
+    pass begins where the moved times would leave int64."""
     n = len(start)
     if not n:
         return np.zeros(0, np.int32)
-    th = np.r_[thread, thread]
-    tt = np.r_[start, end]
-    order = np.lexsort((tt, th))
-    new = np.r_[True, (np.diff(th[order]) != 0) | (np.diff(tt[order]) != 0)]
-    rank = np.empty(2 * n, np.int64)
-    rank[order] = np.cumsum(new)
-    return _lanes.pack_lanes(rank[:n], rank[n:])
+    first = np.flatnonzero(np.r_[True, thread[1:] != thread[:-1]])
+    seg = np.repeat(np.arange(len(first)), np.diff(np.r_[first, n]))
+    lo = start[first]
+    width = np.maximum.reduceat(np.maximum(end, start), first) - lo + 1
+    reach = np.cumsum(width.astype(np.float64))
+    batch = (reach // 2.0**61).astype(np.int64)  # threads packed in one pass
+    base = np.r_[0, np.cumsum(width)[:-1]]  # int64 wrap-around is harmless: only differences within a batch count
+    base -= base[np.searchsorted(batch, batch, side="left")]
+    shift = (base - lo)[seg]
+    lanes = np.empty(n, np.int32)
+    edges = np.searchsorted(batch[seg], np.arange(int(batch[-1]) + 2))
+    for a, b in zip(edges[:-1].tolist(), edges[1:].tolist()):
+        if b > a:
+            lanes[a:b] = _lanes.pack_lanes(start[a:b] + shift[a:b], np.maximum(end[a:b], start[a:b]) + shift[a:b])
+    return lanes
 
 
 def _bind(thread: np.ndarray, at: np.ndarray, next_slice: np.ndarray, sthread: np.ndarray, sstart: np.ndarray,
