@@ -19,7 +19,15 @@ from widgets.kind_stats_table import KindStatsTable
 from widgets.timeline_canvas import TimelineCanvas
 
 HINT = ("Wheel: zoom · drag: pan · drag on the ruler or Shift+drag: select a range · "
-        "W/S zoom · A/D pan · F fit selection · 0 show all")
+        "W/S zoom · A/D pan · F fit selection · 0 show all · ] / [ follow the selection's flow out / in")
+KEYS_HELP = ("<b>Timeline keys</b><br>W / S: zoom in / out<br>A / D: pan left / right<br>"
+             "Wheel: zoom at the cursor; Shift+wheel: scroll lanes<br>Drag: pan; drag on the ruler or Shift+drag: "
+             "select a time range<br>Click: select an event (its flows are drawn as arrows); "
+             "click a header: fold it<br>"
+             "F: fit the selection · 0 or Home: show everything · Esc: clear the selection<br>"
+             "]: go to the destination of the selected event's first outgoing flow (e.g. launch -> kernel)<br>"
+             "[: go to the source of its first incoming flow (e.g. kernel -> launch)<br>"
+             "/ or Ctrl+F: search; Enter / Shift+Enter: next / previous match")
 
 
 class TimelineView(QWidget):
@@ -72,8 +80,10 @@ class TimelineView(QWidget):
         upper_layout = QVBoxLayout(upper)
         upper_layout.setContentsMargins(0, 0, 0, 0)
         upper_layout.addLayout(canvas_row, 1)
-        hint = QLabel(HINT)
+        self.hint = hint = QLabel(HINT, wordWrap=True)
         hint.setStyleSheet("color: #777")
+        hint.setToolTip(KEYS_HELP)
+        self.canvas.setWhatsThis(KEYS_HELP)
         upper_layout.addWidget(hint)
         self.bottom = QTabWidget()
         self.bottom.addTab(self.details, "Details")
@@ -203,7 +213,7 @@ class TimelineView(QWidget):
         tl = self.timeline
         rows = [("op type", tl.kinds[tl.kind[i]]), ("name", tl.names[i]),
                 ("start", format_time_ps(float(tl.start_ps[i])) + " from the first event"),
-                ("duration", format_time_ps(float(tl.duration_ps[i])))]
+                ("duration", format_time_ps(float(tl.duration_ps[i])) if tl.duration_ps[i] else "0 (instant)")]
         if tl.details is not None:
             try:
                 rows += tl.details(i)
