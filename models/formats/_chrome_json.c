@@ -1441,8 +1441,8 @@ static void decode_key(Scanner *s) {
     PyMem_RawFree(out);
 }
 
-static void start_value(Scanner *s, const uint8_t *p, int64_t off) {
-    (void)p;
+/* What to do with the value of the top-level key just read. */
+static void start_value(Scanner *s) {
     if (key_equals(&s->key, "traceEvents")) {
         s->value_kind = V_TRACE_EVENTS;
         return;
@@ -1457,15 +1457,20 @@ static void start_value(Scanner *s, const uint8_t *p, int64_t off) {
     s->value_kind = V_META;
     s->meta_value.len = 0;
     s->meta_over = 0;
-    (void)off;
 }
 
 static void store_meta(Scanner *s) {
     const char *name = s->key.len ? (const char *)s->key.data : "";
     int nlen = s->key.len > 100 ? 100 : (int)s->key.len;
-    if (s->meta_over) {
+    if (s->meta_over == 1) {
         warn(s, "the top-level key '%.*s' holds a value larger than %lld bytes; skipped", nlen, name,
-             (long long)(s->meta_over == 2 ? MAX_META_TOTAL : s->max_meta));
+             (long long)s->max_meta);
+        buf_free(&s->meta_value);
+        return;
+    }
+    if (s->meta_over) {
+        warn(s, "the top-level key '%.*s' was skipped: the values of top-level keys together exceed %lld bytes",
+             nlen, name, (long long)MAX_META_TOTAL);
         buf_free(&s->meta_value);
         return;
     }
@@ -1607,7 +1612,7 @@ static void scan(Scanner *s, const uint8_t *buf, size_t n) {
         case S_VALUE:
             p = skip_ws(p, end);
             if (p >= end) break;
-            start_value(s, p, OFF(p));
+            start_value(s);
             if (s->value_kind == V_TRACE_EVENTS && *p == '[') {
                 s->has_trace_events = 1;
                 s->state = S_ARR_FIRST;

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.formats._chrome_json import (  # noqa: F401  (flag bits re-exported)
+from models.formats._chrome_json import (  # the flag bits, re-exported
     ARGS_PRESENT,
     BP_E,
     DUR_BAD,
@@ -39,6 +39,12 @@ from models.formats._chrome_json import (  # noqa: F401  (flag bits re-exported)
     Scanner,
 )
 from models.task import ProfileError, TaskState
+
+__all__ = [
+    "ARGS_PRESENT", "BP_E", "DUR_BAD", "DUR_NEG", "FLOW_IN", "FLOW_OUT", "LENGTH_OVERFLOW", "PID_STR", "TID_STR",
+    "TS_BAD", "TS_MISSING", "KINETO_ARG_KEYS", "Checkpoint", "ScannedTrace", "Scanner", "max_inflate_ratio",
+    "scan_trace",
+]
 
 CHUNK_SIZE = 16 << 20  # bytes fed to the scanner at once
 GZIP_READ_SIZE = 4 << 20  # compressed bytes read at once
@@ -113,6 +119,13 @@ class ScannedTrace:
         except OSError as e:
             raise ProfileError(f"{self.path}: could not be read again: {e.strerror or e}") from None
 
+    def keep_only_event_spans(self) -> None:
+        """Frees every column but what event_json needs (offset, length),
+        once the columns have been turned into a timeline."""
+        for name in ("ph", "name", "cat", "pid", "tid", "ts_us", "ts_ps", "dur_ps", "id", "bind_id", "flags", "scope"):
+            setattr(self, name, np.zeros(0, getattr(self, name).dtype))
+        self.args = {}
+
     def event_dict(self, i: int) -> dict:
         """Event i as a dict, or {"error": ...} when it cannot be shown."""
         length = int(self.length[i])
@@ -135,6 +148,8 @@ class ScannedTrace:
 
 
 def max_inflate_ratio() -> float:
+    """How many times its compressed size a gzip trace may inflate to
+    (beyond MIN_INFLATE_LIMIT): MAX_INFLATE_RATIO or PROFSCOPE_MAX_INFLATE_RATIO."""
     try:
         return max(float(os.environ.get("PROFSCOPE_MAX_INFLATE_RATIO", MAX_INFLATE_RATIO)), 1.0)
     except ValueError:
@@ -190,8 +205,9 @@ def scan_trace(path, arg_keys=KINETO_ARG_KEYS, task: TaskState | None = None) ->
         complete = False
         if reader.failure == "truncated":
             warnings.append(f"the gzip data ends early: kept {events:,} events read before the cut")
-        elif r["complete"]:
-            warnings.append(f"ignored data after the end of the JSON document in the gzip stream ({reader.failure})")
+        elif r["complete"]:  # e.g. padding after the last gzip member
+            warnings.append(f"the gzip data is damaged after the end of the JSON document ({reader.failure}); "
+                            "ignored")
             complete = True
         else:
             warnings.append(f"the gzip data is corrupt ({reader.failure}): kept {events:,} events read before it")
