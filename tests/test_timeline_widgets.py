@@ -267,6 +267,7 @@ def test_brackets_follow_ac2g_flows_and_reveal_the_other_end(qtbot):
     x, y, shown = canvas.event_anchor(kernel)
     assert shown and RULER_H <= y <= canvas.height() and GUTTER_W <= x <= canvas.width()
     assert any(k.startswith("flow from (ac2g)") for k, _ in detail_fields(view))
+    assert [k for k, _ in detail_fields(view)].count("name") == 1
     qtbot.keyClick(canvas, Qt.Key_BracketRight)  # a kernel has no outgoing flow: nothing changes
     assert canvas.selected == kernel
     qtbot.keyClick(canvas, Qt.Key_BracketLeft)

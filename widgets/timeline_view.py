@@ -216,7 +216,8 @@ class TimelineView(QWidget):
                 ("duration", format_time_ps(float(tl.duration_ps[i])) if tl.duration_ps[i] else "0 (instant)")]
         if tl.details is not None:
             try:
-                rows += tl.details(i)
+                shown = set(rows)
+                rows += [row for row in tl.details(i) if row not in shown]  # (a Chrome event repeats its name)
             except ProfileError as e:
                 rows.append(("error", str(e)))
         for key, value in rows:
