@@ -305,8 +305,8 @@ class LaneIndex:
                 continue
             lo, hi = self.class_bounds[j], self.class_bounds[j + 1]
             starts = self.order_start[lo:hi]
-            a = lo + np.searchsorted(starts, t0 - upper, side="right")
-            b = lo + np.searchsorted(starts, t1, side="left")
+            a = lo + np.searchsorted(starts, _as_times(np.floor(t0 - upper)), side="right")
+            b = lo + np.searchsorted(starts, _as_times(np.ceil(t1)), side="left")
             if b > a:
                 idx = self.order[a:b]
                 keep = (self.duration[idx] >= min_duration) & (self.start[idx] + self.duration[idx] > t0)
@@ -320,7 +320,7 @@ class LaneIndex:
         such event (lane-local index); events that began to the left count
         for the first column."""
         edges = t0 + ps_per_px * np.arange(width + 1)
-        first = np.searchsorted(self.start, edges, side="left")
+        first = np.searchsorted(self.start, _as_times(np.ceil(edges)), side="left")
         occupied = first[1:] > first[:-1]
         # An event running into the view from the left occupies column 0.
         before = first[0] - 1
@@ -328,3 +328,9 @@ class LaneIndex:
             occupied[0] = True
             first[0] = before
         return occupied, first[:-1]
+
+
+def _as_times(t):
+    """Whole times (int64) for searches in int64 columns: numpy would copy a
+    whole column to float64 to compare it with float keys."""
+    return np.clip(t, -2.0**62, 2.0**62).astype(np.int64)
