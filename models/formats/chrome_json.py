@@ -119,6 +119,10 @@ class ScannedTrace:
         except OSError as e:
             raise ProfileError(f"{self.path}: could not be read again: {e.strerror or e}") from None
 
+    def arg(self, key: str, rows: np.ndarray) -> np.ndarray:
+        """The numeric arg `key` of the given events (INT64_MIN where absent)."""
+        return self.args[key][rows]
+
     def keep_only_event_spans(self) -> None:
         """Frees every column but what event_json needs (offset, length),
         once the columns have been turned into a timeline."""

@@ -520,7 +520,7 @@ class _TimelineBuilder:
         ac2g = t.strings.index("ac2g") if "ac2g" in t.strings else -1
         if ac2g < 0 or not (t.cat[frows] == ac2g).any():
             srows_file = self.parts["rec"][-1][:len(sthread)]
-            corr = t.args[A_CORRELATION][srows_file]
+            corr = t.arg(A_CORRELATION, srows_file)
             gpu_ids = [t.strings.index(c) for c in GPU_CATEGORIES if c in t.strings]
             launch_ids = [t.strings.index(c) for c in LAUNCH_CATEGORIES if c in t.strings]
             scat = t.cat[srows_file]
@@ -736,7 +736,8 @@ def trace_memory_profile(trace: ScannedTrace, host: str) -> MemoryProfileData:
     the op around it on its thread and to the ProfilerStep around it."""
     t = trace
     name_id = t.strings.index(MEMORY_EVENT) if MEMORY_EVENT in t.strings else -2
-    rows = np.flatnonzero((t.name == name_id) & _timed(t) & (t.args[A_BYTES] != NONE))
+    rows = np.flatnonzero((t.name == name_id) & _timed(t))
+    rows = rows[t.arg(A_BYTES, rows) != NONE]
     if not len(rows):
         raise ProfileError(f"{t.path}: the trace has no [memory] events; PyTorch records them with "
                            "torch.profiler.profile(profile_memory=True)")
@@ -753,8 +754,8 @@ def trace_memory_profile(trace: ScannedTrace, host: str) -> MemoryProfileData:
     op = np.where(op >= 0, op, timeline.parent[ev])
     op_names = [timeline.kinds[timeline.kind[k]] if k >= 0 else "" for k in op.tolist()]
     steps = _step_of(timeline, time_ps)
-    device = t.args[A_DEVICE_TYPE][rows]
-    device_id = t.args[A_DEVICE_ID][rows]
+    device = t.arg(A_DEVICE_TYPE, rows)
+    device_id = t.arg(A_DEVICE_ID, rows)
     allocators = {}
     for dev, idx in sorted(set(zip(device.tolist(), device_id.tolist()))):
         sel = np.flatnonzero((device == dev) & (device_id == idx))
@@ -768,9 +769,9 @@ def trace_memory_profile(trace: ScannedTrace, host: str) -> MemoryProfileData:
 
 def _allocator(memory_id: str, t: ScannedTrace, rows: np.ndarray, time_ps: np.ndarray, ops: list[str],
                steps: np.ndarray) -> AllocatorProfile:
-    size = t.args[A_BYTES][rows]
-    allocated = t.args[A_ALLOCATED][rows]
-    reserved = t.args[A_RESERVED][rows]
+    size = t.arg(A_BYTES, rows)
+    allocated = t.arg(A_ALLOCATED, rows)
+    reserved = t.arg(A_RESERVED, rows)
     # Without totals (older traces), the running sum of Bytes stands in.
     heap = np.where(allocated != NONE, allocated, np.cumsum(size))
     free = np.where(reserved != NONE, np.maximum(reserved - heap, 0), 0)
@@ -778,7 +779,7 @@ def _allocator(memory_id: str, t: ScannedTrace, rows: np.ndarray, time_ps: np.nd
     index = {s: k for k, s in enumerate(strings)}
     op = np.array([index[o] for o in ops], np.int32)
     zeros = np.zeros(len(rows), np.int64)
-    address = t.args[A_ADDR][rows]
+    address = t.arg(A_ADDR, rows)
     timeline = Snapshots(
         time_ps=time_ps, stack=zeros, heap=heap, free=free, fragmentation=np.zeros(len(rows)),
         peak_in_use=np.maximum.accumulate(heap), activity=np.where(size >= 0, ALLOCATION, DEALLOCATION),
