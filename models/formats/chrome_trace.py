@@ -369,19 +369,21 @@ class _TimelineBuilder:
         # Threads: (pid, tid) pairs of every event.
         pair = t.pid.astype(np.int64) * (1 << 32) + (t.tid.astype(np.int64) & 0xFFFFFFFF)
         keys, thread = np.unique(pair, return_inverse=True)
-        thread = thread.ravel().astype(np.int64)
-        # Slices: X and matched B/E.
-        x = np.flatnonzero((ph == ord("X")) & timed)
+        del pair
+        thread = thread.ravel().astype(np.int32)
+        # Slices: X and matched B/E (row numbers fit int32: a trace has fewer than 2**31 events).
+        x = np.flatnonzero((ph == ord("X")) & timed).astype(np.int32)
         dur = np.maximum(t.dur_ps[x], 0)
         negative = int(((t.flags[x] & cj.DUR_NEG) != 0).sum())
         if negative:
             warnings.append(f"{negative:,} slice(s) with a negative duration, shown as 0")
         begins, ends = _matched_begin_end(t, thread, start, warnings)
-        srows = np.r_[x, begins]
+        srows = np.r_[x, begins].astype(np.int32)
         sstart = start[srows]
         send = np.r_[start[x] + dur, np.maximum(ends, start[begins])]
+        del x, dur, begins, ends
         # Instants: i/I (thread, process or global scope).
-        irows = np.flatnonzero(((ph == ord("i")) | (ph == ord("I"))) & timed)
+        irows = np.flatnonzero(((ph == ord("i")) | (ph == ord("I"))) & timed).astype(np.int32)
         untimed = int(((ph != ord("M")) & ~timed & (ph != 0)).sum())
         if untimed:
             warnings.append(f"{untimed:,} event(s) without a valid ts (missing, NaN or out of range); skipped")
@@ -394,18 +396,16 @@ class _TimelineBuilder:
             kinds = ", ".join(sorted({chr(c) for c in np.unique(ph[other]).tolist()}))
             warnings.append(f"{int(other.sum()):,} event(s) of phases {kinds} (async, samples, objects) not shown")
         # Slices per thread sorted by start, longest first on ties (parents before children).
-        order = np.lexsort((srows, -(send - sstart), sstart, thread[srows]))
+        order = np.lexsort((sstart - send, sstart, thread[srows]))  # stable: file order on full ties
         srows, sstart, send = srows[order], sstart[order], send[order]
         sthread = thread[srows]
         depth = _pack_by_thread(sthread, sstart, send)
-        parent_local = _nesting.nest_parents(None, sthread.astype(np.int32), sstart, send, np.zeros(len(srows), bool))
+        parent_local = _nesting.nest_parents(None, sthread, sstart, send, np.zeros(len(srows), bool))
         # Lanes: processes (groups) in sort order, their threads, each thread's
         # depths, then its instants.
         scope = t.scope[irows]
         ithread = thread[irows]
         proc_of_key = (keys >> 32).astype(np.int64)
-        tid_of_key = (keys & 0xFFFFFFFF).astype(np.int64)
-        tid_of_key = np.where(tid_of_key >= 1 << 31, tid_of_key - (1 << 32), tid_of_key)
         procs = np.unique(proc_of_key)
 
         def proc_title(pid_id: int) -> str:
@@ -417,10 +417,11 @@ class _TimelineBuilder:
 
         proc_order = sorted(procs.tolist(), key=lambda p: (_sort_index(names["process_sort_index"].get((p,))),
                                                            _number_or_text(_s(t, p) if p >= 0 else "")))
-        max_depth = np.zeros(len(keys), np.int64) - 1
-        np.maximum.at(max_depth, sthread, depth)
+        max_depth = np.full(len(keys), -1, np.int64)
+        if len(sthread):  # slices are grouped by thread
+            first = np.flatnonzero(np.r_[True, sthread[1:] != sthread[:-1]])
+            max_depth[sthread[first]] = np.maximum.reduceat(depth, first)
         has_instants = np.zeros(len(keys), bool)
-        has_instants[ithread[scope == ord("t")] if len(ithread) else []] = True
         has_instants[ithread[(scope != ord("p")) & (scope != ord("g"))]] = True
         proc_instants = set(proc_of_key[ithread[scope == ord("p")]].tolist())
         lane_of_depth0 = np.full(len(keys), -1, np.int64)
@@ -431,14 +432,14 @@ class _TimelineBuilder:
             self.groups.append(prefix + proc_title(p))
             self.group_host.append(h.host)
             ks = np.flatnonzero(proc_of_key == p).tolist()
-            ks.sort(key=lambda k: (_sort_index(names["thread_sort_index"].get((p, int(t.tid[0]) * 0 + int(_tid_id(t, k, keys))))),
+            ks.sort(key=lambda k: (_sort_index(names["thread_sort_index"].get((p, _tid_id(keys, k)))),
                                    _number_or_text(_thread_text(t, keys, k))))
             if p in proc_instants:
                 proc_lane[p] = len(self.lane_names)
                 self.lane_group.append(group)
                 self.lane_names.append("process instants")
             for k in ks:
-                label = names["thread_name"].get((p, _tid_id(t, k, keys)))
+                label = names["thread_name"].get((p, _tid_id(keys, k)))
                 title = label if isinstance(label, str) and label else f"Thread {_thread_text(t, keys, k)}"
                 if max_depth[k] >= 0:
                     lane_of_depth0[k] = len(self.lane_names)
@@ -457,11 +458,10 @@ class _TimelineBuilder:
             self.lane_names.append("global")
         else:
             global_lane = -1
-        del tid_of_key
         ilane = np.where(scope == ord("g"), global_lane,
                          np.where(scope == ord("p"), [proc_lane.get(int(v), -1) for v in proc_of_key[ithread]] or 0,
                                   instant_lane[ithread]))
-        lane = np.r_[lane_of_depth0[sthread] + depth, ilane].astype(np.int64)
+        lane = np.r_[lane_of_depth0[sthread] + depth, ilane].astype(np.int32)
         rows = np.r_[srows, irows]
         file_index = len(self.files)
         offset = self.events
@@ -477,7 +477,8 @@ class _TimelineBuilder:
         # Parents as indices of this host's rows (converted after the final sort).
         # An instant's parent is the slice around it on its thread.
         iparent = _bind(ithread, start[irows], np.zeros(len(irows), bool), sthread, sstart, send, parent_local)
-        p["parent"].append(np.where(np.r_[parent_local, iparent] >= 0, np.r_[parent_local, iparent] + offset, -1))
+        parent = np.r_[parent_local, iparent].astype(np.int64)
+        p["parent"].append(np.where(parent >= 0, parent + offset, -1))
         self.events += len(rows)
         self._flows(h, thread, sthread, sstart, send, parent_local, offset)
         self._counters(h, names, proc_order, warnings)
@@ -620,13 +621,14 @@ class _TimelineBuilder:
         return timeline
 
 
-def _tid_id(t: ScannedTrace, k: int, keys: np.ndarray) -> int:
+def _tid_id(keys: np.ndarray, k: int) -> int:
+    """The tid string id of thread key k (pid id << 32 | tid id)."""
     v = int(keys[k] & 0xFFFFFFFF)
     return v - (1 << 32) if v >= 1 << 31 else v
 
 
 def _thread_text(t: ScannedTrace, keys: np.ndarray, k: int) -> str:
-    tid = _tid_id(t, k, keys)
+    tid = _tid_id(keys, k)
     return _s(t, tid) if tid >= 0 else "?"
 
 
