@@ -1,5 +1,7 @@
 """The main window with real worker threads: open, load, cancel, errors."""
 
+from pathlib import Path
+
 import pytest
 from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
 from PySide6.QtGui import QDropEvent
@@ -144,3 +146,92 @@ def test_xplane_session_with_two_hosts(qtbot, window, tmp_path):
     with qtbot.waitSignal(window.runner.failed, timeout=20000):
         window._on_tree_item(memory_b)
     assert "JAX records no such events" in window.status.text()
+
+
+GPU_TRACES = Path(__file__).parent / "data" / "chrome_trace" / "gpu"
+
+
+def test_gpu_traces_statistics_per_rank_and_all_hosts(qtbot, window):
+    open_and_wait(qtbot, window, GPU_TRACES)
+    session = window.tree.topLevelItem(0)
+    hosts = [session.child(i) for i in range(session.childCount())]
+    assert [h.text(0) for h in hosts] == ["rank-0", "rank-1", "All hosts"]
+    assert [hosts[0].child(i).text(0) for i in range(hosts[0].childCount())] == [
+        "Memory", "Timeline", "Kernels", "Operators", "Overview"]
+    assert [hosts[2].child(i).text(0) for i in range(hosts[2].childCount())] == [
+        "Timeline", "Kernels", "Operators", "Overview"]
+    # The first host's timeline loaded, with its statistics from the same timeline.
+    assert window.current_timeline == ("gpu", "rank-0") and window.tabs.currentWidget() is window.timeline_view
+    stats = window.stats_view.stats
+    assert stats is not None and stats.hosts == ["rank-0"] and window.stats_timeline is window.timeline_view.timeline
+    assert window.tabs.isTabVisible(window.tabs.indexOf(window.stats_view))
+    # Kernels of the loaded host: shown at once, nothing loads.
+    with qtbot.assertNotEmitted(window.runner.busy_changed):
+        window._on_tree_item(hosts[0].child(2))
+    assert window.tabs.currentWidget() is window.stats_view and window.stats_view.current_page() == "kernel_stats"
+    assert window.stats_view.kernels.model.rowCount() == 20
+    # Clicking it again after looking elsewhere shows it again.
+    window.tabs.setCurrentWidget(window.timeline_view)
+    window._on_tree_item(hosts[0].child(2))
+    assert window.tabs.currentWidget() is window.stats_view
+    # Kernels of the other host: its timeline loads, then the Kernels page shows.
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window._on_tree_item(hosts[1].child(2))
+    assert window.current_timeline == ("gpu", "rank-1")
+    assert window.tabs.currentWidget() is window.stats_view and window.stats_view.stats.hosts == ["rank-1"]
+    assert window.stats_view.current_page() == "kernel_stats"
+    # All hosts / Overview: both ranks side by side.
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window._on_tree_item(hosts[2].child(3))
+    assert window.current_timeline == ("gpu", "")
+    assert window.stats_view.current_page() == "overview" and window.tabs.currentWidget() is window.stats_view
+    overview = window.stats_view.overview.model
+    assert [overview.value(r, 0) for r in range(overview.rowCount())] == ["rank-0", "rank-1"]
+    assert window.stats_view.overview.bars.rows[1].host == "rank-1"
+    assert "All hosts" in window.status.text()
+    # The host item itself: its timeline loads and shows.
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window._on_tree_item(hosts[0])
+    assert window.tabs.currentWidget() is window.timeline_view and window.current_timeline == ("gpu", "rank-0")
+
+
+def test_gpu_traces_step_range_recomputes_in_the_worker(qtbot, window):
+    open_and_wait(qtbot, window, GPU_TRACES)
+    all_hosts = window.tree.topLevelItem(0).child(2)
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window._on_tree_item(all_hosts.child(1))  # All hosts / Kernels
+    view = window.stats_view
+    whole = view.stats
+    assert whole.step_range is None and view.kernels.model.rowCount() == 42
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        view.select_steps((3, 3))
+        assert not view.range_controls.isEnabled()  # no other range while this one computes
+    assert view.range_controls.isEnabled()
+    assert view.stats.step_range == (3, 3) and view.stats.hosts == ["rank-0", "rank-1"]
+    assert view.stats.kernels.count.sum() < whole.kernels.count.sum()
+    assert view.first_box.currentText() == "3" and view.current_page() == "kernel_stats"
+    assert "statistics of step 3" in window.status.text()
+    assert window.stats_timeline is window.timeline_view.timeline  # no new read
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        view.select_steps(None)
+    assert view.stats.step_range is None and view.kernels.model.rowCount() == 42
+    # A range the trace lacks: the message shows, the statistics stay.
+    with qtbot.waitSignal(window.runner.failed, timeout=20000) as failed:
+        window.recompute_stats((7, 9))
+    assert "no ProfilerStep between 7 and 9" in failed.args[0]
+    assert view.message.isVisibleTo(view) and view.stats is not None
+    assert window.tabs.currentWidget() is view
+
+
+def test_kineto_memory_items_use_the_memory_view(qtbot, window):
+    path = Path(__file__).parent / "data" / "chrome_trace" / "train.pt.trace.json.gz"
+    open_and_wait(qtbot, window, path)
+    host = window.tree.topLevelItem(0).child(0)
+    assert [host.child(i).text(0) for i in range(host.childCount())] == [
+        "Memory", "Timeline", "Kernels", "Operators", "Overview"]
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window._on_tree_item(host.child(0))
+    assert window.tabs.currentWidget() is window.memory_view and window.memory_view.allocator is not None
+    window._on_tree_item(host.child(3))  # Operators: the timeline is loaded already
+    assert window.tabs.currentWidget() is window.stats_view and window.stats_view.operators.model.rowCount() == 49
+    assert window.stats_view.stats.hosts == ["train"]

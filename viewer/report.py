@@ -6,7 +6,7 @@ import html
 import re
 from pathlib import Path
 
-from models.registry import MEMORY_PROFILE, TRACE_VIEWER
+from models.registry import KERNEL_STATS, MEMORY_PROFILE, TRACE_VIEWER
 from models.repository import ProfileRepository
 from protos import api_pb2
 from models.task import ProfileError
@@ -37,6 +37,48 @@ def _timeline_section(title: str, timeline, png: Path) -> str:
             f"<img src='{html.escape(png.name)}' alt='timeline'><h3>Op statistics</h3>"
             "<table><tr><th>Device</th><th>Op type</th><th>Count</th><th>Total</th><th>Share of step</th></tr>"
             f"{rows}</table>")
+
+
+def _model_table(model, top: int, skip: tuple[int, ...] = ()) -> str:
+    """The first `top` rows of a table model as shown (formatted, in its order)."""
+    from PySide6.QtCore import Qt
+
+    columns = [c for c in range(model.columnCount()) if c not in skip]
+    head = "".join(f"<th>{html.escape(str(model.headerData(c, Qt.Horizontal)))}</th>" for c in columns)
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(model.data(model.index(r, c)) or ''))}</td>" for c in columns)
+                   + "</tr>" for r in range(min(top, model.rowCount())))
+    return f"<table><tr>{head}</tr>{rows}</table>"
+
+
+def _statistics_section(title: str, view, stats, save, top: int = 20) -> str:
+    """A GPU trace's Statistics: the overview page as PNG, the overview table,
+    and the top kernels and operators by total time."""
+    from PySide6.QtCore import Qt
+
+    from widgets.trace_stats_view import KernelModel, OpModel, OverviewModel
+
+    view.set_stats(stats)
+    view.show_page("overview")
+    png = save(view, f"statistics_{_slug(title)}.png")
+    one_host = (0,) if len(stats.overview) <= 1 else ()
+    overview, kernels, ops = OverviewModel(), KernelModel(), OpModel()
+    overview.set_stats(stats)
+    kernels.set_stats(stats)
+    kernels.sort(4, Qt.DescendingOrder)
+    ops.set_stats(stats)
+    ops.sort(3, Qt.DescendingOrder)
+    devices = "".join(
+        f"<p>{html.escape(o.host or 'host')}: " + html.escape(", ".join(
+            f"GPU {d.get('id', '?')} {d.get('name', '')}" for d in (o.properties or {}).get("deviceProperties") or []
+            if isinstance(d, dict) and d.get("id") in stats.devices_used.get(o.host, []))) + "</p>"
+        for o in stats.overview if stats.devices_used.get(o.host))
+    return (f"<h2>Statistics: {html.escape(title)}</h2><p>{html.escape(view.range_label.text())}</p>"
+            f"{_model_table(overview, len(stats.overview))}{devices}"
+            f"<img src='{html.escape(png.name)}' alt='statistics overview'>"
+            f"<h3>Kernels (top {min(top, len(stats.kernels))} of {len(stats.kernels):,} by total time)</h3>"
+            f"{_model_table(kernels, top, one_host)}"
+            f"<h3>Operators (top {min(top, len(stats.ops))} of {len(stats.ops):,} by host total time)</h3>"
+            f"{_model_table(ops, top, one_host)}")
 
 
 def _kernel_section(log, memory_id: str, top: int = 20) -> str:
@@ -80,8 +122,10 @@ def _hparams_section(view, data, save, top: int = 20, charts: int = 3) -> str:
 
 def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, location: str = "") -> list[Path]:
     """Renders the memory view of every session, host and allocator, the
-    timeline and op statistics of every host with a step timeline, and the
-    HParams table, parallel coordinates and best groups' charts of a sweep.
+    timeline and op statistics of every host with a step timeline, the
+    Statistics (overview, top kernels and operators) of GPU traces per host
+    and for all hosts, and the HParams table, parallel coordinates and best
+    groups' charts of a sweep.
 
     Returns the written paths, index.html last. Sessions that fail to load
     are listed in the page with their error instead of stopping the report.
@@ -93,6 +137,8 @@ def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, lo
     from widgets.memory_summary import summary_items
     from widgets.memory_view import MemoryView
     from widgets.timeline_view import TimelineView
+    from widgets.trace_stats_view import TraceStatsView
+    from viewer.window import ALL_HOSTS, compute_trace_stats
 
     app = application(offscreen_without_display=True)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -102,6 +148,8 @@ def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, lo
     view.resize(*VIEW_SIZE)
     timeline_view = TimelineView()
     timeline_view.resize(*VIEW_SIZE)
+    stats_view = TraceStatsView()
+    stats_view.resize(*VIEW_SIZE)
 
     def save(widget, name: str) -> Path:
         widget.show()
@@ -117,10 +165,12 @@ def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, lo
     if hparams is not None:
         sections.append(_hparams_section(hparams_view, hparams, save))
     for info in sorted(repo.enum_sessions() if repo is not None else [], key=lambda s: s.name):
+        with_stats = repo.hosts_with(info.name, KERNEL_STATS)
         for host in repo.hosts_with(info.name, TRACE_VIEWER):
             title = f"{info.name} / {host}"
             try:
                 timeline = repo.step_timeline(info.name, host)
+                stats = compute_trace_stats(timeline, host=host) if host in with_stats else None
             except ProfileError as e:
                 sections.append(_error_section(title, e))
                 continue
@@ -128,6 +178,16 @@ def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, lo
             timeline_view.bottom.setCurrentIndex(2)  # op statistics
             png = save(timeline_view, f"timeline_{_slug(info.name, host)}.png")
             sections.append(_timeline_section(title, timeline, png))
+            if stats is not None:
+                sections.append(_statistics_section(title, stats_view, stats, save))
+        if with_stats and repo.combines_hosts(info.name):  # every host side by side
+            title = f"{info.name} / {ALL_HOSTS}"
+            try:
+                stats = compute_trace_stats(repo.step_timeline(info.name, ""))
+            except ProfileError as e:
+                sections.append(_error_section(title, e))
+            else:
+                sections.append(_statistics_section(title, stats_view, stats, save))
         for host in repo.hosts_with(info.name, MEMORY_PROFILE):
             title = f"{info.name} / {host}"
             try:
@@ -149,10 +209,10 @@ def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, lo
                     f"<p>{len(allocator.peak_allocations):,} rows in the table of active allocations at the peak.</p>"
                     + (_kernel_section(data.log, memory_id) if data.log is not None else ""))
     # Delete the widgets now, while Qt is fully alive, not at interpreter exit.
-    for widget in (view, timeline_view, hparams_view):
+    for widget in (view, timeline_view, hparams_view, stats_view):
         widget.close()
         widget.deleteLater()
-    del view, timeline_view, hparams_view
+    del view, timeline_view, hparams_view, stats_view
     app.sendPostedEvents(None, QEvent.DeferredDelete)
     index = out_dir / "index.html"
     index.write_text(

@@ -4,7 +4,12 @@ progress, a cancel button and errors."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
+import time
 from pathlib import Path
+
+import numpy as np
 
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
@@ -12,17 +17,21 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QDockWidget, QFileDial
                                QInputDialog, QLabel, QLineEdit, QMainWindow, QProgressBar, QPushButton, QSpinBox,
                                QTabWidget, QTreeWidget, QTreeWidgetItem, QWidget)
 
+from models import trace_stats
 from models.hparams import load_hparams
 from models.remote import SCHEME
 from models.remote.client import capture
 from models.formats import file_patterns
 from models.locations import open_location
-from models.registry import MEMORY_PROFILE, TRACE_VIEWER
+from models.registry import KERNEL_STATS, MEMORY_PROFILE, OP_STATS, OVERVIEW, TIMELINE_TOOLS, TRACE_VIEWER
 from models.repository import ProfileRepository
+from models.task import ProfileError, TaskState
 from models.tb_logdir import logdir_signature
+from models.timeline import Timeline
 from widgets.hparams_view import HParamsView
 from widgets.memory_view import MemoryView
 from widgets.timeline_view import TimelineView
+from widgets.trace_stats_view import TraceStats, TraceStatsView, describe_range
 from viewer.workers import TaskRunner
 
 MAX_RECENT = 8
@@ -31,8 +40,72 @@ HPARAMS = "hparams"  # tree target of the HParams entry
 WATCH_INTERVAL_MS = 5000  # how often a watched log dir is checked for new data
 
 
-TOOL_TITLES = {MEMORY_PROFILE: "Memory", TRACE_VIEWER: "Timeline"}
+TOOL_TITLES = {MEMORY_PROFILE: "Memory", TRACE_VIEWER: "Timeline", KERNEL_STATS: "Kernels", OP_STATS: "Operators",
+               OVERVIEW: "Overview"}
 ALL_HOSTS = "All hosts"  # tree entry: the timeline of every host of a session
+TIMELINE_VIEWS = (TRACE_VIEWER, *TIMELINE_TOOLS)  # tools shown from a loaded timeline
+LAUNCH_ROWS = 200  # kernels (largest total first) whose launch parameters are read from the file
+LAUNCH_ROWS_ALWAYS = 20  # read whatever the time; the others while LAUNCH_BUDGET_S lasts
+LAUNCH_BUDGET_S = 2.0
+GPU_GROUP = re.compile(r"\bGPU (\d+)")  # Kineto's GPU process names: "GPU 0", "rank-1: GPU 1: python ..."
+
+
+def compute_trace_stats(timeline: Timeline, step_range: tuple[int, int] | None = None, host: str = "",
+                        task: TaskState | None = None, launch_rows: int = LAUNCH_ROWS,
+                        known_launch: dict[tuple[str, str], dict[str, str]] | None = None,
+                        launch_budget_s: float = LAUNCH_BUDGET_S) -> TraceStats:
+    """The Statistics tab's content for a timeline (worker thread): kernel,
+    operator and overview statistics of the whole capture or of ProfilerSteps
+    first..last, and the launch parameters of the top kernels. `host` names a
+    single host's timeline (whose events carry no host).
+
+    Launch parameters are read back from the file, for at most `launch_rows`
+    kernels and, past the first LAUNCH_ROWS_ALWAYS, for as long as
+    `launch_budget_s` allows (a gzip file costs ~40 ms a read); those already
+    read for a (host, kernel) in `known_launch` are not read again."""
+    task = task or TaskState()
+    task.report(0.95, "Computing statistics")
+    window = None
+    if step_range is not None:
+        try:
+            window = trace_stats.step_window(timeline, *step_range)
+        except ValueError as e:
+            raise ProfileError(str(e)) from None
+    kernels = trace_stats.kernel_stats(timeline, window)
+    share = kernels.share
+    task.raise_if_cancelled()
+    ops = trace_stats.op_stats(timeline, window)
+    task.raise_if_cancelled()
+    overview = trace_stats.overview(timeline, window)
+    # The GPUs each host's activity ran on, from Kineto's process names ("GPU 0").
+    used: dict[str, set[int]] = {}
+    gpu_groups = np.unique(timeline.event_group[trace_stats.gpu_events(timeline)]) if len(timeline) else []
+    for g in gpu_groups.tolist() if len(gpu_groups) else []:
+        if m := GPU_GROUP.search(timeline.groups[g]):
+            used.setdefault(timeline.group_host[g] if timeline.group_host else "", set()).add(int(m.group(1)))
+    if host and trace_stats.host_names(timeline) == [""]:  # one host's timeline: name its rows
+        kernels.host = [host] * len(kernels)
+        ops.host = [host] * len(ops)
+        overview = [dataclasses.replace(o, host=host) for o in overview]
+        used = {host: used.get("", set())}
+    launch: dict[int, dict[str, str]] = {}
+    known = known_launch or {}
+    wanted = min(launch_rows, len(kernels))
+    began = time.perf_counter()
+    rows = 0  # the top rows covered so far
+    while rows < wanted:
+        key = (kernels.host[rows], kernels.name[rows])
+        if key in known:
+            launch[rows] = known[key]
+        elif rows >= LAUNCH_ROWS_ALWAYS and time.perf_counter() - began > launch_budget_s:
+            break
+        else:
+            task.report(0.96, f"Reading launch parameters of kernel {rows + 1:,} of {wanted:,}" if rows % 10 == 0 else "")
+            launch[rows] = trace_stats.launch_parameters(timeline, kernels.first_event[rows])
+        rows += 1
+    return TraceStats(kernels, share, ops, overview, launch, rows,
+                      np.unique(trace_stats.steps(timeline).number), step_range, window,
+                      {h: sorted(ids) for h, ids in used.items()})
 
 
 def _preferred_tool(tools: list[str]) -> str:
@@ -91,6 +164,7 @@ class MainWindow(QMainWindow):
         self.repo: ProfileRepository | None = None
         self.current: tuple[str, str] | None = None  # (session, host) of the memory tab
         self.current_timeline: tuple[str, str] | None = None  # (session, host) of the timeline tab
+        self.stats_timeline: Timeline | None = None  # the timeline the Statistics tab was computed from
         self.requested: tuple | None = None  # (session, host, tool) last asked for
         self.opened_path: str | None = None
         self.runner = TaskRunner(self)
@@ -110,9 +184,11 @@ class MainWindow(QMainWindow):
         self.memory_view = MemoryView()
         self.timeline_view = TimelineView()
         self.hparams_view = HParamsView()
+        self.stats_view = TraceStatsView()
         self.tabs = QTabWidget()
         self.tabs.addTab(self.memory_view, "Memory")
         self.tabs.addTab(self.timeline_view, "Timeline")
+        self.tabs.addTab(self.stats_view, "Statistics")
         self.tabs.addTab(self.hparams_view, "HParams")
         self.setCentralWidget(self.tabs)
 
@@ -130,14 +206,17 @@ class MainWindow(QMainWindow):
         self.memory_view.host_requested.connect(lambda host: self.load_memory(self.current[0], host) if self.current else None)
         self.timeline_view.step_requested.connect(
             lambda step: self.load_timeline(*self.current_timeline, step) if self.current_timeline else None)
+        self.stats_view.step_range_requested.connect(self.recompute_stats)
         self.hparams_view.watch_toggled.connect(self.set_watching)
         self.hparams_runner.failed.connect(self.show_error)
         self.cancel_button.clicked.connect(self.cancel)
         self.runner.progress.connect(self._on_progress)
         self.runner.busy_changed.connect(self._set_busy)
+        self.runner.busy_changed.connect(self.stats_view.set_busy)
         self.runner.failed.connect(self.show_error)
         self.runner.cancelled.connect(lambda: self.set_status("Cancelled."))
         self.resize(1280, 860)
+        self.resizeDocks([dock], [230], Qt.Horizontal)  # room for host names; a saved state overrides it
         self._restore()
 
     # ------------------------------------------------------------ menus
@@ -242,6 +321,11 @@ class MainWindow(QMainWindow):
         self.tabs.setTabVisible(self.tabs.indexOf(self.hparams_view), hparams is not None)
         for view in (self.memory_view, self.timeline_view):
             self.tabs.setTabVisible(self.tabs.indexOf(view), repo is not None)
+        self.tabs.setTabVisible(self.tabs.indexOf(self.stats_view), repo is not None and any(
+            KERNEL_STATS in s.tools for s in repo.enum_sessions()))
+        self.stats_view.set_stats(None)
+        self.stats_timeline = None
+        self.current_timeline = None  # a reopened path may hold other data under the same names
         self.repo = repo
         self.tree.clear()
         if repo is not None:
@@ -290,7 +374,7 @@ class MainWindow(QMainWindow):
         self.set_status(f"{self.hparams_path}: reloaded, {len(data.session_runs):,} HParams sessions.")
 
     def reset_zoom(self) -> None:
-        if self.tabs.currentWidget() is self.hparams_view:
+        if self.tabs.currentWidget() in (self.hparams_view, self.stats_view):
             return
         if self.tabs.currentWidget() is self.timeline_view:
             self.timeline_view.canvas.reset_zoom()
@@ -298,21 +382,61 @@ class MainWindow(QMainWindow):
             self.memory_view.plot.reset_zoom()
 
     def load(self, session: str, host: str, tool: str) -> None:
-        if tool == TRACE_VIEWER:
-            self.load_timeline(session, host)
-        else:
+        if tool not in TIMELINE_VIEWS:
             self.load_memory(session, host)
+            return
+        if self.runner.busy and self.requested and tuple(self.requested[:2]) == (session, host) \
+                and self.requested[2] in TIMELINE_VIEWS:
+            # That timeline is loading (or its statistics are): show this tool when it is there.
+            self.requested = (session, host, tool)
+            if tool in TIMELINE_TOOLS and self.stats_timeline is not None and self.current_timeline == (session, host):
+                self.show_statistics(tool)
+            return
+        loaded = self.current_timeline == (session, host) and not self.runner.busy
+        if loaded and tool in TIMELINE_TOOLS and self.stats_timeline is not None:
+            self.requested = (session, host, tool)  # computed with the timeline: just show it
+            self.show_statistics(tool)
+        elif loaded and tool == TRACE_VIEWER and self.timeline_view.timeline is not None:
+            self.requested = (session, host, tool)
+            self.tabs.setCurrentWidget(self.timeline_view)
+        else:
+            self.load_timeline(session, host, show=tool)
 
-    def load_timeline(self, session: str, host: str, step: str = "") -> None:
+    def _has_stats(self, session: str, host: str) -> bool:
+        """Whether the repository offers the trace statistics for a host (or all hosts)."""
+        info = self.repo.session(session)
+        if KERNEL_STATS not in info.tools:
+            return False
+        return self.repo.combines_hosts(session) if not host else host in self.repo.hosts_with(session, KERNEL_STATS)
+
+    def load_timeline(self, session: str, host: str, step: str = "", show: str = TRACE_VIEWER) -> None:
+        """Loads a host's (or all hosts') timeline and, where the source has
+        them, its statistics from the same timeline; then shows `show`."""
         repo = self.repo
-        self.requested = (session, host, TRACE_VIEWER)
+        self.requested = (session, host, show)
+        with_stats = self._has_stats(session, host)
         self.set_status(f"Loading the timeline of {session} / {host or ALL_HOSTS}…")
 
         def job(task):
             steps = repo.steps(session, host)
-            return session, host, steps, step or (steps[0] if steps else ""), repo.step_timeline(session, host, step, task)
+            timeline = repo.step_timeline(session, host, step, task)
+            stats = compute_trace_stats(timeline, None, host, task) if with_stats else None
+            return session, host, steps, step or (steps[0] if steps else ""), timeline, stats
 
         self.runner.start(job, self._show_timeline)
+
+    def recompute_stats(self, step_range: tuple[int, int] | None) -> None:
+        """The Statistics tab for a range of ProfilerSteps (None: the whole
+        capture), computed in the worker from the loaded timeline."""
+        if self.stats_timeline is None or self.current_timeline is None:
+            return
+        timeline, (session, host) = self.stats_timeline, self.current_timeline
+        self.requested = (session, host, self.stats_view.current_page())
+        self.set_status(f"Computing the statistics of {session} / {host or ALL_HOSTS} for {describe_range(step_range)}…")
+        known = self.stats_view.stats.launch_by_kernel() if self.stats_view.stats is not None else {}
+        self.runner.start(lambda task: (session, host, timeline,
+                                        compute_trace_stats(timeline, step_range, host, task, known_launch=known)),
+                          self._show_stats)
 
     def load_memory(self, session: str, host: str) -> None:
         repo = self.repo
@@ -338,6 +462,11 @@ class MainWindow(QMainWindow):
             if repo.combines_hosts(info.name):
                 all_item = QTreeWidgetItem(item, [ALL_HOSTS])
                 all_item.setData(0, ROLE_TARGET, (info.name, "", TRACE_VIEWER))
+                if KERNEL_STATS in info.tools:  # the statistics of every host side by side
+                    for tool in (TRACE_VIEWER, *TIMELINE_TOOLS):
+                        if tool in info.tools:
+                            tool_item = QTreeWidgetItem(all_item, [TOOL_TITLES[tool]])
+                            tool_item.setData(0, ROLE_TARGET, (info.name, "", tool))
             if info.hosts:
                 latest = item.child(0)
         self.tree.expandAll()
@@ -356,20 +485,40 @@ class MainWindow(QMainWindow):
         self.set_status(f"{session} / {host}: memory profile with {len(data.allocators)} allocator(s): {ids}")
 
     def _show_timeline(self, result) -> None:
-        session, host, steps, step, timeline = result
+        session, host, steps, step, timeline, stats = result
+        # What to show: the tool last asked for, if it is this timeline's (clicked while it loaded).
+        r = self.requested
+        show = r[2] if r and tuple(r[:2]) == (session, host) and r[2] in TIMELINE_VIEWS else TRACE_VIEWER
         self.current_timeline = (session, host)
         self.timeline_view.set_steps(steps, step)
         self.timeline_view.set_timeline(timeline)
-        self.tabs.setCurrentWidget(self.timeline_view)
+        self.stats_timeline = timeline if stats is not None else None
+        self.stats_view.set_stats(stats)
+        if show in TIMELINE_TOOLS and stats is not None:
+            self.show_statistics(show)
+        else:
+            self.tabs.setCurrentWidget(self.timeline_view)
         warn = f" Warnings: {'; '.join(timeline.warnings)}" if timeline.warnings else ""
         self.set_status(f"{session} / {host or ALL_HOSTS}{' / ' + step if step else ''}: {len(timeline):,} events on "
                         f"{len(timeline.groups)} device(s).{warn}")
+
+    def _show_stats(self, result) -> None:
+        session, host, timeline, stats = result
+        if timeline is not self.stats_timeline:
+            return  # another timeline was loaded meanwhile
+        self.stats_view.set_stats(stats)
+        self.set_status(f"{session} / {host or ALL_HOSTS}: statistics of {describe_range(stats.step_range)}.")
+
+    def show_statistics(self, tool: str) -> None:
+        """The Statistics tab on the page of a tool (overview, kernel_stats, op_stats)."""
+        self.stats_view.show_page(tool)
+        self.tabs.setCurrentWidget(self.stats_view)
 
     def _on_tree_item(self, item: QTreeWidgetItem, _column=0) -> None:
         target = item.data(0, ROLE_TARGET)
         if target and tuple(target) == (HPARAMS,):
             self.tabs.setCurrentWidget(self.hparams_view)
-        elif target and self.repo is not None and tuple(target) != self.requested:
+        elif target and self.repo is not None and (tuple(target) != self.requested or target[2] in TIMELINE_TOOLS):
             self.load(*target)
 
     # ------------------------------------------------------------ status
@@ -380,7 +529,10 @@ class MainWindow(QMainWindow):
 
     def show_error(self, message: str) -> None:
         self.set_status(message, error=True)
-        if self.requested and self.requested[2] == TRACE_VIEWER:
+        if self.requested and self.requested[2] in TIMELINE_TOOLS:
+            self.stats_view.show_message(message)
+            self.tabs.setCurrentWidget(self.stats_view)
+        elif self.requested and self.requested[2] == TRACE_VIEWER:
             self.timeline_view.show_message(message)
         else:
             self.memory_view.show_message(message)
