@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
+from models.task import ProfileError, TaskState
 from models.timeline import Timeline
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -35,6 +38,10 @@ STEP_PATTERN = re.compile(r"ProfilerStep#(\d+)")
 # Kineto's kernel args shown as launch parameters.
 LAUNCH_ARGS = ("grid", "block", "registers per thread", "shared memory", "est. achieved occupancy %")
 PS_PER_US = 1e6
+LAUNCH_ROWS = 200  # kernels (largest total first) whose launch parameters are read from the file
+LAUNCH_ROWS_ALWAYS = 20  # read whatever the time; the others while LAUNCH_BUDGET_S lasts
+LAUNCH_BUDGET_S = 2.0
+GPU_GROUP = re.compile(r"\bGPU (\d+)")  # Kineto's GPU process names: "GPU 0", "rank-1: GPU 1: python ..."
 
 
 def kernel_type(name: str, category: str) -> str:
@@ -152,18 +159,16 @@ class KernelStats:
     def __len__(self) -> int:
         return len(self.name)
 
-    @property
+    @cached_property
     def mean_ps(self) -> np.ndarray:
         return self.total_ps / np.maximum(self.count, 1)
 
-    @property
+    @cached_property
     def share(self) -> np.ndarray:
         """Each row's part of its host's total GPU activity time."""
-        out = np.zeros(len(self))
-        for h in set(self.host):
-            mine = np.array([x == h for x in self.host])
-            out[mine] = self.total_ps[mine] / max(self.total_ps[mine].sum(), 1)
-        return out
+        hosts, host = np.unique(np.array(self.host, dtype=object), return_inverse=True) if len(self) else ([], [])
+        totals = np.bincount(host, weights=self.total_ps, minlength=len(hosts))
+        return self.total_ps / np.maximum(totals[host], 1) if len(self) else np.zeros(0)
 
 
 def kernel_stats(tl: Timeline, window: tuple[int, int] | None = None) -> KernelStats:
@@ -372,3 +377,80 @@ def tool_json(tl: Timeline, tool: str, params: dict[str, str]) -> bytes:
 
 def _us(ps) -> float:
     return round(float(ps) / PS_PER_US, 3)
+
+
+# ---------------------------------------------------------------- the Statistics view's content
+
+
+@dataclass
+class TraceStats:
+    """What the Statistics view shows, computed off the GUI thread."""
+
+    kernels: KernelStats
+    ops: OpStats
+    overview: list[HostOverview]
+    launch: dict[int, dict[str, str]]  # kernel row -> launch parameters (the top rows only)
+    launch_rows: int  # how many of the top kernel rows had their launch parameters read
+    step_numbers: np.ndarray  # every ProfilerStep number of the trace (the range selector's choices)
+    step_range: tuple[int, int] | None = None  # the steps shown; None = the whole capture
+    window_ps: tuple[int, int] | None = None
+    devices_used: dict[str, list[int]] = field(default_factory=dict)  # host -> GPU ids its activity ran on
+
+    @property
+    def hosts(self) -> list[str]:
+        return [o.host for o in self.overview]
+
+    def launch_by_kernel(self) -> dict[tuple[str, str], dict[str, str]]:
+        """The launch parameters read, by (host, kernel name): what a
+        recomputation for another step range need not read again."""
+        return {(self.kernels.host[i], self.kernels.name[i]): p for i, p in self.launch.items()}
+
+
+def compute(timeline: Timeline, step_range: tuple[int, int] | None = None, task: TaskState | None = None,
+            launch_rows: int = LAUNCH_ROWS, known_launch: dict[tuple[str, str], dict[str, str]] | None = None,
+            launch_budget_s: float = LAUNCH_BUDGET_S) -> TraceStats:
+    """The Statistics tab's content for a timeline (worker thread): kernel,
+    operator and overview statistics of the whole capture or of ProfilerSteps
+    first..last, and the launch parameters of the top kernels.
+
+    Launch parameters are read back from the file, for at most `launch_rows`
+    kernels and, past the first LAUNCH_ROWS_ALWAYS, for as long as
+    `launch_budget_s` allows (a gzip file costs ~40 ms a read); those already
+    read for a (host, kernel) in `known_launch` are not read again."""
+    task = task or TaskState()
+    task.report(0.95, "Computing statistics")
+    window = None
+    if step_range is not None:
+        try:
+            window = step_window(timeline, *step_range)
+        except ValueError as e:
+            raise ProfileError(str(e)) from None
+    kernels = kernel_stats(timeline, window)
+    task.raise_if_cancelled()
+    ops = op_stats(timeline, window)
+    task.raise_if_cancelled()
+    hosts = overview(timeline, window)
+    # The GPUs each host's activity ran on, from Kineto's process names ("GPU 0").
+    used: dict[str, set[int]] = {}
+    gpu_groups = np.unique(timeline.event_group[gpu_events(timeline)]) if len(timeline) else []
+    for g in gpu_groups.tolist() if len(gpu_groups) else []:
+        if m := GPU_GROUP.search(timeline.groups[g]):
+            used.setdefault(timeline.group_host[g] if timeline.group_host else "", set()).add(int(m.group(1)))
+    launch: dict[int, dict[str, str]] = {}
+    known = known_launch or {}
+    wanted = min(launch_rows, len(kernels))
+    began = time.perf_counter()
+    rows = 0  # the top rows covered so far
+    while rows < wanted:
+        key = (kernels.host[rows], kernels.name[rows])
+        if key in known:
+            launch[rows] = known[key]
+        elif rows >= LAUNCH_ROWS_ALWAYS and time.perf_counter() - began > launch_budget_s:
+            break
+        else:
+            task.report(0.96, f"Reading launch parameters of kernel {rows + 1:,} of {wanted:,}" if rows % 10 == 0 else "")
+            launch[rows] = launch_parameters(timeline, kernels.first_event[rows])
+        rows += 1
+    return TraceStats(kernels, ops, hosts, launch, rows,
+                      np.unique(steps(timeline).number), step_range, window,
+                      {h: sorted(ids) for h, ids in used.items()})

@@ -12,7 +12,6 @@ from conftest import DATA
 from models import trace_stats
 from models.formats.chrome_trace import build_timeline, scan
 from models.task import Cancelled, ProfileError, TaskState
-from viewer.window import compute_trace_stats
 from widgets.trace_stats_view import (BREAKDOWN, DeviceModel, KernelModel, OpModel, OverviewModel, TraceStatsView,
                                       describe_range, natural_key)
 
@@ -26,12 +25,12 @@ def two_ranks():
 
 @pytest.fixture(scope="module")
 def rank0():
-    return build_timeline([("", scan(GPU / "rank-0.json.gz"))])
+    return build_timeline([("rank-0", scan(GPU / "rank-0.json.gz"))])
 
 
 @pytest.fixture(scope="module")
 def stats(two_ranks):
-    return compute_trace_stats(two_ranks)
+    return trace_stats.compute(two_ranks)
 
 
 @pytest.fixture
@@ -54,7 +53,7 @@ def shown(model, column):
 def test_compute_matches_the_models_functions(two_ranks, stats):
     k = trace_stats.kernel_stats(two_ranks)
     assert stats.kernels.name == k.name and np.array_equal(stats.kernels.total_ps, k.total_ps)
-    assert np.allclose(stats.kernel_share, k.share)
+    assert np.allclose(stats.kernels.share, k.share)
     assert stats.hosts == ["rank-0", "rank-1"]
     assert list(stats.step_numbers) == [2, 3, 4] and stats.step_range is None and stats.window_ps is None
     assert stats.launch_rows == len(k) == len(stats.launch)  # 42 kernels: all under the top 200
@@ -63,23 +62,23 @@ def test_compute_matches_the_models_functions(two_ranks, stats):
 
 
 def test_compute_names_a_single_hosts_rows_and_limits_steps(rank0):
-    s = compute_trace_stats(rank0, (3, 3), host="rank-0")
+    s = trace_stats.compute(rank0, (3, 3))
     assert s.hosts == ["rank-0"] and set(s.kernels.host) == {"rank-0"} and set(s.ops.host) == {"rank-0"}
     assert s.devices_used == {"rank-0": [0]}
     assert s.step_range == (3, 3) and s.window_ps == trace_stats.step_window(rank0, 3, 3)
     assert list(s.overview[0].steps.number) == [3]
-    whole = compute_trace_stats(rank0, host="rank-0")
+    whole = trace_stats.compute(rank0)
     assert s.kernels.count.sum() < whole.kernels.count.sum()
     with pytest.raises(ProfileError, match="no ProfilerStep between 7 and 9"):
-        compute_trace_stats(rank0, (7, 9))
+        trace_stats.compute(rank0, (7, 9))
     task = TaskState()
     task.cancel()
     with pytest.raises(Cancelled):
-        compute_trace_stats(rank0, task=task)
+        trace_stats.compute(rank0, task=task)
 
 
 def test_only_the_top_kernels_launch_parameters_are_read(rank0):
-    s = compute_trace_stats(rank0, launch_rows=3)
+    s = trace_stats.compute(rank0, launch_rows=3)
     assert s.launch_rows == 3 and sorted(s.launch) == [0, 1, 2]
 
 
@@ -182,7 +181,7 @@ def test_kernel_page_filters_and_shows_launch_parameters(qtbot, view, stats):
 def test_launch_parameters_beyond_the_top_rows_are_explained(qtbot, rank0):
     v = TraceStatsView()
     qtbot.addWidget(v)
-    v.set_stats(compute_trace_stats(rank0, host="rank-0", launch_rows=1))
+    v.set_stats(trace_stats.compute(rank0, launch_rows=1))
     page = v.kernels
     assert page.table.isColumnHidden(0) and not page.host_box.isVisibleTo(page)  # one host
     page.table.selectRow(1)
@@ -200,7 +199,7 @@ def test_step_range_selector_emits_and_follows_the_stats(qtbot, view, stats, two
         view.first_box.activated.emit(view.first_box.currentIndex())  # as a user's choice
     assert sig.args == [(4, 4)]
     with qtbot.assertNotEmitted(view.step_range_requested):
-        view.set_stats(compute_trace_stats(two_ranks, (3, 4)))
+        view.set_stats(trace_stats.compute(two_ranks, (3, 4)))
     assert (view.first_box.currentText(), view.last_box.currentText()) == ("3", "4") and view.last_box.isEnabled()
     assert view.range_label.text().startswith("Showing steps 3–4 (")
     with qtbot.waitSignal(view.step_range_requested) as sig:
@@ -247,10 +246,10 @@ def test_overview_page_bars_and_devices(qtbot, view, stats, tmp_path):
 
 
 def test_cpu_only_trace_says_so(qtbot):
-    tl = build_timeline([("", scan(DATA / "chrome_trace" / "train.pt.trace.json.gz"))])
+    tl = build_timeline([("train", scan(DATA / "chrome_trace" / "train.pt.trace.json.gz"))])
     v = TraceStatsView()
     qtbot.addWidget(v)
-    v.set_stats(compute_trace_stats(tl, host="train"))
+    v.set_stats(trace_stats.compute(tl))
     assert v.kernels.model.rowCount() == 0 and v.operators.model.rowCount() == 49
     assert "no GPU devices" in v.overview.device_label.text()
     assert v.overview.model.data(v.overview.model.index(0, 1)) == "0"
@@ -275,7 +274,7 @@ def test_report_has_the_statistics_of_each_rank_and_all(tmp_path):
 
 
 def test_launch_parameters_read_once_and_within_a_budget(rank0, two_ranks, monkeypatch):
-    whole = compute_trace_stats(rank0, host="rank-0")
+    whole = trace_stats.compute(rank0)
     known = whole.launch_by_kernel()
     assert known[("rank-0", whole.kernels.name[0])] == whole.launch[0]
 
@@ -283,8 +282,8 @@ def test_launch_parameters_read_once_and_within_a_budget(rank0, two_ranks, monke
         raise AssertionError("read again")
 
     monkeypatch.setattr(trace_stats, "launch_parameters", no_reading)
-    steps = compute_trace_stats(rank0, (3, 4), host="rank-0", known_launch=known)
+    steps = trace_stats.compute(rank0, (3, 4), known_launch=known)
     assert steps.launch_rows == len(steps.kernels) and steps.launch[0] == known[("rank-0", steps.kernels.name[0])]
     monkeypatch.setattr(trace_stats, "launch_parameters", lambda tl, event: {"grid": "[1, 1, 1]"})
-    budgeted = compute_trace_stats(two_ranks, launch_budget_s=0.0)  # 42 kernels
+    budgeted = trace_stats.compute(two_ranks, launch_budget_s=0.0)  # 42 kernels
     assert budgeted.launch_rows == 20 == len(budgeted.launch)  # LAUNCH_ROWS_ALWAYS, then the budget is spent

@@ -6,6 +6,7 @@ import html
 import re
 from pathlib import Path
 
+from models import trace_stats
 from models.registry import KERNEL_STATS, MEMORY_PROFILE, TRACE_VIEWER
 from models.repository import ProfileRepository
 from protos import api_pb2
@@ -138,7 +139,7 @@ def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, lo
     from widgets.memory_view import MemoryView
     from widgets.timeline_view import TimelineView
     from widgets.trace_stats_view import TraceStatsView
-    from viewer.window import ALL_HOSTS, compute_trace_stats
+    from viewer.window import ALL_HOSTS
 
     app = application(offscreen_without_display=True)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -170,7 +171,7 @@ def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, lo
             title = f"{info.name} / {host}"
             try:
                 timeline = repo.step_timeline(info.name, host)
-                stats = compute_trace_stats(timeline, host=host) if host in with_stats else None
+                stats = trace_stats.compute(timeline) if host in with_stats else None
             except ProfileError as e:
                 sections.append(_error_section(title, e))
                 continue
@@ -183,7 +184,7 @@ def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, lo
         if with_stats and repo.combines_hosts(info.name):  # every host side by side
             title = f"{info.name} / {ALL_HOSTS}"
             try:
-                stats = compute_trace_stats(repo.step_timeline(info.name, ""))
+                stats = trace_stats.compute(repo.step_timeline(info.name, ""))
             except ProfileError as e:
                 sections.append(_error_section(title, e))
             else:

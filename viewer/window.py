@@ -4,12 +4,7 @@ progress, a cancel button and errors."""
 
 from __future__ import annotations
 
-import dataclasses
-import re
-import time
 from pathlib import Path
-
-import numpy as np
 
 from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
@@ -25,13 +20,12 @@ from models.formats import file_patterns
 from models.locations import open_location
 from models.registry import KERNEL_STATS, MEMORY_PROFILE, OP_STATS, OVERVIEW, TIMELINE_TOOLS, TRACE_VIEWER
 from models.repository import ProfileRepository
-from models.task import ProfileError, TaskState
 from models.tb_logdir import logdir_signature
 from models.timeline import Timeline
 from widgets.hparams_view import HParamsView
 from widgets.memory_view import MemoryView
 from widgets.timeline_view import TimelineView
-from widgets.trace_stats_view import TraceStats, TraceStatsView, describe_range
+from widgets.trace_stats_view import TraceStatsView, describe_range
 from viewer.workers import TaskRunner
 
 MAX_RECENT = 8
@@ -44,68 +38,6 @@ TOOL_TITLES = {MEMORY_PROFILE: "Memory", TRACE_VIEWER: "Timeline", KERNEL_STATS:
                OVERVIEW: "Overview"}
 ALL_HOSTS = "All hosts"  # tree entry: the timeline of every host of a session
 TIMELINE_VIEWS = (TRACE_VIEWER, *TIMELINE_TOOLS)  # tools shown from a loaded timeline
-LAUNCH_ROWS = 200  # kernels (largest total first) whose launch parameters are read from the file
-LAUNCH_ROWS_ALWAYS = 20  # read whatever the time; the others while LAUNCH_BUDGET_S lasts
-LAUNCH_BUDGET_S = 2.0
-GPU_GROUP = re.compile(r"\bGPU (\d+)")  # Kineto's GPU process names: "GPU 0", "rank-1: GPU 1: python ..."
-
-
-def compute_trace_stats(timeline: Timeline, step_range: tuple[int, int] | None = None, host: str = "",
-                        task: TaskState | None = None, launch_rows: int = LAUNCH_ROWS,
-                        known_launch: dict[tuple[str, str], dict[str, str]] | None = None,
-                        launch_budget_s: float = LAUNCH_BUDGET_S) -> TraceStats:
-    """The Statistics tab's content for a timeline (worker thread): kernel,
-    operator and overview statistics of the whole capture or of ProfilerSteps
-    first..last, and the launch parameters of the top kernels. `host` names a
-    single host's timeline (whose events carry no host).
-
-    Launch parameters are read back from the file, for at most `launch_rows`
-    kernels and, past the first LAUNCH_ROWS_ALWAYS, for as long as
-    `launch_budget_s` allows (a gzip file costs ~40 ms a read); those already
-    read for a (host, kernel) in `known_launch` are not read again."""
-    task = task or TaskState()
-    task.report(0.95, "Computing statistics")
-    window = None
-    if step_range is not None:
-        try:
-            window = trace_stats.step_window(timeline, *step_range)
-        except ValueError as e:
-            raise ProfileError(str(e)) from None
-    kernels = trace_stats.kernel_stats(timeline, window)
-    share = kernels.share
-    task.raise_if_cancelled()
-    ops = trace_stats.op_stats(timeline, window)
-    task.raise_if_cancelled()
-    overview = trace_stats.overview(timeline, window)
-    # The GPUs each host's activity ran on, from Kineto's process names ("GPU 0").
-    used: dict[str, set[int]] = {}
-    gpu_groups = np.unique(timeline.event_group[trace_stats.gpu_events(timeline)]) if len(timeline) else []
-    for g in gpu_groups.tolist() if len(gpu_groups) else []:
-        if m := GPU_GROUP.search(timeline.groups[g]):
-            used.setdefault(timeline.group_host[g] if timeline.group_host else "", set()).add(int(m.group(1)))
-    if host and trace_stats.host_names(timeline) == [""]:  # one host's timeline: name its rows
-        kernels.host = [host] * len(kernels)
-        ops.host = [host] * len(ops)
-        overview = [dataclasses.replace(o, host=host) for o in overview]
-        used = {host: used.get("", set())}
-    launch: dict[int, dict[str, str]] = {}
-    known = known_launch or {}
-    wanted = min(launch_rows, len(kernels))
-    began = time.perf_counter()
-    rows = 0  # the top rows covered so far
-    while rows < wanted:
-        key = (kernels.host[rows], kernels.name[rows])
-        if key in known:
-            launch[rows] = known[key]
-        elif rows >= LAUNCH_ROWS_ALWAYS and time.perf_counter() - began > launch_budget_s:
-            break
-        else:
-            task.report(0.96, f"Reading launch parameters of kernel {rows + 1:,} of {wanted:,}" if rows % 10 == 0 else "")
-            launch[rows] = trace_stats.launch_parameters(timeline, kernels.first_event[rows])
-        rows += 1
-    return TraceStats(kernels, share, ops, overview, launch, rows,
-                      np.unique(trace_stats.steps(timeline).number), step_range, window,
-                      {h: sorted(ids) for h, ids in used.items()})
 
 
 def _preferred_tool(tools: list[str]) -> str:
@@ -420,7 +352,7 @@ class MainWindow(QMainWindow):
         def job(task):
             steps = repo.steps(session, host)
             timeline = repo.step_timeline(session, host, step, task)
-            stats = compute_trace_stats(timeline, None, host, task) if with_stats else None
+            stats = trace_stats.compute(timeline, None, task) if with_stats else None
             return session, host, steps, step or (steps[0] if steps else ""), timeline, stats
 
         self.runner.start(job, self._show_timeline)
@@ -435,7 +367,7 @@ class MainWindow(QMainWindow):
         self.set_status(f"Computing the statistics of {session} / {host or ALL_HOSTS} for {describe_range(step_range)}…")
         known = self.stats_view.stats.launch_by_kernel() if self.stats_view.stats is not None else {}
         self.runner.start(lambda task: (session, host, timeline,
-                                        compute_trace_stats(timeline, step_range, host, task, known_launch=known)),
+                                        trace_stats.compute(timeline, step_range, task, known_launch=known)),
                           self._show_stats)
 
     def load_memory(self, session: str, host: str) -> None:

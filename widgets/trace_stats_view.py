@@ -13,7 +13,6 @@ range's statistics in its worker and calls `set_stats` again.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QRect, QSize, Qt, QTimer, Signal
@@ -23,7 +22,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QGroupBox, QHBoxLay
                                QToolTip, QVBoxLayout, QWidget)
 
 from models.registry import KERNEL_STATS, OP_STATS, OVERVIEW
-from models.trace_stats import COMMUNICATION, COMPUTATION, MEMORY, OTHER, HostOverview, KernelStats, OpStats
+from models.trace_stats import COMMUNICATION, COMPUTATION, MEMORY, OTHER, HostOverview, TraceStats
 from models.units import format_bytes, format_time_ps
 
 KERNEL_TYPES = (COMPUTATION, COMMUNICATION, MEMORY, OTHER)
@@ -41,31 +40,6 @@ PAGE_TITLES = {OVERVIEW: "Overview", KERNEL_STATS: "Kernels", OP_STATS: "Operato
 # What a launch parameter is called in the panel under the kernel table.
 LAUNCH_TITLES = {"grid": "Grid", "block": "Block", "registers per thread": "Registers per thread",
                  "shared memory": "Shared memory", "est. achieved occupancy %": "Est. achieved occupancy"}
-
-
-@dataclass
-class TraceStats:
-    """What the Statistics view shows, computed off the GUI thread."""
-
-    kernels: KernelStats
-    kernel_share: np.ndarray  # each kernel row's part of its host's GPU activity time
-    ops: OpStats
-    overview: list[HostOverview]
-    launch: dict[int, dict[str, str]]  # kernel row -> launch parameters (the top rows only)
-    launch_rows: int  # how many of the top kernel rows had their launch parameters read
-    step_numbers: np.ndarray  # every ProfilerStep number of the trace (the range selector's choices)
-    step_range: tuple[int, int] | None = None  # the steps shown; None = the whole capture
-    window_ps: tuple[int, int] | None = None
-    devices_used: dict[str, list[int]] = field(default_factory=dict)  # host -> GPU ids its activity ran on
-
-    @property
-    def hosts(self) -> list[str]:
-        return [o.host for o in self.overview]
-
-    def launch_by_kernel(self) -> dict[tuple[str, str], dict[str, str]]:
-        """The launch parameters read, by (host, kernel name): what a
-        recomputation for another step range need not read again."""
-        return {(self.kernels.host[i], self.kernels.name[i]): p for i, p in self.launch.items()}
 
 
 def _percent(part: float, whole: float) -> float:
@@ -256,7 +230,7 @@ class KernelModel(StatsTableModel):
             self.set_columns([[] for _ in self.COLUMNS])
             return
         self.set_columns([k.host, k.name, k.type, k.count, k.total_ps, k.mean_ps, k.min_ps, k.max_ps,
-                          stats.kernel_share])
+                          stats.kernels.share])
 
 
 class OpModel(StatsTableModel):
@@ -679,7 +653,7 @@ class KernelsPage(_TablePage):
         esc = _escape
         head = (f"<b>{esc(k.name[i])}</b><br>{esc(k.type[i])}{' on ' + esc(k.host[i]) if k.host[i] else ''}: "
                 f"{int(k.count[i]):,} × mean {format_time_ps(float(k.mean_ps[i]))}, total "
-                f"{format_time_ps(float(k.total_ps[i]))} ({100 * s.kernel_share[i]:.1f} % of the host's GPU time)")
+                f"{format_time_ps(float(k.total_ps[i]))} ({100 * s.kernels.share[i]:.1f} % of the host's GPU time)")
         params = s.launch.get(i)
         if params is None:
             body = (f"Launch parameters are read from the file for the kernels with the largest total time "

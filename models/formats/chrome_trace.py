@@ -117,7 +117,7 @@ class ChromeTraceFormat(Format):
         traces = []
         for k, (host, files) in enumerate(hosts):
             sub = _SubTask(task, k / len(hosts), 0.8 / len(hosts))
-            traces.append((host if len(hosts) > 1 else "", scan(files[0], sub)))
+            traces.append((host, scan(files[0], sub)))
         return build_timeline(traces, task, release=True)
 
     def chrome_trace(self, files, host, step, task):
@@ -323,7 +323,7 @@ def build_timeline(traces: list[tuple[str, ScannedTrace]], task: TaskState | Non
     task = task or TaskState()
     task.report(0.85, "Building the timeline")
     hosts, origin_ns = _times(traces)
-    b = _TimelineBuilder()
+    b = _TimelineBuilder(several_hosts=len(hosts) > 1)
     for h in hosts:
         task.raise_if_cancelled()
         b.add(h)
@@ -334,7 +334,8 @@ def build_timeline(traces: list[tuple[str, ScannedTrace]], task: TaskState | Non
 
 
 class _TimelineBuilder:
-    def __init__(self):
+    def __init__(self, several_hosts: bool):
+        self.several_hosts = several_hosts  # group titles name their host
         self.groups: list[str] = []
         self.group_host: list[str] = []
         self.lane_group: list[int] = []
@@ -361,7 +362,7 @@ class _TimelineBuilder:
 
     def add(self, h: _Host) -> None:
         t, start = h.trace, h.start_ps
-        prefix = f"{h.host}: " if h.host else ""
+        prefix = f"{h.host}: " if self.several_hosts and h.host else ""
         warnings = t.warnings[:]
         names = _names(t, warnings)
         ph = t.ph
