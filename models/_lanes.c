@@ -29,8 +29,9 @@ static PyObject *pack_lanes(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "starts and ends differ in length");
         goto done;
     }
-    npy_intp leaves = 1;
-    while (leaves < n) leaves *= 2;
+    /* The tree covers the lanes opened so far and doubles when all are busy:
+     * a trace needs as many lanes as its deepest overlap, not as events. */
+    npy_intp leaves = 64;
     npy_intp dims[1] = {n};
     out = PyArray_SimpleNew(1, dims, NPY_INT32);
     tree = PyMem_RawMalloc(sizeof(int64_t) * 2 * leaves);
@@ -41,12 +42,26 @@ static PyObject *pack_lanes(PyObject *self, PyObject *args) {
     }
     const int64_t *s = PyArray_DATA(starts), *e = PyArray_DATA(ends);
     int32_t *lane = PyArray_DATA((PyArrayObject *)out);
+    int failed = 0;
     Py_BEGIN_ALLOW_THREADS
     /* tree[1] is the root, tree[2i] and tree[2i + 1] the children of i,
-     * tree[leaves + l] lane l's end; each node the least end below it. */
+     * tree[leaves + l] lane l's end (INT64_MIN: not opened yet); each node
+     * the least end below it. */
     for (npy_intp i = 1; i < 2 * leaves; i++) tree[i] = INT64_MIN;
     for (npy_intp k = 0; k < n; k++) {
         int64_t start = s[k];
+        if (tree[1] > start) { /* every lane busy: twice the lanes */
+            int64_t *wider = PyMem_RawMalloc(sizeof(int64_t) * 4 * leaves);
+            if (!wider) {
+                failed = 1;
+                break;
+            }
+            for (npy_intp l = 0; l < 2 * leaves; l++) wider[2 * leaves + l] = l < leaves ? tree[leaves + l] : INT64_MIN;
+            for (npy_intp i = 2 * leaves - 1; i; i--) wider[i] = wider[2 * i] < wider[2 * i + 1] ? wider[2 * i] : wider[2 * i + 1];
+            PyMem_RawFree(tree);
+            tree = wider;
+            leaves *= 2;
+        }
         npy_intp i = 1;
         while (i < leaves) i = tree[2 * i] <= start ? 2 * i : 2 * i + 1;
         lane[k] = (int32_t)(i - leaves);
@@ -57,6 +72,10 @@ static PyObject *pack_lanes(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
+    if (failed) {
+        Py_CLEAR(out);
+        PyErr_NoMemory();
+    }
 done:
     PyMem_RawFree(tree);
     Py_XDECREF(starts);
