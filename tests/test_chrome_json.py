@@ -90,7 +90,19 @@ def scan(data: bytes, keys=KEYS, chunk: int | None = None, **kw) -> dict:
     else:
         for i in range(0, len(data), chunk):
             s.feed(data[i:i + chunk])
-    return s.finish()
+    return with_dense_args(s.finish(), keys)
+
+
+def with_dense_args(r: dict, keys=KEYS) -> dict:
+    """finish() with its sparse (row, key, value) args also as one column per
+    key, INT64_MIN where an event lacks the key."""
+    assert np.all(np.diff(r["arg_rows"].astype(np.int64)) >= 0)  # rows ascending
+    dense = {k: np.full(r["events"], INT64_MIN, np.int64) for k in keys}
+    for j, k in enumerate(keys):
+        mine = r["arg_keys"] == j
+        dense[k][r["arg_rows"][mine]] = r["arg_values"][mine]
+    r["args"] = dense
+    return r
 
 
 def same(a: dict, b: dict) -> None:
@@ -339,7 +351,7 @@ def test_random_splits_and_buffer_types():
         for a, b in zip([0] + cuts, cuts + [len(data)]):
             piece = data[a:b]
             s.feed(rng.choice([bytes, bytearray, memoryview])(piece))
-        same(s.finish(), whole)
+        same(with_dense_args(s.finish()), whole)
 
 
 # ---------------------------------------------------------------- exact numbers
@@ -540,7 +552,7 @@ def test_scan_plain_and_gzip_files(tmp_path, small_chunks):
     packed = chrome_json.scan_trace(tmp_path / "t.bin", ("correlation", "External id"))
     for t in (plain, packed):
         assert t.complete and t.events == 3000 and t.warnings == [] and t.meta == {"displayTimeUnit": b'"ns"'}
-        np.testing.assert_array_equal(t.args["correlation"], np.arange(3000))
+        np.testing.assert_array_equal(t.arg("correlation", np.arange(3000)), np.arange(3000))
         assert t.string(t.name, 38) == "k1"
     assert not plain.gzip and packed.gzip and len(packed.checkpoints) > 5
     for i in (0, 1, 777, 1500, 2999):

@@ -6,7 +6,9 @@
  * their memory) without building the document as Python objects:
  *
  *   s = Scanner(arg_keys)     arg_keys: tuple of bytes, keys of `args` whose
- *                             numeric values become int64 columns
+ *                             numeric values are kept, sparsely: finish()
+ *                             gives arg_rows, arg_keys (index into arg_keys)
+ *                             and arg_values for the events that have them
  *   s.feed(chunk)             any bytes-like; releases the GIL while scanning
  *   s.finish() -> dict        columns, strings, meta, warnings, complete ...
  *
@@ -643,8 +645,13 @@ typedef struct {
     int32_t *name, *cat, *pid, *tid, *id, *bind_id, *ts_ps, *length;
     int64_t *ts_us, *dur_ps, *offset;
     uint16_t *flags;
-    int64_t *args[MAX_ARGS];
     int64_t n, cap;
+    /* args values, only where an event has one (most events have none):
+     * row, index of the key in arg_keys, value; rows ascending */
+    int32_t *arg_row;
+    uint8_t *arg_key;
+    int64_t *arg_val;
+    int64_t an, acap;
     uint32_t mapped; /* bit k: column k (in column_slots order) is a mapping */
 } Columns;
 
@@ -847,11 +854,8 @@ static int column_slots(Columns *c, int nargs, void ***ptrs, size_t *sizes) {
         ptrs[k] = fixed[k];
         sizes[k] = fixed_sizes[k];
     }
-    for (int k = 0; k < nargs; k++) {
-        ptrs[NCOL_FIXED + k] = (void **)&c->args[k];
-        sizes[NCOL_FIXED + k] = 8;
-    }
-    return NCOL_FIXED + nargs;
+    (void)nargs;
+    return NCOL_FIXED;
 }
 
 static int columns_grow(Columns *c, int nargs) {
@@ -870,11 +874,27 @@ static int columns_grow(Columns *c, int nargs) {
     return 1;
 }
 
+static int sparse_grow(Columns *c) {
+    int64_t cap = c->acap ? c->acap * 2 : 4096;
+    int32_t *row = PyMem_RawRealloc(c->arg_row, sizeof(int32_t) * (size_t)cap);
+    if (row) c->arg_row = row;
+    uint8_t *key = PyMem_RawRealloc(c->arg_key, (size_t)cap);
+    if (key) c->arg_key = key;
+    int64_t *val = PyMem_RawRealloc(c->arg_val, sizeof(int64_t) * (size_t)cap);
+    if (val) c->arg_val = val;
+    if (!row || !key || !val) return 0;
+    c->acap = cap;
+    return 1;
+}
+
 static void free_columns(Columns *c, int nargs) {
     void **ptrs[NCOL_FIXED + MAX_ARGS];
     size_t sizes[NCOL_FIXED + MAX_ARGS];
     int ncol = column_slots(c, nargs, ptrs, sizes);
     for (int k = 0; k < ncol; k++) col_free(*ptrs[k], (c->mapped >> k) & 1);
+    PyMem_RawFree(c->arg_row);
+    PyMem_RawFree(c->arg_key);
+    PyMem_RawFree(c->arg_val);
     memset(c, 0, sizeof *c);
 }
 
@@ -1404,7 +1424,13 @@ static int parse_event(Scanner *s, const uint8_t *p, const uint8_t *end, int64_t
     }
     c->flags[i] = ev.flags;
     s->truncated += s->cut_in_event;
-    for (int a = 0; a < s->nargs; a++) c->args[a][i] = ev.args[a];
+    for (int a = 0; a < s->nargs; a++) {
+        if (ev.args[a] == INT64_MIN) continue;
+        if (c->an == c->acap && !sparse_grow(c)) return PE_OOM;
+        c->arg_row[c->an] = (int32_t)i;
+        c->arg_key[c->an] = (uint8_t)a;
+        c->arg_val[c->an++] = ev.args[a];
+    }
     *out = p;
     return PE_OK;
 }
@@ -1982,15 +2008,27 @@ static PyObject *Scanner_finish(Scanner *s, PyObject *unused) {
     void **ptrs[NCOL_FIXED + MAX_ARGS];
     size_t sizes[NCOL_FIXED + MAX_ARGS];
     int ncol = column_slots(c, s->nargs, ptrs, sizes);
-    PyObject *args = PyDict_New();
-    if (!set_item(r, "args", args)) goto fail;
     for (int k = 0; k < ncol; k++) {
-        PyObject *arr = own_array(c, ptrs[k], k, n, k < NCOL_FIXED ? types[k] : NPY_INT64, sizes[k]);
+        PyObject *arr = own_array(c, ptrs[k], k, n, types[k], sizes[k]);
         if (!arr) goto fail;
-        int rc = k < NCOL_FIXED ? PyDict_SetItemString(r, names[k], arr)
-                                : PyDict_SetItem(args, PyTuple_GET_ITEM(s->argkeys, k - NCOL_FIXED), arr);
+        int rc = PyDict_SetItemString(r, names[k], arr);
         Py_DECREF(arr);
         if (rc < 0) goto fail;
+    }
+    {
+        const void *src[3] = {c->arg_row, c->arg_key, c->arg_val};
+        static const char *sparse_names[3] = {"arg_rows", "arg_keys", "arg_values"};
+        static const int sparse_types[3] = {NPY_INT32, NPY_UINT8, NPY_INT64};
+        static const size_t sparse_sizes[3] = {4, 1, 8};
+        for (int k = 0; k < 3; k++) {
+            npy_intp dims[1] = {(npy_intp)c->an};
+            PyObject *arr = PyArray_SimpleNew(1, dims, sparse_types[k]);
+            if (!arr) goto fail;
+            if (c->an) memcpy(PyArray_DATA((PyArrayObject *)arr), src[k], sparse_sizes[k] * (size_t)c->an);
+            int rc = PyDict_SetItemString(r, sparse_names[k], arr);
+            Py_DECREF(arr);
+            if (rc < 0) goto fail;
+        }
     }
     free_columns(c, s->nargs);
     Interner *t = &s->strings;

@@ -94,7 +94,9 @@ class ScannedTrace:
     scope: np.ndarray  # uint8: first byte of "s"
     offset: np.ndarray  # int64: offset of the event's '{' in the (uncompressed) document
     length: np.ndarray  # int32: its length in bytes (-1: LENGTH_OVERFLOW)
-    args: dict[str, np.ndarray]  # int64 per arg key, INT64_MIN where not a number
+    # per arg key, the rows that have it as a number (ascending) and the values:
+    # most events have none of the keys, so they cost nothing
+    args: dict[str, tuple[np.ndarray, np.ndarray]]
     strings: list[str]
     meta: dict[str, bytes]  # other top-level keys: their raw JSON values
     meta_skipped: list[str]
@@ -121,7 +123,13 @@ class ScannedTrace:
 
     def arg(self, key: str, rows: np.ndarray) -> np.ndarray:
         """The numeric arg `key` of the given events (INT64_MIN where absent)."""
-        return self.args[key][rows]
+        have, values = self.args[key]
+        out = np.full(len(rows), np.iinfo(np.int64).min, np.int64)
+        if len(have):
+            k = np.minimum(np.searchsorted(have, rows), len(have) - 1)
+            hit = have[k] == rows
+            out[hit] = values[k[hit]]
+        return out
 
     def keep_only_event_spans(self) -> None:
         """Frees every column but what event_json needs (offset, length),
@@ -237,7 +245,7 @@ def scan_trace(path, arg_keys=KINETO_ARG_KEYS, task: TaskState | None = None) ->
         scope=r["scope"],
         offset=r["offset"],
         length=r["length"],
-        args={t: r["args"][k] for t, k in zip(text_keys, keys)},
+        args=_sparse_args(r, text_keys),
         strings=r["strings"],
         meta=r["meta"],
         meta_skipped=r["meta_skipped"],
@@ -422,3 +430,11 @@ def _inflate_range(path: Path, checkpoints: list[Checkpoint], start: int, length
             if at_eof and not data and not chunk:
                 break
     return bytes(out)
+
+
+def _sparse_args(r: dict, keys: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The scanner's (row, key, value) triples split per key."""
+    by_key = np.argsort(r["arg_keys"], kind="stable")  # rows stay ascending within a key
+    bounds = np.searchsorted(r["arg_keys"][by_key], np.arange(len(keys) + 1))
+    rows, values = r["arg_rows"][by_key], r["arg_values"][by_key]
+    return {key: (rows[bounds[k]:bounds[k + 1]], values[bounds[k]:bounds[k + 1]]) for k, key in enumerate(keys)}
