@@ -463,25 +463,32 @@ class _TimelineBuilder:
                          np.where(scope == ord("p"), [proc_lane.get(int(v), -1) for v in proc_of_key[ithread]] or 0,
                                   instant_lane[ithread]))
         lane = np.r_[lane_of_depth0[sthread] + depth, ilane].astype(np.int32)
-        rows = np.r_[srows, irows]
-        file_index = len(self.files)
+        del depth, lane_of_depth0, ilane
         offset = self.events
-        self.files.append(t)
-        p = self.parts
-        p["lane"].append(lane)
-        p["start"].append(np.r_[sstart, start[irows]])
-        p["dur"].append(np.r_[send - sstart, np.zeros(len(irows), np.int64)])
-        p["name"].append(self._intern(self.names, t.strings, t.name[rows]))
-        p["cat"].append(self._intern(self.cats, t.strings, t.cat[rows]))
-        p["rec"].append(rows)
-        p["file"].append(np.full(len(rows), file_index, np.int32))
-        # Parents as indices of this host's rows (converted after the final sort).
         # An instant's parent is the slice around it on its thread.
         iparent = _bind(ithread, start[irows], np.zeros(len(irows), bool), sthread, sstart, send, parent_local)
+        self._flows(h, thread, srows, sthread, sstart, send, parent_local, offset)
+        del sthread, thread
+        # This host's rows, slices then instants; the slice columns are freed as they are used.
+        p = self.parts
+        p["lane"].append(lane)
+        p["dur"].append(np.r_[send - sstart, np.zeros(len(irows), np.int64)])
+        del send
+        p["start"].append(np.r_[sstart, start[irows]])
+        del sstart
+        # Parents as indices of this host's rows (converted after the final sort).
         parent = np.r_[parent_local, iparent].astype(np.int64)
+        del parent_local, iparent
         p["parent"].append(np.where(parent >= 0, parent + offset, -1))
+        del parent
+        rows = np.r_[srows, irows]
+        del srows
+        p["name"].append(self._intern(self.names, t.strings, t.name[rows]))
+        p["cat"].append(self._intern(self.cats, t.strings, t.cat[rows]))
+        p["file"].append(np.full(len(rows), len(self.files), np.int32))
+        p["rec"].append(rows)
+        self.files.append(t)
         self.events += len(rows)
-        self._flows(h, thread, sthread, sstart, send, parent_local, offset)
         self._counters(h, names, proc_order, warnings)
         self.warnings += [prefix + w for w in warnings]
         props = {k: v for k in ("deviceProperties", "distributedInfo", "traceName", "displayTimeUnit")
@@ -489,7 +496,8 @@ class _TimelineBuilder:
         if props:
             self.properties[h.host] = props
 
-    def _flows(self, h: _Host, thread, sthread, sstart, send, parent_local, offset) -> None:
+    def _flows(self, h: _Host, thread, srows, sthread, sstart, send, parent_local, offset) -> None:
+        """Flows between this host's slices (indices of its sorted slices, plus offset)."""
         t, start = h.trace, h.start_ps
         ph = t.ph
         frows = np.flatnonzero(((ph == ord("s")) | (ph == ord("t")) | (ph == ord("f"))) & _timed(t) & (t.id >= 0))
@@ -506,12 +514,10 @@ class _TimelineBuilder:
             dst_parts.append(bound[b][link])
             cat_parts.append(self._intern(self.cats, t.strings, key_cat[a][link]))
         # Flow v2: X events carrying bind_id with flow_out / flow_in.
-        srows_file = None
         if (t.bind_id >= 0).any():
-            srows_file = self.parts["rec"][-1][:len(sthread)]
-            bid = t.bind_id[srows_file]
-            out = np.flatnonzero((bid >= 0) & ((t.flags[srows_file] & cj.FLOW_OUT) != 0))
-            inn = np.flatnonzero((bid >= 0) & ((t.flags[srows_file] & cj.FLOW_IN) != 0))
+            bid = t.bind_id[srows]
+            out = np.flatnonzero((bid >= 0) & ((t.flags[srows] & cj.FLOW_OUT) != 0))
+            inn = np.flatnonzero((bid >= 0) & ((t.flags[srows] & cj.FLOW_IN) != 0))
             s_ids, s_pos = np.unique(bid[out], return_index=True)
             k = np.searchsorted(s_ids, bid[inn])
             ok = (k < len(s_ids)) & (s_ids[np.minimum(k, len(s_ids) - 1)] == bid[inn]) if len(s_ids) else np.zeros(0, bool)
@@ -521,11 +527,10 @@ class _TimelineBuilder:
         # Kineto's launch -> kernel link by correlation id, when no ac2g flows were written.
         ac2g = t.strings.index("ac2g") if "ac2g" in t.strings else -1
         if ac2g < 0 or not (t.cat[frows] == ac2g).any():
-            srows_file = self.parts["rec"][-1][:len(sthread)]
-            corr = t.arg(A_CORRELATION, srows_file)
+            corr = t.arg(A_CORRELATION, srows)
             gpu_ids = [t.strings.index(c) for c in GPU_CATEGORIES if c in t.strings]
             launch_ids = [t.strings.index(c) for c in LAUNCH_CATEGORIES if c in t.strings]
-            scat = t.cat[srows_file]
+            scat = t.cat[srows]
             launch = np.flatnonzero(np.isin(scat, launch_ids) & (corr != NONE))
             kernel = np.flatnonzero(np.isin(scat, gpu_ids) & (corr != NONE))
             if len(launch) and len(kernel):
@@ -642,19 +647,22 @@ def _pack_by_thread(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> n
     if not n:
         return np.zeros(0, np.int32)
     first = np.flatnonzero(np.r_[True, thread[1:] != thread[:-1]])
-    seg = np.repeat(np.arange(len(first)), np.diff(np.r_[first, n]))
+    seg = np.repeat(np.arange(len(first), dtype=np.int32), np.diff(np.r_[first, n]))
     lo = start[first]
-    width = np.maximum.reduceat(np.maximum(end, start), first) - lo + 1
+    ends = np.maximum(end, start)
+    width = np.maximum.reduceat(ends, first) - lo + 1
     reach = np.cumsum(width.astype(np.float64))
     batch = (reach // 2.0**61).astype(np.int64)  # threads packed in one pass
     base = np.r_[0, np.cumsum(width)[:-1]]  # int64 wrap-around is harmless: only differences within a batch count
     base -= base[np.searchsorted(batch, batch, side="left")]
     shift = (base - lo)[seg]
+    ends += shift
+    shift += start  # now the moved starts
     lanes = np.empty(n, np.int32)
     edges = np.searchsorted(batch[seg], np.arange(int(batch[-1]) + 2))
     for a, b in zip(edges[:-1].tolist(), edges[1:].tolist()):
         if b > a:
-            lanes[a:b] = _lanes.pack_lanes(start[a:b] + shift[a:b], np.maximum(end[a:b], start[a:b]) + shift[a:b])
+            lanes[a:b] = _lanes.pack_lanes(shift[a:b], ends[a:b])
     return lanes
 
 
