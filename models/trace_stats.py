@@ -315,6 +315,16 @@ class HostOverview:
         return {"count": len(d), "mean_us": _us(d.mean()), "min_us": _us(d.min()), "max_us": _us(d.max())}
 
 
+def _is_computation(tl: Timeline, events: np.ndarray) -> np.ndarray:
+    """Whether each GPU event is a computation kernel (classified once per
+    distinct name and category, not per event)."""
+    key = tl.kind[events].astype(np.int64) * max(len(tl.categories), 1) + tl.category[events]
+    uniq, inverse = np.unique(key, return_inverse=True)
+    ncat = max(len(tl.categories), 1)
+    kinds = [kernel_type(tl.kinds[int(k // ncat)], tl.categories[int(k % ncat)]) for k in uniq.tolist()]
+    return (np.array(kinds, object) == COMPUTATION)[inverse.ravel()] if len(uniq) else np.zeros(0, bool)
+
+
 def union_length(start: np.ndarray, end: np.ndarray) -> int:
     """Total length of the union of intervals."""
     if not len(start):
@@ -342,8 +352,7 @@ def overview(tl: Timeline, window: tuple[int, int] | None = None) -> list[HostOv
         s, e = tl.start_ps[ev], tl.start_ps[ev] + tl.duration_ps[ev]
         span = int(e.max() - s.min()) if len(ev) else 0
         busy = union_length(s, e)
-        compute = np.array([kernel_type(tl.kinds[n], tl.categories[c]) == COMPUTATION
-                            for n, c in zip(tl.kind[ev].tolist(), tl.category[ev].tolist())], bool)
+        compute = _is_computation(tl, ev)
         compute_ps = union_length(s[compute], e[compute]) if len(ev) else 0
         st = steps(tl, k)
         if window is not None:
