@@ -397,6 +397,7 @@ typedef struct {
 } Buf;
 
 static int buf_append(Buf *b, const uint8_t *p, size_t n) {
+    if (n == 0) return 1;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + n) cap *= 2;
@@ -464,22 +465,46 @@ typedef struct {
     uint32_t len, pad;
 } Entry;
 
-/* Strings in one arena; slots hold (hash >> 32) << 32 | (id + 1), 0 = empty,
- * so a probe touches one slot and, on a tag match, one entry. */
+/* One slot of the open-addressing table: a hit on a string of up to 8 bytes
+ * (numbers as ids, pids, tids) is decided by this one slot, a longer one by
+ * the slot and its bytes in the arena. */
+typedef struct {
+    uint32_t id1;  /* id + 1; 0: an empty slot */
+    uint16_t tag;  /* the hash's top 16 bits */
+    uint16_t len;  /* <= MAX_TEXT */
+    uint64_t data; /* the bytes when len <= 8, else the arena offset */
+} Slot;
+
+/* Strings in one arena (for finish), entries by id, slots by hash. */
 typedef struct {
     Buf arena;
     Entry *entries;
     int32_t n, cap;
-    uint64_t *slots;
+    Slot *slots;
     uint64_t mask;
     uint64_t seed;
 } Interner;
+
+/* The bytes of a string of at most 8 bytes as one integer; one-to-one for
+ * a given length (which the slot also compares). */
+static inline uint64_t small_key(const uint8_t *p, size_t n) {
+    if (n >= 4) return load32(p) | load32(p + n - 4) << 32;
+    if (n > 0) return (uint64_t)p[0] | (uint64_t)p[n >> 1] << 8 | (uint64_t)p[n - 1] << 16;
+    return 0;
+}
+
+static inline void slot_set(Slot *s, int32_t id, uint64_t h, const uint8_t *p, size_t n, int64_t off) {
+    s->id1 = (uint32_t)id + 1;
+    s->tag = (uint16_t)(h >> 48);
+    s->len = (uint16_t)n;
+    s->data = n <= 8 ? small_key(p, n) : (uint64_t)off;
+}
 
 static int interner_init(Interner *t, uint64_t seed) {
     memset(t, 0, sizeof *t);
     t->seed = seed;
     t->mask = 4095;
-    t->slots = PyMem_RawCalloc(t->mask + 1, sizeof(uint64_t));
+    t->slots = PyMem_RawCalloc(t->mask + 1, sizeof(Slot));
     return t->slots != NULL;
 }
 
@@ -493,13 +518,15 @@ static void interner_free(Interner *t) {
 
 static int interner_grow_table(Interner *t) {
     uint64_t mask = t->mask * 2 + 1;
-    uint64_t *slots = PyMem_RawCalloc(mask + 1, sizeof(uint64_t));
+    Slot *slots = PyMem_RawCalloc(mask + 1, sizeof(Slot));
     if (!slots) return 0;
     for (int32_t id = 0; id < t->n; id++) {
-        uint64_t h = hash_bytes(t->arena.data + t->entries[id].off, t->entries[id].len, t->seed);
+        const uint8_t *p = t->arena.data + t->entries[id].off;
+        size_t n = t->entries[id].len;
+        uint64_t h = hash_bytes(p, n, t->seed);
         uint64_t i = h & mask;
-        while (slots[i]) i = (i + 1) & mask;
-        slots[i] = (h >> 32) << 32 | (uint64_t)(id + 1);
+        while (slots[i].id1) i = (i + 1) & mask;
+        slot_set(&slots[i], id, h, p, n, t->entries[id].off);
     }
     PyMem_RawFree(t->slots);
     t->slots = slots;
@@ -507,19 +534,18 @@ static int interner_grow_table(Interner *t) {
     return 1;
 }
 
-/* The id of the string p[0..n), added if new; -2 when out of memory. */
+/* The id of the string p[0..n) (n <= MAX_TEXT), added if new; -2 when out
+ * of memory. */
 static int32_t intern(Interner *t, const uint8_t *p, size_t n) {
     uint64_t h = hash_bytes(p, n, t->seed);
-    uint64_t tag = h >> 32;
+    uint16_t tag = (uint16_t)(h >> 48);
+    uint64_t key = n <= 8 ? small_key(p, n) : 0;
     uint64_t i = h & t->mask;
     for (;;) {
-        uint64_t slot = t->slots[i];
-        if (!slot) break;
-        if (slot >> 32 == tag) {
-            int32_t id = (int32_t)(uint32_t)slot - 1;
-            const Entry *e = &t->entries[id];
-            if (e->len == n && eq_bytes(t->arena.data + e->off, p, n)) return id;
-        }
+        const Slot *s = &t->slots[i];
+        if (!s->id1) break;
+        if (s->tag == tag && s->len == n && (n <= 8 ? s->data == key : eq_bytes(t->arena.data + s->data, p, n)))
+            return (int32_t)(s->id1 - 1);
         i = (i + 1) & t->mask;
     }
     if (t->n == INT32_MAX - 1) return -2;
@@ -535,7 +561,7 @@ static int32_t intern(Interner *t, const uint8_t *p, size_t n) {
     int32_t id = t->n++;
     t->entries[id].off = at;
     t->entries[id].len = (uint32_t)n;
-    t->slots[i] = tag << 32 | (uint64_t)(id + 1);
+    slot_set(&t->slots[i], id, h, p, n, at);
     if ((uint64_t)t->n * 2 > t->mask + 1 && !interner_grow_table(t)) return -2;
     return id;
 }
@@ -1516,7 +1542,7 @@ static void store_meta(Scanner *s) {
         s->oom = 1;
         return;
     }
-    memcpy(m->key, s->key.data, s->key.len);
+    if (s->key.len) memcpy(m->key, s->key.data, s->key.len);
     m->klen = s->key.len;
     m->value = s->meta_value.data; /* handed over */
     m->vlen = s->meta_value.len;
