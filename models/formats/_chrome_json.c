@@ -5,12 +5,26 @@
  * anywhere and turns each event into one row of columns (numpy arrays owning
  * their memory) without building the document as Python objects:
  *
- *   s = Scanner(arg_keys)     arg_keys: tuple of bytes, keys of `args` whose
- *                             numeric values are kept, sparsely: finish()
- *                             gives arg_rows, arg_keys (index into arg_keys)
- *                             and arg_values for the events that have them
- *   s.feed(chunk)             any bytes-like; releases the GIL while scanning
- *   s.finish() -> dict        columns, strings, meta, warnings, complete ...
+ *   s = Scanner(arg_keys=(), *, max_event_bytes=256 MiB, max_meta_bytes=16 MiB)
+ *       arg_keys: up to 16 bytes keys of `args` whose numbers are kept
+ *   s.feed(chunk)    any bytes-like, in order; releases the GIL while scanning
+ *   s.finish() -> dict, once:
+ *       events, bad_events (elements that are not objects)
+ *       ph, scope: uint8 (first byte of "ph" / "s", 0 if absent)
+ *       name, cat, pid, tid, id, bind_id: int32 ids into strings, -1 if absent
+ *           (pid/tid/id/bind_id numbers as their text; id2 as "local:x")
+ *       ts_us: int64 floored µs, ts_ps: int32 0..999,999, dur_ps: int64 (-1)
+ *       flags: uint16 (module constants BP_E ... LENGTH_OVERFLOW)
+ *       offset: int64 of each event's '{' in the document, length: int32
+ *       arg_rows (int32, ascending), arg_keys (uint8 index into arg_keys),
+ *           arg_values (int64): only where an event's args[key] is a number
+ *           (floats truncated, "0x.." and numeric strings parsed)
+ *       strings: list of str; meta: {top-level key: raw JSON bytes};
+ *       meta_skipped: [systemTraceEvents, stackFrames, samples present]
+ *       warnings: list of str; complete, has_trace_events: bool;
+ *       form: "object" | "array"; end_offset: bytes after the last whole
+ *       element or value; error: str or None, error_offset: int (-1)
+ *   s.events, s.position, s.error: progress so far
  *
  * Each event's top-level keys are parsed strictly; nested values that are not
  * needed (args values, unknown keys) are skipped by a depth counter that
