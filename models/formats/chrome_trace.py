@@ -251,7 +251,7 @@ def _times(traces: list[tuple[str, ScannedTrace]]) -> tuple[list[_Host], int]:
     for _, t in traces:
         ok = _timed(t)
         base_us, base_rem_ns = divmod(_base_ns(t), 1000)
-        if ok.any():
+        if ok.any() and int(t.ts_us[ok].max()) - int(t.ts_us[ok].min()) > MAX_SPAN_US:
             middle = int(np.median(t.ts_us[ok]))
             far = ok & (np.abs(t.ts_us - middle) > MAX_SPAN_US // 2)
             if far.any():
@@ -368,10 +368,7 @@ class _TimelineBuilder:
         ph = t.ph
         timed = _timed(t)
         # Threads: (pid, tid) pairs of every event.
-        pair = t.pid.astype(np.int64) * (1 << 32) + (t.tid.astype(np.int64) & 0xFFFFFFFF)
-        keys, thread = np.unique(pair, return_inverse=True)
-        del pair
-        thread = thread.ravel().astype(np.int32)
+        keys, thread = _threads(t.pid, t.tid)
         # Slices: X and matched B/E (row numbers fit int32: a trace has fewer than 2**31 events).
         x = np.flatnonzero((ph == ord("X")) & timed).astype(np.int32)
         dur = np.maximum(t.dur_ps[x], 0)
@@ -397,7 +394,7 @@ class _TimelineBuilder:
             kinds = ", ".join(sorted({chr(c) for c in np.unique(ph[other]).tolist()}))
             warnings.append(f"{int(other.sum()):,} event(s) of phases {kinds} (async, samples, objects) not shown")
         # Slices per thread sorted by start, longest first on ties (parents before children).
-        order = np.lexsort((sstart - send, sstart, thread[srows]))  # stable: file order on full ties
+        order = _slice_order(thread[srows], sstart, send)
         srows, sstart, send = srows[order], sstart[order], send[order]
         sthread = thread[srows]
         depth = _pack_by_thread(sthread, sstart, send)
@@ -627,6 +624,29 @@ class _TimelineBuilder:
         return timeline
 
 
+def _threads(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (pid, tid) pairs as keys (pid id << 32 | tid id as uint32)
+    and each event's index among them (int32). The ids are string ids (-1 for
+    none), so counting tables do it in linear time when the pairs are few."""
+
+    def compact(ids):  # string id -> 0..k-1 over the ids used
+        used = np.bincount(ids.astype(np.int64) + 1) > 0
+        return np.flatnonzero(used) - 1, (np.cumsum(used) - 1)[ids.astype(np.int64) + 1]
+
+    p_ids, p = compact(pid)
+    t_ids, q = compact(tid)
+    cells = len(p_ids) * len(t_ids)
+    if cells <= max(4 * len(pid), 1 << 16):
+        key = p * len(t_ids) + q
+        used = np.bincount(key, minlength=cells) > 0
+        present = np.flatnonzero(used)
+        keys = p_ids[present // len(t_ids)] * (1 << 32) + (t_ids[present % len(t_ids)] & 0xFFFFFFFF)
+        return keys, (np.cumsum(used) - 1)[key].astype(np.int32)
+    pair = pid.astype(np.int64) * (1 << 32) + (tid.astype(np.int64) & 0xFFFFFFFF)
+    keys, thread = np.unique(pair, return_inverse=True)
+    return keys, thread.ravel().astype(np.int32)
+
+
 def _tid_id(keys: np.ndarray, k: int) -> int:
     """The tid string id of thread key k (pid id << 32 | tid id)."""
     v = int(keys[k] & 0xFFFFFFFF)
@@ -636,6 +656,20 @@ def _tid_id(keys: np.ndarray, k: int) -> int:
 def _thread_text(t: ScannedTrace, keys: np.ndarray, k: int) -> str:
     tid = _tid_id(keys, k)
     return _s(t, tid) if tid >= 0 else "?"
+
+
+def _slice_order(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Slices by thread, then start, longest first on ties, then file order:
+    two stable sorts when (thread, start) fits one int64 key."""
+    if not len(start):
+        return np.zeros(0, np.int64)
+    low = int(start.min())
+    span = int(start.max()) - low + 1
+    if (int(thread.max()) + 1) * span >= 2**62:
+        return np.lexsort((start - end, start, thread))
+    order = np.argsort(start - end, kind="stable")
+    key = thread[order].astype(np.int64) * span + (start[order] - low)
+    return order[np.argsort(key, kind="stable")]
 
 
 def _pack_by_thread(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
