@@ -183,6 +183,10 @@ class Timeline:
     counters: list[Counter] = field(default_factory=list)
     group_host: list[str] = field(default_factory=list)
     properties: dict = field(default_factory=dict)
+    # Operators' input shapes (Kineto's "Input Dims" with record_shapes=True):
+    # int32 per event into input_shapes ("" for none).
+    input_shape: np.ndarray | None = None
+    input_shapes: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.start_ps)

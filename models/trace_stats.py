@@ -219,6 +219,7 @@ def kernel_stats_json(tl: Timeline, window: tuple[int, int] | None = None) -> di
 class OpStats:
     host: list[str]
     name: list[str]
+    input_shape: list[str]  # "" unless split by input shape
     calls: np.ndarray
     host_total_ps: np.ndarray
     host_self_ps: np.ndarray
@@ -240,12 +241,13 @@ def cpu_op_ancestor(tl: Timeline, events: np.ndarray, is_op: np.ndarray, include
     return cur
 
 
-def op_stats(tl: Timeline, window: tuple[int, int] | None = None) -> OpStats:
-    """Per host and cpu_op name: calls, host total and self time, device time."""
+def op_stats(tl: Timeline, window: tuple[int, int] | None = None, by_shape: bool = False) -> OpStats:
+    """Per host and cpu_op name (and input shape, by_shape): calls, host
+    total and self time, device time."""
     hosts = host_names(tl)
     empty = np.zeros(0, np.int64)
     if tl.category is None or tl.parent is None or CPU_OP not in tl.categories:
-        return OpStats([], [], empty, empty, empty, empty, empty)
+        return OpStats([], [], [], empty, empty, empty, empty, empty)
     is_op = tl.category == tl.categories.index(CPU_OP)
     n = len(tl)
     # Self time: minus the direct children's time.
@@ -272,6 +274,10 @@ def op_stats(tl: Timeline, window: tuple[int, int] | None = None) -> OpStats:
     ops = _in_window(tl, np.flatnonzero(is_op), window)
     host = event_host(tl)[ops].astype(np.int64)
     key = host * max(len(tl.kinds), 1) + tl.kind[ops]
+    shapes = max(len(tl.input_shapes), 1)
+    split = by_shape and tl.input_shape is not None
+    if split:
+        key = key * shapes + tl.input_shape[ops]
     uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     inverse = inverse.ravel()
 
@@ -280,17 +286,21 @@ def op_stats(tl: Timeline, window: tuple[int, int] | None = None) -> OpStats:
 
     host_total, host_self = total(tl.duration_ps), total(self_ps)
     order = np.lexsort((uniq, -host_total))
-    return OpStats(host=[hosts[h] for h in (uniq // max(len(tl.kinds), 1))[order].tolist()],
+    name_key = uniq // shapes if split else uniq
+    return OpStats(host=[hosts[h] for h in (name_key // max(len(tl.kinds), 1))[order].tolist()],
                    name=[tl.kinds[k] for k in tl.kind[ops][first][order].tolist()],
+                   input_shape=([tl.input_shapes[k] for k in tl.input_shape[ops][first][order].tolist()] if split
+                                else [""] * len(uniq)),
                    calls=np.bincount(inverse, minlength=len(uniq))[order], host_total_ps=host_total[order],
                    host_self_ps=host_self[order], device_self_ps=total(device_self)[order],
                    device_total_ps=total(device_total)[order])
 
 
-def op_stats_json(tl: Timeline, window: tuple[int, int] | None = None) -> dict:
-    s = op_stats(tl, window)
+def op_stats_json(tl: Timeline, window: tuple[int, int] | None = None, by_shape: bool = False) -> dict:
+    s = op_stats(tl, window, by_shape)
     return {"ops": [
-        {"host": s.host[i], "name": s.name[i], "calls": int(s.calls[i]), "host_total_us": _us(s.host_total_ps[i]),
+        {"host": s.host[i], "name": s.name[i], **({"input_shape": s.input_shape[i]} if by_shape else {}),
+         "calls": int(s.calls[i]), "host_total_us": _us(s.host_total_ps[i]),
          "host_self_us": _us(s.host_self_ps[i]), "device_total_us": _us(s.device_total_ps[i])}
         for i in range(len(s))]}
 
@@ -372,7 +382,8 @@ def overview_json(tl: Timeline, window: tuple[int, int] | None = None) -> dict:
 
 def tool_json(tl: Timeline, tool: str, params: dict[str, str]) -> bytes:
     """kernel_stats, op_stats or overview as JSON; params `steps=A-B` limits
-    them to ProfilerSteps A to B."""
+    them to ProfilerSteps A to B, `group_by=input_shape` splits op_stats by
+    the operators' input shapes."""
     window = None
     if spec := params.get("steps", ""):
         first, _, last = spec.partition("-")
@@ -380,7 +391,13 @@ def tool_json(tl: Timeline, tool: str, params: dict[str, str]) -> bytes:
             window = step_window(tl, int(first), int(last or first))
         except ValueError as e:
             raise ValueError(f"--param steps={spec}: {e}") from None
-    doc = {"kernel_stats": kernel_stats_json, "op_stats": op_stats_json, "overview": overview_json}[tool](tl, window)
+    group_by = params.get("group_by", "")
+    if group_by not in ("", "input_shape") or (group_by and tool != "op_stats"):
+        raise ValueError(f"--param group_by={group_by}: op_stats can be grouped by input_shape only")
+    if tool == "op_stats":
+        doc = op_stats_json(tl, window, by_shape=group_by == "input_shape")
+    else:
+        doc = {"kernel_stats": kernel_stats_json, "overview": overview_json}[tool](tl, window)
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
@@ -404,6 +421,7 @@ class TraceStats:
     step_range: tuple[int, int] | None = None  # the steps shown; None = the whole capture
     window_ps: tuple[int, int] | None = None
     devices_used: dict[str, list[int]] = field(default_factory=dict)  # host -> GPU ids its activity ran on
+    ops_by_shape: OpStats | None = None  # operators split by input shape (traces with record_shapes)
 
     @property
     def hosts(self) -> list[str]:
@@ -437,6 +455,7 @@ def compute(timeline: Timeline, step_range: tuple[int, int] | None = None, task:
     kernels = kernel_stats(timeline, window)
     task.raise_if_cancelled()
     ops = op_stats(timeline, window)
+    ops_by_shape = op_stats(timeline, window, by_shape=True) if timeline.input_shape is not None else None
     task.raise_if_cancelled()
     hosts = overview(timeline, window)
     # The GPUs each host's activity ran on, from Kineto's process names ("GPU 0").
@@ -462,4 +481,4 @@ def compute(timeline: Timeline, step_range: tuple[int, int] | None = None, task:
         rows += 1
     return TraceStats(kernels, ops, hosts, launch, rows,
                       np.unique(steps(timeline).number), step_range, window,
-                      {h: sorted(ids) for h, ids in used.items()})
+                      {h: sorted(ids) for h, ids in used.items()}, ops_by_shape)

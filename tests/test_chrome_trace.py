@@ -257,3 +257,22 @@ def test_truncated_gzip_keeps_what_was_read(tmp_path):
     tl = _timeline(cut)
     assert 0 < len(tl) < len(_timeline(TRAIN))
     assert any("ends early" in w or "cut" in w for w in tl.warnings)
+
+
+def test_ops_split_by_input_shape(tmp_path):
+    tl = _timeline(TRAIN)
+    events = [e for e in _events(TRAIN) if e.get("cat") == "cpu_op"]
+    split = trace_stats.op_stats(tl, by_shape=True)
+    # Each (name, Input Dims) pair of the trace is one row with its number of calls.
+    expected = {}
+    for e in events:
+        key = (e["name"], json.dumps(e["args"].get("Input Dims")) if "Input Dims" in e["args"] else "")
+        expected[key] = expected.get(key, 0) + 1
+    got = {(n, s): int(c) for n, s, c in zip(split.name, split.input_shape, split.calls)}
+    assert {(n, json.dumps(json.loads(s)) if s else ""): c for (n, s), c in got.items()} == expected
+    assert sum(split.calls) == sum(trace_stats.op_stats(tl).calls) == len(events)
+    out = tmp_path / "ops.json"
+    assert main(["export", str(TRAIN), "--tool", OP_STATS, "--param", "group_by=input_shape", "-o", str(out)]) == 0
+    rows = json.loads(out.read_text())["ops"]
+    assert any(r["name"] == "aten::addmm" and r["input_shape"].startswith("[[32]") for r in rows)
+    assert main(["export", str(TRAIN), "--tool", KERNEL_STATS, "--param", "group_by=input_shape"]) == 1

@@ -287,3 +287,20 @@ def test_launch_parameters_read_once_and_within_a_budget(rank0, two_ranks, monke
     monkeypatch.setattr(trace_stats, "launch_parameters", lambda tl, event: {"grid": "[1, 1, 1]"})
     budgeted = trace_stats.compute(two_ranks, launch_budget_s=0.0)  # 42 kernels
     assert budgeted.launch_rows == 20 == len(budgeted.launch)  # LAUNCH_ROWS_ALWAYS, then the budget is spent
+
+
+def test_operators_split_by_input_shape(qtbot):
+    tl = build_timeline([("train", scan(DATA / "chrome_trace" / "train.pt.trace.json.gz"))])
+    v = TraceStatsView()
+    qtbot.addWidget(v)
+    v.set_stats(trace_stats.compute(tl))
+    page = v.operators
+    assert page.by_shape.isEnabled() and page.table.isColumnHidden(OpModel.SHAPE)
+    whole = page.model.rowCount()
+    page.by_shape.setChecked(True)
+    assert page.model.rowCount() > whole and not page.table.isColumnHidden(OpModel.SHAPE)
+    shapes = shown(page.model, OpModel.SHAPE)
+    assert any(s.startswith("[[") for s in shapes)
+    # A trace without shapes turns the split off.
+    v.set_stats(trace_stats.compute(build_timeline([("jax", scan(DATA / "chrome_trace" / "jax" / "perfetto_trace.json.gz"))])))
+    assert not page.by_shape.isEnabled() and not page.by_shape.isChecked()

@@ -17,7 +17,7 @@ import re
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
+from PySide6.QtWidgets import (QCheckBox, QAbstractItemView, QComboBox, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
                                QLineEdit, QScrollArea, QSizePolicy, QSplitter, QStyledItemDelegate, QTableView, QTabWidget,
                                QToolTip, QVBoxLayout, QWidget)
 
@@ -238,16 +238,23 @@ class OpModel(StatsTableModel):
                ("Host total", "time", "Time on the CPU, children included"),
                ("Host self", "time", "Time on the CPU minus the events directly inside it"),
                ("Device self", "time", "GPU time of the kernels the operator itself launched"),
-               ("Device total", "time", "GPU time of the kernels it and the operators inside it launched"))
-    HOST, NAME, TYPE = 0, 1, None
+               ("Device total", "time", "GPU time of the kernels it and the operators inside it launched"),
+               ("Input shape", "text", "Kineto's Input Dims (traces recorded with record_shapes=True)"))
+    HOST, NAME, TYPE, SHAPE = 0, 1, None, 7
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.by_shape = False  # one row per (operator, input shape)
 
     def set_stats(self, stats: TraceStats | None) -> None:
         o = stats.ops if stats is not None else None
+        if stats is not None and self.by_shape and stats.ops_by_shape is not None:
+            o = stats.ops_by_shape
         if o is None or not len(o):
             self.set_columns([[] for _ in self.COLUMNS])
             return
         self.set_columns([o.host, o.name, o.calls, o.host_total_ps, o.host_self_ps, o.device_self_ps,
-                          o.device_total_ps])
+                          o.device_total_ps, o.input_shape])
 
 
 class OverviewModel(StatsTableModel):
@@ -686,13 +693,34 @@ class OperatorsPage(_TablePage):
     def __init__(self, parent=None):
         super().__init__(OpModel(), "Filter operators by name", with_types=False, parent=parent)
         self.model.setParent(self)
+        self.stats: TraceStats | None = None
         for c in (3, 6):  # host total, device total
             self.table.setItemDelegateForColumn(c, _RelativeDelegate(self.table))
         self.table.sortByColumn(3, Qt.DescendingOrder)
+        self.by_shape = QCheckBox("Split by input shape")
+        self.by_shape.setToolTip("One row per operator and input shape (Kineto's Input Dims, recorded with "
+                                 "record_shapes=True)")
+        self.by_shape.toggled.connect(self._split)
+        self.layout_.itemAt(0).layout().insertWidget(3, self.by_shape)
+        self._split(False)
 
     def set_stats(self, stats: TraceStats | None) -> None:
-        self.model.set_stats(stats)
+        self.stats = stats
+        has_shapes = stats is not None and stats.ops_by_shape is not None
+        self.by_shape.setEnabled(has_shapes)
+        if not has_shapes and self.by_shape.isChecked():
+            self.by_shape.setChecked(False)  # _split shows the new stats
+        else:
+            self.model.set_stats(stats)
         self.set_hosts(stats.hosts if stats is not None else [])
+
+    def _split(self, on: bool) -> None:
+        self.model.by_shape = on
+        self.model.set_stats(self.stats)
+        self.table.setColumnHidden(OpModel.SHAPE, not on)
+        if on:  # shapes are long: as wide as they need, within reason
+            self.table.resizeColumnToContents(OpModel.SHAPE)
+            self.table.setColumnWidth(OpModel.SHAPE, min(self.table.columnWidth(OpModel.SHAPE), 360))
 
 
 class _RelativeDelegate(ShareDelegate):

@@ -740,7 +740,8 @@ typedef struct {
     uint8_t argkey[MAX_ARGS][MAX_ARG_KEY + 1];
     size_t argklen[MAX_ARGS];
     uint16_t args_by_len[MAX_ARG_KEY + 1];
-    PyObject *argkeys; /* tuple of bytes */
+    uint16_t text_args; /* bit a: arg key a keeps its value's text (interned), not a number */
+    PyObject *argkeys; /* tuple of bytes: the numeric keys, then the text keys */
     int64_t max_event, max_meta;
     /* position */
     int64_t pos;      /* document offset of the next byte fed */
@@ -1073,6 +1074,9 @@ ALWAYS_INLINE int read_value(Scanner *s, const uint8_t **pp, const uint8_t *end,
             return PE_ERR;
         }
         if (!q) return PE_MORE;
+        v->b = p; /* the raw text, for text arg keys */
+        v->e = q;
+        v->esc = 0;
         v->kind = V_OTHER;
         *pp = q;
         return PE_OK;
@@ -1219,8 +1223,15 @@ static int parse_args(Scanner *s, const uint8_t **pp, const uint8_t *end, Event 
                 }
             }
         }
-        if ((rc = read_value(s, &p, end, &v, errp, match >= 0)) != PE_OK) return rc;
-        if (match >= 0) {
+        int text = match >= 0 && ((s->text_args >> match) & 1);
+        if ((rc = read_value(s, &p, end, &v, errp, match >= 0 && !text)) != PE_OK) return rc;
+        if (text) { /* the value's text: a string's body, else its JSON as written */
+            size_t n;
+            const uint8_t *t = value_text(s, &v, &n);
+            int32_t id = intern(&s->strings, t, n);
+            if (id == -2) return PE_OOM;
+            ev->args[match] = id;
+        } else if (match >= 0) {
             int64_t x = INT64_MIN;
             if (v.fast) {
                 x = v.neg ? -(int64_t)v.ip : (int64_t)v.ip;
@@ -1860,23 +1871,28 @@ static void scan(Scanner *s, const uint8_t *buf, size_t n) {
 /* ---------------------------------------------------------------- Python type */
 
 static int Scanner_init(Scanner *s, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"arg_keys", "max_event_bytes", "max_meta_bytes", NULL};
-    PyObject *keys = NULL;
+    static char *kwlist[] = {"arg_keys", "text_keys", "max_event_bytes", "max_meta_bytes", NULL};
+    PyObject *keys = NULL, *text_keys = NULL;
     long long max_event = DEFAULT_MAX_EVENT, max_meta = DEFAULT_MAX_META;
     if (s->argkeys) {
         PyErr_SetString(PyExc_RuntimeError, "Scanner is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O$LL", kwlist, &keys, &max_event, &max_meta)) return -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OO$LL", kwlist, &keys, &text_keys, &max_event, &max_meta)) return -1;
     if (max_event < 16 || max_meta < 0) {
         PyErr_SetString(PyExc_ValueError, "max_event_bytes must be >= 16 and max_meta_bytes >= 0");
         return -1;
     }
-    PyObject *tuple = keys ? PySequence_Tuple(keys) : PyTuple_New(0);
+    PyObject *numeric = keys ? PySequence_Tuple(keys) : PyTuple_New(0);
+    PyObject *texts = text_keys ? PySequence_Tuple(text_keys) : PyTuple_New(0);
+    PyObject *tuple = numeric && texts ? PySequence_Concat(numeric, texts) : NULL;
+    Py_ssize_t n_numeric = numeric ? PyTuple_GET_SIZE(numeric) : 0;
+    Py_XDECREF(numeric);
+    Py_XDECREF(texts);
     if (!tuple) return -1;
     Py_ssize_t n = PyTuple_GET_SIZE(tuple);
     if (n > MAX_ARGS) {
-        PyErr_Format(PyExc_ValueError, "at most %d arg_keys", MAX_ARGS);
+        PyErr_Format(PyExc_ValueError, "at most %d arg_keys and text_keys together", MAX_ARGS);
         Py_DECREF(tuple);
         return -1;
     }
@@ -1903,6 +1919,7 @@ static int Scanner_init(Scanner *s, PyObject *args, PyObject *kwds) {
         memcpy(s->argkey[i], PyBytes_AS_STRING(k), len);
         s->argklen[i] = (size_t)len;
         s->args_by_len[len] |= (uint16_t)(1u << i);
+        if (i >= n_numeric) s->text_args |= (uint16_t)(1u << i);
     }
     s->nargs = (int)n;
     s->argkeys = tuple;
@@ -2174,7 +2191,7 @@ static PyTypeObject ScannerType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "models.formats._chrome_json.Scanner",
     .tp_basicsize = sizeof(Scanner),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Scanner(arg_keys=(), *, max_event_bytes=256 MiB, max_meta_bytes=16 MiB): Chrome trace-event "
+    .tp_doc = "Scanner(arg_keys=(), text_keys=(), *, max_event_bytes=256 MiB, max_meta_bytes=16 MiB): Chrome trace-event "
               "JSON, fed in chunks, into columns",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Scanner_init,

@@ -172,8 +172,10 @@ def max_inflate_ratio() -> float:
         return float(MAX_INFLATE_RATIO)
 
 
-def scan_trace(path, arg_keys=KINETO_ARG_KEYS, task: TaskState | None = None) -> ScannedTrace:
+def scan_trace(path, arg_keys=KINETO_ARG_KEYS, task: TaskState | None = None, text_keys=()) -> ScannedTrace:
     """Reads a Chrome trace-event JSON file (plain or gzip) into columns.
+    `args` holds, per arg key, the events whose value is a number and the
+    numbers; per text key, the events that have it and its text's string id.
 
     A document cut off (or gzip data ending early or corrupt, or a syntax
     error part way) keeps every event read before the cut, with a warning and
@@ -182,7 +184,9 @@ def scan_trace(path, arg_keys=KINETO_ARG_KEYS, task: TaskState | None = None) ->
     path = Path(path)
     task = task or TaskState()
     keys = tuple(k.encode() if isinstance(k, str) else bytes(k) for k in arg_keys)
-    scanner = Scanner(keys)
+    texts = tuple(k.encode() if isinstance(k, str) else bytes(k) for k in text_keys)
+    scanner = Scanner(keys, texts)
+    keys += texts
     try:
         f = open(path, "rb")
     except FileNotFoundError:
@@ -231,7 +235,7 @@ def scan_trace(path, arg_keys=KINETO_ARG_KEYS, task: TaskState | None = None) ->
         warnings.append(f"the JSON is malformed: {r['error']}; kept {events:,} events read before it")
     elif not complete:
         warnings.append(f"the JSON ends early (at byte {r['end_offset']:,}): kept {events:,} events read before the cut")
-    text_keys = [k.decode("utf-8", "replace") for k in keys]
+    key_names = [k.decode("utf-8", "replace") for k in keys]
     return ScannedTrace(
         path=path,
         events=events,
@@ -249,7 +253,7 @@ def scan_trace(path, arg_keys=KINETO_ARG_KEYS, task: TaskState | None = None) ->
         scope=r["scope"],
         offset=r["offset"],
         length=r["length"],
-        args=_sparse_args(r, text_keys),
+        args=_sparse_args(r, key_names),
         strings=r["strings"],
         meta=r["meta"],
         meta_skipped=r["meta_skipped"],

@@ -39,6 +39,7 @@ from models.timeline import Counter, Flows, StringTable, Timeline
 # Numeric args read into columns while scanning.
 ARG_KEYS = (b"correlation", b"Bytes", b"Addr", b"Total Allocated", b"Total Reserved", b"Device Type", b"Device Id")
 A_CORRELATION, A_BYTES, A_ADDR, A_ALLOCATED, A_RESERVED, A_DEVICE_TYPE, A_DEVICE_ID = (k.decode() for k in ARG_KEYS)
+A_INPUT_DIMS = "Input Dims"  # kept as text (an operator's input shapes, with record_shapes=True)
 NONE = np.iinfo(np.int64).min  # an arg the event does not have
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")  # GPU activity (Kineto)
@@ -149,7 +150,7 @@ class _SubTask(TaskState):
 
 def scan(path: Path, task: TaskState | None = None) -> ScannedTrace:
     """The file's events as columns; ProfileError when it is no trace."""
-    return scan_trace(Path(path), ARG_KEYS, task or TaskState())
+    return scan_trace(Path(path), ARG_KEYS, task or TaskState(), text_keys=(A_INPUT_DIMS,))
 
 
 def read_head(path: Path, size: int) -> bytes:
@@ -340,10 +341,11 @@ class _TimelineBuilder:
         self.group_host: list[str] = []
         self.lane_group: list[int] = []
         self.lane_names: list[str] = []
-        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in
-                                                    ("lane", "start", "dur", "name", "cat", "rec", "file", "parent")}
+        self.parts: dict[str, list[np.ndarray]] = {
+            k: [] for k in ("lane", "start", "dur", "name", "cat", "rec", "file", "parent", "shape")}
         self.names: dict[str, int] = {}
         self.cats: dict[str, int] = {}
+        self.shapes: dict[str, int] = {"": 0}
         self.flow_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.counters: list[Counter] = []
         self.markers: list[np.ndarray] = []
@@ -482,6 +484,9 @@ class _TimelineBuilder:
         del srows
         p["name"].append(self._intern(self.names, t.strings, t.name[rows]))
         p["cat"].append(self._intern(self.cats, t.strings, t.cat[rows]))
+        dims = t.arg(A_INPUT_DIMS, rows) if A_INPUT_DIMS in t.args else np.zeros(0, np.int64)
+        p["shape"].append(self._intern(self.shapes, t.strings, np.where(dims == NONE, -1, dims).astype(np.int32))
+                          if len(dims) else np.zeros(len(rows), np.int32))
         p["file"].append(np.full(len(rows), len(self.files), np.int32))
         p["rec"].append(rows)
         self.files.append(t)
@@ -598,6 +603,7 @@ class _TimelineBuilder:
         name_ids = self._column("name", order, np.int32)
         dur = self._column("dur", order)
         category = self._column("cat", order, np.int32)
+        shape = self._column("shape", order, np.int32)
         source = TraceSource(files=self.files, file=self._column("file", order, np.int32), rec=self._column("rec", order))
         flows = None
         if self.flow_parts:
@@ -616,7 +622,8 @@ class _TimelineBuilder:
             names=StringTable(names, name_ids), origin_ns=origin_ns,
             source=", ".join(str(t.path) for _, t in traces), warnings=self.warnings,
             category=category, categories=list(self.cats), parent=parent, flows=flows,
-            counters=self.counters, group_host=[self.group_host[g] for g in group_ids], properties=self.properties)
+            counters=self.counters, group_host=[self.group_host[g] for g in group_ids], properties=self.properties,
+            input_shape=shape if len(self.shapes) > 1 else None, input_shapes=list(self.shapes))
         st = trace_stats.steps(timeline)
         timeline.markers_ps = np.unique(np.r_[st.start_ps, st.end_ps])
         timeline.details = lambda i: event_details(timeline, source, i)
