@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import os
 import zlib
+from contextlib import contextmanager
 from pathlib import Path
 
 from models.task import ProfileError, TaskState
@@ -23,30 +24,12 @@ def stays_inside(entry: os.DirEntry, root: str) -> bool:
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def read_bytes(path: Path, task: TaskState | None = None, weight: float = 1.0) -> bytes | bytearray:
-    """The file's content, gunzipped when it is gzip data.
-
-    Progress goes from 0 to `weight` of the task. Missing, unreadable and
-    truncated files raise ProfileError.
-    """
-    task = task or TaskState()
+@contextmanager
+def readable_errors(path):
+    """Turns the OSErrors of opening or reading `path` into ProfileErrors
+    that say what went wrong."""
     try:
-        with open(path, "rb") as f:
-            size = max(Path(path).stat().st_size, 1)
-            head = f.read(2)
-            f.seek(0)
-            if head == GZIP_MAGIC:
-                return _read_gzip(f, size, task, weight, path)
-            # One buffer filled in place: no second copy of a large file.
-            buffer = bytearray(size)
-            view, done = memoryview(buffer), 0
-            while done < size and (n := f.readinto(view[done:done + CHUNK])):
-                done += n
-                task.report(weight * done / size, f"Reading {Path(path).name}")
-            view.release()
-            if done < size:  # the file is empty or shrank while we read it
-                del buffer[done:]
-            return buffer
+        yield
     except FileNotFoundError:
         raise ProfileError(f"{path}: the file does not exist (moved or deleted?)") from None
     except IsADirectoryError:
@@ -55,6 +38,31 @@ def read_bytes(path: Path, task: TaskState | None = None, weight: float = 1.0) -
         raise ProfileError(f"{path}: permission denied") from None
     except OSError as e:
         raise ProfileError(f"{path}: could not be read: {e.strerror or e}") from None
+
+
+def read_bytes(path: Path, task: TaskState | None = None, weight: float = 1.0) -> bytes | bytearray:
+    """The file's content, gunzipped when it is gzip data.
+
+    Progress goes from 0 to `weight` of the task. Missing, unreadable and
+    truncated files raise ProfileError.
+    """
+    task = task or TaskState()
+    with readable_errors(path), open(path, "rb") as f:
+        size = max(Path(path).stat().st_size, 1)
+        head = f.read(2)
+        f.seek(0)
+        if head == GZIP_MAGIC:
+            return _read_gzip(f, size, task, weight, path)
+        # One buffer filled in place: no second copy of a large file.
+        buffer = bytearray(size)
+        view, done = memoryview(buffer), 0
+        while done < size and (n := f.readinto(view[done:done + CHUNK])):
+            done += n
+            task.report(weight * done / size, f"Reading {Path(path).name}")
+        view.release()
+        if done < size:  # the file is empty or shrank while we read it
+            del buffer[done:]
+        return buffer
 
 
 def _read_gzip(f, size: int, task: TaskState, weight: float, path) -> bytes:

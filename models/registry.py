@@ -27,6 +27,15 @@ TOOLS = (MEMORY_PROFILE, TRACE_VIEWER, KERNEL_STATS, OP_STATS, OVERVIEW)
 TIMELINE_TOOLS = (KERNEL_STATS, OP_STATS, OVERVIEW)
 
 
+def strip_suffix(name: str, suffixes: tuple[str, ...]) -> str | None:
+    """The name without the longest of the suffixes it ends in (a host name
+    from a file name), or None when it ends in none or is only the suffix."""
+    for suffix in sorted(suffixes, key=len, reverse=True):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return None
+
+
 class Format:
     """One kind of input file. Subclasses set the attributes and override the
     producers of the tools they offer; `files` is always the list of a host's

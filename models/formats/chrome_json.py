@@ -37,6 +37,7 @@ from models.formats._chrome_json import (  # the flag bits, re-exported
     TS_MISSING,
     Scanner,
 )
+from models.files import readable_errors
 from models.task import ProfileError, TaskState
 
 try:  # zlib-ng inflates about twice as fast as zlib, with the same API (copy() included)
@@ -187,16 +188,8 @@ def scan_trace(path, arg_keys=KINETO_ARG_KEYS, task: TaskState | None = None, te
     texts = tuple(k.encode() if isinstance(k, str) else bytes(k) for k in text_keys)
     scanner = Scanner(keys, texts)
     keys += texts
-    try:
+    with readable_errors(path):
         f = open(path, "rb")
-    except FileNotFoundError:
-        raise ProfileError(f"{path}: the file does not exist (moved or deleted?)") from None
-    except IsADirectoryError:
-        raise ProfileError(f"{path}: is a folder, not a file") from None
-    except PermissionError:
-        raise ProfileError(f"{path}: permission denied") from None
-    except OSError as e:
-        raise ProfileError(f"{path}: could not be read: {e.strerror or e}") from None
     with f:
         size = os.fstat(f.fileno()).st_size
         is_gzip = f.read(2) == GZIP_MAGIC

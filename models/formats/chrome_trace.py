@@ -32,7 +32,7 @@ from models.files import GZIP_MAGIC, read_bytes
 from models import _lanes, _nesting, trace_stats
 from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, Snapshots, merge_rows,
                                    summarize)
-from models.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TRACE_VIEWER, Format
+from models.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TRACE_VIEWER, Format, strip_suffix
 from models.task import ProfileError, TaskState
 from models.timeline import Counter, Flows, StringTable, Timeline
 
@@ -78,14 +78,6 @@ def sniff(path: Path) -> dict | None:
     return found
 
 
-def _host_of(path: Path) -> str:
-    name = path.name
-    for suffix in SUFFIXES:
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
 class ChromeTraceFormat(Format):
     name = "chrome_trace"
     title = ("Chrome trace-event JSON: PyTorch profiler (Kineto), TensorFlow 2.2-2.10 `trace.json.gz`, "
@@ -103,7 +95,7 @@ class ChromeTraceFormat(Format):
         found = sniff(path)
         if found is None:
             return None
-        return f"rank-{found['rank']}" if "rank" in found else _host_of(path)
+        return f"rank-{found['rank']}" if "rank" in found else strip_suffix(path.name, SUFFIXES) or path.name
 
     def lone_file(self, path: Path) -> tuple[str, str] | None:
         host = self.host_in_folder(path)

@@ -38,7 +38,7 @@ from models import _protowire as wire
 from models.files import GZIP_MAGIC
 from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, Snapshots,
                                    merge_rows, summarize)
-from models.registry import MEMORY_PROFILE, Format
+from models.registry import MEMORY_PROFILE, Format, strip_suffix
 from models.task import ProfileError, TaskState
 from models.formats.xspace.memory import data_type_string
 from protos import log_memory_pb2, tensor_shape_pb2, types_pb2
@@ -538,14 +538,6 @@ def _replay(events: dict[str, np.ndarray], allocator: int, memory_id: str, t0_us
     return profile, n - len(pos), int(deferred.sum())
 
 
-def _log_host(name: str) -> str:
-    """A log's host: its name without a log ending."""
-    for suffix in sorted(LOG_SUFFIXES, key=len, reverse=True):
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
 class LogMemoryFormat(Format):
     name = "log_memory"
     title = "TensorFlow logs with `__LOG_MEMORY__` lines (`log_memory.proto`), plain or gzipped"
@@ -556,11 +548,11 @@ class LogMemoryFormat(Format):
     rank = 2
 
     def host_in_folder(self, path: Path) -> str | None:
-        return _log_host(path.name) if path.name.endswith(LOG_SUFFIXES) and is_memory_log(path) else None
+        return strip_suffix(path.name, LOG_SUFFIXES) if path.name.endswith(LOG_SUFFIXES) and is_memory_log(path) else None
 
     def lone_file(self, path: Path) -> tuple[str, str] | None:
         if is_memory_log(path):
-            return path.name, _log_host(path.name)
+            return path.name, strip_suffix(path.name, LOG_SUFFIXES) or path.name
         if path.name.endswith(LOG_SUFFIXES) and not path.name.endswith((".txt", ".txt.gz")):
             raise ProfileError(f"{path}: no __LOG_MEMORY__ lines near the start of this log. {ENABLE_HINT}")
         return None

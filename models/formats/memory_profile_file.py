@@ -22,7 +22,7 @@ from models.files import read_bytes
 from models.memory_profile import (ACTIVITY_NAMES, ALLOCATION, DEALLOCATION, STRING_COLUMNS, XPROF_TIMELINE_POINTS, AllocationRows, AllocatorProfile,
                                    MemoryProfileData, MemorySummary, Metadata, Snapshots, merge_rows, summarize,
                                    xprof_peak_rows)
-from models.registry import MEMORY_PROFILE, Format
+from models.registry import MEMORY_PROFILE, Format, strip_suffix
 from models.task import ProfileError, TaskState
 
 # File name endings of MemoryProfile files in a session folder (<host><suffix>).
@@ -311,14 +311,6 @@ def _snapshots_from_json(items: list) -> Snapshots:
     )
 
 
-def memory_profile_host(name: str) -> str | None:
-    """The host of a file named <host>.memory_profile.*, else None."""
-    for suffix in SESSION_SUFFIXES:
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return None
-
-
 class MemoryProfileFormat(Format):
     name = "memory_profile"
     title = "`MemoryProfile` as proto3 JSON (XProf, TensorFlow 2.2-2.3), `.json` or `.json.gz`, or binary protobuf"
@@ -329,12 +321,12 @@ class MemoryProfileFormat(Format):
     rank = 1
 
     def host_in_folder(self, path: Path) -> str | None:
-        return memory_profile_host(path.name)
+        return strip_suffix(path.name, SESSION_SUFFIXES)
 
     def lone_file(self, path: Path) -> tuple[str, str] | None:
         # Asked last (see models.formats): a lone .json or .pb that no other
         # format took is taken for a MemoryProfile named after the file.
-        if host := memory_profile_host(path.name):
+        if host := strip_suffix(path.name, SESSION_SUFFIXES):
             return path.parent.name, host
         return (path.name, path.name) if path.name.endswith(LONE_SUFFIXES) else None
 

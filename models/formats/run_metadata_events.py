@@ -7,8 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from models.event_file import host_of_event_file, is_event_file, tagged_run_metadata
-from models.formats.step_stats import chrome_trace_json, load_step_timeline, locate, step_memory_profile
-from models.registry import MEMORY_PROFILE, TRACE_VIEWER, Format
+from models.formats.step_stats import StepStatsFormat, locate
 from models.task import ProfileError
 
 # path -> ((mtime, size), tags): a folder is scanned again on every reload.
@@ -37,12 +36,13 @@ def _tags(files: list[Path]) -> dict[str, Path]:
     return {tag: path for path in files for tag in run_metadata_tags(path)}
 
 
-class RunMetadataEventsFormat(Format):
+class RunMetadataEventsFormat(StepStatsFormat):
+    """StepStats read from event files: the same tools, chosen by tag."""
+
     name = "run_metadata_events"
     title = "event files with `tagged_run_metadata`"
     where = "`events.out.tfevents.*` in any folder (a run); host from the file name, each tag a step"
     patterns = ("events.out.tfevents.*",)
-    tools = (MEMORY_PROFILE, TRACE_VIEWER)
     rank = 4
 
     def host_in_folder(self, path: Path) -> str | None:
@@ -58,17 +58,11 @@ class RunMetadataEventsFormat(Format):
             raise ProfileError(f"{path}: this event file holds no run metadata (FileWriter.add_run_metadata writes it)")
         return path.parent.name, host_of_event_file(path.name)
 
+    def why_not(self, path: Path) -> None:
+        return None
+
     def steps(self, files):
         return list(_tags(files))
-
-    def memory_profile(self, files, host, task):
-        return step_memory_profile(self._source(files, "", task), host=host, task=task)
-
-    def timeline(self, hosts, step, task):
-        return load_step_timeline(self._source(hosts[0][1], step, task), task)
-
-    def chrome_trace(self, files, host, step, task):
-        return chrome_trace_json(self._source(files, step, task), task)
 
     @staticmethod
     def _source(files: list[Path], step: str, task):

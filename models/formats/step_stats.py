@@ -32,7 +32,7 @@ from models.files import read_bytes
 from models.formats import _labels
 from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, MemorySummary,
                                    Snapshots)
-from models.registry import MEMORY_PROFILE, TRACE_VIEWER, Format
+from models.registry import MEMORY_PROFILE, TRACE_VIEWER, Format, strip_suffix
 from models.task import ProfileError, TaskState
 from models.timeline import StringColumn, Timeline
 from protos import config_pb2, step_stats_pb2, types_pb2
@@ -685,14 +685,6 @@ def chrome_trace_json(source: StepStatsFile, task: TaskState | None = None) -> b
     return json.dumps(chrome_trace(source, task), separators=(",", ":")).encode()
 
 
-def _host(name: str) -> str:
-    """A StepStats file's host: its name without the ending."""
-    for suffix in sorted(BINARY_SUFFIXES + TEXT_SUFFIXES, key=len, reverse=True):
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
 class StepStatsFormat(Format):
     name = "step_stats"
     title = "`RunMetadata` or `StepStats`, binary or text format"
@@ -702,7 +694,8 @@ class StepStatsFormat(Format):
     rank = 3
 
     def host_in_folder(self, path: Path) -> str | None:
-        return _host(path.name) if path.name.endswith(BINARY_SUFFIXES + TEXT_SUFFIXES) and sniff(path) else None
+        host = strip_suffix(path.name, BINARY_SUFFIXES + TEXT_SUFFIXES)
+        return host if host is not None and sniff(path) else None
 
     def lone_file(self, path: Path) -> tuple[str, str] | None:
         host = self.host_in_folder(path)
@@ -723,6 +716,7 @@ class StepStatsFormat(Format):
 
     @staticmethod
     def _source(files: list[Path], step: str, task) -> StepStatsFile:
+        """The StepStats of a host's files for a step ("" = the first)."""
         if step:
             raise ProfileError(f"{files[0].name} holds one step; --param step applies to event files")
         return locate(files[0], task=task)
