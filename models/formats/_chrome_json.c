@@ -767,6 +767,12 @@ typedef struct {
     /* results */
     Columns col;
     Interner strings;
+    /* Text args repeat a few values (Kineto's Input Dims): the last id per
+     * hash bucket, so most skip the big table (one cache miss each). */
+    struct {
+        uint64_t hash;
+        int32_t id1; /* id + 1; 0: empty */
+    } text_cache[256];
     int64_t bad_events, truncated, long_events;
     int cut_in_event; /* strings cut in the event being parsed */
     int has_trace_events;
@@ -1228,8 +1234,15 @@ static int parse_args(Scanner *s, const uint8_t **pp, const uint8_t *end, Event 
         if (text) { /* the value's text: a string's body, else its JSON as written */
             size_t n;
             const uint8_t *t = value_text(s, &v, &n);
-            int32_t id = intern(&s->strings, t, n);
-            if (id == -2) return PE_OOM;
+            uint64_t h = hash_bytes(t, n, s->strings.seed);
+            int32_t id = s->text_cache[h & 255].id1 - 1;
+            const Entry *e = id >= 0 ? &s->strings.entries[id] : NULL;
+            if (!e || s->text_cache[h & 255].hash != h || e->len != n || memcmp(s->strings.arena.data + e->off, t, n)) {
+                id = intern(&s->strings, t, n);
+                if (id == -2) return PE_OOM;
+                s->text_cache[h & 255].hash = h;
+                s->text_cache[h & 255].id1 = id + 1;
+            }
             ev->args[match] = id;
         } else if (match >= 0) {
             int64_t x = INT64_MIN;

@@ -21,15 +21,15 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from models import _lanes, _nesting, trace_stats
+from models.files import GZIP_MAGIC, read_bytes
 from models.formats import chrome_json as cj
 from models.formats.chrome_json import ScannedTrace, scan_trace
-from models.files import GZIP_MAGIC, read_bytes
-from models import _lanes, _nesting, trace_stats
 from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, Snapshots, merge_rows,
                                    summarize)
 from models.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TRACE_VIEWER, Format, strip_suffix
@@ -231,7 +231,6 @@ class _Host:
     host: str
     trace: ScannedTrace
     start_ps: np.ndarray  # per file event, from the timeline origin
-    warnings: list[str] = field(default_factory=list)
 
 
 def _times(traces: list[tuple[str, ScannedTrace]]) -> tuple[list[_Host], int]:
@@ -340,7 +339,6 @@ class _TimelineBuilder:
         self.shapes: dict[str, int] = {"": 0}
         self.flow_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.counters: list[Counter] = []
-        self.markers: list[np.ndarray] = []
         self.warnings: list[str] = []
         self.properties: dict = {}
         self.events = 0
@@ -419,8 +417,9 @@ class _TimelineBuilder:
         lane_of_depth0 = np.full(len(keys), -1, np.int64)
         instant_lane = np.full(len(keys), -1, np.int64)
         proc_lane: dict[int, int] = {}
+        proc_group: dict[int, int] = {}
         for p in proc_order:
-            group = len(self.groups)
+            group = proc_group[p] = len(self.groups)
             self.groups.append(prefix + proc_title(p))
             self.group_host.append(h.host)
             ks = np.flatnonzero(proc_of_key == p).tolist()
@@ -450,9 +449,9 @@ class _TimelineBuilder:
             self.lane_names.append("global")
         else:
             global_lane = -1
+        proc_lane_of_key = np.array([proc_lane.get(int(v), -1) for v in proc_of_key.tolist()], np.int64)
         ilane = np.where(scope == ord("g"), global_lane,
-                         np.where(scope == ord("p"), [proc_lane.get(int(v), -1) for v in proc_of_key[ithread]] or 0,
-                                  instant_lane[ithread]))
+                         np.where(scope == ord("p"), proc_lane_of_key[ithread], instant_lane[ithread]))
         lane = np.r_[lane_of_depth0[sthread] + depth, ilane].astype(np.int32)
         del depth, lane_of_depth0, ilane
         offset = self.events
@@ -483,7 +482,7 @@ class _TimelineBuilder:
         p["rec"].append(rows)
         self.files.append(t)
         self.events += len(rows)
-        self._counters(h, names, proc_order, warnings)
+        self._counters(h, proc_group, warnings)
         self.warnings += [prefix + w for w in warnings]
         props = {k: v for k in ("deviceProperties", "distributedInfo", "traceName", "displayTimeUnit")
                  if (v := _meta(t, k)) is not None}
@@ -537,7 +536,8 @@ class _TimelineBuilder:
         for s, d, c in zip(src_parts, dst_parts, cat_parts):
             self.flow_parts.append((s + offset, d + offset, c))
 
-    def _counters(self, h: _Host, names: dict, proc_order: list[int], warnings: list[str]) -> None:
+    def _counters(self, h: _Host, proc_group: dict[int, int], warnings: list[str]) -> None:
+        """C events as counter tracks of their process's group, one per series."""
         t = h.trace
         rows = np.flatnonzero((t.ph == ord("C")) & _timed(t))
         if len(rows) > MAX_METADATA_EVENTS:
@@ -555,11 +555,9 @@ class _TimelineBuilder:
                     times, values = series.setdefault((int(t.pid[i]), label), ([], []))
                     times.append(int(h.start_ps[i]))
                     values.append(float(value))
-        group_of = {p: len(self.groups) - len(proc_order) - (1 if self.groups[-1].endswith("Global instants") else 0) + k
-                    for k, p in enumerate(proc_order)}
         for (pid, label), (times, values) in sorted(series.items(), key=lambda kv: kv[0][1]):
             order = np.argsort(times, kind="stable")
-            self.counters.append(Counter(group_of.get(pid, 0), label, np.asarray(times, np.int64)[order],
+            self.counters.append(Counter(proc_group[pid], label, np.asarray(times, np.int64)[order],
                                          np.asarray(values, np.float64)[order]))
 
     def _column(self, key: str, order: np.ndarray, dtype=None) -> np.ndarray:
