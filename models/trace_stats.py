@@ -241,13 +241,21 @@ def cpu_op_ancestor(tl: Timeline, events: np.ndarray, is_op: np.ndarray, include
     return cur
 
 
-def op_stats(tl: Timeline, window: tuple[int, int] | None = None, by_shape: bool = False) -> OpStats:
-    """Per host and cpu_op name (and input shape, by_shape): calls, host
-    total and self time, device time."""
-    hosts = host_names(tl)
-    empty = np.zeros(0, np.int64)
+@dataclass
+class OpTimes:
+    """Per event: whether it is a cpu_op, its self time and the device time it
+    launched itself and with its child operators."""
+
+    is_op: np.ndarray
+    self_ps: np.ndarray
+    device_self_ps: np.ndarray
+    device_total_ps: np.ndarray
+
+
+def op_times(tl: Timeline) -> OpTimes | None:
+    """What op_stats adds up (None without operators)."""
     if tl.category is None or tl.parent is None or CPU_OP not in tl.categories:
-        return OpStats([], [], [], empty, empty, empty, empty, empty)
+        return None
     is_op = tl.category == tl.categories.index(CPU_OP)
     n = len(tl)
     # Self time: minus the direct children's time.
@@ -271,6 +279,19 @@ def op_stats(tl: Timeline, window: tuple[int, int] | None = None, by_shape: bool
             cur = cpu_op_ancestor(tl, cur, is_op, include_self=False)
             d = d[cur >= 0]
             cur = cur[cur >= 0]
+    return OpTimes(is_op, self_ps, device_self, device_total)
+
+
+def op_stats(tl: Timeline, window: tuple[int, int] | None = None, by_shape: bool = False,
+             times: OpTimes | None = None) -> OpStats:
+    """Per host and cpu_op name (and input shape, by_shape): calls, host
+    total and self time, device time; `times` from op_times(tl), if at hand."""
+    hosts = host_names(tl)
+    times = times or op_times(tl)
+    if times is None:
+        empty = np.zeros(0, np.int64)
+        return OpStats([], [], [], empty, empty, empty, empty, empty)
+    is_op, self_ps, device_self, device_total = times.is_op, times.self_ps, times.device_self_ps, times.device_total_ps
     ops = _in_window(tl, np.flatnonzero(is_op), window)
     host = event_host(tl)[ops].astype(np.int64)
     key = host * max(len(tl.kinds), 1) + tl.kind[ops]
@@ -454,8 +475,9 @@ def compute(timeline: Timeline, step_range: tuple[int, int] | None = None, task:
             raise ProfileError(str(e)) from None
     kernels = kernel_stats(timeline, window)
     task.raise_if_cancelled()
-    ops = op_stats(timeline, window)
-    ops_by_shape = op_stats(timeline, window, by_shape=True) if timeline.input_shape is not None else None
+    times = op_times(timeline)
+    ops = op_stats(timeline, window, times=times)
+    ops_by_shape = op_stats(timeline, window, True, times) if timeline.input_shape is not None else None
     task.raise_if_cancelled()
     hosts = overview(timeline, window)
     # The GPUs each host's activity ran on, from Kineto's process names ("GPU 0").
