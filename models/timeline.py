@@ -256,6 +256,12 @@ class Timeline:
         by_kind = np.flatnonzero(np.isin(self.kind, kinds)) if kinds else np.zeros(0, np.int64)
         return np.union1d(by_kind, self.names.find(text))
 
+    @cached_property
+    def all_kind_stats(self) -> KindStats:
+        """kind_stats() of every event (the op statistics tab), computed once;
+        loaders touch it in their worker so the window does not."""
+        return self.kind_stats()
+
     def kind_stats(self, selection: np.ndarray | None = None, clip: tuple[float, float] | None = None) -> KindStats:
         """Count, total and max duration per (group, kind), over `selection`
         (event indices or a mask) or every event, counting only the time

@@ -27,7 +27,7 @@ def _error_section(title: str, error: Exception) -> str:
 def _timeline_section(title: str, timeline, png: Path) -> str:
     """Warnings, size, screenshot and the op statistics table of one timeline."""
     a, b = timeline.span_ps
-    stats = timeline.kind_stats()
+    stats = timeline.all_kind_stats
     rows = "".join(
         f"<tr><td>{html.escape(timeline.groups[g])}</td><td>{html.escape(timeline.kinds[k])}</td>"
         f"<td>{c:,}</td><td>{format_time_ps(t)}</td><td>{100 * t / max(b - a, 1):.1f} %</td></tr>"

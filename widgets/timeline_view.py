@@ -148,7 +148,7 @@ class TimelineView(QWidget):
         self.range_label.setText("Drag on the ruler (or Shift+drag) to select a time range.")
         if timeline is not None:
             a, b = timeline.span_ps
-            self.op_stats.stats_model.set_stats(timeline, timeline.kind_stats(), b - a)
+            self.op_stats.stats_model.set_stats(timeline, timeline.all_kind_stats, b - a)
             self.op_stats_label.setText(
                 f"{len(timeline):,} events on {len(timeline.groups)} device(s), step {format_time_ps(b - a)}; "
                 "share = total time of the op type / step duration. Select a row to highlight its events.")
