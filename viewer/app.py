@@ -7,6 +7,8 @@ import sys
 
 from PySide6.QtWidgets import QApplication
 
+from viewer import startup
+
 
 def has_display() -> bool:
     if sys.platform in ("win32", "darwin"):
@@ -16,7 +18,9 @@ def has_display() -> bool:
 
 
 def application(offscreen_without_display: bool = False) -> QApplication:
-    if offscreen_without_display and not has_display():
+    """The QApplication; with `offscreen_without_display`, offscreen when no
+    display answers or Qt's platform could not load (see viewer.startup)."""
+    if offscreen_without_display and QApplication.instance() is None and (not has_display() or startup.problem()):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("Profscope")

@@ -1,7 +1,9 @@
 """The `profscope` command.
 
-    profscope [PATH]                      open the window (or, with no display,
-                                          write the report and say where)
+    profscope [PATH]                      open the window (or, with no display or when Qt's
+                                          platform cannot start, write the report and say where)
+    profscope --window [PATH]             the window or exit 1 with what is missing
+    profscope --install-desktop-entry     add Profscope to the desktop's launcher (user-local)
     profscope sessions PATH [--json]      sessions, hosts and tools
     profscope export PATH --tool T ...    a tool's data, as XProf returns it; for a log dir
                                           hparams_experiment, hparams_session_groups,
@@ -169,18 +171,32 @@ def cmd_formats(args) -> int:
     return 0
 
 
-def cmd_window(path: str | None) -> int:
-    from viewer.app import has_display, run_window
+def cmd_window(path: str | None, window: bool = False, check=None) -> int:
+    """The window; when it cannot open here, the report instead (or exit 1
+    when the window was asked for with --window). `check` (default:
+    viewer.startup.problem) says what keeps Qt from starting, before Qt can abort."""
+    from viewer import startup
+    from viewer.app import has_display
 
     if not has_display():
+        problem = "no display found"
+    else:
+        problem = (check or startup.problem)()
+    if problem:
+        if window:
+            print(f"profscope: cannot open the window: {problem}", file=sys.stderr)
+            return 1
         if path is None:
-            print("profscope: no display and no path given; nothing to do", file=sys.stderr)
+            print(f"profscope: cannot open the window: {problem}\nprofscope: no path given; nothing to do",
+                  file=sys.stderr)
             return 2
-        print(f"profscope: no display found; writing the report of {path} to {DEFAULT_REPORT_DIR}/ instead",
-              file=sys.stderr)
+        print(f"profscope: {problem}\nprofscope: writing the report of {path} to {DEFAULT_REPORT_DIR}/ instead "
+              "(profscope --window exits instead)", file=sys.stderr)
         rc = cmd_report(argparse.Namespace(path=path, output=DEFAULT_REPORT_DIR))
         print(f"profscope: report written to {Path(DEFAULT_REPORT_DIR).resolve() / 'index.html'}", file=sys.stderr)
         return rc
+    from viewer.app import run_window
+
     return run_window(path)
 
 
@@ -193,11 +209,21 @@ def main(argv: list[str] | None = None) -> int:
                     "capture": cmd_capture, "formats": cmd_formats}[args.command](args)
         if argv and argv[0] in ("-h", "--help"):
             _parser().print_help()
+            print("\nprofscope [--window] [PATH]: the window (--window: exit 1 rather than write the report when "
+                  "it cannot open)\nprofscope --install-desktop-entry: add Profscope to the launcher")
             return 0
-        if len(argv) > 1:
-            print("profscope: expected at most one path; see profscope --help", file=sys.stderr)
+        if argv == ["--install-desktop-entry"]:
+            from viewer.desktop import install_desktop_entry
+
+            for written in install_desktop_entry():
+                print(written)
+            return 0
+        window = "--window" in argv
+        argv = [a for a in argv if a != "--window"]
+        if len(argv) > 1 or any(a.startswith("-") for a in argv):
+            print("profscope: expected at most one path (and --window); see profscope --help", file=sys.stderr)
             return 2
-        return cmd_window(argv[0] if argv else None)
+        return cmd_window(argv[0] if argv else None, window)
     except ProfileError as e:
         print(f"profscope: error: {e}", file=sys.stderr)
         return 1
