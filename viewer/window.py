@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence
+import importlib.metadata
+import re
+
+import PySide6
+from PySide6.QtCore import QSettings, QStandardPaths, Qt, QTimer, QUrl, qVersion
+from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QDockWidget, QFileDialog, QFormLayout, QHBoxLayout,
-                               QInputDialog, QLabel, QLineEdit, QMainWindow, QProgressBar, QPushButton, QSpinBox,
-                               QTabWidget, QTreeWidget, QTreeWidgetItem, QWidget)
+                               QInputDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar, QPushButton,
+                               QSpinBox, QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from models import trace_stats
 from models.hparams import load_hparams
@@ -24,7 +28,7 @@ from models.tb_logdir import logdir_signature
 from models.timeline import Timeline
 from widgets.hparams_view import HParamsView
 from widgets.memory_view import MemoryView
-from widgets.timeline_view import TimelineView
+from widgets.timeline_view import KEYS_HELP, TimelineView
 from widgets.trace_stats_view import TraceStatsView, describe_range
 from viewer.workers import TaskRunner
 
@@ -85,6 +89,71 @@ class CaptureDialog(QDialog):
         self.settings.setValue("capture_ms", self.duration.value())
         self.settings.setValue("capture_folder", self.folder.text().strip())
         return self.address.text().strip(), self.duration.value(), self.folder.text().strip()
+
+
+def _plain(text: str) -> str:
+    """A menu text without its mnemonic and ellipsis: "Open &Folder…" -> "Open Folder"."""
+    return re.sub(r"&(.)", r"\1", text).rstrip("…").strip()
+
+
+def timeline_keys() -> list[tuple[str, str]]:
+    """(keys, what they do) of the timeline canvas, read from the view's own key help."""
+    rows = []
+    for line in KEYS_HELP.split("<br>"):
+        if line.startswith("<b>"):
+            continue
+        for item in line.split(" · "):
+            keys, _, what = item.partition(": ")
+            rows.append((keys.strip(), what.strip()))
+    return rows
+
+
+def app_version() -> str:
+    try:
+        return importlib.metadata.version("profscope")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def log_folder() -> Path:
+    """Where Profscope keeps its cache and logs (created on demand)."""
+    folder = Path(QStandardPaths.writableLocation(QStandardPaths.CacheLocation) or Path.home() / ".cache" / "profscope")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+class ShortcutsDialog(QDialog):
+    """Every menu action with its shortcut, plus the timeline's keys, with a filter."""
+
+    def __init__(self, parent, rows: list[tuple[str, str, str]]):
+        super().__init__(parent)
+        self.setWindowTitle("Keyboard Shortcuts")
+        self.filter = QLineEdit(placeholderText="Filter (e.g. open, zoom, Ctrl)", clearButtonEnabled=True)
+        self.list = QTreeWidget(rootIsDecorated=False, alternatingRowColors=True)
+        self.list.setHeaderLabels(["Action", "Shortcut", "Where"])
+        for row in rows:
+            QTreeWidgetItem(self.list, list(row))
+        for column in range(3):
+            self.list.resizeColumnToContents(column)
+        self.filter.textChanged.connect(self.apply_filter)
+        buttons = QDialogButtonBox(QDialogButtonBox.Close)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.filter)
+        layout.addWidget(self.list)
+        layout.addWidget(buttons)
+        self.resize(640, 520)
+
+    def visible_rows(self) -> list[tuple[str, str, str]]:
+        return [tuple(item.text(c) for c in range(3)) for i in range(self.list.topLevelItemCount())
+                if not (item := self.list.topLevelItem(i)).isHidden()]
+
+    def apply_filter(self, text: str) -> None:
+        words = text.lower().split()
+        for i in range(self.list.topLevelItemCount()):
+            item = self.list.topLevelItem(i)
+            haystack = " ".join(item.text(c) for c in range(3)).lower()
+            item.setHidden(not all(w in haystack for w in words))
 
 
 class MainWindow(QMainWindow):
@@ -167,11 +236,59 @@ class MainWindow(QMainWindow):
         self._action(view_menu, "Reset &Zoom", "Ctrl+0", self.reset_zoom)
         self._action(view_menu, "Table at &Peak", "Ctrl+P", lambda: self.memory_view.pick_moment(None))
         self._action(view_menu, "&Cancel Loading", "Esc", self.cancel)
+        help_menu = self.menuBar().addMenu("&Help")
+        self._action(help_menu, "&Keyboard Shortcuts", QKeySequence.HelpContents, self.show_shortcuts)
+        self._action(help_menu, "Open &Log Folder", "", self.open_log_folder)
+        help_menu.addSeparator()
+        about = self._action(help_menu, "&About Profscope", "", self.show_about)
+        about.setMenuRole(QAction.AboutRole)
+        self.help_menu = help_menu
         self._update_recent_menu()
+
+    # ------------------------------------------------------------ help
+
+    def shortcut_rows(self) -> list[tuple[str, str, str]]:
+        """(action, shortcut, where) of every menu action with a shortcut, then the timeline's keys."""
+        rows = []
+        for menu_action in self.menuBar().actions():
+            menu = menu_action.menu()
+            for action in menu.actions() if menu is not None else ():
+                if action.menu() is None and not action.isSeparator() and not action.shortcut().isEmpty():
+                    rows.append((_plain(action.text()), action.shortcut().toString(QKeySequence.NativeText),
+                                 f"{_plain(menu_action.text())} menu"))
+        rows += [(what, keys, "Timeline") for keys, what in timeline_keys()]
+        return rows
+
+    def show_shortcuts(self) -> None:
+        self.shortcuts_dialog = ShortcutsDialog(self, self.shortcut_rows())
+        self.shortcuts_dialog.open()
+
+    def about_text(self) -> str:
+        return (f"<h3>Profscope {app_version()}</h3>"
+                "<p>A desktop viewer for TensorFlow, Keras, JAX and PyTorch profiles and TensorBoard HParams sweeps.</p>"
+                f"<p>Qt {qVersion()} · PySide6 {PySide6.__version__}</p>"
+                f"<p>Settings: {self.settings.fileName()}</p>"
+                f"<p>Log folder: {QStandardPaths.writableLocation(QStandardPaths.CacheLocation)}</p>")
+
+    def show_about(self) -> None:
+        self.about_box = QMessageBox(QMessageBox.Information, "About Profscope", self.about_text(),
+                                     QMessageBox.Close, self)
+        self.about_box.setTextFormat(Qt.RichText)
+        if not self.windowIcon().isNull():
+            self.about_box.setIconPixmap(self.windowIcon().pixmap(64, 64))
+        self.about_box.open()
+
+    open_url = staticmethod(QDesktopServices.openUrl)  # tests replace it
+
+    def open_log_folder(self) -> None:
+        folder = log_folder()
+        if not self.open_url(QUrl.fromLocalFile(str(folder))):
+            self.set_status(f"Could not open {folder} (no file manager?)", error=True)
 
     def _action(self, menu, text, shortcut, slot) -> QAction:
         action = QAction(text, self)
-        action.setShortcut(QKeySequence(shortcut))
+        if shortcut:
+            action.setShortcut(QKeySequence(shortcut))
         action.triggered.connect(slot)
         menu.addAction(action)
         self.addAction(action)
