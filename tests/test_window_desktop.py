@@ -77,3 +77,36 @@ def test_open_log_folder(window, tmp_path, monkeypatch):
     window.open_url = lambda url: opened.append(url.toLocalFile()) or True
     window.open_log_folder()
     assert opened == [str(tmp_path / "cache" / "Profscope")] and (tmp_path / "cache" / "Profscope").is_dir()
+
+
+def test_window_and_application_icon(window):
+    from PySide6.QtGui import QImage
+
+    from viewer import desktop
+
+    assert not window.windowIcon().isNull()
+    assert window.windowIcon().pixmap(64, 64).width() == 64
+    png = QImage(str(desktop.ICON_PNG))
+    assert (png.width(), png.height()) == (256, 256) and desktop.ICON_SVG.read_text().startswith("<svg")
+
+
+def test_install_desktop_entry_writes_the_files(tmp_path, monkeypatch, capsys):
+    from viewer import desktop
+    from viewer.cli import main
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    assert main(["--install-desktop-entry"]) == 0
+    share = tmp_path / "share"
+    entry = (share / "applications" / "profscope.desktop").read_text()
+    lines = dict(line.split("=", 1) for line in entry.splitlines()[1:] if "=" in line)
+    assert entry.startswith("[Desktop Entry]\n") and lines["Type"] == "Application" and lines["Name"] == "Profscope"
+    assert lines["Exec"].endswith("profscope %f") and lines["Icon"] == "profscope"
+    assert set(lines["MimeType"].rstrip(";").split(";")) == {
+        "application/json", "application/x-xplane+protobuf", "application/x-pytorch-trace+gzip"}
+    assert (share / "icons" / "hicolor" / "256x256" / "apps" / "profscope.png").read_bytes() == desktop.ICON_PNG.read_bytes()
+    assert (share / "icons" / "hicolor" / "scalable" / "apps" / "profscope.svg").exists()
+    mime = (share / "mime" / "packages" / "profscope.xml").read_text()
+    assert 'glob pattern="*.xplane.pb"' in mime and 'glob pattern="*.pt.trace.json.gz"' in mime
+    import xml.dom.minidom
+    xml.dom.minidom.parseString(mime)  # well-formed
+    assert str(share / "applications" / "profscope.desktop") in capsys.readouterr().out

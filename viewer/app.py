@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import sys
 
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
-from viewer import startup
+from viewer import desktop, startup
 
 
 def has_display() -> bool:
@@ -25,7 +26,15 @@ def application(offscreen_without_display: bool = False) -> QApplication:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("Profscope")
     app.setApplicationName("Profscope")
+    app.setDesktopFileName(desktop.APP_ID)  # Wayland: matches the installed profscope.desktop
+    app.setWindowIcon(app_icon())
     return app
+
+
+def app_icon() -> QIcon:
+    icon = QIcon(str(desktop.ICON_SVG))
+    icon.addFile(str(desktop.ICON_PNG))
+    return icon
 
 
 def run_window(path: str | None = None) -> int:

@@ -30,6 +30,7 @@ from widgets.hparams_view import HParamsView
 from widgets.memory_view import MemoryView
 from widgets.timeline_view import KEYS_HELP, TimelineView
 from widgets.trace_stats_view import TraceStatsView, describe_range
+from viewer.app import app_icon
 from viewer.workers import TaskRunner
 
 MAX_RECENT = 8
@@ -160,6 +161,7 @@ class MainWindow(QMainWindow):
     def __init__(self, settings: QSettings | None = None):
         super().__init__()
         self.setWindowTitle("Profscope")
+        self.setWindowIcon(app_icon())
         self.setAcceptDrops(True)
         self.settings = settings or QSettings()
         self.repo: ProfileRepository | None = None

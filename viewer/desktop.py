@@ -1,0 +1,83 @@
+"""The icon and `profscope --install-desktop-entry`: a freedesktop .desktop
+file, the icon and the MIME types of profile files in the user's local data
+folder ($XDG_DATA_HOME or ~/.local/share), so Profscope appears in the
+launcher and opens .xplane.pb and .pt.trace.json.gz files. Imports no Qt."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ICONS = Path(__file__).resolve().parent.parent / "resources" / "icons"
+ICON_SVG = ICONS / "profscope.svg"
+ICON_PNG = ICONS / "profscope.png"  # 256 px, rendered from the SVG
+APP_ID = "profscope"
+
+XPLANE_MIME = "application/x-xplane+protobuf"
+TORCH_TRACE_MIME = "application/x-pytorch-trace+gzip"
+MIME_TYPES = ("application/json", XPLANE_MIME, TORCH_TRACE_MIME)
+
+MIME_XML = f"""<?xml version="1.0" encoding="UTF-8"?>
+<mime-info xmlns="http://www.freedesktop.org/standards/shared-mime-info">
+  <mime-type type="{XPLANE_MIME}">
+    <comment>XSpace profile (TensorFlow / JAX profiler)</comment>
+    <glob pattern="*.xplane.pb" weight="60"/>
+  </mime-type>
+  <mime-type type="{TORCH_TRACE_MIME}">
+    <comment>PyTorch profiler trace (gzipped Chrome trace)</comment>
+    <sub-class-of type="application/gzip"/>
+    <glob pattern="*.pt.trace.json.gz" weight="60"/>
+  </mime-type>
+</mime-info>
+"""
+
+
+def data_home() -> Path:
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+
+
+def executable() -> str:
+    """The profscope command: its absolute path when it sits next to this
+    Python (a venv the launcher's PATH does not know), else the bare name."""
+    beside = Path(sys.executable).parent / "profscope"
+    return str(beside) if beside.exists() else (shutil.which("profscope") or "profscope")
+
+
+def desktop_file() -> str:
+    return "\n".join([
+        "[Desktop Entry]",
+        "Type=Application",
+        "Name=Profscope",
+        "GenericName=Profile Viewer",
+        "Comment=View TensorFlow, JAX and PyTorch profiles and TensorBoard HParams sweeps",
+        f"Exec={executable()} %f",
+        f"Icon={APP_ID}",
+        "Terminal=false",
+        "Categories=Development;Profiling;",
+        f"MimeType={';'.join(MIME_TYPES)};",
+        "",
+    ])
+
+
+def install_desktop_entry(home: Path | None = None) -> list[Path]:
+    """Writes the .desktop file, the icons and the MIME types; returns the
+    paths written. Refreshes the desktop and MIME databases when their tools exist."""
+    home = home or data_home()
+    written = []
+
+    def write(path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        written.append(path)
+
+    write(home / "applications" / f"{APP_ID}.desktop", desktop_file().encode())
+    write(home / "icons" / "hicolor" / "256x256" / "apps" / f"{APP_ID}.png", ICON_PNG.read_bytes())
+    write(home / "icons" / "hicolor" / "scalable" / "apps" / f"{APP_ID}.svg", ICON_SVG.read_bytes())
+    write(home / "mime" / "packages" / f"{APP_ID}.xml", MIME_XML.encode())
+    for tool, folder in (("update-mime-database", home / "mime"), ("update-desktop-database", home / "applications")):
+        if shutil.which(tool):
+            subprocess.run([tool, str(folder)], capture_output=True, timeout=60)
+    return written
