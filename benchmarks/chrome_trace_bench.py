@@ -28,8 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 WINDOW = r"""
 import sys, time
-from PySide6.QtCore import QThread
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QEventLoop
 from viewer.app import application
 from viewer.window import MainWindow
 app = application()
@@ -37,13 +36,15 @@ w = MainWindow()
 w.resize(1284, 860)
 w.show()
 t0 = time.perf_counter()
-w.open_path(sys.argv[1])
-# Wait until the timeline (and the statistics computed with it) are shown.
-while w.timeline_view.timeline is None or w.runner.busy:
-    QApplication.processEvents()
-    QThread.msleep(5)
-    if time.perf_counter() - t0 > 600:
-        sys.exit("the window did not finish loading in 10 minutes")
+loop = QEventLoop()
+failure = []
+w.runner.finished.connect(lambda _result: loop.quit())  # emitted once the views show the result
+w.runner.failed.connect(lambda message: (failure.append(message), loop.quit()))
+w.open_path(sys.argv[1])  # opening loads the first host's timeline and its statistics
+while w.timeline_view.timeline is None and not failure:
+    loop.exec()
+if failure:
+    sys.exit(failure[0])
 w.timeline_view.canvas.grab()
 print(time.perf_counter() - t0)
 """
