@@ -3,7 +3,7 @@ layout (offscreen geometry)."""
 
 import pytest
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 from viewer.window import MainWindow, timeline_keys
 
@@ -110,3 +110,103 @@ def test_install_desktop_entry_writes_the_files(tmp_path, monkeypatch, capsys):
     import xml.dom.minidom
     xml.dom.minidom.parseString(mime)  # well-formed
     assert str(share / "applications" / "profscope.desktop") in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- layout (offscreen geometry)
+
+def _open(qtbot, window, path):
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.open_path(str(path))
+    qtbot.waitUntil(lambda: not window.runner.busy, timeout=20000)
+
+
+def _widest_top_level(tree) -> int:
+    return max(tree.sizeHintForIndex(tree.indexFromItem(tree.topLevelItem(i))).width() + tree.indentation()
+               for i in range(tree.topLevelItemCount()))
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (1920, 1080)])
+def test_sessions_dock_fits_its_content(qtbot, window, size):
+    from conftest import SAMPLE
+
+    window.resize(*size)
+    window.show()
+    qtbot.waitExposed(window)
+    _open(qtbot, window, SAMPLE)
+    dock = window.sessions_dock
+    qtbot.waitUntil(lambda: dock.width() >= min(_widest_top_level(window.tree), window.width() // 3))
+    assert dock.width() <= window.width() // 3 + 2
+    tree = window.tree
+    for i in range(tree.topLevelItemCount()):  # session names are shown whole, with a tooltip
+        item = tree.topLevelItem(i)
+        assert tree.visualItemRect(item).right() <= tree.viewport().width()
+        assert item.toolTip(0) == item.text(0)
+    assert tree.textElideMode() == Qt.ElideMiddle
+
+
+def test_dock_is_capped_at_a_third_and_long_names_elide(qtbot, window):
+    from PySide6.QtWidgets import QTreeWidgetItem
+
+    window.resize(1280, 800)
+    window.show()
+    qtbot.waitExposed(window)
+    name = "a_very_long_session_name_" * 8
+    item = QTreeWidgetItem(window.tree, [name])
+    item.setToolTip(0, name)
+    window._fit_dock()
+    qtbot.waitUntil(lambda: abs(window.sessions_dock.width() - window.width() // 3) <= 2)
+
+
+def test_hparams_filters_are_never_clipped(qtbot, window):
+    import shutil
+
+    from conftest import DATA
+
+    window.resize(1280, 800)
+    window.show()
+    qtbot.waitExposed(window)
+    _open(qtbot, window, DATA / "hparams" / "api_config")
+    view = window.hparams_view
+    assert window.tabs.currentWidget() is view
+    assert view.minimumSizeHint().width() < 1000  # was ~1200 (hidden or not), squeezing the dock to ~70 px
+    qtbot.waitUntil(lambda: view.filters.width() >= view.filters.minimumWidth())
+    panel = view.filters
+    assert panel.widget().width() >= panel.widget().minimumSizeHint().width()  # no horizontal clipping
+    widgets = [f for f in panel.filters.values()] + [w for f in panel.filters.values()
+                                                     for w in f.findChildren(QWidget) if w.isVisible()]
+    assert panel.filters
+    for w in widgets:
+        if w.isVisible():
+            assert w.width() >= w.minimumSizeHint().width(), (w, w.width(), w.minimumSizeHint())
+    viewport = panel.viewport().rect()
+    for f in panel.filters.values():  # every filter's right edge is inside the viewport
+        right = f.mapTo(panel.viewport(), f.rect().topRight()).x()
+        assert right <= viewport.right()
+
+
+def test_layout_is_saved_restored_and_reset(qtbot, tmp_path):
+    """(The offscreen screen is 800x600, so restoreGeometry shrinks a saved
+    size; the dock's visibility shows that the state is restored.)"""
+    from viewer.window import DEFAULT_SIZE
+
+    settings = QSettings(str(tmp_path / "layout.ini"), QSettings.IniFormat)
+    first = MainWindow(settings)
+    qtbot.addWidget(first)
+    first.show()
+    qtbot.waitExposed(first)
+    first.sessions_dock.hide()
+    first.close()
+    assert settings.value("window_state") is not None and settings.value("geometry") is not None
+    second = MainWindow(settings)
+    qtbot.addWidget(second)
+    second.show()
+    qtbot.waitExposed(second)
+    assert not second.sessions_dock.isVisible()
+    assert not second._fit_dock_pending  # a saved layout is not overridden by the content
+    view_menu = second.menuBar().actions()[1].menu()
+    assert "Sessions" in [a.text() for a in view_menu.actions()]  # the dock's toggle
+    reset = next(a for a in view_menu.actions() if a.text() == "Reset &Layout")
+    second.resize(1000, 700)
+    reset.trigger()
+    qtbot.waitUntil(lambda: (second.width(), second.height()) == DEFAULT_SIZE and second.sessions_dock.isVisible())
+    assert settings.value("window_state") is None

@@ -37,6 +37,7 @@ MAX_RECENT = 8
 ROLE_TARGET = Qt.UserRole  # (session, host, tool) of a tree item
 HPARAMS = "hparams"  # tree target of the HParams entry
 WATCH_INTERVAL_MS = 5000  # how often a watched log dir is checked for new data
+DEFAULT_SIZE = (1280, 860)
 
 
 TOOL_TITLES = {MEMORY_PROFILE: "Memory", TRACE_VIEWER: "Timeline", KERNEL_STATS: "Kernels", OP_STATS: "Operators",
@@ -180,7 +181,8 @@ class MainWindow(QMainWindow):
 
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["Sessions"])
-        dock = QDockWidget("Sessions", self)
+        self.tree.setTextElideMode(Qt.ElideMiddle)  # session names differ at the end (timestamps), hosts too
+        self.sessions_dock = dock = QDockWidget("Sessions", self)
         dock.setObjectName("sessions")
         dock.setWidget(self.tree)
         self.addDockWidget(Qt.LeftDockWidgetArea, dock)
@@ -218,8 +220,10 @@ class MainWindow(QMainWindow):
         self.runner.busy_changed.connect(self.stats_view.set_busy)
         self.runner.failed.connect(self.show_error)
         self.runner.cancelled.connect(lambda: self.set_status("Cancelled."))
-        self.resize(1280, 860)
+        self.resize(*DEFAULT_SIZE)
         self.resizeDocks([dock], [230], Qt.Horizontal)  # room for host names; a saved state overrides it
+        self._default_state = self.saveState()
+        self._fit_dock_pending = True  # until a saved layout is restored or the tree is first filled
         self._restore()
 
     # ------------------------------------------------------------ menus
@@ -238,6 +242,9 @@ class MainWindow(QMainWindow):
         self._action(view_menu, "Reset &Zoom", "Ctrl+0", self.reset_zoom)
         self._action(view_menu, "Table at &Peak", "Ctrl+P", lambda: self.memory_view.pick_moment(None))
         self._action(view_menu, "&Cancel Loading", "Esc", self.cancel)
+        view_menu.addSeparator()
+        view_menu.addAction(self.sessions_dock.toggleViewAction())
+        self._action(view_menu, "Reset &Layout", "", self.reset_layout)
         help_menu = self.menuBar().addMenu("&Help")
         self._action(help_menu, "&Keyboard Shortcuts", QKeySequence.HelpContents, self.show_shortcuts)
         self._action(help_menu, "Open &Log Folder", "", self.open_log_folder)
@@ -388,6 +395,7 @@ class MainWindow(QMainWindow):
             item = QTreeWidgetItem([f"HParams ({len(data.session_runs):,} sessions)"])
             item.setData(0, ROLE_TARGET, (HPARAMS,))
             self.tree.insertTopLevelItem(0, item)
+            self._fit_dock()
             warnings = data.logdir.warnings
             self.hparams_view.show_message(
                 f"{len(warnings):,} problem(s) reading the log dir; skipped what could not be read. First: {warnings[0]}"
@@ -504,8 +512,10 @@ class MainWindow(QMainWindow):
         latest = None
         for info in sorted(repo.enum_sessions(), key=lambda s: s.name):
             item = QTreeWidgetItem(self.tree, [info.name])
+            item.setToolTip(0, info.name)
             for host in info.hosts:
                 host_item = QTreeWidgetItem(item, [host])
+                host_item.setToolTip(0, host)
                 tools = [t for t in info.tools if host in repo.hosts_with(info.name, t)]
                 for tool in tools:
                     tool_item = QTreeWidgetItem(host_item, [TOOL_TITLES.get(tool, tool)])
@@ -522,6 +532,7 @@ class MainWindow(QMainWindow):
             if info.hosts:
                 latest = item.child(0)
         self.tree.expandAll()
+        self._fit_dock()
         self.set_status(f"Opened {repo.location}: {self.tree.topLevelItemCount()} session(s).")
         if latest is not None:
             self.tree.setCurrentItem(latest)
@@ -613,13 +624,38 @@ class MainWindow(QMainWindow):
                 event.acceptProposedAction()
                 return
 
+    def dock_width_wanted(self) -> int:
+        """The Sessions dock's width for its content (the widest item, indented),
+        at most a third of the window."""
+        tree = self.tree
+        content = max(tree.sizeHintForColumn(0), tree.header().sectionSizeHint(0))
+        frame = 2 * tree.frameWidth() + tree.verticalScrollBar().sizeHint().width() + 8  # + the dock's margins
+        return max(120, min(content + frame, self.width() // 3))
+
+    def _fit_dock(self, force: bool = False) -> None:
+        """On first launch (no saved layout) the dock follows the content once."""
+        if not (self._fit_dock_pending or force) or self.tree.topLevelItemCount() == 0:
+            return
+        self._fit_dock_pending = False
+        self.resizeDocks([self.sessions_dock], [self.dock_width_wanted()], Qt.Horizontal)
+
+    def reset_layout(self) -> None:
+        """The first-launch layout: default size, the dock shown and fitted to its content."""
+        self.settings.remove("geometry")
+        self.settings.remove("window_state")
+        if self.isMaximized() or self.isFullScreen():
+            self.showNormal()
+        self.restoreState(self._default_state)
+        self.resize(*DEFAULT_SIZE)
+        self._fit_dock(force=True)
+
     def _restore(self) -> None:
         geometry = self.settings.value("geometry")
         if geometry is not None:
             self.restoreGeometry(geometry)
         state = self.settings.value("window_state")
-        if state is not None:
-            self.restoreState(state)
+        if state is not None and self.restoreState(state):
+            self._fit_dock_pending = False
 
     def closeEvent(self, event) -> None:
         self.settings.setValue("geometry", self.saveGeometry())

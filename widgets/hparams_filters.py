@@ -218,6 +218,9 @@ class FilterPanel(QScrollArea):
             layout.addWidget(QLabel("Open a log dir with HParams data."))
         layout.addStretch(1)
         self.setWidget(body)
+        # Scrolls vertically only, so it is never narrower than its widest filter.
+        self.setMinimumWidth(max(340, body.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
+                                 + 2 * self.frameWidth()))
 
     def set_columns(self, columns: dict) -> None:
         """columns: (kind, key) -> (title, Column), in display order."""
