@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
+from PySide6.QtCore import QTimer
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
@@ -42,7 +44,18 @@ def run_window(path: str | None = None) -> int:
 
     app = application()
     window = MainWindow()
+    if window.settings.value("geometry") is None:  # first launch: fit the screen (laptops, 1280x800)
+        screen = app.primaryScreen()
+        if screen is not None:
+            window.resize(window.size().boundedTo(screen.availableGeometry().size()))
     window.show()
     if path:
         window.open_path(path)
+    # SIGTERM / SIGINT close the window (saving the layout) and end the event loop with 0;
+    # the timer lets Python run its signal handlers while Qt waits for events.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: window.close())
+    wake = QTimer(interval=250)
+    wake.timeout.connect(lambda: None)
+    wake.start()
     return app.exec()
