@@ -2,7 +2,7 @@
 its window is mapped and the screen is drawn and stable, takes a screenshot
 with ImageMagick's `import`, sends SIGTERM and prints the exit code.
 
-    python tests/xvfb_session.py OUT.png PATH [--dark]
+    python tests/xvfb_session.py OUT.png PATH
 """
 
 import os
@@ -26,10 +26,7 @@ def colours(png: Path) -> int:
 
 def main() -> int:
     out, path = Path(sys.argv[1]), sys.argv[2]
-    env = dict(os.environ)
-    if "--dark" in sys.argv:
-        env["PROFSCOPE_PALETTE"] = "dark"
-    app = subprocess.Popen([sys.executable, "-m", "viewer.cli", "--window", path], env=env,
+    app = subprocess.Popen([sys.executable, "-m", "viewer.cli", "--window", path],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + TIMEOUT_S
     previous, shot = None, out.with_suffix(".tmp.png")
