@@ -273,7 +273,7 @@ class Timeline:
             start, end = np.clip(start, *clip), np.clip(end, *clip)
         dur = (end - start).astype(np.int64)
         key = group.astype(np.int64) * max(len(self.kinds), 1) + kind
-        uniq, inverse = np.unique(key, return_inverse=True)
+        uniq, inverse = distinct(key, len(self.groups) * max(len(self.kinds), 1))
         count = np.bincount(inverse, minlength=len(uniq))
         total = np.bincount(inverse, weights=dur, minlength=len(uniq)).astype(np.int64)
         maxes = np.zeros(len(uniq), np.int64)
@@ -338,6 +338,16 @@ class LaneIndex:
             occupied[0] = True
             first[0] = before
         return occupied, first[:-1]
+
+
+def distinct(key: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(key, return_inverse=True) for int keys in [0, size): counted
+    in linear time when size is small next to the keys, sorted otherwise."""
+    if size <= max(4 * len(key), 1 << 16):
+        present = np.bincount(key, minlength=size) > 0
+        return np.flatnonzero(present), (np.cumsum(present) - 1)[key]
+    uniq, inverse = np.unique(key, return_inverse=True)
+    return uniq, inverse.ravel()
 
 
 def _as_times(t):

@@ -28,7 +28,7 @@ from functools import cached_property
 import numpy as np
 
 from models.task import ProfileError, TaskState
-from models.timeline import Timeline
+from models.timeline import Timeline, distinct
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 COMPUTATION, COMMUNICATION, MEMORY, OTHER = "COMPUTATION", "COMMUNICATION", "MEMORY", "OTHER"
@@ -171,6 +171,14 @@ class KernelStats:
         return self.total_ps / np.maximum(totals[host], 1) if len(self) else np.zeros(0)
 
 
+def _first_of(inverse: np.ndarray, groups: int) -> np.ndarray:
+    """The first position of each group in `inverse` (what np.unique's
+    return_index gives)."""
+    first = np.full(groups, len(inverse), np.int64)
+    np.minimum.at(first, inverse, np.arange(len(inverse)))
+    return first
+
+
 def kernel_stats(tl: Timeline, window: tuple[int, int] | None = None) -> KernelStats:
     """Per host and GPU activity name: count, total, min, max; largest total first."""
     ev = gpu_events(tl)
@@ -178,8 +186,8 @@ def kernel_stats(tl: Timeline, window: tuple[int, int] | None = None) -> KernelS
     hosts = host_names(tl)
     host = event_host(tl)[ev].astype(np.int64)
     key = host * max(len(tl.kinds), 1) + tl.kind[ev]
-    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    inverse = inverse.ravel()
+    uniq, inverse = distinct(key, len(hosts) * max(len(tl.kinds), 1))
+    first = _first_of(inverse, len(uniq))
     dur = tl.duration_ps[ev]
     count = np.bincount(inverse, minlength=len(uniq))
     total = np.bincount(inverse, weights=dur, minlength=len(uniq)).astype(np.int64)
@@ -299,8 +307,8 @@ def op_stats(tl: Timeline, window: tuple[int, int] | None = None, by_shape: bool
     split = by_shape and tl.input_shape is not None
     if split:
         key = key * shapes + tl.input_shape[ops]
-    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    inverse = inverse.ravel()
+    uniq, inverse = distinct(key, len(hosts) * max(len(tl.kinds), 1) * (shapes if split else 1))
+    first = _first_of(inverse, len(uniq))
 
     def total(values):
         return np.bincount(inverse, weights=values[ops], minlength=len(uniq)).astype(np.int64)
@@ -349,11 +357,11 @@ class HostOverview:
 def _is_computation(tl: Timeline, events: np.ndarray) -> np.ndarray:
     """Whether each GPU event is a computation kernel (classified once per
     distinct name and category, not per event)."""
-    key = tl.kind[events].astype(np.int64) * max(len(tl.categories), 1) + tl.category[events]
-    uniq, inverse = np.unique(key, return_inverse=True)
     ncat = max(len(tl.categories), 1)
+    key = tl.kind[events].astype(np.int64) * ncat + tl.category[events]
+    uniq, inverse = distinct(key, max(len(tl.kinds), 1) * ncat)
     kinds = [kernel_type(tl.kinds[int(k // ncat)], tl.categories[int(k % ncat)]) for k in uniq.tolist()]
-    return (np.array(kinds, object) == COMPUTATION)[inverse.ravel()] if len(uniq) else np.zeros(0, bool)
+    return (np.array(kinds, object) == COMPUTATION)[inverse] if len(uniq) else np.zeros(0, bool)
 
 
 def union_length(start: np.ndarray, end: np.ndarray) -> int:

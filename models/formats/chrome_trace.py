@@ -34,7 +34,7 @@ from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, M
                                    summarize)
 from models.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TRACE_VIEWER, Format, strip_suffix
 from models.task import ProfileError, TaskState
-from models.timeline import Counter, Flows, StringTable, Timeline
+from models.timeline import Counter, Flows, StringTable, Timeline, distinct
 
 # Numeric args read into columns while scanning.
 ARG_KEYS = (b"correlation", b"Bytes", b"Addr", b"Total Allocated", b"Total Reserved", b"Device Type", b"Device Id")
@@ -624,24 +624,13 @@ class _TimelineBuilder:
 def _threads(pid: np.ndarray, tid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct (pid, tid) pairs as keys (pid id << 32 | tid id as uint32)
     and each event's index among them (int32). The ids are string ids (-1 for
-    none), so counting tables do it in linear time when the pairs are few."""
-
-    def compact(ids):  # string id -> 0..k-1 over the ids used
-        used = np.bincount(ids.astype(np.int64) + 1) > 0
-        return np.flatnonzero(used) - 1, (np.cumsum(used) - 1)[ids.astype(np.int64) + 1]
-
-    p_ids, p = compact(pid)
-    t_ids, q = compact(tid)
-    cells = len(p_ids) * len(t_ids)
-    if cells <= max(4 * len(pid), 1 << 16):
-        key = p * len(t_ids) + q
-        used = np.bincount(key, minlength=cells) > 0
-        present = np.flatnonzero(used)
-        keys = p_ids[present // len(t_ids)] * (1 << 32) + (t_ids[present % len(t_ids)] & 0xFFFFFFFF)
-        return keys, (np.cumsum(used) - 1)[key].astype(np.int32)
-    pair = pid.astype(np.int64) * (1 << 32) + (tid.astype(np.int64) & 0xFFFFFFFF)
-    keys, thread = np.unique(pair, return_inverse=True)
-    return keys, thread.ravel().astype(np.int32)
+    none), small numbers: counted rather than sorted when the pairs are few."""
+    size = int(max(pid.max(initial=-1), tid.max(initial=-1))) + 2
+    p_ids, p = distinct(pid.astype(np.int64) + 1, size)
+    t_ids, q = distinct(tid.astype(np.int64) + 1, size)
+    pairs, thread = distinct(p * len(t_ids) + q, len(p_ids) * len(t_ids))
+    keys = (p_ids[pairs // len(t_ids)] - 1) * (1 << 32) + ((t_ids[pairs % len(t_ids)] - 1) & 0xFFFFFFFF)
+    return keys, thread.astype(np.int32)
 
 
 def _tid_id(keys: np.ndarray, k: int) -> int:
