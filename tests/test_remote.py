@@ -312,3 +312,18 @@ def test_other_profile_analysis_servers_give_their_memory_profile_json(tmp_path)
         repo.close()
     finally:
         server.stop(0).wait()
+
+
+def test_rank_traces_over_grpc_equal_local():
+    server, port, _ = make_server(DATA / "chrome_trace" / "gpu", port=0)
+    repo = RemoteRepository(f"grpc://127.0.0.1:{port}")
+    try:
+        local = LocalRepository(DATA / "chrome_trace" / "gpu")
+        (info,) = repo.enum_sessions()
+        assert info == local.session("gpu") and repo.combines_hosts("gpu")
+        assert repo.tool_data("gpu", "overview").output == local.tool_data("gpu", "overview").output
+        assert repo.tool_data("gpu", "kernel_stats", "rank-1").output == local.tool_data("gpu", "kernel_stats", "rank-1").output
+        assert repo.step_timeline("gpu", "").groups == local.step_timeline("gpu", "").groups
+    finally:
+        repo.close()
+        server.stop(0).wait()
