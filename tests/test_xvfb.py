@@ -23,15 +23,16 @@ pytestmark = [
 ]
 
 
-@pytest.mark.parametrize("size", ["1280x800", "1920x1080"])
-def test_window_under_xvfb(tmp_path, size):
+@pytest.mark.parametrize("size,scale", [("1280x800", 1), ("1920x1080", 1), ("2560x1600", 2)])
+def test_window_under_xvfb(tmp_path, size, scale):
     if plugin is None or not plugin.exists() or startup.missing_libraries(plugin):
         pytest.skip("Qt's xcb plugin cannot load here (see `profscope --window`)")
     shots = Path(os.environ.get("PROFSCOPE_SHOTS", tmp_path))
     shots.mkdir(parents=True, exist_ok=True)
-    out = shots / f"xvfb_{size}.png"
+    out = shots / f"xvfb_{size}_x{scale}.png"
     env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY")}
-    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_CACHE_HOME=str(tmp_path / "cache"),
+               QT_SCALE_FACTOR=str(scale))  # 2: a high-DPI screen (1280x800 logical on 2560x1600)
     result = subprocess.run(["xvfb-run", "-a", "-s", f"-screen 0 {size}x24", sys.executable,
                              str(ROOT / "tests" / "xvfb_session.py"), str(out), str(SAMPLE)],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
@@ -43,4 +44,5 @@ def test_window_under_xvfb(tmp_path, size):
     width, height = map(int, size.split("x"))
     assert (image.width(), image.height()) == (width, height)
     # the window fills the screen's width from the left: its top-left and top-right are not the black root
-    assert image.pixelColor(5, 5).lightness() > 100 and image.pixelColor(min(width, 1280) - 5, 5).lightness() > 100
+    right = min(width, 1280 * scale) - 5
+    assert image.pixelColor(5, 5).lightness() > 100 and image.pixelColor(right, 5).lightness() > 100
