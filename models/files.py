@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
 import gzip
 import os
+import sys
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +40,26 @@ def readable_errors(path):
         raise ProfileError(f"{path}: permission denied") from None
     except OSError as e:
         raise ProfileError(f"{path}: could not be read: {e.strerror or e}") from None
+
+
+def return_large_buffers_to_the_os() -> None:
+    """Makes glibc's malloc serve every buffer of 1 MiB or more by mmap, so
+    freeing it gives the memory back. By default the threshold grows to the
+    largest buffer freed so far, and a reader that inflates 16 MiB chunks on
+    its own thread then keeps ~100 MB of freed chunks in its heap (2 GB
+    gzipped trace: peak RSS 810 -> 719 MiB). A no-op elsewhere."""
+    global _large_buffers_set
+    if _large_buffers_set or not sys.platform.startswith("linux"):
+        return
+    _large_buffers_set = True
+    try:
+        M_MMAP_THRESHOLD = -3
+        ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, 1 << 20)
+    except (OSError, AttributeError):
+        pass
+
+
+_large_buffers_set = False
 
 
 def read_bytes(path: Path, task: TaskState | None = None, weight: float = 1.0) -> bytes | bytearray:

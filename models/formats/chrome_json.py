@@ -37,7 +37,7 @@ from models.formats._chrome_json import (  # the flag bits, re-exported
     TS_MISSING,
     Scanner,
 )
-from models.files import readable_errors
+from models.files import readable_errors, return_large_buffers_to_the_os
 from models.task import ProfileError, TaskState
 
 try:  # zlib-ng inflates about twice as fast as zlib, with the same API (copy() included)
@@ -194,6 +194,8 @@ def scan_trace(path, arg_keys=KINETO_ARG_KEYS, task: TaskState | None = None, te
         size = os.fstat(f.fileno()).st_size
         is_gzip = f.read(2) == GZIP_MAGIC
         f.seek(0)
+        if is_gzip:
+            return_large_buffers_to_the_os()
         reader = _Reader(f, path, size, is_gzip)
         _pipeline(reader, scanner, task, path, size)
     if reader.failure and scanner.position == 0:
