@@ -28,6 +28,7 @@ from models.tb_logdir import logdir_signature
 from models.timeline import Timeline
 from widgets.hparams_view import HParamsView
 from widgets.memory_view import MemoryView
+from widgets.palette import Scheme
 from widgets.timeline_view import KEYS_HELP, TimelineView
 from widgets.trace_stats_view import TraceStatsView, describe_range
 from viewer.app import app_icon
@@ -588,7 +589,7 @@ class MainWindow(QMainWindow):
 
     def set_status(self, text: str, error: bool = False) -> None:
         self.status.setText(text)
-        self.status.setStyleSheet("color: #b71c1c" if error else "")
+        self.status.setStyleSheet(f"color: {Scheme.of(self).error().name()}" if error else "")
 
     def show_error(self, message: str) -> None:
         self.set_status(message, error=True)

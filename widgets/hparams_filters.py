@@ -16,6 +16,7 @@ from superqt import QDoubleRangeSlider
 from models.hparams import BOOL, MISSING, NUMBER, STRING, Column, HParamsError, compile_regexp
 from protos import api_pb2
 from widgets.hparams_table import format_value
+from widgets.palette import Scheme
 
 MAX_CHECKBOXES = 12  # more distinct values than this: a regexp field or a range
 SLIDER_STEPS = 1000  # a handle this close to its end means no bound
@@ -134,7 +135,7 @@ class ColumnFilter(QGroupBox):
             self.control.setStyleSheet("")
             self.control.setToolTip("")
         except HParamsError as e:
-            self.control.setStyleSheet("border: 1px solid #b71c1c")
+            self.control.setStyleSheet(f"border: 1px solid {Scheme.of(self.control).error().name()}")
             self.control.setToolTip(str(e))
         self.changed.emit()
 

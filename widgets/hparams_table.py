@@ -12,10 +12,11 @@ import math
 
 import numpy as np
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, Qt
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QBrush
 
 from models.hparams import MISSING, STRING, GroupTable
 from protos import api_pb2
+from widgets.palette import Scheme
 
 STATUS_NAMES = {api_pb2.STATUS_UNKNOWN: "unknown", api_pb2.STATUS_SUCCESS: "success",
                 api_pb2.STATUS_FAILURE: "failure", api_pb2.STATUS_RUNNING: "running"}
@@ -153,7 +154,7 @@ class GroupModel(QAbstractItemModel):
             if role == Qt.DisplayRole:
                 return format_value(self.session_value(group, index.row(), column))
             if role == Qt.ForegroundRole:
-                return QBrush(QColor("#555"))
+                return QBrush(Scheme.of().secondary())
             return None
         group = self.group_at(index.row())
         if role == Qt.DisplayRole:
@@ -161,9 +162,9 @@ class GroupModel(QAbstractItemModel):
         if role == Qt.ForegroundRole and self.columns.items[column][0] == "status":
             text = self.value(group, column)
             if text == "failure":
-                return QBrush(QColor("#b71c1c"))
+                return QBrush(Scheme.of().error())
             if text == "running":
-                return QBrush(QColor("#1565c0"))
+                return QBrush(Scheme.of().data("#1565c0"))
         return None
 
     def _numeric(self, name: str) -> bool:

@@ -20,6 +20,7 @@ from models.hparams import HParamsData, HParamsError
 from protos import api_pb2
 from widgets.hparams_filters import FilterPanel
 from widgets.hparams_table import FORMATS, STATUS_NAMES, Columns, GroupModel, format_value, metric_label, table_rows
+from widgets.palette import Scheme, follow, style_plot
 from widgets.parallel_coords import Axis, ParallelCoordinates
 
 PAGE_SIZES = (("50 per page", 50), ("100 per page", 100), ("500 per page", 500), ("Show all", 0))
@@ -100,7 +101,6 @@ class HParamsView(QWidget):
         self.export_button.setMenu(export_menu)
         self.watch_box = QCheckBox("Watch for new sessions")
         self.message = QLabel(wordWrap=True)
-        self.message.setStyleSheet("color: #b71c1c")
         self.message.hide()
 
         # Two rows, so the tab's minimum width stays small (the dock and the
@@ -129,7 +129,7 @@ class HParamsView(QWidget):
         self.sessions_table.verticalHeader().hide()
         self.sessions_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.charts = pg.GraphicsLayoutWidget()
-        self.charts.setBackground("w")
+        self._group: int | None = None  # the group whose sessions and charts are shown
         self.details_title = QLabel("Select a group to see its sessions and metrics over steps.", wordWrap=True)
         self.details_title.setStyleSheet("font-weight: bold")
         details = QWidget()
@@ -181,6 +181,13 @@ class HParamsView(QWidget):
         self.parallel.brushed.connect(self._on_brush)
         self.watch_box.toggled.connect(self.watch_toggled)
         QShortcut(QKeySequence.Copy, self.table, lambda: self.copy("CSV"))
+        follow(self, self._apply_scheme)
+
+    def _apply_scheme(self, scheme: Scheme) -> None:
+        self.message.setStyleSheet(f"color: {scheme.error().name()}")
+        self.charts.setBackground(scheme.base)
+        if self._group is not None and self.model.table is not None and self._group < len(self.model.table):
+            self._draw_charts(self._group)  # the lines' colours depend on the background
 
     # ------------------------------------------------------------ data
 
@@ -379,11 +386,12 @@ class HParamsView(QWidget):
             self.show_group(self.model.group_at(row))
 
     def show_group(self, group: int) -> None:
-        table, data = self.model.table, self.data
+        table = self.model.table
         self.parallel.highlight = group
         self.parallel.update()
         sessions = table.sessions[group]
         metrics = table.metric_names
+        self._group = group
         self.details_title.setText(f"Group {table.names[group]}: {len(sessions)} session(s)")
         self.sessions_table.clear()
         headers = ["Session", "Status", "Start", "End"] + [metric_label(*m) for m in metrics]
@@ -397,6 +405,12 @@ class HParamsView(QWidget):
             for c, text in enumerate(cells):
                 self.sessions_table.setItem(r, c, QTableWidgetItem(text))
         self.sessions_table.resizeColumnsToContents()
+        self._draw_charts(group)
+
+    def _draw_charts(self, group: int) -> None:
+        """One chart per metric of the group's sessions, in the palette's colours."""
+        table, data, scheme = self.model.table, self.data, Scheme.of(self)
+        sessions, metrics = table.sessions[group], table.metric_names
         self.charts.clear()
         per_row = 3 if len(metrics) > 4 else 2
         for i, (group_name, tag) in enumerate(metrics):
@@ -408,9 +422,11 @@ class HParamsView(QWidget):
                 series = data.series(s.name, group_name, tag)
                 if series is None or not len(series):
                     continue
-                pen = pg.mkPen(LINE_COLORS[k % len(LINE_COLORS)], width=2)
-                plot.plot(series.step.astype(float), series.value, pen=pen, symbol="o" if len(series) < 30 else None,
-                          symbolSize=5, symbolBrush=LINE_COLORS[k % len(LINE_COLORS)], name=s.name)
+                color = scheme.data(LINE_COLORS[k % len(LINE_COLORS)])
+                plot.plot(series.step.astype(float), series.value, pen=pg.mkPen(color, width=2),
+                          symbol="o" if len(series) < 30 else None, symbolSize=5, symbolBrush=color,
+                          symbolPen=pg.mkPen(scheme.shade(0.22)), name=s.name)
+            style_plot(plot, scheme)
             if legend is not None and not legend.items:
                 legend.hide()
 

@@ -15,6 +15,7 @@ from PySide6.QtGui import QColor
 
 from models.memory_profile import AllocatorProfile
 from models.units import byte_unit, format_bytes, time_unit
+from widgets.palette import Scheme, follow, style_plot
 
 STACK_COLOR = QColor(251, 140, 0)
 HEAP_COLOR = QColor(30, 136, 229)
@@ -94,16 +95,15 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setBackground("w")
         self.profile: AllocatorProfile | None = None
         self.plot = self.addPlot(axisItems={"bottom": TimeAxis("bottom"), "left": BytesAxis("left")})
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.setMenuEnabled(False)
         self.plot.getViewBox().setMouseEnabled(x=True, y=False)  # zoom and pan in time
         self.legend = self.plot.addLegend(offset=(60, 5))
-        self.heap_curve = self._curve("heap (stacked on stack)", HEAP_COLOR, fill=True)
-        self.stack_curve = self._curve("stack", STACK_COLOR, fill=True)
-        self.free_curve = self._curve("free", FREE_COLOR, style=Qt.DashLine)
+        self.heap_curve = self._curve("heap (stacked on stack)")
+        self.stack_curve = self._curve("stack")
+        self.free_curve = self._curve("free")
         # Fragmentation in % on its own right-hand axis, sharing the time axis.
         self.frag_view = pg.ViewBox()
         self.frag_view.setMouseEnabled(x=False, y=False)
@@ -113,7 +113,7 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.plot.getAxis("right").linkToView(self.frag_view)
         self.frag_view.setXLink(self.plot)
         self.frag_view.setYRange(0, 100)
-        self.frag_curve = pg.PlotDataItem(pen=pg.mkPen(FRAG_COLOR, width=1))
+        self.frag_curve = pg.PlotDataItem()
         self.frag_curve.setSkipFiniteCheck(True)
         self.frag_view.addItem(self.frag_curve)
         self.legend.addItem(self.frag_curve, "fragmentation (%)")
@@ -121,10 +121,10 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.plot.getViewBox().sigXRangeChanged.connect(self._redraw_visible)
         self._pyramids: list[tuple[pg.PlotDataItem, PeakPyramid]] = []
 
-        self.peak_marker = pg.ScatterPlotItem(size=11, brush=pg.mkBrush(PEAK_COLOR), pen=pg.mkPen("w"), symbol="o")
-        self.peak_label = pg.TextItem(color=PEAK_COLOR, anchor=(0.5, 1.2))
-        self.moment_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(QColor(60, 60, 60), width=1.5))
-        self.hover_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(QColor(150, 150, 150), style=Qt.DotLine))
+        self.peak_marker = pg.ScatterPlotItem(size=11, symbol="o")
+        self.peak_label = pg.TextItem(anchor=(0.5, 1.2))
+        self.moment_line = pg.InfiniteLine(angle=90)
+        self.hover_line = pg.InfiniteLine(angle=90)
         self.lifetime = pg.LinearRegionItem(movable=False, brush=pg.mkBrush(255, 193, 7, 70), pen=pg.mkPen(255, 160, 0))
         for item in (self.lifetime, self.peak_marker, self.peak_label, self.moment_line, self.hover_line):
             self.plot.addItem(item, ignoreBounds=True)
@@ -133,14 +133,34 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.hover_line.hide()
         self.plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.plot.scene().sigMouseClicked.connect(self._on_mouse_clicked)
+        follow(self, self._apply_scheme)
 
-    def _curve(self, name, color, fill=False, style=Qt.SolidLine):
-        fill_color = QColor(color)
-        fill_color.setAlpha(150)
-        curve = self.plot.plot(name=name, pen=pg.mkPen(color, width=1, style=style),
-                               fillLevel=0 if fill else None, brush=fill_color if fill else None)
+    def _curve(self, name):
+        curve = self.plot.plot(name=name)
         curve.setSkipFiniteCheck(True)
         return curve
+
+    def _apply_scheme(self, scheme: Scheme) -> None:
+        """Background, axes, legend and series in the palette's colours."""
+        self.setBackground(scheme.base)
+        style_plot(self.plot, scheme)
+        for curve, color, fill, style in ((self.heap_curve, HEAP_COLOR, True, Qt.SolidLine),
+                                          (self.stack_curve, STACK_COLOR, True, Qt.SolidLine),
+                                          (self.free_curve, FREE_COLOR, False, Qt.DashLine)):
+            color = scheme.data(color)
+            curve.setPen(pg.mkPen(color, width=1, style=style))
+            if fill:
+                fill_color = QColor(color)
+                fill_color.setAlpha(150 if not scheme.dark else 120)
+                curve.setFillLevel(0)
+                curve.setBrush(fill_color)
+        self.frag_curve.setPen(pg.mkPen(scheme.data(FRAG_COLOR), width=1))
+        peak = scheme.data(PEAK_COLOR)
+        self.peak_marker.setBrush(pg.mkBrush(peak))
+        self.peak_marker.setPen(pg.mkPen(scheme.base))
+        self.peak_label.setColor(peak)
+        self.moment_line.setPen(pg.mkPen(scheme.shade(0.76), width=1.5))
+        self.hover_line.setPen(pg.mkPen(scheme.shade(0.41), style=Qt.DotLine))
 
 
     def _set_series(self, x: np.ndarray, series: list[tuple[pg.PlotDataItem, np.ndarray]]) -> None:

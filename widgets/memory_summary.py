@@ -7,6 +7,7 @@ from PySide6.QtWidgets import QFrame, QGridLayout, QLabel
 
 from models.memory_profile import AllocatorProfile
 from models.units import format_bytes, format_time_ps
+from widgets.palette import Scheme, follow
 
 
 def summary_items(profile: AllocatorProfile) -> list[tuple[str, str]]:
@@ -38,17 +39,24 @@ class MemorySummaryCard(QFrame):
         self._grid.setContentsMargins(8, 4, 8, 4)
         self._grid.setHorizontalSpacing(16)
         self._values: dict[str, QLabel] = {}
+        self._names: list[QLabel] = []
+        follow(self, self._apply_scheme)
+
+    def _apply_scheme(self, scheme: Scheme) -> None:
+        for name in self._names:
+            name.setStyleSheet(f"color: {scheme.secondary().name()}")
 
     def set_profile(self, profile: AllocatorProfile | None) -> None:
         items = summary_items(profile) if profile is not None else []
         if [k for k, _ in items] != list(self._values):
             while self._grid.count():
                 self._grid.takeAt(0).widget().deleteLater()
-            self._values = {}
+            self._values, self._names = {}, []
             for n, (label, _) in enumerate(items):
                 row, col = divmod(n, self.COLUMNS)
                 name = QLabel(label + ":")
-                name.setStyleSheet("color: #555")
+                name.setStyleSheet(f"color: {Scheme.of(self).secondary().name()}")
+                self._names.append(name)
                 value = QLabel(textInteractionFlags=Qt.TextSelectableByMouse)
                 value.setStyleSheet("font-weight: bold")
                 self._grid.addWidget(name, row, 2 * col, Qt.AlignRight)

@@ -15,6 +15,7 @@ from widgets.allocation_table import AllocationTable
 from widgets.kernel_table import KernelTable
 from widgets.memory_plot import MemoryPlot
 from widgets.memory_summary import MemorySummaryCard
+from widgets.palette import follow
 
 
 class MemoryView(QWidget):
@@ -33,10 +34,9 @@ class MemoryView(QWidget):
         self.table_title = QLabel()
         self.table_title.setStyleSheet("font-weight: bold")
         self.message = QLabel(wordWrap=True)
-        self.message.setStyleSheet("color: #b71c1c; padding: 4px")
         self.message.hide()
         self.readout = QLabel(textInteractionFlags=Qt.TextSelectableByMouse)
-        self.readout.setStyleSheet("color: #333; font-family: monospace")
+        self.readout.setStyleSheet("font-family: monospace")
         self.summary = MemorySummaryCard()
         self.plot = MemoryPlot()
         self.table = AllocationTable()
@@ -44,7 +44,6 @@ class MemoryView(QWidget):
         self.step_box = QComboBox(minimumContentsLength=30)
         self.step_box.setToolTip("Show one step: its allocations in the tables, its time span in the plot")
         self.log_info = QLabel(wordWrap=True, textInteractionFlags=Qt.TextSelectableByMouse)
-        self.log_info.setStyleSheet("color: #333")
         self.kernel_table = KernelTable()
         self._rows: AllocationRows | None = None  # the table's rows before the step filter
         self._step_ids: list[int] = []  # the step of each step_box entry after "All steps"
@@ -98,6 +97,7 @@ class MemoryView(QWidget):
         self.plot.moment_picked.connect(self.pick_moment)
         self.table.row_selected.connect(self._mark_row)
         self.step_box.currentIndexChanged.connect(self._apply_step)
+        follow(self, lambda scheme: self.message.setStyleSheet(f"color: {scheme.error().name()}; padding: 4px"))
 
     def set_hosts(self, hosts: list[str], current: str) -> None:
         self.host_box.blockSignals(True)

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QWidget
 
 from models.hparams import MISSING, NUMBER, BOOL, STRING, Column
 from widgets.hparams_table import format_value
+from widgets.palette import Scheme
 
 MARGIN_TOP, MARGIN_BOTTOM, MARGIN_SIDE = 42, 28, 60
 # viridis at 8 points: low values dark purple, high ones yellow.
@@ -73,7 +74,8 @@ class ParallelCoordinates(QWidget):
         self.brushes: dict[int, tuple[float, float]] = {}  # axis -> (t0, t1) in [0, 1]
         self._drag: tuple[int, float] | None = None
         self.highlight: int | None = None
-        self._lines: QImage | None = None  # the groups' lines, redrawn when the data or size change
+        self._lines: QImage | None = None  # the groups' lines, redrawn when the data, size or palette change
+        self._lines_key = None
 
     def set_data(self, axes: list[Axis], groups: np.ndarray, color_values: np.ndarray | None, color_title: str) -> None:
         self.axes, self.groups, self.color_title = axes, groups, color_title
@@ -109,39 +111,41 @@ class ParallelCoordinates(QWidget):
 
     def paintEvent(self, _event) -> None:
         p = QPainter(self)
-        p.fillRect(self.rect(), Qt.white)
+        scheme = Scheme.of(self)
+        p.fillRect(self.rect(), scheme.base)
+        p.setPen(scheme.text)
         if not self.axes or not len(self.groups):
             p.drawText(self.rect(), Qt.AlignCenter, "No groups to show")
             return
         xs = [self._x(i) for i in range(len(self.axes))]
         ys = np.stack([self._y(a.pos) for a in self.axes], axis=1)  # groups x axes, NaN for missing
-        if self._lines is None or self._lines.size() != self.size():
-            self._lines = self._draw_lines(xs, ys)
+        if self._lines is None or self._lines.size() != self.size() or self._lines_key != scheme.key:
+            self._lines, self._lines_key = self._draw_lines(xs, ys, scheme), scheme.key
         p.drawImage(0, 0, self._lines)
         p.setRenderHint(QPainter.Antialiasing)
         hits = np.flatnonzero(self.groups == self.highlight) if self.highlight is not None else []
         if len(hits):
-            p.setPen(QPen(QColor(229, 57, 53), 3))
+            p.setPen(QPen(scheme.data(QColor(229, 57, 53)), 3))
             p.drawPolyline(QPolygonF([QPointF(x, y) for x, y in zip(xs, ys[int(hits[0])]) if y == y]))
         for i, axis in enumerate(self.axes):
             x = xs[i]
-            p.setPen(QPen(QColor(60, 60, 60), 1))
+            p.setPen(QPen(scheme.shade(0.76), 1))
             p.drawLine(QPointF(x, self._y(0)), QPointF(x, self._y(1)))
             if i in self.brushes:
                 t0, t1 = self.brushes[i]
                 p.fillRect(QRectF(x - 6, self._y(t1), 12, self._y(t0) - self._y(t1)), QColor(255, 160, 0, 110))
-            p.setPen(QColor(20, 20, 20))
+            p.setPen(scheme.shade(0.92))
             p.drawText(QRectF(x - 70, 4, 140, 16), Qt.AlignCenter, axis.title)
-            p.setPen(QColor(90, 90, 90))
+            p.setPen(scheme.shade(0.65))
             step = max(1, len(axis.labels) // 12)
             for t, text in axis.labels[::step]:
                 p.drawText(QRectF(x + 4, self._y(t) - 8, 120, 16), Qt.AlignLeft | Qt.AlignVCenter, text[:18])
-        p.setPen(QColor(90, 90, 90))
+        p.setPen(scheme.shade(0.65))
         p.drawText(QRectF(0, self.height() - 20, self.width(), 18), Qt.AlignCenter,
                    f"{len(self.groups):,} groups; colour: {self.color_title or 'none'}; drag on an axis to filter, "
                    "click an axis to clear")
 
-    def _draw_lines(self, xs: list[float], ys: np.ndarray) -> QImage:
+    def _draw_lines(self, xs: list[float], ys: np.ndarray, scheme: Scheme) -> QImage:
         """Every group's line, without antialiasing, one drawLines call per
         binned colour: thousands of groups in a fraction of a second."""
         image = QImage(self.size(), QImage.Format_ARGB32_Premultiplied)
@@ -156,7 +160,9 @@ class ParallelCoordinates(QWidget):
             y0, y1 = rows[:, :-1], rows[:, 1:]
             ok = ~(np.isnan(y0) | np.isnan(y1))
             segments = np.stack([np.broadcast_to(x0, y0.shape)[ok], y0[ok], np.broadcast_to(x1, y1.shape)[ok], y1[ok]], 1)
-            lp.setPen(QPen(QColor(key >> 16, (key >> 8) & 255, key & 255, alpha), 1))
+            color = scheme.data(QColor(key >> 16, (key >> 8) & 255, key & 255))  # viridis' dark end, lighter on dark
+            color.setAlpha(alpha)
+            lp.setPen(QPen(color, 1))
             lp.drawLines([QLineF(*seg) for seg in segments.tolist()])
         lp.end()
         return image

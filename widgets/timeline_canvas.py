@@ -32,12 +32,13 @@ import math
 import zlib
 
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from models.timeline import WIDE_PIXELS, Timeline
 from models.units import format_time_ps
+from widgets.palette import Scheme, argb, mix
 
 RULER_H = 26
 GUTTER_W = 210
@@ -49,7 +50,6 @@ LABEL_MIN_PX = 28  # events at least this wide get a label
 ZOOM_STEP = 1.25
 PAN_FRACTION = 0.15
 MIN_PS_PER_PX = 10.0
-BACKGROUND = 0xFFFFFFFF
 # Distinct, readable fills (Material 400/500 tones).
 PALETTE = (0x42A5F5, 0x66BB6A, 0xFFA726, 0xAB47BC, 0x26A69A, 0xEF5350, 0x8D6E63, 0x5C6BC0, 0xD4E157,
            0x29B6F6, 0xEC407A, 0x9CCC65, 0xFFCA28, 0x7E57C2, 0x26C6DA, 0xFF7043, 0x78909C, 0x9E9D24)
@@ -60,26 +60,35 @@ FLOW_COLORS = {"ac2g": "#d81b60", "fwdbwd": "#1565c0", "flow": "#2e7d32"}
 FLOW_FALLBACK = ("#6a1b9a", "#00838f", "#ef6c00", "#4e342e", "#c62828", "#283593")
 
 
-def flow_color(category: str) -> QColor:
+def flow_color(category: str, scheme: Scheme | None = None) -> QColor:
     name = FLOW_COLORS.get(category) or FLOW_FALLBACK[zlib.crc32(category.encode()) % len(FLOW_FALLBACK)]
-    return QColor(name)
+    return scheme.data(name) if scheme is not None else QColor(name)
 
 
-def kind_color(name: str) -> int:
-    """A stable colour per op type (same name, same colour, in every run)."""
-    return 0xFF000000 | PALETTE[zlib.crc32(name.encode()) % len(PALETTE)]
+def kind_color(name: str, scheme: Scheme | None = None) -> int:
+    """A stable colour per op type (same name, same colour, in every run);
+    with a scheme, as drawn on its background (lighter on a dark one)."""
+    color = 0xFF000000 | PALETTE[zlib.crc32(name.encode()) % len(PALETTE)]
+    return argb(scheme.data(QColor.fromRgba(color))) if scheme is not None and scheme.dark else color
 
 
-def _dim(argb: np.ndarray) -> np.ndarray:
-    """The colours blended 75% towards white (for events outside a highlight)."""
-    rgb = [(argb >> s) & 0xFF for s in (16, 8, 0)]
-    mixed = [(c + 3 * 255) // 4 for c in rgb]
+def _dim(colors: np.ndarray, background: int = 0xFFFFFFFF) -> np.ndarray:
+    """The colours blended 75% towards the background (for events outside a highlight)."""
+    rgb = [(colors >> s) & 0xFF for s in (16, 8, 0)]
+    mixed = [(c + 3 * ((background >> s) & 0xFF)) // 4 for c, s in zip(rgb, (16, 8, 0))]
     return (0xFF000000 | (mixed[0] << 16) | (mixed[1] << 8) | mixed[2]).astype(np.uint32)
 
 
-def _darker(argb: np.ndarray) -> np.ndarray:
-    rgb = [((argb >> s) & 0xFF) * 3 // 5 for s in (16, 8, 0)]
+def _darker(colors: np.ndarray) -> np.ndarray:
+    rgb = [((colors >> s) & 0xFF) * 3 // 5 for s in (16, 8, 0)]
     return (0xFF000000 | (rgb[0] << 16) | (rgb[1] << 8) | rgb[2]).astype(np.uint32)
+
+
+def _lighter(colors: np.ndarray) -> np.ndarray:
+    """The colours blended 40% towards white (a counter's line on a dark background)."""
+    rgb = [(colors >> s) & 0xFF for s in (16, 8, 0)]
+    mixed = [(3 * c + 2 * 255) // 5 for c in rgb]
+    return (0xFF000000 | (mixed[0] << 16) | (mixed[1] << 8) | mixed[2]).astype(np.uint32)
 
 
 def nice_step(span: float) -> float:
@@ -124,6 +133,8 @@ class TimelineCanvas(QWidget):
         self._press = None  # (pos, t0, scroll_y, selecting)
         self._hover = -1
         self._colors = self._dimmed = self._edges = np.zeros(0, np.uint32)
+        self._scheme = Scheme.of(self)  # the palette's colours the buffers were made with
+        self._background = argb(self._scheme.base)
         self._image = None  # keeps the pixel buffer alive while Qt draws it
         self._showing_all = True
         self.label_font = QFont(self.font())
@@ -140,8 +151,7 @@ class TimelineCanvas(QWidget):
         self._instant_lane = np.zeros(0, bool)
         self._counter_scale, self._counter_values = [], []
         if timeline is not None:
-            colors = np.array([kind_color(k) for k in timeline.kinds], np.uint32)
-            self._colors, self._dimmed, self._edges = colors, _dim(colors), _darker(colors)
+            self._kind_colors(self._scheme)
             self._instant_lane = _instant_lanes(timeline)
             for c in timeline.counters:
                 values = np.asarray(c.value, np.float64)
@@ -151,6 +161,28 @@ class TimelineCanvas(QWidget):
                 self._counter_scale.append((float(finite.min()), float(finite.max())) if len(finite) else (0.0, 0.0))
         self._layout()
         self.reset_zoom()
+
+    def _kind_colors(self, scheme: Scheme) -> None:
+        """Each op type's fill, dimmed fill and edge on the scheme's background."""
+        self._scheme, self._background = scheme, argb(scheme.base)
+        self._lut_cache = {}
+        if self.timeline is None:
+            return
+        colors = np.array([kind_color(k, scheme) for k in self.timeline.kinds], np.uint32)
+        self._colors, self._dimmed, self._edges = colors, _dim(colors, self._background), _darker(colors)
+
+    def _follow_palette(self) -> Scheme:
+        """The current palette's scheme; rebuilds the colour tables when it changed."""
+        scheme = Scheme.of(self)
+        if scheme.key != self._scheme.key:
+            self._kind_colors(scheme)
+        return self._scheme
+
+    def changeEvent(self, event) -> None:
+        if event.type() in (QEvent.PaletteChange, QEvent.ApplicationPaletteChange):
+            self._follow_palette()
+            self.update()
+        super().changeEvent(event)
 
     @property
     def lanes_width(self) -> int:
@@ -380,7 +412,7 @@ class TimelineCanvas(QWidget):
         j, value = found
         lo, hi = self._counter_scale[k]
         return (f"<b>{_html(c.name)}</b><br>{format_value(value)} since {format_time_ps(float(c.time_ps[j]))}"
-                f"<br><span style='color:#777'>range {format_value(lo)} to {format_value(hi)}</span>")
+                f"<br><span style='color:{Scheme.of().tooltip_secondary()}'>range {format_value(lo)} to {format_value(hi)}</span>")
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -435,7 +467,7 @@ class TimelineCanvas(QWidget):
         in effect at its left edge through every sample inside it (the step's
         vertical edge included), as a line over a lighter area."""
         c = self.timeline.counters[k]
-        lut = self._counter_columns(kind_color(c.name), background)
+        lut = self._counter_columns(kind_color(c.name, self._scheme), background)
         blank = len(lut) - 1
         if not len(c.time_ps):
             return lut[np.full(width, blank)].T
@@ -474,8 +506,8 @@ class TimelineCanvas(QWidget):
         key = (color, background)
         lut = self._lut_cache.get(key)
         if lut is None:
-            fill = _dim(np.array([color], np.uint32))[0]
-            line = _darker(np.array([color], np.uint32))[0]
+            fill = _dim(np.array([color], np.uint32), self._background)[0]
+            line = (_lighter if self._scheme.dark else _darker)(np.array([color], np.uint32))[0]
             r = np.arange(COUNTER_H)
             top, bottom = r[:, None, None], r[None, :, None]
             inside = (r >= top) & (r <= COUNTER_H - 2)
@@ -509,28 +541,30 @@ class TimelineCanvas(QWidget):
 
     def paintEvent(self, event) -> None:
         p = QPainter(self)
-        p.fillRect(self.rect(), QColor("#ffffff"))
+        scheme = self._follow_palette()
+        background = self._background
+        p.fillRect(self.rect(), scheme.base)
         tl = self.timeline
         if tl is None or (not len(tl) and not tl.counters):
-            p.setPen(QColor("#777"))
+            p.setPen(scheme.shade(0.53))
             p.drawText(self.rect(), Qt.AlignCenter, "No timeline loaded" if tl is None else "This step has no timed nodes")
             p.end()
             return
         width, height = self.lanes_width, self._lanes_height()
-        pixels = np.full((height, width), BACKGROUND, np.uint32)
+        pixels = np.full((height, width), background, np.uint32)
         labels = []
         visible = [r for r in self._rows if r[2] + r[3] > self.scroll_y and r[2] < self.scroll_y + height]
         for kind, ref, y, h in visible:
             top = y - self.scroll_y
             if kind == "header":
-                pixels[max(top, 0):max(top + h, 0)] = 0xFFECEFF1
+                pixels[max(top, 0):max(top + h, 0)] = argb(scheme.shade(0.075))
                 continue
             if kind == "counter":
                 y0, y1 = max(top, 0), min(top + h, height)
                 if y1 > y0:
-                    pixels[y0:y1] = self.counter_pixels(ref, width, BACKGROUND)[y0 - top:y1 - top]
+                    pixels[y0:y1] = self.counter_pixels(ref, width, background)[y0 - top:y1 - top]
                     if top + h - 1 < height:
-                        pixels[top + h - 1] = 0xFFE0E0E0
+                        pixels[top + h - 1] = argb(scheme.shade(0.12))
                 continue
             if self._instant_lane[ref]:
                 tri = self.instant_pixels(ref, width, h - 3)
@@ -566,7 +600,7 @@ class TimelineCanvas(QWidget):
         a, b = np.searchsorted(marks, [self.t0, right])
         if b <= a or b - a > self.lanes_width // 4:
             return
-        p.setPen(QPen(QColor(96, 96, 96, 160), 1, Qt.DashLine))
+        p.setPen(QPen(self._scheme.shade(0.62, 160), 1, Qt.DashLine))
         for t in marks[a:b].tolist():
             x = GUTTER_W + (t - self.t0) / self.ps_per_px
             p.drawLine(QPointF(x, RULER_H), QPointF(x, self.height()))
@@ -575,6 +609,7 @@ class TimelineCanvas(QWidget):
         tl = self.timeline
         p.setFont(self.label_font)
         fm = QFontMetrics(self.label_font)
+        ink, faint, dark = QColor("#111"), self._scheme.shade(0.7), self._scheme.dark
         for top, wide, extent in labels:
             for i, (x0, x1) in zip(wide.tolist(), extent.tolist()):
                 w = x1 - x0
@@ -582,7 +617,9 @@ class TimelineCanvas(QWidget):
                     continue
                 text = fm.elidedText(tl.kinds[tl.kind[i]], Qt.ElideRight, w - 6)
                 if text and text != "…":
-                    p.setPen(QColor("#111"))
+                    # Dark text on the fills; on a dark palette an event dimmed by a highlight is dark too.
+                    dimmed = dark and self.highlight is not None and not _isin_sorted(np.array([i]), self.highlight)[0]
+                    p.setPen(faint if dimmed else ink)
                     p.drawText(QRectF(GUTTER_W + x0 + 3, RULER_H + top, w - 6, LANE_H), Qt.AlignVCenter | Qt.AlignLeft, text)
 
     def _draw_selection(self, p: QPainter, visible) -> None:
@@ -590,8 +627,10 @@ class TimelineCanvas(QWidget):
         if self.range is not None:
             a, b = self.range
             xa, xb = GUTTER_W + (a - self.t0) / self.ps_per_px, GUTTER_W + (b - self.t0) / self.ps_per_px
-            p.fillRect(QRectF(xa, RULER_H, max(xb - xa, 1), self.height()), QColor(30, 136, 229, 40))
-            p.setPen(QPen(QColor("#1e88e5"), 1))
+            fill = QColor(self._scheme.highlight)
+            fill.setAlpha(40 if not self._scheme.dark else 70)
+            p.fillRect(QRectF(xa, RULER_H, max(xb - xa, 1), self.height()), fill)
+            p.setPen(QPen(self._scheme.highlight, 1))
             p.drawLine(QPointF(xa, RULER_H), QPointF(xa, self.height()))
             p.drawLine(QPointF(xb, RULER_H), QPointF(xb, self.height()))
         if self.selected >= 0:
@@ -600,7 +639,7 @@ class TimelineCanvas(QWidget):
                 if kind == "lane" and ref == lane:
                     s = float(tl.start_ps[self.selected])
                     xa = GUTTER_W + (s - self.t0) / self.ps_per_px
-                    p.setPen(QPen(QColor("#000"), 2))
+                    p.setPen(QPen(self._scheme.text, 2))
                     p.setBrush(Qt.NoBrush)
                     top = RULER_H + y - self.scroll_y
                     if self._instant_lane[lane]:
@@ -654,7 +693,7 @@ class TimelineCanvas(QWidget):
         p.setRenderHint(QPainter.Antialiasing, True)
         tl = self.timeline
         for x0, y0, x1, y1, cat, head, src, dst in segments:
-            color = flow_color(cat)
+            color = flow_color(cat, self._scheme)
             # The other end's outline, so the partner is easy to spot.
             other = dst if src == self.selected else src
             ox, oy, shown = self.event_anchor(other)
@@ -664,7 +703,7 @@ class TimelineCanvas(QWidget):
                 p.setBrush(Qt.NoBrush)
                 p.drawRect(QRectF(ox, oy - LANE_H / 2, w, LANE_H))
             a, b = QPointF(x0, y0), QPointF(x1, y1)
-            p.setPen(QPen(QColor(255, 255, 255, 200), 4, Qt.SolidLine, Qt.RoundCap))
+            p.setPen(QPen(self._scheme.shade(0, 200), 4, Qt.SolidLine, Qt.RoundCap))
             p.drawLine(a, b)
             p.setPen(QPen(color, 1.6, Qt.SolidLine, Qt.RoundCap))
             p.drawLine(a, b)
@@ -681,22 +720,22 @@ class TimelineCanvas(QWidget):
         p.setRenderHint(QPainter.Antialiasing, False)
 
     def _draw_gutter(self, p: QPainter, visible) -> None:
-        tl = self.timeline
-        p.fillRect(0, RULER_H, GUTTER_W, self.height(), QColor("#fafafa"))
-        p.setPen(QColor("#ddd"))
+        tl, scheme = self.timeline, self._scheme
+        p.fillRect(0, RULER_H, GUTTER_W, self.height(), mix(scheme.base, scheme.window, 0.3))
+        p.setPen(scheme.shade(0.13))
         p.drawLine(GUTTER_W - 1, RULER_H, GUTTER_W - 1, self.height())
         fm = QFontMetrics(self.font())
         for kind, ref, y, h in visible:
             top = RULER_H + y - self.scroll_y
             if kind == "header":
-                p.fillRect(0, top, GUTTER_W, h, QColor("#eceff1"))
+                p.fillRect(0, top, GUTTER_W, h, scheme.shade(0.075))
                 x, mid = 8, top + h / 2
                 arrow = ([QPointF(x, mid - 4), QPointF(x + 7, mid), QPointF(x, mid + 4)] if ref in self.collapsed
                          else [QPointF(x - 1, mid - 3), QPointF(x + 7, mid - 3), QPointF(x + 3, mid + 3)])
-                p.setBrush(QColor("#555"))
+                p.setBrush(scheme.shade(0.67))
                 p.setPen(Qt.NoPen)
                 p.drawPolygon(QPolygonF(arrow))
-                p.setPen(QColor("#222"))
+                p.setPen(scheme.shade(0.87))
                 lanes = len(tl.lanes_of_group(ref))
                 text = f"{tl.groups[ref] or '(unnamed device)'}  ·  {lanes} lane{'s' if lanes != 1 else ''}"
                 counters = len(self._counters_of.get(ref, ()))
@@ -705,20 +744,20 @@ class TimelineCanvas(QWidget):
                 p.drawText(QRectF(20, top, self.width() - 24, h), Qt.AlignVCenter | Qt.AlignLeft,
                            fm.elidedText(text, Qt.ElideMiddle, self.width() - 24))
             elif kind == "counter":
-                p.setPen(QColor("#e0e0e0"))
+                p.setPen(scheme.shade(0.12))
                 p.drawLine(0, top + h - 1, GUTTER_W - 1, top + h - 1)
-                p.setPen(QColor("#444"))
+                p.setPen(scheme.shade(0.73))
                 p.drawText(QRectF(20, top + 2, GUTTER_W - 24, h / 2), Qt.AlignVCenter | Qt.AlignLeft,
                            fm.elidedText(tl.counters[ref].name, Qt.ElideRight, GUTTER_W - 24))
                 lo, hi = self._counter_scale[ref]
                 p.setFont(self.label_font)
-                p.setPen(QColor("#888"))
+                p.setPen(scheme.shade(0.47))
                 p.drawText(QRectF(20, top + h / 2, GUTTER_W - 24, h / 2 - 2), Qt.AlignVCenter | Qt.AlignLeft,
                            QFontMetrics(self.label_font).elidedText(f"{format_value(lo)} to {format_value(hi)}",
                                                                     Qt.ElideRight, GUTTER_W - 24))
                 p.setFont(self.font())
             else:
-                p.setPen(QColor("#444"))
+                p.setPen(scheme.shade(0.73))
                 name = tl.lane_names[ref]
                 if self._instant_lane[ref] and name.endswith(" instants"):
                     # Keep the suffix: the thread's name above reads the same when elided.
@@ -729,12 +768,13 @@ class TimelineCanvas(QWidget):
                            fm.elidedText(name, Qt.ElideRight, GUTTER_W - 24))
 
     def _draw_ruler(self, p: QPainter) -> None:
-        p.fillRect(0, 0, self.width(), RULER_H, QColor("#f5f5f5"))
-        p.setPen(QColor("#bbb"))
+        scheme = self._scheme
+        p.fillRect(0, 0, self.width(), RULER_H, scheme.shade(0.04))
+        p.setPen(scheme.shade(0.27))
         p.drawLine(0, RULER_H - 1, self.width(), RULER_H - 1)
         step = nice_step(90 * self.ps_per_px)
         first = math.ceil(self.t0 / step) * step
-        p.setPen(QColor("#333"))
+        p.setPen(scheme.shade(0.8))
         t = first
         right = self.t0 + self.lanes_width * self.ps_per_px
         while t <= right:
@@ -848,7 +888,7 @@ class TimelineCanvas(QWidget):
                 else f"instant at {format_time_ps(float(tl.start_ps[i]))}")
         summary = f"<b>{_html(tl.kinds[tl.kind[i]])}</b><br>{_html(tl.names[i])}<br>{when}"
         if tl.flows is not None and i == self.selected and len(self._selected_flows):
-            summary += "<br><span style='color:#777'>] / [ follow its flows</span>"
+            summary += f"<br><span style='color:{Scheme.of().tooltip_secondary()}'>] / [ follow its flows</span>"
         return summary
 
 

@@ -16,6 +16,7 @@ from models.task import ProfileError
 from models.timeline import Timeline
 from models.units import format_time_ps
 from widgets.kind_stats_table import KindStatsTable
+from widgets.palette import Scheme, follow
 from widgets.timeline_canvas import TimelineCanvas
 
 HINT = ("Wheel: zoom · drag: pan · drag on the ruler or Shift+drag: select a range · "
@@ -51,7 +52,6 @@ class TimelineView(QWidget):
         self.step_label = QLabel("Step:")
         self.reset_button = QPushButton("Show all")
         self.message = QLabel(wordWrap=True)
-        self.message.setStyleSheet("color: #b71c1c; padding: 4px")
         self.message.hide()
         self.canvas = TimelineCanvas()
         self.scrollbar = QScrollBar(Qt.Vertical)
@@ -81,7 +81,6 @@ class TimelineView(QWidget):
         upper_layout.setContentsMargins(0, 0, 0, 0)
         upper_layout.addLayout(canvas_row, 1)
         self.hint = hint = QLabel(HINT, wordWrap=True)
-        hint.setStyleSheet("color: #777")
         hint.setToolTip(KEYS_HELP)
         self.canvas.setWhatsThis(KEYS_HELP)
         upper_layout.addWidget(hint)
@@ -125,9 +124,14 @@ class TimelineView(QWidget):
         self.canvas.range_selected.connect(self.show_range)
         self.op_stats.kind_activated.connect(self.highlight_kind)
         self.range_table.kind_activated.connect(self.highlight_kind)
+        follow(self, self._apply_scheme)
         self.set_steps([], "")
 
     # ------------------------------------------------------------ data
+
+    def _apply_scheme(self, scheme: Scheme) -> None:
+        self.message.setStyleSheet(f"color: {scheme.error().name()}; padding: 4px")
+        self.hint.setStyleSheet(f"color: {scheme.shade(0.53).name()}")
 
     def set_steps(self, steps: list[str], current: str) -> None:
         """The tags of an event file's run metadata (hidden when there are none)."""

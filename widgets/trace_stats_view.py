@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (QCheckBox, QAbstractItemView, QComboBox, QGroupBo
 from models.registry import KERNEL_STATS, OP_STATS, OVERVIEW
 from models.trace_stats import COMMUNICATION, COMPUTATION, MEMORY, OTHER, HostOverview, TraceStats
 from models.units import format_bytes, format_time_ps
+from widgets.palette import Scheme, follow
 
 KERNEL_TYPES = (COMPUTATION, COMMUNICATION, MEMORY, OTHER)
 TYPE_COLORS = {COMPUTATION: "#1e88e5", COMMUNICATION: "#fb8c00", MEMORY: "#8e24aa", OTHER: "#9e9e9e"}
@@ -31,6 +32,11 @@ TYPE_COLORS = {COMPUTATION: "#1e88e5", COMMUNICATION: "#fb8c00", MEMORY: "#8e24a
 BREAKDOWN = (("Compute", "compute_ps", "#1e88e5"), ("Non-compute", "non_compute_ps", "#fb8c00"),
              ("Idle", "idle_ps", "#cfd8dc"))
 BREAKDOWN_TINTS = ("#bbdefb", "#ffe0b2", "#e3e8eb")  # the same, light enough to read text over
+
+
+def breakdown_color(title: str, color: str, scheme: Scheme) -> QColor:
+    """A breakdown part's colour on the scheme's background (idle is a tint: dark on a dark palette)."""
+    return scheme.tint(color) if title == "Idle" else scheme.data(color)
 DIGITS = re.compile(r"(\d+)")
 ALL_STEPS = "All steps"
 ALL_HOSTS = "All hosts"
@@ -200,7 +206,7 @@ class StatsTableModel(QAbstractTableModel):
         if role == Qt.TextAlignmentRole and kind not in ("text", "type"):
             return int(Qt.AlignRight | Qt.AlignVCenter)
         if role == Qt.DecorationRole and kind == "type":
-            return QColor(TYPE_COLORS.get(str(self.value(row, column)), TYPE_COLORS[OTHER]))
+            return Scheme.of().data(TYPE_COLORS.get(str(self.value(row, column)), TYPE_COLORS[OTHER]))
         return None
 
     @staticmethod
@@ -372,7 +378,7 @@ class ShareDelegate(QStyledItemDelegate):
         if isinstance(value, (int, float)) and value == value and value > 0:
             r = option.rect.adjusted(2, 3, -2, -3)
             painter.fillRect(QRect(r.left(), r.top(), max(1, int(r.width() * min(value / self.scale, 1.0))),
-                                   r.height()), self.color)
+                                   r.height()), Scheme.of(option.widget).tint(self.color))
         super().paint(painter, option, index)
 
 
@@ -435,11 +441,12 @@ class BreakdownBars(QWidget):
     def paintEvent(self, _event) -> None:
         p = QPainter(self)
         fm = self.fontMetrics()
-        palette_text = self.palette().windowText().color()
+        scheme = Scheme.of(self)
+        palette_text = scheme.window_text
         # Legend.
         x = 8
         for title, _, color in BREAKDOWN:
-            p.fillRect(QRect(x, 6, 12, 12), QColor(color))
+            p.fillRect(QRect(x, 6, 12, 12), breakdown_color(title, color, scheme))
             p.setPen(palette_text)
             p.drawText(x + 16, 6 + fm.ascent() - 1, title)
             x += 16 + fm.horizontalAdvance(title) + 18
@@ -450,13 +457,13 @@ class BreakdownBars(QWidget):
         for i, o in enumerate(self.rows):
             y = top + i * self.PITCH
             if i == self.selected:
-                p.fillRect(QRect(0, y - 3, self.width(), self.BAR + 6), self.palette().highlight().color().lighter(185))
+                p.fillRect(QRect(0, y - 3, self.width(), self.BAR + 6), scheme.selection_tint())
             p.setPen(palette_text)
             label_rect = QRect(8, y, left - 12, self.BAR)
             p.drawText(label_rect, Qt.AlignVCenter | Qt.AlignLeft, fm.elidedText(o.host or "host", Qt.ElideMiddle,
                                                                                label_rect.width()))
             if o.span_ps <= 0:
-                p.setPen(QColor("#757575"))
+                p.setPen(scheme.shade(0.54))
                 p.drawText(QRect(left, y, width, self.BAR), Qt.AlignVCenter | Qt.AlignLeft, "no GPU activity")
                 continue
             end = left
@@ -465,17 +472,18 @@ class BreakdownBars(QWidget):
                 end = max(end, rect.right() + 1)
                 if rect.width() <= 0:
                     continue
-                p.fillRect(rect, QColor(color))
+                fill = breakdown_color(title, color, scheme)
+                p.fillRect(rect, fill)
                 text = f"{_percent(ps, o.span_ps):.0f} %"
                 if fm.horizontalAdvance(text) + 6 <= rect.width():
-                    p.setPen(QColor("#263238") if title == "Idle" else QColor("white"))
+                    p.setPen(scheme.text_on(fill))
                     p.drawText(rect, Qt.AlignCenter, text)
             p.setPen(palette_text)
             p.drawText(QRect(end + 6, y, self.width() - end - 6, self.BAR), Qt.AlignVCenter | Qt.AlignLeft,
                        format_time_ps(o.span_ps))
         # Time axis: 0 and the longest span.
         y = top + len(self.rows) * self.PITCH
-        p.setPen(QColor("#9e9e9e"))
+        p.setPen(scheme.shade(0.38))
         p.drawLine(left, y, left + width, y)
         for px, ps in ((0, 0.0), (width // 2, width / 2 * ps_per_px), (width, width * ps_per_px)):
             p.drawLine(left + px, y, left + px, y + 4)
@@ -635,6 +643,7 @@ class KernelsPage(_TablePage):
         self.layout_.addWidget(box)
         self.table.selectionModel().currentRowChanged.connect(lambda current, _: self._show_row(current.row()))
         self.model.modelReset.connect(lambda: self._show_row(-1))
+        follow(self, lambda _scheme: self._show_row(self.table.currentIndex().row()))
 
     def set_stats(self, stats: TraceStats | None) -> None:
         """Shows new stats, keeping the selected kernel (host and name) when it is still there."""
@@ -653,7 +662,8 @@ class KernelsPage(_TablePage):
     def _show_row(self, row: int) -> None:
         s = self.stats
         if s is None or not 0 <= row < self.model.rowCount():
-            self.details.setText("<span style='color:#757575'>Select a kernel to see its launch parameters.</span>")
+            self.details.setText(f"<span style='color:{Scheme.of(self).shade(0.54).name()}'>"
+                                 "Select a kernel to see its launch parameters.</span>")
             return
         i = self.model.source_row(row)
         k = s.kernels
@@ -876,8 +886,8 @@ class TraceStatsView(QWidget):
         self.range_label = QLabel()
         self.range_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # never widens the window
         self.message = QLabel(wordWrap=True)
-        self.message.setStyleSheet("color: #b71c1c; padding: 4px")
         self.message.hide()
+        follow(self, lambda scheme: self.message.setStyleSheet(f"color: {scheme.error().name()}; padding: 4px"))
         self.overview = OverviewPage()
         self.kernels = KernelsPage()
         self.operators = OperatorsPage()
