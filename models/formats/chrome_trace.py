@@ -346,7 +346,7 @@ class _TimelineBuilder:
 
     def _intern(self, table: dict[str, int], strings: list[str], ids: np.ndarray) -> np.ndarray:
         """File string ids -> timeline ids (-1 -> the empty string)."""
-        used = np.unique(ids)
+        used = np.flatnonzero(np.bincount(ids + 1, minlength=len(strings) + 1)) - 1
         mapping = np.zeros(len(strings) + 1, np.int32)
         for k in used.tolist():
             mapping[k + 1] = table.setdefault(strings[k] if k >= 0 else "", len(table))
