@@ -276,3 +276,51 @@ def test_ops_split_by_input_shape(tmp_path):
     rows = json.loads(out.read_text())["ops"]
     assert any(r["name"] == "aten::addmm" and r["input_shape"].startswith("[[32]") for r in rows)
     assert main(["export", str(TRAIN), "--tool", KERNEL_STATS, "--param", "group_by=input_shape"]) == 1
+
+
+def test_absurd_times_and_unrelated_clocks(tmp_path):
+    a = _write(tmp_path, "a.json", {"traceEvents": [
+        {"ph": "X", "name": "ok", "pid": 1, "tid": 1, "ts": 5, "dur": 1},
+        {"ph": "X", "name": "absurd", "pid": 1, "tid": 1, "ts": -2**63, "dur": 1}]})
+    b = _write(tmp_path, "b.json", {"baseTimeNanoseconds": 2**61, "traceEvents": [
+        {"ph": "X", "name": "late", "pid": 1, "tid": 1, "ts": 5, "dur": 1}]})
+    tl = build_timeline([("a", scan(a)), ("b", scan(b))])
+    assert sorted(tl.names[i] for i in range(len(tl))) == ["late", "ok"]
+    warnings = " ".join(tl.warnings)
+    assert "beyond" in warnings and "shown from the same start" in warnings
+    assert tl.start_ps.max() < 10**7  # both hosts start together
+
+
+def test_random_traces_give_answers_or_messages(tmp_path):
+    """A seeded mix of valid and invalid events, phases, args and top-level
+    values: every tool answers or says why not, never a traceback."""
+    rng = np.random.default_rng(7)
+    odd = [0, -1, 1.5, 1e308, float("nan"), "7", None, [], {}, True, 2**70, -2**63]
+
+    def pick(values):
+        return values[rng.integers(len(values))]
+
+    for case in range(60):
+        events = []
+        for _ in range(rng.integers(0, 40)):
+            e = {"ph": pick(list("XBEiIMCstfbeP") + [None, 5]), "ts": pick([float(rng.uniform(0, 1e3))] + odd),
+                 "dur": pick([float(rng.uniform(-5, 50))] + odd), "pid": pick([1, 2, "p"] + odd),
+                 "tid": pick([1, 2, "t"] + odd), "id": pick([1, 2, "0x1"] + odd), "bp": pick(["e", "x"]),
+                 "name": pick(["a", "ProfilerStep#3", "[memory]", "process_name", "thread_name", "thread_sort_index"]),
+                 "cat": pick(["cpu_op", "kernel", "cuda_runtime", "ac2g", "fwdbwd"] + odd),
+                 "args": pick([{"name": pick(["n"] + odd), "sort_index": pick(odd), "correlation": pick([1, 2] + odd),
+                                "Bytes": pick([100, -100] + odd), "Addr": pick([1, 2] + odd), "Device Type": pick([0, 1] + odd),
+                                "Input Dims": pick([[[1, 2]], "x"] + odd)}] + odd)}
+            events.append({k: v for k, v in e.items() if rng.random() < 0.85})
+        path = _write(tmp_path, f"c{case}.json", json.dumps({"traceEvents": events}))
+        try:
+            tl = build_timeline([("a", scan(path)), ("b", scan(path))] if case % 3 == 0 else [("", scan(path))])
+            trace_stats.compute(tl)
+            for i in range(min(len(tl), 3)):
+                tl.details(i)
+        except ProfileError:
+            pass
+        try:
+            trace_memory_profile(scan(path), "h")
+        except ProfileError:
+            pass

@@ -51,6 +51,7 @@ SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".trace.json.gz", ".trace.jso
 DEVICE_TYPES = {0: "CPU", 1: "cuda", 2: "mkldnn", 3: "opengl", 4: "opencl", 5: "ideep", 6: "hip", 7: "fpga",
                 8: "maia", 9: "xla", 10: "vulkan", 11: "metal", 12: "xpu", 13: "mps", 14: "meta", 15: "hpu",
                 16: "ve", 17: "lazy", 18: "ipu", 19: "mtia", 20: "privateuseone"}
+MAX_TS_US = 2**53  # larger times are garbage (epoch µs are ~1.7e15); keeps the sums below in int64
 MAX_SPAN_US = 8 * 10**12  # about 92 days: picoseconds from the origin fit in int64
 MAX_METADATA_EVENTS = 100_000  # M and C events whose args are parsed one by one
 HEAD_BYTES = 1 << 16
@@ -241,6 +242,11 @@ def _times(traces: list[tuple[str, ScannedTrace]]) -> tuple[list[_Host], int]:
     the hosts and the origin in ns."""
     shifts, firsts = [], []
     for _, t in traces:
+        absurd = _timed(t) & ((t.ts_us > MAX_TS_US) | (t.ts_us < -MAX_TS_US))
+        if absurd.any():
+            t.flags[absurd] |= cj.TS_BAD
+            t.warnings.append(f"{int(absurd.sum()):,} event(s) with a ts beyond ±{MAX_TS_US:,} µs (285 years); "
+                              "their times are taken as invalid")
         ok = _timed(t)
         base_us, base_rem_ns = divmod(_base_ns(t), 1000)
         if ok.any() and int(t.ts_us[ok].max()) - int(t.ts_us[ok].min()) > MAX_SPAN_US:
@@ -257,8 +263,12 @@ def _times(traces: list[tuple[str, ScannedTrace]]) -> tuple[list[_Host], int]:
         raise ProfileError(f"{traces[0][1].path}: the trace holds no event with a time")
     origin_us = min(f for f in firsts if f is not None)
     hosts = []
-    for (host, t), (base_us, base_rem_ns) in zip(traces, shifts):
+    for (host, t), (base_us, base_rem_ns), first in zip(traces, shifts, firsts):
         ok = _timed(t)
+        if first is not None and first - origin_us > MAX_SPAN_US:  # unrelated clocks: start together
+            t.warnings.append(f"the times are {(first - origin_us) // 86_400_000_000:,} days after the other hosts'; "
+                              "shown from the same start")
+            base_us = origin_us - (first - base_us)
         rel_us = np.where(ok, t.ts_us + (base_us - origin_us), 0)  # within MAX_SPAN_US of 0: no overflow below
         hosts.append(_Host(host, t, np.where(ok, rel_us * 1_000_000 + t.ts_ps + base_rem_ns * 1000, 0)))
     return hosts, origin_us * 1000
