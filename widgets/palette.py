@@ -139,7 +139,9 @@ class _Follower(QObject):
             self._busy = False
 
     def eventFilter(self, obj, event) -> bool:
-        if obj is self.widget and event.type() in _PALETTE_EVENTS:
+        # While Qt tears a widget down its children's Python side may already be
+        # gone: events then reach a filter without attributes.
+        if event.type() in _PALETTE_EVENTS and obj is getattr(self, "widget", None):
             self.refresh()
         return False
 
