@@ -86,6 +86,7 @@ def test_report_writes_pngs_and_index(tmp_path):
     result = subprocess.run([sys.executable, "-m", "viewer.cli", "report", str(SAMPLE), "-o", str(out)],
                             cwd=ROOT, capture_output=True, text=True, env={**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"})
     assert result.returncode == 0, result.stderr
+    assert result.stderr == ""  # only Profscope's own messages: Qt's offscreen noise is filtered
     printed = result.stdout.split()
     assert printed[-1].endswith("index.html") and len(printed) == 5
     page = (out / "index.html").read_text()
@@ -113,3 +114,18 @@ def test_no_display_writes_the_report_instead(tmp_path):
     result = subprocess.run([sys.executable, "-m", "viewer.cli", str(SAMPLE)], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr
     assert "no display found" in result.stderr and (tmp_path / "profscope-report" / "index.html").exists()
+
+
+def test_unexpected_errors_are_one_line_and_logged(tmp_path, monkeypatch, capsys):
+    import viewer.cli as cli
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr("viewer.crashlog.echo_to_console", False)  # restored after --debug sets it
+    monkeypatch.setattr(cli, "cmd_sessions", lambda args: {}["boom"])  # a bug: KeyError
+    assert main(["sessions", str(SAMPLE)]) == 2
+    err = capsys.readouterr().err
+    log = tmp_path / "cache" / "Profscope" / "Profscope" / "profscope.log"
+    assert err.count("\n") == 1 and "profscope sessions" in err and "KeyError" in err and str(log) in err
+    assert "Traceback" not in err and "Traceback" in log.read_text()
+    assert main(["sessions", str(SAMPLE), "--debug"]) == 2
+    assert "Traceback" in capsys.readouterr().err

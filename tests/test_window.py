@@ -113,6 +113,18 @@ def test_new_task_cancels_the_old_and_late_results_are_dropped(qtbot):
     assert runner.wait(10000) and results == ["second"]
 
 
+def test_a_bug_in_a_job_is_one_line_and_logged(qtbot, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    runner = TaskRunner()
+    with qtbot.waitSignal(runner.failed, timeout=10000) as failed:
+        runner.start(lambda task: [][1])
+    message = failed.args[0]
+    log = tmp_path / "Profscope" / "Profscope" / "profscope.log"
+    assert "failed unexpectedly (IndexError" in message and str(log) in message and "\n" not in message
+    assert "Traceback" in log.read_text()
+    assert runner.wait(10000)
+
+
 def test_cancelled_state_raises():
     task = TaskState()
     task.cancel()

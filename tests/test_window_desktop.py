@@ -70,13 +70,12 @@ def test_about_shows_versions_and_settings(window):
 
 
 def test_open_log_folder(window, tmp_path, monkeypatch):
-    from PySide6.QtCore import QStandardPaths
-
-    monkeypatch.setattr(QStandardPaths, "writableLocation", lambda kind: str(tmp_path / "cache" / "Profscope"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     opened = []
     window.open_url = lambda url: opened.append(url.toLocalFile()) or True
     window.open_log_folder()
-    assert opened == [str(tmp_path / "cache" / "Profscope")] and (tmp_path / "cache" / "Profscope").is_dir()
+    folder = tmp_path / "cache" / "Profscope" / "Profscope"  # where Qt's CacheLocation is, and the log
+    assert opened == [str(folder)] and folder.is_dir()
 
 
 def test_window_and_application_icon(window):

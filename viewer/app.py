@@ -6,7 +6,7 @@ import os
 import signal
 import sys
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QTimer, qInstallMessageHandler
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
@@ -20,11 +20,21 @@ def has_display() -> bool:
         os.environ.get("QT_QPA_PLATFORM", "") not in ("", "offscreen", "minimal")
 
 
+# Qt's offscreen platform says this once per window; it is noise on stderr.
+QT_NOISE = ("This plugin does not support propagateSizeHints()",)
+
+
+def _qt_message(mode, context, message: str) -> None:
+    if not message.startswith(QT_NOISE):
+        sys.stderr.write(message + "\n")
+
+
 def application(offscreen_without_display: bool = False) -> QApplication:
     """The QApplication; with `offscreen_without_display`, offscreen when no
     display answers or Qt's platform could not load (see viewer.startup)."""
     if offscreen_without_display and QApplication.instance() is None and (not has_display() or startup.problem()):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    qInstallMessageHandler(_qt_message)  # stderr carries Profscope's own messages
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("Profscope")
     app.setApplicationName("Profscope")

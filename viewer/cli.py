@@ -14,6 +14,9 @@
     profscope capture ADDRESS -o DIR      profile a running TensorFlow / JAX program
     profscope formats                     what Profscope reads (the README's table)
 
+--debug (anywhere) also prints the traceback of an unexpected error; it is always
+written to the log in the user's cache folder (viewer.crashlog).
+
 PATH may also be grpc://host:port (a `profscope serve` or other ProfileAnalysis server).
 
 `sessions` and `export` import no Qt, so they start fast and run on servers.
@@ -30,6 +33,7 @@ from models.hparams import TOOLS as HPARAMS_TOOLS
 from models.hparams import load_hparams, tool_json
 from models.locations import open_location, open_repository
 from models.task import ProfileError
+from viewer import crashlog
 
 COMMANDS = ("sessions", "export", "report", "serve", "capture", "formats")
 DEFAULT_REPORT_DIR = "profscope-report"
@@ -202,6 +206,9 @@ def cmd_window(path: str | None, window: bool = False, check=None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if "--debug" in argv:  # tracebacks of unexpected errors also on the console
+        crashlog.echo_to_console = True
+        argv = [a for a in argv if a != "--debug"]
     try:
         if argv and argv[0] in COMMANDS:
             args = _parser().parse_args(argv)
@@ -231,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # the safety net: one line here, the traceback in the log
+        print(f"profscope: error: {crashlog.one_line(e, 'profscope ' + ' '.join(argv))}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

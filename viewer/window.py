@@ -10,7 +10,7 @@ import importlib.metadata
 import re
 
 import PySide6
-from PySide6.QtCore import QSettings, QStandardPaths, Qt, QTimer, QUrl, qVersion
+from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, qVersion
 from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QDockWidget, QFileDialog, QFormLayout, QHBoxLayout,
                                QInputDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar, QPushButton,
@@ -32,6 +32,7 @@ from widgets.palette import Scheme
 from widgets.timeline_view import KEYS_HELP, TimelineView
 from widgets.trace_stats_view import TraceStatsView, describe_range
 from viewer.app import app_icon
+from viewer import crashlog
 from viewer.workers import TaskRunner
 
 MAX_RECENT = 8
@@ -120,7 +121,7 @@ def app_version() -> str:
 
 def log_folder() -> Path:
     """Where Profscope keeps its cache and logs (created on demand)."""
-    folder = Path(QStandardPaths.writableLocation(QStandardPaths.CacheLocation) or Path.home() / ".cache" / "profscope")
+    folder = crashlog.log_folder()
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -278,7 +279,7 @@ class MainWindow(QMainWindow):
                 "<p>A desktop viewer for TensorFlow, Keras, JAX and PyTorch profiles and TensorBoard HParams sweeps.</p>"
                 f"<p>Qt {qVersion()} · PySide6 {PySide6.__version__}</p>"
                 f"<p>Settings: {self.settings.fileName()}</p>"
-                f"<p>Log folder: {QStandardPaths.writableLocation(QStandardPaths.CacheLocation)}</p>")
+                f"<p>Log folder: {crashlog.log_folder()}</p>")
 
     def show_about(self) -> None:
         self.about_box = QMessageBox(QMessageBox.Information, "About Profscope", self.about_text(),

@@ -7,13 +7,12 @@ signals on the GUI thread.
 
 from __future__ import annotations
 
-import sys
-import traceback
 from typing import Any, Callable
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
 from models.task import Cancelled, ProfileError, TaskState
+from viewer import crashlog
 
 
 class _JobSignals(QObject):
@@ -41,8 +40,7 @@ class _Job(QRunnable):
         except MemoryError:
             self.signals.failed.emit("Out of memory while reading; the input is too large for this machine")
         except Exception as e:  # a bug or unforeseen input: report it, keep the window alive
-            traceback.print_exc(file=sys.stderr)
-            self.signals.failed.emit(f"Unexpected error ({type(e).__name__}: {e})")
+            self.signals.failed.emit(crashlog.one_line(e, "Loading"))
         else:
             self.signals.finished.emit(result)
 
