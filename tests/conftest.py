@@ -38,3 +38,17 @@ def delete_widgets_before_exit():
         gc.collect()
         QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
         gc.collect()
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    """A MainWindow with its own settings file; its worker is stopped afterwards."""
+    from PySide6.QtCore import QSettings
+
+    from viewer.window import MainWindow
+
+    w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
+    qtbot.addWidget(w)
+    yield w
+    w.runner.cancel()
+    assert w.runner.wait(10000)

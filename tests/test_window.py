@@ -3,24 +3,14 @@
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 
 from conftest import SAMPLE, SMALL_XPROF
 from models.task import Cancelled, TaskState
-from viewer.window import MainWindow
 from viewer.workers import TaskRunner
 
 SMALL_SESSION = "2026_11_22_02_49_00"
-
-
-@pytest.fixture
-def window(qtbot, tmp_path):
-    w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
-    qtbot.addWidget(w)
-    yield w
-    w.runner.cancel()
-    assert w.runner.wait(10000)
 
 
 def open_and_wait(qtbot, window, path):

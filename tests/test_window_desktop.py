@@ -8,15 +8,6 @@ from PySide6.QtWidgets import QApplication, QWidget
 from viewer.window import MainWindow, timeline_keys
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
-    qtbot.addWidget(w)
-    yield w
-    w.runner.cancel()
-    assert w.runner.wait(10000)
-
-
 def test_help_menu_has_its_actions(window):
     titles = [a.text() for a in window.menuBar().actions()]
     assert titles[-1] == "&Help"
@@ -157,8 +148,6 @@ def test_dock_is_capped_at_a_third_and_long_names_elide(qtbot, window):
 
 
 def test_hparams_filters_are_never_clipped(qtbot, window):
-    import shutil
-
     from conftest import DATA
 
     window.resize(1280, 800)

@@ -5,7 +5,6 @@ with ImageMagick's `import`, sends SIGTERM and prints the exit code.
     python tests/xvfb_session.py OUT.png PATH
 """
 
-import os
 import signal
 import subprocess
 import sys
