@@ -62,6 +62,25 @@ def return_large_buffers_to_the_os() -> None:
 _large_buffers_set = False
 
 
+def read_head(path, size: int) -> bytes:
+    """The first `size` bytes of a file's content, gunzipped when it is gzip
+    data: what recognising a file looks at. A gzip stream that ends early
+    gives what it had; unreadable files and corrupt gzip data raise
+    ProfileError."""
+    with readable_errors(path), open(path, "rb") as f:
+        data = f.read(size)
+        if data[:2] != GZIP_MAGIC:
+            return data
+        inflater, out = zlib.decompressobj(wbits=31), bytearray()
+        try:
+            while data and len(out) < size and not inflater.eof:
+                out += inflater.decompress(data, size - len(out))
+                data = inflater.unconsumed_tail or f.read(1 << 16)
+        except zlib.error as e:
+            raise ProfileError(f"{path}: the gzip data is corrupt ({e})") from None
+        return bytes(out)
+
+
 def read_bytes(path: Path, task: TaskState | None = None, weight: float = 1.0) -> bytes | bytearray:
     """The file's content, gunzipped when it is gzip data.
 

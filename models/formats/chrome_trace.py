@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import json
 import re
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from models import _lanes, _nesting, trace_stats
-from models.files import GZIP_MAGIC, read_bytes
+from models.files import read_bytes, read_head
 from models.formats import chrome_json as cj
 from models.formats.chrome_json import ScannedTrace, scan_trace
 from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, Snapshots, merge_rows,
@@ -42,10 +41,8 @@ A_CORRELATION, A_BYTES, A_ADDR, A_ALLOCATED, A_RESERVED, A_DEVICE_TYPE, A_DEVICE
 A_INPUT_DIMS = "Input Dims"  # kept as text (an operator's input shapes, with record_shapes=True)
 NONE = np.iinfo(np.int64).min  # an arg the event does not have
 
-GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")  # GPU activity (Kineto)
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
 MEMORY_EVENT = "[memory]"
-STEP_PATTERN = re.compile(r"ProfilerStep#(\d+)")
 SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".trace.json.gz", ".trace.json", ".json.gz", ".json")
 # c10::DeviceType values Kineto writes as "Device Type".
 DEVICE_TYPES = {0: "CPU", 1: "cuda", 2: "mkldnn", 3: "opengl", 4: "opencl", 5: "ideep", 6: "hip", 7: "fpga",
@@ -144,18 +141,6 @@ class _SubTask(TaskState):
 def scan(path: Path, task: TaskState | None = None) -> ScannedTrace:
     """The file's events as columns; ProfileError when it is no trace."""
     return scan_trace(Path(path), ARG_KEYS, task or TaskState(), text_keys=(A_INPUT_DIMS,))
-
-
-def read_head(path: Path, size: int) -> bytes:
-    """The first `size` bytes of a file, gunzipped when it is gzip data."""
-    with open(path, "rb") as f:
-        head = f.read(size)
-    if head[:2] != GZIP_MAGIC:
-        return head
-    try:
-        return zlib.decompressobj(wbits=31).decompress(head, size)
-    except zlib.error:
-        return b""
 
 
 def _s(t: ScannedTrace, k: int) -> str:
@@ -531,7 +516,7 @@ class _TimelineBuilder:
         ac2g = t.strings.index("ac2g") if "ac2g" in t.strings else -1
         if ac2g < 0 or not (t.cat[frows] == ac2g).any():
             corr = t.arg(A_CORRELATION, srows)
-            gpu_ids = [t.strings.index(c) for c in GPU_CATEGORIES if c in t.strings]
+            gpu_ids = [t.strings.index(c) for c in trace_stats.GPU_CATEGORIES if c in t.strings]
             launch_ids = [t.strings.index(c) for c in LAUNCH_CATEGORIES if c in t.strings]
             scat = t.cat[srows]
             launch = np.flatnonzero(np.isin(scat, launch_ids) & (corr != NONE))

@@ -35,7 +35,7 @@ from google.protobuf import text_format
 
 from models.formats import _logscan
 from models import _protowire as wire
-from models.files import GZIP_MAGIC
+from models.files import GZIP_MAGIC, read_head
 from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, Snapshots,
                                    merge_rows, summarize)
 from models.registry import MEMORY_PROFILE, Format, strip_suffix
@@ -163,13 +163,8 @@ class LogMemoryInfo:
 def is_memory_log(path: Path) -> bool:
     """Whether the start of a file (gunzipped) holds a `__LOG_MEMORY__` line."""
     try:
-        with open(path, "rb") as raw:
-            if raw.read(2) != GZIP_MAGIC:
-                return MARKER in raw.read(SNIFF_BYTES)
-            raw.seek(0)
-            with gzip.GzipFile(fileobj=raw, mode="rb") as f:
-                return MARKER in f.read(SNIFF_BYTES)
-    except (OSError, EOFError, zlib.error, gzip.BadGzipFile):
+        return MARKER in read_head(path, SNIFF_BYTES)
+    except ProfileError:
         return False
 
 

@@ -14,7 +14,6 @@ analysis and the Chrome trace export follow timeline.py's `show_memory`.
 
 from __future__ import annotations
 
-import gzip
 import json
 import mmap
 from contextlib import contextmanager
@@ -28,7 +27,7 @@ from google.protobuf.message import DecodeError
 from models import _lanes
 from models import _protowire as wire
 from models.event_file import is_event_file, mapped, tagged_run_metadata
-from models.files import read_bytes
+from models.files import read_bytes, read_head
 from models.formats import _labels
 from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, MemorySummary,
                                    Snapshots)
@@ -129,12 +128,12 @@ def locate(path: Path, tag: str = "", task: TaskState | None = None) -> StepStat
         return StepStatsFile(path, "events", "RunMetadata", chosen.tag, tags, tuple(warnings),
                              (chosen.offset, chosen.offset + chosen.length))
     if path.name.endswith(TEXT_SUFFIXES):
-        head = _read_head(path)
+        head = read_head(path, SNIFF_BYTES)
         message = _sniff_text(head)
         if message is None:
             raise ProfileError(f"{path} {NOT_STEP_STATS}")
         return StepStatsFile(path, "text", message)
-    head = _read_head(path)
+    head = read_head(path, SNIFF_BYTES)
     message = _sniff_binary(head)
     if message is None:
         raise ProfileError(f"{path} {NOT_STEP_STATS}")
@@ -144,7 +143,7 @@ def locate(path: Path, tag: str = "", task: TaskState | None = None) -> StepStat
 def sniff(path: Path) -> bool:
     """Cheap check (first 64 KiB) whether a file looks like a StepStats or RunMetadata."""
     try:
-        head = _read_head(path)
+        head = read_head(path, SNIFF_BYTES)
     except ProfileError:
         return False
     if path.name.endswith(TEXT_SUFFIXES):
@@ -155,19 +154,6 @@ def sniff(path: Path) -> bool:
 def _is_gzip(path: Path) -> bool:
     with open(path, "rb") as f:
         return f.read(2) == b"\x1f\x8b"
-
-
-def _read_head(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            head = f.read(SNIFF_BYTES)
-            if head[:2] == b"\x1f\x8b":
-                f.seek(0)
-                with gzip.open(f) as g:
-                    head = g.read(SNIFF_BYTES)
-            return head
-    except (OSError, EOFError, gzip.BadGzipFile) as e:
-        raise ProfileError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
 
 
 def _sniff_text(head: bytes) -> str | None:
