@@ -10,6 +10,7 @@ import zlib
 from contextlib import contextmanager
 from pathlib import Path
 
+from models.guards import inflate_limit, inflate_refused
 from models.task import ProfileError, TaskState
 
 CHUNK = 8 << 20
@@ -107,10 +108,13 @@ def read_bytes(path: Path, task: TaskState | None = None, weight: float = 1.0) -
 
 
 def _read_gzip(f, size: int, task: TaskState, weight: float, path) -> bytes:
-    out = []
+    out, inflated, limit = [], 0, inflate_limit(size)
     try:
         with gzip.GzipFile(fileobj=f) as gz:
             while chunk := gz.read(CHUNK):
+                inflated += len(chunk)
+                if inflated > limit:
+                    raise inflate_refused(path, size)
                 out.append(chunk)
                 task.report(weight * min(f.tell() / size, 1.0), f"Unpacking {Path(path).name}")
     except EOFError:

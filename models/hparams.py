@@ -34,6 +34,7 @@ import numpy as np
 import re2
 from google.protobuf import json_format, struct_pb2
 
+from models.guards import decode
 from models.task import ProfileError, TaskState
 from models.tb_logdir import Logdir, read_logdir
 from protos import api_pb2, plugin_data_pb2
@@ -132,8 +133,8 @@ def _kind(value) -> int:
     return OTHER
 
 
-def _plugin_data(content: bytes, expected: str) -> plugin_data_pb2.HParamsPluginData:
-    data = plugin_data_pb2.HParamsPluginData.FromString(content)
+def _plugin_data(content: bytes, expected: str, run: str) -> plugin_data_pb2.HParamsPluginData:
+    data = decode(plugin_data_pb2.HParamsPluginData, content, f"run {run!r}: the hparams summary's plugin data")
     if data.version != 0:
         raise HParamsError(f"Only supports plugin_data version: 0; found: {data.version} in: {data}")
     if data.WhichOneof("data") != expected:
@@ -163,10 +164,10 @@ class HParamsData:
         return exp
 
     def _base_experiment(self, include_metrics: bool) -> api_pb2.Experiment:
-        for tags in self.hparams_content.values():
+        for run, tags in self.hparams_content.items():
             if EXPERIMENT_TAG in tags:
                 exp = api_pb2.Experiment()
-                exp.CopyFrom(_plugin_data(tags[EXPERIMENT_TAG], "experiment").experiment)
+                exp.CopyFrom(_plugin_data(tags[EXPERIMENT_TAG], "experiment", run).experiment)
                 if not include_metrics:
                     del exp.metric_infos[:]
                 return exp
@@ -174,9 +175,9 @@ class HParamsData:
 
     def _inferred_experiment(self, include_metrics: bool) -> api_pb2.Experiment:
         values: dict[str, list] = {}
-        for tags in self.hparams_content.values():
+        for run, tags in self.hparams_content.items():
             if START_TAG in tags:
-                start = _plugin_data(tags[START_TAG], "session_start_info").session_start_info
+                start = _plugin_data(tags[START_TAG], "session_start_info", run).session_start_info
                 for name, v in start.hparams.items():
                     values.setdefault(name, []).append(v)
         infos = [info for name, vs in values.items() if (info := _hparam_info(name, vs)) is not None]
@@ -214,8 +215,8 @@ class HParamsData:
         out = []
         for name in self.session_runs:
             tags = self.hparams_content[name]
-            start = _plugin_data(tags[START_TAG], "session_start_info").session_start_info
-            end = _plugin_data(tags[END_TAG], "session_end_info").session_end_info if END_TAG in tags else None
+            start = _plugin_data(tags[START_TAG], "session_start_info", name).session_start_info
+            end = _plugin_data(tags[END_TAG], "session_end_info", name).session_end_info if END_TAG in tags else None
             hparams = {k: _python_value(v) for k, v in start.hparams.items()}
             # NaN and infinite numbers cannot be written as JSON: TensorBoard drops them.
             hparams = {k: v for k, v in hparams.items() if not (isinstance(v, float) and not math.isfinite(v))}

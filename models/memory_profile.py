@@ -334,20 +334,21 @@ def merge_rows(tl: Snapshots, live: np.ndarray, specials: list[Metadata], freed:
     if freed is None:
         freed = np.full(len(live), -1, np.int64)
     # The specials' strings join the timeline's table; lexical ranks of the ids
-    # let numpy sort by string order.
+    # let numpy sort by string order. Equal texts share a rank: a table may
+    # hold one text twice (LogMemory shows two spellings of a shape alike).
     strings = list(tl.strings)
-    index_of = {v: i for i, v in enumerate(strings)}
     extra = {name: [] for name in STRING_COLUMNS}
     for sp in specials:
         for name, value in zip(STRING_COLUMNS, (sp.op, sp.region, sp.dtype, sp.shape)):
-            extra[name].append(index_of.setdefault(value, len(index_of)))
-    strings = list(index_of)
-    rank = np.empty(len(strings), np.int64)
-    rank[sorted(range(len(strings)), key=strings.__getitem__)] = np.arange(len(strings))
+            extra[name].append(len(strings))
+            strings.append(value)
+    rank = np.unique(np.asarray(strings, dtype=object), return_inverse=True)[1].astype(np.int64)
     cols = {name: np.r_[getattr(tl, name)[live], np.asarray(extra[name], np.int64)].astype(np.int64) for name in STRING_COLUMNS}
-    alloc = np.r_[tl.allocation[live], [sp.allocation for sp in specials]].astype(np.int64)
-    req = np.r_[tl.requested[live], [sp.requested for sp in specials]].astype(np.int64)
-    step = np.r_[tl.step[live], [sp.step for sp in specials]].astype(np.int64)
+    # (np.r_ with an empty list would make float64 of them, losing big values)
+    special = lambda key: np.asarray([getattr(sp, key) for sp in specials], np.int64)
+    alloc = np.r_[tl.allocation[live], special("allocation")].astype(np.int64)
+    req = np.r_[tl.requested[live], special("requested")].astype(np.int64)
+    step = np.r_[tl.step[live], special("step")].astype(np.int64)
     snap = np.r_[live, np.full(len(specials), -1)].astype(np.int64)
     fr = np.r_[freed, np.full(len(specials), -1)].astype(np.int64)
     keys = (snap, rank[cols["shape"]], rank[cols["dtype"]], rank[cols["region"]], rank[cols["op"]], -req, -alloc)

@@ -26,6 +26,7 @@ import numpy as np
 from models import _protowire as wire
 from models.event_file import scan_records
 from models.files import stays_inside
+from models.guards import decode
 from models.task import ProfileError, TaskState
 from protos import tensor_pb2
 
@@ -408,7 +409,10 @@ def _tensor_scalars(buf, spans: np.ndarray) -> np.ndarray:
 
 def _tensor_item(data: bytes) -> float:
     """A one-element tensor's number (NaN when it is not a number)."""
-    t = tensor_pb2.TensorProto.FromString(data)
+    try:
+        t = decode(tensor_pb2.TensorProto, data, "a summary's tensor")
+    except ProfileError:
+        return np.nan  # a corrupt value is no number, as a non-numeric one
     numpy_type = {1: "<f4", 2: "<f8", 3: "<i4", 4: "<u1", 5: "<i2", 6: "<i1", 9: "<i8", 10: "?", 17: "<u2",
                   19: "<f2", 22: "<u4", 23: "<u8"}.get(t.dtype)
     if numpy_type is None:

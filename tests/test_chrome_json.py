@@ -13,6 +13,7 @@ import threading
 import numpy as np
 import pytest
 
+from models import guards
 from models.formats import chrome_json
 from models.formats._chrome_json import (
     ARGS_PRESENT,
@@ -600,7 +601,7 @@ def test_corrupt_gzip_keeps_events(tmp_path, small_chunks):
 
 
 def test_inflate_ratio_guard(tmp_path, monkeypatch):
-    monkeypatch.setattr(chrome_json, "MIN_INFLATE_LIMIT", 100_000)
+    monkeypatch.setattr(guards, "MIN_INFLATE_LIMIT", 100_000)
     data = b"[" + b" " * 5_000_000 + b"]"
     (tmp_path / "bomb.json.gz").write_bytes(gzip.compress(data, 9))
     with pytest.raises(ProfileError, match="PROFSCOPE_MAX_INFLATE_RATIO"):

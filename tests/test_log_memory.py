@@ -368,3 +368,36 @@ def test_scanner_accepts_no_line_that_text_format_reads_differently():
         assert ints[i, 0] == step
         checked += 1
     assert checked > 150 and (kind < 0).sum() > 500
+
+
+def test_two_spellings_of_a_shape_merge_in_the_table(tmp_path):
+    """The scanner keeps a shape's text as written, text_format rewrites it:
+    both spell [2], and the peak table merges them into one row."""
+    p = "I0501 10:00:0{}.000000 1 log_memory.cc:34] __LOG_MEMORY__ "
+    body = ('MemoryLogTensorAllocation {{ step_id: 1 kernel_name: "a" tensor {{ dtype: DT_FLOAT shape {{ dim {{{space}size: 2 }} }} '
+            'allocation_description {{ requested_bytes: 8 allocated_bytes: 8 allocator_name: "cpu" allocation_id: {id} ptr: {ptr} }}{extra} }} }}\n')
+    write_log(tmp_path / "x.log", [p.format(1) + body.format(space="  ", id=1, ptr=16, extra=""),
+                                   p.format(2) + body.format(space=" ", id=2, ptr=32, extra=" future_field: 3")])
+    data = load_memory_log(tmp_path / "x.log")
+    assert data.log.text_format_lines == 1
+    rows = data.allocators["cpu"].peak_allocations
+    assert rows.shape == ["[2]"] and rows.occurrences.tolist() == [2] and rows.dtype == ["float"]
+
+
+def test_times_beyond_what_picoseconds_hold_are_shown_at_the_edge(tmp_path):
+    """A corrupt time (a year far off) neither wraps around nor overflows:
+    it is shown at the edge of the span int64 ps can hold, and said so."""
+    allocation = lambda prefix, i: line(prefix, tensor_allocation(1, f"k{i}", "cpu", i, 8))
+    write_log(tmp_path / "x.log", [
+        allocation("I0000 00:00:1795320401.000000 1 x.cc:1] ", 1),
+        allocation("I0000 00:00:1795320402.000000 1 x.cc:1] ", 2),
+        allocation("I0000 00:00:99999999999999.000000 1 x.cc:1] ", 3),
+        line("I0000 00:00:1795320403.000000 1 x.cc:1] ", log_memory_pb2.MemoryLogStep(step_id=2**63 - 1, handle="h")),
+        allocation("I0000 00:00:1795320403.000000 1 x.cc:1] ", 4),
+    ])
+    data = load_memory_log(tmp_path / "x.log")
+    tl = data.allocators["cpu"].timeline
+    assert (tl.time_ps >= 0).all() and tl.time_ps[:3].tolist() == [0, 10**12, 2 * 10**12]
+    steps = data.log.steps("cpu")
+    assert steps.step.tolist() == [1] and (steps.start_ps >= 0).all()
+    assert any("from the others" in p for p in data.log.problems)

@@ -38,6 +38,7 @@ from models.formats._chrome_json import (  # the flag bits, re-exported
     Scanner,
 )
 from models.files import readable_errors, return_large_buffers_to_the_os
+from models.guards import inflate_limit, inflate_refused
 from models.task import ProfileError, TaskState
 
 try:  # zlib-ng inflates about twice as fast as zlib, with the same API (copy() included)
@@ -47,15 +48,13 @@ except ImportError:  # pragma: no cover - a dependency; zlib still works
 
 __all__ = [
     "ARGS_PRESENT", "BP_E", "DUR_BAD", "DUR_NEG", "FLOW_IN", "FLOW_OUT", "LENGTH_OVERFLOW", "PID_STR", "TID_STR",
-    "TS_BAD", "TS_MISSING", "KINETO_ARG_KEYS", "Checkpoint", "ScannedTrace", "Scanner", "max_inflate_ratio",
+    "TS_BAD", "TS_MISSING", "KINETO_ARG_KEYS", "Checkpoint", "ScannedTrace", "Scanner",
     "scan_trace",
 ]
 
 CHUNK_SIZE = 16 << 20  # bytes fed to the scanner at once
 GZIP_READ_SIZE = 4 << 20  # compressed bytes read at once
 GZIP_CHECKPOINT_INTERVAL = 32 << 20  # uncompressed bytes between inflater checkpoints
-MAX_INFLATE_RATIO = 200  # default; PROFSCOPE_MAX_INFLATE_RATIO raises it
-MIN_INFLATE_LIMIT = 1 << 30  # inflating this much is always allowed
 EVENT_DICT_LIMIT = 1 << 20  # event_dict() parses events up to this many bytes
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -162,15 +161,6 @@ class ScannedTrace:
         """The string of row i of a string-id column (None for -1)."""
         k = int(column[i])
         return self.strings[k] if k >= 0 else None
-
-
-def max_inflate_ratio() -> float:
-    """How many times its compressed size a gzip trace may inflate to
-    (beyond MIN_INFLATE_LIMIT): MAX_INFLATE_RATIO or PROFSCOPE_MAX_INFLATE_RATIO."""
-    try:
-        return max(float(os.environ.get("PROFSCOPE_MAX_INFLATE_RATIO", MAX_INFLATE_RATIO)), 1.0)
-    except ValueError:
-        return float(MAX_INFLATE_RATIO)
 
 
 def scan_trace(path, arg_keys=KINETO_ARG_KEYS, task: TaskState | None = None, text_keys=()) -> ScannedTrace:
@@ -353,7 +343,7 @@ class _Reader:
                 return
 
     def _inflate(self, chunks: queue.Queue) -> None:
-        limit = max(self.size * max_inflate_ratio(), MIN_INFLATE_LIMIT)
+        limit = inflate_limit(self.size)
         d = zlib.decompressobj(wbits=31)
         data, data_at = b"", 0  # compressed bytes in hand and the file offset of data[0]
         out_pos, next_checkpoint = 0, GZIP_CHECKPOINT_INTERVAL
@@ -376,11 +366,7 @@ class _Reader:
                 data = d.unconsumed_tail
             out_pos += len(out)
             if out_pos > limit:
-                raise ProfileError(
-                    f"{self.path}: the gzip data inflates to more than {limit / (1 << 30):.1f} GiB "
-                    f"({limit / max(self.size, 1):.0f}x its compressed size); refusing to read further. "
-                    "Raise the limit with the environment variable PROFSCOPE_MAX_INFLATE_RATIO "
-                    f"(now {max_inflate_ratio():g})")
+                raise inflate_refused(self.path, self.size)
             if out and not self._put(chunks, (out, data_at, None)):
                 return
             if d.eof:

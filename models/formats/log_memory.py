@@ -33,6 +33,8 @@ from pathlib import Path
 import numpy as np
 from google.protobuf import text_format
 
+from models.guards import inflate_limit, inflate_refused, parse_text
+
 from models.formats import _logscan
 from models import _protowire as wire
 from models.files import GZIP_MAGIC, read_head
@@ -60,6 +62,7 @@ LOG_SUFFIXES = (".log", ".log.gz", ".txt", ".txt.gz", ".out", ".err", ".stderr")
 BLOCK = 4 << 20
 # A "line" longer than this (binary data without newlines) is read in pieces.
 MAX_LINE = 1 << 20
+MAX_SPAN_US = (2**63 - 1) // 1_000_000  # times since the first line, kept in ps as int64
 SNIFF_BYTES = 4 << 20
 ENABLE_HINT = ("TensorFlow writes them when started with TF_CPP_MIN_LOG_LEVEL=0 TF_CPP_VMODULE=log_memory=2 "
                "(the lines go to stderr: redirect it into the log file).")
@@ -186,6 +189,8 @@ def load_memory_log(path: Path, host: str = "", task: TaskState | None = None) -
         # while this one reads the next block and files the results in order.
         pending = deque()
         for block in _blocks(f, reader.problems):
+            if is_gzip and f.tell() > inflate_limit(size):
+                raise inflate_refused(path, size)
             pending.append((block, pool.submit(_scan_block, block)))
             while len(pending) > 2:
                 reader.add(*pending.popleft())
@@ -341,12 +346,11 @@ class _Reader:
             self.garbled += 1
             self._problem(f"{name}: the line is cut or garbled")
             return None
-        message = getattr(log_memory_pb2, name)()
         try:
-            text_format.Parse(DEBUG_LINK.sub(" ", rest[1:-1]), message, allow_unknown_field=True)
-        except (text_format.ParseError, ValueError) as e:
+            message = parse_text(DEBUG_LINK.sub(" ", rest[1:-1]), getattr(log_memory_pb2, name)(), name)
+        except ProfileError as e:
             self.garbled += 1
-            self._problem(f"{name}: {e}")
+            self._problem(str(e))
             return None
         self.slow += 1
         return _message_row(MESSAGE_NAMES.index(name), message)
@@ -358,11 +362,10 @@ class _Reader:
     def _shape_text(self, raw: str) -> str:
         """A scanned `{ dim { size: 2 } }` block as TensorFlow prints shapes: [2]."""
         if raw not in self.shape_text:
-            shape = tensor_shape_pb2.TensorShapeProto()
             try:
-                text_format.Parse(DEBUG_LINK.sub(" ", raw.strip()[1:-1]), shape, allow_unknown_field=True)
+                shape = parse_text(DEBUG_LINK.sub(" ", raw.strip()[1:-1]), tensor_shape_pb2.TensorShapeProto(), "shape")
                 self.shape_text[raw] = shape_string(shape)
-            except (text_format.ParseError, ValueError):
+            except ProfileError:
                 self.shape_text[raw] = raw
         return self.shape_text[raw]
 
@@ -385,7 +388,21 @@ class _Reader:
         t0 = min(starts) if starts else 0
         if events is not None:
             times[times == no_time] = t0
-        self.step_span = {s: (max(a, t0), max(b, t0)) for s, (a, b) in self.step_span.items()}
+        # Times are kept in ps as int64, so they may span MAX_SPAN_US. When a
+        # corrupt time stretches the log further, the span starts at the first
+        # time within half of it before the median; times outside are shown at its edges.
+        if events is not None and len(times) and int(times.max()) - t0 > MAX_SPAN_US:
+            t0 = int(times[times >= int(np.median(times)) - MAX_SPAN_US // 2].min())
+        last = min(t0 + MAX_SPAN_US, np.iinfo(np.int64).max)
+        outside = sum(not t0 <= t <= last for span in self.step_span.values() for t in span)
+        if events is not None:
+            outside += int(((times < t0) | (times > last)).sum())
+            events["time_us"] = np.clip(times, t0, last) - t0
+        if outside:
+            self.problems.insert(0, f"{outside:,} time(s) lie more than {MAX_SPAN_US // 86_400_000_000:,} days "
+                                    "from the others; shown at the edge of the log's span")
+        clip = lambda t: min(max(t, t0), last) - t0
+        self.step_span = {s: (clip(a), clip(b)) for s, (a, b) in self.step_span.items()}
         # Display strings: shapes as TensorFlow prints them, dtypes as XProf does.
         display = list(strings) + [REGION_TENSOR, REGION_RAW]
         for i, s in enumerate(strings):
@@ -401,7 +418,7 @@ class _Reader:
                            "bytes": events["bytes"][is_alloc], "requested": events["requested"][is_alloc]}
             for a in sorted(np.unique(allocations["allocator"]).tolist(), key=lambda i: strings[i]):
                 memory_id = strings[a] or "(unnamed allocator)"
-                profile, unmatched_count, deferred_count = _replay(events, a, memory_id, t0, display)
+                profile, unmatched_count, deferred_count = _replay(events, a, memory_id, display)
                 allocators[memory_id], allocator_ids[memory_id] = profile, a
                 deferred += deferred_count
                 if unmatched_count:
@@ -416,7 +433,7 @@ class _Reader:
             text_format_lines=self.slow, problems=self.problems, strings=display, allocations=allocations,
             allocator_ids=allocator_ids,
             step_handles=self.step_handles,
-            step_span_ps={s: ((a - t0) * 1_000_000, (b - t0) * 1_000_000) for s, (a, b) in self.step_span.items()},
+            step_span_ps={s: (a * 1_000_000, b * 1_000_000) for s, (a, b) in self.step_span.items()},
         )
         if not allocators:
             raise ProfileError(f"{source}: {lines:,} __LOG_MEMORY__ lines, but none allocates memory "
@@ -475,9 +492,10 @@ def _concat(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
 # ---------------------------------------------------------------- replay
 
 
-def _replay(events: dict[str, np.ndarray], allocator: int, memory_id: str, t0_us: int,
+def _replay(events: dict[str, np.ndarray], allocator: int, memory_id: str,
             strings: list[str]) -> tuple[AllocatorProfile, int, int]:
-    """One allocator's tracked events (with an allocation_id) as a complete memory timeline.
+    """One allocator's tracked events (with an allocation_id) as a complete memory timeline
+    (times in us since the log's first).
 
     Returns the profile, the number of unmatched deallocations and the number
     of deferred ones (a deferred free is followed by the real one when the
@@ -507,7 +525,7 @@ def _replay(events: dict[str, np.ndarray], allocator: int, memory_id: str, t0_us
     heap = np.cumsum(np.where(alloc_k, size, -size))
     zeros = np.zeros(len(pos), np.int64)
     timeline = Snapshots(
-        time_ps=(events["time_us"][sel[pos]] - t0_us) * 1_000_000, stack=zeros, heap=heap, free=zeros,
+        time_ps=events["time_us"][sel[pos]] * 1_000_000, stack=zeros, heap=heap, free=zeros,
         fragmentation=np.zeros(len(pos)), peak_in_use=np.maximum.accumulate(heap) if len(heap) else heap,
         activity=np.where(alloc_k, ALLOCATION, DEALLOCATION), requested=events["requested"][source],
         allocation=size, address=events["ptr"][source].view(np.uint64), step=events["step"][source],

@@ -16,19 +16,19 @@ from __future__ import annotations
 
 import json
 import mmap
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from google.protobuf import text_format
-from google.protobuf.message import DecodeError
 
 from models import _lanes
 from models import _protowire as wire
 from models.event_file import is_event_file, mapped, tagged_run_metadata
 from models.files import read_bytes, read_head
 from models.formats import _labels
+from models.guards import decode, parse_text
 from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, MemorySummary,
                                    Snapshots)
 from models.registry import MEMORY_PROFILE, TRACE_VIEWER, Format, strip_suffix
@@ -210,11 +210,7 @@ def _sniff_binary(head: bytes) -> str | None:
 def _text_to_binary(path: Path, message: str) -> bytes:
     text = read_bytes(path).decode("utf-8", "replace")
     msg = config_pb2.RunMetadata() if message == "RunMetadata" else step_stats_pb2.StepStats()
-    try:
-        # RunMetadata's graphs are not in Profscope's schema: skip them.
-        text_format.Parse(text, msg, allow_unknown_field=True)
-    except text_format.ParseError as e:
-        raise ProfileError(f"{path}: not a valid {message} in text format: {e}") from None
+    parse_text(text, msg, str(path))  # RunMetadata's graphs are not in Profscope's schema: skipped
     step_stats = msg.step_stats if message == "RunMetadata" else msg
     return step_stats.SerializeToString()
 
@@ -243,6 +239,11 @@ class NodeSource:
     offsets: np.ndarray  # int64 offset of each event's node (timeline order)
     lengths: np.ndarray  # int32
     data: bytes | None = None  # the StepStats bytes when the file has no stable offsets
+    stamp: tuple[int, int] | None = None  # the file's size and mtime when it was read
+
+    def __post_init__(self):
+        if self.stamp is None:
+            self.stamp = _stamp(self.path)
 
     @contextmanager
     def buffer(self):
@@ -257,12 +258,19 @@ class NodeSource:
             with self.buffer() as buf:
                 return self.node(i, buf)
         off, n = int(self.offsets[i]), int(self.lengths[i])
-        try:
-            if off + n > len(buf):
-                raise DecodeError("past the end")
-            return step_stats_pb2.NodeExecStats.FromString(bytes(buf[off:off + n]))
-        except DecodeError:
-            raise ProfileError(f"{self.path} changed on disk since it was opened; reload it (F5)") from None
+        if self.data is None and _stamp(self.path) != self.stamp:
+            raise ProfileError(f"{self.path} changed on disk since it was opened; reload it (F5)")
+        if off + n > len(buf):
+            raise ProfileError(f"{self.path}: node {i} lies past the end of the data")
+        return decode(step_stats_pb2.NodeExecStats, buf[off:off + n], f"{self.path}: node {i}")
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+        return st.st_size, st.st_mtime_ns
+    except OSError:
+        return None
 
 
 def load_step_timeline(source: StepStatsFile, task: TaskState | None = None) -> Timeline:
@@ -483,10 +491,7 @@ def iter_device_stats(source: StepStatsFile, task: TaskState | None = None):
         for k, (off, n) in enumerate(spans):
             task.raise_if_cancelled()
             task.report(k / max(len(spans), 1), f"Reading device {k + 1} of {len(spans)}")
-            try:
-                yield step_stats_pb2.DeviceStepStats.FromString(bytes(buf[off:off + n]))
-            except DecodeError as e:
-                raise ProfileError(f"{source.path}: corrupt DeviceStepStats: {e}") from None
+            yield decode(step_stats_pb2.DeviceStepStats, buf[off:off + n], f"{source.path}: device {k}")
 
 
 @dataclass

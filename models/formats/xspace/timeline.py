@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from models import _lanes
+from models.guards import decode
 from models.task import ProfileError, TaskState
 from models.timeline import StringTable, Timeline
 from models.formats.xspace.xplane import (HOST_PLANE, MEMORY_ALLOCATION, MEMORY_DEALLOCATION,
@@ -43,7 +44,7 @@ class EventSource:
     def event(self, i: int, lane: int):
         with open(self.paths[self.lane_file[lane]], "rb") as f:
             f.seek(int(self.offsets[i]))
-            return xplane_pb2.XEvent.FromString(f.read(int(self.lengths[i])))
+            return decode(xplane_pb2.XEvent, f.read(int(self.lengths[i])), f"{self.paths[self.lane_file[lane]]}: event {i}")
 
 
 def stat_text(stat, stat_names: dict[int, str]) -> tuple[str, str]:
@@ -195,7 +196,11 @@ def _metadata_stats(space: XSpaceData, plane: int) -> dict[int, list[tuple[str, 
     for mid, (_n, _d, spans) in p.event_metadata.items():
         if spans:
             o, n = spans[0]
-            md = xplane_pb2.XEventMetadata.FromString(bytes(space.buf[o:o + n]))
+            try:
+                md = decode(xplane_pb2.XEventMetadata, space.buf[o:o + n], f"event metadata {mid}")
+            except ProfileError as e:  # only the details panel needs these: it shows the problem
+                out[mid] = [("error", str(e))]
+                continue
             out[mid] = [stat_text(s, p.stat_names) for s in md.stats]
     return out
 
@@ -225,7 +230,7 @@ def event_details(timeline: Timeline, source: EventSource, i: int) -> list[tuple
             ("line", _lane_line_name(timeline, lane))]
     try:
         event = source.event(i, lane)
-    except (OSError, ValueError) as e:
+    except (OSError, ProfileError) as e:
         return rows + [("error", f"could not read the event back from the file: {e}")]
     plane = source.lane_plane[lane]
     names = source.stat_names[plane]

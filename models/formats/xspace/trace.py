@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from models.task import ProfileError, TaskState
+from models.guards import decode
+from models.task import TaskState
 from models.formats.xspace.xplane import HOST_PLANE, read_xspace
 from models.formats.xspace.groups import group_events
 from protos import xplane_pb2
@@ -44,11 +45,7 @@ U32, U64 = 1 << 32, 1 << 64
 def trace_viewer_json(path: Path, host: str = "", task: TaskState | None = None) -> bytes:
     task = task or TaskState()
     columns = read_xspace(path, task, host)  # validates the file with a clear message
-    space = xplane_pb2.XSpace()
-    try:
-        space.ParseFromString(memoryview(columns.buf))  # no second copy of the file
-    except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends
-        raise ProfileError(f"{path}: not a readable XSpace ({e})") from None
+    space = decode(xplane_pb2.XSpace, columns.buf, str(path))
     task.report(0.6, "Grouping steps")
     host_index = columns.plane_named(HOST_PLANE)
     group_of, step_names = {}, {}

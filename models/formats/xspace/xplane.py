@@ -125,6 +125,14 @@ class XSpaceData:
                 return i
         return -1
 
+    def _stat_columns(self, spans: np.ndarray, ids: np.ndarray):
+        """The one decode of events' stats: corrupt ones are a ProfileError
+        for every analysis that reads them (grouping, memory, trace)."""
+        try:
+            return wire.stat_columns(self.buf, spans, EVENT_STATS, ids)
+        except ValueError as e:
+            raise ProfileError(f"{self.path}: corrupt event stats ({e}); the file may be damaged") from None
+
     def start_ps(self, rows: np.ndarray) -> np.ndarray:
         """Absolute start times (ps) of events: line timestamp plus offset."""
         line_ps = np.array([ln.timestamp_ns for ln in self.lines], np.int64) * 1000
@@ -140,7 +148,7 @@ class XSpaceData:
         found: dict[str, list] = {name: [] for name in names}
         spans = self.events.span
         for a in range(0, len(rows) if len(ids) else 0, chunk):
-            cases, values, lengths = wire.stat_columns(self.buf, spans[rows[a:a + chunk]], EVENT_STATS, ids)
+            cases, values, lengths = self._stat_columns(spans[rows[a:a + chunk]], ids)
             for k, (_sid, name) in enumerate(wanted):
                 here = np.flatnonzero(cases[:, k])
                 if len(here):
@@ -159,7 +167,7 @@ class XSpaceData:
         ids = np.asarray([sid for sid, _ in wanted], np.int64)
         spans = self.events.span
         for a in range(0, n if len(ids) else 0, chunk):
-            cases, values, lengths = wire.stat_columns(self.buf, spans[rows[a:a + chunk]], EVENT_STATS, ids)
+            cases, values, lengths = self._stat_columns(spans[rows[a:a + chunk]], ids)
             for k, (_sid, name) in enumerate(wanted):
                 here = cases[:, k] != 0
                 out.case[name][a:a + chunk][here] = cases[here, k]
