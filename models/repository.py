@@ -22,6 +22,7 @@ import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 from models.files import stays_inside
 from models.formats import FORMATS, looked_for
@@ -43,10 +44,29 @@ class SessionInfo:
     tools: tuple[str, ...]
 
 
-@dataclass(frozen=True)
 class ToolData:
-    output: bytes
-    format: str  # "json", "proto" or "blob", as in ProfileSessionDataResponse
+    """A tool's output and its format ("json", "proto" or "blob", as in
+    ProfileSessionDataResponse). The output may come as chunks made while
+    they are consumed (read once): write_to() streams a huge export to a
+    file in little memory; `output` joins them."""
+
+    def __init__(self, output: bytes | Iterable[bytes], format: str):
+        self._chunks = [output] if isinstance(output, (bytes, bytearray)) else output
+        self.format = format
+
+    @property
+    def output(self) -> bytes:
+        if not (isinstance(self._chunks, list) and len(self._chunks) == 1):
+            self._chunks = [b"".join(self._chunks)]
+        return bytes(self._chunks[0])
+
+    def write_to(self, f) -> int:
+        """Writes the output to a binary file object; returns the bytes written."""
+        written = 0
+        for chunk in self._chunks:
+            f.write(chunk)
+            written += len(chunk)
+        return written
 
 
 class ProfileRepository(ABC):

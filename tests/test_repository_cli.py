@@ -73,6 +73,21 @@ def test_export_to_file_with_params(tmp_path, capsys):
     assert "unknown tool" in capsys.readouterr().err
 
 
+def test_an_export_failing_midway_leaves_no_partial_file(tmp_path, monkeypatch, capsys):
+    from models.repository import LocalRepository, ToolData
+
+    def chunks():
+        yield b'{"partial":'
+        raise ProfileError("the input broke halfway")
+
+    monkeypatch.setattr(LocalRepository, "tool_data", lambda *a, **k: ToolData(chunks(), "json"))
+    out = tmp_path / "mp.json"
+    out.write_text("old")
+    assert main(["export", str(SAMPLE), "--tool", "memory_profile", "-o", str(out)]) == 1
+    assert "broke halfway" in capsys.readouterr().err
+    assert out.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["mp.json"]
+
+
 def test_sessions_and_export_do_not_import_qt(tmp_path):
     code = ("import sys; from viewer.cli import main; "
             f"main(['sessions', {str(SAMPLE)!r}]); "

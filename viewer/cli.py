@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from models.hparams import TOOLS as HPARAMS_TOOLS
 from models.hparams import load_hparams, tool_json
 from models.locations import open_location, open_repository
+from models.repository import ToolData
 from models.task import ProfileError
 from viewer import crashlog
 
@@ -107,18 +109,32 @@ def cmd_sessions(args) -> int:
 
 def cmd_export(args) -> int:
     if args.tool in HPARAMS_TOOLS:  # a log dir's sweep, not a profile session
-        output, what = tool_json(load_hparams(args.path), args.tool, _params(args.param)), args.tool
+        data, what = ToolData(tool_json(load_hparams(args.path), args.tool, _params(args.param)), "json"), args.tool
     else:
         repo = open_repository(args.path)
         session = _pick_session(repo, args.session)
-        output = repo.tool_data(session, args.tool, args.host, _params(args.param)).output
+        data = repo.tool_data(session, args.tool, args.host, _params(args.param))
         what = f"{args.tool}, session {session}"
     if args.output == "-":
-        sys.stdout.buffer.write(output + b"\n")
+        data.write_to(sys.stdout.buffer)
+        sys.stdout.buffer.write(b"\n")
     else:
-        Path(args.output).write_bytes(output)
+        write_whole(Path(args.output), data.write_to)
         print(f"wrote {args.output} ({what})", file=sys.stderr)
     return 0
+
+
+def write_whole(path: Path, write) -> None:
+    """Runs write(f) into a file beside `path`, renamed to it when complete:
+    an error or Ctrl+C leaves no partial output (and an old file intact)."""
+    part = path.with_name(f".{path.name}.part")
+    try:
+        with open(part, "wb") as f:
+            write(f)
+        os.replace(part, path)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
 
 
 def cmd_report(args) -> int:
