@@ -1,5 +1,5 @@
 """Builds the C extensions (models._protowire, models._tfrecord, models._lanes, models._nesting,
-models.formats._labels, models.formats._logscan); everything else is in pyproject.toml."""
+models.formats._labels, models.formats._logscan, models._jsonrows); everything else is in pyproject.toml."""
 
 import numpy
 from setuptools import Extension, setup
@@ -11,6 +11,7 @@ SHARED_HELPERS = [
     ("models._lanes", "models/_lanes.c"),  # lane packing
     ("models._nesting", "models/_nesting.c"),  # parents by time containment
     ("models.formats._labels", "models/formats/_labels.c"),  # timeline.py's label pattern
+    ("models._jsonrows", "models/_jsonrows.c"),  # JSON text of numpy columns, for exports
 ]
 
 setup(

@@ -10,11 +10,14 @@ other snapshot.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Iterator
 
 import numpy as np
 
+from models import _jsonrows
 from models.task import ProfileError
 
 # MemoryActivity enum of memory_profile.proto.
@@ -392,23 +395,35 @@ def sample_timeline(tl: Snapshots, points: int = XPROF_TIMELINE_POINTS) -> np.nd
 
 
 def to_xprof_json(profile: MemoryProfileData, xprof_form: bool = False) -> dict:
+    """xprof_json_chunks as one document (for small profiles and tests)."""
+    return json.loads(b"".join(xprof_json_chunks(profile, xprof_form)))
+
+
+def xprof_json_chunks(profile: MemoryProfileData, xprof_form: bool = False) -> Iterator[bytes]:
     """The MemoryProfile as XProf's memory_profile tool returns it (proto3
-    JSON, camelCase, int64 as strings, every field printed).
+    JSON, camelCase, int64 as strings, every field printed), in chunks made
+    as they are consumed: the bytes of json.dumps(doc, separators=(",", ":")),
+    without a dict per snapshot or the whole text in memory.
 
     Peak tables carried by the input are kept as given. Otherwise the table
     is computed by XProf's rules and, by default, every snapshot is written;
     with xprof_form the snapshots are reduced the way XProf does (only those
     the table references, plus 1,000 sampled timeline points, version 1).
     """
-    per = {}
-    for memory_id, a in profile.allocators.items():
-        per[memory_id] = _allocator_json(a, xprof_form)
+    yield b'{"memoryProfilePerAllocator":{'
+    for i, (memory_id, a) in enumerate(profile.allocators.items()):
+        yield (b"," if i else b"") + _dumps(memory_id) + b":"
+        yield from _allocator_chunks(a, xprof_form)
     version = 1 if xprof_form else profile.version
-    return {"memoryProfilePerAllocator": per, "numHosts": profile.num_hosts or 1,
-            "memoryIds": sorted(per), "version": version, "hloModules": []}
+    yield (b'},"numHosts":' + _dumps(profile.num_hosts or 1) + b',"memoryIds":' + _dumps(sorted(profile.allocators))
+           + b',"version":' + _dumps(version) + b',"hloModules":[]}')
 
 
-def _allocator_json(a: AllocatorProfile, xprof_form: bool) -> dict:
+def _dumps(value) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _allocator_chunks(a: AllocatorProfile, xprof_form: bool) -> Iterator[bytes]:
     s = a.summary
     summary = {"peakBytesUsageLifetime": str(s.peak_bytes_lifetime),
                "peakStats": _stats_json(s.peak_stack, s.peak_heap, s.peak_free, s.peak_fragmentation, s.peak_in_use),
@@ -435,12 +450,15 @@ def _allocator_json(a: AllocatorProfile, xprof_form: bool) -> dict:
             snapshots = a.timeline.take(referenced)
             renumber = iter(range(len(referenced)))
             rows = [(next(renumber), sp, n) if idx >= 0 else (idx, sp, n) for idx, sp, n in rows]
-    out = {"memoryProfileSnapshots": _snapshots_json(snapshots), "profileSummary": summary,
-           "activeAllocations": [{"snapshotIndex": str(i), "specialIndex": str(sp), "numOccurrences": str(n)} for i, sp, n in rows],
-           "specialAllocations": [_metadata_json(m.activity, m.requested, m.allocation, m.address, m.op, m.step, m.region, m.dtype, m.shape)
-                                  for m in special],
-           "sampledTimelineSnapshots": _snapshots_json(sampled) if sampled is not None else []}
-    return out
+    yield b'{"memoryProfileSnapshots":'
+    yield from _snapshot_chunks(snapshots)
+    active = [{"snapshotIndex": str(i), "specialIndex": str(sp), "numOccurrences": str(n)} for i, sp, n in rows]
+    specials = [_metadata_json(m.activity, m.requested, m.allocation, m.address, m.op, m.step, m.region, m.dtype, m.shape)
+                for m in special]
+    yield (b',"profileSummary":' + _dumps(summary) + b',"activeAllocations":' + _dumps(active)
+           + b',"specialAllocations":' + _dumps(specials) + b',"sampledTimelineSnapshots":')
+    yield from _snapshot_chunks(sampled)
+    yield b"}"
 
 
 def _stats_json(stack, heap, free, frag, peak) -> dict:
@@ -455,12 +473,29 @@ def _metadata_json(activity, requested, allocation, address, op, step, region, d
             "dataType": dtype, "tensorShape": shape}
 
 
-def _snapshots_json(tl: Snapshots) -> list:
-    s = tl.strings
-    cols = [c.tolist() for c in (tl.time_ps, tl.stack, tl.heap, tl.free, tl.fragmentation, tl.peak_in_use, tl.activity,
-                                 tl.requested, tl.allocation, tl.address, tl.op, tl.step, tl.region, tl.dtype, tl.shape)]
-    return [
-        {"timeOffsetPs": str(t), "aggregationStats": _stats_json(st, hp, fr, fg, pk),
-         "activityMetadata": _metadata_json(ac, rq, al, ad, s[op], stp, s[rg], s[dt], s[sh])}
-        for t, st, hp, fr, fg, pk, ac, rq, al, ad, op, stp, rg, dt, sh in zip(*cols)
-    ]
+# One snapshot's JSON around its 15 values, as _stats_json and _metadata_json write them.
+_SNAPSHOT_PARTS = [
+    b'{"timeOffsetPs":"', b'","aggregationStats":{"stackReservedBytes":"', b'","heapAllocatedBytes":"',
+    b'","freeMemoryBytes":"', b'","fragmentation":', b',"peakBytesInUse":"',
+    b'"},"activityMetadata":{"memoryActivity":', b',"requestedBytes":"', b'","allocationBytes":"', b'","address":"',
+    b'","tfOpName":', b',"stepId":"', b'","regionType":', b',"dataType":', b',"tensorShape":', b"}}",
+]
+_ACTIVITY_JSON = [_dumps(name) for name in ACTIVITY_NAMES]
+SNAPSHOT_CHUNK = 16384  # rows per chunk: about 8 MB of JSON
+
+
+def _snapshot_chunks(tl: Snapshots | None) -> Iterator[bytes]:
+    """A snapshot list's JSON, formatted in C from the columns a chunk at a time."""
+    if tl is None or not len(tl):
+        yield b"[]"
+        return
+    strings = [_dumps(x) for x in tl.strings]
+    columns = [("i", tl.time_ps), ("i", tl.stack), ("i", tl.heap), ("i", tl.free), ("f", tl.fragmentation),
+               ("i", tl.peak_in_use), ("s", tl.activity, _ACTIVITY_JSON), ("i", tl.requested), ("i", tl.allocation),
+               ("u" if tl.address.dtype == np.uint64 else "i", tl.address), ("s", tl.op, strings), ("i", tl.step), ("s", tl.region, strings),
+               ("s", tl.dtype, strings), ("s", tl.shape, strings)]
+    for a in range(0, len(tl), SNAPSHOT_CHUNK):
+        rows = [(kind, values[a:a + SNAPSHOT_CHUNK], *table) for kind, values, *table in columns]
+        text = _jsonrows.json_rows(_SNAPSHOT_PARTS, rows, 0, min(SNAPSHOT_CHUNK, len(tl) - a), b",")
+        yield (b"[" if a == 0 else b",") + text
+    yield b"]"

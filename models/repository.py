@@ -17,7 +17,6 @@ name never becomes part of a path, and links leading out of it are skipped.
 
 from __future__ import annotations
 
-import json
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from typing import Iterable
 
 from models.files import stays_inside
 from models.formats import FORMATS, looked_for
-from models.memory_profile import MemoryProfileData, to_xprof_json
+from models.memory_profile import MemoryProfileData, xprof_json_chunks
 from models import trace_stats
 from models.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TOOLS, TRACE_VIEWER, Format
 from models.task import ProfileError, TaskState
@@ -127,8 +126,7 @@ class ProfileRepository(ABC):
             host = self.resolve_host(session, host, tool)
             profile = self.memory_profile(session, host, task)
             xprof_form = params.get("xprof_form", "").lower() in ("1", "true", "yes")
-            doc = to_xprof_json(profile, xprof_form=xprof_form)
-            return ToolData(json.dumps(doc, separators=(",", ":")).encode(), "json")
+            return ToolData(xprof_json_chunks(profile, xprof_form=xprof_form), "json")
         if tool == TRACE_VIEWER:
             host = self.resolve_host(session, host, tool)
             return ToolData(self.chrome_trace(session, host, params.get("step", ""), task), "json")
