@@ -36,6 +36,7 @@ from models.locations import open_location, open_repository
 from models.repository import ToolData
 from models.task import ProfileError
 from viewer import crashlog
+from viewer.progress import CountingWriter, TerminalProgress
 
 COMMANDS = ("sessions", "export", "report", "serve", "capture", "formats")
 DEFAULT_REPORT_DIR = "profscope-report"
@@ -95,9 +96,16 @@ def _pick_session(repo, name: str) -> str:
     return sorted(s.name for s in repo.enum_sessions())[-1]  # names are timestamps: latest last
 
 
+def _progress(path: str) -> TerminalProgress:
+    """Progress on stderr for reading `path` (a file's size gives the amounts)."""
+    return TerminalProgress(os.path.getsize(path) if os.path.isfile(path) else 0)
+
+
 def cmd_sessions(args) -> int:
-    repo = open_repository(args.path)
+    progress = _progress(args.path)
+    repo = open_repository(args.path, progress.task())
     sessions = repo.enum_sessions()
+    progress.close()
     if args.json:
         print(json.dumps({"sessions": [{"sessionId": s.name, "hosts": list(s.hosts), "availableTools": list(s.tools)}
                                        for s in sessions]}, indent=2))
@@ -108,18 +116,25 @@ def cmd_sessions(args) -> int:
 
 
 def cmd_export(args) -> int:
-    if args.tool in HPARAMS_TOOLS:  # a log dir's sweep, not a profile session
-        data, what = ToolData(tool_json(load_hparams(args.path), args.tool, _params(args.param)), "json"), args.tool
-    else:
-        repo = open_repository(args.path)
-        session = _pick_session(repo, args.session)
-        data = repo.tool_data(session, args.tool, args.host, _params(args.param))
-        what = f"{args.tool}, session {session}"
-    if args.output == "-":
-        data.write_to(sys.stdout.buffer)
-        sys.stdout.buffer.write(b"\n")
-    else:
-        write_whole(Path(args.output), data.write_to)
+    progress = _progress(args.path)
+    try:
+        if args.tool in HPARAMS_TOOLS:  # a log dir's sweep, not a profile session
+            data = ToolData(tool_json(load_hparams(args.path, progress.task()), args.tool, _params(args.param)), "json")
+            what = args.tool
+        else:
+            repo = open_repository(args.path, progress.task())
+            session = _pick_session(repo, args.session)
+            data = repo.tool_data(session, args.tool, args.host, _params(args.param), progress.task())
+            what = f"{args.tool}, session {session}"
+        if args.output == "-":
+            data.write_to(sys.stdout.buffer)
+            sys.stdout.buffer.write(b"\n")
+        else:
+            name = Path(args.output).name
+            write_whole(Path(args.output), lambda f: data.write_to(CountingWriter(f, progress, name)))
+    finally:
+        progress.close()
+    if args.output != "-":
         print(f"wrote {args.output} ({what})", file=sys.stderr)
     return 0
 
@@ -140,8 +155,12 @@ def write_whole(path: Path, write) -> None:
 def cmd_report(args) -> int:
     from viewer.report import write_report  # Qt only for drawing commands
 
-    repo, hparams = open_location(args.path)
-    written = write_report(repo, Path(args.output), hparams, location=args.path)
+    progress = _progress(args.path)
+    try:
+        repo, hparams = open_location(args.path, progress.task())
+        written = write_report(repo, Path(args.output), hparams, location=args.path, task=progress.task())
+    finally:
+        progress.close()
     for path in written:
         print(path)
     return 0

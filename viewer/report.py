@@ -10,7 +10,7 @@ from models import trace_stats
 from models.registry import KERNEL_STATS, MEMORY_PROFILE, TRACE_VIEWER
 from models.repository import ProfileRepository
 from protos import api_pb2
-from models.task import ProfileError
+from models.task import ProfileError, TaskState
 from models.units import format_bytes, format_time_ps
 
 VIEW_SIZE = (1400, 900)
@@ -121,7 +121,8 @@ def _hparams_section(view, data, save, top: int = 20, charts: int = 3) -> str:
             f"the top {min(top, len(view.order))}:</p><table><tr>{head}</tr>{rows}</table>{images}")
 
 
-def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, location: str = "") -> list[Path]:
+def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, location: str = "",
+                 task: TaskState | None = None) -> list[Path]:
     """Renders the memory view of every session, host and allocator, the
     timeline and op statistics of every host with a step timeline, the
     Statistics (overview, top kernels and operators) of GPU traces per host
@@ -130,6 +131,7 @@ def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, lo
 
     Returns the written paths, index.html last. Sessions that fail to load
     are listed in the page with their error instead of stopping the report.
+    `task` hears of each load's progress.
     """
     from PySide6.QtCore import QEvent
 
@@ -170,7 +172,7 @@ def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, lo
         for host in repo.hosts_with(info.name, TRACE_VIEWER):
             title = f"{info.name} / {host}"
             try:
-                timeline = repo.step_timeline(info.name, host)
+                timeline = repo.step_timeline(info.name, host, task=task)
                 stats = trace_stats.compute(timeline) if host in with_stats else None
             except ProfileError as e:
                 sections.append(_error_section(title, e))
@@ -184,7 +186,7 @@ def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, lo
         if with_stats and repo.combines_hosts(info.name):  # every host side by side
             title = f"{info.name} / {ALL_HOSTS}"
             try:
-                stats = trace_stats.compute(repo.step_timeline(info.name, ""))
+                stats = trace_stats.compute(repo.step_timeline(info.name, "", task=task))
             except ProfileError as e:
                 sections.append(_error_section(title, e))
             else:
@@ -192,7 +194,7 @@ def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, lo
         for host in repo.hosts_with(info.name, MEMORY_PROFILE):
             title = f"{info.name} / {host}"
             try:
-                data = repo.memory_profile(info.name, host)
+                data = repo.memory_profile(info.name, host, task)
             except ProfileError as e:
                 sections.append(_error_section(title, e))
                 continue
