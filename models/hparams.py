@@ -151,6 +151,7 @@ class HParamsData:
         self.hparams_content = {name: run.plugin_content.get(PLUGIN, {}) for name, run in self.runs.items()
                                 if PLUGIN in run.plugin_content}
         self._groups_cache: dict[tuple, GroupTable] = {}
+        self._sessions_cache: dict[tuple, list[Session]] = {}
 
     # ------------------------------------------------------------ experiment
 
@@ -211,7 +212,14 @@ class HParamsData:
     # ------------------------------------------------------------ sessions
 
     def sessions(self, metric_infos) -> list[Session]:
-        """Every session in run order, with its values of the given metrics."""
+        """Every session in run order, with its values of the given metrics
+        (cached: the tables of every status and aggregation share them)."""
+        key = tuple((m.name.group, m.name.tag) for m in metric_infos)
+        if key not in self._sessions_cache:
+            self._sessions_cache[key] = self._read_sessions(metric_infos)
+        return self._sessions_cache[key]
+
+    def _read_sessions(self, metric_infos) -> list[Session]:
         out = []
         for name in self.session_runs:
             tags = self.hparams_content[name]
@@ -248,7 +256,7 @@ class HParamsData:
                include_metrics: bool) -> GroupTable:
         """The session groups for these settings (cached: queries only filter and sort)."""
         if aggregation in (api_pb2.AGGREGATION_UNSET, api_pb2.AGGREGATION_AVG):
-            aggregation_metric = ("", "")  # averages ignore the aggregation metric
+            aggregation, aggregation_metric = api_pb2.AGGREGATION_AVG, ("", "")  # both average; no metric needed
         key = (tuple(sorted(set(allowed_statuses))), aggregation, aggregation_metric, include_metrics)
         if key not in self._groups_cache:
             metric_infos = self._base_experiment(include_metrics).metric_infos

@@ -110,8 +110,9 @@ def read_logdir(logdir: Path, task: TaskState | None = None) -> Logdir:
     runs, warnings = {}, []
     batch, size, done = [], 0, 0
     for name, files in runs_files.items():
-        batch.append((name, files))
-        size += sum(_size(f) for f in files)
+        contents = [_read(f, warnings) for f in files]  # read here: batches are sized by the bytes read
+        batch.append((name, files, contents))
+        size += sum(len(c) for c in contents if c is not None)
         if size >= BATCH_BYTES:
             runs.update(_read_runs(batch, warnings))
             done += len(batch)
@@ -203,14 +204,14 @@ def _text(buf, span) -> str:
 # ---------------------------------------------------------------- runs
 
 
-def _read_runs(batch: list[tuple[str, list[Path]]], warnings: list[str]) -> dict[str, Run]:
-    """Runs of a batch: their files decoded together; runs whose data
-    TensorBoard would purge (restarts) go through the file-by-file path."""
+def _read_runs(batch: list[tuple[str, list[Path], list[bytes | None]]], warnings: list[str]) -> dict[str, Run]:
+    """Runs of a batch (name, files, their contents): their files decoded
+    together; runs whose data TensorBoard would purge (restarts) go through
+    the file-by-file path."""
     datas, spans, file_run = [], [], []
     offset = 0
-    for r, (name, files) in enumerate(batch):
-        for path in files:
-            data = _read(path, warnings)
+    for r, (name, files, contents) in enumerate(batch):
+        for path, data in zip(files, contents):
             if data is None:
                 continue
             records = scan_records(data, f"{name}/{path.name}")
@@ -219,7 +220,7 @@ def _read_runs(batch: list[tuple[str, list[Path]]], warnings: list[str]) -> dict
             file_run.append(r)
             datas.append(data)
             offset += len(data)
-    runs = {name: Run(name) for name, _ in batch}
+    runs = {name: Run(name) for name, *_ in batch}
     if not datas:
         return runs
     buf = b"".join(datas)
@@ -227,16 +228,16 @@ def _read_runs(batch: list[tuple[str, list[Path]]], warnings: list[str]) -> dict
     try:
         v = _decode(buf, events)
     except ValueError:  # a corrupt record somewhere: read file by file to say where
-        return {name: _read_run_files(name, files, warnings) for name, files in batch}
+        return {name: _read_run_files(name, files, warnings) for name, files, _ in batch}
     counts = np.array([len(x) for x in spans], np.int64)
     event_run = np.repeat(np.array(file_run, np.int64), counts)
     file_first = (np.cumsum(counts) - counts)[counts > 0]  # first event of each file with events
     careful = _runs_with_purges(v, event_run, file_first, len(batch))
     for r in np.flatnonzero(careful):
-        name, files = batch[r]
+        name, files, _ = batch[r]
         runs[name] = _read_run_files(name, files, warnings)
     value_run = event_run[v.event]
-    _fill_runs(runs, [name for name, _ in batch], buf, v, value_run, keep=~careful[value_run])
+    _fill_runs(runs, [name for name, *_ in batch], buf, v, value_run, keep=~careful[value_run])
     return runs
 
 
