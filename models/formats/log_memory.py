@@ -33,11 +33,10 @@ from pathlib import Path
 import numpy as np
 from google.protobuf import text_format
 
-from models.guards import inflate_limit, inflate_refused, parse_text
-
 from models.formats import _logscan
 from models import _protowire as wire
 from models.files import GZIP_MAGIC, read_head
+from models.guards import inflate_limit, inflate_refused, parse_text
 from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, Snapshots,
                                    merge_rows, summarize)
 from models.registry import MEMORY_PROFILE, Format, strip_suffix
