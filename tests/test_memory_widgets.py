@@ -104,10 +104,11 @@ def test_screenshot_shows_the_plot_with_the_peak(view, tmp_path):
     blue = (pixels[..., 0] > 180) & (pixels[..., 2] < 200) & (pixels[..., 1] > 120)
     red = (pixels[..., 2] > 200) & (pixels[..., 1] < 90) & (pixels[..., 0] < 90)
     assert blue.mean() > 0.2 and red.sum() > 20
-    # The red marker sits at the peak's x position.
+    # The red marker sits at the peak (its label is above it, clear of these rows).
     vb = view.plot.plot.getViewBox()
-    peak_x = vb.mapViewToScene(QPointF(view.allocator.summary.peak_time_ps, 0)).x()
-    assert abs(int(np.argmax(red.sum(axis=0))) - peak_x) < 25
+    peak = vb.mapViewToScene(QPointF(view.allocator.summary.peak_time_ps, view.allocator.summary.peak_in_use))
+    around = red[max(int(peak.y()) - 5, 0):int(peak.y()) + 6]
+    assert around.sum() > 40 and abs(int(np.argmax(around.sum(axis=0))) - peak.x()) < 4
 
 
 # ---------------------------------------------------------------- LogMemory logs
@@ -161,3 +162,158 @@ def test_kernel_model_passes_qt_model_tests(qtmodeltester):
 
 def test_profile_files_show_no_log_parts(view):
     assert not view.log_bar.isVisible() and not view.tabs.isTabVisible(1)
+
+
+# ---------------------------------------------------------------- the plot at any zoom
+
+
+def spiky_profile(n: int = 200_000, spike_at: int = 123_457, step_ps: int = 1_000_000):
+    """n snapshots step_ps apart: small allocations freed soon after on 64 MiB
+    of heap, a 4 MiB stack, one 32 MiB allocation freed by the next snapshot,
+    and the peak at the end (48 MiB more for the last 1,000 snapshots)."""
+    from models.memory_profile import (AllocatorProfile, MemoryProfileData, Snapshots, merge_rows, summarize)
+
+    rng = np.random.default_rng(5)
+    activity = np.where(np.arange(n) % 2 == 0, 1, 2).astype(np.int32)
+    size = np.repeat(rng.integers(1, 16, n // 2 + 1) << 10, 2)[:n]
+    heap = (64 << 20) + np.cumsum(np.where(activity == 1, size, -size))
+    heap[spike_at] += 32 << 20
+    heap[-1000:] += 48 << 20
+    stack = np.full(n, 4 << 20, np.int64)
+    zeros = np.zeros(n, np.int64)
+    tl = Snapshots(time_ps=np.arange(n, dtype=np.int64) * step_ps, stack=stack, heap=heap, free=(256 << 20) - heap,
+                   fragmentation=np.full(n, 0.25), peak_in_use=np.maximum.accumulate(stack + heap), activity=activity,
+                   requested=size, allocation=size, address=np.arange(n, dtype=np.uint64) // 2, step=zeros,
+                   op=zeros.astype(np.int32), region=zeros.astype(np.int32), dtype=zeros.astype(np.int32),
+                   shape=zeros.astype(np.int32), strings=[""])
+    a = AllocatorProfile(memory_id="GPU_0_bfc", timeline=tl, summary=summarize(tl), peak_allocations=None,
+                         complete=True, stored_snapshots=tl)
+    a.peak_allocations = merge_rows(tl, np.zeros(0, np.int64), [])
+    return MemoryProfileData(host="test", allocators={a.memory_id: a})
+
+
+def pixels(widget) -> np.ndarray:
+    """RGB (rows x columns x 3) of a widget as painted."""
+    image = widget.grab().toImage().convertToFormat(QImage.Format_RGB32)
+    return np.frombuffer(image.constBits(), np.uint8).reshape(image.height(), image.width(), 4)[..., 2::-1].copy()
+
+
+def heap_top_row(view, t_ps: float) -> int:
+    """The highest row of the plot, in the column of time t, drawn in the heap's colour (line or area)."""
+    plot = view.plot
+    vb = plot.plot.getViewBox()
+    x = int(vb.mapViewToScene(QPointF(t_ps, 0)).x())
+    top, bottom = int(vb.sceneBoundingRect().top()), int(vb.sceneBoundingRect().bottom())
+    column = pixels(plot)[top:bottom, x].astype(int)
+    bluish = (column[:, 2] > column[:, 0] + 60) & (column[:, 2] > 150)
+    return top + int(np.argmax(bluish)) if bluish.any() else -1
+
+
+def test_a_one_snapshot_peak_shows_at_every_zoom(qtbot):
+    data = spiky_profile()
+    v = shown_view(qtbot, data)
+    a = v.allocator
+    spike = 123_457
+    t = float(a.timeline.time_ps[spike])
+    vb = v.plot.plot.getViewBox()
+    peak_y = vb.mapViewToScene(QPointF(t, float(a.timeline.in_use[spike]))).y()
+    span = float(a.timeline.time_ps[-1])
+    for width in (span, span / 100, 200e6):  # the whole run (a snapshot is 1/200,000 of it), 1%, 200 snapshots
+        v.plot.plot.setXRange(t - width / 3, t + width * 2 / 3, padding=0)
+        peak_y = vb.mapViewToScene(QPointF(t, float(a.timeline.in_use[spike]))).y()
+        assert abs(heap_top_row(v, t) - peak_y) <= 2, width
+        # A few pixels to the side the heap is back to its usual ~70 MiB.
+        usual_y = vb.mapViewToScene(QPointF(t, float(a.timeline.in_use[spike - 1]))).y()
+        assert abs(heap_top_row(v, t - width / 50) - usual_y) <= 3
+
+
+def test_wheel_zooms_in_time_and_the_plot_follows(qtbot):
+    from PySide6.QtCore import QPoint
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    v = shown_view(qtbot, spiky_profile())
+    plot, vb = v.plot, v.plot.plot.getViewBox()
+    before_range, before = vb.viewRange(), pixels(plot)
+    centre = plot.mapFromScene(vb.sceneBoundingRect().center())
+    wheel = QWheelEvent(QPointF(centre), QPointF(plot.viewport().mapToGlobal(centre)), QPoint(), QPoint(0, 120 * 5),
+                        Qt.NoButton, Qt.NoModifier, Qt.NoScrollPhase, False)
+    with qtbot.waitSignal(vb.sigXRangeChanged):
+        QApplication.sendEvent(plot.viewport(), wheel)
+    (x0, x1), (y0, y1) = vb.viewRange()
+    assert x1 - x0 < 0.5 * (before_range[0][1] - before_range[0][0])
+    assert (y0, y1) == tuple(before_range[1])  # zoom is in time only
+    after = pixels(plot)
+    assert (after != before).any(axis=2).mean() > 0.05  # the data area was drawn anew
+
+
+def test_clicking_a_legend_entry_hides_its_series(qtbot):
+    v = shown_view(qtbot, spiky_profile())
+    plot = v.plot
+    sample = next(s for s, label in plot.legend.items if label.text.startswith("heap"))
+
+    def blue_share():
+        rgb = pixels(plot).astype(int)
+        return ((rgb[..., 2] > rgb[..., 0] + 60) & (rgb[..., 2] > 150)).mean()
+
+    shown = blue_share()
+    pos = plot.mapFromScene(sample.sceneBoundingRect().center())
+    qtbot.mouseClick(plot.viewport(), Qt.LeftButton, pos=pos)
+    assert not plot.heap_curve.isVisible()
+    assert shown > 0.2 and blue_share() < 0.02
+    qtbot.mouseClick(plot.viewport(), Qt.LeftButton, pos=pos)
+    assert blue_share() == pytest.approx(shown, abs=0.01)
+
+
+def test_time_axis_names_the_unit_of_its_labels(qtbot):
+    # A run of exactly one second: major ticks every 0.1 s, minor ones every 20 ms.
+    data = spiky_profile(n=1001, spike_at=5, step_ps=1_000_000_000)
+    v = shown_view(qtbot, data)
+    axis = v.plot.plot.getAxis("bottom")
+    v.plot.plot.setXRange(0, 1e12, padding=0)
+    v.plot.grab()
+    assert axis.labelText == "time (s)"
+    assert axis.tickStrings([5e11], 1, 1e11) == ["0.5"]
+    v.plot.plot.setXRange(0.4e12, 0.41e12, padding=0)
+    v.plot.grab()
+    assert axis.labelText == "time (ms)" and axis.tickStrings([4.05e11], 1, 2e9) == ["405"]
+
+
+def test_pyramid_gives_exact_minimum_and_maximum_of_any_range():
+    from widgets.memory_plot import PeakPyramid
+
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 3, 1000, 4097):
+        columns = rng.normal(size=(n, 3)).astype(np.float32)
+        pyramid = PeakPyramid(columns)
+        start = rng.integers(0, n, 300)
+        stop = np.minimum(start + rng.integers(0, n + 1, 300), n)
+        vmin, vmax = pyramid.ranges(start, stop)
+        for a, b, lo, hi in zip(start, stop, vmin, vmax):
+            if b > a:
+                assert (lo == columns[a:b].min(axis=0)).all() and (hi == columns[a:b].max(axis=0)).all()
+            else:
+                assert np.isinf(lo).all() and np.isinf(hi).all()
+
+
+def test_the_window_builds_the_plot_data_in_its_worker(qtbot, window, monkeypatch):
+    import threading
+
+    import viewer.window
+    from widgets.memory_plot import prepare_series
+
+    threads = []
+
+    def recording(data, task=None):
+        threads.append(threading.current_thread())
+        return prepare_series(data, task)
+
+    monkeypatch.setattr(viewer.window, "prepare_series", recording)
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.open_path(str(SMALL_XPROF))  # scan
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        pass  # then its memory profile
+    assert threads and threads[0] is not threading.main_thread()
+    view = window.memory_view
+    assert view.plot.series is view.series[ALLOCATOR]  # handed over, not made again
+    assert view.plot.series.max("in_use") == view.allocator.summary.peak_in_use

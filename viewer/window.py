@@ -27,6 +27,7 @@ from models.repository import ProfileRepository
 from models.tb_logdir import logdir_signature
 from models.timeline import Timeline
 from widgets.hparams_view import HParamsView
+from widgets.memory_plot import prepare_series
 from widgets.memory_view import MemoryView
 from widgets.palette import Scheme
 from widgets.timeline_view import KEYS_HELP, TimelineView
@@ -504,7 +505,12 @@ class MainWindow(QMainWindow):
         repo = self.repo
         self.requested = (session, host, MEMORY_PROFILE)
         self.set_status(f"Loading memory profile of {session} / {host}…")
-        self.runner.start(lambda task: (session, host, repo.memory_profile(session, host, task)), self._show_memory)
+
+        def job(task):
+            data = repo.memory_profile(session, host, task)
+            return session, host, data, prepare_series(data, task)  # the plot's pyramids, off the GUI thread
+
+        self.runner.start(job, self._show_memory)
 
     def cancel(self) -> None:
         self.runner.cancel()
@@ -541,10 +547,10 @@ class MainWindow(QMainWindow):
             self.load(*latest.data(0, ROLE_TARGET))
 
     def _show_memory(self, result) -> None:
-        session, host, data = result
+        session, host, data, series = result
         self.current = (session, host)
         self.memory_view.set_hosts(list(self.repo.session(session).hosts), host)
-        self.memory_view.set_profile(data)
+        self.memory_view.set_profile(data, series)
         self.tabs.setCurrentWidget(self.memory_view)
         ids = ", ".join(data.memory_ids)
         self.set_status(f"{session} / {host}: memory profile with {len(data.allocators)} allocator(s): {ids}")

@@ -1,19 +1,26 @@
 """Memory over time for one allocator: stack and heap stacked, free memory,
 fragmentation on a right axis, the peak marked.
 
-Every snapshot is kept; each redraw takes only the visible range from a
-min/max pyramid (about two points per pixel, every peak kept), so a million
-snapshots zoom and pan smoothly.
+Every snapshot is kept. Each series has a min/max pyramid (PeakPyramid),
+built in the worker that loads the profile (prepare_series); each frame
+paints the grid, the areas and the lines into one pixel buffer
+(SeriesCanvas), per pixel column the exact min..max of the samples there,
+so a peak of one snapshot shows at any zoom and a frame costs the same for
+a thousand snapshots or five million.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QImage
+from PySide6.QtWidgets import QGraphicsItem
 
-from models.memory_profile import AllocatorProfile
+from models.memory_profile import AllocatorProfile, MemoryProfileData
+from models.task import TaskState
 from models.units import byte_unit, format_bytes, time_unit
 from widgets.palette import Scheme, follow, style_plot
 
@@ -22,73 +29,376 @@ HEAP_COLOR = QColor(30, 136, 229)
 FREE_COLOR = QColor(67, 160, 71)
 FRAG_COLOR = QColor(142, 36, 170)
 PEAK_COLOR = QColor(229, 57, 53)
+SERIES_COLORS = {"fragmentation": FRAG_COLOR, "in_use": HEAP_COLOR, "stack": STACK_COLOR, "free": FREE_COLOR}
+# Pixel codes of the canvas: 0 the background, 1-2 the number of areas over
+# it (heap, then stack on it; 3 stands for the stack's area alone), 4-7 a
+# line (drawn in this order, so free memory's dashes end on top), 8-9 the
+# fragmentation line under one or two areas (its axis lies behind the
+# others, as its own ViewBox did); plus 16 times the grid level over it.
+HEAP_AREA, BOTH_AREAS, STACK_AREA = 1, 2, 3
+LINE_ORDER = ("fragmentation", "in_use", "stack", "free")
+LINE_CODES = {name: 4 + k for k, name in enumerate(LINE_ORDER)}
+FRAG_UNDER = np.array([4, 8, 9, 9], np.uint8)  # the fragmentation line's code by the areas over it
+GRID_ALPHA = 51  # as pyqtgraph's showGrid(alpha=0.2)
 
 
 def _decimals(spacing: float) -> int:
     return max(0, min(6, int(np.ceil(-np.log10(spacing))))) if spacing > 0 else 0
 
 
-class TimeAxis(pg.AxisItem):
+class _TickAxis(pg.AxisItem):
+    """An axis whose labels use one unit, chosen from the major ticks, for
+    every tick level (and for its title, set only when the unit changes)."""
+
+    def __init__(self, orientation):
+        super().__init__(orientation)
+        self.enableAutoSIPrefix(False)
+        self._ticks_key = self._ticks = None
+        self._unit = self.unit_for(1.0, [1.0])
+        self.setLabel(self.title(self._unit[1]))  # its room is kept from the start: a unit change moves nothing
+
+    def tickValues(self, minVal, maxVal, size):
+        # Asked twice a frame, by the axis and by the plot's grid: computed once.
+        key = (minVal, maxVal, size)
+        if key != self._ticks_key:
+            self._ticks_key, self._ticks = key, super().tickValues(minVal, maxVal, size)
+            if self._ticks and self._ticks[0][1]:
+                unit = self.unit_for(*self._ticks[0])
+                if unit != self._unit:
+                    self._unit = unit
+                    self.setLabel(self.title(unit[1]))
+        return self._ticks
+
+    def grid_ticks(self) -> list[tuple[float, list[float]]]:
+        """The tick levels the axis draws at its current range and length."""
+        length = (self.width() if self.orientation in ("bottom", "top") else self.height()) + 2
+        return self.tickValues(self.range[0], self.range[1], length) if length > 2 else []
+
+    def tickStrings(self, values, scale, spacing):
+        size = self._unit[0]
+        digits = _decimals(spacing / size)
+        return [f"{v / size:.{digits}f}" for v in values]
+
+
+class TimeAxis(_TickAxis):
     """Picosecond values shown in the unit that suits the tick spacing."""
 
-    def __init__(self, orientation):
-        super().__init__(orientation)
-        self.enableAutoSIPrefix(False)
+    @staticmethod
+    def unit_for(spacing, values):
+        return time_unit(spacing * 10)
 
-    def tickStrings(self, values, scale, spacing):
-        size, unit = time_unit(spacing * 10)
-        self.setLabel(f"time ({unit})")
-        digits = _decimals(spacing / size)
-        return [f"{v / size:.{digits}f}" for v in values]
+    @staticmethod
+    def title(unit):
+        return f"time ({unit})"
 
 
-class BytesAxis(pg.AxisItem):
+class BytesAxis(_TickAxis):
     """Byte values shown in KiB / MiB / GiB."""
 
-    def __init__(self, orientation):
-        super().__init__(orientation)
-        self.enableAutoSIPrefix(False)
+    @staticmethod
+    def unit_for(spacing, values):
+        return byte_unit(max(abs(v) for v in values))
 
-    def tickStrings(self, values, scale, spacing):
-        top = max((abs(v) for v in values), default=0)
-        size, unit = byte_unit(top)
-        self.setLabel(f"memory ({unit})")
-        digits = _decimals(spacing / size)
-        return [f"{v / size:.{digits}f}" for v in values]
+    @staticmethod
+    def title(unit):
+        return f"memory ({unit})"
 
 
 class PeakPyramid:
-    """Min/max levels of a series, so any zoom draws about two points per pixel.
+    """Min/max levels of series sampled together (one column each), for the
+    exact minimum and maximum of any range of samples (every peak is kept at
+    any zoom).
 
-    Level k keeps, for each bin of 2**k samples, its maximum and minimum (in
-    time order), which preserves every peak. Building all levels costs about
-    one pass over the data; picking the visible slice is a binary search.
+    Level j holds, for each whole block of 2**j samples, its minimum and
+    maximum; level 0 is the samples themselves. A range is covered as in an
+    iterative segment tree, by at most two blocks per level: at level j block
+    ceil(start / 2**j) when that is odd and block floor(stop / 2**j) - 1 when
+    that is even, while ceil(start / 2**j) < floor(stop / 2**j). Those are found for every range and
+    level at once, so a frame's few thousand ranges cost a few numpy calls.
+    Float32: a pixel row is far coarser than its rounding, and 5M samples of
+    4 series take 240 MB instead of 480.
     """
 
-    def __init__(self, x: np.ndarray, y: np.ndarray):
-        self.levels = [(x, y)]
-        lo = hi = y
-        xs = x
-        while len(xs) > 2048:
-            n = len(xs) // 2 * 2
-            xs = xs[:n:2]
-            lo = np.minimum(lo[:n:2], lo[1:n:2])
-            hi = np.maximum(hi[:n:2], hi[1:n:2])
-            # two points per bin: the max then the min, both at the bin start
-            self.levels.append((np.repeat(xs, 2), np.column_stack((hi, lo)).ravel()))
+    def __init__(self, columns: np.ndarray):
+        v = np.nan_to_num(np.asarray(columns, np.float32), nan=0.0)  # NaN would poison every level above it
+        self.leaves = v[:, None] if v.ndim == 1 else v
+        n, width = self.leaves.shape
+        sizes = [n >> j for j in range(1, max(n.bit_length(), 1))]
+        self.offsets = np.cumsum([0, 0] + sizes)[:-1]  # of level j in `blocks` (level 0: the leaves)
+        # Per block its minimum and its negated maximum, so that one gather and one
+        # minimum give both; the last row (+inf) stands for "no block".
+        self.blocks = np.empty((sum(sizes) + 1, 2, width), np.float32)
+        self.blocks[-1] = np.inf
+        lo, hi = self.leaves, self.leaves
+        for j, size in enumerate(sizes, 1):
+            out = self.blocks[self.offsets[j]:self.offsets[j] + size]
+            np.minimum(lo[:2 * size:2], lo[1:2 * size:2], out=out[:, 0])
+            np.maximum(hi[:2 * size:2], hi[1:2 * size:2], out=out[:, 1])
+            lo, hi = out[:, 0], out[:, 1]
+        np.negative(self.blocks[:-1, 1], out=self.blocks[:-1, 1])  # after the levels: each was built from the one below
 
-    def visible(self, x0: float, x1: float, pixels: int) -> tuple[np.ndarray, np.ndarray]:
-        x, _ = self.levels[0]
-        i0, i1 = np.searchsorted(x, [x0, x1])
-        level = int(np.clip(np.ceil(np.log2(max(i1 - i0, 1) / max(pixels, 1))), 0, len(self.levels) - 1))
-        lx, ly = self.levels[level]
-        j0, j1 = np.searchsorted(lx, [x0, x1])
-        j0, j1 = max(j0 - 2, 0), min(j1 + 2, len(lx))  # one point beyond each edge
-        return lx[j0:j1], ly[j0:j1]
+    def __len__(self) -> int:
+        return len(self.leaves)
+
+    def max(self, column: int = 0) -> float:
+        """The largest sample of a column (0 without samples)."""
+        return float(self.ranges(np.zeros(1, np.int64), np.array([len(self)]))[1][0, column]) if len(self) else 0.0
+
+    def ranges(self, start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Minimum and maximum of samples [start, stop) of each column, one row per
+        range (+inf / -inf for empty ranges)."""
+        start, stop = np.asarray(start, np.int64), np.asarray(stop, np.int64)
+        levels = min(int(max(int((stop - start).max(initial=0)), 1)).bit_length() + 1, len(self.offsets))
+        j = np.arange(levels)[:, None]
+        lo, hi = -(-start >> j), stop >> j  # ceil(start / 2**j), floor(stop / 2**j)
+        open_ = lo < hi
+        take = np.stack([open_ & (lo & 1 == 1), open_ & (hi & 1 == 1)])  # [side, level, range]
+        index = np.stack([lo, hi - 1])
+        # np.take: 5x faster than fancy indexing. Level 0 from the leaves:
+        leaves = np.take(self.leaves, np.where(take[:, 0], index[:, 0], 0), axis=0)  # [side, range, column]
+        t = take[:, 0, :, None]
+        vmin = np.where(t, leaves, np.inf).min(axis=0)
+        vmax = np.where(t, leaves, -np.inf).max(axis=0)
+        if levels > 1:  # the others from the blocks, reduced over (side, level) in one contiguous pass
+            k = np.where(take[:, 1:], index[:, 1:] + self.offsets[1:levels, None], len(self.blocks) - 1)
+            both = np.take(self.blocks, k.reshape(-1, k.shape[-1]), axis=0).min(axis=0)  # [range, min/-max, column]
+            np.minimum(vmin, both[:, 0], out=vmin)
+            np.maximum(vmax, -both[:, 1], out=vmax)
+        return vmin, vmax
+
+
+@dataclass
+class PlotSeries:
+    """What the plot draws for one allocator: its series, as the columns of
+    one pyramid. Built with the profile in the worker job (prepare_series), so
+    showing or switching an allocator costs the GUI thread nothing."""
+
+    time_ps: np.ndarray
+    names: list[str]  # the pyramid's columns: in_use (stack + heap), fragmentation (%), stack, free
+    pyramid: PeakPyramid
+
+    def has(self, name: str) -> bool:
+        return name in self.names
+
+    def max(self, name: str) -> float:
+        return self.pyramid.max(self.names.index(name))
+
+
+def plot_series(profile: AllocatorProfile) -> PlotSeries:
+    tl = profile.timeline
+    names = ["in_use", "fragmentation"]
+    columns = [(tl.stack + tl.heap).astype(np.float32), tl.fragmentation * np.float32(100)]
+    if tl.stack.any():  # most allocators never reserve stack: no empty area
+        names.append("stack")
+        columns.append(tl.stack)
+    if tl.free.any():
+        names.append("free")
+        columns.append(tl.free)
+    stacked = np.empty((len(tl), len(columns)), np.float32)
+    for k, c in enumerate(columns):
+        stacked[:, k] = c
+    return PlotSeries(time_ps=tl.time_ps, names=names, pyramid=PeakPyramid(stacked))
+
+
+def prepare_series(data: MemoryProfileData | None, task: TaskState | None = None) -> dict[str, PlotSeries]:
+    """The plot series of every allocator, for MemoryView.set_profile."""
+    out = {}
+    if data is not None:
+        for memory_id, profile in data.allocators.items():
+            if task is not None:
+                task.raise_if_cancelled()
+            out[memory_id] = plot_series(profile)
+    return out
+
+
+class SeriesCanvas(pg.GraphicsObject):
+    """The grid, the stacked areas and the lines, painted into one numpy pixel
+    buffer per frame (like the timeline canvas) and drawn as one image under
+    the plot's markers. Per pixel column each series spans the min..max of
+    the samples in effect there (the value at the column's left edge
+    included, so steps join up), read from its pyramid.
+
+    A child of the ViewBox (its pixels, not data coordinates). pyqtgraph's
+    filled curves and grid cost 40-100 ms a frame offscreen; this ~2-4 ms.
+    """
+
+    def __init__(self, plot: "MemoryPlot"):
+        vb = plot.plot.getViewBox()
+        super().__init__(vb)
+        self.plot, self.vb = plot, vb
+        self.setZValue(-1)  # below the ViewBox's data items (markers, lines, region)
+        self.setFlag(self.GraphicsItemFlag.ItemUsesExtendedStyleOption)
+        self._key = None
+        self._pixels = self._image = None
+        self._rows = None
+        vb.sigXRangeChanged.connect(self.redraw)
+        vb.sigYRangeChanged.connect(self.redraw)
+        vb.sigResized.connect(self._resized)
+
+    def redraw(self, *_args) -> None:
+        self.update()
+
+    def _resized(self, *_args) -> None:
+        self.prepareGeometryChange()
+        self.update()
+
+    def boundingRect(self) -> QRectF:
+        return QRectF(0, 0, self.vb.width(), self.vb.height())
+
+    def paint(self, p, *_args) -> None:
+        w, h = int(self.vb.width()), int(self.vb.height())
+        if w <= 0 or h <= 0:
+            return
+        (x0, x1), (y0, y1) = self.vb.viewRange()
+        key = (w, h, x0, x1, y0, y1, self.plot.draw_key())
+        if key != self._key:  # hovering repaints bits of the plot: reuse the frame
+            self._pixels = self.render(w, h, x0, x1, y0, y1)
+            self._image = QImage(self._pixels.data, w, h, w * 4, QImage.Format_RGB32)  # opaque: blitted as is
+            self._key = key
+        p.drawImage(QPointF(0, 0), self._image)
+
+    # ------------------------------------------------------------ one frame
+
+    def render(self, w: int, h: int, x0: float, x1: float, y0: float, y1: float) -> np.ndarray:
+        """RGB32 pixels (h x w) of the data area for the view x0..x1, y0..y1:
+        a code per pixel (see HEAP_AREA), then its colour
+        from a table. The areas are whole-array uint8 operations; the lines,
+        a few pixels per column, are written at their flat indices."""
+        plot = self.plot
+        if self._rows is None or len(self._rows) != h:
+            self._rows = np.arange(h, dtype=np.int16)[:, None]
+        code = None
+        s, layers = plot.series, plot.visible_layers()
+        if s is not None and len(s.time_ps) and layers and x1 > x0:
+            lo, hi, shown = _columns(s.time_ps, x0, x1, w)
+            k = [s.names.index(name) for name, _ in layers]
+            vmin, vmax = s.pyramid.ranges(np.where(shown, lo, 0), np.where(shown, hi + 1, 0))
+            # Rows of every layer's max and min at once: [max/min, column, layer].
+            ya, yb = np.array([r for _, r in layers]).T
+            rows = _row(np.stack([vmax[:, k], vmin[:, k]]), ya, yb, h)
+            rows[:, ~shown] = np.array([h + 1, -1], np.int16)[:, None, None]  # nothing where the series is not
+            spans = {name: (rows[0, :, i], rows[1, :, i]) for i, (name, _) in enumerate(layers)}
+            # The areas from the values down to zero. The stack's lies within the heap's
+            # (stack + heap >= stack), so the number of areas over a pixel says which:
+            # 1 the heap's (or the stack's alone, the heap hidden: see lut), 2 both.
+            base = int(_row(0.0, y0, y1, h))
+            for name in ("in_use", "stack"):
+                if name in spans:
+                    area = (self._rows >= spans[name][0]).view(np.uint8)
+                    if base < h - 1:
+                        area &= (self._rows <= base).view(np.uint8)
+                    code = area if code is None else code + area
+            if code is None:
+                code = np.zeros((h, w), np.uint8)
+            flat = code.reshape(-1)
+            for name in LINE_ORDER:  # the later line wins
+                if name in spans:
+                    pixels, along = _span_pixels(*spans[name], w, h)
+                    if name == "fragmentation":
+                        flat[pixels] = FRAG_UNDER[flat[pixels]]
+                        continue
+                    if name == "free":  # Qt's DashLine: 4 on, 2 off along the line
+                        pixels = pixels[along % 6 < 4]
+                    flat[pixels] = LINE_CODES[name]
+        if code is None:
+            code = np.zeros((h, w), np.uint8)
+        alphas = self._grid(code, x0, x1, y0, y1)
+        return np.take(plot.lut(alphas), code)
+
+    def _grid(self, code: np.ndarray, x0, x1, y0, y1) -> list[float]:
+        """Marks grid lines in the codes (their level times 16) and returns each
+        level's alpha, as pyqtgraph draws a grid of opacity GRID_ALPHA: fainter
+        for minor ticks and for dense ones."""
+        h, w = code.shape
+        alphas = []
+        for axis, n, a, b in ((self.plot.plot.getAxis("bottom"), w, x0, x1),
+                              (self.plot.plot.getAxis("left"), h, y1, y0)):
+            length = (axis.width() if axis.orientation == "bottom" else axis.height()) + 2
+            for i, (_spacing, values) in enumerate(axis.grid_ticks()):
+                if len(alphas) == 15 or not values or b == a:
+                    continue
+                alpha = 255 / (i + 1) * GRID_ALPHA / 255 * min(max(0.05 * length / (len(values) + 1), 0.0), 1.0)
+                pos = np.floor((np.asarray(values) - a) / (b - a) * n).astype(np.int64)
+                pos = pos[(pos >= 0) & (pos < n)]
+                alphas.append(alpha)
+                level = np.uint8(len(alphas) << 4)
+                if axis.orientation == "bottom":
+                    code[:, pos] = (code[:, pos] & 15) | level
+                else:
+                    code[pos] = (code[pos] & 15) | level
+        return alphas
+
+
+def _descendants(item) -> list:
+    out = []
+    for child in item.childItems():
+        out += [child, *_descendants(child)]
+    return out
+
+
+def _lut_colors(scheme: Scheme, heap_fill: QColor, stack_fill: QColor, lines: dict[str, QColor]):
+    """RGB of each pixel code without grid (16 x 3), and two more colours."""
+    rgb = lambda c: np.array([c.red(), c.green(), c.blue()], np.float64)  # noqa: E731
+    over = lambda c, under: under + (rgb(c) - under) * (c.alpha() / 255)  # noqa: E731
+    bg = rgb(scheme.base)
+    base = np.repeat(bg[None], 16, axis=0)
+    base[HEAP_AREA] = over(heap_fill, bg)
+    base[BOTH_AREAS] = over(stack_fill, base[HEAP_AREA])
+    base[STACK_AREA] = over(stack_fill, bg)
+    for name, code in LINE_CODES.items():
+        base[code] = rgb(lines[name])
+    frag = base[LINE_CODES["fragmentation"]]
+    base[FRAG_UNDER[HEAP_AREA]] = over(heap_fill, frag)
+    base[FRAG_UNDER[BOTH_AREAS]] = over(stack_fill, over(heap_fill, frag))
+    # the grid's colour (style_plot's axes), and the fragmentation line under the stack alone
+    return base, rgb(scheme.shade(0.41)), over(stack_fill, frag)
+
+
+def _columns(time_ps: np.ndarray, x0: float, x1: float, w: int):
+    """Per pixel column of x0..x1, the first and last sample in effect in it
+    (the one at its left edge, then every sample up to its right edge), and
+    whether the series is drawn there (from the first sample's column to the
+    last sample's)."""
+    edges = x0 + (x1 - x0) / w * np.arange(w + 1)
+    # Integer edges when times are integers: float ones would make searchsorted cast every time.
+    if time_ps.dtype.kind in "iu":
+        info = np.iinfo(time_ps.dtype)
+        edges = np.floor(np.clip(edges, float(info.min), float(info.max) / 2)).astype(time_ps.dtype)
+    at = np.searchsorted(time_ps, edges, side="right") - 1
+    lo, hi = np.maximum(at[:-1], 0), at[1:]
+    shown = (hi >= 0) & (edges[:-1] <= time_ps[-1])
+    return lo, np.maximum(hi, 0), shown
+
+
+def _row(v, y0, y1, h: int):
+    """Pixel rows (0 at the top; -1 and h + 1 beyond the edges) of values on
+    the view y0..y1 (floats, or arrays broadcast against v)."""
+    span = np.asarray(y1, np.float64) - y0
+    scale = h / np.where(span != 0, span, 1.0)
+    return np.clip(np.floor((y1 - np.asarray(v, np.float64)) * scale), -1, h + 1).astype(np.int16)
+
+
+def _span_pixels(top: np.ndarray, bottom: np.ndarray, w: int, h: int) -> tuple[np.ndarray, np.ndarray]:
+    """Flat indices (row * w + column) of the pixels from row top to row bottom
+    of each column, clipped to the h rows, and each one's distance along the
+    line (one pixel across, then down the column: for dashes)."""
+    top, bottom = np.maximum(top, 0), np.minimum(bottom, h - 1)
+    cols = np.flatnonzero(top <= bottom)
+    lengths = (bottom[cols] - top[cols] + 1).astype(np.int64)
+    first = np.cumsum(lengths) - lengths
+    run = np.arange(int(lengths.sum()))
+    # Within each column's run: start row plus the position in the run.
+    rows = np.repeat(top[cols].astype(np.int64) - first, lengths) + run
+    return rows * w + np.repeat(cols, lengths), run + np.repeat(cols, lengths)
 
 
 class MemoryPlot(pg.GraphicsLayoutWidget):
-    """Signals carry timeline indices of the allocator shown."""
+    """Signals carry timeline indices of the allocator shown.
+
+    The series are drawn by a SeriesCanvas; the curve items below hold only
+    their pens and brushes, for the legend (clicking an entry hides its
+    series) and for what is visible.
+    """
 
     hovered = Signal(int)
     moment_picked = Signal(int)
@@ -96,30 +406,36 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.profile: AllocatorProfile | None = None
+        self.series: PlotSeries | None = None
+        self._version = 0  # bumped when the data or the colours change
+        self._lut_colors = None
         self.plot = self.addPlot(axisItems={"bottom": TimeAxis("bottom"), "left": BytesAxis("left")})
-        self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.setMenuEnabled(False)
         self.plot.getViewBox().setMouseEnabled(x=True, y=False)  # zoom and pan in time
         self.legend = self.plot.addLegend(offset=(60, 5))
         self.heap_curve = self._curve("heap (stacked on stack)")
         self.stack_curve = self._curve("stack")
         self.free_curve = self._curve("free")
-        # Fragmentation in % on its own right-hand axis, sharing the time axis.
+        # Fragmentation in % on its own right-hand axis; its ViewBox only scales
+        # that axis (never linked in time: the canvas draws the series).
         self.frag_view = pg.ViewBox()
         self.frag_view.setMouseEnabled(x=False, y=False)
         self.plot.showAxis("right")
         self.plot.getAxis("right").setLabel("fragmentation (%)")
         self.plot.scene().addItem(self.frag_view)
         self.plot.getAxis("right").linkToView(self.frag_view)
-        self.frag_view.setXLink(self.plot)
         self.frag_view.setYRange(0, 100)
         self.frag_curve = pg.PlotDataItem()
-        self.frag_curve.setSkipFiniteCheck(True)
         self.frag_view.addItem(self.frag_curve)
         self.legend.addItem(self.frag_curve, "fragmentation (%)")
         self.plot.getViewBox().sigResized.connect(self._sync_views)
-        self.plot.getViewBox().sigXRangeChanged.connect(self._redraw_visible)
-        self._pyramids: list[tuple[pg.PlotDataItem, PeakPyramid]] = []
+        self.canvas = SeriesCanvas(self)
+        # What zooming in time leaves alone is blitted from a cache on each frame:
+        # the byte and fragmentation axes and the legend (drawn over the data).
+        for item in (self.plot.getAxis("left"), self.plot.getAxis("right"), self.legend, *_descendants(self.legend)):
+            item.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
+        for curve in (self.heap_curve, self.stack_curve, self.free_curve, self.frag_curve):
+            curve.visibleChanged.connect(self.canvas.redraw)
 
         self.peak_marker = pg.ScatterPlotItem(size=11, symbol="o")
         self.peak_label = pg.TextItem(anchor=(0.5, 1.2))
@@ -128,6 +444,8 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.lifetime = pg.LinearRegionItem(movable=False, brush=pg.mkBrush(255, 193, 7, 70), pen=pg.mkPen(255, 160, 0))
         for item in (self.lifetime, self.peak_marker, self.peak_label, self.moment_line, self.hover_line):
             self.plot.addItem(item, ignoreBounds=True)
+        for item in (self.peak_marker, self.peak_label):
+            item.setZValue(1)  # over the moment line, which sits on the peak until a moment is picked
         self.lifetime.hide()
         self.moment_line.hide()
         self.hover_line.hide()
@@ -136,14 +454,13 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         follow(self, self._apply_scheme)
 
     def _curve(self, name):
-        curve = self.plot.plot(name=name)
-        curve.setSkipFiniteCheck(True)
-        return curve
+        return self.plot.plot(name=name)
 
     def _apply_scheme(self, scheme: Scheme) -> None:
         """Background, axes, legend and series in the palette's colours."""
         self.setBackground(scheme.base)
         style_plot(self.plot, scheme)
+        fills = {}
         for curve, color, fill, style in ((self.heap_curve, HEAP_COLOR, True, Qt.SolidLine),
                                           (self.stack_curve, STACK_COLOR, True, Qt.SolidLine),
                                           (self.free_curve, FREE_COLOR, False, Qt.DashLine)):
@@ -154,6 +471,7 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
                 fill_color.setAlpha(150 if not scheme.dark else 120)
                 curve.setFillLevel(0)
                 curve.setBrush(fill_color)
+                fills[curve] = fill_color
         self.frag_curve.setPen(pg.mkPen(scheme.data(FRAG_COLOR), width=1))
         peak = scheme.data(PEAK_COLOR)
         self.peak_marker.setBrush(pg.mkBrush(peak))
@@ -161,64 +479,83 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.peak_label.setColor(peak)
         self.moment_line.setPen(pg.mkPen(scheme.shade(0.76), width=1.5))
         self.hover_line.setPen(pg.mkPen(scheme.shade(0.41), style=Qt.DotLine))
+        self._lut_colors = _lut_colors(scheme, fills[self.heap_curve], fills[self.stack_curve],
+                                       {name: scheme.data(c) for name, c in SERIES_COLORS.items()})
+        self._changed()
 
+    def _changed(self) -> None:
+        self._version += 1
+        self.canvas.redraw()
 
-    def _set_series(self, x: np.ndarray, series: list[tuple[pg.PlotDataItem, np.ndarray]]) -> None:
-        # Drawn as steps: a snapshot's value holds until the next snapshot.
-        x = np.repeat(x, 2)[1:]
-        self._pyramids = [(curve, PeakPyramid(x, np.repeat(y, 2)[:-1])) for curve, y in series]
+    # ------------------------------------------------------------ what the canvas draws
 
-    def _redraw_visible(self, *_args) -> None:
-        vb = self.plot.getViewBox()
-        (x0, x1), pixels = vb.viewRange()[0], int(vb.width()) or 1000
-        for curve, pyramid in self._pyramids:
-            curve.setData(*pyramid.visible(x0, x1, pixels))
+    def visible_layers(self) -> list[tuple[str, tuple[float, float]]]:
+        """(name, y range of its axis) of each series shown."""
+        s = self.series
+        if s is None:
+            return []
+        y = tuple(self.plot.getViewBox().viewRange()[1])
+        layers = [("in_use", y, self.heap_curve), ("stack", y, self.stack_curve), ("free", y, self.free_curve),
+                  ("fragmentation", tuple(self.frag_view.viewRange()[1]), self.frag_curve)]
+        return [(name, r) for name, r, curve in layers if s.has(name) and curve.isVisible()]
+
+    def draw_key(self) -> tuple:
+        """Changes whenever the canvas must draw anew at the same view."""
+        return (self._version, tuple(self.frag_view.viewRange()[1]),
+                tuple(c.isVisible() for c in (self.heap_curve, self.stack_curve, self.free_curve, self.frag_curve)))
+
+    def lut(self, alphas: list[float]) -> np.ndarray:
+        """ARGB colour of each pixel code (see SeriesCanvas.render): its series
+        colour, blended with the grid level's alpha above it."""
+        base, grid, _ = self._lut_colors
+        if not self.heap_curve.isVisible():  # the one area drawn is the stack's
+            base = base.copy()
+            base[HEAP_AREA] = base[STACK_AREA]
+            base[FRAG_UNDER[HEAP_AREA]] = self._lut_colors[2]
+        out = np.repeat(base[None], 16, axis=0)  # [grid level, code, rgb]
+        for level, alpha in enumerate(alphas, 1):
+            a = alpha / 255
+            out[level] = base * (1 - a) + grid * a
+        rgb = np.round(out.reshape(256, 3)).astype(np.uint32)
+        return (rgb[:, 0] << 16) | (rgb[:, 1] << 8) | rgb[:, 2] | np.uint32(0xFF000000)
 
     def _sync_views(self):
         self.frag_view.setGeometry(self.plot.getViewBox().sceneBoundingRect())
 
     # ------------------------------------------------------------ data
 
-    def set_profile(self, profile: AllocatorProfile | None) -> None:
+    def set_profile(self, profile: AllocatorProfile | None, series: PlotSeries | None = None) -> None:
+        """Shows an allocator; `series` are its plot_series when made already
+        (in the worker that loaded it), else they are made here."""
         self.profile = profile
         self.lifetime.hide()
         self.moment_line.hide()
         if profile is None or not len(profile.timeline):
-            self._pyramids = []
-            for c in (self.heap_curve, self.stack_curve, self.free_curve, self.frag_curve):
-                c.setData([], [])
+            self.series = None
             self.peak_marker.setData([], [])
             self.peak_label.setText("")
+            self._changed()
             return
-        tl = profile.timeline
-        t = tl.time_ps.astype(np.float64)
-        stack = tl.stack.astype(np.float64)
-        series = [(self.heap_curve, stack + tl.heap), (self.frag_curve, tl.fragmentation * 100.0)]
-        if tl.stack.any():  # most allocators never reserve stack: skip an empty area
-            series.append((self.stack_curve, stack))
-        else:
-            self.stack_curve.setData([], [])
-        if self.has_free():
-            series.append((self.free_curve, tl.free.astype(np.float64)))
-        self._set_series(t, series)
+        self.series = series if series is not None else plot_series(profile)
         self.show_free(self.free_is_useful())
+        tl = profile.timeline
         s = profile.summary
         i = profile.peak_index
         self.peak_marker.setData([float(tl.time_ps[i])], [float(s.peak_in_use)])
         self.peak_label.setText(f"peak {format_bytes(s.peak_in_use)}")
         self.peak_label.setPos(float(tl.time_ps[i]), float(s.peak_in_use))
+        self._changed()
         self.reset_zoom()
 
     def has_free(self) -> bool:
-        return self.profile is not None and bool(self.profile.timeline.free.any())
+        return self.series is not None and self.series.has("free")
 
     def free_is_useful(self) -> bool:
         """Free memory is worth showing when it exists and does not dwarf the usage
         (a 64 GiB host allocator would flatten a few MiB of heap)."""
         if not self.has_free():
             return False
-        tl = self.profile.timeline
-        return float(tl.free.max()) <= 4 * max(float(self.profile.summary.peak_in_use), 1.0)
+        return self.series.max("free") <= 4 * max(float(self.profile.summary.peak_in_use), 1.0)
 
     def show_free(self, visible: bool) -> None:
         visible = visible and self.has_free()
@@ -233,12 +570,12 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
                 label.setVisible(visible)
 
     def reset_zoom(self) -> None:
-        if self.profile is None or not len(self.profile.timeline):
+        if self.series is None:
             return
         tl = self.profile.timeline
-        top = float((tl.stack + tl.heap).max())
+        top = self.series.max("in_use")
         if self.free_curve.isVisible():
-            top = max(top, float(tl.free.max()))
+            top = max(top, self.series.max("free"))
         lo, hi = float(tl.time_ps[0]), float(tl.time_ps[-1])
         pad = (hi - lo) * 0.02 or 1.0
         self.plot.setXRange(lo - pad, hi + pad, padding=0)

@@ -13,7 +13,7 @@ from models.task import ProfileError
 from models.units import format_bytes, format_time_ps
 from widgets.allocation_table import AllocationTable
 from widgets.kernel_table import KernelTable
-from widgets.memory_plot import MemoryPlot
+from widgets.memory_plot import MemoryPlot, PlotSeries
 from widgets.memory_summary import MemorySummaryCard
 from widgets.palette import follow
 
@@ -24,6 +24,7 @@ class MemoryView(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.data: MemoryProfileData | None = None
+        self.series: dict[str, PlotSeries] = {}  # the plot's data per allocator
         self.allocator: AllocatorProfile | None = None
         self.moment: int | None = None  # None: the table shows the peak
         self.host_box = QComboBox(minimumContentsLength=12)
@@ -106,8 +107,12 @@ class MemoryView(QWidget):
         self.host_box.setCurrentText(current)
         self.host_box.blockSignals(False)
 
-    def set_profile(self, data: MemoryProfileData | None) -> None:
+    def set_profile(self, data: MemoryProfileData | None, series: dict[str, PlotSeries] | None = None) -> None:
+        """Shows a host's profile. `series` is prepare_series(data), made by the
+        worker that loaded it; without it the plot makes an allocator's series
+        when it is first shown (small profiles, the report)."""
         self.data = data
+        self.series = dict(series) if series is not None else {}
         self.show_message("")
         self._show_log_parts(data is not None and data.log is not None)
         self.allocator_box.blockSignals(True)
@@ -135,7 +140,9 @@ class MemoryView(QWidget):
         self.allocator = self.data.allocators.get(memory_id) if self.data else None
         self._fill_steps(memory_id)
         self.summary.set_profile(self.allocator)
-        self.plot.set_profile(self.allocator)
+        self.plot.set_profile(self.allocator, self.series.get(memory_id))
+        if self.plot.series is not None:
+            self.series[memory_id] = self.plot.series
         self.free_box.blockSignals(True)
         self.free_box.setChecked(self.plot.free_curve.isVisible())
         self.free_box.setEnabled(self.plot.has_free())
