@@ -11,6 +11,7 @@ SHARED_HELPERS = [
     ("models._lanes", "models/_lanes.c"),  # lane packing
     ("models._nesting", "models/_nesting.c"),  # parents by time containment
     ("models.formats._labels", "models/formats/_labels.c"),  # timeline.py's label pattern
+    ("models.formats._stepstats", "models/formats/_stepstats.c"),  # timeline.py's memory analysis, Chrome rows
     ("models._jsonrows", "models/_jsonrows.c"),  # JSON text of numpy columns, for exports
 ]
 

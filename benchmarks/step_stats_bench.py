@@ -1,12 +1,16 @@
 """Step timeline benchmark: a generated StepStats with N nodes over 16 devices.
 
-    python benchmarks/step_stats_bench.py [--nodes 1000000]
+    python benchmarks/step_stats_bench.py [--nodes 1000000] [--only process|window]
 
 Prints, each against a baseline measured in the same run:
+- whole `profscope` processes (medians of --rounds, wall time and peak RSS from
+  /usr/bin/time): `export --tool trace_viewer`, `export --tool memory_profile`
+  with and without xprof_form=1, and the memory view's load (the analysis
+  timed inside its process), against a bare protobuf parse of the file in a
+  process of its own, run in the same rounds;
 - open + model build vs a bare protobuf parse of the same file;
 - model memory per node (columns, names, detail offsets, drawing indexes);
-- redraw time per frame at several zoom levels (offscreen, 1600x1000);
-- the memory analysis (timeline.py's tensor lifetimes) and Chrome export, for reference.
+- redraw time per frame at several zoom levels (offscreen, 1600x1000).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -77,10 +82,80 @@ def best_of(fn, runs=3):
     return min(times), times
 
 
+BARE_PARSE = "import sys; from protos import step_stats_pb2; step_stats_pb2.StepStats.FromString(open(sys.argv[1], 'rb').read())"
+MEMORY_VIEW = """import sys, time
+from models.locations import open_repository
+t = time.perf_counter()
+repo = open_repository(sys.argv[1])
+repo.memory_profile(repo.enum_sessions()[0].name, "")
+print(f"{time.perf_counter() - t:.3f}")"""
+
+
+def process_rows(path: Path, out: Path) -> dict[str, list[str]]:
+    """Whole processes: (what, argv); the bare parse is the anchor."""
+    cli = [sys.executable, "-m", "viewer.cli", "export", str(path)]
+    return {
+        "bare parse (anchor)": [sys.executable, "-c", BARE_PARSE, str(path)],
+        "export trace_viewer": cli + ["--tool", "trace_viewer", "-o", str(out)],
+        "export memory_profile xprof_form=1": cli + ["--tool", "memory_profile", "--param", "xprof_form=1", "-o", str(out)],
+        "export memory_profile (every snapshot)": cli + ["--tool", "memory_profile", "-o", str(out)],
+        "memory view load (in-process time)": [sys.executable, "-c", MEMORY_VIEW, str(path)],
+    }
+
+
+def run_process(argv: list[str], out: Path) -> tuple[float, float, float | None, str]:
+    """(wall s, peak RSS MiB, in-process time if printed, sha256 prefix of the output file) of one process."""
+    import hashlib
+
+    stats = out.with_suffix(".time")
+    out.unlink(missing_ok=True)
+    t = time.perf_counter()
+    done = subprocess.run(["/usr/bin/time", "-o", str(stats), "-f", "%M", *argv], cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if done.returncode:
+        raise RuntimeError(f"{argv} failed:\n{done.stderr[-2000:]}")
+    rss = int(stats.read_text().split()[-1]) / 1024
+    inner = float(done.stdout.split()[-1]) if done.stdout.strip() else None
+    digest = ""
+    if out.exists():
+        h = hashlib.sha256()
+        with open(out, "rb") as f:
+            while chunk := f.read(1 << 24):
+                h.update(chunk)
+        digest = h.hexdigest()[:16]
+        out.unlink()
+    return wall, rss, inner, digest
+
+
+def bench_processes(path: Path, rounds: int) -> None:
+    size = path.stat().st_size / 2**20
+    with tempfile.TemporaryDirectory(prefix="profscope_step_bench_") as folder:
+        out = Path(folder) / "out.json"
+        rows = process_rows(path, out)
+        results: dict[str, list] = {name: [] for name in rows}
+        for r in range(rounds):  # rows interleaved: load from others' benchmarks hits all alike
+            for name, argv in rows.items():
+                results[name].append(run_process(argv, out))
+                print(f"  round {r + 1}: {name}: {results[name][-1][0]:.2f} s, {results[name][-1][1]:.0f} MiB", flush=True)
+    anchor = statistics.median(w for w, *_ in results["bare parse (anchor)"])
+    print(f"whole processes, medians of {rounds} (file {size:.0f} MiB):")
+    for name, runs in results.items():
+        wall = statistics.median(w for w, *_ in runs)
+        rss = statistics.median(m for _, m, *_ in runs)
+        inner = [i for _, _, i, _ in runs if i is not None]
+        digests = {d for *_, d in runs if d}
+        extra = f", in-process {statistics.median(inner):.2f} s" if inner else ""
+        extra += f", output sha256 {'/'.join(sorted(digests))}" if digests else ""
+        print(f"  {name}: {wall:.2f} s = {wall / anchor:.2f}x bare parse, peak RSS {rss:.0f} MiB = "
+              f"{rss / size:.2f}x the file{extra}; runs {[round(w, 2) for w, *_ in runs]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=1_000_000)
     parser.add_argument("--keep", default=os.path.join(tempfile.gettempdir(), "profscope_step_stats_bench"))
+    parser.add_argument("--only", choices=("process", "window"), help="only the whole-process rows, or only the rest")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     folder = Path(args.keep)
     folder.mkdir(parents=True, exist_ok=True)
@@ -91,6 +166,10 @@ def main() -> None:
         print(f"generated {path} in {time.perf_counter() - t:.0f} s")
     size = path.stat().st_size
     print(f"file: {args.nodes:,} nodes over {DEVICES} devices, {size / 2**20:.0f} MiB ({size / args.nodes:.0f} bytes/node)")
+    if args.only != "window":
+        bench_processes(path, args.rounds)
+    if args.only == "process":
+        return
 
     from models.formats.step_stats import load_step_timeline, locate
 
@@ -130,14 +209,6 @@ def main() -> None:
     view.close()
     view.deleteLater()
     del view
-
-    if args.nodes <= 1_000_000:
-        from models.formats.step_stats import step_memory_profile
-
-        t = time.perf_counter()
-        memory = step_memory_profile(locate(path))
-        print(f"memory analysis (tensor lifetimes, timeline.py rules): {time.perf_counter() - t:.1f} s, "
-              f"peak {max(p.summary.peak_heap for p in memory.allocators.values()) / 2**20:.1f} MiB")
 
 
 if __name__ == "__main__":

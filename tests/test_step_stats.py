@@ -1,9 +1,13 @@
 """Step timelines from StepStats / RunMetadata: sources, model, timeline.py
 equivalence, event-file framing and bad input."""
 
+import hashlib
 import json
 import random
 import re
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +18,11 @@ from conftest import DATA
 from models import _protowire as wire
 from models.event_file import tagged_run_metadata
 from models.locations import open_repository
-from models.formats.step_stats import (chrome_trace, load_step_timeline, locate, parse_kernel_label, parse_op_label,
-                               step_memory_profile)
-from models.task import ProfileError
+from models.formats import _stepstats
+from models.formats import step_stats as step_stats_module
+from models.formats.step_stats import (FORMAT, chrome_trace, chrome_trace_json, load_step_timeline, locate,
+                                       parse_kernel_label, parse_op_label, step_memory_profile)
+from models.task import ProfileError, TaskState
 from models.timeline import LaneIndex
 from protos import step_stats_pb2
 from viewer.cli import main
@@ -283,3 +289,202 @@ def test_empty_step_stats_and_decoder_bounds(tmp_path):
     assert len(tl) == 0 and "no timed nodes" in tl.warnings[0]
     with pytest.raises(ValueError, match="malformed"):
         wire.find_children(b"\x12\x05ab", np.array([[0, 4]]), [2])
+
+
+# ---------------------------------------------------------------- seeded random steps
+
+NAME_POOL = ["a", "b/c", "x/_1", "layer/MatMul", "RecvTensor", "", "é/ß", "q\"uote", "back\\slash", "tab\tnl\n",
+             "𝄞clef", "ctl\x01\x1f", "a/_2/_3", "w:1", "π"]
+ALLOCATORS = ["cpu", "gpu_bfc", "", "cuda_host_bfc", "é"]
+
+
+def random_step_stats(seed: int, nodes: int = 300) -> step_stats_pb2.StepStats:
+    """A StepStats exercising the corners of timeline.py's reading: GPU
+    stream and memcpy devices, RecvTensor, odd labels (no match, empty op,
+    newlines), escapes and non-ASCII text, repeated node names, Send/Recv
+    suffixes, missing and negative times, nanosecond fields, thread names,
+    tensors of every allocator with unknown ranks and dtypes."""
+    rng = random.Random(seed)
+    ss = step_stats_pb2.StepStats()
+    devices = ["/job:w/replica:0/task:0/device:CPU:0", "/job:w/replica:0/task:0/device:GPU:0/stream:7",
+               "/job:w/replica:0/task:0/device:GPU:0/memcpy", "/device:CPU:ü", "/device:empty"]
+    pick = lambda: rng.choice(NAME_POOL) + (str(rng.randint(0, 5)) if rng.random() < 0.5 else "")
+    for d, device in enumerate(devices):
+        dev = ss.dev_stats.add(device=device)
+        if d == 4:
+            continue
+        if d == 0:
+            dev.thread_names[1] = "inter-op"
+            dev.thread_names[2] = "é"
+        for _ in range(nodes // 4):
+            name = pick()
+            inputs = ", ".join(pick() for _ in range(rng.randint(0, 3)))
+            op = rng.choice(["MatMul", "", "Add", "Send", "ü"])
+            label = rng.choice([f"{name} = {op}({inputs})", f"{name} = {op}({inputs})\nmore = X(y)", "garbage",
+                                f"k @@{name}:{op}#id=1#", f"k @@{name}#", "", f"{name} = {op}(", "a = b(c) = d(e)"])
+            start = rng.choice([0, rng.randint(1_000, 9_000)]) if rng.random() < 0.1 else rng.randint(1_000, 9_000)
+            n = step_stats_pb2.NodeExecStats(node_name=name, all_start_micros=start,
+                                             all_end_rel_micros=rng.randint(-5, 300), timeline_label=label,
+                                             thread_id=rng.choice([0, 1, 2]) if d == 0 else 0)
+            if rng.random() < 0.3:
+                n.all_start_nanos = start * 1000 + rng.randint(0, 999)
+                n.all_end_rel_nanos = n.all_end_rel_micros * 1000 + rng.randint(0, 999)
+            for _ in range(rng.choice([0, 1, 1, 2, 3])):
+                desc = n.output.add(slot=rng.randint(0, 3)).tensor_description
+                desc.dtype = rng.choice([1, 3, 9, 10, 999])
+                if rng.random() < 0.1:
+                    desc.shape.unknown_rank = True
+                else:
+                    for _ in range(rng.randint(0, 3)):
+                        desc.shape.dim.add(size=rng.choice([-1, 1, 7, 128, 2**40]))
+                alloc = desc.allocation_description
+                alloc.requested_bytes = rng.choice([0, 4, 64, 4096, 1 << 33])
+                alloc.allocated_bytes = rng.choice([0, alloc.requested_bytes, alloc.requested_bytes + 8])
+                alloc.allocator_name = rng.choice(ALLOCATORS)
+            dev.node_stats.append(n)
+    return ss
+
+
+def export_digests(folder, seeds=(1, 2, 3, 21)) -> dict[str, str]:
+    """sha256 (16 hex digits) of the trace_viewer and memory_profile exports
+    (full and xprof_form=1) of random_step_stats(seed), the file's path
+    replaced by SOURCE."""
+    digests = {}
+    for seed in seeds:
+        ss = random_step_stats(seed, 400 if seed < 20 else 4000)
+        path = folder / f"rand{seed}.pb"
+        path.write_bytes(ss.SerializeToString())
+        repo = open_repository(path)
+        session = repo.enum_sessions()[0].name
+        for tool, params in (("trace_viewer", {}), ("memory_profile", {}), ("memory_profile", {"xprof_form": "1"})):
+            data = repo.tool_data(session, tool, "", params).output.replace(json.dumps(str(path)).encode(), b'"SOURCE"')
+            digests[f"{seed} {tool} {params}"] = hashlib.sha256(data).hexdigest()[:16]
+    return digests
+
+
+# Made with Profscope 2772d32, before the memory analysis and the Chrome
+# export moved to columns: the bytes of every export must stay the same.
+EXPORT_DIGESTS = {
+    '1 trace_viewer {}': '3ffc38766830b4ca',
+    '1 memory_profile {}': '0ee4e77b1151b2e2',
+    "1 memory_profile {'xprof_form': '1'}": '7868db70d7ce692d',
+    '2 trace_viewer {}': '88243c7e58228f14',
+    '2 memory_profile {}': 'ded4d4601ba4041c',
+    "2 memory_profile {'xprof_form': '1'}": '8a4fb87ad276e9ef',
+    '3 trace_viewer {}': '0293a3115fb67d3a',
+    '3 memory_profile {}': 'd4c705bc1513eda5',
+    "3 memory_profile {'xprof_form': '1'}": 'd80c50506a92395b',
+    '21 trace_viewer {}': 'bdd1aad2612a5cb6',
+    '21 memory_profile {}': 'b4725fbc3b5e0288',
+    "21 memory_profile {'xprof_form': '1'}": 'd25fdff447f341b2',
+}
+
+
+def test_exports_keep_their_bytes(tmp_path):
+    assert export_digests(tmp_path) == EXPORT_DIGESTS
+
+
+def test_trace_streams_in_chunks_with_the_same_bytes(tmp_path, monkeypatch):
+    path = tmp_path / "s.pb"
+    path.write_bytes(random_step_stats(5).SerializeToString())
+    whole = chrome_trace_json(locate(path))
+    monkeypatch.setattr(step_stats_module, "ROWS_PER_CHUNK", 7)
+    chunks = list(FORMAT.chrome_trace([path], "s", "", TaskState()))
+    assert len(chunks) > 20 and b"".join(chunks) == whole
+    out = tmp_path / "trace.json"
+    assert main(["export", str(path), "--tool", "trace_viewer", "-o", str(out)]) == 0
+    assert out.read_bytes() == whole and json.loads(whole)["otherData"]["source"] == str(path)
+
+
+def test_corrupt_node_fails_before_any_output(tmp_path):
+    node = step_stats_pb2.NodeExecStats(node_name="a", all_start_micros=5, timeline_label="a = Op()").SerializeToString()
+    bad = node + b"\x3a\x03\x1a\x05\x08"  # an output whose tensor_description runs past the output
+    dev = step_stats_pb2.DeviceStepStats(device="/device:CPU:0").SerializeToString()
+    data = b"\x0a" + bytes([len(dev) + 2 + len(bad)]) + dev + b"\x12" + bytes([len(bad)]) + bad
+    path = tmp_path / "bad.pb"
+    path.write_bytes(data)
+    for produce in (lambda: FORMAT.chrome_trace([path], "bad", "", TaskState()),
+                    lambda: step_memory_profile(locate(path))):
+        with pytest.raises(ProfileError, match="corrupt StepStats: malformed protobuf data"):
+            produce()
+
+
+def _node_bytes(name: bytes, label: bytes, start: int = 7, dur: int = 3) -> bytes:
+    """A NodeExecStats on the wire, strings taken as given (even invalid UTF-8)."""
+    def field(number, payload):
+        return bytes([number << 3 | 2]) + _varint(len(payload)) + payload
+    return field(1, name) + bytes([2 << 3]) + _varint(start) + bytes([5 << 3]) + _varint(dur) + field(8, label)
+
+
+def _varint(v: int) -> bytes:
+    out = b""
+    while True:
+        out += bytes([v & 0x7F | (0x80 if v > 0x7F else 0)])
+        v >>= 7
+        if not v:
+            return out
+
+
+def test_trace_rows_are_json_dumps_of_what_python_decodes():
+    """Escapes (quotes, controls, DEL, non-ASCII, surrogate pairs), invalid
+    UTF-8 (replaced as Python's decode replaces it) and label splitting, row
+    for row against json.dumps of timeline.py's reading."""
+    rng = random.Random(11)
+    pieces = [b"a", b"Z", b" = ", b"(", b")", b", ", b"\n", b'"', b"\\", b"\x01", b"\x7f", b"\t", "é".encode(),
+              "𝄞".encode(), b"\xe2\x82", b"\xff", b"\xc0\xaf", b"\xed\xa0\x80", b"@@", b"#", b":", b"RecvTensor"]
+    buf, spans, expected, kernels = b"", [], [], []
+    for k in range(3000):
+        name = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 4)))
+        label = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 9)))
+        if k % 10 == 0:
+            name = b"RecvTensor"
+        kernel = k % 3 == 0
+        node = _node_bytes(name, label)
+        spans.append((len(buf), len(node)))
+        buf += node
+        kernels.append(kernel)
+        text, label_text = name.decode("utf-8", "replace"), label.decode("utf-8", "replace")
+        inputs = []
+        if kernel:
+            node_name, op = parse_kernel_label(label_text, text)
+        elif text == "RecvTensor":
+            node_name, op = text, "RecvTensor"
+        else:
+            node_name = text
+            _, op, inputs = parse_op_label(label_text)
+        args = {"name": node_name, "op": op, **{f"input{i}": x for i, x in enumerate(inputs)}}
+        expected.append("," + json.dumps({"ph": "X", "cat": "Op", "name": op, "pid": 2, "tid": k, "ts": 7, "dur": 3,
+                                          "args": args}, separators=(",", ":")))
+    n = len(spans)
+    out = _stepstats.trace_events(buf, np.array(spans), np.array(kernels), np.full(n, 2), np.arange(n))
+    assert out.decode("ascii") == "".join(expected)
+
+
+def test_tensor_lifetimes_follow_timeline_py():
+    """A later tensor of a name replaces the earlier one in its place; inputs
+    with a /_ suffix count for the original node; GPU kernels and RecvTensor
+    consume nothing; allocations of one time and size are ordered by name."""
+    ss = step_stats({
+        "/device:CPU:0": [
+            node("b", 10, 5, outputs=[100]), node("c", 10, 5, outputs=[100]), node("a", 10, 5, outputs=[100, 8]),
+            node("use", 20, 10, "use = Op(a/_3, a:1)"), node("b", 40, 5, outputs=[60]),
+            node("RecvTensor", 50, 50, "RecvTensor = Recv(b)"),
+        ],
+        "/device:GPU:0/stream:1": [node("k", 60, 10, "k = Op(b)")],
+    })
+    with _step_file(ss) as path:
+        profile = step_memory_profile(locate(path)).allocators["gpu_bfc"]
+    tl = profile.timeline
+    rows = [(int(t) // 1_000_000, tl.strings[op], int(h)) for t, op, h in zip(tl.time_ps, tl.op, tl.heap)]
+    assert rows == [(0, "a:1", 8), (0, "a", 108), (0, "c", 208), (5, "c", 108), (19, "a", 8), (19, "a:1", 0),
+                    (30, "b", 60), (35, "b", 0)]
+    assert list(tl.address[tl.activity == 1]) == [4, 3, 2, 1]  # first seen: b, c, a, a:1
+    assert profile.summary.peak_heap == 208 and sorted(profile.peak_allocations.op) == ["a", "a:1", "c"]
+
+
+@contextmanager
+def _step_file(ss):
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "s.pb"
+        path.write_bytes(ss.SerializeToString())
+        yield path

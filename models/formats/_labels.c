@@ -6,22 +6,11 @@
  *       label does not match
  */
 #include "_cbuffers.h"
+#include "_labels.h"
 
-/* Last occurrence of byte ch in [p, end), or NULL. */
-static const uint8_t *last_byte(const uint8_t *p, const uint8_t *end, uint8_t ch) {
-    while (end > p) {
-        if (*--end == ch) return end;
-    }
-    return NULL;
-}
-
-/* TensorFlow's timeline.py reads `name = Op(in0, in1)` with the greedy
- * pattern `(.*) = (.*)\((.*)\)` on the first line; this finds the same
- * groups: the op ends at the last '(' before the last ')', the name at the
- * last " = " before that. GPU stream labels carry the node as
- * `...@@name:op#...`; timeline.py then splits that (or the node name) at ':'.
- * Out: per label (op offset, op length, inputs/name offset, length), -1 when
- * the pattern does not match (timeline.py's "unknown"). */
+/* Out: per label (op offset, op length, inputs/name offset, length), -1 when
+ * the pattern does not match (timeline.py's "unknown"); for GPU stream
+ * labels the node name and op (match_kernel_label). */
 static PyObject *parse_labels(PyObject *self, PyObject *args) {
     PyObject *obj, *labels_obj, *names_obj;
     int kernel;
@@ -49,45 +38,23 @@ static PyObject *parse_labels(PyObject *self, PyObject *args) {
             int64_t off = ls[2 * k], len = ls[2 * k + 1];
             if (off < 0 || len < 0 || off + len > view.len) off = len = 0;
             const uint8_t *p = base + off, *end = p + len;
+            const uint8_t *op, *op_end, *text, *text_end;
             if (kernel) {
-                /* node = label[@@+2 : #] when both occur in that order, else the node name */
-                const uint8_t *at = NULL, *hash = memchr(p, '#', (size_t)len);
-                for (const uint8_t *q = p; q + 1 < end; q++)
-                    if (q[0] == '@' && q[1] == '@') { at = q; break; }
-                const uint8_t *nb, *ne;
-                if (at && hash && at + 2 < hash) {
-                    nb = at + 2;
-                    ne = hash;
-                } else {
-                    int64_t noff = ns[2 * k], nlen = ns[2 * k + 1];
-                    if (noff < 0 || nlen < 0 || noff + nlen > view.len) noff = nlen = 0;
-                    nb = base + noff;
-                    ne = nb + nlen;
+                int64_t noff = ns[2 * k], nlen = ns[2 * k + 1];
+                if (noff < 0 || nlen < 0 || noff + nlen > view.len) noff = nlen = 0;
+                match_kernel_label(p, end, base + noff, base + noff + nlen, &text, &text_end, &op, &op_end);
+                r[2] = text - base;
+                r[3] = text_end - text;
+                if (op) {
+                    r[0] = op - base;
+                    r[1] = op_end - op;
                 }
-                const uint8_t *colon = memchr(nb, ':', (size_t)(ne - nb));
-                r[2] = nb - base;
-                r[3] = (colon ? colon : ne) - nb;
-                if (colon) {
-                    const uint8_t *next = memchr(colon + 1, ':', (size_t)(ne - colon - 1));
-                    r[0] = colon + 1 - base;
-                    r[1] = (next ? next : ne) - (colon + 1);
-                }
-                continue;
+            } else if (match_op_label(p, end, &op, &op_end, &text, &text_end)) {
+                r[0] = op - base;
+                r[1] = op_end - op;
+                r[2] = text - base;
+                r[3] = text_end - text;
             }
-            const uint8_t *nl = memchr(p, '\n', (size_t)len);
-            if (nl) end = nl;
-            const uint8_t *close = last_byte(p, end, ')');
-            if (!close) continue;
-            const uint8_t *open = last_byte(p, close, '(');
-            if (!open) continue;
-            const uint8_t *eq = NULL;
-            for (const uint8_t *q = open - 3; q >= p; q--)
-                if (q[0] == ' ' && q[1] == '=' && q[2] == ' ') { eq = q; break; }
-            if (!eq) continue;
-            r[0] = eq + 3 - base;
-            r[1] = open - (eq + 3);
-            r[2] = open + 1 - base;
-            r[3] = close - (open + 1);
         }
     }
     PyBuffer_Release(&view);

@@ -14,20 +14,22 @@ analysis and the Chrome trace export follow timeline.py's `show_memory`.
 
 from __future__ import annotations
 
+import itertools
 import json
 import mmap
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
-from models import _lanes
+from models import _jsonrows, _lanes
 from models import _protowire as wire
 from models.event_file import is_event_file, mapped, tagged_run_metadata
 from models.files import read_bytes, read_head
-from models.formats import _labels
+from models.formats import _labels, _stepstats
 from models.guards import decode, parse_text
 from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, MemorySummary,
                                    Snapshots)
@@ -286,72 +288,134 @@ def load_step_timeline(source: StepStatsFile, task: TaskState | None = None) -> 
             raise ProfileError(f"{source.path}: corrupt StepStats: {e}") from None
 
 
-def _build_timeline(buf, start: int, end: int, source: StepStatsFile, task: TaskState) -> Timeline:
+@dataclass
+class StepNodes:
+    """Where the NodeExecStats of a StepStats lie, in file order (device by device)."""
+
+    devices: list[str]
+    device: np.ndarray  # int64 device of each node
+    spans: np.ndarray  # int64[n, 2] the node's bytes
+    thread_dev: np.ndarray
+    thread_spans: np.ndarray  # DeviceStepStats.thread_names entries
+
+    @property
+    def kernel(self) -> np.ndarray:
+        """Per node: on a GPU stream or memcpy device (labels name kernels)."""
+        if not self.devices:
+            return np.zeros(0, bool)
+        return np.array([is_gputrace_device(d) for d in self.devices], bool)[self.device]
+
+
+def find_nodes(buf, start: int, end: int) -> StepNodes:
+    """The devices and node spans of the StepStats at [start, end) (ValueError when corrupt)."""
     (dev_spans,) = wire.find_fields(buf, start, end, [STEP_STATS_DEV_STATS])
     (dev_names,) = wire.decode_messages(buf, dev_spans, [(DEV_DEVICE, "s")])
     devices = [bytes(buf[o:o + n]).decode("utf-8", "replace") if o >= 0 else "" for o, n in dev_names]
     (node_dev, node_spans), (thread_dev, thread_spans) = wire.find_children(buf, dev_spans, [DEV_NODE_STATS, DEV_THREAD_NAMES])
+    return StepNodes(devices, node_dev, node_spans, thread_dev, thread_spans)
+
+
+def node_times(buf, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start ns, duration ns, thread id) per node: nanoseconds when the node has them, else micros * 1000."""
+    s_us, d_us, thread, s_ns, d_ns = wire.decode_messages(buf, spans, [
+        (ALL_START_MICROS, "i"), (ALL_END_REL_MICROS, "i"), (THREAD_ID, "i"), (ALL_START_NANOS, "i"),
+        (ALL_END_REL_NANOS, "i")])
+    has_ns = s_ns != 0
+    return np.where(has_ns, s_ns, s_us * 1000), np.where(has_ns, d_ns, d_us * 1000), thread
+
+
+@dataclass
+class Nodes:
+    """What the timeline shows of each node, with its label read as timeline.py reads it."""
+
+    steps: StepNodes
+    start_ns: np.ndarray
+    dur_ns: np.ndarray
+    thread: np.ndarray
+    op: np.ndarray  # int64[n, 2] the op in the label (-1: timeline.py's "unknown")
+    recv: np.ndarray  # bool: a RecvTensor node (not a kernel), whose op timeline.py calls RecvTensor
+    event_name: np.ndarray  # int64[n, 2] the node name, for kernels the one in the label
+
+
+def decode_nodes(buf, start: int, end: int, task: TaskState) -> Nodes:
+    """The nodes of the StepStats at [start, end) decoded in C (ValueError when corrupt)."""
+    steps = find_nodes(buf, start, end)
     task.raise_if_cancelled()
     task.report(0.3, "Decoding nodes")
-    name, s_us, d_us, label, thread, s_ns, d_ns = wire.decode_messages(buf, node_spans, [
-        (NODE_NAME, "s"), (ALL_START_MICROS, "i"), (ALL_END_REL_MICROS, "i"), (TIMELINE_LABEL, "s"),
-        (THREAD_ID, "i"), (ALL_START_NANOS, "i"), (ALL_END_REL_NANOS, "i")])
-    warnings = list(source.warnings)
-    has_ns = s_ns != 0
-    start_ns = np.where(has_ns, s_ns, s_us * 1000)
-    dur_ns = np.where(has_ns, d_ns, d_us * 1000)
+    start_ns, dur_ns, thread = node_times(buf, steps.spans)
+    name, label = wire.decode_messages(buf, steps.spans, [(NODE_NAME, "s"), (TIMELINE_LABEL, "s")])
+    task.raise_if_cancelled()
+    task.report(0.5, "Parsing labels")
+    kernel = steps.kernel
+    parsed = np.empty((len(steps.spans), 4), np.int64)
+    for flag in (False, True):
+        sel = np.flatnonzero(kernel == flag)
+        if len(sel):
+            parsed[sel] = _labels.parse_labels(buf, label[sel], name[sel], flag)
+    del label
+    op = parsed[:, :2].copy()
+    op[parsed[:, 0] < 0] = (-1, 0)
+    recv = ~kernel & _equals(buf, name, b"RecvTensor")
+    event_name = name
+    event_name[kernel] = parsed[kernel, 2:]  # the node a GPU kernel ran for
+    return Nodes(steps, start_ns, dur_ns, thread, op, recv, event_name)
+
+
+@dataclass
+class Lanes:
+    """Timeline order: the nodes shown (by index) sorted by lane, then start."""
+
+    order: np.ndarray  # node index of each event
+    lane_group: np.ndarray  # int32 device of each lane
+    lane_offsets: np.ndarray  # int64[lanes + 1] first event of each lane
+    lane_names: list[str]
+    warnings: list[str]
+
+
+def lay_out(buf, steps: StepNodes, start_ns: np.ndarray, dur_ns: np.ndarray, thread: np.ndarray) -> Lanes:
+    """Per device, one lane per thread id when the nodes carry several,
+    overlapping nodes packed into extra lanes; nodes without a start left out."""
+    devices, node_dev = steps.devices, steps.device
+    warnings = []
     keep = start_ns > 0
     if not keep.all():
         warnings.append(f"left out {int((~keep).sum())} node(s) without a start time")
     if (dur_ns[keep] < 0).any():
         warnings.append(f"{int((dur_ns[keep] < 0).sum())} node(s) had a negative duration, shown as 0")
-    dur_ns = np.maximum(dur_ns, 0)
     empty = sorted(set(range(len(devices))) - set(np.unique(node_dev[keep]).tolist()))
     if empty:
         warnings.append(f"no timed nodes on: {', '.join(devices[d] or '(unnamed device)' for d in empty)}")
-    task.raise_if_cancelled()
-    task.report(0.5, "Parsing labels")
-
-    # Op types: timeline.py's label parsing, per device kind.
-    kernel = np.array([is_gputrace_device(d) for d in devices], bool)[node_dev] if len(devices) else np.zeros(0, bool)
-    parsed = np.empty((len(node_spans), 4), np.int64)
-    for flag in (False, True):
-        sel = np.flatnonzero(kernel == flag)
-        if len(sel):
-            parsed[sel] = _labels.parse_labels(buf, label[sel], name[sel], flag)
-    op_spans = parsed[:, :2].copy()
-    op_spans[parsed[:, 0] < 0] = (-1, 0)
-    event_name = name.copy()
-    event_name[kernel] = parsed[kernel, 2:]  # the node a GPU kernel ran for
-    kind, kinds = wire.intern_strings(buf, op_spans)
-    kinds = list(kinds)
-    kinds[0] = UNKNOWN_OP  # absent label or no match
-    recv = kinds.index("RecvTensor") if "RecvTensor" in kinds else len(kinds)
-    if recv == len(kinds):
-        kinds.append("RecvTensor")
-    is_recv = ~kernel & _equals(buf, name, b"RecvTensor")
-    kind[is_recv] = recv
-
-    # Lanes: per device, per thread id when there are several, overlapping
-    # nodes packed into extra lanes.
     idx = np.flatnonzero(keep)
+    del keep
+    dev = node_dev[idx]  # nondecreasing: find_children lists nodes device by device
     lane_thread = thread[idx].astype(np.int64)
-    multi = np.zeros(len(devices), bool)
-    for d in range(len(devices)):
-        multi[d] = len(np.unique(lane_thread[node_dev[idx] == d])) > 1
-    lane_thread[~multi[node_dev[idx]]] = -1
-    order = np.lexsort((start_ns[idx], lane_thread, node_dev[idx]))
+    # A device has a lane set per thread id only when its nodes carry several.
+    bounds = np.searchsorted(dev, np.arange(len(devices) + 1))
+    multi = np.array([a < b and lane_thread[a:b].min() != lane_thread[a:b].max()
+                      for a, b in zip(bounds[:-1], bounds[1:])], bool)
+    lane_thread[~multi[dev]] = -1
+    if len(idx) and lane_thread.min() >= -1 and lane_thread.max() < 1 << 32 and dev[-1] < 1 << 30:
+        order = np.lexsort((start_ns[idx], (dev << 33) | (lane_thread + 1)))  # one key for (device, thread)
+    else:
+        order = np.lexsort((start_ns[idx], lane_thread, dev))
     idx = idx[order]
-    dev_of, thread_of = node_dev[idx], lane_thread[order]
-    s, e = start_ns[idx], start_ns[idx] + dur_ns[idx]
+    dev_of, thread_of = dev[order], lane_thread[order]
+    del order, lane_thread, dev
+    s = start_ns[idx]
+    e = s + np.maximum(dur_ns[idx], 0)
     seg = np.flatnonzero(np.r_[True, (dev_of[1:] != dev_of[:-1]) | (thread_of[1:] != thread_of[:-1])]) if len(idx) else np.zeros(0, np.int64)
     seg_end = np.r_[seg[1:], len(idx)]
     sub = np.zeros(len(idx), np.int32)
     for a, b in zip(seg, seg_end):
         sub[a:b] = _lanes.pack_lanes(s[a:b], e[a:b])
-    thread_names = _thread_names(buf, thread_dev, thread_spans)
-    lane_key = np.lexsort((s, sub, thread_of, dev_of))
-    idx, dev_of, thread_of, sub = idx[lane_key], dev_of[lane_key], thread_of[lane_key], sub[lane_key]
+    del e, s
+    thread_names = _thread_names(buf, steps.thread_dev, steps.thread_spans)
+    if sub.any():
+        # Lanes of a thread in order, each still sorted by start (a stable sort).
+        seg_index = np.repeat(np.arange(len(seg), dtype=np.int64), seg_end - seg)
+        lane_key = np.argsort(seg_index * (int(sub.max()) + 1) + sub, kind="stable")
+        del seg_index
+        idx, dev_of, thread_of, sub = idx[lane_key], dev_of[lane_key], thread_of[lane_key], sub[lane_key]
     new_lane = np.r_[True, (dev_of[1:] != dev_of[:-1]) | (thread_of[1:] != thread_of[:-1]) | (sub[1:] != sub[:-1])] if len(idx) else np.zeros(0, bool)
     firsts = np.flatnonzero(new_lane)
     lane_names = []
@@ -362,31 +426,51 @@ def _build_timeline(buf, start: int, end: int, source: StepStatsFile, task: Task
         else:
             label_text = f"thread {t}" + (f" {thread_names[d][t]}" if t in thread_names.get(d, {}) else "")
             lane_names.append(label_text if k == 0 else f"{label_text} ({k + 1})")
+    return Lanes(idx, dev_of[firsts].astype(np.int32), np.r_[firsts, len(idx)].astype(np.int64), lane_names, warnings)
+
+
+def _build_timeline(buf, start: int, end: int, source: StepStatsFile, task: TaskState) -> Timeline:
+    nodes = decode_nodes(buf, start, end, task)
+    kind, kinds = wire.intern_strings(buf, nodes.op)
+    kinds = list(kinds)
+    kinds[0] = UNKNOWN_OP  # absent label or no match
+    if "RecvTensor" not in kinds:
+        kinds.append("RecvTensor")
+    kind[nodes.recv] = kinds.index("RecvTensor")
+    lanes = lay_out(buf, nodes.steps, nodes.start_ns, nodes.dur_ns, nodes.thread)
     task.raise_if_cancelled()
     task.report(0.8, "Building columns")
-    origin_ns = int(start_ns[idx].min()) if len(idx) else 0
-    names = StringColumn(*wire.gather_spans(buf, event_name[idx]))
+    idx = lanes.order
+    origin_ns = int(nodes.start_ns[idx].min()) if len(idx) else 0
+    names = StringColumn(*wire.gather_spans(buf, nodes.event_name[idx]))
     in_memory = not isinstance(buf, mmap.mmap)
-    detail = NodeSource(source.path, node_spans[idx, 0].copy(), node_spans[idx, 1].astype(np.int32),
+    spans = nodes.steps.spans
+    detail = NodeSource(source.path, spans[idx, 0].copy(), spans[idx, 1].astype(np.int32),
                         data=bytes(buf[start:end]) if in_memory else None)
     if in_memory:
         detail.offsets -= start
     timeline = Timeline(
-        groups=devices, lane_group=dev_of[firsts].astype(np.int32), lane_names=lane_names,
-        lane_offsets=np.r_[firsts, len(idx)].astype(np.int64),
-        start_ps=(start_ns[idx] - origin_ns) * 1000, duration_ps=dur_ns[idx] * 1000,
-        kind=kind[idx].astype(np.int32), kinds=kinds, names=names, origin_ns=origin_ns,
-        source=str(source.path) + (f" [{source.tag}]" if source.tag else ""), warnings=warnings)
+        groups=nodes.steps.devices, lane_group=lanes.lane_group, lane_names=lanes.lane_names,
+        lane_offsets=lanes.lane_offsets, start_ps=(nodes.start_ns[idx] - origin_ns) * 1000,
+        duration_ps=np.maximum(nodes.dur_ns[idx], 0) * 1000, kind=kind[idx].astype(np.int32), kinds=kinds,
+        names=names, origin_ns=origin_ns, source=_source_name(source), warnings=list(source.warnings) + lanes.warnings)
     timeline.details = lambda i: node_details(timeline, detail, i)
     timeline.records = detail
     return timeline
 
 
+def _source_name(source: StepStatsFile) -> str:
+    return str(source.path) + (f" [{source.tag}]" if source.tag else "")
+
+
 def _equals(buf, spans: np.ndarray, text: bytes) -> np.ndarray:
     """Which spans hold exactly `text`."""
     out = spans[:, 1] == len(text)
-    for i in np.flatnonzero(out):
-        out[i] = bytes(buf[spans[i, 0]:spans[i, 0] + len(text)]) == text
+    hits = np.flatnonzero(out)
+    if len(hits) and len(text):
+        data = np.frombuffer(buf, np.uint8)
+        out[hits] = (data[spans[hits, 0, None] + np.arange(len(text))] == np.frombuffer(text, np.uint8)).all(axis=1)
+        del data  # a view of an mmap must not outlive it
     return out
 
 
@@ -479,77 +563,56 @@ def shape_text(shape) -> str:
 # ---------------------------------------------------------------- timeline.py's analysis
 
 
-def iter_device_stats(source: StepStatsFile, task: TaskState | None = None):
-    """The DeviceStepStats messages one at a time (memory bounded by the
-    largest device, not the whole step)."""
-    task = task or TaskState()
-    with source.open() as (buf, start, end):
-        try:
-            (spans,) = wire.find_fields(buf, start, end, [STEP_STATS_DEV_STATS])
-        except ValueError as e:
-            raise ProfileError(f"{source.path}: corrupt StepStats: {e}") from None
-        for k, (off, n) in enumerate(spans):
-            task.raise_if_cancelled()
-            task.report(k / max(len(spans), 1), f"Reading device {k + 1} of {len(spans)}")
-            yield decode(step_stats_pb2.DeviceStepStats, buf[off:off + n], f"{source.path}: device {k}")
-
-
 @dataclass
-class Tensor:
-    """timeline.py's _TensorTracker plus what the memory view shows."""
+class Tensors:
+    """timeline.py's tensors (its _TensorTracker) as columns: one row per
+    distinct output name (`node`, `node:1`, ...) in first-seen order, holding
+    the last tensor of that name, alive from its producer's start to the end
+    of its last consumer."""
 
-    name: str
-    allocator: str
-    requested: int
-    allocated: int
-    dtype: str
-    shape: str
-    create_us: int
-    last_unref_us: int
+    names: bytes  # row t's name is names[name_offsets[t]:name_offsets[t + 1]]
+    name_offsets: np.ndarray
+    allocator: np.ndarray  # int64 index into allocators
+    allocators: list[str]  # distinct names, sorted
+    requested: np.ndarray
+    allocated: np.ndarray  # allocated_bytes, or requested when not reported
+    dtype: np.ndarray  # DataType number
+    shape: np.ndarray  # index into shapes
+    shapes: list[str]  # "(32,64)", "(?)"
+    create_us: np.ndarray
+    last_unref_us: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.requested)
+
+    def name_spans(self, rows: np.ndarray) -> np.ndarray:
+        return np.c_[self.name_offsets[rows], self.name_offsets[rows + 1] - self.name_offsets[rows]]
 
 
-def tensor_lifetimes(source: StepStatsFile, task: TaskState | None = None) -> list[Tensor]:
-    """Every output tensor with its lifetime as timeline.py's show_memory
-    sees it: from its producer's start to the end of its last consumer. A
-    later tensor of the same name replaces an earlier one, as there."""
-    tensors: dict[str, Tensor] = {}
-    devices = list(iter_device_stats(source, task))
-    for dev in devices:
-        for node in dev.node_stats:
-            start = node.all_start_micros
-            end = start + node.all_end_rel_micros
-            for index, output in enumerate(node.output):
-                name = f"{node.node_name}:{index}" if index else node.node_name
-                desc = output.tensor_description
-                alloc = desc.allocation_description
-                tensors[name] = Tensor(name, alloc.allocator_name, alloc.requested_bytes,
-                                       alloc.allocated_bytes or alloc.requested_bytes,
-                                       dtype_name(desc.dtype), shape_text(desc.shape), start, end)
-    for dev in devices:
-        if is_gputrace_device(dev.device):
-            continue
-        for node in dev.node_stats:
-            if node.node_name == "RecvTensor":
-                continue
-            end = node.all_start_micros + node.all_end_rel_micros
-            for input_name in parse_op_label(node.timeline_label)[2]:
-                if input_name not in tensors:
-                    # Partitioning inserts Send/Recv: the data came from the original node.
-                    cut = input_name.rfind("/_")
-                    if cut > 0:
-                        input_name = input_name[:cut]
-                tensor = tensors.get(input_name)
-                if tensor is not None:
-                    tensor.last_unref_us = max(tensor.last_unref_us, end - 1)
-    return list(tensors.values())
+def tensor_columns(buf, steps: StepNodes) -> Tensors:
+    """Every output tensor of the nodes with its lifetime as timeline.py's
+    show_memory sees it, decoded and matched to its consumers in C. Inputs
+    are read from the labels of nodes that are neither GPU kernels nor
+    RecvTensor; an input naming no tensor is tried without its last `/_`
+    suffix (partitioning inserts Send/Recv)."""
+    (names, name_offsets, alloc_spans, requested, allocated, dtype, shape_text, shape_offsets, create,
+     unref) = _stepstats.tensor_lifetimes(buf, steps.spans, ~steps.kernel)
+    alloc_id, alloc_names = wire.intern_strings(buf, alloc_spans)
+    # Two spellings may decode to one name (invalid UTF-8): group by the text.
+    allocators = sorted(set(alloc_names))
+    alloc_rank = np.array([allocators.index(a) for a in alloc_names], np.int64)
+    shape, shapes = wire.intern_strings(shape_text, np.c_[shape_offsets[:-1], np.diff(shape_offsets)])
+    return Tensors(names, name_offsets, alloc_rank[alloc_id], allocators, requested, allocated, dtype,
+                   shape.astype(np.int64), list(shapes), create, unref)
 
 
 @dataclass
 class AllocatorEvents:
-    """One allocator's allocations and frees in timeline.py's order, with the running total."""
+    """One allocator's allocations and frees in timeline.py's order (time,
+    signed bytes, name), with the running total."""
 
-    tensors: list[Tensor]
-    tensor: np.ndarray  # index into tensors
+    rows: np.ndarray  # the allocator's tensor rows, in first-seen order
+    tensor: np.ndarray  # per event, index into rows
     time_us: np.ndarray
     delta: np.ndarray  # requested bytes, negative for frees
     is_alloc: np.ndarray
@@ -563,56 +626,71 @@ class AllocatorEvents:
         return int(np.argmax(self.total))
 
 
-def allocator_events(tensors: list[Tensor]) -> dict[str, AllocatorEvents]:
-    """Per allocator name: every tensor allocated at creation and freed at
-    its last unref, sorted as timeline.py sorts them (time, signed bytes, name)."""
-    by_allocator: dict[str, list[Tensor]] = {}
-    for t in tensors:
-        by_allocator.setdefault(t.allocator, []).append(t)
+def allocator_events(tensors: Tensors, by_name: bool = True) -> dict[str, AllocatorEvents]:
+    """Per allocator name (sorted): every tensor allocated at creation and
+    freed at its last unref. Without by_name, events of equal time and size
+    keep file order (their running totals are the same either way)."""
+    by_allocator = np.argsort(tensors.allocator, kind="stable")
+    bounds = np.searchsorted(tensors.allocator[by_allocator], np.arange(len(tensors.allocators) + 1))
     out = {}
-    for name, ts in sorted(by_allocator.items()):
-        n = len(ts)
-        rank = np.empty(n, np.int64)
-        rank[sorted(range(n), key=lambda i: ts[i].name)] = np.arange(n)
-        time_us = np.r_[[t.create_us for t in ts], [t.last_unref_us for t in ts]].astype(np.int64)
-        delta = np.r_[[t.requested for t in ts], [-t.requested for t in ts]].astype(np.int64)
-        order = np.lexsort((np.r_[rank, rank], delta, time_us))
-        out[name] = AllocatorEvents(ts, order % n, time_us[order], delta[order], order < n, np.cumsum(delta[order]))
+    for a, name in enumerate(tensors.allocators):
+        rows = by_allocator[bounds[a]:bounds[a + 1]]
+        if not len(rows):
+            continue
+        n = len(rows)
+        time_us = np.r_[tensors.create_us[rows], tensors.last_unref_us[rows]]
+        delta = np.r_[tensors.requested[rows], -tensors.requested[rows]]
+        order = np.lexsort((delta, time_us))
+        if by_name:
+            _stepstats.sort_ties(order, time_us, delta, np.r_[rows, rows], tensors.names, tensors.name_offsets)
+        delta = delta[order]
+        out[name] = AllocatorEvents(rows, order % n, time_us[order], delta, order < n, np.cumsum(delta))
     return out
 
 
 def step_memory_profile(source: StepStatsFile, host: str = "", task: TaskState | None = None) -> MemoryProfileData:
     """Memory per allocator over the step from tensor lifetimes, as the
     memory view shows any profile; the peak is timeline.py's."""
-    events = allocator_events(tensor_lifetimes(source, task))
+    task = task or TaskState()
+    task.report(0.05, f"Reading {source.path.name}")
+    with source.open() as (buf, start, end):
+        try:
+            tensors = tensor_columns(buf, find_nodes(buf, start, end))
+        except ValueError as e:
+            raise ProfileError(f"{source.path}: corrupt StepStats: {e}") from None
+    task.raise_if_cancelled()
+    task.report(0.8, "Tensor lifetimes")
+    events = allocator_events(tensors)
     origin_us = min((int(e.time_us[0]) for e in events.values()), default=0)
     allocators = {}
     for name, e in events.items():
-        profile = _allocator_profile(name or "(no allocator)", e, origin_us)
+        profile = _allocator_profile(name or "(no allocator)", tensors, e, origin_us)
         allocators[profile.memory_id] = profile
     return MemoryProfileData(host=host, allocators=allocators, source=str(source.path))
 
 
-def _allocator_profile(memory_id: str, e: AllocatorEvents, origin_us: int) -> AllocatorProfile:
-    index_of = {"": 0}
-    sid = lambda text: index_of.setdefault(text, len(index_of))
-    ts = e.tensors
+def _allocator_profile(memory_id: str, tensors: Tensors, e: AllocatorEvents, origin_us: int) -> AllocatorProfile:
     n = len(e.total)
-    op = np.array([sid(ts[i].name) for i in e.tensor], np.int64)
-    dtype = np.array([sid(ts[i].dtype) for i in e.tensor], np.int64)
-    shape = np.array([sid(ts[i].shape) for i in e.tensor], np.int64)
-    region = np.full(n, sid("output"), np.int64)
+    # Strings: "", the tensors' names (op), data types, shapes, "output".
+    names = _stepstats.decode_spans(tensors.names, tensors.name_spans(e.rows))
+    dtypes, dtype_of = np.unique(tensors.dtype[e.rows], return_inverse=True)
+    shapes, shape_of = np.unique(tensors.shape[e.rows], return_inverse=True)
+    strings = [""] + names + [dtype_name(int(d)) for d in dtypes] + [tensors.shapes[s] for s in shapes] + ["output"]
+    first_dtype = 1 + len(names)
+    first_shape = first_dtype + len(dtypes)
     zeros = np.zeros(n, np.int64)
     tl = Snapshots(
         time_ps=(e.time_us - origin_us) * 1_000_000, stack=zeros, heap=e.total, free=zeros,
         fragmentation=np.zeros(n), peak_in_use=np.maximum.accumulate(e.total),
         activity=np.where(e.is_alloc, ALLOCATION, DEALLOCATION).astype(np.int64), requested=np.abs(e.delta),
-        allocation=np.array([ts[i].allocated for i in e.tensor], np.int64), address=e.tensor.astype(np.int64) + 1,
-        step=zeros, op=op, region=region, dtype=dtype, shape=shape, strings=list(index_of))
+        allocation=tensors.allocated[e.rows][e.tensor], address=e.tensor.astype(np.int64) + 1, step=zeros,
+        op=1 + e.tensor.astype(np.int64), region=np.full(n, len(strings) - 1, np.int64),
+        dtype=first_dtype + dtype_of.reshape(-1)[e.tensor].astype(np.int64),
+        shape=first_shape + shape_of.reshape(-1)[e.tensor].astype(np.int64), strings=strings)
     peak_i = e.peak_index
     peak = int(e.total[peak_i]) if peak_i >= 0 else 0
     summary = MemorySummary(
-        num_allocations=len(ts), num_deallocations=len(ts), memory_capacity=0, peak_bytes_lifetime=peak,
+        num_allocations=len(e.rows), num_deallocations=len(e.rows), memory_capacity=0, peak_bytes_lifetime=peak,
         peak_time_ps=int(tl.time_ps[peak_i]) if peak_i >= 0 else 0, peak_stack=0, peak_heap=peak, peak_free=0,
         peak_fragmentation=0.0)
     profile = AllocatorProfile(memory_id=memory_id, timeline=tl, summary=summary, peak_allocations=None,
@@ -625,55 +703,75 @@ def _allocator_profile(memory_id: str, e: AllocatorEvents, origin_us: int) -> Al
 
 # ---------------------------------------------------------------- Chrome trace
 
+ROWS_PER_CHUNK = 1 << 16  # ~15 MB of JSON
 
-def chrome_trace(source: StepStatsFile, task: TaskState | None = None) -> dict:
-    """Chrome trace-event JSON (Perfetto, chrome://tracing): one process per
-    device, one complete event per node named by its op type, with node
-    name, op and inputs in args and times in microseconds as in the file;
-    plus a memory counter per allocator like timeline.py's show_memory."""
-    task = task or TaskState()
-    timeline = load_step_timeline(source, task)
-    events = [{"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "Allocators"}}]
-    for g, device in enumerate(timeline.groups):
-        events.append({"ph": "M", "name": "process_name", "pid": g + 1, "args": {"name": device}})
-    tid = np.zeros(timeline.num_lanes, np.int64)
-    for g in range(len(timeline.groups)):
-        lanes = timeline.lanes_of_group(g)
-        tid[lanes] = np.arange(len(lanes))
-        for k, lane in enumerate(lanes):
-            events.append({"ph": "M", "name": "thread_name", "pid": g + 1, "tid": k,
-                           "args": {"name": timeline.lane_names[lane]}})
-    event_lane = np.repeat(np.arange(timeline.num_lanes), np.diff(timeline.lane_offsets))
-    nodes = timeline.records
-    with nodes.buffer() as buf:
-        for i in range(len(timeline)):
-            if i % 4096 == 0:
-                task.raise_if_cancelled()
-                task.report(0.5 * i / len(timeline), "Writing trace events")
-            node = nodes.node(i, buf)
-            lane = event_lane[i]
-            group = int(timeline.lane_group[lane])
-            inputs = []
-            if is_gputrace_device(timeline.groups[group]):
-                name, op = parse_kernel_label(node.timeline_label, node.node_name)
-            elif node.node_name == "RecvTensor":
-                name, op = node.node_name, "RecvTensor"
-            else:
-                name = node.node_name
-                _, op, inputs = parse_op_label(node.timeline_label)
-            args = {"name": name, "op": op}
-            args.update({f"input{k}": x for k, x in enumerate(inputs)})
-            events.append({"ph": "X", "cat": "Op", "name": op, "pid": group + 1, "tid": int(tid[lane]),
-                           "ts": node.all_start_micros, "dur": node.all_end_rel_micros, "args": args})
-    for name, e in allocator_events(tensor_lifetimes(source, task)).items():
-        for t, total in zip(e.time_us.tolist(), e.total.tolist()):
-            events.append({"ph": "C", "cat": "Memory", "name": name, "pid": 0, "tid": 0, "ts": t,
-                           "args": {name: total}})
-    return {"traceEvents": events, "otherData": {"source": timeline.source, "producer": "profscope"}}
+
+def chrome_trace_chunks(source: StepStatsFile, task: TaskState | None = None) -> Iterator[bytes]:
+    """Chrome trace-event JSON (Perfetto, chrome://tracing) in chunks: one
+    process per device, one complete event per node named by its op type,
+    with node name, op and inputs in args and times in microseconds as in
+    the file; plus a memory counter per allocator like timeline.py's
+    show_memory. Rows are written from the columns in C, a chunk at a time;
+    the file is read before the first chunk, so a corrupt one fails early."""
+    chunks = _chrome_chunks(source, task or TaskState())
+    first = next(chunks)
+    return itertools.chain([first], chunks)
+
+
+def _chrome_chunks(source: StepStatsFile, task: TaskState) -> Iterator[bytes]:
+    task.report(0.05, f"Reading {source.path.name}")
+    with source.open() as (buf, start, end):
+        try:
+            steps = find_nodes(buf, start, end)
+            task.report(0.2, "Tensor lifetimes")
+            counters = [(name, e.time_us, e.total) for name, e in
+                        allocator_events(tensor_columns(buf, steps), by_name=False).items()]
+            task.raise_if_cancelled()
+            task.report(0.4, "Laying out lanes")
+            lanes = lay_out(buf, steps, *node_times(buf, steps.spans))
+        except ValueError as e:
+            raise ProfileError(f"{source.path}: corrupt StepStats: {e}") from None
+        dumps = lambda value: json.dumps(value, separators=(",", ":"))
+        meta = [{"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "Allocators"}}]
+        meta += [{"ph": "M", "name": "process_name", "pid": g + 1, "args": {"name": device}}
+                 for g, device in enumerate(steps.devices)]
+        # thread ids: a lane's place in its device (lanes are grouped by device)
+        num_lanes = len(lanes.lane_names)
+        group_first = np.r_[0, np.flatnonzero(np.diff(lanes.lane_group)) + 1]
+        tid_of_lane = np.arange(num_lanes) - np.repeat(group_first, np.diff(np.r_[group_first, num_lanes]))
+        meta += [{"ph": "M", "name": "thread_name", "pid": int(g) + 1, "tid": int(k), "args": {"name": lane_name}}
+                 for g, k, lane_name in zip(lanes.lane_group, tid_of_lane, lanes.lane_names)]
+        yield b'{"traceEvents":[' + ",".join(map(dumps, meta)).encode()
+
+        order, kernel = lanes.order, steps.kernel
+        pid_of_lane = lanes.lane_group.astype(np.int64) + 1
+        for a in range(0, len(order), ROWS_PER_CHUNK):
+            task.raise_if_cancelled()
+            task.report(0.5 + 0.4 * a / len(order), "Writing trace events")
+            rows = order[a:a + ROWS_PER_CHUNK]
+            lane = np.searchsorted(lanes.lane_offsets, np.arange(a, a + len(rows)), side="right") - 1
+            try:
+                yield _stepstats.trace_events(buf, steps.spans[rows], kernel[rows], pid_of_lane[lane], tid_of_lane[lane])
+            except ValueError as e:
+                raise ProfileError(f"{source.path}: corrupt StepStats: {e}") from None
+    del steps, lanes, order, kernel
+    for name, time_us, total in counters:
+        name_json = dumps(name).encode()
+        parts = [b',{"ph":"C","cat":"Memory","name":' + name_json + b',"pid":0,"tid":0,"ts":',
+                 b',"args":{' + name_json + b":", b"}}"]
+        for a in range(0, len(total), ROWS_PER_CHUNK):
+            task.raise_if_cancelled()
+            yield _jsonrows.json_rows(parts, [("i", time_us), ("i", total)], a, min(a + ROWS_PER_CHUNK, len(total)), b"")
+    yield b'],"otherData":' + dumps({"source": _source_name(source), "producer": "profscope"}).encode() + b"}"
 
 
 def chrome_trace_json(source: StepStatsFile, task: TaskState | None = None) -> bytes:
-    return json.dumps(chrome_trace(source, task), separators=(",", ":")).encode()
+    return b"".join(chrome_trace_chunks(source, task))
+
+
+def chrome_trace(source: StepStatsFile, task: TaskState | None = None) -> dict:
+    """The Chrome trace as a dict (for tests and small steps)."""
+    return json.loads(chrome_trace_json(source, task))
 
 
 class StepStatsFormat(Format):
@@ -703,7 +801,7 @@ class StepStatsFormat(Format):
         return load_step_timeline(self._source(hosts[0][1], step, task), task)
 
     def chrome_trace(self, files, host, step, task):
-        return chrome_trace_json(self._source(files, step, task), task)
+        return chrome_trace_chunks(self._source(files, step, task), task)
 
     @staticmethod
     def _source(files: list[Path], step: str, task) -> StepStatsFile:

@@ -1,0 +1,887 @@
+/* models.formats._stepstats: TensorFlow timeline.py's memory analysis and
+ * Chrome trace rows over StepStats columns (models/formats/step_stats.py).
+ *
+ *   tensor_lifetimes(buf, node_spans, consumer)
+ *       -> (names, name_offsets, allocator_spans, requested, allocated, dtype,
+ *           shapes, shape_offsets, create_us, last_unref_us)
+ *       one row per distinct output tensor name, in first-seen order (a later
+ *       tensor of the same name replaces the row's values, as timeline.py's
+ *       dict does); the inputs in the labels of consumer nodes (not on GPU
+ *       stream devices, not RecvTensor) extend their tensor's life to the
+ *       consumer's end - 1
+ *   sort_ties(order, time, delta, tensor, names, name_offsets)
+ *       sorts runs of equal (time, delta) in `order` by tensor name, then by
+ *       event number (the stable order), in place
+ *   trace_events(buf, node_spans, kernel, pid, tid)
+ *       -> bytes: ',{"ph":"X",...}' per node, as json.dumps writes them
+ *   decode_spans(buf, spans) -> list of str (UTF-8, errors replaced)
+ *
+ * Strings are escaped exactly as json.dumps(ensure_ascii=True) escapes the
+ * str Python would decode them to (invalid UTF-8 replaced). Malformed
+ * protobuf data raises ValueError naming the offset.
+ */
+#include "_cbuffers.h"
+#include "_labels.h"
+
+/* ---------------------------------------------------------------- wire */
+
+typedef struct {
+    const uint8_t *p, *end;
+} Cursor;
+
+static int read_varint(Cursor *c, uint64_t *out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (c->p >= c->end) return 0;
+        uint8_t b = *c->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int skip_field(Cursor *c, int wire) {
+    uint64_t n;
+    switch (wire) {
+    case 0: return read_varint(c, &n);
+    case 1:
+        if (c->end - c->p < 8) return 0;
+        c->p += 8;
+        return 1;
+    case 2:
+        if (!read_varint(c, &n) || n > (uint64_t)(c->end - c->p)) return 0;
+        c->p += n;
+        return 1;
+    case 5:
+        if (c->end - c->p < 4) return 0;
+        c->p += 4;
+        return 1;
+    default: return 0;
+    }
+}
+
+/* Reads one field's tag and, for length-delimited fields, its payload as a
+ * sub-cursor; anything else is read into *value (varints) or skipped. */
+typedef struct {
+    uint64_t number;
+    int wire;
+    uint64_t value;
+    Cursor sub;
+} Field;
+
+static int next_field(Cursor *c, Field *f) {
+    uint64_t tag, n;
+    if (!read_varint(c, &tag)) return 0;
+    f->number = tag >> 3;
+    f->wire = (int)(tag & 7);
+    if (f->wire == 0) return read_varint(c, &f->value);
+    if (f->wire == 2) {
+        if (!read_varint(c, &n) || n > (uint64_t)(c->end - c->p)) return 0;
+        f->sub.p = c->p;
+        f->sub.end = c->p + n;
+        c->p += n;
+        return 1;
+    }
+    return skip_field(c, f->wire);
+}
+
+/* ---------------------------------------------------------------- growable bytes */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} Bytes;
+
+static int bytes_reserve(Bytes *b, size_t more) {
+    if (b->len + more <= b->cap) return 1;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + more) cap *= 2;
+    char *grown = PyMem_RawRealloc(b->p, cap);
+    if (!grown) return 0;
+    b->p = grown;
+    b->cap = cap;
+    return 1;
+}
+
+static int bytes_put(Bytes *b, const void *s, size_t n) {
+    if (!bytes_reserve(b, n)) return 0;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    return 1;
+}
+
+#define PUT_LITERAL(b, s) bytes_put((b), (s), sizeof(s) - 1)
+
+/* Decimal digits of v at w; returns the end. */
+static inline char *w_int(char *w, int64_t v) {
+    char tmp[24];
+    int i = 24;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) tmp[--i] = '-';
+    memcpy(w, tmp + i, (size_t)(24 - i));
+    return w + 24 - i;
+}
+
+static int bytes_put_int(Bytes *b, int64_t v) {
+    if (!bytes_reserve(b, 24)) return 0;
+    b->len = (size_t)(w_int(b->p + b->len, v) - b->p);
+    return 1;
+}
+
+/* ---------------------------------------------------------------- int64 columns */
+
+typedef struct {
+    int64_t *p;
+    size_t len, cap;
+} Ints;
+
+static int ints_push(Ints *a, int64_t v) {
+    if (a->len == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 1024;
+        int64_t *grown = PyMem_RawRealloc(a->p, cap * sizeof(int64_t));
+        if (!grown) return 0;
+        a->p = grown;
+        a->cap = cap;
+    }
+    a->p[a->len++] = v;
+    return 1;
+}
+
+/* A numpy int64 array of shape (n,) or (n, 2) taking a copy of the values. */
+static PyObject *int_array(const int64_t *values, npy_intp n, int pairs) {
+    npy_intp dims[2] = {n, 2};
+    PyObject *arr = PyArray_SimpleNew(pairs ? 2 : 1, dims, NPY_INT64);
+    if (arr && n) memcpy(PyArray_DATA((PyArrayObject *)arr), values, sizeof(int64_t) * n * (pairs ? 2 : 1));
+    return arr;
+}
+
+/* ---------------------------------------------------------------- tensor names */
+
+static uint64_t hash_bytes(const uint8_t *p, size_t len) {
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)len;
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+        p += 8;
+        len -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, len);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 29);
+}
+
+/* Tensor names (bytes in `names`, row t at offsets[t]..offsets[t + 1]) with
+ * an open-addressing index. A slot holds the name's hash in its high 32 bits
+ * and row + 1 in the low ones (0: empty), so probes past other names rarely
+ * read their bytes. */
+typedef struct {
+    Bytes names;
+    Ints offsets;
+    uint64_t *slots;
+    size_t cap;
+} NameTable;
+
+static int64_t table_find(const NameTable *t, const uint8_t *s, size_t len, size_t *slot, uint32_t *tag) {
+    uint64_t hash = hash_bytes(s, len);
+    uint32_t high = (uint32_t)(hash >> 32);
+    size_t mask = t->cap - 1, h = (size_t)hash & mask;
+    for (;;) {
+        uint64_t entry = t->slots[h];
+        if (!entry) break;
+        if ((uint32_t)(entry >> 32) == high) {
+            int64_t row = (int64_t)(uint32_t)entry - 1;
+            int64_t a = t->offsets.p[row], b = t->offsets.p[row + 1];
+            if ((size_t)(b - a) == len && memcmp(t->names.p + a, s, len) == 0) return row;
+        }
+        h = (h + 1) & mask;
+    }
+    if (slot) *slot = h;
+    if (tag) *tag = high;
+    return -1;
+}
+
+static int table_grow(NameTable *t) {
+    size_t cap = t->cap ? t->cap * 2 : 1024;
+    uint64_t *slots = PyMem_RawCalloc(cap, sizeof(uint64_t));
+    if (!slots) return 0;
+    for (size_t i = 0; i < t->cap; i++) {
+        uint64_t entry = t->slots[i];
+        if (!entry) continue;
+        int64_t row = (int64_t)(uint32_t)entry - 1, a = t->offsets.p[row], b = t->offsets.p[row + 1];
+        size_t h = (size_t)hash_bytes((const uint8_t *)t->names.p + a, (size_t)(b - a)) & (cap - 1);
+        while (slots[h]) h = (h + 1) & (cap - 1);
+        slots[h] = entry;
+    }
+    PyMem_RawFree(t->slots);
+    t->slots = slots;
+    t->cap = cap;
+    return 1;
+}
+
+/* ---------------------------------------------------------------- nodes */
+
+/* The NodeExecStats fields timeline.py reads (the last occurrence wins). */
+typedef struct {
+    const uint8_t *name, *name_end, *label, *label_end;
+    int64_t start_us, rel_us;
+} Node;
+
+/* The payloads of a node's outputs (NodeOutput messages), in order. */
+typedef struct {
+    Cursor *items;
+    size_t len, cap;
+} Outputs;
+
+/* Reads a node in one pass, its outputs too when asked. Returns 1, 0 when
+ * malformed (*bad_at set), -1 when out of memory. */
+static int read_node(const uint8_t *base, const int64_t *span, Py_ssize_t size, Node *n, Outputs *outputs,
+                     Py_ssize_t *bad_at) {
+    if (span[0] < 0 || span[1] < 0 || span[0] + span[1] > size) {
+        *bad_at = span[0] > 0 ? span[0] : 0;
+        return 0;
+    }
+    Cursor c = {base + span[0], base + span[0] + span[1]};
+    Field f;
+    n->name = n->name_end = n->label = n->label_end = base;
+    n->start_us = n->rel_us = 0;
+    if (outputs) outputs->len = 0;
+    while (c.p < c.end) {
+        if (!next_field(&c, &f)) {
+            *bad_at = c.p - base;
+            return 0;
+        }
+        if (f.wire == 2 && f.number == 1) {
+            n->name = f.sub.p;
+            n->name_end = f.sub.end;
+        } else if (f.wire == 2 && f.number == 8) {
+            n->label = f.sub.p;
+            n->label_end = f.sub.end;
+        } else if (f.wire == 0 && f.number == 2) {
+            n->start_us = (int64_t)f.value;
+        } else if (f.wire == 0 && f.number == 5) {
+            n->rel_us = (int64_t)f.value;
+        } else if (f.wire == 2 && f.number == 7 && outputs) {
+            if (outputs->len == outputs->cap) {
+                size_t cap = outputs->cap ? outputs->cap * 2 : 16;
+                Cursor *grown = PyMem_RawRealloc(outputs->items, cap * sizeof(Cursor));
+                if (!grown) return -1;
+                outputs->items = grown;
+                outputs->cap = cap;
+            }
+            outputs->items[outputs->len++] = f.sub;
+        }
+    }
+    return 1;
+}
+
+static int is_recv(const Node *n) {
+    return n->name_end - n->name == 10 && memcmp(n->name, "RecvTensor", 10) == 0;
+}
+
+/* Wrapping: garbage times must not be undefined behaviour. */
+static int64_t add_wrapping(int64_t a, int64_t b) {
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+/* ---------------------------------------------------------------- outputs */
+
+/* What timeline.py reads of one NodeOutput (fields merge across repeated
+ * occurrences of a message, last scalar wins, as protobuf parses them). */
+typedef struct {
+    int64_t dtype, requested, allocated, alloc_off, alloc_len;
+    int unknown_rank;
+    Ints dims;
+} Output;
+
+/* Returns 0 when malformed. */
+static int read_shape(Cursor c, Output *o) {
+    Field f;
+    while (c.p < c.end) {
+        if (!next_field(&c, &f)) return 0;
+        if (f.number == 2 && f.wire == 2) { /* Dim: size = 1 */
+            int64_t size = 0;
+            Field d;
+            while (f.sub.p < f.sub.end) {
+                if (!next_field(&f.sub, &d)) return 0;
+                if (d.number == 1 && d.wire == 0) size = (int64_t)d.value;
+            }
+            if (!ints_push(&o->dims, size)) return -1;
+        } else if (f.number == 3 && f.wire == 0) {
+            o->unknown_rank = f.value != 0;
+        }
+    }
+    return 1;
+}
+
+static int read_output(Cursor c, const uint8_t *base, Output *o) {
+    Field f, g, h;
+    while (c.p < c.end) {
+        if (!next_field(&c, &f)) return 0;
+        if (f.number != 3 || f.wire != 2) continue; /* tensor_description */
+        while (f.sub.p < f.sub.end) {
+            if (!next_field(&f.sub, &g)) return 0;
+            if (g.number == 1 && g.wire == 0) {
+                o->dtype = (int32_t)g.value; /* an enum: int32 */
+            } else if (g.number == 2 && g.wire == 2) {
+                int r = read_shape(g.sub, o);
+                if (r <= 0) return r;
+            } else if (g.number == 4 && g.wire == 2) { /* allocation_description */
+                while (g.sub.p < g.sub.end) {
+                    if (!next_field(&g.sub, &h)) return 0;
+                    if (h.number == 1 && h.wire == 0) o->requested = (int64_t)h.value;
+                    else if (h.number == 2 && h.wire == 0) o->allocated = (int64_t)h.value;
+                    else if (h.number == 3 && h.wire == 2) {
+                        o->alloc_off = h.sub.p - base;
+                        o->alloc_len = h.sub.end - h.sub.p;
+                    }
+                }
+            }
+        }
+    }
+    return 1;
+}
+
+/* timeline.py's shape text: "(?)" or "(d0,d1,...)". */
+static int put_shape(Bytes *b, const Output *o) {
+    if (o->unknown_rank) return PUT_LITERAL(b, "(?)");
+    if (!PUT_LITERAL(b, "(")) return 0;
+    for (size_t i = 0; i < o->dims.len; i++) {
+        if (i && !PUT_LITERAL(b, ",")) return 0;
+        if (!bytes_put_int(b, o->dims.p[i])) return 0;
+    }
+    return PUT_LITERAL(b, ")");
+}
+
+typedef struct {
+    NameTable table;
+    Ints alloc, requested, allocated, dtype, create, unref; /* alloc: offset, length pairs */
+    Bytes shapes;
+    Ints shape_offsets;
+} Tensors;
+
+static void tensors_free(Tensors *t) {
+    PyMem_RawFree(t->table.names.p);
+    PyMem_RawFree(t->table.offsets.p);
+    PyMem_RawFree(t->table.slots);
+    PyMem_RawFree(t->alloc.p);
+    PyMem_RawFree(t->requested.p);
+    PyMem_RawFree(t->allocated.p);
+    PyMem_RawFree(t->dtype.p);
+    PyMem_RawFree(t->create.p);
+    PyMem_RawFree(t->unref.p);
+    PyMem_RawFree(t->shapes.p);
+    PyMem_RawFree(t->shape_offsets.p);
+}
+
+/* Shapes of replaced rows are rewritten at the end of `shapes`: a row's
+ * shape is shapes[shape_offsets[2t] : +shape_offsets[2t + 1]]. */
+static int store_output(Tensors *t, Bytes *key, const uint8_t *name, size_t name_len, int64_t index,
+                        const Output *o, int64_t start, int64_t end) {
+    NameTable *tab = &t->table;
+    const uint8_t *k = name;
+    size_t len = name_len, slot = 0;
+    if (index) { /* "name:index" */
+        key->len = 0;
+        if (!bytes_put(key, name, name_len) || !PUT_LITERAL(key, ":") || !bytes_put_int(key, index)) return 0;
+        k = (const uint8_t *)key->p;
+        len = key->len;
+    }
+    uint32_t tag = 0;
+    int64_t row = table_find(tab, k, len, &slot, &tag);
+    size_t shape_at = t->shapes.len;
+    if (!put_shape(&t->shapes, o)) return 0;
+    int64_t shape_len = (int64_t)(t->shapes.len - shape_at);
+    int64_t allocated = o->allocated ? o->allocated : o->requested;
+    if (row >= 0) { /* replaces the earlier tensor, keeping its place */
+        t->alloc.p[2 * row] = o->alloc_off;
+        t->alloc.p[2 * row + 1] = o->alloc_len;
+        t->requested.p[row] = o->requested;
+        t->allocated.p[row] = allocated;
+        t->dtype.p[row] = o->dtype;
+        t->create.p[row] = start;
+        t->unref.p[row] = end;
+        t->shape_offsets.p[2 * row] = (int64_t)shape_at;
+        t->shape_offsets.p[2 * row + 1] = shape_len;
+        return 1;
+    }
+    row = (int64_t)t->requested.len;
+    if (row >= UINT32_MAX) return 0;
+    tab->slots[slot] = ((uint64_t)tag << 32) | (uint64_t)(row + 1);
+    if (!bytes_put(&tab->names, k, len) || !ints_push(&tab->offsets, (int64_t)tab->names.len)) return 0;
+    if (!ints_push(&t->alloc, o->alloc_off) || !ints_push(&t->alloc, o->alloc_len) ||
+        !ints_push(&t->requested, o->requested) || !ints_push(&t->allocated, allocated) ||
+        !ints_push(&t->dtype, o->dtype) || !ints_push(&t->create, start) || !ints_push(&t->unref, end) ||
+        !ints_push(&t->shape_offsets, (int64_t)shape_at) || !ints_push(&t->shape_offsets, shape_len))
+        return 0;
+    if ((size_t)(row + 1) * 2 >= tab->cap && !table_grow(tab)) return 0;
+    return 1;
+}
+
+static int64_t span_ok(int64_t off, int64_t len, Py_ssize_t size) {
+    return off >= 0 && len >= 0 && off + len <= size;
+}
+
+static PyObject *tensor_lifetimes(PyObject *self, PyObject *args) {
+    PyObject *obj, *nodes_obj, *consumer_obj;
+    if (!PyArg_ParseTuple(args, "OOO", &obj, &nodes_obj, &consumer_obj)) return NULL;
+    PyArrayObject *nodes = as_spans(nodes_obj), *consumer = as_column(consumer_obj, NPY_BOOL);
+    PyObject *result = NULL;
+    Tensors t;
+    memset(&t, 0, sizeof(t));
+    Ints uses = {0}; /* (inputs offset, length, consumer end) of nodes with inputs */
+    Outputs outputs = {0};
+    Bytes key = {0}; /* "name:index" */
+    Py_buffer view;
+    int have_view = 0;
+    if (!nodes || !consumer) goto done;
+    npy_intp n = PyArray_DIM(nodes, 0);
+    if (PyArray_DIM(consumer, 0) != n) {
+        PyErr_SetString(PyExc_ValueError, "columns of different lengths");
+        goto done;
+    }
+    if (get_buffer(obj, &view) < 0) goto done;
+    have_view = 1;
+    const uint8_t *base = view.buf;
+    const int64_t *ns = PyArray_DATA(nodes);
+    const npy_bool *cons = PyArray_DATA(consumer);
+    Py_ssize_t bad_at = -1;
+    int nomem = 0;
+    Output o;
+    memset(&o, 0, sizeof(o));
+    Py_BEGIN_ALLOW_THREADS
+    if (!table_grow(&t.table) || !ints_push(&t.table.offsets, 0)) nomem = 1;
+    /* Pass 1: every output of every node, in file order. */
+    for (npy_intp k = 0; k < n && !nomem && bad_at < 0; k++) {
+        Node node;
+        int r = read_node(base, ns + 2 * k, view.len, &node, &outputs, &bad_at);
+        if (r <= 0) {
+            nomem = r < 0;
+            break;
+        }
+        int64_t end = add_wrapping(node.start_us, node.rel_us);
+        for (size_t j = 0; j < outputs.len; j++) {
+            o.dtype = o.requested = o.allocated = o.alloc_len = 0;
+            o.alloc_off = -1;
+            o.unknown_rank = 0;
+            o.dims.len = 0;
+            r = read_output(outputs.items[j], base, &o);
+            if (r == 0) { bad_at = outputs.items[j].p - base; break; }
+            if (r < 0 || !store_output(&t, &key, node.name, (size_t)(node.name_end - node.name), (int64_t)j, &o,
+                                       node.start_us, end)) {
+                nomem = 1;
+                break;
+            }
+        }
+        const uint8_t *op, *op_end, *in, *in_end;
+        if (cons[k] && !is_recv(&node) && match_op_label(node.label, node.label_end, &op, &op_end, &in, &in_end) &&
+            in_end > in) {
+            if (!ints_push(&uses, in - base) || !ints_push(&uses, in_end - in) || !ints_push(&uses, end)) nomem = 1;
+        }
+    }
+    /* Pass 2: each input keeps its tensor alive to the consumer's end - 1. */
+    for (size_t u = 0; u + 2 < uses.len && !nomem && bad_at < 0; u += 3) {
+        const uint8_t *p = base + uses.p[u], *end = p + uses.p[u + 1];
+        int64_t last = add_wrapping(uses.p[u + 2], -1);
+        for (;;) {
+            const uint8_t *q = p; /* the next ", " (str.split) */
+            while (q + 1 < end && !(q[0] == ',' && q[1] == ' ')) q++;
+            if (q + 1 >= end) q = end;
+            int64_t row = table_find(&t.table, p, (size_t)(q - p), NULL, NULL);
+            if (row < 0) { /* Partitioning inserts Send/Recv: the data came from the original node. */
+                const uint8_t *cut = NULL;
+                for (const uint8_t *r = q - 2; r > p; r--)
+                    if (r[0] == '/' && r[1] == '_') { cut = r; break; }
+                if (cut) row = table_find(&t.table, p, (size_t)(cut - p), NULL, NULL);
+            }
+            if (row >= 0 && t.unref.p[row] < last) t.unref.p[row] = last;
+            if (q == end) break;
+            p = q + 2;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(o.dims.p);
+    if (nomem) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (bad_at >= 0) {
+        PyErr_Format(PyExc_ValueError, "malformed protobuf data at byte %zd", bad_at);
+        goto done;
+    }
+    npy_intp rows = (npy_intp)t.requested.len;
+    /* Shapes packed in row order. */
+    Bytes packed = {0};
+    Ints packed_offsets = {0};
+    int ok = ints_push(&packed_offsets, 0);
+    for (npy_intp r = 0; r < rows && ok; r++) {
+        ok = bytes_put(&packed, t.shapes.p + t.shape_offsets.p[2 * r], (size_t)t.shape_offsets.p[2 * r + 1]) &&
+             ints_push(&packed_offsets, (int64_t)packed.len);
+    }
+    if (ok) {
+        result = Py_BuildValue(
+            "(NNNNNNNNNN)", PyBytes_FromStringAndSize(t.table.names.p, (Py_ssize_t)t.table.names.len),
+            int_array(t.table.offsets.p, rows + 1, 0), int_array(t.alloc.p, rows, 1),
+            int_array(t.requested.p, rows, 0), int_array(t.allocated.p, rows, 0), int_array(t.dtype.p, rows, 0),
+            PyBytes_FromStringAndSize(packed.p, (Py_ssize_t)packed.len), int_array(packed_offsets.p, rows + 1, 0),
+            int_array(t.create.p, rows, 0), int_array(t.unref.p, rows, 0));
+    } else {
+        PyErr_NoMemory();
+    }
+    PyMem_RawFree(packed.p);
+    PyMem_RawFree(packed_offsets.p);
+done:
+    tensors_free(&t);
+    PyMem_RawFree(uses.p);
+    PyMem_RawFree(outputs.items);
+    PyMem_RawFree(key.p);
+    if (have_view) PyBuffer_Release(&view);
+    Py_XDECREF(nodes);
+    Py_XDECREF(consumer);
+    return result;
+}
+
+/* ---------------------------------------------------------------- tie order */
+
+typedef struct {
+    const char *name;
+    int64_t len, event;
+} TieKey;
+
+static int compare_ties(const void *a, const void *b) {
+    const TieKey *x = a, *y = b;
+    int64_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->name, y->name, (size_t)n); /* UTF-8 byte order is code point order */
+    if (c) return c;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return x->event < y->event ? -1 : x->event > y->event;
+}
+
+static PyObject *sort_ties(PyObject *self, PyObject *args) {
+    PyObject *order_obj, *time_obj, *delta_obj, *tensor_obj, *names_obj, *offsets_obj;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &order_obj, &time_obj, &delta_obj, &tensor_obj, &names_obj, &offsets_obj))
+        return NULL;
+    PyArrayObject *order = (PyArrayObject *)PyArray_FROMANY(order_obj, NPY_INT64, 1, 1,
+                                                            NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_WRITEABLE);
+    PyArrayObject *time = as_column(time_obj, NPY_INT64), *delta = as_column(delta_obj, NPY_INT64);
+    PyArrayObject *tensor = as_column(tensor_obj, NPY_INT64), *offsets = as_column(offsets_obj, NPY_INT64);
+    PyObject *result = NULL;
+    Py_buffer view;
+    int have_view = 0;
+    TieKey *keys = NULL;
+    if (!order || !time || !delta || !tensor || !offsets) goto done;
+    if ((PyObject *)order != order_obj) { /* a converted copy would be sorted in vain */
+        PyErr_SetString(PyExc_ValueError, "order must be a contiguous int64 array (sorted in place)");
+        goto done;
+    }
+    if (get_buffer(names_obj, &view) < 0) goto done;
+    have_view = 1;
+    npy_intp m = PyArray_DIM(order, 0), events = PyArray_DIM(time, 0), rows = PyArray_DIM(offsets, 0) - 1;
+    int64_t *ord = PyArray_DATA(order);
+    const int64_t *tm = PyArray_DATA(time), *dl = PyArray_DATA(delta), *tn = PyArray_DATA(tensor);
+    const int64_t *off = PyArray_DATA(offsets);
+    if (PyArray_DIM(delta, 0) != events || PyArray_DIM(tensor, 0) != events) {
+        PyErr_SetString(PyExc_ValueError, "columns of different lengths");
+        goto done;
+    }
+    for (npy_intp i = 0; i < m; i++) {
+        if (ord[i] < 0 || ord[i] >= events || tn[ord[i]] < 0 || tn[ord[i]] >= rows ||
+            off[tn[ord[i]] + 1] > view.len) {
+            PyErr_SetString(PyExc_ValueError, "index out of range");
+            goto done;
+        }
+    }
+    const char *blob = view.buf;
+    for (npy_intp a = 0; a < m;) {
+        npy_intp b = a + 1;
+        while (b < m && tm[ord[b]] == tm[ord[a]] && dl[ord[b]] == dl[ord[a]]) b++;
+        if (b - a > 1) {
+            TieKey *grown = PyMem_RawRealloc(keys, sizeof(TieKey) * (size_t)(b - a));
+            if (!grown) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            keys = grown;
+            for (npy_intp i = a; i < b; i++) {
+                int64_t t = tn[ord[i]];
+                keys[i - a] = (TieKey){blob + off[t], off[t + 1] - off[t], ord[i]};
+            }
+            qsort(keys, (size_t)(b - a), sizeof(TieKey), compare_ties);
+            for (npy_intp i = a; i < b; i++) ord[i] = keys[i - a].event;
+        }
+        a = b;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_RawFree(keys);
+    if (have_view) PyBuffer_Release(&view);
+    Py_XDECREF(order);
+    Py_XDECREF(time);
+    Py_XDECREF(delta);
+    Py_XDECREF(tensor);
+    Py_XDECREF(offsets);
+    return result;
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+/* Writers append at a cursor into room reserved for a row's worst case (at
+ * most 6 bytes of JSON per byte of text: "\u0001"), so they check no bounds. */
+
+static const char HEX[] = "0123456789abcdef";
+
+#define W_LITERAL(w, s) (memcpy((w), (s), sizeof(s) - 1), (w) + sizeof(s) - 1)
+
+/* One code point as json.dumps(ensure_ascii=True) writes it. */
+static char *w_escaped(char *w, uint32_t cp) {
+    switch (cp) {
+    case '"': return W_LITERAL(w, "\\\"");
+    case '\\': return W_LITERAL(w, "\\\\");
+    case '\n': return W_LITERAL(w, "\\n");
+    case '\r': return W_LITERAL(w, "\\r");
+    case '\t': return W_LITERAL(w, "\\t");
+    case '\b': return W_LITERAL(w, "\\b");
+    case '\f': return W_LITERAL(w, "\\f");
+    }
+    if (cp >= 0x20 && cp < 0x7f) {
+        *w++ = (char)cp;
+        return w;
+    }
+    if (cp >= 0x10000) { /* a surrogate pair */
+        uint32_t v = cp - 0x10000;
+        return w_escaped(w_escaped(w, 0xd800 | (v >> 10)), 0xdc00 | (v & 0x3ff));
+    }
+    w[0] = '\\';
+    w[1] = 'u';
+    w[2] = HEX[(cp >> 12) & 15];
+    w[3] = HEX[(cp >> 8) & 15];
+    w[4] = HEX[(cp >> 4) & 15];
+    w[5] = HEX[cp & 15];
+    return w + 6;
+}
+
+/* Length of the valid UTF-8 sequence at p (strict, as Python decodes), 0 if invalid. */
+static int utf8_sequence(const uint8_t *p, const uint8_t *end, uint32_t *cp) {
+    uint8_t c = p[0];
+    int n;
+    uint8_t lo = 0x80, hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) {
+        n = 2;
+        *cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        *cp = c & 0x0f;
+        if (c == 0xe0) lo = 0xa0;
+        if (c == 0xed) hi = 0x9f; /* no surrogates */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        *cp = c & 0x07;
+        if (c == 0xf0) lo = 0x90;
+        if (c == 0xf4) hi = 0x8f;
+    } else {
+        return 0;
+    }
+    if (end - p < n || p[1] < lo || p[1] > hi) return 0;
+    for (int i = 1; i < n; i++) {
+        if (i > 1 && (p[i] < 0x80 || p[i] > 0xbf)) return 0;
+        *cp = (*cp << 6) | (p[i] & 0x3f);
+    }
+    return n;
+}
+
+/* The JSON string (quoted) of bytes decoded as UTF-8; invalid sequences
+ * become U+FFFD as Python's "replace" makes them (needs the GIL). NULL on
+ * a Python error. Writes at most 6 * len + 2 bytes. */
+static char *w_string(char *w, const uint8_t *s, int64_t len) {
+    char *start = w;
+    const uint8_t *p = s, *end = s + len;
+    *w++ = '"';
+    while (p < end) {
+        uint8_t c = *p;
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+            *w++ = (char)c;
+            p++;
+            continue;
+        }
+        uint32_t cp = c;
+        int n = 1;
+        if (c >= 0x80 && !(n = utf8_sequence(p, end, &cp))) goto replace;
+        w = w_escaped(w, cp);
+        p += n;
+    }
+    *w++ = '"';
+    return w;
+replace:
+    w = start;
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)s, (Py_ssize_t)len, "replace");
+    if (!text) return NULL;
+    *w++ = '"';
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    for (Py_ssize_t i = 0; i < n; i++) w = w_escaped(w, PyUnicode_READ_CHAR(text, i));
+    Py_DECREF(text);
+    *w++ = '"';
+    return w;
+}
+
+/* One node's X event, as timeline.py writes it: GPU kernels are named by
+ * the node in their label, RecvTensor nodes' op is RecvTensor, other nodes
+ * list their label's inputs. Room: event_room(). NULL on a Python error. */
+static char *w_event(char *w, const Node *n, int kernel, int64_t pid, int64_t tid) {
+    const uint8_t *name = n->name, *name_end = n->name_end, *op = NULL, *op_end = NULL, *in = NULL, *in_end = NULL;
+    if (kernel) {
+        match_kernel_label(n->label, n->label_end, n->name, n->name_end, &name, &name_end, &op, &op_end);
+    } else if (is_recv(n)) {
+        op = name;
+        op_end = name_end;
+    } else if (!match_op_label(n->label, n->label_end, &op, &op_end, &in, &in_end)) {
+        op = NULL;
+    }
+    w = W_LITERAL(w, ",{\"ph\":\"X\",\"cat\":\"Op\",\"name\":");
+    char *op_json = w;
+    w = op ? w_string(w, op, op_end - op) : W_LITERAL(w, "\"unknown\"");
+    if (!w) return NULL;
+    size_t op_len = (size_t)(w - op_json);
+    w = W_LITERAL(w, ",\"pid\":");
+    w = w_int(w, pid);
+    w = W_LITERAL(w, ",\"tid\":");
+    w = w_int(w, tid);
+    w = W_LITERAL(w, ",\"ts\":");
+    w = w_int(w, n->start_us);
+    w = W_LITERAL(w, ",\"dur\":");
+    w = w_int(w, n->rel_us);
+    w = W_LITERAL(w, ",\"args\":{\"name\":");
+    if (!(w = w_string(w, name, name_end - name))) return NULL;
+    w = W_LITERAL(w, ",\"op\":");
+    memcpy(w, op_json, op_len); /* the op's JSON again */
+    w += op_len;
+    if (in && in_end > in) { /* "a, b" split at ", " as str.split does; an empty text has none */
+        const uint8_t *p = in;
+        for (int64_t i = 0;; i++) {
+            const uint8_t *q = p;
+            while (q + 1 < in_end && !(q[0] == ',' && q[1] == ' ')) q++;
+            if (q + 1 >= in_end) q = in_end;
+            w = W_LITERAL(w, ",\"input");
+            w = w_int(w, i);
+            w = W_LITERAL(w, "\":");
+            if (!(w = w_string(w, p, q - p))) return NULL;
+            if (q == in_end) break;
+            p = q + 2;
+        }
+    }
+    return W_LITERAL(w, "}}");
+}
+
+/* The most w_event writes: fixed text and four numbers, then the name, the
+ * op twice and the inputs (each from the label or the node name, 6 bytes
+ * of JSON per byte at most), a key per ", " of the inputs. */
+static size_t event_room(const Node *n) {
+    return 400 + 50 * (size_t)((n->name_end - n->name) + (n->label_end - n->label));
+}
+
+/* The bytes written, or NULL with an error set. */
+static PyObject *finish(Bytes *b, int ok) {
+    PyObject *out = NULL;
+    if (ok > 0) out = PyBytes_FromStringAndSize(b->p, (Py_ssize_t)b->len);
+    else if (ok == 0) PyErr_NoMemory();
+    PyMem_RawFree(b->p);
+    return out;
+}
+
+static PyObject *trace_events(PyObject *self, PyObject *args) {
+    PyObject *obj, *nodes_obj, *kernel_obj, *pid_obj, *tid_obj;
+    if (!PyArg_ParseTuple(args, "OOOOO", &obj, &nodes_obj, &kernel_obj, &pid_obj, &tid_obj)) return NULL;
+    PyArrayObject *nodes = as_spans(nodes_obj), *kernel = as_column(kernel_obj, NPY_BOOL);
+    PyArrayObject *pid = as_column(pid_obj, NPY_INT64), *tid = as_column(tid_obj, NPY_INT64);
+    PyObject *result = NULL;
+    Py_buffer view;
+    if (!nodes || !kernel || !pid || !tid) goto done;
+    npy_intp n = PyArray_DIM(nodes, 0);
+    if (PyArray_DIM(kernel, 0) != n || PyArray_DIM(pid, 0) != n || PyArray_DIM(tid, 0) != n) {
+        PyErr_SetString(PyExc_ValueError, "columns of different lengths");
+        goto done;
+    }
+    if (get_buffer(obj, &view) < 0) goto done;
+    const uint8_t *base = view.buf;
+    const int64_t *ns = PyArray_DATA(nodes), *pd = PyArray_DATA(pid), *td = PyArray_DATA(tid);
+    const npy_bool *kn = PyArray_DATA(kernel);
+    Bytes b = {0};
+    Py_ssize_t bad_at = -1;
+    int ok = bytes_reserve(&b, (size_t)n * 200);
+    for (npy_intp k = 0; k < n && ok > 0; k++) {
+        Node node;
+        if (!read_node(base, ns + 2 * k, view.len, &node, NULL, &bad_at)) break;
+        if (!(ok = bytes_reserve(&b, event_room(&node)))) break;
+        char *w = w_event(b.p + b.len, &node, kn[k], pd[k], td[k]);
+        if (!w) ok = -1;
+        else b.len = (size_t)(w - b.p);
+    }
+    PyBuffer_Release(&view);
+    if (bad_at >= 0) {
+        PyMem_RawFree(b.p);
+        PyErr_Format(PyExc_ValueError, "malformed protobuf data at byte %zd", bad_at);
+        goto done;
+    }
+    result = finish(&b, ok);
+done:
+    Py_XDECREF(nodes);
+    Py_XDECREF(kernel);
+    Py_XDECREF(pid);
+    Py_XDECREF(tid);
+    return result;
+}
+
+static PyObject *decode_spans(PyObject *self, PyObject *args) {
+    PyObject *obj, *spans_obj;
+    if (!PyArg_ParseTuple(args, "OO", &obj, &spans_obj)) return NULL;
+    PyArrayObject *spans = as_spans(spans_obj);
+    if (!spans) return NULL;
+    Py_buffer view;
+    if (get_buffer(obj, &view) < 0) {
+        Py_DECREF(spans);
+        return NULL;
+    }
+    npy_intp n = PyArray_DIM(spans, 0);
+    const int64_t *sp = PyArray_DATA(spans);
+    PyObject *out = PyList_New(n);
+    for (npy_intp k = 0; out && k < n; k++) {
+        PyObject *s = span_ok(sp[2 * k], sp[2 * k + 1], view.len)
+                          ? PyUnicode_DecodeUTF8((const char *)view.buf + sp[2 * k], sp[2 * k + 1], "replace")
+                          : PyUnicode_FromStringAndSize("", 0);
+        if (!s) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, k, s);
+    }
+    PyBuffer_Release(&view);
+    Py_DECREF(spans);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"tensor_lifetimes", tensor_lifetimes, METH_VARARGS,
+     "tensor_lifetimes(buf, node_spans, consumer) -> (names, name_offsets, "
+     "allocator_spans, requested, allocated, dtype, shapes, shape_offsets, create_us, last_unref_us)"},
+    {"sort_ties", sort_ties, METH_VARARGS,
+     "sort_ties(order, time, delta, tensor, names, name_offsets): runs of equal (time, delta) by name, in place"},
+    {"trace_events", trace_events, METH_VARARGS,
+     "trace_events(buf, node_spans, kernel, pid, tid) -> bytes of ',{\"ph\":\"X\",...}' rows"},
+    {"decode_spans", decode_spans, METH_VARARGS, "decode_spans(buf, spans) -> list of str (errors replaced)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_stepstats",
+                                    "timeline.py's memory analysis and Chrome trace rows over StepStats columns.", -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit__stepstats(void) {
+    import_array();
+    return PyModule_Create(&module);
+}
