@@ -29,16 +29,16 @@ HEAP_COLOR = QColor(30, 136, 229)
 FREE_COLOR = QColor(67, 160, 71)
 FRAG_COLOR = QColor(142, 36, 170)
 PEAK_COLOR = QColor(229, 57, 53)
-SERIES_COLORS = {"fragmentation": FRAG_COLOR, "in_use": HEAP_COLOR, "stack": STACK_COLOR, "free": FREE_COLOR}
-# Pixel codes of the canvas: 0 the background, 1-2 the number of areas over
-# it (heap, then stack on it; 3 stands for the stack's area alone), 4-7 a
-# line (drawn in this order, so free memory's dashes end on top), 8-9 the
-# fragmentation line under one or two areas (its axis lies behind the
-# others, as its own ViewBox did); plus 16 times the grid level over it.
-HEAP_AREA, BOTH_AREAS, STACK_AREA = 1, 2, 3
-LINE_ORDER = ("fragmentation", "in_use", "stack", "free")
-LINE_CODES = {name: 4 + k for k, name in enumerate(LINE_ORDER)}
-FRAG_UNDER = np.array([4, 8, 9, 9], np.uint8)  # the fragmentation line's code by the areas over it
+LINE_COLORS = {"fragmentation": FRAG_COLOR, "in_use": HEAP_COLOR, "stack": STACK_COLOR, "free": FREE_COLOR}
+# Pixel codes of the canvas (a colour table maps them): 0 the background,
+# 1-2 the number of areas over it (heap, then stack on it; 1 is the stack's
+# when the heap is hidden); 4 + that for the fragmentation line under them
+# (its axis lies behind the others, as its own ViewBox did); 8-10 a line on
+# top, drawn in this order (free memory's dashes end on top); plus 16 times
+# the grid level over the pixel.
+HEAP_AREA, BOTH_AREAS = 1, 2
+FRAG_LINE = 4
+LINE_CODES = {"in_use": 8, "stack": 9, "free": 10}
 GRID_ALPHA = 51  # as pyqtgraph's showGrid(alpha=0.2)
 
 
@@ -120,7 +120,8 @@ class PeakPyramid:
     """
 
     def __init__(self, columns: np.ndarray):
-        v = np.nan_to_num(np.asarray(columns, np.float32), nan=0.0)  # NaN would poison every level above it
+        """columns: samples x series (or one series), without NaN."""
+        v = np.asarray(columns, np.float32)
         self.leaves = v[:, None] if v.ndim == 1 else v
         n, width = self.leaves.shape
         sizes = [n >> j for j in range(1, max(n.bit_length(), 1))]
@@ -129,13 +130,15 @@ class PeakPyramid:
         # minimum give both; the last row (+inf) stands for "no block".
         self.blocks = np.empty((sum(sizes) + 1, 2, width), np.float32)
         self.blocks[-1] = np.inf
-        lo, hi = self.leaves, self.leaves
-        for j, size in enumerate(sizes, 1):
-            out = self.blocks[self.offsets[j]:self.offsets[j] + size]
-            np.minimum(lo[:2 * size:2], lo[1:2 * size:2], out=out[:, 0])
-            np.maximum(hi[:2 * size:2], hi[1:2 * size:2], out=out[:, 1])
-            lo, hi = out[:, 0], out[:, 1]
-        np.negative(self.blocks[:-1, 1], out=self.blocks[:-1, 1])  # after the levels: each was built from the one below
+        if not sizes:
+            return
+        level = self.blocks[:sizes[0]]
+        np.minimum(self.leaves[:2 * sizes[0]:2], self.leaves[1:2 * sizes[0]:2], out=level[:, 0])
+        np.maximum(self.leaves[:2 * sizes[0]:2], self.leaves[1:2 * sizes[0]:2], out=level[:, 1])
+        np.negative(level[:, 1], out=level[:, 1])
+        for j, size in enumerate(sizes[1:], 2):  # -max(a, b) = min(-a, -b): one ufunc for both halves
+            below, level = level, self.blocks[self.offsets[j]:self.offsets[j] + size]
+            np.minimum(below[:2 * size:2], below[1:2 * size:2], out=level)
 
     def __len__(self) -> int:
         return len(self.leaves)
@@ -187,17 +190,19 @@ class PlotSeries:
 def plot_series(profile: AllocatorProfile) -> PlotSeries:
     tl = profile.timeline
     names = ["in_use", "fragmentation"]
-    columns = [(tl.stack + tl.heap).astype(np.float32), tl.fragmentation * np.float32(100)]
     if tl.stack.any():  # most allocators never reserve stack: no empty area
         names.append("stack")
-        columns.append(tl.stack)
     if tl.free.any():
         names.append("free")
-        columns.append(tl.free)
-    stacked = np.empty((len(tl), len(columns)), np.float32)
-    for k, c in enumerate(columns):
-        stacked[:, k] = c
-    return PlotSeries(time_ps=tl.time_ps, names=names, pyramid=PeakPyramid(stacked))
+    # Written straight into the pyramid's float32 rows (5M snapshots: no temporary 40 MB columns).
+    columns = np.empty((len(tl), len(names)), np.float32)
+    np.add(tl.stack, tl.heap, out=columns[:, 0], casting="unsafe")
+    frag = columns[:, 1]
+    np.multiply(tl.fragmentation, 100, out=frag, casting="unsafe")
+    np.copyto(frag, 0, where=np.isnan(frag))  # a NaN would poison every level above it
+    for k, name in enumerate(names[2:], 2):
+        columns[:, k] = getattr(tl, name)
+    return PlotSeries(time_ps=tl.time_ps, names=names, pyramid=PeakPyramid(columns))
 
 
 def prepare_series(data: MemoryProfileData | None, task: TaskState | None = None) -> dict[str, PlotSeries]:
@@ -261,9 +266,9 @@ class SeriesCanvas(pg.GraphicsObject):
 
     def render(self, w: int, h: int, x0: float, x1: float, y0: float, y1: float) -> np.ndarray:
         """RGB32 pixels (h x w) of the data area for the view x0..x1, y0..y1:
-        a code per pixel (see HEAP_AREA), then its colour
-        from a table. The areas are whole-array uint8 operations; the lines,
-        a few pixels per column, are written at their flat indices."""
+        a code per pixel (see HEAP_AREA), then its colour from a table. The
+        areas are whole-array uint8 operations; the lines, usually a few
+        pixels per column, are written at their flat indices."""
         plot = self.plot
         if self._rows is None or len(self._rows) != h:
             self._rows = np.arange(h, dtype=np.int16)[:, None]
@@ -291,15 +296,26 @@ class SeriesCanvas(pg.GraphicsObject):
             if code is None:
                 code = np.zeros((h, w), np.uint8)
             flat = code.reshape(-1)
-            for name in LINE_ORDER:  # the later line wins
-                if name in spans:
-                    pixels, along = _span_pixels(*spans[name], w, h)
-                    if name == "fragmentation":
-                        flat[pixels] = FRAG_UNDER[flat[pixels]]
-                        continue
-                    if name == "free":  # Qt's DashLine: 4 on, 2 off along the line
-                        pixels = pixels[along % 6 < 4]
-                    flat[pixels] = LINE_CODES[name]
+            for name in ("fragmentation", "in_use", "stack", "free"):  # the later line wins
+                if name not in spans:
+                    continue
+                top, bottom = spans[name]
+                value = FRAG_LINE if name == "fragmentation" else LINE_CODES[name]
+                if name != "free" and int(np.maximum(bottom - top + 1, 0).sum()) > h * w // 8:
+                    # Tall runs (noise at a wide zoom): whole-array operations are cheaper.
+                    on = ((self._rows >= top) & (self._rows <= bottom)).view(np.uint8)
+                    if value == FRAG_LINE:
+                        code += on * np.uint8(FRAG_LINE)
+                    else:
+                        np.maximum(code, on * np.uint8(value), out=code)
+                    continue
+                pixels, along = _span_pixels(top, bottom, w, h)
+                if name == "free":  # Qt's DashLine: 4 on, 2 off along the line
+                    pixels = pixels[along % 6 < 4]
+                if value == FRAG_LINE:
+                    flat[pixels] += np.uint8(FRAG_LINE)
+                else:
+                    flat[pixels] = value
         if code is None:
             code = np.zeros((h, w), np.uint8)
         alphas = self._grid(code, x0, x1, y0, y1)
@@ -337,21 +353,20 @@ def _descendants(item) -> list:
 
 
 def _lut_colors(scheme: Scheme, heap_fill: QColor, stack_fill: QColor, lines: dict[str, QColor]):
-    """RGB of each pixel code without grid (16 x 3), and two more colours."""
+    """RGB of each pixel code without grid (16 x 3), the grid's colour, and the
+    two codes that change when the heap is hidden (codes, their colours then)."""
     rgb = lambda c: np.array([c.red(), c.green(), c.blue()], np.float64)  # noqa: E731
     over = lambda c, under: under + (rgb(c) - under) * (c.alpha() / 255)  # noqa: E731
-    bg = rgb(scheme.base)
-    base = np.repeat(bg[None], 16, axis=0)
-    base[HEAP_AREA] = over(heap_fill, bg)
-    base[BOTH_AREAS] = over(stack_fill, base[HEAP_AREA])
-    base[STACK_AREA] = over(stack_fill, bg)
+    base = np.repeat(rgb(scheme.base)[None], 16, axis=0)
+    for under in (0, FRAG_LINE):
+        if under:
+            base[under] = rgb(lines["fragmentation"])
+        base[under + HEAP_AREA] = over(heap_fill, base[under])
+        base[under + BOTH_AREAS] = over(stack_fill, base[under + HEAP_AREA])
     for name, code in LINE_CODES.items():
         base[code] = rgb(lines[name])
-    frag = base[LINE_CODES["fragmentation"]]
-    base[FRAG_UNDER[HEAP_AREA]] = over(heap_fill, frag)
-    base[FRAG_UNDER[BOTH_AREAS]] = over(stack_fill, over(heap_fill, frag))
-    # the grid's colour (style_plot's axes), and the fragmentation line under the stack alone
-    return base, rgb(scheme.shade(0.41)), over(stack_fill, frag)
+    alone = [HEAP_AREA, FRAG_LINE + HEAP_AREA]
+    return base, rgb(scheme.shade(0.41)), (alone, [over(stack_fill, base[c - HEAP_AREA]) for c in alone])
 
 
 def _columns(time_ps: np.ndarray, x0: float, x1: float, w: int):
@@ -480,7 +495,7 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.moment_line.setPen(pg.mkPen(scheme.shade(0.76), width=1.5))
         self.hover_line.setPen(pg.mkPen(scheme.shade(0.41), style=Qt.DotLine))
         self._lut_colors = _lut_colors(scheme, fills[self.heap_curve], fills[self.stack_curve],
-                                       {name: scheme.data(c) for name, c in SERIES_COLORS.items()})
+                                       {name: scheme.data(c) for name, c in LINE_COLORS.items()})
         self._changed()
 
     def _changed(self) -> None:
@@ -507,11 +522,10 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
     def lut(self, alphas: list[float]) -> np.ndarray:
         """ARGB colour of each pixel code (see SeriesCanvas.render): its series
         colour, blended with the grid level's alpha above it."""
-        base, grid, _ = self._lut_colors
+        base, grid, (alone, stack_alone) = self._lut_colors
         if not self.heap_curve.isVisible():  # the one area drawn is the stack's
             base = base.copy()
-            base[HEAP_AREA] = base[STACK_AREA]
-            base[FRAG_UNDER[HEAP_AREA]] = self._lut_colors[2]
+            base[alone] = stack_alone
         out = np.repeat(base[None], 16, axis=0)  # [grid level, code, rgb]
         for level, alpha in enumerate(alphas, 1):
             a = alpha / 255
