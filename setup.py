@@ -1,5 +1,6 @@
 """Builds the C extensions (models._protowire, models._tfrecord, models._lanes, models._nesting,
-models.formats._labels, models.formats._logscan, models._jsonrows); everything else is in pyproject.toml."""
+models.formats._labels, models.formats._logscan, models._jsonrows,
+models.formats._memory_json); everything else is in pyproject.toml."""
 
 import numpy
 from setuptools import Extension, setup
@@ -36,6 +37,12 @@ setup(
         Extension(
             "models.formats._logscan",
             ["models/formats/_logscan.c"],
+            include_dirs=[numpy.get_include()],
+            extra_compile_args=["-O2"],
+        ),
+        Extension(
+            "models.formats._memory_json",
+            ["models/formats/_memory_json.c"],
             include_dirs=[numpy.get_include()],
             extra_compile_args=["-O2"],
         ),

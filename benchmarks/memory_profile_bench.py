@@ -1,20 +1,29 @@
 """Memory profile benchmark: a generated MemoryProfile with N snapshots.
 
-    python benchmarks/memory_profile_bench.py [--snapshots 1000000]
+    python benchmarks/memory_profile_bench.py [--snapshots 1000000] [--json-mb 120] [--skip-json]
+    python benchmarks/memory_profile_bench.py --json-only [--json-mb 120]
 
 Prints, each against a baseline measured in the same run:
 - open + analysis of the binary file vs a bare protobuf parse of it;
-- open + analysis of the JSON file vs a bare json.loads;
 - active allocations at arbitrary moments;
 - plot redraw per frame while zooming (offscreen);
-- peak memory (max RSS) of each open, in a fresh process.
+- peak memory (max RSS) of each open, in a fresh process;
+- JSON files of about --json-mb MB (XProf's form of a generated profile, plain and gzipped, and
+  a short run of snapshots repeated, gzipped ~100x, like the issue's highly compressed file): the reader
+  alone (the C pass, then open + analysis, in this process), and whole fresh processes that open
+  the file (load_memory_profile) or run `profscope export --tool memory_profile` (wall time, CPU
+  time and peak RSS), against a bare json.loads (target: open < 3 s and < 600 MB for 120 MB).
+  CPU times are the steadier numbers on a busy machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -94,13 +103,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--snapshots", type=int, default=1_000_000)
     parser.add_argument("--skip-json", action="store_true")
+    parser.add_argument("--json-only", action="store_true", help="only the JSON measurements")
+    parser.add_argument("--json-mb", type=float, default=120, help="size of the generated JSON files")
+    parser.add_argument("--json-dir", type=Path, help="keep the JSON files here (and reuse them when present)")
     parser.add_argument("--keep", type=Path, help="also write the binary file here")
     args = parser.parse_args()
     from models.formats.memory_profile_file import load_memory_profile, parse_memory_profile
-    from models.memory_profile import to_xprof_json
 
     work = Path(tempfile.mkdtemp(prefix="profscope-bench-"))
-    pb_path, json_path = work / "bench.memory_profile.pb", work / "bench.memory_profile.json"
+    if args.json_only:
+        json_bench(work, args.json_mb, args.json_dir)
+        shutil.rmtree(work)
+        return
+    pb_path = work / "bench.memory_profile.pb"
     t = time.perf_counter()
     generate(args.snapshots, pb_path)
     print(f"generated {args.snapshots:,} snapshots: {pb_path.stat().st_size / 1e6:.0f} MB binary ({time.perf_counter() - t:.1f} s)")
@@ -127,23 +142,110 @@ def main() -> None:
     fresh.allocations_at(0)
     print(f"  first moment (pairs every allocation with its free, once): {(time.perf_counter() - t) * 1000:.0f} ms")
 
-    if not args.skip_json:
-        json_path.write_text(json.dumps(to_xprof_json(profile)))
-        text = json_path.read_bytes()
-        bare_json, _ = timed(lambda: json.loads(json_path.read_bytes()), repeat=1)
-        ours_json, _ = timed(lambda: load_memory_profile(json_path), repeat=1)
-        print(f"JSON ({len(text) / 1e6:.0f} MB): bare read + json.loads {bare_json * 1000:.0f} ms; Profscope open + analysis "
-              f"{ours_json * 1000:.0f} ms = {ours_json / bare_json:.2f}x")
-
     redraw(a)
     size = pb_path.stat().st_size / 2**20
     bare_rss = peak_rss_mib(f"from protos import memory_profile_pb2 as m; m.MemoryProfile.FromString(open({str(pb_path)!r},'rb').read())")
     ours_rss = peak_rss_mib(f"from models.formats.memory_profile_file import load_memory_profile as f; f({str(pb_path)!r})")
     print(f"peak memory (max RSS, fresh process): bare parse {bare_rss:.0f} MiB, Profscope open {ours_rss:.0f} MiB "
           f"(file {size:.0f} MiB)")
-    for p in work.iterdir():
-        p.unlink()
-    work.rmdir()
+    if not args.skip_json:
+        json_bench(work, args.json_mb, args.json_dir)
+    shutil.rmtree(work)
+
+
+def realistic_json(path: Path, megabytes: float) -> None:
+    """XProf's JSON (camelCase, int64 as strings) of a generated profile of about `megabytes`."""
+    from models.formats.memory_profile_file import load_memory_profile
+    from models.memory_profile import to_xprof_json
+
+    pb = path.with_suffix(".pb")
+    generate(2000, pb)
+    per_snapshot = len(json.dumps(to_xprof_json(load_memory_profile(pb)))) / 2000
+    generate(int(megabytes * 1e6 / per_snapshot), pb)
+    path.write_text(json.dumps(to_xprof_json(load_memory_profile(pb))))
+    pb.unlink()
+
+
+def repeated_json(path: Path, megabytes: float) -> None:
+    """A few snapshots repeated (each copy a few KB, inside gzip's 32 KB window): gzip packs it ~100x."""
+    ops = ["model/dense/MatMul", "model/dense/Relu", "gradient_tape/model/dense/MatMul_1"]
+    unit = []
+    for i in range(6):
+        alloc = i % 2 == 0
+        unit.append({
+            "timeOffsetPs": str(1000 + i),
+            "aggregationStats": {"stackReservedBytes": "0", "heapAllocatedBytes": str(4096 * (1 + alloc)),
+                                 "freeMemoryBytes": "68719476736", "fragmentation": 0.25, "peakBytesInUse": "8192"},
+            "activityMetadata": {"memoryActivity": "ALLOCATION" if alloc else "DEALLOCATION", "requestedBytes": "4000",
+                                 "allocationBytes": "4096", "address": str(140000000000 + 4096 * (i // 2)),
+                                 "tfOpName": ops[i % 3], "stepId": "1", "regionType": "output", "dataType": "float",
+                                 "tensorShape": "[32,32]"}})
+    block = ",".join(json.dumps(s, separators=(",", ":")) for s in unit)
+    copies = max(int(megabytes * 1e6 / (len(block) + 1)), 1)
+    with open(path, "w") as f:
+        f.write('{"memoryProfilePerAllocator":{"GPU_0_bfc":{"memoryProfileSnapshots":[')
+        f.write(",".join([block] * copies))
+        f.write(']}},"numHosts":1,"memoryIds":["GPU_0_bfc"],"version":0}')
+
+
+def process(code: str) -> tuple[float, float, float]:
+    """Wall time (s), CPU time (s, user + system) and peak RSS (MiB) of a fresh Python running `code`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    rss = peak_rss_mib(code)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, rss
+
+
+def json_bench(work: Path, megabytes: float, folder: Path | None = None) -> None:
+    from models.formats import _memory_json
+    from models.formats.memory_profile_file import load_memory_profile
+
+    folder = folder or work
+    folder.mkdir(parents=True, exist_ok=True)
+    real, repeated = folder / "real.memory_profile.json", folder / "repeated.memory_profile.json"
+    cases = [real, real.with_name(real.name + ".gz"), repeated.with_name(repeated.name + ".gz")]
+    if not all(p.exists() for p in cases):
+        t = time.perf_counter()
+        realistic_json(real, megabytes)
+        repeated_json(repeated, megabytes)
+        for p in (real, repeated):
+            with open(p, "rb") as f, gzip.open(str(p) + ".gz", "wb", compresslevel=6) as g:
+                shutil.copyfileobj(f, g)
+        repeated.unlink()  # the issue's case is the gzip
+        print(f"generated JSON files in {time.perf_counter() - t:.1f} s")
+    for path in cases:
+        gz = path.suffix == ".gz"
+        data = gzip.decompress(path.read_bytes()) if gz else path.read_bytes()
+        name = "repeated" if "repeated" in path.name else "XProf-like"
+        print(f"\nJSON {name} {path.name}: {len(data) / 1e6:.0f} MB" + (f" (gzip {path.stat().st_size / 1e3:,.0f} KB)" if gz else ""))
+        _, cpu = best_wall_cpu(lambda: _memory_json.read(data, 64))
+        print(f"  reader alone: the C pass {cpu * 1000:.0f} ms CPU ({len(data) / 1e6 / cpu:.0f} MB/s)", end="")
+        data = None  # not held during the measurements below
+        wall, cpu = best_wall_cpu(lambda: load_memory_profile(path))
+        print(f"; open + analysis (read, inflate, parse, summary, peak table) {wall * 1000:.0f} ms ({cpu * 1000:.0f} ms CPU)")
+        src = repr(str(path))
+        bare = process(f"import json, gzip; d = open({src}, 'rb').read(); json.loads(gzip.decompress(d) if {gz} else d)")
+        opened = process(f"from models.formats.memory_profile_file import load_memory_profile; load_memory_profile({src})")
+        export = process(f"from viewer.cli import main; assert main(['export', {src}, '--tool', 'memory_profile', "
+                         f"'-o', {str(work / 'out.json')!r}]) == 0")
+        ok = lambda w, c, r: "ok" if w < 3 and r < 600 else "MISSED"
+        show = lambda w, c, r: f"{w:.2f} s ({c:.2f} s CPU) / {r:.0f} MiB"
+        print(f"  whole process, fresh (wall (CPU) / peak RSS): bare json.loads {show(*bare)}; open (load_memory_profile) "
+              f"{show(*opened)} [{ok(*opened)}: < 3 s, < 600 MB]; `profscope export --tool memory_profile` {show(*export)} "
+              f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+
+
+def best_wall_cpu(fn, repeat=3) -> tuple[float, float]:
+    """Best wall and best CPU time (s) of `repeat` runs (CPU time is steadier on a busy machine)."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        w, c = time.perf_counter(), time.process_time()
+        fn()
+        walls.append(time.perf_counter() - w)
+        cpus.append(time.process_time() - c)
+    return min(walls), min(cpus)
 
 
 def redraw(allocator) -> None:

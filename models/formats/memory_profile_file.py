@@ -7,11 +7,25 @@ Two kinds of files exist. Older ones hold every snapshot in
 snapshots its peak table references and puts at most 1,000 snapshots, sampled
 with a max filter, in `sampled_timeline_snapshots`. The timeline is the
 sampled list when present; it is complete when XProf did not need to sample.
+
+JSON is read by the C extension _memory_json in one pass, straight into the
+snapshot columns (json.loads built an object per value, 2.3 GB at the peak
+for a 120 MB file, and recursed once per nesting level). It takes what
+json.loads and the Python reading before it took from real files: camelCase
+or snake_case names, int64 as numbers (fractions truncated) or text of
+digits, enums by name or number, doubles also as "NaN"/"Infinity" text, null
+as the default, unknown fields skipped. Refused, each with a ProfileError
+naming the file, the field's path and the line: a value of the wrong JSON
+type (a boolean, list or object for a number, a number for text, ...), an
+integer outside int64 (uint64 for addresses), a field given twice (the same
+key, or camelCase and snake_case; protobuf's parser refuses repeated keys,
+json.loads kept the last), nesting deeper than PROFSCOPE_MAX_JSON_DEPTH (64;
+a MemoryProfile needs 6).
 """
 
 from __future__ import annotations
 
-import json
+import os
 import re
 from pathlib import Path
 
@@ -19,7 +33,8 @@ import numpy as np
 
 from models import _protowire as wire
 from models.files import read_bytes
-from models.memory_profile import (ACTIVITY_NAMES, ALLOCATION, DEALLOCATION, STRING_COLUMNS, XPROF_TIMELINE_POINTS, AllocationRows, AllocatorProfile,
+from models.formats import _memory_json
+from models.memory_profile import (ALLOCATION, DEALLOCATION, XPROF_TIMELINE_POINTS, AllocationRows, AllocatorProfile,
                                    MemoryProfileData, MemorySummary, Metadata, Snapshots, merge_rows, summarize,
                                    xprof_peak_rows)
 from models.registry import MEMORY_PROFILE, Format, strip_suffix
@@ -29,6 +44,11 @@ from models.task import ProfileError, TaskState
 SESSION_SUFFIXES = (".memory_profile.json.gz", ".memory_profile.json", ".memory_profile.pb")
 # A MemoryProfile opened directly may have any name ending in these.
 LONE_SUFFIXES = (".json.gz", ".json", ".pb", ".pb.gz")
+# JSON nesting allowed by default (PROFSCOPE_MAX_JSON_DEPTH), and what a
+# MemoryProfile itself needs: profile > allocators > allocator > snapshots >
+# snapshot > stats.
+MAX_JSON_DEPTH = 64
+MEMORY_PROFILE_DEPTH = 6
 
 
 def load_memory_profile(path: Path, host: str = "", task: TaskState | None = None) -> MemoryProfileData:
@@ -210,105 +230,58 @@ def _metadata_dicts(data: bytes, spans: np.ndarray) -> list[dict]:
     ]
 
 
-def _field(d: dict, camel: str, snake: str, default=None):
-    if camel in d:
-        return d[camel]
-    return d.get(snake, default)
-
-
-def _int(v) -> int:
-    if v is None:
-        return 0
-    if isinstance(v, bool):
-        raise TypeError("expected a number, got a boolean")
-    return int(v)
-
-
-def _activity(v) -> int:
-    if isinstance(v, str) and not v.lstrip("-").isdigit():
-        try:
-            return ACTIVITY_NAMES.index(v)
-        except ValueError:
-            raise ValueError(f"unknown memory activity {v!r}") from None
-    return _int(v)
-
-
-def _from_json(data: bytes, name: str, task: TaskState) -> dict:
+def max_json_depth() -> int:
+    """How deeply a JSON MemoryProfile may nest (PROFSCOPE_MAX_JSON_DEPTH)."""
     try:
-        doc = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ProfileError(f"{name}: invalid JSON ({e}); the file may be truncated") from None
-    if not isinstance(doc, dict) or not ({"memoryProfilePerAllocator", "memory_profile_per_allocator", "memoryIds", "memory_ids"} & doc.keys()):
-        raise ProfileError(f"{name}: this JSON is not a MemoryProfile (no memoryProfilePerAllocator)")
-    try:
-        per = _field(doc, "memoryProfilePerAllocator", "memory_profile_per_allocator", {}) or {}
-        if not isinstance(per, dict):
-            raise TypeError("memoryProfilePerAllocator is not an object")
-        allocators = {}
-        for i, (key, value) in enumerate(per.items()):
-            task.report(0.5 + 0.3 * i / max(len(per), 1), "Decoding snapshots")
-            allocators[str(key)] = _allocator_from_json(value or {})
-        return {"allocators": allocators, "num_hosts": _int(_field(doc, "numHosts", "num_hosts", 0)),
-                "version": _int(doc.get("version", 0))}
-    except (TypeError, ValueError, AttributeError, KeyError, OverflowError) as e:
-        raise ProfileError(f"{name}: not a valid MemoryProfile: {e}") from None
+        value = int(os.environ.get("PROFSCOPE_MAX_JSON_DEPTH", MAX_JSON_DEPTH))
+    except ValueError:
+        return MAX_JSON_DEPTH
+    # the reader's stack is one byte per level, on the heap
+    return min(max(value, 1), 1 << 24)
 
 
-def _allocator_from_json(d: dict) -> dict:
-    summary = _field(d, "profileSummary", "profile_summary")
-    sampled = _field(d, "sampledTimelineSnapshots", "sampled_timeline_snapshots")
-    result = {
-        "snapshots": _snapshots_from_json(_field(d, "memoryProfileSnapshots", "memory_profile_snapshots", []) or []),
-        "sampled": _snapshots_from_json(sampled) if sampled else None,
-        "summary": None,
-        "special": [Metadata(**_metadata_from_json(m)) for m in _field(d, "specialAllocations", "special_allocations", []) or []],
-        "active": [(_int(_field(a, "snapshotIndex", "snapshot_index", 0)), _int(_field(a, "specialIndex", "special_index", 0)),
-                    _int(_field(a, "numOccurrences", "num_occurrences", 0)))
-                   for a in _field(d, "activeAllocations", "active_allocations", []) or []],
-    }
-    if summary:
-        stats = _field(summary, "peakStats", "peak_stats", {}) or {}
-        s = _stats_from_json(stats)
-        result["summary"] = MemorySummary(
-            0, 0, _int(_field(summary, "memoryCapacity", "memory_capacity")),
-            _int(_field(summary, "peakBytesUsageLifetime", "peak_bytes_usage_lifetime")),
-            _int(_field(summary, "peakStatsTimePs", "peak_stats_time_ps")), s[0], s[1], s[2], s[3])
-    return result
+def _from_json(data, name: str, task: TaskState) -> dict:
+    """One pass of _memory_json over the document: snapshot fields straight
+    into shared columns, each list a slice of them with its own strings."""
+    task.report(0.5, "Decoding snapshots")
+    limit = max_json_depth()
+    r = _memory_json.read(data, limit)
+    if "error" in r:
+        raise _json_error(r, data, name, limit)
+    task.report(0.8, "Decoding snapshots")
+    cols = r["columns"]
+    allocators = {}
+    for key, snapshots, sampled, summary, special, active in r["allocators"]:
+        allocators[key] = {
+            "snapshots": _snapshots_from_columns(cols, *snapshots),
+            "sampled": _snapshots_from_columns(cols, *sampled) if sampled[1] > sampled[0] else None,
+            "summary": MemorySummary(0, 0, *summary) if summary else None,
+            "special": [Metadata(*m) for m in special], "active": active}
+    return {"allocators": allocators, "num_hosts": r["num_hosts"], "version": r["version"]}
 
 
-def _stats_from_json(a: dict) -> tuple:
-    return (_int(_field(a, "stackReservedBytes", "stack_reserved_bytes")), _int(_field(a, "heapAllocatedBytes", "heap_allocated_bytes")),
-            _int(_field(a, "freeMemoryBytes", "free_memory_bytes")), float(a.get("fragmentation", 0) or 0),
-            _int(_field(a, "peakBytesInUse", "peak_bytes_in_use")))
+def _snapshots_from_columns(cols: dict, first: int, end: int, strings: list[str]) -> Snapshots:
+    return Snapshots(strings=strings, **{k: v[first:end] for k, v in cols.items()})
 
 
-def _metadata_from_json(m: dict) -> dict:
-    return {"activity": _activity(_field(m, "memoryActivity", "memory_activity", 0)),
-            "requested": _int(_field(m, "requestedBytes", "requested_bytes")),
-            "allocation": _int(_field(m, "allocationBytes", "allocation_bytes")),
-            "address": _int(m.get("address", 0)), "op": str(_field(m, "tfOpName", "tf_op_name", "") or ""),
-            "step": _int(_field(m, "stepId", "step_id")), "region": str(_field(m, "regionType", "region_type", "") or ""),
-            "dtype": str(_field(m, "dataType", "data_type", "") or ""), "shape": str(_field(m, "tensorShape", "tensor_shape", "") or "")}
-
-
-def _snapshots_from_json(items: list) -> Snapshots:
-    if not isinstance(items, list):
-        raise TypeError("snapshots are not a list")
-    n = len(items)
-    stats = [_stats_from_json(_field(s, "aggregationStats", "aggregation_stats", {}) or {}) for s in items]
-    metas = [_metadata_from_json(_field(s, "activityMetadata", "activity_metadata", {}) or {}) for s in items]
-    index_of = {"": 0}
-    col = lambda values, dtype=np.int64: np.fromiter(values, dtype, count=n)
-    ids = {name: col((index_of.setdefault(m[key], len(index_of)) for m in metas), np.int32)
-           for name, key in zip(STRING_COLUMNS, ("op", "region", "dtype", "shape"))}
-    return Snapshots(
-        time_ps=col(_int(_field(s, "timeOffsetPs", "time_offset_ps")) for s in items),
-        stack=col(s[0] for s in stats), heap=col(s[1] for s in stats), free=col(s[2] for s in stats),
-        fragmentation=col((s[3] for s in stats), np.float64), peak_in_use=col(s[4] for s in stats),
-        activity=col(m["activity"] for m in metas), requested=col(m["requested"] for m in metas),
-        allocation=col(m["allocation"] for m in metas), address=col((m["address"] for m in metas), np.uint64),
-        step=col(m["step"] for m in metas), strings=list(index_of), **ids,
-    )
+def _json_error(r: dict, data, name: str, limit: int) -> ProfileError:
+    where = f"line {r['line']}, column {r['column']} (byte {r['offset']})"
+    kind = r["error"]
+    if kind == "syntax":
+        hint = "; the file may be truncated" if r["offset"] >= len(data) else ""
+        return ProfileError(f"{name}: invalid JSON ({r['message']} at {where}){hint}")
+    if kind == "depth":
+        return ProfileError(
+            f"{name}: the JSON nests more than {limit} levels deep at {where} (a MemoryProfile needs "
+            f"{MEMORY_PROFILE_DEPTH}); refusing to read it. Raise the limit with the environment variable "
+            f"PROFSCOPE_MAX_JSON_DEPTH (now {limit})")
+    if kind == "not_profile":
+        return ProfileError(f"{name}: this JSON is not a MemoryProfile (no memoryProfilePerAllocator)")
+    if kind == "memory":
+        return ProfileError(f"{name}: out of memory while reading the memory profile")
+    value = r["value"]
+    detail = r["message"] if value is None else f"{r['message']} {value!r}" if r["quote"] else f"{r['message']} {value}"
+    return ProfileError(f"{name}: not a valid MemoryProfile: {r['path'] or 'the document'}: {detail} ({where})")
 
 
 class MemoryProfileFormat(Format):
