@@ -280,15 +280,15 @@ def test_truncated_json_is_a_clear_message():
 
 def test_deep_nesting_is_refused_with_the_limit_and_how_to_raise_it(monkeypatch):
     deep = b'{"memoryProfilePerAllocator": {"a": {"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}}"
-    # levels 1-3 are the profile, the map and the allocator: the 62nd bracket (byte 42 + 61) is level 65
-    with pytest.raises(ProfileError, match=r"nests more than 64 levels deep at line 1, column 104 \(byte 103\) .* needs 6.*"
-                                           r"PROFSCOPE_MAX_JSON_DEPTH \(now 64\)"):
+    # levels 1-3 are the profile, the map and the allocator: the 98th bracket (byte 42 + 97) is level 101
+    with pytest.raises(ProfileError, match=r"JSON at line 1, column 140 \(byte 139\) \(a MemoryProfile needs 6 levels\): "
+                                           r"nested more than 100 levels deep.*PROFSCOPE_MAX_NESTING \(now 100\)"):
         parse_memory_profile(deep)
     # raised: the skipper's stack is on the heap, so even 100,000 levels read (no RecursionError)
-    monkeypatch.setenv("PROFSCOPE_MAX_JSON_DEPTH", "200000")
+    monkeypatch.setenv("PROFSCOPE_MAX_NESTING", "200000")
     with pytest.raises(ProfileError, match="no allocator with memory activity"):
         parse_memory_profile(deep)
     # below what a MemoryProfile needs, a real file is refused with the same message
-    monkeypatch.setenv("PROFSCOPE_MAX_JSON_DEPTH", "5")
+    monkeypatch.setenv("PROFSCOPE_MAX_NESTING", "5")
     with pytest.raises(ProfileError, match=r"more than 5 levels .*\(now 5\)"):
         load_memory_profile(SMALL_XPROF)

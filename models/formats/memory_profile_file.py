@@ -19,13 +19,12 @@ naming the file, the field's path and the line: a value of the wrong JSON
 type (a boolean, list or object for a number, a number for text, ...), an
 integer outside int64 (uint64 for addresses), a field given twice (the same
 key, or camelCase and snake_case; protobuf's parser refuses repeated keys,
-json.loads kept the last), nesting deeper than PROFSCOPE_MAX_JSON_DEPTH (64;
-a MemoryProfile needs 6).
+json.loads kept the last), nesting deeper than models.guards allows
+(PROFSCOPE_MAX_NESTING; a MemoryProfile needs 6).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -33,6 +32,7 @@ import numpy as np
 
 from models import _protowire as wire
 from models.files import read_bytes
+from models.guards import max_nesting, nesting_refused
 from models.formats import _memory_json
 from models.memory_profile import (ALLOCATION, DEALLOCATION, XPROF_TIMELINE_POINTS, AllocationRows, AllocatorProfile,
                                    MemoryProfileData, MemorySummary, Metadata, Snapshots, merge_rows, summarize,
@@ -44,10 +44,8 @@ from models.task import ProfileError, TaskState
 SESSION_SUFFIXES = (".memory_profile.json.gz", ".memory_profile.json", ".memory_profile.pb")
 # A MemoryProfile opened directly may have any name ending in these.
 LONE_SUFFIXES = (".json.gz", ".json", ".pb", ".pb.gz")
-# JSON nesting allowed by default (PROFSCOPE_MAX_JSON_DEPTH), and what a
-# MemoryProfile itself needs: profile > allocators > allocator > snapshots >
-# snapshot > stats.
-MAX_JSON_DEPTH = 64
+# The JSON nesting a MemoryProfile itself needs: profile > allocators >
+# allocator > snapshots > snapshot > stats.
 MEMORY_PROFILE_DEPTH = 6
 
 
@@ -230,21 +228,11 @@ def _metadata_dicts(data: bytes, spans: np.ndarray) -> list[dict]:
     ]
 
 
-def max_json_depth() -> int:
-    """How deeply a JSON MemoryProfile may nest (PROFSCOPE_MAX_JSON_DEPTH)."""
-    try:
-        value = int(os.environ.get("PROFSCOPE_MAX_JSON_DEPTH", MAX_JSON_DEPTH))
-    except ValueError:
-        return MAX_JSON_DEPTH
-    # the reader's stack is one byte per level, on the heap
-    return min(max(value, 1), 1 << 24)
-
-
 def _from_json(data, name: str, task: TaskState) -> dict:
     """One pass of _memory_json over the document: snapshot fields straight
     into shared columns, each list a slice of them with its own strings."""
     task.report(0.5, "Decoding snapshots")
-    limit = max_json_depth()
+    limit = min(max_nesting(), 1 << 24)  # the reader's stack: a byte per level, on the heap
     r = _memory_json.read(data, limit)
     if "error" in r:
         raise _json_error(r, data, name, limit)
@@ -271,10 +259,7 @@ def _json_error(r: dict, data, name: str, limit: int) -> ProfileError:
         hint = "; the file may be truncated" if r["offset"] >= len(data) else ""
         return ProfileError(f"{name}: invalid JSON ({r['message']} at {where}){hint}")
     if kind == "depth":
-        return ProfileError(
-            f"{name}: the JSON nests more than {limit} levels deep at {where} (a MemoryProfile needs "
-            f"{MEMORY_PROFILE_DEPTH}); refusing to read it. Raise the limit with the environment variable "
-            f"PROFSCOPE_MAX_JSON_DEPTH (now {limit})")
+        return nesting_refused(f"{name}: the JSON at {where} (a MemoryProfile needs {MEMORY_PROFILE_DEPTH} levels)", limit)
     if kind == "not_profile":
         return ProfileError(f"{name}: this JSON is not a MemoryProfile (no memoryProfilePerAllocator)")
     if kind == "memory":
