@@ -107,18 +107,19 @@ def read_bytes(path: Path, task: TaskState | None = None, weight: float = 1.0) -
         return buffer
 
 
-def _read_gzip(f, size: int, task: TaskState, weight: float, path) -> bytes:
-    out, inflated, limit = [], 0, inflate_limit(size)
+def _read_gzip(f, size: int, task: TaskState, weight: float, path) -> bytearray:
+    # One growing buffer: glibc grows large ones in place (mremap), so the
+    # peak stays near the inflated size, not twice it as chunks + a join.
+    out, limit = bytearray(), inflate_limit(size)
     try:
         with gzip.GzipFile(fileobj=f) as gz:
             while chunk := gz.read(CHUNK):
-                inflated += len(chunk)
-                if inflated > limit:
+                if len(out) + len(chunk) > limit:
                     raise inflate_refused(path, size)
-                out.append(chunk)
+                out += chunk
                 task.report(weight * min(f.tell() / size, 1.0), f"Unpacking {Path(path).name}")
     except EOFError:
         raise ProfileError(f"{path}: the gzip data is truncated (the file ends early)") from None
     except (gzip.BadGzipFile, zlib.error) as e:
         raise ProfileError(f"{path}: the gzip data is corrupt ({e})") from None
-    return b"".join(out)
+    return out
