@@ -3,20 +3,23 @@ XProf's converter, step grouping, timelines, sessions and bad input."""
 
 import gzip
 import json
+import random
 import shutil
 
 import numpy as np
 import pytest
 
 from conftest import DATA
+from models import _nesting
 from models.memory_profile import to_xprof_json
 from models.locations import open_repository
 from models.registry import MEMORY_PROFILE, TRACE_VIEWER
 from models.task import ProfileError
-from models.formats.xspace.xplane import read_xspace
+from models.formats.xspace.xplane import read_xspace, xprof_order
 from models.formats.xspace.groups import group_events
-from models.formats.xspace.memory import data_type_string, xplane_memory_profile
+from models.formats.xspace.memory import data_type_string, memory_profile_of, xplane_memory_profile
 from models.formats.xspace.timeline import load_xplane_timeline
+from models.formats.xspace.trace import trace_viewer_json
 from protos import xplane_pb2
 from viewer.cli import main
 
@@ -266,3 +269,211 @@ def test_span_arguments_of_the_wrong_shape_are_refused():
                  lambda: wire.stat_columns(b"", bad, 4, np.arange(2)), lambda: wire.find_children(b"", bad, [1])):
         with pytest.raises(ValueError, match="shape"):
             call()
+
+
+# ---------------------------------------------------------------- native passes
+
+
+def test_xprof_order_sorts_only_lines_out_of_order_by_start_then_longest():
+    rng = np.random.default_rng(3)
+    for trial in range(300):
+        n = int(rng.integers(0, 200))
+        start = rng.integers(0, 30, n)
+        end = start + rng.integers(0, 6, n)
+        line = np.sort(rng.integers(0, 4, n)).astype(np.int32)
+        if trial % 3 == 0:  # already in order: nothing to do
+            o = np.lexsort((-end, start, line))
+            start, end, line = start[o], end[o], line[o]
+        for seg, keys in ((line, (-end, start, line)), (None, (-end, start))):
+            want = np.lexsort(keys)
+            got = xprof_order(start, end, seg)
+            if got is None:
+                assert (want == np.arange(n)).all()
+            else:
+                assert got.tolist() == want.tolist()
+
+
+def claims_by_walking(edges, num_nodes, num_events, roots):
+    """The grouping rule spelled out: each root in turn takes every event it
+    reaches through unclaimed events; contexts (nodes >= num_events) pass
+    every root once."""
+    out = {}
+    for a, b in edges:
+        out.setdefault(a, []).append(b)
+    local, kept = [-1] * num_nodes, []
+    for r in roots:
+        if local[r] >= 0:
+            continue
+        gid = len(kept)
+        kept.append(r)
+        local[r] = gid
+        todo = [r]
+        while todo:
+            for v in out.get(todo.pop(), []):
+                if local[v] < 0 or (v >= num_events and local[v] != gid):
+                    local[v] = gid
+                    todo.append(v)
+    return local[:num_events], kept
+
+
+def test_claim_groups_matches_the_rule_on_random_graphs():
+    rng = random.Random(11)
+    for _ in range(300):
+        events, contexts = rng.randint(1, 40), rng.randint(0, 6)
+        nodes = events + contexts
+        edges = [(rng.randrange(nodes), rng.randrange(nodes)) for _ in range(rng.randint(0, 80))]
+        roots = [rng.randrange(events) for _ in range(rng.randint(0, 8))]
+        src, dst = (np.array([e[k] for e in edges], np.int32) for k in (0, 1))
+        group, kept = _nesting.claim_groups(src, dst, nodes, events, np.array(roots, np.int64))
+        want_group, want_kept = claims_by_walking(edges, nodes, events, roots)
+        assert group.tolist() == want_group and kept.tolist() == want_kept
+    with pytest.raises(ValueError):
+        _nesting.claim_groups(np.array([0], np.int32), np.array([5], np.int32), 3, 2, np.zeros(0, np.int64))
+
+
+# ---------------------------------------------------------------- trace export, row by row
+
+
+def reference_trace(space: xplane_pb2.XSpace) -> bytes:
+    """XProf's trace_viewer rows built the plain way, a dict per event dumped
+    with json.dumps(sort_keys=True), for one host plane without step groups
+    (no root levels) or regions: what the streamed writer must reproduce."""
+    rows = []
+    for plane in space.planes:
+        names = {k: m.name for k, m in plane.stat_metadata.items()}
+        for line in plane.lines:
+            tid = (line.display_id or line.id) % 2**32
+            for e in line.events:
+                m = plane.event_metadata.get(e.metadata_id)
+                full = m.name if m is not None else ""
+                if full == "MemoryAllocation":
+                    continue
+                args, name = {}, full
+                if m is not None and m.display_name:
+                    name, args["long_name"] = m.display_name, full
+                for stat in list(m.stats if m is not None else []) + list(e.stats):
+                    case = stat.WhichOneof("value")
+                    key = names.get(stat.metadata_id, "")
+                    if case is None or key in ("_pt", "_p", "_ct", "_c", "_r", "flops"):
+                        continue
+                    args[key] = ("%.6g" % stat.double_value if case == "double_value" else "<opaque bytes>"
+                                 if case == "bytes_value" else names.get(stat.ref_value, "") if case == "ref_value"
+                                 else str(getattr(stat, case)))
+                name = args.get("step_name", name)
+                row = {"pid": 701, "tid": tid, "name": name, "ts": (line.timestamp_ns * 1000 + e.offset_ps) % 2**64 / 1e6}
+                dur = e.duration_ps % 2**64
+                if dur:
+                    row["ph"], row["dur"] = "X", dur / 1e6
+                else:
+                    row["ph"], row["s"] = "i", "t"
+                if args:
+                    row["args"] = args
+                rows.append(json.dumps(row, sort_keys=True) + ",\n")
+    return "".join(rows).encode()
+
+
+def edge_case_space(seed: int) -> xplane_pb2.XSpace:
+    """Escapes and non-ASCII text, every stat value kind, refs and unknown
+    ids, a stat overriding another of its name, display names, metadata stats,
+    instants, negative durations and times from zero to ~2^64 ps."""
+    rng = random.Random(seed)
+    space = xplane_pb2.XSpace()
+    plane = space.planes.add(id=0, name="/host:CPU")
+    texts = ["", "plain", 'q"uote', "back\\slash", "caf\u00e9", "\u2603", "tab\there\n", "ctl\x01\x1f\x7f", "\U0001F600"]
+    keys = ["note", "long_name", "step_name", "flops", "_p", "z", "\u00e9", ""] + texts[1:4]
+    for i, key in enumerate(keys, 1):
+        plane.stat_metadata[i].id, plane.stat_metadata[i].name = i, key
+    for i, text in enumerate(texts + ["MemoryAllocation"], 1):
+        md = plane.event_metadata[i]
+        md.id, md.name = i, text
+        if rng.random() < 0.4:
+            md.display_name = rng.choice(texts)
+        if rng.random() < 0.3:
+            md.stats.add(metadata_id=rng.randint(1, len(keys)), str_value=rng.choice(texts))
+    for li in range(3):
+        line = plane.lines.add(id=li - 1, display_id=rng.choice([0, 7, 2**40]), name="l",
+                               timestamp_ns=rng.choice([0, 1000, 1_700_000_000_123_456_789, 18_000_000_000_000_000]))
+        for _ in range(300):
+            e = line.events.add(metadata_id=rng.randint(0, len(texts) + 2), offset_ps=rng.choice(
+                [0, 1, 999_999, 10**12 + rng.randrange(10**9), rng.randrange(2**62)]))
+            e.duration_ps = rng.choice([0, 1, 5, 1_000_000, rng.randrange(10**15), -3])
+            for _ in range(rng.choice([0, 1, 3, 6])):
+                st = e.stats.add(metadata_id=rng.randint(1, len(keys) + 2))
+                kind = rng.randrange(8)
+                if kind == 0:
+                    st.double_value = rng.choice([0.1, -0.0, 1e-7, 123456789.125, float("inf"), float("nan"), 2.5e300])
+                elif kind == 1:
+                    st.str_value = rng.choice(texts)
+                elif kind == 2:
+                    st.bytes_value = b"\x00\xff"
+                elif kind == 3:
+                    st.ref_value = rng.randint(1, len(keys) + 3)
+                elif kind == 4:
+                    st.uint64_value = rng.choice([0, 2**64 - 1])
+                elif kind == 5:
+                    st.int64_value = rng.choice([-2**63, -1, 0, 2**63 - 1])
+                # else: a stat without a value, which writes nothing
+    return space
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_trace_rows_are_json_dumps_bytes_for_every_kind_of_value(tmp_path, seed):
+    space = edge_case_space(seed)
+    path = write(tmp_path, space)
+    chunks = list(trace_viewer_json(path))
+    assert all(isinstance(c, bytes) for c in chunks) and len(chunks) >= 2  # the metadata, then rows
+    document = b"".join(chunks)
+    lines = document.split(b"\n")[2:]  # after the header and "traceEvents":[
+    rows = b"".join(line + b"\n" for line in lines if line and b'"ph": "M"' not in line and line != b"{}]}")
+    assert rows == reference_trace(space)
+    json.loads(document)  # still one valid document
+
+
+def test_trace_times_are_float_reprs_of_microseconds(tmp_path):
+    """Times are written with a shortest-digits formatter of its own: each
+    must be Python's repr of ps / 1e6 (fixed and exponent forms, both sides
+    of 2^53, from a picosecond to centuries)."""
+    rng = np.random.default_rng(7)
+    spread = lambda k: (10 ** rng.uniform(0, 18.9, k)).astype(np.int64)  # noqa: E731
+    offsets = np.concatenate([rng.integers(0, 2**62, 3000), rng.integers(0, 10**9, 3000), spread(3000),
+                              [0, 1, 9, 10, 99, 100, 2**53, 2**53 + 1]])
+    durations = np.concatenate([rng.integers(1, 10**7, 6000), spread(3008)])
+    space = plane_with([])
+    plane = space.planes[0]
+    plane.event_metadata[1].id = 1
+    line = plane.lines.add(id=1, timestamp_ns=0)
+    for o, d in zip(offsets.tolist(), durations.tolist()):
+        line.events.add(metadata_id=1, offset_ps=o, duration_ps=d)
+    rows = [r for r in b"".join(trace_viewer_json(write(tmp_path, space))).decode().split("\n") if r.startswith('{"dur"')]
+    assert rows == [f'{{"dur": {d / 1e6!r}, "name": "", "ph": "X", "pid": 701, "tid": 1, "ts": {o / 1e6!r}}},'
+                    for o, d in zip(offsets.tolist(), durations.tolist())]
+
+
+def test_trace_export_streams_chunks_and_joins_for_callers_needing_bytes(tmp_path):
+    repo = open_repository(KERAS)
+    session = repo.enum_sessions()[0].name
+    data = repo.tool_data(session, TRACE_VIEWER)
+    out = tmp_path / "t.json"
+    with open(out, "wb") as f:
+        written = data.write_to(f)
+    assert written == out.stat().st_size
+    assert repo.tool_data(session, TRACE_VIEWER).output == out.read_bytes()  # .output joins (the remote server)
+
+
+def test_corrupt_stats_in_a_trace_export_are_a_message(tmp_path):
+    space = xplane_pb2.XSpace.FromString(SMALL.read_bytes())
+    data = bytearray(space.SerializeToString())
+    stats = space.planes[0].lines[0].events[0].stats[0].SerializeToString()
+    at = data.find(stats)
+    data[at] = 0x0F  # field 1 with wire type 7: no such wire type
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(bytes(data))
+    with pytest.raises(ProfileError, match="corrupt event stats"):
+        b"".join(trace_viewer_json(path))
+
+
+def test_memory_profile_of_drops_the_event_columns():
+    space = read_xspace(SMALL)
+    profile = memory_profile_of(space)
+    assert space.events is None  # what the analysis no longer needs is released
+    assert len(profile.allocators[ALLOCATOR].timeline) == 538

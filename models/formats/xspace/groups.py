@@ -22,10 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from models import _nesting
-from models.formats.xspace.xplane import XSpaceData, xprof_order
+from models.formats.xspace.xplane import StatColumn, XSpaceData, xprof_order
 
 EXECUTOR_STATE_PROCESS = "ExecutorState::Process"
-GROUP_STATS = ("_r", "_pt", "_p", "_ct", "_c", "_a", "id", "iter_num", "step_num")
+GROUP_STATS = ("_r", "_pt", "_p", "_ct", "_c", "_a")  # of every event
+EXECUTOR_STATS = ("id", "iter_num")  # only executor events' count
+NAME_STATS = ("iter_num", "step_num")  # only roots' count
 # XProf links no producer to no consumer of a context that has this many of both.
 MAX_CONTEXT_FANOUT = 64
 
@@ -46,11 +48,14 @@ class Groups:
 
 def group_events(space: XSpaceData, plane: int) -> Groups:
     ev = space.events
-    rows = np.flatnonzero((ev.plane == plane) & ~ev.aggregated)
+    a, b = space.plane_rows(plane)
+    rows = a + np.flatnonzero(~ev.aggregated[a:b])
     n = len(rows)
     if not n:
         return Groups(rows, np.zeros(0, np.int32), np.zeros(0, np.int64), [])
     stats = space.stats(rows, plane, list(GROUP_STATS))  # sparse: few events carry these
+    stats.update(_stats_at(space, plane, rows, _events_named(space, plane, rows, EXECUTOR_STATE_PROCESS),
+                           EXECUTOR_STATS))
 
     # Nesting within each line, in XProf's order (start, then longest first).
     start = space.start_ps(rows)
@@ -67,21 +72,19 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
     src, dst = [parent[child]], [child]
     del parent
     pt, p_id, ct, c_id = (stats[k] for k in ("_pt", "_p", "_ct", "_c"))
-    prod = np.intersect1d(pt.rows, p_id.rows)
-    cons = np.intersect1d(ct.rows, c_id.rows)
+    prod = _common(pt.rows, p_id.rows)
+    cons = _common(ct.rows, c_id.rows)
     if _has_stat(space, plane, "id") and _has_stat(space, plane, "iter_num"):
         # XProf replaces the producer context of executor events carrying a
         # step id and iteration with a legacy one (for TPU ops): theirs is lost.
         executors = _events_named(space, plane, rows[prod], EXECUTOR_STATE_PROCESS)
-        both = np.intersect1d(stats["id"].rows, stats["iter_num"].rows)
-        prod = prod[~(executors & np.isin(prod, both))]
+        both = _common(stats["id"].rows, stats["iter_num"].rows)
+        prod = prod[~(executors & _found(prod, both))]
     # Each (type, id) context is a node of its own (index n + k): producers
     # lead to it, it leads to the consumers. XProf links every producer to
     # every consumer; this reaches the same events without the product.
-    keys = np.unique(np.concatenate([np.stack([pt.at(prod), p_id.at(prod, unsigned_too=True)], axis=1),
-                                     np.stack([ct.at(cons), c_id.at(cons, unsigned_too=True)], axis=1)]),
-                     axis=0, return_inverse=True)[1].ravel()
-    num_contexts = int(keys.max()) + 1 if len(keys) else 0
+    keys, num_contexts = _pair_ids(np.concatenate([pt.at(prod), ct.at(cons)]),
+                                   np.concatenate([p_id.at(prod, unsigned_too=True), c_id.at(cons, unsigned_too=True)]))
     fanout = (np.bincount(keys[:len(prod)], minlength=num_contexts) >= MAX_CONTEXT_FANOUT) & \
         (np.bincount(keys[len(prod):], minlength=num_contexts) >= MAX_CONTEXT_FANOUT)
     if fanout.any():
@@ -98,36 +101,18 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
         roots = r.rows[np.lexsort((start[r.rows], -r.ints_present()))]
     del start
 
-    # CSR adjacency, then each root claims what it reaches among the unclaimed.
-    by_src = np.argsort(src, kind="stable")
-    child = dst[by_src]
-    offsets = np.searchsorted(src[by_src], np.arange(n + num_contexts + 1))
-    del by_src, src, dst
-    local = np.full(n + num_contexts, -1, np.int32)
-    kept_roots = []
-    for r in roots.tolist():
-        if local[r] >= 0:
-            continue
-        gid = len(kept_roots)
-        kept_roots.append(r)
-        local[r] = gid
-        frontier = np.array([r], np.int64)
-        while len(frontier):
-            counts = offsets[frontier + 1] - offsets[frontier]
-            if not counts.sum():
-                break
-            nxt = np.unique(child[np.repeat(offsets[frontier], counts) + _ranges(counts)])
-            nxt = nxt[(local[nxt] < 0) | ((nxt >= n) & (local[nxt] != gid))]
-            local[nxt] = gid  # a context is passed by every root that reaches it, once
-            frontier = nxt
-    names = [_group_name(space, plane, rows, r, gid, stats) for gid, r in enumerate(kept_roots)]
-    return Groups(rows, local[:n], rows[np.asarray(kept_roots, np.int64)], names)
+    # Each root in turn claims what it reaches among the unclaimed (in C: one
+    # walk over all edges instead of a numpy pass per frontier of each root).
+    local, kept_roots = _nesting.claim_groups(src, dst, n + num_contexts, n, roots)
+    del src, dst
+    return Groups(rows, local, rows[kept_roots], _group_names(space, plane, rows, kept_roots))
 
 
-def _ranges(counts: np.ndarray) -> np.ndarray:
-    """0..c-1 for each count c, concatenated."""
-    ends = np.cumsum(counts)
-    return np.arange(ends[-1]) - np.repeat(ends - counts, counts)
+def _stats_at(space: XSpaceData, plane: int, rows: np.ndarray, where: np.ndarray, names) -> dict[str, StatColumn]:
+    """space.stats over the rows where `where` holds, as positions in rows."""
+    at = np.flatnonzero(where)
+    found = space.stats(rows[at], plane, list(names))
+    return {k: StatColumn(len(rows), at[c.rows], c.case, c.value, c.length) for k, c in found.items()}
 
 
 def _loop_roots(space: XSpaceData, plane: int, rows, start, stats):
@@ -139,13 +124,12 @@ def _loop_roots(space: XSpaceData, plane: int, rows, start, stats):
     md = [mid for mid, (name, _d, _s) in p.event_metadata.items() if name == EXECUTOR_STATE_PROCESS]
     if not md:
         return none
-    ex = np.intersect1d(stats["id"].rows, stats["iter_num"].rows)
+    ex = _common(stats["id"].rows, stats["iter_num"].rows)
     ex = ex[np.isin(space.events.metadata_id[rows[ex]], md)]
     if not len(ex):
         return none
     step, it = stats["id"].at(ex), stats["iter_num"].at(ex)
-    loops = [s for s in np.unique(step).tolist() if set(it[step == s].tolist()) != {0}]
-    keep = np.isin(step, loops)
+    keep = _found(step, np.sort(step[it != 0]))  # steps with an iteration past 0
     ex, step, it = ex[keep], step[keep], it[keep]
     if not len(ex):
         return none
@@ -158,6 +142,34 @@ def _loop_roots(space: XSpaceData, plane: int, rows, start, stats):
     return roots, ex[head[~first]], ex[~first]
 
 
+def _pair_ids(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
+    """Ids of the distinct (a, b) pairs, numbered in sorted order, and their
+    count (np.unique(axis=0) sorts rows as bytes: 40x slower)."""
+    if not len(a):
+        return np.zeros(0, np.int64), 0
+    order = np.lexsort((b, a))
+    sa, sb = a[order], b[order]
+    ids = np.cumsum(np.r_[True, (sa[1:] != sa[:-1]) | (sb[1:] != sb[:-1])]) - 1
+    out = np.empty(len(a), np.int64)
+    out[order] = ids
+    return out, int(ids[-1]) + 1
+
+
+def _found(a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
+    """Which values of a are in sorted_b (np.isin/intersect1d go through
+    numpy's hash unique, which takes seconds on millions of sorted rows)."""
+    if not len(sorted_b):
+        return np.zeros(len(a), bool)
+    i = np.minimum(np.searchsorted(sorted_b, a), len(sorted_b) - 1)
+    return sorted_b[i] == a
+
+
+def _common(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of sorted a also in sorted b."""
+    both = a[_found(a, b)]
+    return both[np.r_[True, both[1:] != both[:-1]]] if len(both) else both
+
+
 def _has_stat(space: XSpaceData, plane: int, name: str) -> bool:
     return name in space.planes[plane].stat_names.values()
 
@@ -167,15 +179,20 @@ def _events_named(space: XSpaceData, plane: int, events: np.ndarray, name: str) 
     return np.isin(space.events.metadata_id[events], md)
 
 
-def _group_name(space: XSpaceData, plane: int, rows, local: int, gid: int, stats) -> str:
-    """XProf's step name: the root's name and its iteration or step number."""
-    md = space.planes[plane].event_metadata.get(int(space.events.metadata_id[rows[local]]))
-    name = md[0] if md else ""
-    num = gid
-    for stat in ("iter_num", "step_num"):
+def _group_names(space: XSpaceData, plane: int, rows, roots: np.ndarray) -> list[str]:
+    """XProf's step names: each root's name and its iteration or step number
+    (else the group id)."""
+    md = space.planes[plane].event_metadata
+    num = np.arange(len(roots), dtype=np.int64)
+    unset = np.ones(len(roots), bool)
+    by_position = np.argsort(roots, kind="stable")
+    stats = space.stats(rows[roots[by_position]], plane, list(NAME_STATS))
+    for stat in NAME_STATS:
         col = stats[stat]
-        k = np.searchsorted(col.rows, local)
-        if k < len(col.rows) and col.rows[k] == local:
-            num = int(col.ints_present()[k])
-            break
-    return f"{name} {num}"
+        once = np.r_[True, col.rows[1:] != col.rows[:-1]] if len(col.rows) else np.zeros(0, bool)  # the first of a name
+        here = by_position[col.rows[once]]
+        take = unset[here]
+        num[here[take]] = col.ints_present()[once][take]
+        unset[here] = False
+    ids = space.events.metadata_id[rows[roots]].tolist()
+    return [f"{md[i][0] if i in md else ''} {n}" for i, n in zip(ids, num.tolist())]

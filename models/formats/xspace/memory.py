@@ -20,7 +20,7 @@ from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, M
                                    Snapshots, xprof_peak_rows)
 from models.task import ProfileError, TaskState
 from models.formats.xspace.xplane import (HOST_PLANE, MEMORY_ALLOCATION, MEMORY_DEALLOCATION, NO_MEMORY_EVENTS_HINT,
-                           XSpaceData, read_xspace)
+                                          DenseStats, XSpaceData, read_xspace)
 from models.formats.xspace.groups import group_events
 from protos import types_pb2
 
@@ -39,6 +39,11 @@ def xplane_memory_profile(path, host: str = "", task: TaskState | None = None) -
 
 
 def memory_profile_of(space: XSpaceData, task: TaskState | None = None) -> MemoryProfileData:
+    """The memory profile of the space's host plane. Takes the space's event
+    columns: once the memory events are picked and grouped they are dropped
+    (space.events is None afterwards), and stat columns are freed as the
+    snapshots take them, so the table, the stats and the snapshots are
+    never all held at once."""
     task = task or TaskState()
     plane = space.plane_named(HOST_PLANE)
     if plane < 0:
@@ -47,45 +52,58 @@ def memory_profile_of(space: XSpaceData, task: TaskState | None = None) -> Memor
     allocation_md = [mid for mid, md in p.event_metadata.items() if md[0] == MEMORY_ALLOCATION]
     memory_md = allocation_md + [mid for mid, md in p.event_metadata.items() if md[0] == MEMORY_DEALLOCATION]
     ev = space.events
-    rows = np.flatnonzero((ev.plane == plane) & np.isin(ev.metadata_id, memory_md) & ~ev.aggregated)
+    a, b = space.plane_rows(plane)
+    rows = a + np.flatnonzero(np.isin(ev.metadata_id[a:b], memory_md) & ~ev.aggregated[a:b])
     if not len(rows):
         raise ProfileError(f"{space.path}: the profile holds no memory events. {NO_MEMORY_EVENTS_HINT}")
-    groups = group_events(space, plane)
-    steps = groups.of_events(rows).astype(np.int64)
-    del groups
+    steps = group_events(space, plane).of_events(rows).astype(np.int64)
     task.raise_if_cancelled()
     task.report(0.75, "Reading memory events")
-    st = space.dense_stats(rows, plane, list(INT_STATS + STRING_STATS) + ["fragmentation", "group_id"])
-    steps = np.where(st.case["group_id"] != 0, st.ints("group_id"), steps)
+    time_ps = ev.offset_ps[rows]  # XProf uses the offset within the line
+    activity = np.where(np.isin(ev.metadata_id[rows], allocation_md), ALLOCATION, DEALLOCATION).astype(np.int64)
+    spans = ev.spans(rows)
+    del ev, rows
+    space.events = None  # from here on only the memory events' bytes are read
+    st = space.dense_stats(spans, plane, list(INT_STATS + STRING_STATS) + ["fragmentation", "group_id"])
+    del spans
+    steps = np.where(st.present("group_id"), st.ints("group_id"), steps)
+    st.drop("group_id")
     strings = st.table
     index = {v: i for i, v in enumerate(strings)}
     # A data type is written only when the event has one ("" otherwise).
     codes, inverse = np.unique(st.ints("data_type"), return_inverse=True)
     names = [index.setdefault(data_type_string(c), len(index)) for c in codes.tolist()]
-    dtype = np.where(st.case["data_type"] != 0, np.array(names, np.int32)[inverse.ravel()], 0).astype(np.int32)
+    dtype = np.where(st.present("data_type"), np.array(names, np.int32)[inverse.ravel()], 0).astype(np.int32)
+    del codes, inverse
+    st.drop("data_type")
     strings = list(index)
 
-    # Memory id: the allocator's name, else its index on the host or device ordinal.
-    alloc_name = st.strings("allocator_name")
-    memory_id = np.array(strings, object)[alloc_name]
-    for stat in ("index_on_host", "device_ordinal"):
-        here = (st.case["allocator_name"] == 0) & (st.case[stat] != 0)
-        memory_id[here] = [str(v) for v in st.ints(stat)[here].tolist()]
-
-    time_ps = ev.offset_ps[rows]  # XProf uses the offset within the line
-    activity = np.where(np.isin(ev.metadata_id[rows], allocation_md), ALLOCATION, DEALLOCATION)
+    # Allocators in name order, each with its snapshots in time order (ties in file order).
     allocators = {}
-    for mid in sorted(set(memory_id.tolist())):
+    selections = {mid: sel[np.argsort(time_ps[sel], kind="stable")] for mid, sel in _by_memory_id(st)}
+    columns: dict[str, dict[str, np.ndarray]] = {mid: {} for mid in selections}
+
+    def spread(name: str, column: np.ndarray) -> None:
+        for mid, sel in selections.items():
+            columns[mid][name] = column[sel]
+
+    for name, column in (("time_ps", time_ps), ("activity", activity), ("step", steps), ("dtype", dtype)):
+        spread(name, column)
+    del time_ps, activity, steps, dtype
+    for name, stat in (("stack", "bytes_reserved"), ("heap", "bytes_allocated"), ("free", "bytes_available"),
+                       ("peak_in_use", "peak_bytes_in_use"), ("requested", "requested_bytes"),
+                       ("allocation", "allocation_bytes"), ("address", "addr")):
+        spread(name, st.ints(stat))
+        st.drop(stat)
+    spread("fragmentation", st.doubles("fragmentation"))
+    st.drop("fragmentation")
+    for name, stat in (("op", "tf_op"), ("region", "region_type"), ("shape", "shape")):
+        spread(name, st.strings(stat))
+        st.drop(stat)
+    del st
+    for mid, sel in selections.items():
         task.raise_if_cancelled()
-        sel = np.flatnonzero(memory_id == mid)  # file order
-        sel = sel[np.argsort(time_ps[sel], kind="stable")]  # time order, ties in file order
-        timeline = Snapshots(
-            time_ps=time_ps[sel], stack=st.ints("bytes_reserved")[sel], heap=st.ints("bytes_allocated")[sel],
-            free=st.ints("bytes_available")[sel], fragmentation=st.doubles("fragmentation")[sel],
-            peak_in_use=st.ints("peak_bytes_in_use")[sel], activity=activity[sel].astype(np.int64),
-            requested=st.ints("requested_bytes")[sel], allocation=st.ints("allocation_bytes")[sel],
-            address=st.ints("addr")[sel], step=steps[sel], op=st.strings("tf_op")[sel],
-            region=st.strings("region_type")[sel], dtype=dtype[sel], shape=st.strings("shape")[sel], strings=strings)
+        timeline = Snapshots(**columns.pop(mid), strings=strings)
         summary = _summary_in_file_order(timeline, sel)
         _fix_steps(timeline.step)
         _copy_allocation_metadata(timeline)
@@ -95,6 +113,32 @@ def memory_profile_of(space: XSpaceData, task: TaskState | None = None) -> Memor
                                            peak_allocations=xprof_peak_rows(timeline, summary), complete=True,
                                            stored_snapshots=timeline)
     return MemoryProfileData(host=space.host, allocators=allocators, num_hosts=1, version=1, source=str(space.path))
+
+
+def _by_memory_id(st: DenseStats) -> list[tuple[str, np.ndarray]]:
+    """(memory id, its events in file order) in memory id order. The memory id
+    is the allocator's name, else its index on the host or device ordinal."""
+    key = st.strings("allocator_name").astype(np.int64)  # ids into st.table
+    names = list(st.table)
+    unnamed = ~st.present("allocator_name")
+    for stat in ("index_on_host", "device_ordinal"):
+        here = unnamed & st.present(stat)
+        if here.any():
+            values, inverse = np.unique(st.ints(stat)[here], return_inverse=True)
+            key[here] = len(names) + inverse.ravel()
+            names += [str(v) for v in values.tolist()]
+        st.drop(stat)
+    st.drop("allocator_name")
+    used, inverse = np.unique(key, return_inverse=True)
+    inverse = inverse.ravel()
+    by_name: dict[str, list[int]] = {}
+    for k, u in enumerate(used.tolist()):
+        by_name.setdefault(names[u], []).append(k)  # equal names are one allocator
+    out = []
+    for mid in sorted(by_name):
+        ks = by_name[mid]
+        out.append((mid, np.flatnonzero(inverse == ks[0]) if len(ks) == 1 else np.flatnonzero(np.isin(inverse, ks))))
+    return out
 
 
 def data_type_string(code: int) -> str:

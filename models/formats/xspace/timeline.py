@@ -100,7 +100,6 @@ class _Builder:
         if negative:
             self.warnings.append(f"{negative} event(s) had a negative duration, shown as 0")
         self.markers.append(_step_markers(space))
-        line_bounds = np.searchsorted(ev.line, np.arange(len(space.lines) + 1))  # events come line by line
         missing = 0
         for k, p in enumerate(space.planes):
             if not p.lines and p.name not in LINELESS_PLANES:
@@ -112,7 +111,7 @@ class _Builder:
             self.groups.append(f"{host_prefix} {p.name}" if host_prefix else p.name)
             for li in np.flatnonzero(space.line_plane == k).tolist():
                 task.raise_if_cancelled()
-                a, b = int(line_bounds[li]), int(line_bounds[li + 1])
+                a, b = int(space.line_rows[li]), int(space.line_rows[li + 1])
                 missing += self._add_line(space, p, li, a, b, group, file_index, plane_key)
         if missing:
             self.warnings.append(f"{missing} event(s) refer to event metadata the plane does not have; shown by id")
@@ -158,8 +157,8 @@ class _Builder:
         c["dur"].append(dur[by_lane])
         c["kind"].append(kind_of[inverse[rows]])
         c["name"].append(name_of[inverse[rows]])
-        c["off"].append(ev.span[a:b][rows, 0])
-        c["len"].append(ev.span[a:b][rows, 1].astype(np.int32))
+        c["off"].append(ev.byte_offset[a:b][rows])
+        c["len"].append(ev.byte_length[a:b][rows])
         c["count"].append(counts)
         return int((~known[inverse[keep]]).sum())
 

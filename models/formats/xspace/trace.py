@@ -11,22 +11,23 @@ adds ThreadpoolListener::Region events spanning each StartRegion..StopRegion.
 Not written: XProf's `flow` args (its flow ids are salted hashes that differ
 from run to run) and `is_eager`.
 
-This walks Python protobuf objects (a few seconds per million events); the
-window never needs it.
+The document is streamed: the metadata events, then the events line by line
+in chunks whose rows `_nesting.trace_rows` writes from the event columns and
+the stats' bytes (as `json.dumps(row, sort_keys=True)` would, byte for byte).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
-from models.guards import decode
+from models import _nesting
 from models.task import TaskState
-from models.formats.xspace.xplane import HOST_PLANE, read_xspace
+from models.formats.xspace.xplane import HOST_PLANE, Plane, XSpaceData, read_xspace
 from models.formats.xspace.groups import group_events
-from protos import xplane_pb2
 
 HOST_PID = 701
 FIRST_DEVICE_PID = 1
@@ -40,120 +41,72 @@ INTERNAL_EVENTS = {"MemoryAllocation", "MemoryDeallocation", "PrefetchProduce", 
                    "ParseExampleProduce", "ParseExampleConsume"}
 INTERNAL_STATS = {"_pt", "_p", "_ct", "_c", "_r", "flops", "program_id", "symbol_id"}
 U32, U64 = 1 << 32, 1 << 64
+# Chunks stay under glibc's 1 MiB mmap threshold (files.return_large_buffers_to_the_os),
+# so the heap reuses their memory instead of faulting in fresh pages for each.
+ROWS_PER_CALL = 3000  # events per trace_rows call (~0.4 MB of JSON)
+CHUNK_BYTES = 512 << 10  # small lines' rows are joined up to this before a chunk is handed on
 
 
-def trace_viewer_json(path: Path, host: str = "", task: TaskState | None = None) -> bytes:
+def trace_viewer_json(path: Path, host: str = "", task: TaskState | None = None) -> Iterator[bytes]:
+    """The document as chunks of bytes. The file is read and grouped here
+    (errors surface now); the rows are written as the chunks are consumed."""
     task = task or TaskState()
-    columns = read_xspace(path, task, host)  # validates the file with a clear message
-    space = decode(xplane_pb2.XSpace, columns.buf, str(path))
+    space = read_xspace(path, task, host)
     task.report(0.6, "Grouping steps")
-    host_index = columns.plane_named(HOST_PLANE)
-    group_of, step_names = {}, {}
-    grouped = any("group_id" == m.name for p in space.planes for m in p.stat_metadata.values())
+    host_index = space.plane_named(HOST_PLANE)
+    grouped = any("group_id" in p.stat_names.values() for p in space.planes)
+    group = step = None
+    step_names: list[str] = []
     if host_index >= 0 and not grouped:
-        groups = group_events(columns, host_index)
-        line = columns.events.line
-        line_first = np.searchsorted(line, np.arange(len(columns.lines) + 1))  # events come line by line
-        plane_first_line = int(np.flatnonzero(columns.line_plane == host_index)[0]) if len(line_first) > 1 else 0
-
-        def key(row: int) -> tuple[int, int]:  # (line in the plane, event in the line)
-            li = int(line[row])
-            return li - plane_first_line, row - int(line_first[li])
-
-        group_of = {key(r): g for r, g in zip(groups.rows.tolist(), groups.group.tolist()) if g >= 0}
-        step_names = {key(r): name for r, name in zip(groups.roots.tolist(), groups.names)}
-    del columns
-    task.report(0.8, "Writing trace events")
-    processes, events = {}, []
-    if host_index >= 0:
-        _plane_events(space.planes[host_index], HOST_PID, processes, events, group_of, step_names, not grouped)
+        groups = group_events(space, host_index)
+        group = np.full(len(space.events), -1, np.int64)
+        group[groups.rows] = groups.group
+        step = np.full(len(space.events), -1, np.int32)
+        step[groups.roots] = np.arange(len(groups.roots), dtype=np.int32)
+        step_names = groups.names
+        del groups
+    planes = [(host_index, HOST_PID)] if host_index >= 0 else []
     for prefix in DEVICE_PREFIXES:
-        devices = [p for p in space.planes if p.name.startswith(prefix)]
-        for p in devices:
-            _plane_events(p, (FIRST_DEVICE_PID + p.id) % U32, processes, events, {}, {}, not grouped)
+        devices = [(k, (FIRST_DEVICE_PID + p.id) % U32) for k, p in enumerate(space.planes) if p.name.startswith(prefix)]
+        planes += devices
         if devices:
             break
-    return _render(processes, events).encode()
+    task.report(0.8, "Writing trace events")
+    return _document(space, planes, group, step, step_names, not grouped)
 
 
-def _stat_value(stat, names: dict[int, str]) -> str | None:
-    case = stat.WhichOneof("value")
-    if case is None:
-        return None
-    if case == "double_value":
-        return "%.6g" % stat.double_value
-    if case == "bytes_value":
-        return "<opaque bytes>"
-    if case == "ref_value":
-        return names.get(stat.ref_value, "")
-    return str(getattr(stat, case))
-
-
-def _plane_events(plane, pid: int, processes: dict, events: list, group_of: dict, step_names: dict,
-                  add_regions: bool) -> None:
-    names = {k: m.name for k, m in plane.stat_metadata.items()}
-    md = plane.event_metadata
-    kinds = {m.name for m in md.values()}
-    has_regions = add_regions and START_REGION in kinds and STOP_REGION in kinds
-    threads = {}
-    for li, line in enumerate(plane.lines):
-        tid = (line.display_id or line.id) % U32
-        label = line.display_name or line.name
-        threads[tid] = label
-        if label == ASYNC_XLA_OPS_LINE:
-            continue
-        base = line.timestamp_ns * 1000
-        rows = []  # (start ps, duration ps, name, args)
-        for k, e in enumerate(line.events):
-            m = md.get(e.metadata_id)
-            full = m.name if m is not None else ""
-            if full in INTERNAL_EVENTS:
+def _document(space: XSpaceData, planes: list[tuple[int, int]], group, step, step_names: list[str],
+              add_regions: bool) -> Iterator[bytes]:
+    processes = {}
+    for k, pid in planes:
+        p = space.planes[k]
+        processes[pid] = (p.name, {(ln.display_id or ln.id) % U32: ln.label for ln in p.lines})
+    yield _metadata(processes).encode()
+    pending: list[bytes] = []
+    size = 0
+    steps_json = [_dumps(name) for name in step_names]
+    for k, pid in planes:
+        for chunk in _plane_rows(space, k, pid, group, step, steps_json, add_regions):
+            if len(chunk) >= CHUNK_BYTES // 2:  # big enough as it is: not copied again
+                if pending:
+                    yield b"".join(pending)
+                    pending, size = [], 0
+                yield chunk
                 continue
-            args = {}
-            name = full
-            if m is not None and m.display_name:
-                name = m.display_name
-                args["long_name"] = full
-            for stat in list(m.stats if m is not None else []) + list(e.stats):
-                key = names.get(stat.metadata_id, "")
-                value = _stat_value(stat, names)
-                if value is None or key in INTERNAL_STATS:
-                    continue
-                args[key] = value
-            if (li, k) in group_of:
-                args["group_id"] = str(group_of[(li, k)])
-            if (li, k) in step_names:
-                args["step_name"] = step_names[(li, k)]
-            if "step_name" in args:
-                name = args["step_name"]
-            rows.append((base + e.offset_ps, e.duration_ps, name, args))
-        if has_regions:
-            rows = _with_regions(plane, line, rows, names)
-        events += [(pid, tid, name, start % U64, dur % U64, args) for start, dur, name, args in rows]
-    processes[pid] = (plane.name, threads)
+            pending.append(chunk)
+            size += len(chunk)
+            if size >= CHUNK_BYTES:
+                yield b"".join(pending)
+                pending, size = [], 0
+    pending.append(b"{}]}\n")
+    yield b"".join(pending)
 
 
-def _with_regions(plane, line, rows, names):
-    """ThreadpoolListener::Region from each StartRegion (with a `_c`) to the
-    next StopRegion; the line is then re-sorted by start, longest first."""
-    md = plane.event_metadata
-    base = line.timestamp_ns * 1000
-    start, found = 0, []
-    for e in line.events:
-        m = md.get(e.metadata_id)
-        name = m.name if m is not None else ""
-        if name == START_REGION and any(names.get(s.metadata_id) == "_c" for s in e.stats):
-            start = base + e.offset_ps
-        elif name == STOP_REGION and start != 0:
-            found.append((start, base + e.offset_ps - start, REGION, {}))
-    if not found:
-        return rows
-    rows = rows + found
-    rows.sort(key=lambda r: ((r[0] - base) % U64, -(r[1] % U64)))
-    return rows
+def _dumps(value) -> bytes:
+    return json.dumps(value).encode()
 
 
-def _render(processes: dict, events: list) -> str:
+def _metadata(processes: dict) -> str:
     out = ['{"displayTimeUnit":"ns","metadata":{"highres-ticks":true},\n', '"traceEvents":[\n']
     dump = lambda d: json.dumps(d, sort_keys=True)  # noqa: E731
     for pid in sorted(processes):
@@ -167,14 +120,124 @@ def _render(processes: dict, events: list) -> str:
                                  "tid": tid}) + ",\n")
             out.append(dump({"args": {"sort_index": tid}, "name": "thread_sort_index", "ph": "M", "pid": pid,
                              "tid": tid}) + ",\n")
-    for pid, tid, name, ts, dur, args in events:
-        e = {"pid": pid, "tid": tid, "name": name, "ts": ts / 1e6}
-        if dur:
-            e["ph"], e["dur"] = "X", dur / 1e6
-        else:
-            e["ph"], e["s"] = "i", "t"
-        if args:
-            e["args"] = args
-        out.append(dump(e) + ",\n")
-    out.append("{}]}\n")
     return "".join(out)
+
+
+class _PlaneTables:
+    """What trace_rows needs of a plane: per event metadata (index by sorted
+    id, then one entry for unknown metadata and one for regions) its shown
+    name, long_name and stats' bytes; per stat metadata its key's rank in
+    sorted key order (-1 when left out) and its name for ref_values."""
+
+    def __init__(self, p: Plane, steps_json: list[bytes]):
+        self.md_ids = np.array(sorted(p.event_metadata), np.int64)
+        full = [p.event_metadata[i][0] for i in self.md_ids.tolist()]
+        display = [p.event_metadata[i][1] for i in self.md_ids.tolist()]
+        self.full_names = full + ["", REGION]
+        self.unknown, self.region = len(full), len(full) + 1
+        spans = [p.event_metadata[i][2][0] if p.event_metadata[i][2] else (-1, 0) for i in self.md_ids.tolist()]
+        md_spans = np.array(spans + [(-1, 0), (-1, 0)], np.int64).reshape(-1, 2)
+        names = [_dumps(d or f) for f, d in zip(full, display)] + [b'""', _dumps(REGION)]
+        longs = [_dumps(f) if d else None for f, d in zip(full, display)] + [None, None]
+        stat_ids = sorted(p.stat_names)
+        keys = sorted({"", "long_name", "group_id", "step_name"} | set(p.stat_names.values()))
+        rank = {k: r for r, k in enumerate(keys)}
+        stat_key = np.array([-1 if p.stat_names[i] in INTERNAL_STATS else rank[p.stat_names[i]] for i in stat_ids],
+                            np.int32)
+        self.tables = (md_spans, names, longs, np.array(stat_ids, np.int64), stat_key,
+                       [_dumps(p.stat_names[i]) for i in stat_ids], [_dumps(k) + b": " for k in keys],
+                       rank[""], rank["long_name"], rank["group_id"], rank["step_name"], steps_json)
+        self.c_ids = np.array([i for i in stat_ids if p.stat_names[i] == "_c"], np.int64)
+
+    def index(self, metadata_id: np.ndarray) -> np.ndarray:
+        """Table index of each event's metadata id."""
+        if not len(self.md_ids):
+            return np.full(len(metadata_id), self.unknown, np.int32)
+        at = np.minimum(np.searchsorted(self.md_ids, metadata_id), len(self.md_ids) - 1)
+        return np.where(self.md_ids[at] == metadata_id, at, self.unknown).astype(np.int32)
+
+    def plane(self, pid: int, tid: int) -> tuple:
+        return self.tables + (f', "ph": "X", "pid": {pid}, "tid": {tid}, "ts": '.encode(),
+                              f', "ph": "i", "pid": {pid}, "s": "t", "tid": {tid}, "ts": '.encode())
+
+
+def _plane_rows(space: XSpaceData, k: int, pid: int, group, step, steps_json: list[bytes],
+                add_regions: bool) -> Iterator[bytes]:
+    p = space.planes[k]
+    ev = space.events
+    tables = _PlaneTables(p, steps_json)
+    internal = np.array([name in INTERNAL_EVENTS for name in tables.full_names], bool)
+    has_regions = add_regions and START_REGION in tables.full_names and STOP_REGION in tables.full_names
+    for li in np.flatnonzero(space.line_plane == k).tolist():
+        line = space.lines[li]
+        if line.label == ASYNC_XLA_OPS_LINE:
+            continue
+        a, b = int(space.line_rows[li]), int(space.line_rows[li + 1])
+        md = tables.index(ev.metadata_id[a:b])
+        rows = a + np.flatnonzero(~internal[md])
+        base = np.uint64((line.timestamp_ns * 1000) % U64)
+        offset = ev.offset_ps.view(np.uint64)
+        regions = _regions(space, tables, md, a, base) if has_regions else None
+        if regions is not None:
+            starts, stops = regions
+            order = np.lexsort((~np.r_[ev.duration_ps[rows].view(np.uint64), stops - starts],
+                                np.r_[offset[rows], starts - base]))
+        tid = (line.display_id or line.id) % U32
+        plane = tables.plane(pid, tid)
+        for c in range(0, len(rows) + (len(regions[0]) if regions is not None else 0), ROWS_PER_CALL):
+            if regions is None:
+                sel = rows[c:c + ROWS_PER_CALL]
+                ts = base + offset[sel]
+                dur = ev.duration_ps[sel].view(np.uint64)
+                spans, mds = ev.spans(sel), md[sel - a]
+                g = group[sel] if group is not None else np.full(len(sel), -1, np.int64)
+                s = step[sel] if group is not None else np.full(len(sel), -1, np.int32)
+            else:  # events and regions mixed in the line's new order
+                pick = order[c:c + ROWS_PER_CALL]
+                is_event = pick < len(rows)
+                sel = rows[np.where(is_event, pick, 0)]
+                r = np.where(is_event, 0, pick - len(rows))
+                ts = np.where(is_event, base + offset[sel], starts[r] if len(starts) else 0)
+                dur = np.where(is_event, ev.duration_ps[sel].view(np.uint64), (stops - starts)[r] if len(starts) else 0)
+                spans = np.where(is_event[:, None], ev.spans(sel), -1)
+                mds = np.where(is_event, md[sel - a], tables.region).astype(np.int32)
+                g = np.where(is_event, group[sel], -1) if group is not None else np.full(len(sel), -1, np.int64)
+                s = np.where(is_event, step[sel], -1) if group is not None else np.full(len(sel), -1, np.int32)
+            try:
+                out = _nesting.trace_rows(space.buf, spans, mds, ts.astype(np.float64) / 1e6,
+                                          dur.astype(np.float64) / 1e6, g, s, plane)
+            except ValueError as e:
+                raise space.corrupt_stats(e) from None
+            space.release_spans(spans[spans[:, 0] >= 0] if regions is not None else spans)
+            yield out
+
+
+def _regions(space: XSpaceData, tables: _PlaneTables, md: np.ndarray, a: int, base) -> tuple | None:
+    """ThreadpoolListener::Region from each StartRegion (with a `_c` stat) to
+    every later StopRegion until the next such start: (starts, stops) in ps
+    as uint64, or None when the line has none."""
+    names = np.array(tables.full_names, object)
+    is_start = names[md] == START_REGION
+    is_stop = names[md] == STOP_REGION
+    if not is_stop.any() or not is_start.any():
+        return None
+    ev = space.events
+    starts = np.flatnonzero(is_start)
+    with_c = np.zeros(len(starts), bool)
+    if len(tables.c_ids):
+        cases, _values, _lengths = space._stat_columns(ev.spans(a + starts), tables.c_ids)
+        with_c = (cases != 0).any(axis=1)
+    offset = ev.offset_ps.view(np.uint64)
+    # The start each stop closes: the last start with a `_c` before it.
+    opens = np.full(len(md), -1)
+    opens[starts[with_c]] = starts[with_c]
+    last = np.maximum.accumulate(opens)
+    stops = np.flatnonzero(is_stop)
+    opened = last[stops]
+    keep = opened >= 0
+    stops, opened = stops[keep], opened[keep]
+    start_ts = base + offset[a + opened]
+    keep = start_ts != 0
+    if not keep.any():
+        return None
+    return start_ts[keep], (base + offset[a + stops[keep]])

@@ -10,17 +10,22 @@ The reader decodes the structure with `_protowire` into numpy columns (one
 row per event: plane, line, metadata id, offset, duration, byte span) and
 resolves stats only for the events an analysis asks about, so a file with
 millions of events never becomes millions of Python objects.
+
+The file is mapped, not read: each pass over its bytes (the structure, a
+chunk of stats) gives the pages it read back when done (`release`), so the
+file does not sit in memory beside the event columns.
 """
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from models import _protowire as wire
-from models.files import read_bytes
+from models import _nesting, _protowire as wire
+from models.files import GZIP_MAGIC, read_bytes, readable_errors, return_large_buffers_to_the_os
 from models.task import ProfileError, TaskState
 
 SUFFIX = ".xplane.pb"
@@ -92,18 +97,23 @@ class Plane:
 
 @dataclass
 class Events:
-    """One row per event of the space, in file order."""
+    """One row per event of the space, in file order: line by line, so the
+    events of a line, and of a plane, are a range of rows."""
 
-    plane: np.ndarray  # int32 plane index
     line: np.ndarray  # int32 index into XSpaceData.lines
-    metadata_id: np.ndarray  # int64
+    metadata_id: np.ndarray  # int64, int32 when every id fits
     offset_ps: np.ndarray  # int64, from the line's timestamp
     duration_ps: np.ndarray  # int64
-    span: np.ndarray  # int64[n, 2]: the XEvent's bytes in the file
+    byte_offset: np.ndarray  # int64: where the XEvent's bytes are in the file
+    byte_length: np.ndarray  # int32
     aggregated: np.ndarray  # bool: num_occurrences form (no time)
 
     def __len__(self) -> int:
-        return len(self.plane)
+        return len(self.line)
+
+    def spans(self, rows) -> np.ndarray:
+        """int64[n, 2] (offset, length) of some events' bytes (an index or slice)."""
+        return np.stack([self.byte_offset[rows], self.byte_length[rows].astype(np.int64)], axis=1)
 
 
 @dataclass
@@ -115,6 +125,7 @@ class XSpaceData:
     lines: list[Line]  # every line, with line_plane saying whose
     line_plane: np.ndarray
     events: Events
+    line_rows: np.ndarray  # int64[len(lines) + 1]: each line's first event row
     hostnames: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -125,20 +136,39 @@ class XSpaceData:
                 return i
         return -1
 
+    def plane_rows(self, plane: int) -> tuple[int, int]:
+        """The range of rows holding a plane's events."""
+        lines = np.searchsorted(self.line_plane, [plane, plane + 1])  # lines come plane by plane
+        return int(self.line_rows[lines[0]]), int(self.line_rows[lines[1]])
+
     def _stat_columns(self, spans: np.ndarray, ids: np.ndarray):
         """The one decode of events' stats: corrupt ones are a ProfileError
         for every analysis that reads them (grouping, memory, trace)."""
         try:
             return wire.stat_columns(self.buf, spans, EVENT_STATS, ids)
         except ValueError as e:
-            raise ProfileError(f"{self.path}: corrupt event stats ({e}); the file may be damaged") from None
+            raise self.corrupt_stats(e) from None
+
+    def corrupt_stats(self, e: Exception) -> ProfileError:
+        return ProfileError(f"{self.path}: corrupt event stats ({e}); the file may be damaged")
+
+    def release(self, start: int = 0, end: int | None = None) -> None:
+        """Gives back the mapped file's pages in [start, end) that a pass has read."""
+        _release(self.buf, start, end)
+
+    def release_spans(self, spans: np.ndarray) -> None:
+        """release() over the bytes of some events, in file order."""
+        if len(spans) and isinstance(self.buf, mmap.mmap):
+            present = spans[spans[:, 0] >= 0]
+            if len(present):
+                self.release(int(present[0, 0]), int(present[-1, 0] + present[-1, 1]))
 
     def start_ps(self, rows: np.ndarray) -> np.ndarray:
         """Absolute start times (ps) of events: line timestamp plus offset."""
         line_ps = np.array([ln.timestamp_ns for ln in self.lines], np.int64) * 1000
         return line_ps[self.events.line[rows]] + self.events.offset_ps[rows]
 
-    def stats(self, rows: np.ndarray, plane: int, names: list[str], chunk: int = 1 << 17) -> dict[str, StatColumn]:
+    def stats(self, rows: np.ndarray, plane: int, names: list[str], chunk: int = 1 << 15) -> dict[str, StatColumn]:
         """Named stats of the given events (all of one plane), read in chunks
         and kept only where present. As XProf's GetStat: the event's own
         stats (not its metadata's), the last occurrence winning."""
@@ -146,28 +176,31 @@ class XSpaceData:
         wanted = [(sid, name) for name in names for sid in p.stat_ids(name)]
         ids = np.asarray([sid for sid, _ in wanted], np.int64)
         found: dict[str, list] = {name: [] for name in names}
-        spans = self.events.span
         for a in range(0, len(rows) if len(ids) else 0, chunk):
-            cases, values, lengths = self._stat_columns(spans[rows[a:a + chunk]], ids)
+            part = self.events.spans(rows[a:a + chunk])
+            cases, values, lengths = self._stat_columns(part, ids)
+            self.release_spans(part)
             for k, (_sid, name) in enumerate(wanted):
                 here = np.flatnonzero(cases[:, k])
                 if len(here):
                     found[name].append((a + here, cases[here, k], values[here, k], lengths[here, k]))
         return {name: StatColumn.join(len(rows), parts) for name, parts in found.items()}
 
-    def dense_stats(self, rows: np.ndarray, plane: int, names: list[str], chunk: int = 1 << 16) -> DenseStats:
-        """Named stats of many events as full columns, built chunk by chunk
-        (for stats nearly every event carries, such as memory events')."""
+    def dense_stats(self, spans: np.ndarray, plane: int, names: list[str], chunk: int = 1 << 16) -> DenseStats:
+        """Named stats of many events (by their spans, in file order) as full
+        columns, built chunk by chunk (for stats nearly every event carries,
+        such as memory events'); names the plane has no metadata for get none."""
         p = self.planes[plane]
-        n = len(rows)
-        out = DenseStats(case={k: np.zeros(n, np.int8) for k in names}, value={k: np.zeros(n, np.int64) for k in names},
+        n = len(spans)
+        wanted = [(sid, name) for name in names for sid in p.stat_ids(name)]
+        known = {name for _sid, name in wanted}
+        out = DenseStats(n, case={k: np.zeros(n, np.int8) for k in known}, value={k: np.zeros(n, np.int64) for k in known},
                          string={}, table=[""])
         index = {"": 0}
-        wanted = [(sid, name) for name in names for sid in p.stat_ids(name)]
         ids = np.asarray([sid for sid, _ in wanted], np.int64)
-        spans = self.events.span
         for a in range(0, n if len(ids) else 0, chunk):
-            cases, values, lengths = self._stat_columns(spans[rows[a:a + chunk]], ids)
+            part = spans[a:a + chunk]
+            cases, values, lengths = self._stat_columns(part, ids)
             for k, (_sid, name) in enumerate(wanted):
                 here = cases[:, k] != 0
                 out.case[name][a:a + chunk][here] = cases[here, k]
@@ -176,6 +209,7 @@ class XSpaceData:
                 if strs.any():
                     col = out.string.setdefault(name, np.zeros(n, np.int32))
                     col[a:a + chunk][strs] = self._intern(cases[strs, k], values[strs, k], lengths[strs, k], p, index)
+            self.release_spans(part)
         out.table = list(index)
         return out
 
@@ -197,23 +231,36 @@ class XSpaceData:
 @dataclass
 class DenseStats:
     """Stats of many events as columns: value case (0 = absent), raw value,
-    and for string stats (str_value or ref_value) ids into `table`."""
+    and for string stats (str_value or ref_value) ids into `table`. A name
+    without columns is absent everywhere; drop() frees a name's columns."""
 
+    n: int
     case: dict[str, np.ndarray]
     value: dict[str, np.ndarray]
     string: dict[str, np.ndarray]
     table: list[str]
 
+    def present(self, name: str) -> np.ndarray:
+        return self.case[name] != 0 if name in self.case else np.zeros(self.n, bool)
+
     def ints(self, name: str) -> np.ndarray:
         """XProf's IntValue: the int64 value (0 when absent or of another type)."""
+        if name not in self.case:
+            return np.zeros(self.n, np.int64)
         return np.where(self.case[name] == STAT_INT64, self.value[name], 0)
 
     def doubles(self, name: str) -> np.ndarray:
+        if name not in self.case:
+            return np.zeros(self.n, np.float64)
         return np.where(self.case[name] == STAT_DOUBLE, self.value[name].view(np.float64), 0.0)
 
     def strings(self, name: str) -> np.ndarray:
         """XProf's StrOrRefValue as ids into table (0 = "")."""
-        return self.string.get(name, np.zeros(len(self.case[name]), np.int32))
+        return self.string.get(name, np.zeros(self.n, np.int32))
+
+    def drop(self, name: str) -> None:
+        for columns in (self.case, self.value, self.string):
+            columns.pop(name, None)
 
 
 @dataclass
@@ -233,8 +280,10 @@ class StatColumn:
         if not parts:
             return cls(n, np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int64), np.zeros(0, np.int64))
         rows, case, value, length = (np.concatenate(c) for c in zip(*parts))
-        order = np.argsort(rows, kind="stable")
-        return cls(n, rows[order], case[order], value[order], length[order])
+        if len(parts) > 1 and not bool(np.all(rows[1:] > rows[:-1])):  # chunks of one stat id come in order
+            order = np.argsort(rows, kind="stable")
+            rows, case, value, length = rows[order], case[order], value[order], length[order]
+        return cls(n, rows, case, value, length)
 
     def ints_present(self, unsigned_too: bool = False) -> np.ndarray:
         """Values of the events that have the stat (aligned with rows): XProf's
@@ -249,25 +298,31 @@ class StatColumn:
 
 def xprof_order(start: np.ndarray, end: np.ndarray, line: np.ndarray | None = None) -> np.ndarray | None:
     """The permutation putting events in XProf's order (by line, start, then
-    the longest first), or None when they are in it already (the usual case:
-    events come line by line, mostly sorted)."""
-    later = (start[1:] > start[:-1]) | ((start[1:] == start[:-1]) & (end[1:] <= end[:-1]))
-    if line is not None:
-        later |= line[1:] != line[:-1]
-    if bool(np.all(later)):
-        return None
-    return np.lexsort((-end, start) if line is None else (-end, start, line))
+    the longest first; each line's events contiguous), or None when they are
+    in it already (the usual case: events come line by line, mostly sorted).
+    Sorted in C, per line, only where a line is out of order."""
+    return _nesting.xprof_order(start, end, None if line is None else line.astype(np.int32, copy=False))
 
 
 def read_xspace(path: Path, task: TaskState | None = None, host: str = "") -> XSpaceData:
-    """Reads and decodes one xplane.pb (structure and event columns)."""
+    """Maps and decodes one xplane.pb (structure and event columns)."""
     task = task or TaskState()
     path = Path(path)
-    buf = read_bytes(path, task, weight=0.4)
+    return_large_buffers_to_the_os()  # freed columns go back, not into malloc's heap
+    buf = _map(path, task)
     try:
-        return parse_xspace(buf, path, host or host_of_xplane(path.name) or path.name, task)
+        space = parse_xspace(buf, path, host or host_of_xplane(path.name) or path.name, task)
     except ValueError as e:
         raise ProfileError(f"{path}: not a readable XSpace ({e}); the file may be truncated or not an xplane.pb") from None
+    return space
+
+
+def _map(path: Path, task: TaskState):
+    """The file mapped read-only (gzip data and empty files are read)."""
+    with readable_errors(path), open(path, "rb") as f:
+        if f.read(2) == GZIP_MAGIC or not f.seek(0, 2):
+            return read_bytes(path, task, weight=0.4)
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
@@ -290,6 +345,7 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
     planes = []
     event_md = _metadata_maps(buf, emd_plane, emd_spans, len(plane_spans), events=True)
     stat_md = _metadata_maps(buf, smd_plane, smd_spans, len(plane_spans), events=False)
+    _release(buf)  # finding the lines' fields read every page
     for k in range(len(plane_spans)):
         planes.append(Plane(
             id=int(plane_id[k]), name=_text(buf, plane_name[k]),
@@ -297,13 +353,56 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
             event_metadata=event_md[k], stat_names=stat_md[k]))
     task.raise_if_cancelled()
     task.report(0.55, "Decoding events")
-    ((event_line, event_spans),) = wire.find_children(buf, line_spans, [LINE_EVENTS])
-    md, offset, duration, occurrences = wire.decode_messages(buf, event_spans, [
-        (EVENT_METADATA_ID, "i"), (EVENT_OFFSET_PS, "i"), (EVENT_DURATION_PS, "i"), (EVENT_NUM_OCCURRENCES, "i")])
-    events = Events(plane=line_plane[event_line].astype(np.int32), line=event_line.astype(np.int32), metadata_id=md,
-                    offset_ps=offset, duration_ps=duration, span=event_spans, aggregated=occurrences != 0)
+    events, line_rows = _decode_events(buf, line_spans)
     return XSpaceData(path=path, host=host, buf=buf, planes=planes, lines=lines, line_plane=line_plane.astype(np.int32),
-                      events=events, errors=texts[0], warnings=texts[1], hostnames=texts[2])
+                      events=events, line_rows=line_rows, errors=texts[0], warnings=texts[1], hostnames=texts[2])
+
+
+def _decode_events(buf, line_spans: np.ndarray, chunk_bytes: int = 16 << 20) -> tuple[Events, np.ndarray]:
+    """The event columns, decoded a few lines at a time (each group's pages
+    of the file given back when done) and joined column by column, so
+    neither the whole file nor a second copy of the columns is held."""
+    ends = np.cumsum(line_spans[:, 1])
+    cuts = np.unique(np.r_[0, np.searchsorted(ends, np.arange(chunk_bytes, ends[-1] if len(ends) else 0, chunk_bytes),
+                                              side="right"), len(line_spans)])
+    parts: dict[str, list] = {k: [] for k in ("metadata_id", "offset_ps", "duration_ps", "byte_offset",
+                                               "byte_length", "aggregated")}
+    counts = []
+    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+        ((owner, spans),) = wire.find_children(buf, line_spans[a:b], [LINE_EVENTS])
+        md, offset, duration, occurrences = wire.decode_messages(buf, spans, [
+            (EVENT_METADATA_ID, "i"), (EVENT_OFFSET_PS, "i"), (EVENT_DURATION_PS, "i"), (EVENT_NUM_OCCURRENCES, "i")])
+        for key, col in (("metadata_id", md), ("offset_ps", offset), ("duration_ps", duration),
+                         ("byte_offset", spans[:, 0].copy()), ("byte_length", spans[:, 1].astype(np.int32)),
+                         ("aggregated", occurrences != 0)):
+            parts[key].append(col)
+        counts.append(np.bincount(owner, minlength=b - a))
+        del owner, spans, md, offset, duration, occurrences
+        present = line_spans[a:b][line_spans[a:b, 0] >= 0]
+        if len(present):
+            _release(buf, int(present[0, 0]), int(present[-1, 0] + present[-1, 1]))
+    columns = {}
+    for key, dtype in (("metadata_id", np.int64), ("offset_ps", np.int64), ("duration_ps", np.int64),
+                       ("byte_offset", np.int64), ("byte_length", np.int32), ("aggregated", bool)):
+        columns[key] = np.concatenate(parts.pop(key)) if counts else np.zeros(0, dtype)  # one column's parts at a time
+    md = columns["metadata_id"]
+    if len(md) and -2**31 <= int(md.min()) and int(md.max()) < 2**31:
+        columns["metadata_id"] = md.astype(np.int32)
+    del md
+    counts = np.concatenate(counts) if counts else np.zeros(0, np.int64)
+    line = np.repeat(np.arange(len(line_spans), dtype=np.int32), counts)
+    return Events(line=line, **columns), np.r_[0, np.cumsum(counts)].astype(np.int64)
+
+
+def _release(buf, start: int = 0, end: int | None = None) -> None:
+    """Gives back a mapped file's pages in [start, end): read, then not needed
+    until a later pass maps them again from the page cache."""
+    if not isinstance(buf, mmap.mmap):
+        return
+    end = len(buf) if end is None else min(end, len(buf))
+    start -= start % mmap.PAGESIZE
+    if end > start:
+        buf.madvise(mmap.MADV_DONTNEED, start, end - start)
 
 
 def _text(buf, span) -> str:
