@@ -34,10 +34,11 @@ MEMORY_STATS = ("allocator_name", "bytes_reserved", "bytes_allocated", "bytes_av
 OPS = ("Conv2D", "MatMul", "Relu", "BiasAdd", "FusedBatchNormV3", "Add", "Identity", "Cast")
 
 
-def generate(n: int, path: Path) -> None:
+def generate(n: int, path: Path, steps: int = 0) -> None:
     """Steps on a python thread (root events) whose work runs on 4 executor
     threads: per op an event with 2 nested events, every other op allocating
-    an output and freeing an older one."""
+    an output and freeing an older one. `steps` (default: one per 2,000 ops)
+    sets how many steps share the events."""
     rng = np.random.default_rng(5)
     space = xplane_pb2.XSpace(hostnames=["bench"])
     plane = space.planes.add(id=1, name="/host:CPU")
@@ -55,7 +56,7 @@ def generate(n: int, path: Path) -> None:
     python = plane.lines.add(id=1, name="python", timestamp_ns=1_000)
     workers = [plane.lines.add(id=10 + k, name=f"tf_Compute/{k}", timestamp_ns=1_000) for k in range(4)]
     per_op = 3 + 1  # op, 2 nested, and on average one memory event
-    steps = max(n // (per_op * 2000), 1)
+    steps = steps or max(n // (per_op * 2000), 1)
     ops_per_step = n // (steps * per_op)
     t = 0
     live: list[tuple[int, int]] = []

@@ -12,8 +12,11 @@ protobuf parse of the file (Python's upb XSpace.ParseFromString) and, with
 `--xprof-python` (a venv with `pip install xprof`), XProf's converter for
 each tool, its output written to a file. `--before` names another checkout
 of Profscope (C extensions built) to measure its rows in the same rounds.
-Files default to the two of benchmarks/xplane_bench.py (generated and the
-real Keras profile repeated), made when missing.
+Each row prints the median wall time, CPU time (user + sys: steadier than
+the wall clock when other work shares the machine) and peak RSS.
+Files default to benchmarks/xplane_bench.py's generator with 4,000 steps
+(the issue's file) and with its default 250, and the real Keras profile
+repeated; they are made when missing.
 """
 
 from __future__ import annotations
@@ -63,8 +66,8 @@ shutil.rmtree(folder)
 """
 
 
-def timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
-    """(wall seconds, peak RSS MiB) of a whole process."""
+def timed(cmd: list[str], cwd: Path) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS MiB) of a whole process."""
     out = subprocess.run(["/usr/bin/time", "-v", *cmd], cwd=cwd, capture_output=True, text=True,
                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     if out.returncode:
@@ -72,7 +75,8 @@ def timed(cmd: list[str], cwd: Path) -> tuple[float, float]:
     wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", out.stderr)
     h, m, s = wall.groups()
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr)
-    return int(h or 0) * 3600 + int(m) * 60 + float(s), int(rss.group(1)) / 1024
+    cpu = sum(float(re.search(rf"{k} time \(seconds\): ([\d.]+)", out.stderr).group(1)) for k in ("User", "System"))
+    return int(h or 0) * 3600 + int(m) * 60 + float(s), cpu, int(rss.group(1)) / 1024
 
 
 def rows_for(path: Path, python: str, tree: Path, label: str, scratch: Path) -> dict[str, tuple[list[str], Path]]:
@@ -101,16 +105,20 @@ def main() -> None:
         from benchmarks.xplane_bench import generate, repeat_real
 
         args.folder.mkdir(parents=True, exist_ok=True)
-        files = [args.folder / f"generated_{args.events}.xplane.pb", args.folder / f"repeated_{args.events}.xplane.pb"]
+        files = [args.folder / f"steps4000_{args.events}.xplane.pb", args.folder / f"generated_{args.events}.xplane.pb",
+                 args.folder / f"repeated_{args.events}.xplane.pb"]
         if not files[0].exists():
-            generate(args.events, files[0])
+            generate(args.events, files[0], steps=4000)
         if not files[1].exists():
-            repeat_real(args.events, ROOT / "tests/data/xprof/keras.xplane.pb", files[1])
+            generate(args.events, files[1])
+        if not files[2].exists():
+            repeat_real(args.events, ROOT / "tests/data/xprof/keras.xplane.pb", files[2])
     python = sys.executable
     for path in files:
         path = path.resolve()
         size = path.stat().st_size / 2**20
-        print(f"\n{path.name}: {size:.1f} MiB, medians of {args.rounds} (wall s, peak RSS MiB, RSS / file)", flush=True)
+        print(f"\n{path.name}: {size:.1f} MiB, medians of {args.rounds} (wall s, CPU s, peak RSS MiB, RSS / file)",
+              flush=True)
         with tempfile.TemporaryDirectory() as scratch:
             scratch = Path(scratch)
             rows = {"anchor: bare protobuf parse": ([python, "-c", BARE_PARSE.format(root=str(ROOT), path=str(path))], ROOT)}
@@ -123,19 +131,20 @@ def main() -> None:
             rows.update(rows_for(path, python, ROOT, "now:", scratch))
             if args.only:
                 rows = {k: v for k, v in rows.items() if args.only in k or k.startswith("anchor")}
-            results: dict[str, list[tuple[float, float]]] = {k: [] for k in rows}
+            results: dict[str, list[tuple[float, float, float]]] = {k: [] for k in rows}
             for _ in range(args.rounds):
                 for label, (cmd, cwd) in rows.items():
                     results[label].append(timed(cmd, cwd))
-            med = {k: (statistics.median(t for t, _ in v), statistics.median(r for _, r in v)) for k, v in results.items()}
-            for label, (t, rss) in med.items():
-                print(f"  {label:40s} {t:7.2f} s {rss:7.0f} MiB {rss / size:5.2f}x", flush=True)
+            med = {k: tuple(statistics.median(r[j] for r in v) for j in range(3)) for k, v in results.items()}
+            for label, (t, cpu, rss) in med.items():
+                print(f"  {label:40s} {t:7.2f} s {cpu:7.2f} s CPU {rss:7.0f} MiB {rss / size:5.2f}x", flush=True)
             for who in ("before:", "now:"):
                 m, tv = med.get(f"{who} export memory_profile"), med.get(f"{who} export trace_viewer")
                 xm, xt = med.get("anchor: XProf memory_profile"), med.get("anchor: XProf trace_viewer")
                 if m and tv and xm and xt:
-                    print(f"  {who} memory + trace export {m[0] + tv[0]:.2f} s; XProf {xm[0] + xt[0]:.2f} s: "
-                          f"{(xm[0] + xt[0]) / (m[0] + tv[0]):.1f}x faster", flush=True)
+                    print(f"  {who} memory + trace export {m[0] + tv[0]:.2f} s ({m[1] + tv[1]:.2f} s CPU); XProf "
+                          f"{xm[0] + xt[0]:.2f} s ({xm[1] + xt[1]:.2f} s CPU): {(xm[0] + xt[0]) / (m[0] + tv[0]):.1f}x "
+                          f"faster ({(xm[1] + xt[1]) / (m[1] + tv[1]):.1f}x in CPU)", flush=True)
 
 
 if __name__ == "__main__":
