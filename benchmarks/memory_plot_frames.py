@@ -138,14 +138,20 @@ def wheel(plot, viewport, delta: int) -> None:
     QApplication.sendEvent(viewport, event)
 
 
+def one_allocation(allocator) -> tuple[int, int]:
+    """An allocation near the middle of the run and the snapshot freeing it (-1: never)."""
+    tl = allocator.timeline
+    k = int(np.searchsorted(tl.time_ps, (float(tl.time_ps[0]) + float(tl.time_ps[-1])) / 2))
+    k += int(np.argmax(tl.activity[k:] == 1))
+    return k, allocator.freed_at(k)
+
+
 def zoom_levels(allocator) -> dict[str, tuple[float, float]]:
     tl = allocator.timeline
     t0, t1 = float(tl.time_ps[0]), float(tl.time_ps[-1])
     mid = (t0 + t1) / 2
     # A single allocation near the middle: its life with a margin on each side.
-    k = int(np.searchsorted(tl.time_ps, mid))
-    k += int(np.argmax(tl.activity[k:] == 1))
-    freed = allocator.freed_at(k)
+    k, freed = one_allocation(allocator)
     a, b = float(tl.time_ps[k]), float(tl.time_ps[freed if freed >= 0 else -1])
     pad = (b - a) * 0.25 + 1
     return {"whole run": (t0, t1), "1%": (mid - (t1 - t0) / 200, mid + (t1 - t0) / 200),
@@ -192,6 +198,7 @@ def save_pngs(app, view, levels, out: Path, tag: str) -> None:
         QApplication.setPalette(dark_palette() if dark else original)
         app.processEvents()
         view.pick_moment(moment)  # the selected moment's line
+        view.plot.mark_lifetime(*one_allocation(a))  # as when its table row is selected
         for name, (x0, x1) in levels.items():
             view.plot.plot.setXRange(x0, x1, padding=0)
             app.processEvents()
