@@ -18,6 +18,7 @@ from conftest import DATA
 from models import _protowire as wire
 from models.event_file import tagged_run_metadata
 from models.locations import open_repository
+from models.memory_profile import allocation_indices, free_indices
 from models.formats import _stepstats
 from models.formats import step_stats as step_stats_module
 from models.formats.step_stats import (FORMAT, chrome_trace, chrome_trace_json, load_step_timeline, locate,
@@ -480,6 +481,18 @@ def test_tensor_lifetimes_follow_timeline_py():
                     (30, "b", 60), (35, "b", 0)]
     assert list(tl.address[tl.activity == 1]) == [4, 3, 2, 1]  # first seen: b, c, a, a:1
     assert profile.summary.peak_heap == 208 and sorted(profile.peak_allocations.op) == ["a", "a:1", "c"]
+
+
+def test_memory_view_pairs_allocations_as_by_address(tmp_path):
+    """The allocation/free pairs handed to the memory view are those the
+    model finds by address (a free before its allocation frees nothing)."""
+    for seed in range(6, 12):
+        path = tmp_path / f"r{seed}.pb"
+        path.write_bytes(random_step_stats(seed).SerializeToString())
+        for profile in step_memory_profile(locate(path)).allocators.values():
+            allocs, frees = profile.lifetimes
+            assert np.array_equal(allocs, allocation_indices(profile.timeline))
+            assert np.array_equal(frees, free_indices(profile.timeline))
 
 
 @contextmanager

@@ -1,20 +1,27 @@
 /* models.formats._stepstats: TensorFlow timeline.py's memory analysis and
  * Chrome trace rows over StepStats columns (models/formats/step_stats.py).
  *
- *   tensor_lifetimes(buf, node_spans, consumer)
- *       -> (names, name_offsets, allocator_spans, requested, allocated, dtype,
- *           shapes, shape_offsets, create_us, last_unref_us)
+ *   tensor_lifetimes(buf, node_spans, consumer, full)
+ *       -> (allocator, allocators, requested, allocated, dtype, shape, shapes,
+ *           create_us, last_unref_us, (names, name_offsets)); not full: only
+ *           allocator, allocators, requested and the times (None elsewhere)
  *       one row per distinct output tensor name, in first-seen order (a later
  *       tensor of the same name replaces the row's values, as timeline.py's
- *       dict does); the inputs in the labels of consumer nodes (not on GPU
- *       stream devices, not RecvTensor) extend their tensor's life to the
- *       consumer's end - 1
+ *       dict does); allocator and shape are ids into the lists allocators
+ *       and shapes ("(32,64)", "(?)"); the inputs in the labels of consumer
+ *       nodes (not on GPU stream devices, not RecvTensor) extend their
+ *       tensor's life to the consumer's end - 1
+ *   node_times(buf, node_spans) -> (start_ns, dur_ns, thread)
+ *       nanoseconds when the node has them (all_start_nanos != 0), else
+ *       micros * 1000; thread_id
  *   sort_ties(order, time, delta, tensor, names, name_offsets)
  *       sorts runs of equal (time, delta) in `order` by tensor name, then by
  *       event number (the stable order), in place
  *   trace_events(buf, node_spans, kernel, pid, tid)
  *       -> bytes: ',{"ph":"X",...}' per node, as json.dumps writes them
  *   decode_spans(buf, spans) -> list of str (UTF-8, errors replaced)
+ *   trim_heap() -> None: gives the C heap's free pages back to the system
+ *       (glibc keeps big freed temporaries otherwise)
  *
  * Strings are escaped exactly as json.dumps(ensure_ascii=True) escapes the
  * str Python would decode them to (invalid UTF-8 replaced). Malformed
@@ -22,6 +29,9 @@
  */
 #include "_cbuffers.h"
 #include "_labels.h"
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 /* ---------------------------------------------------------------- wire */
 
@@ -115,15 +125,27 @@ static int bytes_put(Bytes *b, const void *s, size_t n) {
 
 #define PUT_LITERAL(b, s) bytes_put((b), (s), sizeof(s) - 1)
 
-/* Decimal digits of v at w; returns the end. */
+static const char DIGIT_PAIRS[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* Decimal digits of v at w (two at a time); returns the end. */
 static inline char *w_int(char *w, int64_t v) {
     char tmp[24];
     int i = 24;
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[--i] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+    while (u >= 100) {
+        i -= 2;
+        memcpy(tmp + i, DIGIT_PAIRS + 2 * (u % 100), 2);
+        u /= 100;
+    }
+    if (u >= 10) {
+        i -= 2;
+        memcpy(tmp + i, DIGIT_PAIRS + 2 * u, 2);
+    } else {
+        tmp[--i] = (char)('0' + u);
+    }
     if (v < 0) tmp[--i] = '-';
     memcpy(w, tmp + i, (size_t)(24 - i));
     return w + 24 - i;
@@ -135,34 +157,60 @@ static int bytes_put_int(Bytes *b, int64_t v) {
     return 1;
 }
 
-/* ---------------------------------------------------------------- int64 columns */
+/* ---------------------------------------------------------------- columns */
 
+/* A growable column of fixed-size items (raw allocator: usable without the GIL). */
 typedef struct {
-    int64_t *p;
-    size_t len, cap;
-} Ints;
+    char *p;
+    size_t len, cap, item;
+} Column;
 
-static int ints_push(Ints *a, int64_t v) {
-    if (a->len == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 1024;
-        int64_t *grown = PyMem_RawRealloc(a->p, cap * sizeof(int64_t));
+static int column_push(Column *c, const void *value) {
+    if (c->len == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 1024;
+        char *grown = PyMem_RawRealloc(c->p, cap * c->item);
         if (!grown) return 0;
-        a->p = grown;
-        a->cap = cap;
+        c->p = grown;
+        c->cap = cap;
     }
-    a->p[a->len++] = v;
+    memcpy(c->p + c->len++ * c->item, value, c->item);
     return 1;
 }
 
-/* A numpy int64 array of shape (n,) or (n, 2) taking a copy of the values. */
-static PyObject *int_array(const int64_t *values, npy_intp n, int pairs) {
-    npy_intp dims[2] = {n, 2};
-    PyObject *arr = PyArray_SimpleNew(pairs ? 2 : 1, dims, NPY_INT64);
-    if (arr && n) memcpy(PyArray_DATA((PyArrayObject *)arr), values, sizeof(int64_t) * n * (pairs ? 2 : 1));
+static int push_i64(Column *c, int64_t v) { return column_push(c, &v); }
+static int push_i32(Column *c, int32_t v) { return column_push(c, &v); }
+
+#define AT(column, type, i) (((type *)(column).p)[i])
+
+static void free_column_data(PyObject *capsule) {
+    PyMem_RawFree(PyCapsule_GetPointer(capsule, "profscope.column"));
+}
+
+/* The column as a numpy array that owns its memory (no copy); the column is left empty. */
+static PyObject *adopt(Column *c, int type) {
+    npy_intp n = (npy_intp)c->len;
+    char *data = PyMem_RawRealloc(c->p, c->len ? c->len * c->item : 1); /* shrink to fit */
+    if (!data) return PyErr_NoMemory();
+    c->p = NULL;
+    c->len = c->cap = 0;
+    PyObject *capsule = PyCapsule_New(data, "profscope.column", free_column_data);
+    if (!capsule) {
+        PyMem_RawFree(data);
+        return NULL;
+    }
+    PyObject *arr = PyArray_SimpleNewFromData(1, &n, type, data);
+    if (!arr) {
+        Py_DECREF(capsule);
+        return NULL;
+    }
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, capsule) < 0) { /* steals the capsule */
+        Py_DECREF(arr);
+        return NULL;
+    }
     return arr;
 }
 
-/* ---------------------------------------------------------------- tensor names */
+/* ---------------------------------------------------------------- distinct keys */
 
 static uint64_t hash_bytes(const uint8_t *p, size_t len) {
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)len;
@@ -180,52 +228,127 @@ static uint64_t hash_bytes(const uint8_t *p, size_t len) {
     return h ^ (h >> 29);
 }
 
-/* Tensor names (bytes in `names`, row t at offsets[t]..offsets[t + 1]) with
- * an open-addressing index. A slot holds the name's hash in its high 32 bits
- * and row + 1 in the low ones (0: empty), so probes past other names rarely
- * read their bytes. */
+/* Distinct byte strings, numbered in the order they come: each lies in the
+ * buffer (offset >= 0, so tensor names cost no copy) or in `built` (offset
+ * < 0, at -offset - 1). The index's slots hold the key's hash in their
+ * high 32 bits and row + 1 in the low ones (0: empty), so probes past
+ * other keys rarely read their bytes. */
 typedef struct {
-    Bytes names;
-    Ints offsets;
+    const uint8_t *base;
+    Bytes built;
+    Column off, len; /* int64 */
     uint64_t *slots;
     size_t cap;
-} NameTable;
+} Keys;
 
-static int64_t table_find(const NameTable *t, const uint8_t *s, size_t len, size_t *slot, uint32_t *tag) {
+static void keys_init(Keys *k, const uint8_t *base) {
+    memset(k, 0, sizeof(*k));
+    k->base = base;
+    k->off.item = k->len.item = sizeof(int64_t);
+}
+
+static void keys_free(Keys *k) {
+    PyMem_RawFree(k->built.p);
+    PyMem_RawFree(k->off.p);
+    PyMem_RawFree(k->len.p);
+    PyMem_RawFree(k->slots);
+}
+
+static const uint8_t *key_bytes(const Keys *k, size_t row) {
+    int64_t off = AT(k->off, int64_t, row);
+    return off >= 0 ? k->base + off : (const uint8_t *)k->built.p + (-off - 1);
+}
+
+/* The row of s, or -1 with where it would go in *slot and *tag. */
+static int64_t keys_find(const Keys *k, const uint8_t *s, size_t len, size_t *slot, uint32_t *tag) {
     uint64_t hash = hash_bytes(s, len);
     uint32_t high = (uint32_t)(hash >> 32);
-    size_t mask = t->cap - 1, h = (size_t)hash & mask;
+    size_t mask = k->cap - 1, h = (size_t)hash & mask;
     for (;;) {
-        uint64_t entry = t->slots[h];
+        uint64_t entry = k->slots[h];
         if (!entry) break;
         if ((uint32_t)(entry >> 32) == high) {
-            int64_t row = (int64_t)(uint32_t)entry - 1;
-            int64_t a = t->offsets.p[row], b = t->offsets.p[row + 1];
-            if ((size_t)(b - a) == len && memcmp(t->names.p + a, s, len) == 0) return row;
+            size_t row = (size_t)(uint32_t)entry - 1;
+            if ((size_t)AT(k->len, int64_t, row) == len && memcmp(key_bytes(k, row), s, len) == 0)
+                return (int64_t)row;
         }
         h = (h + 1) & mask;
     }
-    if (slot) *slot = h;
-    if (tag) *tag = high;
+    *slot = h;
+    *tag = high;
     return -1;
 }
 
-static int table_grow(NameTable *t) {
-    size_t cap = t->cap ? t->cap * 2 : 1024;
+static int keys_grow(Keys *k) {
+    size_t cap = k->cap ? k->cap * 2 : 1024;
     uint64_t *slots = PyMem_RawCalloc(cap, sizeof(uint64_t));
     if (!slots) return 0;
-    for (size_t i = 0; i < t->cap; i++) {
-        uint64_t entry = t->slots[i];
+    for (size_t i = 0; i < k->cap; i++) {
+        uint64_t entry = k->slots[i];
         if (!entry) continue;
-        int64_t row = (int64_t)(uint32_t)entry - 1, a = t->offsets.p[row], b = t->offsets.p[row + 1];
-        size_t h = (size_t)hash_bytes((const uint8_t *)t->names.p + a, (size_t)(b - a)) & (cap - 1);
+        size_t row = (size_t)(uint32_t)entry - 1;
+        size_t h = (size_t)hash_bytes(key_bytes(k, row), (size_t)AT(k->len, int64_t, row)) & (cap - 1);
         while (slots[h]) h = (h + 1) & (cap - 1);
         slots[h] = entry;
     }
-    PyMem_RawFree(t->slots);
-    t->slots = slots;
-    t->cap = cap;
+    PyMem_RawFree(k->slots);
+    k->slots = slots;
+    k->cap = cap;
     return 1;
+}
+
+/* Adds s (not yet there: keys_find gave slot and tag); -1 when out of memory. */
+static int64_t keys_add(Keys *k, const uint8_t *s, size_t len, int in_buffer, size_t slot, uint32_t tag) {
+    size_t row = k->off.len;
+    int64_t off = in_buffer ? s - k->base : -(int64_t)k->built.len - 1;
+    if (row >= UINT32_MAX || (!in_buffer && !bytes_put(&k->built, s, len))) return -1;
+    if (!push_i64(&k->off, off) || !push_i64(&k->len, (int64_t)len)) return -1;
+    k->slots[slot] = ((uint64_t)tag << 32) | (uint64_t)(row + 1);
+    if ((row + 1) * 2 >= k->cap && !keys_grow(k)) return -1;
+    return (int64_t)row;
+}
+
+/* The row of s, added if new; -1 when out of memory. */
+static int64_t keys_intern(Keys *k, const uint8_t *s, size_t len, int in_buffer) {
+    size_t slot;
+    uint32_t tag;
+    int64_t row = keys_find(k, s, len, &slot, &tag);
+    return row >= 0 ? row : keys_add(k, s, len, in_buffer, slot, tag);
+}
+
+/* The keys as str (UTF-8, errors replaced); needs the GIL. */
+static PyObject *keys_list(const Keys *k) {
+    PyObject *out = PyList_New((Py_ssize_t)k->off.len);
+    for (size_t row = 0; out && row < k->off.len; row++) {
+        PyObject *s = PyUnicode_DecodeUTF8((const char *)key_bytes(k, row), (Py_ssize_t)AT(k->len, int64_t, row),
+                                           "replace");
+        if (!s) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, (Py_ssize_t)row, s);
+    }
+    return out;
+}
+
+/* The keys in one bytes object: (blob, int64 offsets[rows + 1]); needs the GIL. */
+static PyObject *keys_blob(const Keys *k) {
+    size_t total = 0, rows = k->off.len;
+    for (size_t row = 0; row < rows; row++) total += (size_t)AT(k->len, int64_t, row);
+    npy_intp dims[1] = {(npy_intp)rows + 1};
+    PyObject *blob = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    PyObject *offsets = PyArray_SimpleNew(1, dims, NPY_INT64);
+    if (!blob || !offsets) {
+        Py_XDECREF(blob);
+        Py_XDECREF(offsets);
+        return NULL;
+    }
+    char *dst = PyBytes_AS_STRING(blob);
+    int64_t *o = PyArray_DATA((PyArrayObject *)offsets), at = 0;
+    for (size_t row = 0; row < rows; row++) {
+        o[row] = at;
+        memcpy(dst + at, key_bytes(k, row), (size_t)AT(k->len, int64_t, row));
+        at += AT(k->len, int64_t, row);
+    }
+    o[rows] = at;
+    return Py_BuildValue("(NN)", blob, offsets);
 }
 
 /* ---------------------------------------------------------------- nodes */
@@ -298,12 +421,13 @@ static int64_t add_wrapping(int64_t a, int64_t b) {
 /* What timeline.py reads of one NodeOutput (fields merge across repeated
  * occurrences of a message, last scalar wins, as protobuf parses them). */
 typedef struct {
-    int64_t dtype, requested, allocated, alloc_off, alloc_len;
+    int64_t dtype, requested, allocated;
+    const uint8_t *allocator, *allocator_end;
     int unknown_rank;
-    Ints dims;
+    Column dims; /* int64 */
 } Output;
 
-/* Returns 0 when malformed. */
+/* Returns 1, 0 when malformed, -1 when out of memory. */
 static int read_shape(Cursor c, Output *o) {
     Field f;
     while (c.p < c.end) {
@@ -315,7 +439,7 @@ static int read_shape(Cursor c, Output *o) {
                 if (!next_field(&f.sub, &d)) return 0;
                 if (d.number == 1 && d.wire == 0) size = (int64_t)d.value;
             }
-            if (!ints_push(&o->dims, size)) return -1;
+            if (!push_i64(&o->dims, size)) return -1;
         } else if (f.number == 3 && f.wire == 0) {
             o->unknown_rank = f.value != 0;
         }
@@ -325,6 +449,10 @@ static int read_shape(Cursor c, Output *o) {
 
 static int read_output(Cursor c, const uint8_t *base, Output *o) {
     Field f, g, h;
+    o->dtype = o->requested = o->allocated = 0;
+    o->allocator = o->allocator_end = base;
+    o->unknown_rank = 0;
+    o->dims.len = 0;
     while (c.p < c.end) {
         if (!next_field(&c, &f)) return 0;
         if (f.number != 3 || f.wire != 2) continue; /* tensor_description */
@@ -341,8 +469,8 @@ static int read_output(Cursor c, const uint8_t *base, Output *o) {
                     if (h.number == 1 && h.wire == 0) o->requested = (int64_t)h.value;
                     else if (h.number == 2 && h.wire == 0) o->allocated = (int64_t)h.value;
                     else if (h.number == 3 && h.wire == 2) {
-                        o->alloc_off = h.sub.p - base;
-                        o->alloc_len = h.sub.end - h.sub.p;
+                        o->allocator = h.sub.p;
+                        o->allocator_end = h.sub.end;
                     }
                 }
             }
@@ -353,78 +481,83 @@ static int read_output(Cursor c, const uint8_t *base, Output *o) {
 
 /* timeline.py's shape text: "(?)" or "(d0,d1,...)". */
 static int put_shape(Bytes *b, const Output *o) {
+    b->len = 0;
     if (o->unknown_rank) return PUT_LITERAL(b, "(?)");
     if (!PUT_LITERAL(b, "(")) return 0;
     for (size_t i = 0; i < o->dims.len; i++) {
         if (i && !PUT_LITERAL(b, ",")) return 0;
-        if (!bytes_put_int(b, o->dims.p[i])) return 0;
+        if (!bytes_put_int(b, AT(o->dims, int64_t, i))) return 0;
     }
     return PUT_LITERAL(b, ")");
 }
 
+/* One row per distinct tensor name, with the last tensor of that name
+ * (lean: only what the memory counters need, no sizes, types or shapes). */
 typedef struct {
-    NameTable table;
-    Ints alloc, requested, allocated, dtype, create, unref; /* alloc: offset, length pairs */
-    Bytes shapes;
-    Ints shape_offsets;
+    int lean;
+    Keys names, allocators, shapes;
+    Column allocator, dtype, shape;                     /* int32 */
+    Column requested, allocated, create, unref;         /* int64 */
+    Bytes scratch;
 } Tensors;
 
-static void tensors_free(Tensors *t) {
-    PyMem_RawFree(t->table.names.p);
-    PyMem_RawFree(t->table.offsets.p);
-    PyMem_RawFree(t->table.slots);
-    PyMem_RawFree(t->alloc.p);
-    PyMem_RawFree(t->requested.p);
-    PyMem_RawFree(t->allocated.p);
-    PyMem_RawFree(t->dtype.p);
-    PyMem_RawFree(t->create.p);
-    PyMem_RawFree(t->unref.p);
-    PyMem_RawFree(t->shapes.p);
-    PyMem_RawFree(t->shape_offsets.p);
+static void tensors_init(Tensors *t, const uint8_t *base) {
+    memset(t, 0, sizeof(*t));
+    keys_init(&t->names, base);
+    keys_init(&t->allocators, base);
+    keys_init(&t->shapes, base);
+    t->allocator.item = t->dtype.item = t->shape.item = sizeof(int32_t);
+    t->requested.item = t->allocated.item = t->create.item = t->unref.item = sizeof(int64_t);
 }
 
-/* Shapes of replaced rows are rewritten at the end of `shapes`: a row's
- * shape is shapes[shape_offsets[2t] : +shape_offsets[2t + 1]]. */
-static int store_output(Tensors *t, Bytes *key, const uint8_t *name, size_t name_len, int64_t index,
-                        const Output *o, int64_t start, int64_t end) {
-    NameTable *tab = &t->table;
-    const uint8_t *k = name;
+static void tensors_free(Tensors *t) {
+    keys_free(&t->names);
+    keys_free(&t->allocators);
+    keys_free(&t->shapes);
+    Column *columns[] = {&t->allocator, &t->dtype, &t->shape, &t->requested, &t->allocated, &t->create, &t->unref};
+    for (size_t i = 0; i < sizeof(columns) / sizeof(*columns); i++) PyMem_RawFree(columns[i]->p);
+    PyMem_RawFree(t->scratch.p);
+}
+
+/* Output `index` of a node named name (in the buffer): a new row, or the
+ * values of the row of the same name replaced. Returns 0 when out of memory. */
+static int store_output(Tensors *t, const uint8_t *name, size_t name_len, int64_t index, const Output *o,
+                        int64_t start, int64_t end) {
+    int64_t shape = 0;
+    if (!t->lean && (!put_shape(&t->scratch, o) ||
+                     (shape = keys_intern(&t->shapes, (const uint8_t *)t->scratch.p, t->scratch.len, 0)) < 0))
+        return 0;
+    int64_t allocator = keys_intern(&t->allocators, o->allocator, (size_t)(o->allocator_end - o->allocator), 1);
+    if (allocator < 0) return 0;
+    const uint8_t *key = name;
     size_t len = name_len, slot = 0;
     if (index) { /* "name:index" */
-        key->len = 0;
-        if (!bytes_put(key, name, name_len) || !PUT_LITERAL(key, ":") || !bytes_put_int(key, index)) return 0;
-        k = (const uint8_t *)key->p;
-        len = key->len;
+        t->scratch.len = 0;
+        if (!bytes_put(&t->scratch, name, name_len) || !PUT_LITERAL(&t->scratch, ":") ||
+            !bytes_put_int(&t->scratch, index))
+            return 0;
+        key = (const uint8_t *)t->scratch.p;
+        len = t->scratch.len;
     }
     uint32_t tag = 0;
-    int64_t row = table_find(tab, k, len, &slot, &tag);
-    size_t shape_at = t->shapes.len;
-    if (!put_shape(&t->shapes, o)) return 0;
-    int64_t shape_len = (int64_t)(t->shapes.len - shape_at);
+    int64_t row = keys_find(&t->names, key, len, &slot, &tag);
     int64_t allocated = o->allocated ? o->allocated : o->requested;
     if (row >= 0) { /* replaces the earlier tensor, keeping its place */
-        t->alloc.p[2 * row] = o->alloc_off;
-        t->alloc.p[2 * row + 1] = o->alloc_len;
-        t->requested.p[row] = o->requested;
-        t->allocated.p[row] = allocated;
-        t->dtype.p[row] = o->dtype;
-        t->create.p[row] = start;
-        t->unref.p[row] = end;
-        t->shape_offsets.p[2 * row] = (int64_t)shape_at;
-        t->shape_offsets.p[2 * row + 1] = shape_len;
+        AT(t->allocator, int32_t, row) = (int32_t)allocator;
+        AT(t->requested, int64_t, row) = o->requested;
+        AT(t->create, int64_t, row) = start;
+        AT(t->unref, int64_t, row) = end;
+        if (!t->lean) {
+            AT(t->allocated, int64_t, row) = allocated;
+            AT(t->dtype, int32_t, row) = (int32_t)o->dtype;
+            AT(t->shape, int32_t, row) = (int32_t)shape;
+        }
         return 1;
     }
-    row = (int64_t)t->requested.len;
-    if (row >= UINT32_MAX) return 0;
-    tab->slots[slot] = ((uint64_t)tag << 32) | (uint64_t)(row + 1);
-    if (!bytes_put(&tab->names, k, len) || !ints_push(&tab->offsets, (int64_t)tab->names.len)) return 0;
-    if (!ints_push(&t->alloc, o->alloc_off) || !ints_push(&t->alloc, o->alloc_len) ||
-        !ints_push(&t->requested, o->requested) || !ints_push(&t->allocated, allocated) ||
-        !ints_push(&t->dtype, o->dtype) || !ints_push(&t->create, start) || !ints_push(&t->unref, end) ||
-        !ints_push(&t->shape_offsets, (int64_t)shape_at) || !ints_push(&t->shape_offsets, shape_len))
-        return 0;
-    if ((size_t)(row + 1) * 2 >= tab->cap && !table_grow(tab)) return 0;
-    return 1;
+    return keys_add(&t->names, key, len, index == 0, slot, tag) >= 0 && push_i32(&t->allocator, (int32_t)allocator) &&
+           push_i64(&t->requested, o->requested) && push_i64(&t->create, start) && push_i64(&t->unref, end) &&
+           (t->lean || (push_i64(&t->allocated, allocated) && push_i32(&t->dtype, (int32_t)o->dtype) &&
+                        push_i32(&t->shape, (int32_t)shape)));
 }
 
 static int64_t span_ok(int64_t off, int64_t len, Py_ssize_t size) {
@@ -433,16 +566,19 @@ static int64_t span_ok(int64_t off, int64_t len, Py_ssize_t size) {
 
 static PyObject *tensor_lifetimes(PyObject *self, PyObject *args) {
     PyObject *obj, *nodes_obj, *consumer_obj;
-    if (!PyArg_ParseTuple(args, "OOO", &obj, &nodes_obj, &consumer_obj)) return NULL;
+    int full;
+    if (!PyArg_ParseTuple(args, "OOOp", &obj, &nodes_obj, &consumer_obj, &full)) return NULL;
     PyArrayObject *nodes = as_spans(nodes_obj), *consumer = as_column(consumer_obj, NPY_BOOL);
     PyObject *result = NULL;
-    Tensors t;
-    memset(&t, 0, sizeof(t));
-    Ints uses = {0}; /* (inputs offset, length, consumer end) of nodes with inputs */
-    Outputs outputs = {0};
-    Bytes key = {0}; /* "name:index" */
     Py_buffer view;
     int have_view = 0;
+    Tensors t;
+    tensors_init(&t, NULL);
+    t.lean = !full;
+    Outputs outputs = {0};
+    Output o;
+    memset(&o, 0, sizeof(o));
+    o.dims.item = sizeof(int64_t);
     if (!nodes || !consumer) goto done;
     npy_intp n = PyArray_DIM(nodes, 0);
     if (PyArray_DIM(consumer, 0) != n) {
@@ -452,14 +588,13 @@ static PyObject *tensor_lifetimes(PyObject *self, PyObject *args) {
     if (get_buffer(obj, &view) < 0) goto done;
     have_view = 1;
     const uint8_t *base = view.buf;
+    t.names.base = t.allocators.base = t.shapes.base = base;
     const int64_t *ns = PyArray_DATA(nodes);
     const npy_bool *cons = PyArray_DATA(consumer);
     Py_ssize_t bad_at = -1;
     int nomem = 0;
-    Output o;
-    memset(&o, 0, sizeof(o));
     Py_BEGIN_ALLOW_THREADS
-    if (!table_grow(&t.table) || !ints_push(&t.table.offsets, 0)) nomem = 1;
+    nomem = !keys_grow(&t.names) || !keys_grow(&t.allocators) || !keys_grow(&t.shapes);
     /* Pass 1: every output of every node, in file order. */
     for (npy_intp k = 0; k < n && !nomem && bad_at < 0; k++) {
         Node node;
@@ -470,46 +605,43 @@ static PyObject *tensor_lifetimes(PyObject *self, PyObject *args) {
         }
         int64_t end = add_wrapping(node.start_us, node.rel_us);
         for (size_t j = 0; j < outputs.len; j++) {
-            o.dtype = o.requested = o.allocated = o.alloc_len = 0;
-            o.alloc_off = -1;
-            o.unknown_rank = 0;
-            o.dims.len = 0;
             r = read_output(outputs.items[j], base, &o);
             if (r == 0) { bad_at = outputs.items[j].p - base; break; }
-            if (r < 0 || !store_output(&t, &key, node.name, (size_t)(node.name_end - node.name), (int64_t)j, &o,
+            if (r < 0 || !store_output(&t, node.name, (size_t)(node.name_end - node.name), (int64_t)j, &o,
                                        node.start_us, end)) {
                 nomem = 1;
                 break;
             }
         }
-        const uint8_t *op, *op_end, *in, *in_end;
-        if (cons[k] && !is_recv(&node) && match_op_label(node.label, node.label_end, &op, &op_end, &in, &in_end) &&
-            in_end > in) {
-            if (!ints_push(&uses, in - base) || !ints_push(&uses, in_end - in) || !ints_push(&uses, end)) nomem = 1;
-        }
     }
-    /* Pass 2: each input keeps its tensor alive to the consumer's end - 1. */
-    for (size_t u = 0; u + 2 < uses.len && !nomem && bad_at < 0; u += 3) {
-        const uint8_t *p = base + uses.p[u], *end = p + uses.p[u + 1];
-        int64_t last = add_wrapping(uses.p[u + 2], -1);
+    /* Pass 2 (the nodes read again rather than kept): each input keeps its
+     * tensor alive to the consumer's end - 1. */
+    for (npy_intp k = 0; k < n && !nomem && bad_at < 0; k++) {
+        Node node;
+        const uint8_t *op, *op_end, *p, *end;
+        if (!cons[k] || !read_node(base, ns + 2 * k, view.len, &node, NULL, &bad_at) || is_recv(&node) ||
+            !match_op_label(node.label, node.label_end, &op, &op_end, &p, &end) || end == p)
+            continue;
+        int64_t last = add_wrapping(add_wrapping(node.start_us, node.rel_us), -1);
         for (;;) {
             const uint8_t *q = p; /* the next ", " (str.split) */
             while (q + 1 < end && !(q[0] == ',' && q[1] == ' ')) q++;
             if (q + 1 >= end) q = end;
-            int64_t row = table_find(&t.table, p, (size_t)(q - p), NULL, NULL);
+            size_t slot;
+            uint32_t tag;
+            int64_t row = keys_find(&t.names, p, (size_t)(q - p), &slot, &tag);
             if (row < 0) { /* Partitioning inserts Send/Recv: the data came from the original node. */
                 const uint8_t *cut = NULL;
                 for (const uint8_t *r = q - 2; r > p; r--)
                     if (r[0] == '/' && r[1] == '_') { cut = r; break; }
-                if (cut) row = table_find(&t.table, p, (size_t)(cut - p), NULL, NULL);
+                if (cut) row = keys_find(&t.names, p, (size_t)(cut - p), &slot, &tag);
             }
-            if (row >= 0 && t.unref.p[row] < last) t.unref.p[row] = last;
+            if (row >= 0 && AT(t.unref, int64_t, row) < last) AT(t.unref, int64_t, row) = last;
             if (q == end) break;
             p = q + 2;
         }
     }
     Py_END_ALLOW_THREADS
-    PyMem_RawFree(o.dims.p);
     if (nomem) {
         PyErr_NoMemory();
         goto done;
@@ -518,35 +650,70 @@ static PyObject *tensor_lifetimes(PyObject *self, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "malformed protobuf data at byte %zd", bad_at);
         goto done;
     }
-    npy_intp rows = (npy_intp)t.requested.len;
-    /* Shapes packed in row order. */
-    Bytes packed = {0};
-    Ints packed_offsets = {0};
-    int ok = ints_push(&packed_offsets, 0);
-    for (npy_intp r = 0; r < rows && ok; r++) {
-        ok = bytes_put(&packed, t.shapes.p + t.shape_offsets.p[2 * r], (size_t)t.shape_offsets.p[2 * r + 1]) &&
-             ints_push(&packed_offsets, (int64_t)packed.len);
-    }
-    if (ok) {
-        result = Py_BuildValue(
-            "(NNNNNNNNNN)", PyBytes_FromStringAndSize(t.table.names.p, (Py_ssize_t)t.table.names.len),
-            int_array(t.table.offsets.p, rows + 1, 0), int_array(t.alloc.p, rows, 1),
-            int_array(t.requested.p, rows, 0), int_array(t.allocated.p, rows, 0), int_array(t.dtype.p, rows, 0),
-            PyBytes_FromStringAndSize(packed.p, (Py_ssize_t)packed.len), int_array(packed_offsets.p, rows + 1, 0),
-            int_array(t.create.p, rows, 0), int_array(t.unref.p, rows, 0));
+    if (t.lean) {
+        result = Py_BuildValue("(NNNOOOONN(OO))", adopt(&t.allocator, NPY_INT32), keys_list(&t.allocators),
+                               adopt(&t.requested, NPY_INT64), Py_None, Py_None, Py_None, Py_None,
+                               adopt(&t.create, NPY_INT64), adopt(&t.unref, NPY_INT64), Py_None, Py_None);
     } else {
-        PyErr_NoMemory();
+        PyObject *names = keys_blob(&t.names);
+        if (names)
+            result = Py_BuildValue("(NNNNNNNNNN)", adopt(&t.allocator, NPY_INT32), keys_list(&t.allocators),
+                                   adopt(&t.requested, NPY_INT64), adopt(&t.allocated, NPY_INT64),
+                                   adopt(&t.dtype, NPY_INT32), adopt(&t.shape, NPY_INT32), keys_list(&t.shapes),
+                                   adopt(&t.create, NPY_INT64), adopt(&t.unref, NPY_INT64), names);
     }
-    PyMem_RawFree(packed.p);
-    PyMem_RawFree(packed_offsets.p);
 done:
     tensors_free(&t);
-    PyMem_RawFree(uses.p);
+    PyMem_RawFree(o.dims.p);
     PyMem_RawFree(outputs.items);
-    PyMem_RawFree(key.p);
     if (have_view) PyBuffer_Release(&view);
     Py_XDECREF(nodes);
     Py_XDECREF(consumer);
+    return result;
+}
+
+/* ---------------------------------------------------------------- times */
+
+static PyObject *node_times(PyObject *self, PyObject *args) {
+    PyObject *obj, *nodes_obj;
+    if (!PyArg_ParseTuple(args, "OO", &obj, &nodes_obj)) return NULL;
+    PyArrayObject *nodes = as_spans(nodes_obj);
+    if (!nodes) return NULL;
+    npy_intp n = PyArray_DIM(nodes, 0);
+    PyObject *start = PyArray_SimpleNew(1, &n, NPY_INT64), *dur = PyArray_SimpleNew(1, &n, NPY_INT64);
+    PyObject *thread = PyArray_SimpleNew(1, &n, NPY_INT64), *result = NULL;
+    Py_buffer view;
+    if (!start || !dur || !thread || get_buffer(obj, &view) < 0) goto done;
+    const uint8_t *base = view.buf;
+    const int64_t *ns = PyArray_DATA(nodes);
+    int64_t *st = PyArray_DATA((PyArrayObject *)start), *du = PyArray_DATA((PyArrayObject *)dur);
+    int64_t *th = PyArray_DATA((PyArrayObject *)thread);
+    Py_ssize_t bad_at = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp k = 0; k < n; k++) {
+        if (!span_ok(ns[2 * k], ns[2 * k + 1], view.len)) { bad_at = ns[2 * k] > 0 ? ns[2 * k] : 0; break; }
+        Cursor c = {base + ns[2 * k], base + ns[2 * k] + ns[2 * k + 1]};
+        Field f;
+        int64_t v[17] = {0}; /* by field number: 2, 5 micros; 10 thread; 13, 16 nanos */
+        while (c.p < c.end) {
+            if (!next_field(&c, &f)) { bad_at = c.p - base; break; }
+            if (f.wire == 0 && f.number < 17) v[f.number] = (int64_t)f.value;
+        }
+        if (bad_at >= 0) break;
+        int has_ns = v[13] != 0;
+        st[k] = has_ns ? v[13] : (int64_t)((uint64_t)v[2] * 1000);
+        du[k] = has_ns ? v[16] : (int64_t)((uint64_t)v[5] * 1000);
+        th[k] = v[10];
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (bad_at >= 0) PyErr_Format(PyExc_ValueError, "malformed protobuf data at byte %zd", bad_at);
+    else result = Py_BuildValue("(OOO)", start, dur, thread);
+done:
+    Py_XDECREF(start);
+    Py_XDECREF(dur);
+    Py_XDECREF(thread);
+    Py_DECREF(nodes);
     return result;
 }
 
@@ -670,6 +837,16 @@ static char *w_escaped(char *w, uint32_t cp) {
     return w + 6;
 }
 
+/* Bytes json.dumps writes as they are: printable ASCII but '"' and '\\'. */
+static const uint8_t PLAIN[256] = {
+    ['\x20'] = 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x20-0x2f, '"' at 0x22 */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,            /* 0x30-0x3f */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,            /* 0x40-0x4f */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,            /* 0x50-0x5f, '\\' at 0x5c */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,            /* 0x60-0x6f */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0,            /* 0x70-0x7f, DEL escaped */
+};
+
 /* Length of the valid UTF-8 sequence at p (strict, as Python decodes), 0 if invalid. */
 static int utf8_sequence(const uint8_t *p, const uint8_t *end, uint32_t *cp) {
     uint8_t c = p[0];
@@ -707,13 +884,13 @@ static char *w_string(char *w, const uint8_t *s, int64_t len) {
     const uint8_t *p = s, *end = s + len;
     *w++ = '"';
     while (p < end) {
+        const uint8_t *run = p; /* printable ASCII goes as it is */
+        while (p < end && PLAIN[*p]) p++;
+        memcpy(w, run, (size_t)(p - run));
+        w += p - run;
+        if (p == end) break;
+        uint32_t cp = *p;
         uint8_t c = *p;
-        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-            *w++ = (char)c;
-            p++;
-            continue;
-        }
-        uint32_t cp = c;
         int n = 1;
         if (c >= 0x80 && !(n = utf8_sequence(p, end, &cp))) goto replace;
         w = w_escaped(w, cp);
@@ -865,15 +1042,27 @@ static PyObject *decode_spans(PyObject *self, PyObject *args) {
     return out;
 }
 
+static PyObject *trim_heap(PyObject *self, PyObject *args) {
+#ifdef __GLIBC__
+    Py_BEGIN_ALLOW_THREADS
+    malloc_trim(0);
+    Py_END_ALLOW_THREADS
+#endif
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"tensor_lifetimes", tensor_lifetimes, METH_VARARGS,
-     "tensor_lifetimes(buf, node_spans, consumer) -> (names, name_offsets, "
-     "allocator_spans, requested, allocated, dtype, shapes, shape_offsets, create_us, last_unref_us)"},
+     "tensor_lifetimes(buf, node_spans, consumer, full) -> (allocator, allocators, requested, allocated, "
+     "dtype, shape, shapes, create_us, last_unref_us, (names, name_offsets)); not full: None for the rest"},
+    {"node_times", node_times, METH_VARARGS,
+     "node_times(buf, node_spans) -> (start_ns, dur_ns, thread) int64 columns"},
     {"sort_ties", sort_ties, METH_VARARGS,
      "sort_ties(order, time, delta, tensor, names, name_offsets): runs of equal (time, delta) by name, in place"},
     {"trace_events", trace_events, METH_VARARGS,
      "trace_events(buf, node_spans, kernel, pid, tid) -> bytes of ',{\"ph\":\"X\",...}' rows"},
     {"decode_spans", decode_spans, METH_VARARGS, "decode_spans(buf, spans) -> list of str (errors replaced)"},
+    {"trim_heap", trim_heap, METH_NOARGS, "trim_heap(): the C heap's free pages back to the system (glibc)"},
     {NULL, NULL, 0, NULL},
 };
 

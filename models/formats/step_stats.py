@@ -42,8 +42,7 @@ from protos import config_pb2, step_stats_pb2, types_pb2
 RUN_METADATA_STEP_STATS = 1
 STEP_STATS_DEV_STATS = 1
 DEV_DEVICE, DEV_NODE_STATS, DEV_THREAD_NAMES = 1, 2, 3
-NODE_NAME, ALL_START_MICROS, ALL_END_REL_MICROS, TIMELINE_LABEL, THREAD_ID = 1, 2, 5, 8, 10
-ALL_START_NANOS, ALL_END_REL_NANOS = 13, 16
+NODE_NAME, TIMELINE_LABEL = 1, 8  # times, outputs and thread ids are read in models/formats/_stepstats.c
 TEXT_SUFFIXES = (".pbtxt", ".txt", ".pbtxt.gz", ".txt.gz")
 BINARY_SUFFIXES = (".pb", ".pb.gz")
 UNKNOWN_OP = "unknown"  # what timeline.py calls an op whose label it cannot parse
@@ -293,6 +292,7 @@ class StepNodes:
     """Where the NodeExecStats of a StepStats lie, in file order (device by device)."""
 
     devices: list[str]
+    device_spans: np.ndarray  # int64[d, 2] each DeviceStepStats' bytes
     device: np.ndarray  # int64 device of each node
     spans: np.ndarray  # int64[n, 2] the node's bytes
     thread_dev: np.ndarray
@@ -309,19 +309,17 @@ class StepNodes:
 def find_nodes(buf, start: int, end: int) -> StepNodes:
     """The devices and node spans of the StepStats at [start, end) (ValueError when corrupt)."""
     (dev_spans,) = wire.find_fields(buf, start, end, [STEP_STATS_DEV_STATS])
-    (dev_names,) = wire.decode_messages(buf, dev_spans, [(DEV_DEVICE, "s")])
-    devices = [bytes(buf[o:o + n]).decode("utf-8", "replace") if o >= 0 else "" for o, n in dev_names]
-    (node_dev, node_spans), (thread_dev, thread_spans) = wire.find_children(buf, dev_spans, [DEV_NODE_STATS, DEV_THREAD_NAMES])
-    return StepNodes(devices, node_dev, node_spans, thread_dev, thread_spans)
+    (name_dev, name_spans), (node_dev, node_spans), (thread_dev, thread_spans) = wire.find_children(
+        buf, dev_spans, [DEV_DEVICE, DEV_NODE_STATS, DEV_THREAD_NAMES])
+    devices = [""] * len(dev_spans)
+    for d, (o, n) in zip(name_dev.tolist(), name_spans.tolist()):  # the last one wins, as protobuf reads it
+        devices[d] = bytes(buf[o:o + n]).decode("utf-8", "replace")
+    return StepNodes(devices, dev_spans, node_dev, node_spans, thread_dev, thread_spans)
 
 
 def node_times(buf, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(start ns, duration ns, thread id) per node: nanoseconds when the node has them, else micros * 1000."""
-    s_us, d_us, thread, s_ns, d_ns = wire.decode_messages(buf, spans, [
-        (ALL_START_MICROS, "i"), (ALL_END_REL_MICROS, "i"), (THREAD_ID, "i"), (ALL_START_NANOS, "i"),
-        (ALL_END_REL_NANOS, "i")])
-    has_ns = s_ns != 0
-    return np.where(has_ns, s_ns, s_us * 1000), np.where(has_ns, d_ns, d_us * 1000), thread
+    return _stepstats.node_times(buf, spans)
 
 
 @dataclass
@@ -570,9 +568,7 @@ class Tensors:
     the last tensor of that name, alive from its producer's start to the end
     of its last consumer."""
 
-    names: bytes  # row t's name is names[name_offsets[t]:name_offsets[t + 1]]
-    name_offsets: np.ndarray
-    allocator: np.ndarray  # int64 index into allocators
+    allocator: np.ndarray  # index into allocators
     allocators: list[str]  # distinct names, sorted
     requested: np.ndarray
     allocated: np.ndarray  # allocated_bytes, or requested when not reported
@@ -581,6 +577,8 @@ class Tensors:
     shapes: list[str]  # "(32,64)", "(?)"
     create_us: np.ndarray
     last_unref_us: np.ndarray
+    names: bytes | None = None  # row t's name is names[name_offsets[t]:name_offsets[t + 1]]
+    name_offsets: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.requested)
@@ -589,21 +587,21 @@ class Tensors:
         return np.c_[self.name_offsets[rows], self.name_offsets[rows + 1] - self.name_offsets[rows]]
 
 
-def tensor_columns(buf, steps: StepNodes) -> Tensors:
+def tensor_columns(buf, steps: StepNodes, full: bool = True) -> Tensors:
     """Every output tensor of the nodes with its lifetime as timeline.py's
-    show_memory sees it, decoded and matched to its consumers in C. Inputs
+    show_memory sees it, decoded and matched to its consumers in C (not
+    full: allocators, sizes and times only, what the Chrome trace's
+    counters need; the other columns are None). Inputs
     are read from the labels of nodes that are neither GPU kernels nor
     RecvTensor; an input naming no tensor is tried without its last `/_`
     suffix (partitioning inserts Send/Recv)."""
-    (names, name_offsets, alloc_spans, requested, allocated, dtype, shape_text, shape_offsets, create,
-     unref) = _stepstats.tensor_lifetimes(buf, steps.spans, ~steps.kernel)
-    alloc_id, alloc_names = wire.intern_strings(buf, alloc_spans)
+    (allocator, alloc_names, requested, allocated, dtype, shape, shapes, create, unref,
+     (blob, offsets)) = _stepstats.tensor_lifetimes(buf, steps.spans, ~steps.kernel, full)
     # Two spellings may decode to one name (invalid UTF-8): group by the text.
     allocators = sorted(set(alloc_names))
     alloc_rank = np.array([allocators.index(a) for a in alloc_names], np.int64)
-    shape, shapes = wire.intern_strings(shape_text, np.c_[shape_offsets[:-1], np.diff(shape_offsets)])
-    return Tensors(names, name_offsets, alloc_rank[alloc_id], allocators, requested, allocated, dtype,
-                   shape.astype(np.int64), list(shapes), create, unref)
+    return Tensors(alloc_rank[allocator], allocators, requested, allocated, dtype, shape, shapes, create, unref,
+                   blob, offsets)
 
 
 @dataclass
@@ -693,8 +691,15 @@ def _allocator_profile(memory_id: str, tensors: Tensors, e: AllocatorEvents, ori
         num_allocations=len(e.rows), num_deallocations=len(e.rows), memory_capacity=0, peak_bytes_lifetime=peak,
         peak_time_ps=int(tl.time_ps[peak_i]) if peak_i >= 0 else 0, peak_stack=0, peak_heap=peak, peak_free=0,
         peak_fragmentation=0.0)
+    # Each tensor is allocated and freed once, so the events pair by tensor (a free
+    # before its allocation, from a negative duration, frees nothing).
+    free_at = np.empty(len(e.rows), np.int64)
+    frees = np.flatnonzero(~e.is_alloc)
+    free_at[e.tensor[frees]] = frees
+    allocs = np.flatnonzero(e.is_alloc)
+    freed = free_at[e.tensor[allocs]]
     profile = AllocatorProfile(memory_id=memory_id, timeline=tl, summary=summary, peak_allocations=None,
-                               complete=True, stored_snapshots=tl)
+                               complete=True, stored_snapshots=tl, lifetimes=(allocs, np.where(freed > allocs, freed, n)))
     # timeline.py's peak is the first snapshot reaching the maximum, not the last.
     profile.__dict__["peak_index"] = max(peak_i, 0)
     profile.peak_allocations = profile.allocations_at(max(peak_i, 0)) if n else None
@@ -722,13 +727,21 @@ def _chrome_chunks(source: StepStatsFile, task: TaskState) -> Iterator[bytes]:
     task.report(0.05, f"Reading {source.path.name}")
     with source.open() as (buf, start, end):
         try:
+            # The file's pages are let go after each pass over it, and device
+            # by device below: a huge export need not hold the whole file.
             steps = find_nodes(buf, start, end)
-            task.report(0.2, "Tensor lifetimes")
-            counters = [(name, e.time_us, e.total) for name, e in
-                        allocator_events(tensor_columns(buf, steps), by_name=False).items()]
+            task.report(0.2, "Laying out lanes")
+            times = node_times(buf, steps.spans)
+            _release(buf)
+            lanes = lay_out(buf, steps, *times)
+            del times
+            _stepstats.trim_heap()  # the layout's temporaries, freed, still count until trimmed
             task.raise_if_cancelled()
-            task.report(0.4, "Laying out lanes")
-            lanes = lay_out(buf, steps, *node_times(buf, steps.spans))
+            task.report(0.3, "Tensor lifetimes")
+            tensors = tensor_columns(buf, steps, full=False)
+            _release(buf)
+            counters = [(name, e.time_us, e.total) for name, e in allocator_events(tensors, by_name=False).items()]
+            del tensors
         except ValueError as e:
             raise ProfileError(f"{source.path}: corrupt StepStats: {e}") from None
         dumps = lambda value: json.dumps(value, separators=(",", ":"))
@@ -745,6 +758,7 @@ def _chrome_chunks(source: StepStatsFile, task: TaskState) -> Iterator[bytes]:
 
         order, kernel = lanes.order, steps.kernel
         pid_of_lane = lanes.lane_group.astype(np.int64) + 1
+        released = 0  # devices whose events are all written
         for a in range(0, len(order), ROWS_PER_CHUNK):
             task.raise_if_cancelled()
             task.report(0.5 + 0.4 * a / len(order), "Writing trace events")
@@ -754,6 +768,10 @@ def _chrome_chunks(source: StepStatsFile, task: TaskState) -> Iterator[bytes]:
                 yield _stepstats.trace_events(buf, steps.spans[rows], kernel[rows], pid_of_lane[lane], tid_of_lane[lane])
             except ValueError as e:
                 raise ProfileError(f"{source.path}: corrupt StepStats: {e}") from None
+            current = int(lanes.lane_group[lane[-1]]) if a + len(rows) < len(order) else len(steps.devices)
+            for off, n in steps.device_spans[released:current]:
+                _release(buf, int(off), int(off + n))
+            released = max(released, current)
     del steps, lanes, order, kernel
     for name, time_us, total in counters:
         name_json = dumps(name).encode()
@@ -763,6 +781,19 @@ def _chrome_chunks(source: StepStatsFile, task: TaskState) -> Iterator[bytes]:
             task.raise_if_cancelled()
             yield _jsonrows.json_rows(parts, [("i", time_us), ("i", total)], a, min(a + ROWS_PER_CHUNK, len(total)), b"")
     yield b'],"otherData":' + dumps({"source": _source_name(source), "producer": "profscope"}).encode() + b"}"
+
+
+def _release(buf, start: int = 0, end: int | None = None) -> None:
+    """Drops the whole pages of [start, end) of a mapped file from this
+    process (they stay in the page cache, read again if touched): a huge
+    file need not count in full towards the export's memory."""
+    if not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    end = len(buf) if end is None else end
+    first = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
+    last = end if end == len(buf) else end // mmap.PAGESIZE * mmap.PAGESIZE
+    if last > first:
+        buf.madvise(mmap.MADV_DONTNEED, first, last - first)
 
 
 def chrome_trace_json(source: StepStatsFile, task: TaskState | None = None) -> bytes:
