@@ -2,10 +2,12 @@
 security of every request field, captures through a profiler service."""
 
 import json
+import logging
 import os
 import shutil
 import threading
 from concurrent import futures
+from types import SimpleNamespace
 
 import grpc
 import numpy as np
@@ -15,7 +17,7 @@ from conftest import DATA, SAMPLE
 from models.remote.server import make_server
 from models.remote.client import ANALYSIS, PROFILER, RemoteRepository, call, capture, channel, new_session, _stub
 from models.locations import open_repository
-from models.repository import LocalRepository
+from models.repository import LocalRepository, ToolData
 from models.task import ProfileError
 from protos import profiler_analysis_pb2 as pa
 from protos import profiler_service_pb2 as ps
@@ -23,15 +25,21 @@ from protos import profiler_service_pb2 as ps
 XSPACE = DATA / "xprof" / "small.xplane.pb"
 
 
-@pytest.fixture
-def served(tmp_path):
-    """A log dir with a two-host xplane session and the TF sample, served on loopback."""
+def _log_dir(tmp_path):
+    """A log dir with a two-host xplane session and the TF sample; its root and the session folder."""
     root = tmp_path / "logs"
     shutil.copytree(SAMPLE, root)
     session = root / "plugins" / "profile" / "2026_01_01_00_00_00"
     session.mkdir(parents=True)
     shutil.copy(XSPACE, session / "worker0.xplane.pb")
     shutil.copy(DATA / "xprof" / "keras.xplane.pb", session / "worker1.xplane.pb")
+    return root, session
+
+
+@pytest.fixture
+def served(tmp_path):
+    """_log_dir served on loopback."""
+    root, session = _log_dir(tmp_path)
     (tmp_path / "secret.txt").write_text("outside the served folder")
     os.symlink(tmp_path / "secret.txt", session / "evil.xplane.pb")  # a link leading out
     server, port, service = make_server(root, port=0)
@@ -327,3 +335,232 @@ def test_rank_traces_over_grpc_equal_local():
     finally:
         repo.close()
         server.stop(0).wait()
+
+
+# ---------------------------------------------------------------- under load
+
+
+def _new_threads(before: set) -> list[threading.Thread]:
+    """Threads started since `before` that do not end (each gets time to finish what it was doing)."""
+    for t in set(threading.enumerate()) - before:
+        t.join(timeout=10)
+    return [t for t in set(threading.enumerate()) - before if t.is_alive()]
+
+
+def _data_stubs(ch):
+    return (_stub(ch, ANALYSIS, "EnumSessions", pa.EnumProfileSessionsAndToolsRequest, pa.EnumProfileSessionsAndToolsResponse),
+            _stub(ch, ANALYSIS, "GetSessionToolData", pa.ProfileSessionDataRequest, pa.ProfileSessionDataResponse))
+
+
+def test_concurrent_clients_with_cancelled_calls(tmp_path, caplog):
+    """12 clients, 4 rounds each of a listing, a tool's data, a call cancelled at
+    once and a call whose channel is closed at once: every answer is the local
+    one, the server logs no error and leaves no thread once stopped."""
+    before = set(threading.enumerate())
+    root, session = _log_dir(tmp_path)
+    local = LocalRepository(root)
+    sessions = sorted(s.name for s in local.enum_sessions())
+    expected = {(s, t, h, ""): local.tool_data(s, t, h).output
+                for s in sessions for t in local.session(s).tools for h in local.hosts_with(s, t)}
+    expected[(SESSION, "profscope.file", "", "worker1.xplane.pb")] = (session / "worker1.xplane.pb").read_bytes()
+    keys = sorted(expected)
+    server, port, _ = make_server(root, port=0)
+    address = f"127.0.0.1:{port}"
+
+    def request(key):
+        s, tool, host, name = key
+        return pa.ProfileSessionDataRequest(session_id=s, tool_name=tool, host_name=host,
+                                            parameters={"name": name} if name else {})
+
+    clients, rounds = 12, 4
+    start = threading.Barrier(clients)
+    outcomes: list[tuple[str, object, bool]] = []  # (what, key, right)
+
+    def client(c):
+        with channel(address) as ch:
+            enum, data = _data_stubs(ch)
+            start.wait()
+            for r in range(rounds):
+                key = keys[(c * rounds + r) % len(keys)]
+                got = sorted(s.session_id for s in enum(pa.EnumProfileSessionsAndToolsRequest(), timeout=60).sessions)
+                outcomes.append(("enum", None, got == sessions))
+                outcomes.append(("tool", key, data(request(key), timeout=60).output == expected[key]))
+                future = data.future(request(key), timeout=60)
+                if not future.cancel():  # answered first
+                    outcomes.append(("cancel", key, future.result().output == expected[key]))
+                other = channel(address)
+                future = _data_stubs(other)[1].future(request(key), timeout=60)
+                other.close()
+                try:
+                    outcomes.append(("close", key, future.result().output == expected[key]))
+                except grpc.RpcError as e:
+                    outcomes.append(("close", key, e.code() == grpc.StatusCode.CANCELLED))
+
+    try:
+        with futures.ThreadPoolExecutor(clients) as pool:
+            for f in [pool.submit(client, c) for c in range(clients)]:
+                f.result()
+    finally:
+        server.stop(grace=5)
+    assert [o for o in outcomes if not o[2]] == []
+    assert sum(o[0] == "tool" for o in outcomes) == clients * rounds
+    assert {o[1] for o in outcomes if o[0] == "tool"} == set(keys)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert _new_threads(before) == []
+
+
+@pytest.fixture
+def blocking_tools(monkeypatch):
+    """Tool data that waits, as its parameter "wait" says: for `release`, or for
+    the call's end ("end"); each call's (host, cancelled) is recorded as it returns."""
+    release, started, done = threading.Event(), threading.Event(), []
+
+    def tool_data(self, session, tool, host="", params=None, task=None):
+        started.set()
+        wait = (params or {}).get("wait")
+        if wait == "release":
+            release.wait(30)
+        elif wait == "end":
+            task._cancelled.wait(30)  # TaskState offers no public wait
+        done.append((host, task.cancelled))
+        return ToolData(b"answer " + host.encode(), "json")
+
+    monkeypatch.setattr(LocalRepository, "tool_data", tool_data)
+    return SimpleNamespace(release=release, started=started, done=done)
+
+
+def _waiting_tool(host: str, wait: str = "") -> pa.ProfileSessionDataRequest:
+    return pa.ProfileSessionDataRequest(session_id=SESSION, tool_name="trace_viewer", host_name=host,
+                                        parameters={"wait": wait} if wait else {})
+
+
+def _session_folder(root, *hosts):
+    session = root / SESSION
+    session.mkdir(parents=True)
+    for host in hosts:
+        shutil.copy(XSPACE, session / f"{host}.xplane.pb")
+
+
+def _until(slots, predicate) -> None:
+    with slots.changed:
+        assert slots.changed.wait_for(predicate, timeout=30)
+
+
+def _one_running_one_waiting(data, slots, tools, second_host: str):
+    """With one slot: a call holding it until tools.release, and a call waiting for it."""
+    running = data.future(_waiting_tool("worker0", "release"), timeout=60)
+    assert tools.started.wait(30)
+    waiting = data.future(_waiting_tool(second_host), timeout=60)
+    _until(slots, lambda: slots.waiting == 1)
+    return running, waiting
+
+
+def test_a_cancelled_call_stops_its_analysis(served, blocking_tools, caplog):
+    slots = served[2].slots
+    with channel(served[1]) as ch:
+        future = _data_stubs(ch)[1].future(_waiting_tool("worker0", "end"), timeout=60)
+        assert blocking_tools.started.wait(30)
+        future.cancel()
+        _until(slots, lambda: blocking_tools.done)  # the analysis saw its task cancelled and gave its slot back
+    assert blocking_tools.done == [("worker0", True)]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_analyses_wait_for_a_slot_but_listings_and_files_do_not(tmp_path, blocking_tools):
+    """One slot: a second analysis waits in line (and leaves it when cancelled),
+    while listings and file downloads are answered."""
+    _session_folder(tmp_path, "worker0", "worker1")
+    before = set(threading.enumerate())
+    server, port, service = make_server(tmp_path, port=0, workers=1)
+    slots = service.slots
+    try:
+        with channel(f"127.0.0.1:{port}") as ch:
+            enum, data = _data_stubs(ch)
+            first, second = _one_running_one_waiting(data, slots, blocking_tools, "worker1")
+            assert [s.session_id for s in enum(pa.EnumProfileSessionsAndToolsRequest(), timeout=30).sessions] == [SESSION]
+            listing = data(pa.ProfileSessionDataRequest(session_id=SESSION, tool_name="profscope.files"), timeout=30)
+            assert json.loads(listing.output)["hosts"] == ["worker0", "worker1"]
+            file = data(pa.ProfileSessionDataRequest(session_id=SESSION, tool_name="profscope.file",
+                                                     parameters={"name": "worker1.xplane.pb"}), timeout=30)
+            assert file.output == XSPACE.read_bytes()
+            second.cancel()
+            _until(slots, lambda: slots.waiting == 0)
+            blocking_tools.release.set()
+            assert first.result().output == b"answer worker0"
+            assert data(_waiting_tool("worker1"), timeout=30).output == b"answer worker1"
+    finally:
+        blocking_tools.release.set()
+        server.stop(0)
+    assert blocking_tools.done == [("worker0", False), ("worker1", False)]  # the cancelled call never ran
+    assert _new_threads(before) == []
+
+
+def test_calls_beyond_the_limit_are_refused_not_queued(tmp_path, blocking_tools, monkeypatch):
+    import models.remote.server as server_module
+
+    _session_folder(tmp_path, "worker0")
+    monkeypatch.setattr(server_module, "MAX_CALLS", 2)
+    server, port, service = make_server(tmp_path, port=0, workers=1)
+    try:
+        with channel(f"127.0.0.1:{port}") as ch:
+            enum, data = _data_stubs(ch)
+            running, waiting = _one_running_one_waiting(data, service.slots, blocking_tools, "worker0")
+            with pytest.raises(grpc.RpcError) as e:
+                enum(pa.EnumProfileSessionsAndToolsRequest(), timeout=30)
+            assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            blocking_tools.release.set()
+            assert running.result().output == waiting.result().output == b"answer worker0"
+            assert enum(pa.EnumProfileSessionsAndToolsRequest(), timeout=30).sessions
+    finally:
+        blocking_tools.release.set()
+        server.stop(0)
+
+
+def test_stopping_ends_running_analyses_and_leaves_no_thread(tmp_path, blocking_tools):
+    _session_folder(tmp_path, "worker0")
+    before = set(threading.enumerate())
+    server, port, _ = make_server(tmp_path, port=0)
+    with channel(f"127.0.0.1:{port}") as ch:
+        future = _data_stubs(ch)[1].future(_waiting_tool("worker0", "end"), timeout=60)
+        assert blocking_tools.started.wait(30)
+        server.stop(grace=0.1)  # returns once the analysis has ended
+        assert blocking_tools.done == [("worker0", True)]
+        with pytest.raises(grpc.RpcError) as e:
+            future.result()
+        assert e.value.code() in (grpc.StatusCode.CANCELLED, grpc.StatusCode.UNAVAILABLE)
+    assert _new_threads(before) == []
+
+
+def test_oversized_requests_and_a_port_in_use_are_refused(served):
+    with pytest.raises(grpc.RpcError) as e:
+        _tool_data(served[1], session_id=SESSION, tool_name="memory_profile", parameters={"k": "v" * (2 << 20)})
+    assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    with pytest.raises(ProfileError, match="cannot listen"):
+        make_server(served[0], port=int(served[1].rsplit(":", 1)[1]))  # not a second server sharing the port
+
+
+def test_a_remote_repository_that_cannot_list_closes_its_channel(monkeypatch, tmp_path):
+    import tempfile
+
+    import models.remote.client as client
+
+    opened = []
+
+    class Recorded:
+        def __init__(self, ch):
+            self.ch, self.closed = ch, False
+            opened.append(self)
+
+        def __getattr__(self, name):
+            return getattr(self.ch, name)
+
+        def close(self):
+            self.closed = True
+            self.ch.close()
+
+    real = client.channel
+    monkeypatch.setattr(client, "channel", lambda target: Recorded(real(target)))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(ProfileError, match="cannot be reached"):
+        RemoteRepository("grpc://127.0.0.1:1")
+    assert [c.closed for c in opened] == [True] and list(tmp_path.iterdir()) == []  # no download folder left

@@ -170,8 +170,9 @@ def cmd_serve(args) -> int:
     import signal
     import threading
 
-    from models.remote.server import make_server
+    from models.remote.server import limit_malloc_arenas, make_server
 
+    limit_malloc_arenas()  # before the server's threads exist
     server, port, _ = make_server(Path(args.path), args.bind, args.port, args.max_message_mb << 20)
     print(f"profscope: serving {Path(args.path).resolve()} on grpc://{args.bind}:{port} (Ctrl+C stops)", file=sys.stderr)
     done = threading.Event()

@@ -100,7 +100,11 @@ class RemoteRepository(ProfileRepository):
                            pa.ProfileSessionDataResponse)
         self._cache = Path(tempfile.mkdtemp(prefix="profscope-remote-"))
         self._local: dict[tuple[str, str], LocalRepository] = {}
-        self._sessions = self._list_sessions(task)
+        try:
+            self._sessions = self._list_sessions(task)
+        except BaseException:  # nobody gets the object to close: its channel's socket would stay open
+            self.close()
+            raise
 
     def close(self) -> None:
         self.channel.close()
