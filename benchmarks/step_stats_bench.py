@@ -1,6 +1,6 @@
 """Step timeline benchmark: a generated StepStats with N nodes over 16 devices.
 
-    python benchmarks/step_stats_bench.py [--nodes 1000000] [--only process|window]
+    python benchmarks/step_stats_bench.py [--nodes 1000000] [--only process|window] [--distinct]
 
 Prints, each against a baseline measured in the same run:
 - whole `profscope` processes (medians of --rounds, wall time and peak RSS from
@@ -11,11 +11,15 @@ Prints, each against a baseline measured in the same run:
 - open + model build vs a bare protobuf parse of the same file;
 - model memory per node (columns, names, detail offsets, drawing indexes);
 - redraw time per frame at several zoom levels (offscreen, 1600x1000).
+
+Node names repeat on every device (62,500 tensor names for 1M nodes); with
+--distinct each device has its own, as in a real graph: a million tensors.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import statistics
 import subprocess
@@ -36,9 +40,10 @@ DEVICES = 16
 OPS = ("Conv2D", "MatMul", "Relu", "BiasAdd", "FusedBatchNormV3", "Add", "Identity", "Cast")
 
 
-def generate(n: int, path: Path) -> None:
+def generate(n: int, path: Path, distinct: bool = False) -> None:
     """Nodes like a traced training step: 4 threads per device, each running
-    ops back to back, one output tensor each, inputs from earlier nodes."""
+    ops back to back, one output tensor each, inputs from earlier nodes
+    (names prefixed by the device when distinct)."""
     rng = np.random.default_rng(2)
     stats = step_stats_pb2.StepStats()
     per_device = n // DEVICES
@@ -55,8 +60,9 @@ def generate(n: int, path: Path) -> None:
             dur = int(durs[k])
             clock[t] = start + dur
             op = OPS[k % len(OPS)]
-            name = f"model/block_{k // 512}/layer_{k % 512}/{op}"
-            prev = f"model/block_{(k - 1) // 512}/layer_{(k - 1) % 512}/{OPS[(k - 1) % len(OPS)]}"
+            root = f"device_{d}" if distinct else "model"
+            name = f"{root}/block_{k // 512}/layer_{k % 512}/{op}"
+            prev = f"{root}/block_{(k - 1) // 512}/layer_{(k - 1) % 512}/{OPS[(k - 1) % len(OPS)]}"
             node = dev.node_stats.add(
                 node_name=name, all_start_micros=start, op_start_rel_micros=1, op_end_rel_micros=dur - 1,
                 all_end_rel_micros=dur, timeline_label=f"{name} = {op}({prev}, weights_{k % 97})",
@@ -105,8 +111,6 @@ def process_rows(path: Path, out: Path) -> dict[str, list[str]]:
 
 def run_process(argv: list[str], out: Path) -> tuple[float, float, float | None, str]:
     """(wall s, peak RSS MiB, in-process time if printed, sha256 prefix of the output file) of one process."""
-    import hashlib
-
     stats = out.with_suffix(".time")
     out.unlink(missing_ok=True)
     t = time.perf_counter()
@@ -156,13 +160,14 @@ def main() -> None:
     parser.add_argument("--keep", default=os.path.join(tempfile.gettempdir(), "profscope_step_stats_bench"))
     parser.add_argument("--only", choices=("process", "window"), help="only the whole-process rows, or only the rest")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--distinct", action="store_true", help="node names differ between devices")
     args = parser.parse_args()
     folder = Path(args.keep)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"step_stats_{args.nodes}.pb"
+    path = folder / f"step_stats_{args.nodes}{'_distinct' if args.distinct else ''}.pb"
     if not path.exists():
         t = time.perf_counter()
-        generate(args.nodes, path)
+        generate(args.nodes, path, args.distinct)
         print(f"generated {path} in {time.perf_counter() - t:.0f} s")
     size = path.stat().st_size
     print(f"file: {args.nodes:,} nodes over {DEVICES} devices, {size / 2**20:.0f} MiB ({size / args.nodes:.0f} bytes/node)")

@@ -260,8 +260,8 @@ static const uint8_t *key_bytes(const Keys *k, size_t row) {
 }
 
 /* The row of s, or -1 with where it would go in *slot and *tag. */
-static int64_t keys_find(const Keys *k, const uint8_t *s, size_t len, size_t *slot, uint32_t *tag) {
-    uint64_t hash = hash_bytes(s, len);
+static int64_t keys_find_hashed(const Keys *k, const uint8_t *s, size_t len, uint64_t hash, size_t *slot,
+                                uint32_t *tag) {
     uint32_t high = (uint32_t)(hash >> 32);
     size_t mask = k->cap - 1, h = (size_t)hash & mask;
     for (;;) {
@@ -277,6 +277,20 @@ static int64_t keys_find(const Keys *k, const uint8_t *s, size_t len, size_t *sl
     *slot = h;
     *tag = high;
     return -1;
+}
+
+static int64_t keys_find(const Keys *k, const uint8_t *s, size_t len, size_t *slot, uint32_t *tag) {
+    return keys_find_hashed(k, s, len, hash_bytes(s, len), slot, tag);
+}
+
+/* Where keys_find_hashed will look first, fetched ahead (lookups miss the cache). */
+static void keys_prefetch(const Keys *k, uint64_t hash) {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(k->slots + ((size_t)hash & (k->cap - 1)));
+#else
+    (void)k;
+    (void)hash;
+#endif
 }
 
 static int keys_grow(Keys *k) {
@@ -564,6 +578,32 @@ static int64_t span_ok(int64_t off, int64_t len, Py_ssize_t size) {
     return off >= 0 && len >= 0 && off + len <= size;
 }
 
+/* An input of a consumer node: its name (in the buffer) and the consumer's end - 1. */
+typedef struct {
+    const uint8_t *p;
+    size_t len;
+    uint64_t hash;
+    int64_t last;
+} Input;
+
+#define INPUT_BATCH 32
+
+static void resolve_inputs(Tensors *t, const Input *batch, int count) {
+    for (int i = 0; i < count; i++) {
+        const Input *in = batch + i;
+        size_t slot;
+        uint32_t tag;
+        int64_t row = keys_find_hashed(&t->names, in->p, in->len, in->hash, &slot, &tag);
+        if (row < 0) { /* Partitioning inserts Send/Recv: the data came from the original node. */
+            const uint8_t *cut = NULL;
+            for (const uint8_t *r = in->p + in->len - 2; r > in->p; r--)
+                if (r[0] == '/' && r[1] == '_') { cut = r; break; }
+            if (cut) row = keys_find(&t->names, in->p, (size_t)(cut - in->p), &slot, &tag);
+        }
+        if (row >= 0 && AT(t->unref, int64_t, row) < in->last) AT(t->unref, int64_t, row) = in->last;
+    }
+}
+
 static PyObject *tensor_lifetimes(PyObject *self, PyObject *args) {
     PyObject *obj, *nodes_obj, *consumer_obj;
     int full;
@@ -595,8 +635,16 @@ static PyObject *tensor_lifetimes(PyObject *self, PyObject *args) {
     int nomem = 0;
     Py_BEGIN_ALLOW_THREADS
     nomem = !keys_grow(&t.names) || !keys_grow(&t.allocators) || !keys_grow(&t.shapes);
-    /* Pass 1: every output of every node, in file order. */
+    /* Pass 1: every output of every node, in file order. The slot of a
+     * node's name a few nodes ahead is fetched early when the name comes
+     * first in the node, as TensorFlow writes it. */
     for (npy_intp k = 0; k < n && !nomem && bad_at < 0; k++) {
+        const int64_t *ahead = ns + 2 * (k + 8);
+        if (k + 8 < n && span_ok(ahead[0], ahead[1], view.len) && ahead[1] > 1 && base[ahead[0]] == 0x0a) {
+            Cursor c = {base + ahead[0] + 1, base + ahead[0] + ahead[1]};
+            uint64_t len;
+            if (read_varint(&c, &len) && len <= (uint64_t)(c.end - c.p)) keys_prefetch(&t.names, hash_bytes(c.p, len));
+        }
         Node node;
         int r = read_node(base, ns + 2 * k, view.len, &node, &outputs, &bad_at);
         if (r <= 0) {
@@ -615,31 +663,32 @@ static PyObject *tensor_lifetimes(PyObject *self, PyObject *args) {
         }
     }
     /* Pass 2 (the nodes read again rather than kept): each input keeps its
-     * tensor alive to the consumer's end - 1. */
-    for (npy_intp k = 0; k < n && !nomem && bad_at < 0; k++) {
+     * tensor alive to the consumer's end - 1. Inputs are looked up in
+     * batches, their slots fetched ahead. */
+    Input batch[INPUT_BATCH];
+    int queued = 0;
+    for (npy_intp k = 0; k <= n && !nomem && bad_at < 0; k++) {
         Node node;
-        const uint8_t *op, *op_end, *p, *end;
-        if (!cons[k] || !read_node(base, ns + 2 * k, view.len, &node, NULL, &bad_at) || is_recv(&node) ||
-            !match_op_label(node.label, node.label_end, &op, &op_end, &p, &end) || end == p)
-            continue;
-        int64_t last = add_wrapping(add_wrapping(node.start_us, node.rel_us), -1);
-        for (;;) {
+        const uint8_t *op, *op_end, *p = NULL, *end = NULL;
+        int has_inputs = k < n && cons[k] && read_node(base, ns + 2 * k, view.len, &node, NULL, &bad_at) &&
+                         !is_recv(&node) && match_op_label(node.label, node.label_end, &op, &op_end, &p, &end) &&
+                         end > p;
+        if (bad_at >= 0) break;
+        int64_t last = has_inputs ? add_wrapping(add_wrapping(node.start_us, node.rel_us), -1) : 0;
+        while (has_inputs) {
             const uint8_t *q = p; /* the next ", " (str.split) */
             while (q + 1 < end && !(q[0] == ',' && q[1] == ' ')) q++;
             if (q + 1 >= end) q = end;
-            size_t slot;
-            uint32_t tag;
-            int64_t row = keys_find(&t.names, p, (size_t)(q - p), &slot, &tag);
-            if (row < 0) { /* Partitioning inserts Send/Recv: the data came from the original node. */
-                const uint8_t *cut = NULL;
-                for (const uint8_t *r = q - 2; r > p; r--)
-                    if (r[0] == '/' && r[1] == '_') { cut = r; break; }
-                if (cut) row = keys_find(&t.names, p, (size_t)(cut - p), &slot, &tag);
+            if (queued == INPUT_BATCH) {
+                resolve_inputs(&t, batch, queued);
+                queued = 0;
             }
-            if (row >= 0 && AT(t.unref, int64_t, row) < last) AT(t.unref, int64_t, row) = last;
+            batch[queued] = (Input){p, (size_t)(q - p), hash_bytes(p, (size_t)(q - p)), last};
+            keys_prefetch(&t.names, batch[queued++].hash);
             if (q == end) break;
             p = q + 2;
         }
+        if (k == n) resolve_inputs(&t, batch, queued);
     }
     Py_END_ALLOW_THREADS
     if (nomem) {
