@@ -590,11 +590,11 @@ class Tensors:
 def tensor_columns(buf, steps: StepNodes, full: bool = True) -> Tensors:
     """Every output tensor of the nodes with its lifetime as timeline.py's
     show_memory sees it, decoded and matched to its consumers in C (not
-    full: allocators, sizes and times only, what the Chrome trace's
-    counters need; the other columns are None). Inputs
-    are read from the labels of nodes that are neither GPU kernels nor
-    RecvTensor; an input naming no tensor is tried without its last `/_`
-    suffix (partitioning inserts Send/Recv)."""
+    full: allocators, sizes and times only, what the Chrome trace's counters
+    need; the other columns are None). Inputs are read from the labels of
+    nodes that are neither GPU kernels nor RecvTensor; an input naming no
+    tensor is tried without its last `/_` suffix (partitioning inserts
+    Send/Recv)."""
     (allocator, alloc_names, requested, allocated, dtype, shape, shapes, create, unref,
      (blob, offsets)) = _stepstats.tensor_lifetimes(buf, steps.spans, ~steps.kernel, full)
     # Two spellings may decode to one name (invalid UTF-8): group by the text.
@@ -653,11 +653,14 @@ def step_memory_profile(source: StepStatsFile, host: str = "", task: TaskState |
     task.report(0.05, f"Reading {source.path.name}")
     with source.open() as (buf, start, end):
         try:
-            tensors = tensor_columns(buf, find_nodes(buf, start, end))
+            steps = find_nodes(buf, start, end)
+            task.raise_if_cancelled()
+            task.report(0.3, "Tensor lifetimes")
+            tensors = tensor_columns(buf, steps)
         except ValueError as e:
             raise ProfileError(f"{source.path}: corrupt StepStats: {e}") from None
     task.raise_if_cancelled()
-    task.report(0.8, "Tensor lifetimes")
+    task.report(0.8, "Memory per allocator")
     events = allocator_events(tensors)
     origin_us = min((int(e.time_us[0]) for e in events.values()), default=0)
     allocators = {}
