@@ -134,6 +134,8 @@ def main() -> None:
             results: dict[str, list[tuple[float, float, float]]] = {k: [] for k in rows}
             for _ in range(args.rounds):
                 for label, (cmd, cwd) in rows.items():
+                    for old in scratch.iterdir():  # no row pays for deleting another's output
+                        old.unlink()
                     results[label].append(timed(cmd, cwd))
             med = {k: tuple(statistics.median(r[j] for r in v) for j in range(3)) for k, v in results.items()}
             for label, (t, cpu, rss) in med.items():

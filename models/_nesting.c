@@ -95,6 +95,27 @@ static int timed_order(const void *x, const void *y) {
     return a->index < b->index ? -1 : a->index > b->index;
 }
 
+/* Sorts buf[0..m) by timed_order: by insertion first, linear for events that
+ * come nearly in order (the usual line), qsort once too many moves show they
+ * do not. Both give the one order timed_order defines. */
+static void sort_timed(Timed *buf, npy_intp m) {
+    int64_t moves = 0, budget = 16 * (int64_t)m + 1024;
+    for (npy_intp i = 1; i < m; i++) {
+        Timed x = buf[i];
+        npy_intp j = i;
+        while (j > 0 && timed_order(&buf[j - 1], &x) > 0) {
+            buf[j] = buf[j - 1];
+            j--;
+            if (++moves > budget) {
+                buf[j] = x;
+                qsort(buf, m, sizeof(Timed), timed_order);
+                return;
+            }
+        }
+        buf[j] = x;
+    }
+}
+
 /* xprof_order(starts, ends, segment) -> None when the events are in XProf's
  * order already (by segment, start, then the longest first), else the int64
  * permutation that puts them in it (ties in index order). Events of one
@@ -156,7 +177,7 @@ static PyObject *xprof_order(PyObject *self, PyObject *args) {
                 cap = b - a;
             }
             for (npy_intp i = a; i < b; i++) buf[i - a] = (Timed){s[i], e[i], i};
-            qsort(buf, b - a, sizeof(Timed), timed_order);
+            sort_timed(buf, b - a);
             for (npy_intp i = a; i < b; i++) o[i] = buf[i - a].index;
         }
         a = b;

@@ -41,10 +41,10 @@ INTERNAL_EVENTS = {"MemoryAllocation", "MemoryDeallocation", "PrefetchProduce", 
                    "ParseExampleProduce", "ParseExampleConsume"}
 INTERNAL_STATS = {"_pt", "_p", "_ct", "_c", "_r", "flops", "program_id", "symbol_id"}
 U32, U64 = 1 << 32, 1 << 64
-# Chunks stay under glibc's 1 MiB mmap threshold (files.return_large_buffers_to_the_os),
-# so the heap reuses their memory instead of faulting in fresh pages for each.
-ROWS_PER_CALL = 3000  # events per trace_rows call (~0.4 MB of JSON)
-CHUNK_BYTES = 512 << 10  # small lines' rows are joined up to this before a chunk is handed on
+# Chunks stay under the 4 MiB that xplane's malloc tuning maps, so the heap
+# reuses their memory instead of faulting in fresh pages for each.
+ROWS_PER_CALL = 8192  # events per trace_rows call (~1 MB of JSON)
+CHUNK_BYTES = 1 << 20  # small lines' rows are joined up to this before a chunk is handed on
 
 
 def trace_viewer_json(path: Path, host: str = "", task: TaskState | None = None) -> Iterator[bytes]:
@@ -59,7 +59,7 @@ def trace_viewer_json(path: Path, host: str = "", task: TaskState | None = None)
     step_names: list[str] = []
     if host_index >= 0 and not grouped:
         groups = group_events(space, host_index)
-        group = np.full(len(space.events), -1, np.int64)
+        group = np.full(len(space.events), -1, np.int32)
         group[groups.rows] = groups.group
         step = np.full(len(space.events), -1, np.int32)
         step[groups.roots] = np.arange(len(groups.roots), dtype=np.int32)
@@ -149,6 +149,10 @@ class _PlaneTables:
                        rank[""], rank["long_name"], rank["group_id"], rank["step_name"], steps_json)
         self.c_ids = np.array([i for i in stat_ids if p.stat_names[i] == "_c"], np.int64)
 
+    def named(self, name: str) -> np.ndarray:
+        """Per table entry, whether its full name is `name`."""
+        return np.array([n == name for n in self.full_names], bool)
+
     def index(self, metadata_id: np.ndarray) -> np.ndarray:
         """Table index of each event's metadata id."""
         if not len(self.md_ids):
@@ -190,7 +194,7 @@ def _plane_rows(space: XSpaceData, k: int, pid: int, group, step, steps_json: li
                 ts = base + offset[sel]
                 dur = ev.duration_ps[sel].view(np.uint64)
                 spans, mds = ev.spans(sel), md[sel - a]
-                g = group[sel] if group is not None else np.full(len(sel), -1, np.int64)
+                g = group[sel] if group is not None else np.full(len(sel), -1, np.int32)
                 s = step[sel] if group is not None else np.full(len(sel), -1, np.int32)
             else:  # events and regions mixed in the line's new order
                 pick = order[c:c + ROWS_PER_CALL]
@@ -201,7 +205,7 @@ def _plane_rows(space: XSpaceData, k: int, pid: int, group, step, steps_json: li
                 dur = np.where(is_event, ev.duration_ps[sel].view(np.uint64), (stops - starts)[r] if len(starts) else 0)
                 spans = np.where(is_event[:, None], ev.spans(sel), -1)
                 mds = np.where(is_event, md[sel - a], tables.region).astype(np.int32)
-                g = np.where(is_event, group[sel], -1) if group is not None else np.full(len(sel), -1, np.int64)
+                g = np.where(is_event, group[sel], -1) if group is not None else np.full(len(sel), -1, np.int32)
                 s = np.where(is_event, step[sel], -1) if group is not None else np.full(len(sel), -1, np.int32)
             try:
                 out = _nesting.trace_rows(space.buf, spans, mds, ts.astype(np.float64) / 1e6,
@@ -216,9 +220,8 @@ def _regions(space: XSpaceData, tables: _PlaneTables, md: np.ndarray, a: int, ba
     """ThreadpoolListener::Region from each StartRegion (with a `_c` stat) to
     every later StopRegion until the next such start: (starts, stops) in ps
     as uint64, or None when the line has none."""
-    names = np.array(tables.full_names, object)
-    is_start = names[md] == START_REGION
-    is_stop = names[md] == STOP_REGION
+    is_start = tables.named(START_REGION)[md]
+    is_stop = tables.named(STOP_REGION)[md]
     if not is_stop.any() or not is_start.any():
         return None
     ev = space.events

