@@ -495,6 +495,16 @@ def test_memory_view_pairs_allocations_as_by_address(tmp_path):
             assert np.array_equal(frees, free_indices(profile.timeline))
 
 
+def test_event_order_is_a_lexsort():
+    rng = np.random.default_rng(4)
+    for high in (50, 1 << 40, 1 << 62):  # one combined key, then too wide for one
+        first, second = rng.integers(-high, high, 5000), rng.integers(-high, high, 5000)
+        first[::3], second[::5] = first[0], second[0]  # ties
+        assert np.array_equal(step_stats_module._order_by(first, second, stable=True), np.lexsort((second, first)))
+        order = step_stats_module._order_by(first, second, stable=False)
+        assert np.array_equal(np.c_[first, second][order], np.c_[first, second][np.lexsort((second, first))])
+
+
 @contextmanager
 def _step_file(ss):
     with tempfile.TemporaryDirectory() as folder:

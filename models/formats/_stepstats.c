@@ -513,6 +513,7 @@ typedef struct {
     Column allocator, dtype, shape;                     /* int32 */
     Column requested, allocated, create, unref;         /* int64 */
     Bytes scratch;
+    int64_t last_allocator; /* outputs in a row name the same allocator: its id, -1 at first */
 } Tensors;
 
 static void tensors_init(Tensors *t, const uint8_t *base) {
@@ -533,28 +534,37 @@ static void tensors_free(Tensors *t) {
     PyMem_RawFree(t->scratch.p);
 }
 
-/* Output `index` of a node named name (in the buffer): a new row, or the
- * values of the row of the same name replaced. Returns 0 when out of memory. */
-static int store_output(Tensors *t, const uint8_t *name, size_t name_len, int64_t index, const Output *o,
-                        int64_t start, int64_t end) {
+/* Output `index` of a node named name (in the buffer; name_hash its hash
+ * when known, else 0): a new row, or the values of the row of the same name
+ * replaced. Returns 0 when out of memory. */
+static int store_output(Tensors *t, const uint8_t *name, size_t name_len, uint64_t name_hash, int64_t index,
+                        const Output *o, int64_t start, int64_t end) {
     int64_t shape = 0;
     if (!t->lean && (!put_shape(&t->scratch, o) ||
                      (shape = keys_intern(&t->shapes, (const uint8_t *)t->scratch.p, t->scratch.len, 0)) < 0))
         return 0;
-    int64_t allocator = keys_intern(&t->allocators, o->allocator, (size_t)(o->allocator_end - o->allocator), 1);
-    if (allocator < 0) return 0;
+    size_t alloc_len = (size_t)(o->allocator_end - o->allocator);
+    int64_t allocator = t->last_allocator;
+    if (allocator < 0 || (size_t)AT(t->allocators.len, int64_t, allocator) != alloc_len ||
+        memcmp(key_bytes(&t->allocators, (size_t)allocator), o->allocator, alloc_len) != 0) {
+        if ((allocator = keys_intern(&t->allocators, o->allocator, alloc_len, 1)) < 0) return 0;
+        t->last_allocator = allocator;
+    }
     const uint8_t *key = name;
     size_t len = name_len, slot = 0;
-    if (index) { /* "name:index" */
-        t->scratch.len = 0;
-        if (!bytes_put(&t->scratch, name, name_len) || !PUT_LITERAL(&t->scratch, ":") ||
-            !bytes_put_int(&t->scratch, index))
-            return 0;
-        key = (const uint8_t *)t->scratch.p;
-        len = t->scratch.len;
+    if (index || !name_hash) {
+        if (index) { /* "name:index" */
+            t->scratch.len = 0;
+            if (!bytes_put(&t->scratch, name, name_len) || !PUT_LITERAL(&t->scratch, ":") ||
+                !bytes_put_int(&t->scratch, index))
+                return 0;
+            key = (const uint8_t *)t->scratch.p;
+            len = t->scratch.len;
+        }
+        name_hash = hash_bytes(key, len);
     }
     uint32_t tag = 0;
-    int64_t row = keys_find(&t->names, key, len, &slot, &tag);
+    int64_t row = keys_find_hashed(&t->names, key, len, name_hash, &slot, &tag);
     int64_t allocated = o->allocated ? o->allocated : o->requested;
     if (row >= 0) { /* replaces the earlier tensor, keeping its place */
         AT(t->allocator, int32_t, row) = (int32_t)allocator;
@@ -587,6 +597,7 @@ typedef struct {
 } Input;
 
 #define INPUT_BATCH 32
+#define AHEAD 8 /* nodes looked ahead in pass 1 */
 
 static void resolve_inputs(Tensors *t, const Input *batch, int count) {
     for (int i = 0; i < count; i++) {
@@ -615,6 +626,7 @@ static PyObject *tensor_lifetimes(PyObject *self, PyObject *args) {
     Tensors t;
     tensors_init(&t, NULL);
     t.lean = !full;
+    t.last_allocator = -1;
     Outputs outputs = {0};
     Output o;
     memset(&o, 0, sizeof(o));
@@ -637,26 +649,40 @@ static PyObject *tensor_lifetimes(PyObject *self, PyObject *args) {
     nomem = !keys_grow(&t.names) || !keys_grow(&t.allocators) || !keys_grow(&t.shapes);
     /* Pass 1: every output of every node, in file order. The slot of a
      * node's name a few nodes ahead is fetched early when the name comes
-     * first in the node, as TensorFlow writes it. */
+     * first in the node, as TensorFlow writes it (its hash kept for then). */
+    struct {
+        const uint8_t *name;
+        size_t len;
+        uint64_t hash;
+    } ahead[AHEAD] = {{0}};
     for (npy_intp k = 0; k < n && !nomem && bad_at < 0; k++) {
-        const int64_t *ahead = ns + 2 * (k + 8);
-        if (k + 8 < n && span_ok(ahead[0], ahead[1], view.len) && ahead[1] > 1 && base[ahead[0]] == 0x0a) {
-            Cursor c = {base + ahead[0] + 1, base + ahead[0] + ahead[1]};
-            uint64_t len;
-            if (read_varint(&c, &len) && len <= (uint64_t)(c.end - c.p)) keys_prefetch(&t.names, hash_bytes(c.p, len));
-        }
         Node node;
         int r = read_node(base, ns + 2 * k, view.len, &node, &outputs, &bad_at);
         if (r <= 0) {
             nomem = r < 0;
             break;
         }
+        size_t name_len = (size_t)(node.name_end - node.name);
+        uint64_t name_hash = 0; /* from the look-ahead, when it read this very name */
+        if (ahead[k % AHEAD].name == node.name && ahead[k % AHEAD].len == name_len) name_hash = ahead[k % AHEAD].hash;
+        /* the slot now looks ahead at node k + AHEAD */
+        const int64_t *next = ns + 2 * (k + AHEAD);
+        ahead[k % AHEAD].name = NULL;
+        if (k + AHEAD < n && span_ok(next[0], next[1], view.len) && next[1] > 1 && base[next[0]] == 0x0a) {
+            Cursor c = {base + next[0] + 1, base + next[0] + next[1]};
+            uint64_t len;
+            if (read_varint(&c, &len) && len <= (uint64_t)(c.end - c.p)) {
+                ahead[k % AHEAD].name = c.p;
+                ahead[k % AHEAD].len = (size_t)len;
+                ahead[k % AHEAD].hash = hash_bytes(c.p, (size_t)len);
+                keys_prefetch(&t.names, ahead[k % AHEAD].hash);
+            }
+        }
         int64_t end = add_wrapping(node.start_us, node.rel_us);
         for (size_t j = 0; j < outputs.len; j++) {
             r = read_output(outputs.items[j], base, &o);
             if (r == 0) { bad_at = outputs.items[j].p - base; break; }
-            if (r < 0 || !store_output(&t, node.name, (size_t)(node.name_end - node.name), (int64_t)j, &o,
-                                       node.start_us, end)) {
+            if (r < 0 || !store_output(&t, node.name, name_len, name_hash, (int64_t)j, &o, node.start_us, end)) {
                 nomem = 1;
                 break;
             }

@@ -638,12 +638,23 @@ def allocator_events(tensors: Tensors, by_name: bool = True) -> dict[str, Alloca
         n = len(rows)
         time_us = np.r_[tensors.create_us[rows], tensors.last_unref_us[rows]]
         delta = np.r_[tensors.requested[rows], -tensors.requested[rows]]
-        order = np.lexsort((delta, time_us))
+        order = _order_by(time_us, delta, stable=by_name)
         if by_name:
             _stepstats.sort_ties(order, time_us, delta, np.r_[rows, rows], tensors.names, tensors.name_offsets)
         delta = delta[order]
         out[name] = AllocatorEvents(rows, order % n, time_us[order], delta, order < n, np.cumsum(delta))
     return out
+
+
+def _order_by(first: np.ndarray, second: np.ndarray, stable: bool) -> np.ndarray:
+    """The order of (first, second): one sort of a combined key when both
+    ranges fit in 63 bits, else a lexsort; ties keep their order if stable."""
+    lo1, lo2 = int(first.min()), int(second.min())
+    span1, span2 = int(first.max()) - lo1 + 1, int(second.max()) - lo2 + 1
+    if span1 * span2 >= 1 << 63:
+        return np.lexsort((second, first))
+    key = (first - lo1) * span2 + (second - lo2)
+    return np.argsort(key, kind="stable" if stable else "quicksort")
 
 
 def step_memory_profile(source: StepStatsFile, host: str = "", task: TaskState | None = None) -> MemoryProfileData:
