@@ -9,7 +9,9 @@ event file with `FileWriter.add_run_metadata(md, tag)`.
 it into a `Timeline` of one lane set per device, decoded in C into columns
 (the labels parsed the way TensorFlow's timeline.py parses them), with every
 field of a node read back from the file only when asked for. The memory
-analysis and the Chrome trace export follow timeline.py's `show_memory`.
+analysis and the Chrome trace export follow timeline.py's `show_memory`;
+both read the nodes in C (models/formats/_stepstats.c) and the export is
+written in chunks, never whole in memory.
 """
 
 from __future__ import annotations
