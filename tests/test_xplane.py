@@ -477,3 +477,12 @@ def test_memory_profile_of_drops_the_event_columns():
     profile = memory_profile_of(space)
     assert space.events is None  # what the analysis no longer needs is released
     assert len(profile.allocators[ALLOCATOR].timeline) == 538
+
+
+def test_line_timestamps_past_int64_picoseconds_still_load(tmp_path):
+    space = plane_with([("main", "op", 0, 10, {}), ("main", "op", 20, 10, {})])
+    space.planes[0].lines[0].timestamp_ns = 2**62  # x 1000 is past int64: times wrap as grouping's do
+    path = write(tmp_path, space)
+    assert len(load_xplane_timeline([path], ["h"])) == 2
+    rows = [r for r in b"".join(trace_viewer_json(path)).split(b"\n") if b'"ph": "X"' in r]
+    assert [json.loads(r.rstrip(b","))["ts"] for r in rows] == [(2**62 * 1000 + o) % 2**64 / 1e6 for o in (0, 20)]

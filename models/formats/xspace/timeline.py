@@ -129,7 +129,8 @@ class _Builder:
         keep = np.flatnonzero(~ev.aggregated[a:b] & ~memory[inverse])
         if not len(keep):
             return 0
-        start = line.timestamp_ns * 1000 + ev.offset_ps[a:b][keep]
+        # int64 ps, wrapping as grouping's times do: a Python int past int64 would raise
+        start = np.array([line.timestamp_ns], np.int64) * 1000 + ev.offset_ps[a:b][keep]
         dur = np.maximum(ev.duration_ps[a:b][keep], 0)
         end = start + dur
         order = xprof_order(start, end)

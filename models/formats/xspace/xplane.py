@@ -428,7 +428,7 @@ def _decode_events(buf, line_spans: np.ndarray, chunk_bytes: int = 16 << 20) -> 
 def _release(buf, start: int = 0, end: int | None = None) -> None:
     """Gives back a mapped file's pages in [start, end): read, then not needed
     until a later pass maps them again from the page cache."""
-    if not isinstance(buf, mmap.mmap):
+    if not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):  # Windows has no madvise
         return
     end = len(buf) if end is None else min(end, len(buf))
     start -= start % mmap.PAGESIZE
