@@ -606,9 +606,9 @@ static void resolve_inputs(Tensors *t, const Input *batch, int count) {
         uint32_t tag;
         int64_t row = keys_find_hashed(&t->names, in->p, in->len, in->hash, &slot, &tag);
         if (row < 0) { /* Partitioning inserts Send/Recv: the data came from the original node. */
-            const uint8_t *cut = NULL;
-            for (const uint8_t *r = in->p + in->len - 2; r > in->p; r--)
-                if (r[0] == '/' && r[1] == '_') { cut = r; break; }
+            const uint8_t *cut = NULL; /* the last "/_" after the first byte */
+            for (size_t i = in->len >= 3 ? in->len - 2 : 0; i > 0; i--)
+                if (in->p[i] == '/' && in->p[i + 1] == '_') { cut = in->p + i; break; }
             if (cut) row = keys_find(&t->names, in->p, (size_t)(cut - in->p), &slot, &tag);
         }
         if (row >= 0 && AT(t->unref, int64_t, row) < in->last) AT(t->unref, int64_t, row) = in->last;
