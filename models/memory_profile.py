@@ -345,8 +345,11 @@ def merge_rows(tl: Snapshots, live: np.ndarray, specials: list[Metadata], freed:
         for name, value in zip(STRING_COLUMNS, (sp.op, sp.region, sp.dtype, sp.shape)):
             extra[name].append(len(strings))
             strings.append(value)
-    rank = np.unique(np.asarray(strings, dtype=object), return_inverse=True)[1].astype(np.int64)
     cols = {name: np.r_[getattr(tl, name)[live], np.asarray(extra[name], np.int64)].astype(np.int64) for name in STRING_COLUMNS}
+    # Only the texts the rows use are ranked (a table can hold millions).
+    used = np.unique(np.concatenate(list(cols.values())))
+    rank = np.zeros(len(strings), np.int64)
+    rank[used] = np.unique(np.asarray([strings[i] for i in used.tolist()], dtype=object), return_inverse=True)[1]
     # (np.r_ with an empty list would make float64 of them, losing big values)
     special = lambda key: np.asarray([getattr(sp, key) for sp in specials], np.int64)
     alloc = np.r_[tl.allocation[live], special("allocation")].astype(np.int64)
@@ -489,7 +492,11 @@ def _snapshot_chunks(tl: Snapshots | None) -> Iterator[bytes]:
     if tl is None or not len(tl):
         yield b"[]"
         return
-    strings = [_dumps(x) for x in tl.strings]
+    # JSON of the texts the snapshots use (a table can hold millions more).
+    used = np.unique(np.concatenate([tl.op, tl.region, tl.dtype, tl.shape])).tolist()
+    strings = [b""] * len(tl.strings)
+    for i in used:
+        strings[i] = _dumps(tl.strings[i])
     columns = [("i", tl.time_ps), ("i", tl.stack), ("i", tl.heap), ("i", tl.free), ("f", tl.fragmentation),
                ("i", tl.peak_in_use), ("s", tl.activity, _ACTIVITY_JSON), ("i", tl.requested), ("i", tl.allocation),
                ("u" if tl.address.dtype == np.uint64 else "i", tl.address), ("s", tl.op, strings), ("i", tl.step), ("s", tl.region, strings),
