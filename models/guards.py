@@ -21,7 +21,7 @@ from google.protobuf.message import DecodeError, Message
 from models.task import ProfileError
 
 MAX_INFLATE_RATIO = 200  # default; PROFSCOPE_MAX_INFLATE_RATIO raises it
-MIN_INFLATE_LIMIT = 256 << 20  # inflating this much is always allowed
+MIN_INFLATE_LIMIT = 64 << 20  # inflating this much is always allowed (a bomb under 1 MB stays small)
 MAX_NESTING = 100  # default; PROFSCOPE_MAX_NESTING raises it
 
 NESTING_CHUNK = 16 << 20
