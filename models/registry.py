@@ -12,6 +12,7 @@ and nothing else, so a new format touches one module.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
 
 from models.task import ProfileError, TaskState
 
@@ -86,6 +87,7 @@ class Format:
         combines_hosts (a session's all-hosts view)."""
         raise ProfileError(f"{self.title} has no timeline")
 
-    def chrome_trace(self, files: list[Path], host: str, step: str, task: TaskState) -> bytes:
-        """The trace_viewer tool's JSON (Chrome trace-event format)."""
+    def chrome_trace(self, files: list[Path], host: str, step: str, task: TaskState) -> bytes | Iterable[bytes]:
+        """The trace_viewer tool's JSON (Chrome trace-event format), whole or
+        as chunks written as they are made."""
         raise ProfileError(f"{self.title} has no trace_viewer export")

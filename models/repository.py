@@ -142,8 +142,9 @@ class ProfileRepository(ABC):
         raise ProfileError(f"unknown tool {tool!r}; Profscope offers: {', '.join(TOOLS)}")
 
     @abstractmethod
-    def chrome_trace(self, session: str, host: str, step: str = "", task: TaskState | None = None) -> bytes:
-        """Chrome trace-event JSON of a host's step timeline."""
+    def chrome_trace(self, session: str, host: str, step: str = "",
+                     task: TaskState | None = None) -> bytes | Iterable[bytes]:
+        """Chrome trace-event JSON of a host's step timeline (whole or in chunks)."""
 
 
 @dataclass
@@ -233,7 +234,8 @@ class LocalRepository(ProfileRepository):
                 return fmt
         return None
 
-    def chrome_trace(self, session: str, host: str, step: str = "", task: TaskState | None = None) -> bytes:
+    def chrome_trace(self, session: str, host: str, step: str = "",
+                     task: TaskState | None = None) -> bytes | Iterable[bytes]:
         host, fmt, files = self._source(session, host, TRACE_VIEWER)
         return fmt.chrome_trace(files, host, step, task or TaskState())
 
