@@ -14,7 +14,7 @@ from models import _nesting
 from models.memory_profile import to_xprof_json
 from models.locations import open_repository
 from models.registry import MEMORY_PROFILE, TRACE_VIEWER
-from models.task import ProfileError
+from models.task import Cancelled, ProfileError, TaskState
 from models.formats.xspace.xplane import read_xspace, xprof_order
 from models.formats.xspace.groups import group_events
 from models.formats.xspace.memory import data_type_string, memory_profile_of, xplane_memory_profile
@@ -427,6 +427,16 @@ def test_trace_rows_are_json_dumps_bytes_for_every_kind_of_value(tmp_path, seed)
     rows = b"".join(line + b"\n" for line in lines if line and b'"ph": "M"' not in line and line != b"{}]}")
     assert rows == reference_trace(space)
     json.loads(document)  # still one valid document
+
+
+def test_trace_export_stops_between_chunks_when_cancelled():
+    """A server call or the window may stop a long trace export half way."""
+    task = TaskState()
+    chunks = trace_viewer_json(KERAS, task=task)
+    assert next(chunks).startswith(b"{")  # the metadata is written
+    task.cancel()
+    with pytest.raises(Cancelled):
+        next(chunks)
 
 
 def test_trace_times_are_float_reprs_of_microseconds(tmp_path):

@@ -72,11 +72,11 @@ def trace_viewer_json(path: Path, host: str = "", task: TaskState | None = None)
         if devices:
             break
     task.report(0.8, "Writing trace events")
-    return _document(space, planes, group, step, step_names, not grouped)
+    return _document(space, planes, group, step, step_names, not grouped, task)
 
 
 def _document(space: XSpaceData, planes: list[tuple[int, int]], group, step, step_names: list[str],
-              add_regions: bool) -> Iterator[bytes]:
+              add_regions: bool, task: TaskState) -> Iterator[bytes]:
     processes = {}
     for k, pid in planes:
         p = space.planes[k]
@@ -87,6 +87,7 @@ def _document(space: XSpaceData, planes: list[tuple[int, int]], group, step, ste
     steps_json = [_dumps(name) for name in step_names]
     for k, pid in planes:
         for chunk in _plane_rows(space, k, pid, group, step, steps_json, add_regions):
+            task.raise_if_cancelled()  # a server call or the window may stop a long export
             if len(chunk) >= CHUNK_BYTES // 2:  # big enough as it is: not copied again
                 if pending:
                     yield b"".join(pending)
