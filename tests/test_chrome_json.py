@@ -5,10 +5,12 @@ exact times, escapes, hostile input, gzip checkpoints, cancellation."""
 from __future__ import annotations
 
 import decimal
+import gc
 import gzip
 import json
 import random
 import threading
+import types
 
 import numpy as np
 import pytest
@@ -608,6 +610,22 @@ def test_inflate_ratio_guard(tmp_path, monkeypatch):
         chrome_json.scan_trace(tmp_path / "bomb.json.gz", ())
     monkeypatch.setenv("PROFSCOPE_MAX_INFLATE_RATIO", "100000")
     assert chrome_json.scan_trace(tmp_path / "bomb.json.gz", ()).complete
+
+
+def test_a_refused_trace_holds_no_memory_once_its_error_is_dropped(tmp_path, monkeypatch):
+    """The error must not sit in a reference cycle with the frames of its
+    traceback: those hold the scanner and inflated chunks, and a cycle keeps
+    them (hundreds of MB for a bomb) until Python's collector happens to run."""
+    monkeypatch.setattr(guards, "MIN_INFLATE_LIMIT", 100_000)
+    (tmp_path / "bomb.json.gz").write_bytes(gzip.compress(b"[" * 5_000_000, 9))
+    gc.disable()
+    try:
+        with pytest.raises(ProfileError, match="PROFSCOPE_MAX_INFLATE_RATIO") as e:
+            chrome_json.scan_trace(tmp_path / "bomb.json.gz", ())
+        holders = [r for r in gc.get_referrers(e.value) if isinstance(r, types.FrameType)]
+        assert holders == []
+    finally:
+        gc.enable()
 
 
 def test_not_a_trace_files(tmp_path):

@@ -264,7 +264,10 @@ def _pipeline(reader: _Reader, scanner: Scanner, task: TaskState, path: Path, si
             if item is None:
                 break
             if isinstance(item, BaseException):
-                raise item
+                try:
+                    raise item
+                finally:  # the error's traceback holds this frame: no cycle keeping the scan's buffers alive
+                    item = None
             data, done, recycle = item
             try:
                 scanner.feed(data)
