@@ -188,7 +188,7 @@ class AllocatorProfile:
         return int(np.argmax(tl.in_use))
 
     @cached_property
-    def _lifetimes(self) -> tuple[np.ndarray, np.ndarray]:
+    def lifetime_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """Allocation indices on the timeline and the index that frees each."""
         if self.lifetimes is not None:
             return self.lifetimes
@@ -197,7 +197,7 @@ class AllocatorProfile:
 
     def freed_at(self, snapshot: int) -> int:
         """Timeline index of the deallocation of the allocation `snapshot`, or -1."""
-        allocs, frees = self._lifetimes
+        allocs, frees = self.lifetime_pairs
         k = np.searchsorted(allocs, snapshot)
         if k < len(allocs) and allocs[k] == snapshot:
             return int(frees[k])
@@ -222,7 +222,7 @@ class AllocatorProfile:
                 "arbitrary moment cannot be known; only the table at the peak, which the file carries, is exact."
             )
         tl = self.timeline
-        allocs, frees = self._lifetimes
+        allocs, frees = self.lifetime_pairs
         k = int(np.searchsorted(allocs, index, side="right"))
         live = allocs[:k][frees[:k] > index]
         live_freed = frees[:k][frees[:k] > index]

@@ -19,9 +19,31 @@ class TaskState:
     def __init__(self, on_progress: Callable[[float, str], None] | None = None):
         self._on_progress = on_progress
         self._cancelled = threading.Event()
+        self._on_cancel: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
 
     def cancel(self) -> None:
-        self._cancelled.set()
+        with self._lock:
+            self._cancelled.set()
+            callbacks = list(self._on_cancel)
+        for callback in callbacks:
+            callback()
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Calls `callback` in the cancelling thread when the task is cancelled
+        (at once if it already is), for work that cannot poll, such as a
+        database query; returns the function that removes it again."""
+        with self._lock:
+            self._on_cancel.append(callback)
+            already = self._cancelled.is_set()
+        if already:
+            callback()
+        return lambda: self._remove(callback)
+
+    def _remove(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if callback in self._on_cancel:
+                self._on_cancel.remove(callback)
 
     @property
     def cancelled(self) -> bool:

@@ -121,7 +121,7 @@ def _step_list(s: Steps) -> str:
     return f"{n[0]}..{n[-1]}" if len(n) else "none"
 
 
-def _launch_time(tl: Timeline, events: np.ndarray) -> np.ndarray:
+def launch_time(tl: Timeline, events: np.ndarray) -> np.ndarray:
     """When each GPU event was launched (its launch's start through the
     launch flow), else its own start: what a step range filters on."""
     t = tl.start_ps[events].copy()
@@ -182,7 +182,7 @@ def _first_of(inverse: np.ndarray, groups: int) -> np.ndarray:
 def kernel_stats(tl: Timeline, window: tuple[int, int] | None = None) -> KernelStats:
     """Per host and GPU activity name: count, total, min, max; largest total first."""
     ev = gpu_events(tl)
-    ev = _in_window(tl, ev, window, _launch_time(tl, ev) if window else None)
+    ev = _in_window(tl, ev, window, launch_time(tl, ev) if window else None)
     hosts = host_names(tl)
     host = event_host(tl)[ev].astype(np.int64)
     key = host * max(len(tl.kinds), 1) + tl.kind[ev]
@@ -383,7 +383,7 @@ def overview(tl: Timeline, window: tuple[int, int] | None = None) -> list[HostOv
     """The temporal breakdown, step times and device properties per host."""
     hosts = host_names(tl)
     gpu = gpu_events(tl)
-    gpu = _in_window(tl, gpu, window, _launch_time(tl, gpu) if window else None)
+    gpu = _in_window(tl, gpu, window, launch_time(tl, gpu) if window else None)
     host_of = event_host(tl)
     out = []
     for k, host in enumerate(hosts):
