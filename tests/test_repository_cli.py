@@ -88,10 +88,12 @@ def test_an_export_failing_midway_leaves_no_partial_file(tmp_path, monkeypatch, 
     assert out.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["mp.json"]
 
 
-def test_sessions_and_export_do_not_import_qt(tmp_path):
+def test_sessions_export_and_query_do_not_import_qt(tmp_path):
     code = ("import sys; from viewer.cli import main; "
             f"main(['sessions', {str(SAMPLE)!r}]); "
             f"main(['export', {str(SAMPLE)!r}, '--tool', 'memory_profile', '-o', {str(tmp_path / 'o.json')!r}]); "
+            f"assert main(['query', {str(SAMPLE)!r}, 'SELECT count(*) FROM memory_snapshots']) == 0; "
+            f"assert main(['export', {str(SAMPLE)!r}, '--format', 'parquet', '-o', {str(tmp_path / 'pq')!r}]) == 0; "
             "assert not [m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph', 'widgets'))], 'Qt imported'")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True)
 

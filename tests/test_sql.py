@@ -1,6 +1,7 @@
 """SQL over profiles (models/sql.py): every table against the views' own
 numbers, the sandbox, cancellation, the command line and Parquet."""
 
+import json
 import threading
 
 import duckdb
@@ -11,8 +12,9 @@ from conftest import DATA
 from models import trace_stats
 from models.locations import open_location
 from models.memory_profile import ALLOCATION
-from models.sql import SCHEMA, TABLES, ProfileDatabase, QueryError
+from models.sql import HOST_TABLES, HPARAMS_TABLES, SCHEMA, TABLES, ProfileDatabase, QueryError
 from models.task import Cancelled, TaskState
+from viewer.cli import main
 
 GPU = DATA / "chrome_trace" / "gpu"
 GPU_MEMORY = DATA / "chrome_trace" / "gpu_memory"
@@ -272,3 +274,66 @@ def test_max_rows_and_statements(gpu):
     result = gpu.query("CREATE TEMP TABLE big AS SELECT name FROM slices WHERE dur_ns > 1000000; "
                        "SELECT count(*) AS n FROM big")
     assert result.table.to_pylist()[0]["n"] > 0 and not result.truncated
+
+
+# ---------------------------------------------------------------- the command line and Parquet
+
+
+def test_query_command_formats(tmp_path, capsys):
+    sql = "SELECT host, count(*) AS n FROM kernels GROUP BY host ORDER BY host"
+    assert main(["query", str(GPU), sql]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["host", "n"] and lines[2].split() == ["rank-0", "114"] and lines[-1] == "(2 rows)"
+    assert main(["query", str(GPU), sql, "--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines() == ['"host","n"', '"rank-0",114', '"rank-1",186']
+    assert main(["query", str(GPU), "SELECT sum(dur_ns) AS total, 'a' AS s FROM kernels", "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["s"] == "a" and isinstance(row["total"], int)
+    out = tmp_path / "result.parquet"
+    assert main(["query", str(GPU), sql, "--format", "parquet", "-o", str(out)]) == 0
+    assert duckdb.sql(f"SELECT n FROM '{out}' ORDER BY n").fetchall() == [(114,), (186,)]
+    assert [p.name for p in tmp_path.iterdir()] == ["result.parquet"]  # no .part left
+
+
+def test_query_errors_are_one_line_messages(capsys):
+    assert main(["query", str(GPU), "SELECT * FROM read_csv('/etc/passwd')"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("profscope: error: Permission Error") and "Traceback" not in err
+    assert main(["query", str(GPU), "SELEC 1"]) == 1
+    assert "syntax error" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """gpu/ (two hosts, converted in two worker processes) and an HParams log dir as Parquet."""
+    folder = tmp_path_factory.mktemp("parquet")
+    assert main(["export", str(GPU), "--format", "parquet", "-o", str(folder)]) == 0
+    assert main(["export", str(HPARAMS), "--format", "parquet", "-o", str(folder)]) == 0
+    return folder
+
+
+def test_parquet_round_trip(gpu, exported):
+    files = sorted(p.relative_to(exported).as_posix() for p in exported.rglob("*") if p.is_file())
+    assert files == sorted([f"{t}/host={h}/part.parquet" for t in HOST_TABLES for h in ("rank-0", "rank-1")]
+                           + [f"{t}/part.parquet" for t in HPARAMS_TABLES])
+    con = duckdb.connect()
+    for table in HOST_TABLES:
+        got = con.sql(f"SELECT * FROM read_parquet('{exported}/{table}/*/*.parquet', hive_partitioning = true) "
+                      "ORDER BY ALL").to_arrow_table()
+        # the host comes back from the folder name (hive partitioning), after the file's columns
+        assert sorted(got.column_names) == sorted(c for c, _ in SCHEMA[table]), table
+        expected = gpu.query(f"SELECT {', '.join(got.column_names)} FROM {table} ORDER BY ALL").table
+        assert got.to_pylist() == expected.to_pylist(), table
+    db = ProfileDatabase.open(HPARAMS)
+    for table in HPARAMS_TABLES:
+        got = con.sql(f"SELECT * FROM '{exported}/{table}/part.parquet' ORDER BY ALL").fetchall()
+        expected = [tuple(r.values()) for r in rows(db, f"SELECT * FROM {table} ORDER BY ALL")]
+        assert got and str(got) == str(expected), table  # str: NaN metrics compare equal
+    db.close()
+
+
+def test_export_refuses_a_file_and_a_tool(tmp_path, capsys):
+    assert main(["export", str(GPU), "--format", "parquet"]) == 1
+    assert "-o DIR" in capsys.readouterr().err
+    assert main(["export", str(GPU)]) == 1
+    assert "--tool" in capsys.readouterr().err

@@ -9,6 +9,11 @@
                                           hparams_experiment, hparams_session_groups,
                                           hparams_metric_evals (--param request=@REQ.json) as
                                           TensorBoard's HParams routes return them
+    profscope export PATH --format parquet -o DIR
+                                          every SQL table as Parquet, one file per table and
+                                          host (DIR/slices/host=H/part.parquet), hosts in parallel
+    profscope query PATH "SQL" [--format table|csv|json|parquet] [-o FILE]
+                                          SQL over the location's tables (docs/SQL.md)
     profscope report PATH -o DIR          every view as PNG plus index.html
     profscope serve PATH [--port N]       the ProfileAnalysis gRPC service over a folder
     profscope capture ADDRESS -o DIR      profile a running TensorFlow / JAX program
@@ -19,7 +24,7 @@ written to the log in the user's cache folder (viewer.crashlog).
 
 PATH may also be grpc://host:port (a `profscope serve` or other ProfileAnalysis server).
 
-`sessions` and `export` import no Qt, so they start fast and run on servers.
+`sessions`, `export` and `query` import no Qt, so they start fast and run on servers.
 """
 
 from __future__ import annotations
@@ -34,11 +39,13 @@ from models.hparams import TOOLS as HPARAMS_TOOLS
 from models.hparams import load_hparams, tool_json
 from models.locations import open_location, open_repository
 from models.repository import ToolData
-from models.task import ProfileError
+from models.task import Cancelled, ProfileError
+from models.units import format_bytes
 from viewer import crashlog
 from viewer.progress import CountingWriter, TerminalProgress
+from viewer.query_output import FORMATS as RESULT_FORMATS
 
-COMMANDS = ("sessions", "export", "report", "serve", "capture", "formats")
+COMMANDS = ("sessions", "export", "query", "report", "serve", "capture", "formats")
 DEFAULT_REPORT_DIR = "profscope-report"
 
 
@@ -48,14 +55,21 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sessions", help="list sessions, hosts and tools")
     s.add_argument("path")
     s.add_argument("--json", action="store_true", help="print JSON (EnumSessions form)")
-    e = sub.add_parser("export", help="write a tool's data (for memory_profile: XProf's JSON)")
+    e = sub.add_parser("export", help="write a tool's data (for memory_profile: XProf's JSON), or every SQL table "
+                                      "as Parquet (--format parquet -o DIR)")
     e.add_argument("path")
-    e.add_argument("--tool", required=True)
+    e.add_argument("--tool", default="")
+    e.add_argument("--format", choices=("parquet",), default="", help="every SQL table as Parquet files in -o DIR")
     e.add_argument("--session", default="", help="session name (default: the only or the latest one)")
     e.add_argument("--host", default="", help="host name (default: the only one)")
     e.add_argument("--param", action="append", default=[], metavar="K=V",
                    help="tool parameter; K=@FILE reads the value from FILE (repeatable)")
     e.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
+    q = sub.add_parser("query", help="run SQL over a location's tables (see docs/SQL.md)")
+    q.add_argument("path")
+    q.add_argument("sql")
+    q.add_argument("--format", choices=RESULT_FORMATS, default="table")
+    q.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
     v = sub.add_parser("serve", help="serve a folder's profiles over gRPC (the ProfileAnalysis service)")
     v.add_argument("path")
     v.add_argument("--bind", default="127.0.0.1", help="address to listen on (default: loopback only)")
@@ -116,6 +130,10 @@ def cmd_sessions(args) -> int:
 
 
 def cmd_export(args) -> int:
+    if args.format == "parquet":
+        return export_parquet_folder(args)
+    if not args.tool:
+        raise ProfileError("export needs --tool T, or --format parquet -o DIR for every table")
     progress = _progress(args.path)
     try:
         if args.tool in HPARAMS_TOOLS:  # a log dir's sweep, not a profile session
@@ -136,6 +154,42 @@ def cmd_export(args) -> int:
         progress.close()
     if args.output != "-":
         print(f"wrote {args.output} ({what})", file=sys.stderr)
+    return 0
+
+
+def export_parquet_folder(args) -> int:
+    from models.sql import export_parquet  # DuckDB loads only for SQL commands
+
+    if args.tool or args.output == "-":
+        raise ProfileError("export --format parquet writes every table into a folder: give -o DIR and no --tool")
+    progress = _progress(args.path)
+    try:
+        written = export_parquet(args.path, Path(args.output), progress.task())
+    finally:
+        progress.close()
+    size = format_bytes(sum(n for _, n in written))
+    print(f"wrote {len(written):,} Parquet files ({size}) to {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_query(args) -> int:
+    from models.sql import ProfileDatabase  # DuckDB loads only for SQL commands
+    from viewer.query_output import write_result
+
+    progress = _progress(args.path)
+    try:
+        db = ProfileDatabase.open(args.path, progress.task())
+        result = db.query(args.sql, progress.task())
+    except Cancelled:
+        return 130
+    finally:
+        progress.close()
+    for warning in db.warnings:
+        print(f"profscope: warning: {warning}", file=sys.stderr)
+    if args.output == "-":
+        write_result(result.table, args.format, sys.stdout.buffer)
+    else:
+        write_whole(Path(args.output), lambda f: write_result(result.table, args.format, f))
     return 0
 
 
@@ -248,8 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] in COMMANDS:
             args = _parser().parse_args(argv)
-            return {"sessions": cmd_sessions, "export": cmd_export, "report": cmd_report, "serve": cmd_serve,
-                    "capture": cmd_capture, "formats": cmd_formats}[args.command](args)
+            return {"sessions": cmd_sessions, "export": cmd_export, "query": cmd_query, "report": cmd_report,
+                    "serve": cmd_serve, "capture": cmd_capture, "formats": cmd_formats}[args.command](args)
         if argv and argv[0] in ("-h", "--help"):
             _parser().print_help()
             print("\nprofscope [--window] [PATH]: the window (--window: exit 1 rather than write the report when "
