@@ -52,6 +52,19 @@ def test_text_step_stats_within_the_limit_still_reads():
     assert len(load_step_timeline(locate(STEP_STATS_TEXT))) > 0
 
 
+def test_text_on_long_lines_reads_as_the_same_message():
+    """protobuf's text parser copies the current line into an error per
+    value it skips: quadratic on one long line (a 500 KB line of unknown list
+    values took minutes). Re-breaking such text between tokens must not change
+    what it says: strings (with spaces, commas, quotes) and comments stay whole."""
+    text = STEP_STATS_TEXT.read_bytes()
+    unknown = b'zzz: [' + b",".join([b"7"] * 50_000) + b'] yyy { s: "a b,c;d # e \\" f" t: 1;u: 2 }  # x, y\n'
+    one_line = b" ".join(text.split(b"\n")).replace(b"node_stats {", b"node_stats { " + unknown, 1)
+    expected = guards.parse_text(text, step_stats_pb2.StepStats(), "text")
+    assert guards.parse_text(one_line, step_stats_pb2.StepStats(), "one line") == expected
+    assert len(expected.dev_stats[0].node_stats) > 10
+
+
 def test_deeply_nested_log_memory_line_is_a_garbled_line(tmp_path):
     p = "I0501 10:00:01.000000 1 log_memory.cc:34] __LOG_MEMORY__ "
     good = (p + 'MemoryLogRawAllocation { step_id: 1 operation: "op" num_bytes: 8 allocation_id: 6 '
