@@ -163,18 +163,17 @@ class ProfileDatabase:
         task = task or TaskState()
         try:
             statements = self._con.extract_statements(sql)
-            names = set().union(*(self._con.get_table_names(st.query, qualified=False) for st in statements))
         except duckdb.Error as e:
             raise _query_error(e, sql) from None
         if not statements:
             raise QueryError("no SQL statement given")
-        self.load([t for t in TABLES if t in names], task)
+        self.load([t for t in TABLES if t in self._named_tables(statements)], task)
         remove = task.on_cancel(self._con.interrupt)
         try:
             task.raise_if_cancelled()
             for statement in statements[:-1]:
-                self._con.execute(statement).fetchall()
-            relation = self._con.sql(statements[-1])
+                self._retry_loading(lambda: self._con.execute(statement).fetchall(), task)
+            relation = self._retry_loading(lambda: self._con.sql(statements[-1]), task)
             if relation is None:  # a statement without rows (CREATE, SET ...)
                 return QueryResult(pa.table({}))
             if max_rows is None:
@@ -188,6 +187,29 @@ class ProfileDatabase:
             raise _query_error(e, sql, self.memory_limit) from None
         finally:
             remove()
+
+    def _named_tables(self, statements) -> set[str]:
+        """The tables the statements name, as far as DuckDB can tell before
+        they exist (it binds some statements to list them: those fail here
+        and load in _retry_loading instead)."""
+        names = set()
+        for statement in statements:
+            try:
+                names |= self._con.get_table_names(statement.query, qualified=False)
+            except duckdb.Error:
+                pass
+        return names
+
+    def _retry_loading(self, run, task: TaskState):
+        """run(), loading each table DuckDB finds missing and trying again."""
+        while True:
+            try:
+                return run()
+            except duckdb.CatalogException as e:
+                m = re.search(r"Table with name (\w+) does not exist", str(e))
+                if not m or m[1] not in TABLES or m[1] in self._loaded:
+                    raise
+                self.load([m[1]], task)
 
     def cancel(self) -> None:
         """Interrupts the running query (from any thread)."""

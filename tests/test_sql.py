@@ -2,13 +2,15 @@
 numbers, the sandbox, cancellation, the command line and Parquet."""
 
 import json
+import re
+import shutil
 import threading
 
 import duckdb
 import numpy as np
 import pytest
 
-from conftest import DATA
+from conftest import DATA, ROOT
 from models import trace_stats
 from models.locations import open_location
 from models.memory_profile import ALLOCATION
@@ -337,3 +339,44 @@ def test_export_refuses_a_file_and_a_tool(tmp_path, capsys):
     assert "-o DIR" in capsys.readouterr().err
     assert main(["export", str(GPU)]) == 1
     assert "--tool" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- docs/SQL.md's queries
+
+
+def _doc_queries(section: str) -> list[str]:
+    text = (ROOT / "docs" / "SQL.md").read_text()
+    start = text.index(section)
+    end = text.find("\n## ", start + 1)
+    return re.findall(r"```sql\n(.*?)```", text[start:end if end >= 0 else None], re.S)
+
+
+@pytest.fixture(scope="module")
+def pod(tmp_path_factory):
+    """A log dir with an HParams sweep, a two-rank GPU session and a trace with memory events."""
+    folder = tmp_path_factory.mktemp("pod")
+    shutil.copytree(HPARAMS, folder, dirs_exist_ok=True)
+    shutil.copytree(GPU, folder / "gpu")
+    shutil.copytree(GPU_MEMORY, folder / "gpu_memory")
+    return folder
+
+
+def test_the_documented_example_queries_answer(pod):
+    queries = _doc_queries("## Example queries")
+    assert len(queries) >= 6
+    db = ProfileDatabase.open(pod)
+    for sql in queries:
+        assert db.query(sql).table.num_rows > 0, sql
+    db.close()
+
+
+def test_the_documented_parquet_queries_answer(pod, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the docs write to and read from ./profscope-parquet
+    assert main(["export", str(pod), "--format", "parquet", "-o", "profscope-parquet"]) == 0
+    queries = _doc_queries("## Parquet")
+    assert len(queries) >= 3
+    con = duckdb.connect()
+    for sql in queries:
+        assert con.sql(sql).fetchall(), sql
+    slowest = con.sql(queries[-1]).fetchall()
+    assert [row[0] for row in slowest] == [2, 3, 4]  # the recorded ProfilerSteps, each with its slowest rank
