@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from as_a_user import like_an_installed_copy
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -205,6 +207,7 @@ def measure(kind: str, path: Path, runs: int) -> dict:
 
 
 def main() -> None:
+    like_an_installed_copy()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size-mb", type=float, default=500)
     ap.add_argument("--input", type=Path, help="a trace .json to use instead of a generated one (gzipped beside it)")

@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from as_a_user import like_an_installed_copy
+
 ROOT = Path(__file__).resolve().parent.parent
 
 WINDOW = r"""
@@ -82,6 +84,7 @@ def median_of(runs: int, args: list[str]) -> tuple[float, float]:
 
 
 def main() -> None:
+    like_an_installed_copy()
     p = argparse.ArgumentParser()
     p.add_argument("--size-mb", type=int, default=2048)
     p.add_argument("--runs", type=int, default=3)

@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from as_a_user import like_an_installed_copy
+
 ROOT = Path(__file__).resolve().parent.parent
 
 HPARAMS_REQUEST = {  # as hparams_bench's query: two filters, a two-key sort, a page of 100
@@ -116,6 +118,7 @@ def generate_in_child(module: str, arguments: str) -> None:
 
 
 def main() -> None:
+    like_an_installed_copy()
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", default="memory,log,hparams", help="which rows: memory, log, hparams")
     parser.add_argument("--snapshots", type=int, default=1_000_000)

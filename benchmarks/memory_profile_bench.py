@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from as_a_user import like_an_installed_copy
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -100,6 +102,7 @@ def peak_rss_mib(code: str) -> float:
 
 
 def main() -> None:
+    like_an_installed_copy()
     parser = argparse.ArgumentParser()
     parser.add_argument("--snapshots", type=int, default=1_000_000)
     parser.add_argument("--skip-json", action="store_true")

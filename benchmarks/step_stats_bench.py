@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from as_a_user import like_an_installed_copy
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -155,6 +157,7 @@ def bench_processes(path: Path, rounds: int) -> None:
 
 
 def main() -> None:
+    like_an_installed_copy()
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=1_000_000)
     parser.add_argument("--keep", default=os.path.join(tempfile.gettempdir(), "profscope_step_stats_bench"))

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from as_a_user import like_an_installed_copy
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -183,6 +185,7 @@ def redraw(path: Path) -> None:
 
 
 def main() -> None:
+    like_an_installed_copy()
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--xprof-python", help="a Python that can import xprof (for the comparison)")

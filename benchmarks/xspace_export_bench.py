@@ -30,6 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from as_a_user import like_an_installed_copy
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -91,6 +93,7 @@ def rows_for(path: Path, python: str, tree: Path, label: str, scratch: Path) -> 
 
 
 def main() -> None:
+    like_an_installed_copy()
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--rounds", type=int, default=3)
