@@ -169,6 +169,7 @@ class HParamsData:
             if EXPERIMENT_TAG in tags:
                 exp = api_pb2.Experiment()
                 exp.CopyFrom(_plugin_data(tags[EXPERIMENT_TAG], "experiment", run).experiment)
+                _drop_non_finite_choices(exp)
                 if not include_metrics:
                     del exp.metric_infos[:]
                 return exp
@@ -327,6 +328,17 @@ def _hparams_to_include(col_params) -> set[str] | None:
         return None
     return {cp.hparam for cp in col_params
             if cp.WhichOneof("name") == "hparam" and (not cp.HasField("include_in_result") or cp.include_in_result)}
+
+
+def _drop_non_finite_choices(exp: api_pb2.Experiment) -> None:
+    """NaN and infinities in a written discrete domain cannot be JSON values
+    (protobuf refuses them; TensorBoard's route fails): dropped, as the
+    sessions' own non-finite values are."""
+    for info in exp.hparam_infos:
+        values = info.domain_discrete.values
+        for i in reversed(range(len(values))):
+            if values[i].WhichOneof("kind") == "number_value" and not math.isfinite(values[i].number_value):
+                del values[i]
 
 
 def _hparam_info(name: str, values: list[struct_pb2.Value]) -> api_pb2.HParamInfo | None:
