@@ -12,10 +12,10 @@ A table is loaded the first time a query names it (DuckDB lists a
 statement's tables before it runs), in the caller's thread, with the
 TaskState's progress and cancellation. docs/SQL.md documents every column.
 
-User SQL runs on a connection that cannot touch files, the network or
-extensions (its configuration is locked), has a memory limit and no spill
-folder, and is cancelled through DuckDB's interrupt when the task is.
-Parquet is written by a separate, trusted connection (`write_parquet`).
+The connection cannot touch files, the network or extensions (its
+configuration is locked), has a memory limit and no spill folder, and a
+query is cancelled through DuckDB's interrupt when its task is. Parquet is
+written by pyarrow from the sources' columns (`write_parquet`), never by SQL.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from models import trace_stats
 from models.memory_profile import ACTIVITY_NAMES
@@ -78,6 +80,9 @@ KERNEL_TYPE = ("CASE WHEN lower(name) LIKE '%nccl%' THEN 'COMMUNICATION' "
                "OR category IN ('gpu_memcpy', 'gpu_memset') THEN 'MEMORY' "
                "WHEN category = 'kernel' THEN 'COMPUTATION' ELSE 'OTHER' END")
 MEMORY_LIMIT_VARIABLE = "PROFSCOPE_SQL_MEMORY"
+_TEXT = pa.dictionary(pa.int32(), pa.string())
+_ARROW_TYPES = {"VARCHAR": _TEXT, "BIGINT": pa.int64(), "INTEGER": pa.int32(), "UBIGINT": pa.uint64(),
+                "DOUBLE": pa.float64()}
 
 
 class QueryError(ProfileError):
@@ -107,13 +112,11 @@ def default_memory_limit() -> str:
 
 
 class ProfileDatabase:
-    """The tables of a profile repository and/or HParams log dir.
+    """The tables of a profile repository and/or HParams log dir (`hosts`
+    keeps only those hosts' data)."""
 
-    sandbox=False gives the trusted connection of exports (it can write files:
-    never run user SQL on it); `hosts` keeps only those hosts' data."""
-
-    def __init__(self, repo=None, hparams=None, hosts: set[str] | None = None, sandbox: bool = True,
-                 memory_limit: str | None = None, threads: int | None = None):
+    def __init__(self, repo=None, hparams=None, hosts: set[str] | None = None, memory_limit: str | None = None,
+                 threads: int | None = None):
         self.repo, self.hparams, self.hosts = repo, hparams, hosts
         self.warnings: list[str] = []
         self.memory_limit = memory_limit or default_memory_limit()
@@ -126,10 +129,10 @@ class ProfileDatabase:
         self._con.execute("SET python_enable_replacements = false")  # no Python variables as tables
         self._con.execute("SET enable_progress_bar = true")  # query_progress() for the window
         self._con.execute("SET enable_progress_bar_print = false")
-        if sandbox:
-            self._con.execute("SET enable_external_access = false")
-            self._con.execute("SET lock_configuration = true")
+        self._con.execute("SET enable_external_access = false")
+        self._con.execute("SET lock_configuration = true")
         self._loaded: set[str] = set()
+        self._parts: dict[str, list[_Part]] = {}  # each view's sources (Parquet writes them directly)
         self._timelines: list[tuple[str, str, str, Timeline]] | None = None
         self._allocators: list | None = None
         self._relations = 0
@@ -278,37 +281,34 @@ class ProfileDatabase:
             self.warnings.append(str(e))
             return None
 
-    def _register(self, table: pa.Table) -> str:
+    def _part(self, source: pa.Table, exprs: dict[str, str], **constants: str) -> _Part:
+        """Registers one source's Arrow columns as a relation of a table."""
         name = f"_source_{self._relations}"
         self._relations += 1
-        self._con.register(name, table)
-        return name
+        self._con.register(name, source)
+        return _Part(name, source, exprs, constants)
 
-    def _view(self, table: str, parts: list[tuple[str, dict[str, str]]], schema=None) -> None:
-        """CREATE VIEW table AS the union of parts: (relation, column -> SQL
-        expression); a column a part lacks is NULL. Every column is cast to
-        the schema's type, so all parts and an empty table agree."""
+    def _view(self, table: str, parts: list[_Part], schema=None) -> None:
+        """CREATE VIEW table AS the union of its parts; a column a part lacks
+        is NULL. Every column is cast to the schema's type, so all parts and an
+        empty table agree."""
         schema = schema or SCHEMA[table]
-
-        def select(relation, exprs):
-            cols = ", ".join(f"CAST({exprs.get(c, 'NULL')} AS {t}) AS {c}" for c, t in schema)
-            return f"SELECT {cols} FROM {relation}" if relation else f"SELECT {cols} WHERE false"
-
-        body = " UNION ALL ".join(select(r, e) for r, e in parts) if parts else select(None, {})
+        selects = [f"SELECT {', '.join(f'CAST({p.sql(c)} AS {t}) AS {c}' for c, t in schema)} FROM {p.relation}"
+                   for p in parts]
+        body = " UNION ALL ".join(selects) or f"SELECT {', '.join(f'CAST(NULL AS {t}) AS {c}' for c, t in schema)} WHERE false"
         self._con.execute(f"CREATE VIEW {table} AS {body}")
+        self._parts[table] = parts
 
     def _load_slices(self, task: TaskState) -> None:
         parts = []
         for session, host, tag, tl in self._timeline_list(task):
             task.raise_if_cancelled()
-            exprs = {c: c for c, _ in _SLICE} | _constants(session=session, host=host, tag=tag)
-            exprs |= {"start_ns": f"{int(tl.origin_ns)} + start_ps // 1000", "dur_ns": "dur_ps // 1000",
-                      "parent": "NULLIF(parent, -1)", "step": "NULLIF(step, -1)"}
             columns = slice_columns(tl)
-            for optional in ("category", "parent", "step"):
-                if optional not in columns.column_names:
-                    del exprs[optional]
-            parts.append((self._register(columns), exprs))
+            exprs = {c: c for c in columns.column_names} | {
+                "start_ns": f"{int(tl.origin_ns)} + start_ps // 1000", "dur_ns": "dur_ps // 1000",
+                "parent": "NULLIF(parent, -1)", "step": "NULLIF(step, -1)"}
+            parts.append(self._part(columns, {c: e for c, e in exprs.items() if c in columns.column_names
+                                              or c in ("start_ns", "dur_ns")}, session=session, host=host, tag=tag))
         self._view("slices", parts)
 
     def _load_flows(self, task: TaskState) -> None:
@@ -318,7 +318,7 @@ class ProfileDatabase:
                 f = tl.flows
                 columns = pa.table({"from_id": f.src, "to_id": f.dst, "category": _dictionary(f.category, f.categories)})
                 exprs = {"from_id": "from_id", "to_id": "to_id", "category": "category"}
-                parts.append((self._register(columns), exprs | _constants(session=session, host=host, tag=tag)))
+                parts.append(self._part(columns, exprs, session=session, host=host, tag=tag))
         self._view("flows", parts)
 
     def _load_counters(self, task: TaskState) -> None:
@@ -328,8 +328,8 @@ class ProfileDatabase:
                 columns = pa.table({"time_ps": c.time_ps, "value": c.value})
                 exprs = {"time_ns": f"{int(tl.origin_ns)} + time_ps // 1000", "value": "value"}
                 process = tl.groups[c.group] if 0 <= c.group < len(tl.groups) else ""
-                parts.append((self._register(columns), exprs | _constants(
-                    session=session, host=host, tag=tag, process=process, name=c.name)))
+                parts.append(self._part(columns, exprs, session=session, host=host, tag=tag, process=process,
+                                        name=c.name))
         self._view("counters", parts)
 
     def _load_kernels(self, task: TaskState) -> None:
@@ -348,7 +348,7 @@ class ProfileDatabase:
                                 "device_total_ps": times.device_total_ps[ops]})
             exprs = {"id": "id", "self_ns": "self_ps // 1000", "device_self_ns": "device_self_ps // 1000",
                      "device_total_ns": "device_total_ps // 1000"}
-            parts.append((self._register(columns), exprs | _constants(session=session, host=host, tag=tag)))
+            parts.append(self._part(columns, exprs, session=session, host=host, tag=tag))
         keys = (("session", "VARCHAR"), ("host", "VARCHAR"), ("tag", "VARCHAR"), ("id", "BIGINT"))
         self._view("_op_times", parts, keys + SCHEMA["ops"][len(_SLICE):])
         self._con.execute("CREATE VIEW ops AS SELECT s.*, o.self_ns, o.device_self_ns, o.device_total_ns "
@@ -366,7 +366,7 @@ class ProfileDatabase:
                 "address": _unsigned(s.address), "step": s.step,
                 **{name: _dictionary(getattr(s, name), strings) for name, _ in _ACTIVITY}})
             exprs = {c: c for c in columns.column_names} | {"time_ns": "time_ps // 1000", "kind": _activity("activity")}
-            parts.append((self._register(columns), exprs | _constants(session=session, host=host, allocator=memory_id)))
+            parts.append(self._part(columns, exprs, session=session, host=host, allocator=memory_id))
         self._view("memory_snapshots", parts)
 
     def _load_allocations(self, task: TaskState) -> None:
@@ -390,7 +390,7 @@ class ProfileDatabase:
                 "freed_snapshot": "NULLIF(freed_snapshot, -1)", "alloc_time_ns": "alloc_time_ps // 1000",
                 "free_time_ns": "CASE WHEN freed_snapshot < 0 THEN NULL ELSE free_time_ps // 1000 END",
                 "free_step": "CASE WHEN freed_snapshot < 0 THEN NULL ELSE free_step END"}
-            parts.append((self._register(columns), exprs | _constants(session=session, host=host, allocator=memory_id)))
+            parts.append(self._part(columns, exprs, session=session, host=host, allocator=memory_id))
         self._view("allocations", parts)
 
     def _hparams_sessions(self) -> list:
@@ -426,21 +426,55 @@ class ProfileDatabase:
                 columns = pa.table({"seq": np.arange(len(series)), "step": series.step, "wall_time": series.wall_time,
                                     "value": series.value})
                 exprs = {c: c for c in columns.column_names}
-                parts.append((self._register(columns), exprs | _constants(
-                    session=owner, run=run_name[len(owner) + 1:], tag=tag)))
+                parts.append(self._part(columns, exprs, session=owner, run=run_name[len(owner) + 1:], tag=tag))
         self._view("metrics", parts)
 
     def _python_table(self, table: str, columns: dict[str, list]) -> None:
         """A small table from Python lists (HParams sessions are few)."""
-        parts = [(self._register(pa.table(columns)), {c: c for c in columns})] if next(iter(columns.values())) else []
+        parts = [self._part(pa.table(columns), {c: c for c in columns})] if next(iter(columns.values())) else []
         self._view(table, parts)
 
     # ------------------------------------------------------------ Parquet
 
+    def _write_parts(self, path: Path, parts: list[_Part], schema) -> None:
+        """A table's sources into one Parquet file, a row group or more each:
+        DuckDB computes the numbers (units, NULLs); texts go from the sources'
+        dictionaries straight to Parquet's (DuckDB would decode and hash every
+        row's string again)."""
+        arrow = pa.schema([(c, _ARROW_TYPES[t]) for c, t in schema])
+        numbers = [(c, t) for c, t in schema if t != "VARCHAR"]
+        texts = [c for c, t in schema if t == "VARCHAR"]
+        with pq.ParquetWriter(path, arrow, compression="snappy", use_dictionary=texts) as writer:
+            for p in parts:
+                casts = ", ".join(f"CAST({p.sql(c)} AS {t}) AS {c}" for c, t in numbers)
+                computed = self._con.sql(f"SELECT {casts} FROM {p.relation}").to_arrow_table() if numbers else None
+                columns = [computed.column(c) if t != "VARCHAR" else self._text_column(p, c) for c, t in schema]
+                writer.write_table(pa.table(columns, schema=arrow), row_group_size=1 << 20)
+
+    def _text_column(self, p: _Part, column: str) -> pa.Array:
+        n = p.source.num_rows
+        if column in p.constants:
+            return pa.DictionaryArray.from_arrays(np.zeros(n, np.int32), pa.array([p.constants[column]], pa.string()))
+        expr = p.exprs.get(column)
+        if expr is None:
+            return pa.nulls(n, _TEXT)
+        if expr != column:  # computed in SQL (activity names)
+            values = self._con.sql(f"SELECT CAST({expr} AS VARCHAR) FROM {p.relation}").to_arrow_table().column(0)
+            return pc.dictionary_encode(values.combine_chunks()).cast(_TEXT)
+        values = p.source.column(column).combine_chunks()
+        if isinstance(values, pa.RunEndEncodedArray):  # per-lane values: one index per row into the lanes' texts
+            lengths = np.diff(np.r_[0, values.run_ends.to_numpy()])
+            return pa.DictionaryArray.from_arrays(np.repeat(np.arange(len(lengths), dtype=np.int32), lengths),
+                                                  values.values)
+        if isinstance(values, pa.DictionaryArray):
+            return values.cast(_TEXT)
+        return pc.dictionary_encode(values.cast(pa.string())).cast(_TEXT)  # a names blob (StepStats)
+
     def write_parquet(self, folder: Path, tables, partition: str | None = None) -> list[tuple[Path, int]]:
         """Writes tables as folder/<table>[/host=<partition>]/part.parquet
-        (host left out of the file: readers take it from the folder name);
-        returns (path, bytes) of each. Only for sandbox=False databases."""
+        (host left out of the file: readers take it from the folder name),
+        each written beside its place and renamed when whole; returns (path,
+        bytes) of each."""
         written = []
         for table in tables:
             self.load([table])
@@ -449,9 +483,15 @@ class ProfileDatabase:
                 where = where / f"host={urllib.parse.quote(partition, safe='')}"
             where.mkdir(parents=True, exist_ok=True)
             path, part = where / "part.parquet", where / ".part.parquet.part"
-            columns = "* EXCLUDE (host)" if partition is not None else "*"
+            schema = [(c, t) for c, t in SCHEMA[table] if partition is None or c != "host"]
             try:
-                self._con.execute(f"COPY (SELECT {columns} FROM {table}) TO {_literal(str(part))} (FORMAT parquet)")
+                if table in self._parts:
+                    self._write_parts(part, self._parts[table], schema)
+                else:  # a view over other tables (kernels, ops): DuckDB computes its rows
+                    reader = self._con.sql(f"SELECT {', '.join(c for c, _ in schema)} FROM {table}").to_arrow_reader(1 << 20)
+                    with pq.ParquetWriter(part, reader.schema, compression="snappy") as writer:
+                        for batch in reader:
+                            writer.write_batch(batch)
                 os.replace(part, path)
             except BaseException:
                 part.unlink(missing_ok=True)
@@ -503,11 +543,12 @@ def slice_columns(tl: Timeline) -> pa.Table:
     return pa.table(columns)
 
 
-def slice_steps(tl: Timeline) -> np.ndarray | None:
+def slice_steps(tl: Timeline):
     """Each event's step, -1 outside every step; None when the timeline has no
     steps. ProfilerStep#N spans give N, GPU work counting at its launch as
     trace_stats' step ranges do; otherwise the step markers (XSpace) give the
-    step's ordinal from 0."""
+    step's ordinal from 0, as one run per lane and step (starts are sorted
+    within a lane, so no array per event)."""
     spans = trace_stats.steps(tl)
     if len(spans):
         t = tl.start_ps.copy()
@@ -516,10 +557,20 @@ def slice_steps(tl: Timeline) -> np.ndarray | None:
         k = np.searchsorted(spans.start_ps, t, side="right") - 1
         inside = (k >= 0) & (t <= spans.end_ps[np.maximum(k, 0)])
         return np.where(inside, spans.number[np.maximum(k, 0)], -1)
-    if len(tl.markers_ps) > 1:
-        k = np.searchsorted(tl.markers_ps, tl.start_ps, side="right") - 1
-        return np.where((k >= 0) & (k < len(tl.markers_ps) - 1), k, -1)
-    return None
+    markers = tl.markers_ps
+    if len(markers) < 2 or not len(tl):
+        return None
+    # Per lane: before the first marker -1, from marker k to k+1 step k, from the last marker on -1.
+    values = np.r_[-1, np.arange(len(markers) - 1), -1].astype(np.int64)
+    ends, steps = [], []
+    for lane in range(tl.num_lanes):
+        a, b = int(tl.lane_offsets[lane]), int(tl.lane_offsets[lane + 1])
+        if a < b:
+            ends.append(np.r_[a + np.searchsorted(tl.start_ps[a:b], markers, side="left"), b])
+            steps.append(values)
+    ends, steps = np.concatenate(ends), np.concatenate(steps)
+    keep = np.diff(np.r_[0, ends]) > 0  # runs cannot be empty
+    return pa.RunEndEncodedArray.from_arrays(pa.array(ends[keep]), pa.array(steps[keep]))
 
 
 def _names(names) -> pa.Array:
@@ -555,8 +606,20 @@ def _literal(text: str) -> str:
     return "'" + str(text).replace("'", "''") + "'"
 
 
-def _constants(**values: str) -> dict[str, str]:
-    return {k: _literal(v) for k, v in values.items()}
+@dataclass
+class _Part:
+    """One source of a table: its registered Arrow columns, the SQL giving
+    each column from them, and the columns whose text is the same in every row."""
+
+    relation: str
+    source: pa.Table
+    exprs: dict[str, str]
+    constants: dict[str, str]
+
+    def sql(self, column: str) -> str:
+        if column in self.constants:
+            return _literal(self.constants[column])
+        return self.exprs.get(column, "NULL")
 
 
 def _hparam_text(value) -> str:
@@ -628,12 +691,12 @@ def export_parquet(location, folder: Path, task: TaskState | None = None,
     hosts = sorted({h for s in repo.enum_sessions() for h in s.hosts}) if repo is not None else []
     written = []
     if hparams is not None:
-        written += ProfileDatabase(None, hparams, sandbox=False).write_parquet(folder, HPARAMS_TABLES)
+        written += ProfileDatabase(None, hparams).write_parquet(folder, HPARAMS_TABLES)
     workers = max(1, min(len(hosts), workers or os.cpu_count() or 1))
     if workers == 1:  # no process to start: this one has the repository already
         for k, host in enumerate(hosts):
             task.report(k / max(len(hosts), 1), f"Exporting {host}")
-            db = ProfileDatabase(repo, None, hosts={host}, sandbox=False)
+            db = ProfileDatabase(repo, None, hosts={host})
             written += db.write_parquet(folder, HOST_TABLES, host)
             db.close()
         return written
@@ -655,7 +718,7 @@ def _export_host(location: str, host: str, folder: str, threads: int) -> list[tu
     """One worker process's job: a host's tables as Parquet."""
     from models.locations import open_repository
 
-    db = ProfileDatabase(open_repository(location), None, hosts={host}, sandbox=False, threads=threads)
+    db = ProfileDatabase(open_repository(location), None, hosts={host}, threads=threads)
     try:
         return db.write_parquet(Path(folder), HOST_TABLES, host)
     finally:
