@@ -9,34 +9,62 @@ import math
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QValidator
 from PySide6.QtWidgets import (QCheckBox, QDoubleSpinBox, QGroupBox, QHBoxLayout, QLabel, QLineEdit, QScrollArea,
                                QVBoxLayout, QWidget)
 from superqt import QDoubleRangeSlider
 
 from models.hparams import BOOL, MISSING, NUMBER, STRING, Column, HParamsError, compile_regexp
 from protos import api_pb2
+from widgets.hparams_scales import LINEAR, Scale, make_scale
 from widgets.hparams_table import format_value
 from widgets.palette import Scheme
 
 MAX_CHECKBOXES = 12  # more distinct values than this: a regexp field or a range
-SLIDER_STEPS = 1000  # a handle this close to its end means no bound
+
+
+class ValueBox(QDoubleSpinBox):
+    """A number field that shows six significant digits (1e-05, 0.000123,
+    12345.7) and keeps the exact value typed; no rounding to decimals."""
+
+    def __init__(self, lo: float, hi: float, value: float):
+        super().__init__(decimals=300, minimum=lo, maximum=hi, value=value)  # 300: never rounds
+        self.setStepType(QDoubleSpinBox.AdaptiveDecimalStepType)
+        self.setKeyboardTracking(False)
+
+    def textFromValue(self, value: float) -> str:
+        return f"{value:.6g}"
+
+    def valueFromText(self, text: str) -> float:
+        try:
+            return float(text)
+        except ValueError:
+            return self.value()
+
+    def validate(self, text: str, pos: int):
+        try:
+            float(text)
+            return QValidator.Acceptable, text, pos
+        except ValueError:
+            return QValidator.Intermediate, text, pos
 
 
 class RangeControl(QWidget):
-    """Min and max fields over a range slider; value() is (lo, hi)."""
+    """Min and max fields over a range slider; value() is (lo, hi).
+    The slider moves along the column's scale (a log scale gives each
+    decade the same room); the fields hold exact values."""
 
     changed = Signal()
 
-    def __init__(self, lo: float, hi: float, parent=None):
+    def __init__(self, lo: float, hi: float, scale: Scale, parent=None):
         super().__init__(parent)
         span = (hi - lo) or 1.0
         self.full_range = (lo, lo + span)
-        decimals = max(0, min(8, 3 - int(math.floor(math.log10(span)))))
+        self.scale = scale
+        self._value = self.full_range
         self.slider = QDoubleRangeSlider(Qt.Horizontal)
-        self.slider.setRange(*self.full_range)
-        self.slider.setValue(self.full_range)
-        self.low, self.high = (QDoubleSpinBox(decimals=decimals, minimum=lo, maximum=lo + span,
-                                              singleStep=span / 100, value=v) for v in self.full_range)
+        self.slider.setRange(0.0, 1.0)
+        self.low, self.high = (ValueBox(*self.full_range, v) for v in self.full_range)
         row = QHBoxLayout()
         row.addWidget(self.low)
         row.addWidget(QLabel("to"))
@@ -45,26 +73,45 @@ class RangeControl(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(row)
         layout.addWidget(self.slider)
+        self._show()
         self.slider.valueChanged.connect(self._from_slider)
         self.low.valueChanged.connect(self._from_fields)
         self.high.valueChanged.connect(self._from_fields)
 
     def value(self) -> tuple[float, float]:
-        return tuple(self.slider.value())
+        return self._value
 
     def setValue(self, value: tuple[float, float]) -> None:
-        self.slider.setValue(value)
+        a, b = self.full_range
+        lo, hi = sorted(value)
+        value = (min(max(lo, a), b), min(max(hi, a), b))
+        if value != self._value:
+            self._value = value
+            self._show()
+            self.changed.emit()
+
+    def _show(self) -> None:
+        """The fields and the slider's handles at the current values, quietly."""
+        lo, hi = self._value
+        t0 = 0.0 if lo <= self.full_range[0] else float(self.scale.unit(lo))
+        t1 = 1.0 if hi >= self.full_range[1] else float(self.scale.unit(hi))
+        for widget, v in ((self.low, lo), (self.high, hi), (self.slider, (t0, t1))):
+            widget.blockSignals(True)
+            widget.setValue(v)
+            widget.blockSignals(False)
+
+    def set_scale(self, scale: Scale) -> None:
+        self.scale = scale
+        self._show()
 
     def _from_slider(self, value) -> None:
-        for box, v in zip((self.low, self.high), value):
-            box.blockSignals(True)
-            box.setValue(v)
-            box.blockSignals(False)
-        self.changed.emit()
+        t0, t1 = value
+        lo, hi = self.scale.interval(t0, t1)
+        # A handle at its end is the end of the data, whatever the scale's margins.
+        self.setValue((self.full_range[0] if t0 <= 0 else lo, self.full_range[1] if t1 >= 1 else hi))
 
     def _from_fields(self) -> None:
-        lo, hi = sorted((self.low.value(), self.high.value()))
-        self.slider.setValue((lo, hi))
+        self.setValue((self.low.value(), self.high.value()))
 
 
 class ColumnFilter(QGroupBox):
@@ -72,8 +119,10 @@ class ColumnFilter(QGroupBox):
 
     changed = Signal()
 
-    def __init__(self, title: str, column: Column, is_metric: bool = False, parent=None):
+    def __init__(self, title: str, column: Column, is_metric: bool = False, scale: str = LINEAR, parent=None):
         super().__init__(title if len(title) <= 34 else title[:15] + "…" + title[-18:], parent)
+        self.scale_kind = scale
+        self.kind = None  # "range", "discrete" or "regexp" once built
         self.setToolTip(title)
         self.layout_ = QVBoxLayout(self)
         self.layout_.setContentsMargins(6, 4, 6, 4)
@@ -89,9 +138,9 @@ class ColumnFilter(QGroupBox):
         distinct = list(dict.fromkeys(v for v in column.values if v is not None and not isinstance(v, (list, dict))))
         numeric = kinds <= {NUMBER, BOOL} and NUMBER in kinds
         if numeric and (is_metric or len(distinct) > 6):
-            finite = column.number[present & np.isfinite(column.number)]
-            if len(finite):
-                return self._range(float(finite.min()), float(finite.max()))
+            self.finite = column.number[present & np.isfinite(column.number)]
+            if len(self.finite):
+                return self._range(float(self.finite.min()), float(self.finite.max()))
         if len(distinct) <= MAX_CHECKBOXES and distinct:
             return self._checkboxes(sorted(distinct, key=lambda v: (isinstance(v, str), v)))
         if STRING in kinds:
@@ -122,12 +171,18 @@ class ColumnFilter(QGroupBox):
         return edit
 
     def _range(self, lo: float, hi: float) -> RangeControl:
-        control = RangeControl(lo, hi)
+        control = RangeControl(lo, hi, make_scale(self.scale_kind, self.finite))
         control.changed.connect(self.changed)
         self.layout_.addWidget(control)
         self.kind = "range"
         self.full_range = control.full_range
         return control
+
+    def set_scale(self, kind: str) -> None:
+        """Moves the slider along another scale; the bounds set stay."""
+        self.scale_kind = kind
+        if self.kind == "range":
+            self.control.set_scale(make_scale(kind, self.finite))
 
     def _check_regexp(self, text: str) -> None:
         try:
@@ -150,10 +205,14 @@ class ColumnFilter(QGroupBox):
             return bool(self.control.text())
         return not self._at_ends()
 
-    def _at_ends(self) -> bool:
+    def _ends(self) -> tuple[bool, bool]:
+        """Whether each bound is at the end of the data (no bound)."""
         lo, hi = self.control.value()
-        tolerance = (self.full_range[1] - self.full_range[0]) / SLIDER_STEPS / 2
-        return lo <= self.full_range[0] + tolerance and hi >= self.full_range[1] - tolerance
+        tolerance = (self.full_range[1] - self.full_range[0]) * 1e-12
+        return lo <= self.full_range[0] + tolerance, hi >= self.full_range[1] - tolerance
+
+    def _at_ends(self) -> bool:
+        return all(self._ends())
 
     def apply(self, cp: api_pb2.ColParams) -> None:
         cp.exclude_missing_values = self.exclude_missing.isChecked()
@@ -173,10 +232,10 @@ class ColumnFilter(QGroupBox):
                 pass  # shown on the field; the filter waits for a valid pattern
         elif not self._at_ends():
             lo, hi = self.control.value()
-            tolerance = (self.full_range[1] - self.full_range[0]) / SLIDER_STEPS / 2
-            # A handle at its end means "no bound" (values beyond the labels' rounding, infinities).
-            cp.filter_interval.min_value = -math.inf if lo <= self.full_range[0] + tolerance else lo
-            cp.filter_interval.max_value = math.inf if hi >= self.full_range[1] - tolerance else hi
+            low_end, high_end = self._ends()
+            # A bound at the end of the data means "no bound" (infinities pass too).
+            cp.filter_interval.min_value = -math.inf if low_end else lo
+            cp.filter_interval.max_value = math.inf if high_end else hi
 
     def set_interval(self, lo: float | None, hi: float | None) -> None:
         """Sets a range filter (from brushing); None clears it."""
@@ -199,9 +258,9 @@ class FilterPanel(QScrollArea):
         for box in self.status_boxes.values():
             box.toggled.connect(self.changed)
         self.filters: dict[tuple[str, object], ColumnFilter] = {}
-        self._build({})
+        self._build({}, {})
 
-    def _build(self, columns: dict) -> None:
+    def _build(self, columns: dict, scales: dict) -> None:
         body = QWidget()
         layout = QVBoxLayout(body)
         statuses = QGroupBox("Session status")
@@ -211,7 +270,7 @@ class FilterPanel(QScrollArea):
         layout.addWidget(statuses)
         self.filters = {}
         for key, (title, column) in columns.items():
-            f = ColumnFilter(title, column, is_metric=key[0] == "metric")
+            f = ColumnFilter(title, column, is_metric=key[0] == "metric", scale=scales.get(key, LINEAR))
             f.changed.connect(self.changed)
             layout.addWidget(f)
             self.filters[key] = f
@@ -223,9 +282,10 @@ class FilterPanel(QScrollArea):
         self.setMinimumWidth(max(340, body.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
                                  + 2 * self.frameWidth()))
 
-    def set_columns(self, columns: dict) -> None:
-        """columns: (kind, key) -> (title, Column), in display order."""
-        self._build(columns)
+    def set_columns(self, columns: dict, scales: dict | None = None) -> None:
+        """columns: (kind, key) -> (title, Column), in display order; scales:
+        (kind, key) -> the scale its range slider moves along."""
+        self._build(columns, scales or {})
 
     def allowed_statuses(self) -> list[int]:
         return [s for s, box in self.status_boxes.items() if box.isChecked()]

@@ -11,17 +11,18 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtGui import QActionGroup, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
                                QLabel, QMenu, QPushButton, QSplitter, QTableWidget, QTableWidgetItem,
                                QTabWidget, QToolButton, QTreeView, QVBoxLayout, QWidget)
 
-from models.hparams import HParamsData, HParamsError
+from models.hparams import NUMBER, STRING, HParamsData, HParamsError
 from protos import api_pb2
 from widgets.hparams_filters import FilterPanel
 from widgets.hparams_table import FORMATS, STATUS_NAMES, Columns, GroupModel, format_value, metric_label, table_rows
+from widgets.hparams_scales import LINEAR, SCALES, Axis, default_scale
 from widgets.palette import Scheme, follow, style_plot
-from widgets.parallel_coords import Axis, ParallelCoordinates
+from widgets.parallel_coords import ParallelCoordinates
 
 PAGE_SIZES = (("50 per page", 50), ("100 per page", 100), ("500 per page", 500), ("Show all", 0))
 AGGREGATIONS = (("Average", api_pb2.AGGREGATION_AVG), ("Median", api_pb2.AGGREGATION_MEDIAN),
@@ -42,6 +43,7 @@ class HParamsView(QWidget):
         self.sort_keys: list[tuple[int, int]] = []  # (table column, order)
         self.columns = Columns([], [])
         self.hidden: set[int] = set()  # table columns the user hid
+        self.scales: dict[tuple, str] = {}  # (kind, key) -> the scale the user chose
         self._axis_columns: list[int] = []
         self._fit_columns = False  # size the columns to their contents at the next refresh
 
@@ -62,18 +64,23 @@ class HParamsView(QWidget):
         header.setContextMenuPolicy(Qt.CustomContextMenu)
         self.parallel = ParallelCoordinates()
         self.color_box = QComboBox(minimumContentsLength=16)
+        self.scales_button = QToolButton(text="Scales", popupMode=QToolButton.InstantPopup)
+        self.scales_button.setToolTip("Linear, logarithmic or quantile axes and sliders, per column")
+        self.scales_menu = QMenu(self)
+        self.scales_button.setMenu(self.scales_menu)
+        self.scale_note = QLabel()
         self.center = QTabWidget()
         self.center.addTab(self.table, "Table")
-        parallel_page = QWidget()
-        pl = QVBoxLayout(parallel_page)
-        pl.setContentsMargins(0, 0, 0, 0)
-        row = QHBoxLayout()
+        self.center.addTab(self.parallel, "Parallel coordinates")
+        # Shown above the plots (not the table): colour and scales apply to both plots.
+        self.plot_controls = QWidget()
+        row = QHBoxLayout(self.plot_controls)
+        row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(QLabel("Colour by:"))
         row.addWidget(self.color_box)
-        row.addStretch(1)
-        pl.addLayout(row)
-        pl.addWidget(self.parallel, 1)
-        self.center.addTab(parallel_page, "Parallel coordinates")
+        row.addWidget(self.scales_button)
+        row.addWidget(self.scale_note, 1)
+        self.plot_controls.hide()
 
         self.aggregation_box = QComboBox()
         for name, value in AGGREGATIONS:
@@ -149,6 +156,7 @@ class HParamsView(QWidget):
         ml.setContentsMargins(0, 0, 0, 0)
         ml.addLayout(bar)
         ml.addWidget(self.message)
+        ml.addWidget(self.plot_controls)
         ml.addWidget(self.center, 1)
         ml.addLayout(pager)
         vertical = QSplitter(Qt.Vertical)
@@ -174,10 +182,10 @@ class HParamsView(QWidget):
         self.prev_button.clicked.connect(lambda: self._go(self.page - 1))
         self.next_button.clicked.connect(lambda: self._go(self.page + 1))
         header.sectionClicked.connect(self._on_header)
-        header.customContextMenuRequested.connect(lambda pos: self.columns_menu.exec(header.mapToGlobal(pos)))
+        header.customContextMenuRequested.connect(self._header_menu)
         self.table.selectionModel().currentRowChanged.connect(self._on_row)
         self.color_box.currentIndexChanged.connect(self._update_parallel)
-        self.center.currentChanged.connect(self._update_parallel)
+        self.center.currentChanged.connect(self._on_center_tab)
         self.parallel.brushed.connect(self._on_brush)
         self.watch_box.toggled.connect(self.watch_toggled)
         QShortcut(QKeySequence.Copy, self.table, lambda: self.copy("CSV"))
@@ -226,7 +234,8 @@ class HParamsView(QWidget):
             for i, (kind, key) in enumerate(self.columns.items):
                 if kind in ("hparam", "metric"):
                     filters[(kind, key)] = (self.columns.title(i), table.column_of(kind, key))
-        self.filters.set_columns(filters)
+        self.filters.set_columns(filters, {item: self.scale_of(item) for item in filters})
+        self._build_scales_menu()
         self.columns_menu.clear()
         self.hidden = set()
         for i in range(len(self.columns)):
@@ -238,6 +247,61 @@ class HParamsView(QWidget):
         for i in range(len(self.columns)):
             self.table.setColumnHidden(i, False)
         self._fit_columns = True
+
+    # ------------------------------------------------------------ scales
+
+    def _numeric(self, item) -> bool:
+        table = self._table()
+        if table is None or item[0] not in ("hparam", "metric"):
+            return False
+        column = table.column_of(*item)
+        kinds = set(column.kind.tolist())
+        return NUMBER in kinds and STRING not in kinds
+
+    def scale_of(self, item) -> str:
+        """The column's scale: the user's choice, else log for a positive
+        hparam spanning two decades, else linear."""
+        if item in self.scales:
+            return self.scales[item]
+        table = self._table()
+        if table is None:
+            return LINEAR
+        return default_scale(table.column_of(*item).number, item[0] == "hparam")
+
+    def set_scale(self, item, kind: str) -> None:
+        """Puts a column's axes and range slider on another scale."""
+        self.scales[item] = kind
+        f = self.filters.filters.get(item)
+        if f is not None:
+            f.set_scale(kind)
+        self._build_scales_menu()
+        self._update_parallel()
+
+    def _scale_submenu(self, menu: QMenu, item) -> None:
+        group = QActionGroup(menu)
+        current = self.scale_of(item)
+        for kind, name in SCALES:
+            action = menu.addAction(name, lambda k=kind: self.set_scale(item, k))
+            action.setCheckable(True)
+            action.setChecked(kind == current)
+            group.addAction(action)
+
+    def _build_scales_menu(self) -> None:
+        self.scales_menu.clear()
+        for i, item in enumerate(self.columns.items):
+            if self._numeric(item):
+                self._scale_submenu(self.scales_menu.addMenu(self.columns.title(i)), item)
+        self.scales_button.setEnabled(not self.scales_menu.isEmpty())
+
+    def _header_menu(self, pos) -> None:
+        """Right click on a column title: its scale, and the columns shown."""
+        header = self.table.header()
+        item = self.columns.items[header.logicalIndexAt(pos)] if self.columns.items else None
+        menu = QMenu(self)
+        if item is not None and self._numeric(item):
+            self._scale_submenu(menu.addMenu("Scale"), item)
+        menu.addMenu(self.columns_menu).setText("Columns")
+        menu.exec(header.mapToGlobal(pos))
 
     def set_column_visible(self, column: int, visible: bool) -> None:
         self.table.setColumnHidden(column, not visible)
@@ -345,6 +409,10 @@ class HParamsView(QWidget):
 
     # ------------------------------------------------------------ parallel coordinates
 
+    def _on_center_tab(self, index: int) -> None:
+        self.plot_controls.setVisible(index != 0)
+        self._update_parallel()
+
     def _update_parallel(self) -> None:
         """Redraws the parallel coordinates when they are shown (else on showing them)."""
         table = self.model.table
@@ -355,24 +423,39 @@ class HParamsView(QWidget):
             return
         self._axis_columns = [i for i, (kind, _) in enumerate(self.columns.items)
                               if kind in ("hparam", "metric") and i not in self.hidden]
-        axes = [Axis(self.columns.title(i), table.column_of(*self.columns.items[i]), self.order)
-                for i in self._axis_columns]
+        axes = [self._axis(i, self.order) for i in self._axis_columns]
         metric = self.color_box.currentData()
         values = table.metric_column(*metric).number[self.order] if metric else None
         self.parallel.set_data(axes, self.order, values, metric_label(*metric) if metric else "")
+        self._show_scale_notes(axes)
+
+    def _axis(self, column: int, groups: np.ndarray, ticks: int = 6) -> Axis:
+        item = self.columns.items[column]
+        return Axis(self.columns.title(column), self.model.table.column_of(*item), groups, self.scale_of(item), ticks)
+
+    def _show_scale_notes(self, axes: list[Axis]) -> None:
+        notes = [f"{a.title}: {a.note}" for a in axes if a.note]
+        self.scale_note.setText("; ".join(notes))
+        self.scale_note.setToolTip("\n".join(notes))
 
     def _on_brush(self, axis: int, lo, hi) -> None:
         column = self._axis_columns[axis]
         f = self.filters.filters.get(self.columns.items[column])
         if f is None:
             return
-        a = self.parallel.axes[axis]
+        self._brush_filter(f, self.parallel.axes[axis], lo, hi)
+        self.refresh()  # at once: a brush is one deliberate gesture, not typing
+
+    @staticmethod
+    def _brush_filter(f, axis: Axis, lo, hi) -> None:
+        """A brushed range of an axis' positions as the column's filter
+        (None: cleared): the closed interval of values it covers, or the
+        checkboxes of the values inside it."""
         if f.kind == "range":
-            f.set_interval(None, None) if lo is None else f.set_interval(a.value_at(lo), a.value_at(hi))
+            f.set_interval(None, None) if lo is None else f.set_interval(*axis.interval(lo, hi))
         elif f.kind == "discrete":
-            chosen = None if lo is None else {text for t, text in a.labels if lo <= t <= hi}
             for box, value in f.control:
-                box.setChecked(chosen is None or format_value(value) in chosen)
+                box.setChecked(lo is None or axis.selects(value, lo, hi))
 
     # ------------------------------------------------------------ details
 

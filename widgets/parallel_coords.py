@@ -10,8 +10,7 @@ from PySide6.QtCore import QLineF, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QWidget
 
-from models.hparams import MISSING, NUMBER, BOOL, STRING, Column
-from widgets.hparams_table import format_value
+from widgets.hparams_scales import Axis
 from widgets.palette import Scheme
 
 MARGIN_TOP, MARGIN_BOTTOM, MARGIN_SIDE = 42, 28, 60
@@ -28,36 +27,6 @@ def colormap(t: np.ndarray) -> np.ndarray:
     rgb = VIRIDIS[i] * (1 - f) + VIRIDIS[i + 1] * f
     rgb[np.isnan(t)] = (170, 170, 170)
     return rgb.astype(np.uint8)
-
-
-class Axis:
-    """Positions in [0, 1] of each group on one column (NaN when missing)."""
-
-    def __init__(self, title: str, column: Column, groups: np.ndarray):
-        self.title = title
-        kind = column.kind[groups]
-        numeric = (kind == NUMBER) | (kind == BOOL)
-        self.categorical = bool((kind == STRING).any()) or not numeric.any()
-        self.labels: list[tuple[float, str]] = []
-        if self.categorical:
-            values = [column.values[g] for g in groups]
-            cats = sorted({format_value(v) for v in values if v is not None}, key=str)
-            index = {c: i for i, c in enumerate(cats)}
-            span = max(len(cats) - 1, 1)
-            self.pos = np.array([index[format_value(v)] / span if v is not None else np.nan for v in values])
-            self.labels = [(i / span, c) for i, c in enumerate(cats)]
-            self.lo = self.hi = None
-        else:
-            x = np.where(numeric, column.number[groups], np.nan)
-            finite = x[np.isfinite(x)]
-            self.lo, self.hi = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
-            span = (self.hi - self.lo) or 1.0
-            self.pos = (np.clip(x, self.lo, self.hi) - self.lo) / span
-            self.pos[kind == MISSING] = np.nan
-            self.labels = [(0.0, format_value(self.lo)), (1.0, format_value(self.hi))]
-
-    def value_at(self, t: float) -> float:
-        return self.lo + t * ((self.hi - self.lo) or 1.0)
 
 
 class ParallelCoordinates(QWidget):
