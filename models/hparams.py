@@ -221,22 +221,26 @@ class HParamsData:
         return self._sessions_cache[key]
 
     def _read_sessions(self, metric_infos) -> list[Session]:
+        metrics = [(m.name.group, m.name.tag) for m in metric_infos]
         out = []
         for name in self.session_runs:
             tags = self.hparams_content[name]
             start = _plugin_data(tags[START_TAG], "session_start_info", name).session_start_info
             end = _plugin_data(tags[END_TAG], "session_end_info", name).session_end_info if END_TAG in tags else None
-            hparams = {k: _python_value(v) for k, v in start.hparams.items()}
-            # NaN and infinite numbers cannot be written as JSON: TensorBoard drops them.
-            hparams = {k: v for k, v in hparams.items() if not (isinstance(v, float) and not math.isfinite(v))}
+            hparams = {}
+            for k, v in start.hparams.items():
+                value = _python_value(v)
+                # NaN and infinite numbers cannot be written as JSON: TensorBoard drops them.
+                if not (isinstance(value, float) and not math.isfinite(value)):
+                    hparams[k] = value
             session = Session(name=name, group=start.group_name or name, hparams=hparams,
                               start_time=start.start_time_secs, end_time=end.end_time_secs if end else 0.0,
                               status=end.status if end else 0, model_uri=start.model_uri,
                               monitor_url=start.monitor_url)
-            for info in metric_infos:
-                last = self.last_scalar(name, info.name.group, info.name.tag)
+            for group, tag in metrics:
+                last = self.last_scalar(name, group, tag)
                 if last is not None:
-                    session.metrics.append(MetricValue(info.name.group, info.name.tag, *last))
+                    session.metrics.append(MetricValue(group, tag, *last))
             out.append(session)
         return out
 

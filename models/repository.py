@@ -30,6 +30,7 @@ from models import trace_stats
 from models.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TOOLS, TRACE_VIEWER, Format
 from models.task import ProfileError, TaskState
 from models.timeline import Timeline
+from models.tool_data import ToolData
 
 MAX_DEPTH = 6  # how deep to look below an opened folder
 
@@ -41,31 +42,6 @@ class SessionInfo:
     name: str
     hosts: tuple[str, ...]
     tools: tuple[str, ...]
-
-
-class ToolData:
-    """A tool's output and its format ("json", "proto" or "blob", as in
-    ProfileSessionDataResponse). The output may come as chunks made while
-    they are consumed (read once): write_to() streams a huge export to a
-    file in little memory; `output` joins them."""
-
-    def __init__(self, output: bytes | Iterable[bytes], format: str):
-        self._chunks = [output] if isinstance(output, (bytes, bytearray)) else output
-        self.format = format
-
-    @property
-    def output(self) -> bytes:
-        if not (isinstance(self._chunks, list) and len(self._chunks) == 1):
-            self._chunks = [b"".join(self._chunks)]
-        return bytes(self._chunks[0])
-
-    def write_to(self, f) -> int:
-        """Writes the output to a binary file object; returns the bytes written."""
-        written = 0
-        for chunk in self._chunks:
-            f.write(chunk)
-            written += len(chunk)
-        return written
 
 
 class ProfileRepository(ABC):

@@ -37,9 +37,8 @@ from pathlib import Path
 
 from models.hparams import TOOLS as HPARAMS_TOOLS
 from models.hparams import load_hparams, tool_json
-from models.locations import open_location, open_repository
-from models.repository import ToolData
 from models.task import Cancelled, ProfileError
+from models.tool_data import ToolData
 from models.units import format_bytes
 from viewer import crashlog
 from viewer.progress import CountingWriter, TerminalProgress
@@ -116,6 +115,8 @@ def _progress(path: str) -> TerminalProgress:
 
 
 def cmd_sessions(args) -> int:
+    from models.locations import open_repository  # the profile formats load only for profile commands
+
     progress = _progress(args.path)
     repo = open_repository(args.path, progress.task())
     sessions = repo.enum_sessions()
@@ -140,6 +141,8 @@ def cmd_export(args) -> int:
             data = ToolData(tool_json(load_hparams(args.path, progress.task()), args.tool, _params(args.param)), "json")
             what = args.tool
         else:
+            from models.locations import open_repository  # the profile formats load only for profile tools
+
             repo = open_repository(args.path, progress.task())
             session = _pick_session(repo, args.session)
             data = repo.tool_data(session, args.tool, args.host, _params(args.param), progress.task())
@@ -207,6 +210,7 @@ def write_whole(path: Path, write) -> None:
 
 
 def cmd_report(args) -> int:
+    from models.locations import open_location
     from viewer.report import write_report  # Qt only for drawing commands
 
     progress = _progress(args.path)
