@@ -14,6 +14,7 @@ SHARED_HELPERS = [
     ("models.formats._labels", "models/formats/_labels.c"),  # timeline.py's label pattern
     ("models.formats._stepstats", "models/formats/_stepstats.c"),  # timeline.py's memory analysis, Chrome rows
     ("models._jsonrows", "models/_jsonrows.c"),  # JSON text of numpy columns, for exports
+    ("models.formats._logscan", "models/formats/_logscan.c"),  # __LOG_MEMORY__ lines, their replay
 ]
 
 setup(
@@ -31,12 +32,6 @@ setup(
         Extension(
             "models.formats._chrome_json",
             ["models/formats/_chrome_json.c"],
-            include_dirs=[numpy.get_include()],
-            extra_compile_args=["-O2"],
-        ),
-        Extension(
-            "models.formats._logscan",
-            ["models/formats/_logscan.c"],
             include_dirs=[numpy.get_include()],
             extra_compile_args=["-O2"],
         ),

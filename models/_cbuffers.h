@@ -1,7 +1,8 @@
 /* Small helpers shared by the C extensions (models._protowire,
- * models._tfrecord, models._lanes, models._nesting,
- * models.formats._labels): the bytes of a buffer, numpy columns and spans
- * taken from Python objects, and a growable list of span triples.
+ * models._tfrecord, models._lanes, models._nesting, models.formats._labels,
+ * models.formats._stepstats, models.formats._logscan, models._jsonrows): the
+ * bytes of a buffer, numpy columns and spans taken from Python objects, a
+ * hash of short byte strings, and a growable list of span triples.
  *
  * Every function is static inline, so each extension that includes this
  * header gets its own copy and the modules stay independent. Include it
@@ -36,6 +37,24 @@ static inline PyArrayObject *as_spans(PyObject *obj) {
         return NULL;
     }
     return a;
+}
+
+/* A fast hash of a short byte string, for open-addressing tables (8 bytes
+ * per step; equal strings are confirmed by comparing them anyway). */
+static inline uint64_t hash_bytes(const uint8_t *p, size_t len) {
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)len;
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+        p += 8;
+        len -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, len);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 29);
 }
 
 /* Growable list of (tag, offset, length) triples; usable without the GIL

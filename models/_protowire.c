@@ -318,23 +318,6 @@ fail:
     return NULL;
 }
 
-static uint64_t hash_bytes(const uint8_t *p, int64_t len) {
-    /* 8 bytes per step; equal strings are confirmed with memcmp anyway */
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)len;
-    while (len >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdULL;
-        h ^= h >> 32;
-        p += 8;
-        len -= 8;
-    }
-    uint64_t w = 0;
-    memcpy(&w, p, (size_t)len);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-    return h ^ (h >> 29);
-}
-
 static PyObject *intern_strings(PyObject *self, PyObject *args) {
     PyObject *obj, *spans_obj;
     if (!PyArg_ParseTuple(args, "OO", &obj, &spans_obj)) return NULL;

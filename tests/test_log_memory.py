@@ -344,7 +344,7 @@ def test_scanner_accepts_no_line_that_text_format_reads_differently():
     """Fuzz: mutated real lines either go to text_format (kind < 0) or, when
     the fast path reads them, text_format reads them too, with the same step."""
     rng = np.random.default_rng(7)
-    lines = [l for l in read_text(BFC_LOG).splitlines() if MARKER in l][:300]
+    lines = [l for l in read_text(BFC_LOG).splitlines() if MARKER in l][:600]
     alphabet = np.frombuffer(b' {}:"\\-0123456789abz_\n\x00\xff.', np.uint8)
     mutated = []
     for text in lines * 4:
@@ -355,19 +355,22 @@ def test_scanner_accepts_no_line_that_text_format_reads_differently():
         mutated.append(bytes(b).replace(b"\n", b" "))
     data = b"\n".join(mutated)
     scanned = _scan_block(data)  # the scanner and the enum name check
-    kind, line, ints = scanned["kind"], scanned["line"], scanned["ints"]
-    checked = 0
-    for i in np.flatnonzero(kind >= 0):
-        text = data[line[i, 0]:line[i, 0] + line[i, 1]]
+    kind, offsets, slow = scanned["kind"], scanned["line"], scanned["slow"]
+    steps = iter(scanned["allocations"]["step"].tolist())
+    for i in range(len(kind)):  # the rows it keeps: allocations and tracked deallocations
+        text = data[offsets[i]:data.find(b"\n", offsets[i]) % (len(data) + 1)]
         body = text.split(MARKER.encode(), 1)[1].decode("utf-8", "replace").strip()
         name, rest = body.split(" ", 1)
         assert name == MESSAGE_NAMES[kind[i]]
         message = getattr(log_memory_pb2, name)()
         text_format.Parse(re.sub(r"goo\.gle/\w*", " ", rest.strip()[1:-1]), message)  # must not raise
-        step = getattr(message, "step_id", 0)
-        assert ints[i, 0] == step
-        checked += 1
-    assert checked > 150 and (kind < 0).sum() > 500
+        allocation_id = (message.tensor.allocation_description.allocation_id if name == "MemoryLogTensorAllocation"
+                         else message.allocation_id)
+        assert scanned["id"][i] == allocation_id
+        if kind[i] in (TENSOR_ALLOCATION, RAW_ALLOCATION):
+            assert next(steps) == message.step_id
+    assert len(kind) > 150 and len(slow) > 1000
+    assert scanned["counts"].sum() + len(slow) == sum(MARKER.encode() in m for m in mutated)  # each read or left
 
 
 def test_two_spellings_of_a_shape_merge_in_the_table(tmp_path):

@@ -28,13 +28,9 @@
  * One row per line, however many markers it holds. Lines end at '\n'. Unless `final`, the text after the last newline is left
  * for the next block: `consumed` says how many bytes were read.
  */
-#define _GNU_SOURCE /* memmem, memrchr */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
-#include <numpy/arrayobject.h>
-#include <stdint.h>
-#include <string.h>
+#define _GNU_SOURCE /* memrchr */
+#include "_cbuffers.h"
+#include <stddef.h>
 
 #define MARKER "__LOG_MEMORY__"
 #define MARKER_LEN 14
@@ -81,18 +77,19 @@ static const Field ALLOCATION_DESCRIPTION[] = {
 
 typedef struct {
     const char *name;
+    int len;
     const Field *fields;
     int count;
 } Message;
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 static const Message MESSAGES[] = {
-    {"MemoryLogStep", STEP, COUNT(STEP)},
-    {"MemoryLogTensorAllocation", TENSOR_ALLOCATION, COUNT(TENSOR_ALLOCATION)},
-    {"MemoryLogTensorDeallocation", TENSOR_DEALLOCATION, COUNT(TENSOR_DEALLOCATION)},
-    {"MemoryLogTensorOutput", TENSOR_OUTPUT, COUNT(TENSOR_OUTPUT)},
-    {"MemoryLogRawAllocation", RAW_ALLOCATION, COUNT(RAW_ALLOCATION)},
-    {"MemoryLogRawDeallocation", RAW_DEALLOCATION, COUNT(RAW_DEALLOCATION)},
+    {F("MemoryLogStep"), STEP, COUNT(STEP)},
+    {F("MemoryLogTensorAllocation"), TENSOR_ALLOCATION, COUNT(TENSOR_ALLOCATION)},
+    {F("MemoryLogTensorDeallocation"), TENSOR_DEALLOCATION, COUNT(TENSOR_DEALLOCATION)},
+    {F("MemoryLogTensorOutput"), TENSOR_OUTPUT, COUNT(TENSOR_OUTPUT)},
+    {F("MemoryLogRawAllocation"), RAW_ALLOCATION, COUNT(RAW_ALLOCATION)},
+    {F("MemoryLogRawDeallocation"), RAW_DEALLOCATION, COUNT(RAW_DEALLOCATION)},
 };
 
 typedef struct {
@@ -101,23 +98,51 @@ typedef struct {
     int64_t *strs;
 } Parser;
 
-/* Character classes by table: 1 identifier start, 2 identifier character. */
+/* Character classes by table: 1 identifier start, 2 identifier character, 4 space. */
 static uint8_t char_class[256];
 static void init_classes(void) {
     for (int c = 0; c < 256; c++) {
         int start = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-        char_class[c] = (uint8_t)(start ? 3 : (c >= '0' && c <= '9') ? 2 : 0);
+        char_class[c] = (uint8_t)(start ? 3 : (c >= '0' && c <= '9') ? 2 : (c == ' ' || c == '\t' || c == '\r') ? 4 : 0);
     }
 }
 static int is_ident_start(char c) { return char_class[(uint8_t)c] & 1; }
 static int is_ident(char c) { return char_class[(uint8_t)c] & 2; }
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 
-static void skip_space(Parser *ps) {
-    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\r')) ps->p++;
+static inline void skip_space(Parser *ps) {
+    while (ps->p < ps->end && (char_class[(uint8_t)*ps->p] & 4)) ps->p++;
 }
 
-static int read_ident(Parser *ps, const char **s, int *len) {
+/* memcmp(a, b, n) == 0 for the short texts compared per field, without a call. */
+static inline int same(const char *a, const char *b, size_t n) {
+    uint64_t x, y;
+    if (n < 8) {
+        while (n--) {
+            if (*a++ != *b++) return 0;
+        }
+        return 1;
+    }
+    for (size_t i = 0; i + 8 < n; i += 8) {
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y) return 0;
+    }
+    memcpy(&x, a + n - 8, 8); /* the last 8 bytes, overlapping */
+    memcpy(&y, b + n - 8, 8);
+    return x == y;
+}
+
+/* The first marker in [p, end): memchr for its rare 'Y', then the rest. */
+static const char *find_marker(const char *p, const char *end) {
+    for (const char *q = p + 11; q < end; q++) {
+        if (!(q = memchr(q, 'Y', (size_t)(end - q)))) return NULL;
+        if (end - q >= MARKER_LEN - 11 && same(q - 11, MARKER, MARKER_LEN)) return q - 11;
+    }
+    return NULL;
+}
+
+static inline int read_ident(Parser *ps, const char **s, int *len) {
     if (ps->p >= ps->end || !is_ident_start(*ps->p)) return 0;
     *s = ps->p;
     while (ps->p < ps->end && is_ident(*ps->p)) ps->p++;
@@ -134,11 +159,11 @@ static int read_int(Parser *ps, int is_unsigned, int64_t *out) {
     }
     const char *start = ps->p;
     uint64_t v = 0;
-    while (ps->p < ps->end && is_digit(*ps->p)) {
-        unsigned d = (unsigned)(*ps->p - '0');
-        if (v > (UINT64_MAX - d) / 10) return 0;
+    while (ps->p < ps->end && is_digit(*ps->p) && ps->p - start < 19) v = v * 10 + (unsigned)(*ps->p++ - '0');
+    if (ps->p < ps->end && is_digit(*ps->p)) { /* a 20th digit may still fit, a 21st never */
+        unsigned d = (unsigned)(*ps->p++ - '0');
+        if (v > (UINT64_MAX - d) / 10 || (ps->p < ps->end && is_digit(*ps->p))) return 0;
         v = v * 10 + d;
-        ps->p++;
     }
     size_t n = (size_t)(ps->p - start);
     if (n == 0 || (n > 1 && *start == '0') || (ps->p < ps->end && is_ident(*ps->p))) return 0;
@@ -224,9 +249,11 @@ static int read_value(Parser *ps, const Field *f) {
  * (dim, the one repeated field, any number of times). */
 static int read_fields(Parser *ps, const Field *fields, int count) {
     unsigned seen = 0;
+    int next = 0; /* TensorFlow prints fields in this order: try the one after the last first */
     for (;;) {
         skip_space(ps);
-        if (ps->end - ps->p >= DEBUG_LINK_LEN && memcmp(ps->p, DEBUG_LINK, DEBUG_LINK_LEN) == 0) {
+        if (ps->p < ps->end && *ps->p == 'g' && ps->end - ps->p >= DEBUG_LINK_LEN &&
+            same(ps->p, DEBUG_LINK, DEBUG_LINK_LEN)) {
             ps->p += DEBUG_LINK_LEN;
             while (ps->p < ps->end && is_ident(*ps->p)) ps->p++;
             continue;
@@ -237,12 +264,19 @@ static int read_fields(Parser *ps, const Field *fields, int count) {
             return 1;
         }
         const char *s;
-        int len, k;
-        if (!read_ident(ps, &s, &len)) return 0;
-        for (k = 0; k < count; k++) {
-            if (fields[k].len == len && memcmp(fields[k].name, s, (size_t)len) == 0) break;
+        int len, k = next < count ? next : 0;
+        const Field *f = &fields[k];
+        if (ps->end - ps->p > f->len && same(ps->p, f->name, (size_t)f->len) && !is_ident(ps->p[f->len])) {
+            ps->p += f->len; /* the expected field, without reading the name a character at a time */
+        } else {
+            if (!read_ident(ps, &s, &len)) return 0;
+            for (k = 0; k < count; k++) {
+                if (fields[k].len == len && same(fields[k].name, s, (size_t)len)) break;
+            }
+            if (k == count) return 0;
         }
-        if (k == count || (fields[k].type != T_DIM && (seen & (1u << k)))) return 0;
+        next = k + 1;
+        if (fields[k].type != T_DIM && (seen & (1u << k))) return 0;
         seen |= 1u << k;
         skip_space(ps);
         if (!read_value(ps, &fields[k])) return 0;
@@ -316,7 +350,7 @@ static void read_line(const char *base, const char *line, const char *marker, co
     if (!read_ident(&ps, &name, &len)) return;
     int k;
     for (k = 0; k < COUNT(MESSAGES); k++) {
-        if (strncmp(MESSAGES[k].name, name, (size_t)len) == 0 && MESSAGES[k].name[len] == 0) break;
+        if (MESSAGES[k].len == len && same(MESSAGES[k].name, name, (size_t)len)) break;
     }
     if (k == COUNT(MESSAGES)) return;
     *kind = -1;
@@ -328,12 +362,32 @@ static void read_line(const char *base, const char *line, const char *marker, co
     if (ps.p == ps.end) *kind = (int8_t)k;
 }
 
+/* The line around the marker at p (lines end at '\n', never before lo or
+ * after end), read into the row; returns the end of the line (another
+ * marker on the same line is part of this line). */
+static const char *scan_line(const char *base, const char *lo, const char *end, const char *p, int8_t *kind,
+                             int64_t *time_us, int64_t *line, int64_t *ints, int64_t *strs) {
+    const char *line_start = p > lo ? memrchr(lo, '\n', (size_t)(p - lo)) : NULL;
+    line_start = line_start ? line_start + 1 : lo;
+    const char *eol = memchr(p, '\n', (size_t)(end - p));
+    if (!eol) eol = end;
+    line[0] = line_start - base;
+    line[1] = eol - line_start;
+    memset(ints, 0, sizeof(int64_t) * N_INTS);
+    for (int j = 0; j < N_STRS; j++) {
+        strs[2 * j] = -1;
+        strs[2 * j + 1] = 0;
+    }
+    read_line(base, line_start, p, eol, kind, time_us, ints, strs);
+    return eol;
+}
+
 static PyObject *scan_memory_log(PyObject *self, PyObject *args) {
     PyObject *obj;
     int final;
     if (!PyArg_ParseTuple(args, "Op", &obj, &final)) return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (get_buffer(obj, &view) < 0) return NULL;
     const char *base = view.buf, *end = base + view.len;
     if (!final) { /* stop after the last complete line */
         const char *last = view.len ? memrchr(base, '\n', (size_t)view.len) : NULL;
@@ -349,7 +403,7 @@ static PyObject *scan_memory_log(PyObject *self, PyObject *args) {
     int no_memory = 0;
     Py_BEGIN_ALLOW_THREADS
     const char *p = base;
-    while (p < end && (p = memmem(p, end - p, MARKER, MARKER_LEN))) {
+    while (p < end && (p = find_marker(p, end))) {
         if (n == cap) {
             cap = cap ? 2 * cap : 4096;
             Row *grown = PyMem_RawRealloc(rows, sizeof(Row) * (size_t)cap);
@@ -360,19 +414,7 @@ static PyObject *scan_memory_log(PyObject *self, PyObject *args) {
             rows = grown;
         }
         Row *r = rows + n++;
-        const char *line_start = p > base ? memrchr(base, '\n', (size_t)(p - base)) : NULL;
-        line_start = line_start ? line_start + 1 : base;
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        if (!eol) eol = end;
-        r->line[0] = line_start - base;
-        r->line[1] = eol - line_start;
-        memset(r->ints, 0, sizeof r->ints);
-        for (int j = 0; j < N_STRS; j++) {
-            r->strs[2 * j] = -1;
-            r->strs[2 * j + 1] = 0;
-        }
-        read_line(base, line_start, p, eol, &r->kind, &r->time, r->ints, r->strs);
-        p = eol; /* another marker on the same line is part of this line */
+        p = scan_line(base, base, end, p, &r->kind, &r->time, r->line, r->ints, r->strs);
     }
     Py_END_ALLOW_THREADS
     PyObject *kind = NULL, *time = NULL, *line = NULL, *ints = NULL, *strs = NULL;
@@ -411,9 +453,671 @@ fail:
     return NULL;
 }
 
+/* ---------------------------------------------------------------- scan_block
+ *
+ *   scan_block(buf, start, stop, dtype_names) -> dict
+ *
+ * The reader's per-block work, done without the GIL: the memory lines of
+ * buf[start:stop] (whole lines; buf may be a whole mapped file), with what
+ * the analysis keeps as columns and the rest summed up. A line whose dtype
+ * is not one of dtype_names (bytes) is left to text_format, like any other
+ * line the fast path does not read. Offsets are into buf. The dict holds:
+ *
+ *   counts     int64[6] lines read, by kind
+ *   untracked  deallocations without an allocation_id
+ *   max_time   the largest time of a line's own (INT64_MIN if none)
+ *   events: every allocation and every deallocation with an allocation_id,
+ *     in log order: kind, flags (int8; scan_memory_log's flags, plus 8: the
+ *     line has no time of its own), time (its own, else the largest before
+ *     it in the block, else INT64_MIN), allocator, id, line (offset)
+ *   allocations: the allocations among them: allocator, step, name,
+ *     tracked (bool: it has an allocation_id), bytes (what it holds:
+ *     num_bytes, allocated_bytes, else requested_bytes), requested
+ *     (num_bytes for raw allocations), ptr, dtype, shape
+ *   slow       int64[m, 6] lines left to text_format: how many events and
+ *              allocations come before it, line offset and length, time and
+ *              flags as the events'
+ *   strings    four lists of str: the block's names, allocators, dtypes and
+ *              shapes in order of first use (dtypes of every line, the
+ *              others of events and slow lines); the string columns hold
+ *              ids into them (int32, 0 is "")
+ *   runs       int64[r, 3] (step, first, last time) of runs of lines naming
+ *              one step (every kind but tensor deallocations); a line
+ *              without its own time is a run of its own, marked in
+ *              run_untimed (bool[r])
+ *   steps      int64[s, 2] (line offset, step_id) of MemoryLogStep lines,
+ *              handles their handles (list of str)
+ */
+#define NO_TIME 8
+
+typedef struct {
+    int64_t off, len;
+} Span;
+
+/* One block's strings of one column, interned by content. */
+typedef struct {
+    Span *items; /* by id; items[0] is "" */
+    int8_t *state; /* dtype table: 0 not checked, 1 a known name, 2 unknown */
+    int32_t count, cap, last; /* last: the id found last (a column often repeats its value) */
+    int32_t *slots; /* open addressing over ids, 0 = empty */
+    size_t mask;
+} Strings;
+
+static void strings_free(Strings *t) {
+    PyMem_RawFree(t->items);
+    PyMem_RawFree(t->state);
+    PyMem_RawFree(t->slots);
+}
+
+/* The id of base[off:off+len] (0 for an absent or empty span); -1 when out of memory. */
+static int32_t string_id(Strings *t, const char *base, int64_t off, int64_t len) {
+    if (off < 0 || len <= 0) return 0;
+    if (t->last && t->items[t->last].len == len && same(base + t->items[t->last].off, base + off, (size_t)len)) return t->last;
+    if (t->count + 1 > (int32_t)(t->mask + 1) / 2) { /* grow the slots and rehash */
+        size_t cap = t->mask ? 2 * (t->mask + 1) : 256;
+        int32_t *slots = PyMem_RawCalloc(cap, sizeof(int32_t));
+        if (!slots) return -1;
+        for (int32_t id = 1; id < t->count; id++) {
+            size_t h = (size_t)hash_bytes((const uint8_t *)base + t->items[id].off, (size_t)t->items[id].len) & (cap - 1);
+            while (slots[h]) h = (h + 1) & (cap - 1);
+            slots[h] = id;
+        }
+        PyMem_RawFree(t->slots);
+        t->slots = slots;
+        t->mask = cap - 1;
+    }
+    const char *p = base + off;
+    size_t h = (size_t)hash_bytes((const uint8_t *)p, (size_t)len) & t->mask;
+    for (int32_t id; (id = t->slots[h]); h = (h + 1) & t->mask) {
+        if (t->items[id].len == len && same(base + t->items[id].off, p, (size_t)len)) return t->last = id;
+    }
+    if (t->count + 1 >= t->cap) {
+        int32_t cap = t->cap ? 2 * t->cap : 64;
+        Span *items = PyMem_RawRealloc(t->items, sizeof(Span) * (size_t)cap);
+        if (items) t->items = items;
+        int8_t *state = PyMem_RawRealloc(t->state, (size_t)cap);
+        if (state) t->state = state;
+        if (!items || !state) return -1;
+        t->cap = cap;
+    }
+    if (t->count == 0) t->count = 1; /* id 0 is "" */
+    int32_t id = t->count++;
+    t->items[id] = (Span){off, len};
+    t->state[id] = 0;
+    t->slots[h] = id;
+    return t->last = id;
+}
+
+static PyObject *strings_list(const Strings *t, const char *base) {
+    Py_ssize_t n = t->count ? t->count : 1;
+    PyObject *list = PyList_New(n);
+    if (!list) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *s = i == 0 ? PyUnicode_FromStringAndSize("", 0)
+                             : PyUnicode_DecodeUTF8(base + t->items[i].off, t->items[i].len, "replace");
+        if (!s) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, s);
+    }
+    return list;
+}
+
+/* Columns that grow together, a row at a time, in raw memory (no GIL needed). */
+#define MAX_COLUMNS 10
+typedef struct {
+    int count;
+    const char *names[MAX_COLUMNS];
+    int types[MAX_COLUMNS], widths[MAX_COLUMNS]; /* numpy type, item size (a width-6 int64 row: 48) */
+    char *data[MAX_COLUMNS];
+    int64_t n, cap;
+} Columns;
+
+static void columns_init(Columns *c, const char *const *names, const int *types, const int *widths, int count) {
+    memset(c, 0, sizeof *c);
+    c->count = count;
+    for (int j = 0; j < count; j++) {
+        c->names[j] = names[j];
+        c->types[j] = types[j];
+        c->widths[j] = widths[j];
+    }
+}
+
+/* Makes room for one more row; returns its index, -1 when out of memory. */
+static int64_t columns_row(Columns *c) {
+    if (c->n == c->cap) {
+        int64_t cap = c->cap ? 2 * c->cap : 4096;
+        for (int j = 0; j < c->count; j++) {
+            char *grown = PyMem_RawRealloc(c->data[j], (size_t)cap * (size_t)c->widths[j]);
+            if (!grown) return -1;
+            c->data[j] = grown;
+        }
+        c->cap = cap;
+    }
+    return c->n++;
+}
+
+static void columns_free(Columns *c) {
+    for (int j = 0; j < c->count; j++) PyMem_RawFree(c->data[j]);
+}
+
+#define AT(c, j, type, i) (((type *)(c)->data[j])[i])
+
+static void free_capsule(PyObject *capsule) { PyMem_RawFree(PyCapsule_GetPointer(capsule, NULL)); }
+
+/* The columns as numpy arrays owning their memory, put in d under their names; 0 on failure. */
+static int columns_put(Columns *c, PyObject *d) {
+    for (int j = 0; j < c->count; j++) {
+        int pair = c->widths[j] > 8; /* rows of int64 */
+        npy_intp dims[2] = {(npy_intp)c->n, c->widths[j] / 8};
+        char *data = c->data[j];
+        if (!data && !(data = PyMem_RawMalloc(1))) return 0;
+        c->data[j] = NULL;
+        char *shrunk = c->n ? PyMem_RawRealloc(data, (size_t)c->n * (size_t)c->widths[j]) : NULL;
+        if (shrunk) data = shrunk;
+        PyObject *cap = PyCapsule_New(data, NULL, free_capsule);
+        if (!cap) {
+            PyMem_RawFree(data);
+            return 0;
+        }
+        PyObject *a = PyArray_SimpleNewFromData(pair ? 2 : 1, dims, c->types[j], data);
+        if (!a || PyArray_SetBaseObject((PyArrayObject *)a, cap) < 0) {
+            Py_XDECREF(a);
+            Py_DECREF(cap);
+            return 0;
+        }
+        int ok = PyDict_SetItemString(d, c->names[j], a) == 0;
+        Py_DECREF(a);
+        if (!ok) return 0;
+    }
+    return 1;
+}
+
+typedef struct {
+    const char *const *names;
+    const Py_ssize_t *lens;
+    Py_ssize_t count;
+} NameSet;
+
+static int known_name(const NameSet *set, const char *p, int64_t len) {
+    for (Py_ssize_t i = 0; i < set->count; i++) {
+        if (set->lens[i] == len && memcmp(set->names[i], p, (size_t)len) == 0) return 1;
+    }
+    return 0;
+}
+
+enum { E_KIND, E_FLAGS, E_TIME, E_ALLOCATOR, E_ID, E_LINE };
+static const char *const EVENT_NAMES[] = {"kind", "flags", "time", "allocator", "id", "line"};
+static const int EVENT_TYPES[] = {NPY_INT8, NPY_INT8, NPY_INT64, NPY_INT32, NPY_INT64, NPY_INT64};
+static const int EVENT_WIDTHS[] = {1, 1, 8, 4, 8, 8};
+enum { A_ALLOCATOR, A_STEP, A_NAME, A_TRACKED, A_BYTES, A_REQUESTED, A_PTR, A_DTYPE, A_SHAPE };
+static const char *const ALLOCATION_NAMES[] = {"allocator", "step", "name", "tracked", "bytes", "requested", "ptr",
+                                               "dtype", "shape"};
+static const int ALLOCATION_TYPES[] = {NPY_INT32, NPY_INT64, NPY_INT32, NPY_BOOL, NPY_INT64,
+                                       NPY_INT64, NPY_INT64, NPY_INT32, NPY_INT32};
+static const int ALLOCATION_WIDTHS[] = {4, 8, 4, 1, 8, 8, 8, 4, 4};
+static const char *const OTHER_NAMES[] = {"slow", "runs", "run_untimed", "steps"};
+static const int OTHER_TYPES[] = {NPY_INT64, NPY_INT64, NPY_BOOL, NPY_INT64};
+
+typedef struct {
+    Columns events, allocations, slow, runs, steps;
+    Strings strings[4]; /* name, allocator, dtype, shape */
+    int64_t counts[6], untracked, max_time;
+} Block;
+
+enum { K_NAME, K_ALLOCATOR, K_DTYPE, K_SHAPE };
+
+static void block_init(Block *b) {
+    memset(b, 0, sizeof *b);
+    columns_init(&b->events, EVENT_NAMES, EVENT_TYPES, EVENT_WIDTHS, 6);
+    columns_init(&b->allocations, ALLOCATION_NAMES, ALLOCATION_TYPES, ALLOCATION_WIDTHS, 9);
+    static const int slow_width[] = {48}, run_widths[] = {24, 1}, step_width[] = {16};
+    columns_init(&b->slow, OTHER_NAMES, OTHER_TYPES, slow_width, 1);
+    columns_init(&b->runs, OTHER_NAMES + 1, OTHER_TYPES + 1, run_widths, 2);
+    columns_init(&b->steps, OTHER_NAMES + 3, OTHER_TYPES + 3, step_width, 1);
+    b->max_time = INT64_MIN;
+}
+
+static void block_free(Block *b) {
+    columns_free(&b->events);
+    columns_free(&b->allocations);
+    columns_free(&b->slow);
+    columns_free(&b->runs);
+    columns_free(&b->steps);
+    for (int j = 0; j < 4; j++) strings_free(&b->strings[j]);
+}
+
+/* Scans the lines of [lo, end) into b; returns 0 when out of memory. The
+ * handle spans of step lines go to handles (2 int64 per step line). */
+static int scan_into(Block *b, const char *base, const char *lo, const char *end, const NameSet *dtypes,
+                     int64_t **handles) {
+    int64_t fill = INT64_MIN; /* the largest time so far, for lines without one */
+    int64_t run = -1, ints[N_INTS], strs[2 * N_STRS], line[2], time;
+    int8_t kind;
+    for (const char *p = lo; p < end && (p = find_marker(p, end));) {
+        p = scan_line(base, lo, end, p, &kind, &time, line, ints, strs);
+        int timed = time != INT64_MIN;
+        if (timed) {
+            if (time > fill) fill = time;
+            if (time > b->max_time) b->max_time = time;
+        } else {
+            time = fill;
+        }
+        Strings *dt = &b->strings[K_DTYPE];
+        int32_t dtype = string_id(dt, base, strs[2 * S_DTYPE], strs[2 * S_DTYPE + 1]);
+        if (dtype < 0) return 0;
+        if (dtype > 0 && kind >= 0) {
+            if (!dt->state[dtype]) dt->state[dtype] = known_name(dtypes, base + dt->items[dtype].off, dt->items[dtype].len) ? 1 : 2;
+            if (dt->state[dtype] == 2) kind = -1; /* text_format judges enum names */
+        }
+        int is_alloc = kind == 1 || kind == 4, is_free = kind == 2 || kind == 5;
+        if (kind >= 0) {
+            b->counts[kind]++;
+            b->untracked += is_free && ints[I_ID] == 0;
+            if (kind != 2) { /* the line names a step */
+                int64_t *r = run >= 0 ? &AT(&b->runs, 0, int64_t, 3 * run) : NULL;
+                if (timed && r && !AT(&b->runs, 1, int8_t, run) && r[0] == ints[I_STEP]) {
+                    if (time < r[1]) r[1] = time;
+                    if (time > r[2]) r[2] = time;
+                } else {
+                    if ((run = columns_row(&b->runs)) < 0) return 0;
+                    r = &AT(&b->runs, 0, int64_t, 3 * run);
+                    r[0] = ints[I_STEP];
+                    r[1] = r[2] = time;
+                    AT(&b->runs, 1, int8_t, run) = (int8_t)!timed;
+                }
+            }
+            if (kind == 0) {
+                int64_t s = columns_row(&b->steps);
+                if (s < 0) return 0;
+                AT(&b->steps, 0, int64_t, 2 * s) = line[0];
+                AT(&b->steps, 0, int64_t, 2 * s + 1) = ints[I_STEP];
+                int64_t *grown = PyMem_RawRealloc(*handles, sizeof(int64_t) * 2 * (size_t)b->steps.cap);
+                if (!grown) return 0;
+                *handles = grown;
+                grown[2 * s] = strs[2 * S_HANDLE];
+                grown[2 * s + 1] = strs[2 * S_HANDLE + 1];
+            }
+        }
+        int is_event = is_alloc || (is_free && ints[I_ID] != 0);
+        if (!is_event && kind >= 0) continue;
+        int32_t name = string_id(&b->strings[K_NAME], base, strs[2 * S_NAME], strs[2 * S_NAME + 1]);
+        int32_t allocator = string_id(&b->strings[K_ALLOCATOR], base, strs[2 * S_ALLOCATOR], strs[2 * S_ALLOCATOR + 1]);
+        int32_t shape = string_id(&b->strings[K_SHAPE], base, strs[2 * S_SHAPE], strs[2 * S_SHAPE + 1]);
+        if (name < 0 || allocator < 0 || shape < 0) return 0;
+        int8_t flags = (int8_t)(ints[I_FLAGS] | (timed ? 0 : NO_TIME));
+        if (kind < 0) {
+            int64_t s = columns_row(&b->slow);
+            if (s < 0) return 0;
+            int64_t *r = &AT(&b->slow, 0, int64_t, 6 * s);
+            r[0] = b->events.n;
+            r[1] = b->allocations.n;
+            r[2] = line[0];
+            r[3] = line[1];
+            r[4] = time;
+            r[5] = flags;
+            continue;
+        }
+        Columns *e = &b->events;
+        int64_t i = columns_row(e);
+        if (i < 0) return 0;
+        AT(e, E_KIND, int8_t, i) = kind;
+        AT(e, E_FLAGS, int8_t, i) = flags;
+        AT(e, E_TIME, int64_t, i) = time;
+        AT(e, E_ALLOCATOR, int32_t, i) = allocator;
+        AT(e, E_ID, int64_t, i) = ints[I_ID];
+        AT(e, E_LINE, int64_t, i) = line[0];
+        if (!is_alloc) continue;
+        Columns *a = &b->allocations;
+        if ((i = columns_row(a)) < 0) return 0;
+        AT(a, A_ALLOCATOR, int32_t, i) = allocator;
+        AT(a, A_STEP, int64_t, i) = ints[I_STEP];
+        AT(a, A_NAME, int32_t, i) = name;
+        AT(a, A_TRACKED, npy_bool, i) = ints[I_ID] != 0;
+        AT(a, A_BYTES, int64_t, i) = kind == 4 || (ints[I_FLAGS] & 4) ? ints[I_BYTES] : ints[I_REQ];
+        AT(a, A_REQUESTED, int64_t, i) = kind == 4 ? ints[I_BYTES] : ints[I_REQ];
+        AT(a, A_PTR, int64_t, i) = ints[I_PTR];
+        AT(a, A_DTYPE, int32_t, i) = dtype;
+        AT(a, A_SHAPE, int32_t, i) = shape;
+    }
+    return 1;
+}
+
+/* Sets d[key] to value (stolen); 0 on failure. */
+static int put(PyObject *d, const char *key, PyObject *value) {
+    if (!value) return 0;
+    int ok = PyDict_SetItemString(d, key, value) == 0;
+    Py_DECREF(value);
+    return ok;
+}
+
+static PyObject *scan_block(PyObject *self, PyObject *args) {
+    PyObject *obj, *names_obj;
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "OnnO!", &obj, &start, &stop, &PyTuple_Type, &names_obj)) return NULL;
+    Py_ssize_t n_names = PyTuple_GET_SIZE(names_obj);
+    const char **names = PyMem_Calloc(n_names + 1, sizeof(char *));
+    Py_ssize_t *lens = PyMem_Calloc(n_names + 1, sizeof(Py_ssize_t));
+    if (!names || !lens) {
+        PyMem_Free(names);
+        PyMem_Free(lens);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n_names; i++) {
+        PyObject *item = PyTuple_GET_ITEM(names_obj, i);
+        if (!PyBytes_Check(item)) {
+            PyMem_Free(names);
+            PyMem_Free(lens);
+            PyErr_SetString(PyExc_TypeError, "dtype_names must be a tuple of bytes");
+            return NULL;
+        }
+        names[i] = PyBytes_AS_STRING(item);
+        lens[i] = PyBytes_GET_SIZE(item);
+    }
+    NameSet dtypes = {names, lens, n_names};
+    Py_buffer view;
+    if (get_buffer(obj, &view) < 0) {
+        PyMem_Free(names);
+        PyMem_Free(lens);
+        return NULL;
+    }
+    PyObject *out = NULL, *strings = NULL, *handles = NULL;
+    int64_t *handle_spans = NULL;
+    Block b;
+    block_init(&b);
+    if (start < 0 || stop < start || stop > view.len) {
+        PyErr_SetString(PyExc_ValueError, "start and stop must lie in the buffer");
+        goto done;
+    }
+    const char *base = view.buf;
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    ok = scan_into(&b, base, base + start, base + stop, &dtypes, &handle_spans);
+    Py_END_ALLOW_THREADS
+    if (!ok) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (!(strings = PyTuple_New(4)) || !(handles = PyList_New((Py_ssize_t)b.steps.n))) goto done;
+    for (int j = 0; j < 4; j++) {
+        PyObject *list = strings_list(&b.strings[j], base);
+        if (!list) goto done;
+        PyTuple_SET_ITEM(strings, j, list);
+    }
+    for (int64_t i = 0; i < b.steps.n; i++) {
+        const int64_t *h = handle_spans + 2 * i;
+        PyObject *s = h[0] >= 0 ? PyUnicode_DecodeUTF8(base + h[0], h[1], "replace") : PyUnicode_FromStringAndSize("", 0);
+        if (!s) goto done;
+        PyList_SET_ITEM(handles, (Py_ssize_t)i, s);
+    }
+    npy_intp d6[1] = {6};
+    PyObject *counts = PyArray_SimpleNew(1, d6, NPY_INT64);
+    if (counts) memcpy(PyArray_DATA((PyArrayObject *)counts), b.counts, sizeof b.counts);
+    if (!(out = PyDict_New()) || !put(out, "counts", counts) || !put(out, "untracked", PyLong_FromLongLong(b.untracked)) ||
+        !put(out, "max_time", PyLong_FromLongLong(b.max_time)) || !columns_put(&b.events, out) ||
+        !columns_put(&b.slow, out) || !columns_put(&b.runs, out) || !columns_put(&b.steps, out) ||
+        !put(out, "strings", Py_NewRef(strings)) || !put(out, "handles", Py_NewRef(handles))) {
+        Py_CLEAR(out);
+        goto done;
+    }
+    PyObject *allocations = PyDict_New();
+    if (!put(out, "allocations", allocations) || !columns_put(&b.allocations, allocations)) Py_CLEAR(out);
+done:
+    Py_XDECREF(strings);
+    Py_XDECREF(handles);
+    PyMem_RawFree(handle_spans);
+    block_free(&b);
+    PyBuffer_Release(&view);
+    PyMem_Free(names);
+    PyMem_Free(lens);
+    return out;
+}
+
+/* ---------------------------------------------------------------- replay
+ *
+ *   select_events(kind, flags, allocator, id, time, a) -> (sel, row, deferred, in_order)
+ *       The events (int64 indices, log order) of allocator a that have an
+ *       allocation_id and are not deferred raw deallocations; row: for an
+ *       allocation its row in the table of allocations (of every allocator,
+ *       in log order), -1 for a deallocation; the number of deferred ones
+ *       left out; whether the times of the events never decrease.
+ *   pair_events(sel, row, id, kind, bytes, raw_region, tensor_region)
+ *       -> (n, event, source, activity, heap, peak, region, allocs, frees)
+ *       Replays the events in the order given: a deallocation frees the
+ *       allocation just before it under its allocation_id, or is unmatched
+ *       and left out. The first n items of each column are the timeline:
+ *       event index, the allocation row it shows (a deallocation shows its
+ *       allocation's), ALLOCATION or DEALLOCATION, live bytes after it
+ *       (bytes by allocation row) and their running maximum, region id;
+ *       allocs are the timeline indices of allocations and frees the index
+ *       freeing each (n if never).
+ */
+static PyArrayObject *column_arg(PyObject *obj, int type, npy_intp n) {
+    PyArrayObject *a = as_column(obj, type);
+    if (a && n >= 0 && PyArray_DIM(a, 0) != n) {
+        PyErr_SetString(PyExc_ValueError, "columns must have the same length");
+        Py_DECREF(a);
+        return NULL;
+    }
+    return a;
+}
+
+static PyObject *new_column(npy_intp n, int type) {
+    npy_intp dims[1] = {n};
+    return PyArray_SimpleNew(1, dims, type);
+}
+
+static PyObject *select_events(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    long long a;
+    if (!PyArg_ParseTuple(args, "OOOOOL", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &a)) return NULL;
+    static const int types[5] = {NPY_INT8, NPY_INT8, NPY_INT32, NPY_INT64, NPY_INT64};
+    PyArrayObject *cols[5] = {NULL};
+    PyObject *sel = NULL, *row = NULL, *out = NULL;
+    npy_intp n = -1;
+    for (int j = 0; j < 5; j++) {
+        if (!(cols[j] = column_arg(objs[j], types[j], n))) goto done;
+        n = PyArray_DIM(cols[j], 0);
+    }
+    const int8_t *kind = PyArray_DATA(cols[0]), *flags = PyArray_DATA(cols[1]);
+    const int32_t *allocator = PyArray_DATA(cols[2]);
+    const int64_t *id = PyArray_DATA(cols[3]), *time = PyArray_DATA(cols[4]);
+#define DEFERRED_FREE(i) (kind[i] == 5 && (flags[i] & 1))
+    npy_intp m = 0, deferred = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        if (allocator[i] == a && id[i] != 0) {
+            deferred += DEFERRED_FREE(i);
+            m += !DEFERRED_FREE(i);
+        }
+    }
+    if (!(sel = new_column(m, NPY_INT64)) || !(row = new_column(m, NPY_INT64))) goto done;
+    int64_t *s = PyArray_DATA((PyArrayObject *)sel), *r = PyArray_DATA((PyArrayObject *)row);
+    int64_t rows = 0, last = INT64_MIN;
+    int in_order = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp i = 0, k = 0; i < n; i++) {
+        int is_alloc = kind[i] == 1 || kind[i] == 4;
+        if (allocator[i] == a && id[i] != 0 && !DEFERRED_FREE(i)) {
+            s[k] = i;
+            r[k++] = is_alloc ? rows : -1;
+            in_order &= time[i] >= last;
+            last = time[i];
+        }
+        rows += is_alloc;
+    }
+    Py_END_ALLOW_THREADS
+#undef DEFERRED_FREE
+    out = Py_BuildValue("(OOnO)", sel, row, deferred, in_order ? Py_True : Py_False);
+done:
+    Py_XDECREF(sel);
+    Py_XDECREF(row);
+    for (int j = 0; j < 5; j++) Py_XDECREF(cols[j]);
+    return out;
+}
+
+/* Live allocations by allocation_id (never 0): linear probing, deletion by
+ * shifting the entries after it back. */
+typedef struct {
+    int64_t key, value;
+} Entry;
+
+typedef struct {
+    Entry *slots;
+    size_t mask, count;
+} IdMap;
+
+static size_t id_hash(int64_t key, size_t mask) {
+    uint64_t x = (uint64_t)key;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return (size_t)(x ^ (x >> 31)) & mask;
+}
+
+static size_t id_find(const IdMap *m, int64_t key) {
+    size_t h = id_hash(key, m->mask);
+    while (m->slots[h].key && m->slots[h].key != key) h = (h + 1) & m->mask;
+    return h;
+}
+
+static int id_put(IdMap *m, int64_t key, int64_t value) {
+    if (2 * (m->count + 1) > m->mask + 1) {
+        size_t cap = 2 * (m->mask + 1);
+        Entry *old = m->slots;
+        size_t old_cap = m->mask + 1;
+        if (!(m->slots = PyMem_RawCalloc(cap, sizeof(Entry)))) {
+            m->slots = old;
+            return 0;
+        }
+        m->mask = cap - 1;
+        for (size_t i = 0; i < old_cap; i++) {
+            if (old[i].key) m->slots[id_find(m, old[i].key)] = old[i];
+        }
+        PyMem_RawFree(old);
+    }
+    size_t h = id_find(m, key);
+    m->count += !m->slots[h].key;
+    m->slots[h] = (Entry){key, value};
+    return 1;
+}
+
+static void id_remove(IdMap *m, size_t i) {
+    for (size_t j = i;;) {
+        j = (j + 1) & m->mask;
+        if (!m->slots[j].key) break;
+        size_t k = id_hash(m->slots[j].key, m->mask);
+        /* the entry at j may move to i unless its home k lies cyclically in (i, j] */
+        if (i <= j ? (i < k && k <= j) : (i < k || k <= j)) continue;
+        m->slots[i] = m->slots[j];
+        i = j;
+    }
+    m->slots[i].key = 0;
+    m->count--;
+}
+
+static PyObject *pair_events(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    int raw_region, tensor_region;
+    if (!PyArg_ParseTuple(args, "OOOOOii", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &raw_region, &tensor_region))
+        return NULL;
+    PyArrayObject *cols[5] = {NULL};
+    static const int types[5] = {NPY_INT64, NPY_INT64, NPY_INT64, NPY_INT8, NPY_INT64};
+    PyObject *outs[8] = {NULL}, *result = NULL;
+    static const int out_types[8] = {NPY_INT64, NPY_INT64, NPY_INT64, NPY_INT64, NPY_INT64, NPY_INT32, NPY_INT64, NPY_INT64};
+    IdMap map = {PyMem_RawCalloc(1024, sizeof(Entry)), 1023, 0};
+    if (!map.slots) return PyErr_NoMemory();
+    for (int j = 0; j < 5; j++) {
+        if (!(cols[j] = column_arg(objs[j], types[j], j < 2 ? (j ? PyArray_DIM(cols[0], 0) : -1) : -1))) goto done;
+    }
+    npy_intp m = PyArray_DIM(cols[0], 0), n_events = PyArray_DIM(cols[2], 0), n_rows = PyArray_DIM(cols[4], 0);
+    if (PyArray_DIM(cols[3], 0) != n_events) {
+        PyErr_SetString(PyExc_ValueError, "id and kind must have the same length");
+        goto done;
+    }
+    for (int j = 0; j < 8; j++) {
+        if (!(outs[j] = new_column(m, out_types[j]))) goto done;
+    }
+    const int64_t *sel = PyArray_DATA(cols[0]), *row = PyArray_DATA(cols[1]), *id = PyArray_DATA(cols[2]);
+    const int8_t *kind = PyArray_DATA(cols[3]);
+    const int64_t *bytes = PyArray_DATA(cols[4]);
+    int64_t *event = PyArray_DATA((PyArrayObject *)outs[0]), *source = PyArray_DATA((PyArrayObject *)outs[1]);
+    int64_t *activity = PyArray_DATA((PyArrayObject *)outs[2]), *heap = PyArray_DATA((PyArrayObject *)outs[3]);
+    int64_t *peak = PyArray_DATA((PyArrayObject *)outs[4]);
+    int32_t *region = PyArray_DATA((PyArrayObject *)outs[5]);
+    int64_t *allocs = PyArray_DATA((PyArrayObject *)outs[6]), *frees = PyArray_DATA((PyArrayObject *)outs[7]);
+    npy_intp n = 0, n_allocs = 0;
+    int error = 0; /* 1 out of memory, 2 an index out of range */
+    Py_BEGIN_ALLOW_THREADS
+    uint64_t live = 0, top = 0; /* wraps as numpy's int64 sums do */
+    for (npy_intp j = 0; j < m && !error; j++) {
+        int64_t e = sel[j], r = row[j];
+        if (e < 0 || e >= n_events || r >= n_rows) {
+            error = 2;
+            break;
+        }
+        if (r >= 0) {
+            if (!id_put(&map, id[e], n_allocs)) {
+                error = 1;
+                break;
+            }
+            allocs[n_allocs] = n;
+            frees[n_allocs++] = -1;
+            source[n] = r;
+            activity[n] = 1;
+            region[n] = kind[e] == 4 ? raw_region : tensor_region;
+            live += (uint64_t)bytes[r];
+        } else {
+            size_t h = id_find(&map, id[e]);
+            if (!map.slots[h].key) continue; /* unmatched */
+            int64_t k = map.slots[h].value;
+            id_remove(&map, h);
+            frees[k] = n;
+            source[n] = source[allocs[k]];
+            activity[n] = 2;
+            region[n] = region[allocs[k]];
+            live -= (uint64_t)bytes[source[n]];
+        }
+        event[n] = e;
+        heap[n] = (int64_t)live;
+        if (n == 0 || (int64_t)live > (int64_t)top) top = live;
+        peak[n++] = (int64_t)top;
+    }
+    for (npy_intp k = 0; k < n_allocs; k++) {
+        if (frees[k] < 0) frees[k] = n;
+    }
+    Py_END_ALLOW_THREADS
+    if (error) {
+        if (error == 1) PyErr_NoMemory();
+        else PyErr_SetString(PyExc_ValueError, "an index out of range");
+        goto done;
+    }
+    result = Py_BuildValue("(nOOOOOOOO)", n, outs[0], outs[1], outs[2], outs[3], outs[4], outs[5], outs[6], outs[7]);
+    if (result) { /* allocs and frees: only the first n_allocs */
+        for (int j = 6; j < 8; j++) {
+            PyObject *cut = PySequence_GetSlice(outs[j], 0, n_allocs);
+            if (!cut) {
+                Py_CLEAR(result);
+                break;
+            }
+            PyTuple_SetItem(result, 1 + j, cut);
+        }
+    }
+done:
+    PyMem_RawFree(map.slots);
+    for (int j = 0; j < 5; j++) Py_XDECREF(cols[j]);
+    for (int j = 0; j < 8; j++) Py_XDECREF(outs[j]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan_memory_log", scan_memory_log, METH_VARARGS,
      "scan_memory_log(buf, final) -> (consumed, kind, time_us, line, ints, strs)"},
+    {"scan_block", scan_block, METH_VARARGS, "scan_block(buf, start, stop, dtype_names) -> dict of a block's columns"},
+    {"select_events", select_events, METH_VARARGS,
+     "select_events(kind, flags, allocator, id, time, a) -> (sel, row, deferred, in_order)"},
+    {"pair_events", pair_events, METH_VARARGS,
+     "pair_events(sel, row, id, kind, bytes, raw_region, tensor_region) -> (n, event, source, activity, heap, peak, "
+     "region, allocs, frees)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -212,22 +212,6 @@ static PyObject *adopt(Column *c, int type) {
 
 /* ---------------------------------------------------------------- distinct keys */
 
-static uint64_t hash_bytes(const uint8_t *p, size_t len) {
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)len;
-    while (len >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdULL;
-        h ^= h >> 32;
-        p += 8;
-        len -= 8;
-    }
-    uint64_t w = 0;
-    memcpy(&w, p, len);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-    return h ^ (h >> 29);
-}
-
 /* Distinct byte strings, numbered in the order they come: each lies in the
  * buffer (offset >= 0, so tensor names cost no copy) or in `built` (offset
  * < 0, at -offset - 1). The index's slots hold the key's hash in their

@@ -23,6 +23,7 @@ counted; deallocations that match no allocation are counted as unmatched.
 from __future__ import annotations
 
 import gzip
+import mmap
 import re
 import zlib
 from collections import deque
@@ -34,10 +35,9 @@ import numpy as np
 from google.protobuf import text_format
 
 from models.formats import _logscan
-from models import _protowire as wire
 from models.files import GZIP_MAGIC, read_head
 from models.guards import inflate_limit, inflate_refused, parse_text
-from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, Snapshots,
+from models.memory_profile import (AllocatorProfile, MemoryProfileData, Snapshots,
                                    merge_rows, summarize)
 from models.registry import MEMORY_PROFILE, Format, strip_suffix
 from models.task import ProfileError, TaskState
@@ -54,8 +54,12 @@ MESSAGE_NAMES = ("MemoryLogStep", "MemoryLogTensorAllocation", "MemoryLogTensorD
 STEP, TENSOR_ALLOCATION, TENSOR_DEALLOCATION, TENSOR_OUTPUT, RAW_ALLOCATION, RAW_DEALLOCATION = range(6)
 # Columns of the scanner's ints and strs arrays.
 I_STEP, I_ID, I_BYTES, I_REQUESTED, I_PTR, I_INDEX, I_FLAGS = range(7)
-S_NAME, S_ALLOCATOR, S_DTYPE, S_SHAPE, S_HANDLE = range(5)
 DEFERRED, SINGLE_REFERENCE, HAS_ALLOCATED = 1, 2, 4
+NO_TIME = 8  # scan_block's flag: the line had no time of its own
+# Columns of the scanned rows kept per block: events in log order (allocations
+# and tracked deallocations), and the allocations' own.
+STRING_COLUMNS = ("name", "allocator", "dtype", "shape")
+EVENT_COLUMNS = ("kind", "flags", "time", "allocator", "id")
 # Log file names Profscope looks into when scanning a folder.
 LOG_SUFFIXES = (".log", ".log.gz", ".txt", ".txt.gz", ".out", ".err", ".stderr")
 BLOCK = 4 << 20
@@ -67,6 +71,7 @@ ENABLE_HINT = ("TensorFlow writes them when started with TF_CPP_MIN_LOG_LEVEL=0 
                "(the lines go to stderr: redirect it into the log file).")
 REGION_TENSOR, REGION_RAW = "tensor", "raw"
 DATA_TYPE_NAMES = frozenset(types_pb2.DataType.keys())
+DTYPE_TOKENS = tuple(sorted(name.encode() for name in DATA_TYPE_NAMES))
 # LogMemory::SpecialStepIds: allocations outside any step.
 SPECIAL_STEPS = {-1: "constant folding", -2: "op kernel construction", -3: "external tensor allocation",
                  -4: "network buffer", -5: "proto buffer", -6: "unknown step"}
@@ -174,36 +179,65 @@ def load_memory_log(path: Path, host: str = "", task: TaskState | None = None) -
     """Reads a log's `__LOG_MEMORY__` lines and replays them per allocator."""
     task = task or TaskState()
     path = Path(path)
-    reader = _Reader()
     try:
         size = max(path.stat().st_size, 1)
+        reader = _Reader(rows=size // 128)  # memory lines are longer
         raw = open(path, "rb")
     except OSError as e:
         raise ProfileError(f"{path}: could not be read: {e.strerror or e}") from None
-    with raw, ThreadPoolExecutor(2) as pool:
+    with raw:
         is_gzip = raw.read(2) == GZIP_MAGIC
         raw.seek(0)
-        f = gzip.GzipFile(fileobj=raw, mode="rb") if is_gzip else raw
-        # The scanner releases the GIL: blocks are scanned on two threads
-        # while this one reads the next block and files the results in order.
-        pending = deque()
-        for block in _blocks(f, reader.problems):
-            if is_gzip and f.tell() > inflate_limit(size):
-                raise inflate_refused(path, size)
-            pending.append((block, pool.submit(_scan_block, block)))
-            while len(pending) > 2:
-                reader.add(*pending.popleft())
-            task.report(0.85 * min(raw.tell() / size, 1.0), f"Reading {path.name}")
-        while pending:
-            reader.add(*pending.popleft())
+        mapped = None if is_gzip else _map(raw)
+        try:
+            with ThreadPoolExecutor(2) as pool:
+                # The scanner releases the GIL: blocks are scanned on two threads
+                # while this one reads the next block and files the results in order.
+                pending = deque()
+                f = gzip.GzipFile(fileobj=raw, mode="rb") if is_gzip else raw
+                for buf, start, stop in _mapped_blocks(mapped) if mapped is not None else _blocks(f, reader.problems):
+                    if is_gzip and f.tell() > inflate_limit(size):
+                        raise inflate_refused(path, size)
+                    pending.append((buf, stop, pool.submit(_scan_block, buf, start, stop)))
+                    while len(pending) > 2:
+                        reader.add(*pending.popleft())
+                    task.report(0.85 * min((raw.tell() if is_gzip else stop) / size, 1.0), f"Reading {path.name}")
+                while pending:
+                    reader.add(*pending.popleft())
+        finally:
+            if mapped is not None:
+                mapped.close()
     task.report(0.9, "Replaying allocations")
     return reader.result(host or path.name, str(path))
 
 
+def _map(f) -> mmap.mmap | None:
+    """The file mapped read-only (None if it cannot be: empty, a pipe)."""
+    try:
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+
+
+def _mapped_blocks(mapped: mmap.mmap):
+    """(buf, start, stop) of blocks of whole lines, as _blocks cuts them."""
+    start = end = 0
+    while start < len(mapped):
+        end = min(end + BLOCK, len(mapped))
+        cut = mapped.rfind(b"\n", start, end) + 1
+        if end == len(mapped):
+            cut = end
+        elif cut == 0 and end - start > MAX_LINE:  # no newline for a megabyte: binary data
+            cut = end
+        if cut > start:
+            yield mapped, start, cut
+        start = max(start, cut)
+
+
 def _blocks(f, problems: list[str]):
-    """The file in blocks of whole lines (the last may lack its newline).
-    A gzip stream that ends early or is corrupt ends the blocks after the
-    data it gave, with a note in problems."""
+    """(buf, 0, len(buf)) of the file in blocks of whole lines (the last may
+    lack its newline). A gzip stream that ends early or is corrupt ends the
+    blocks after the data it gave, with a note in problems."""
     carry = b""
     while True:
         block = bytearray(len(carry) + BLOCK)
@@ -219,117 +253,118 @@ def _blocks(f, problems: list[str]):
         if end == len(carry) or failed:
             if end:
                 del block[end:]
-                yield block
+                yield block, 0, len(block)
             return
         cut = block.rfind(b"\n", 0, end) + 1
         if cut == 0 and end > MAX_LINE:  # no newline for a megabyte: binary data
             cut = end
         carry = bytes(block[cut:end])
         del block[cut:]
-        yield block
+        yield block, 0, len(block)
 
 
-def _kept(kind: np.ndarray, ints: np.ndarray) -> np.ndarray:
-    """Rows the analysis keeps: every allocation, and deallocations with an allocation_id."""
-    frees = (kind == TENSOR_DEALLOCATION) | (kind == RAW_DEALLOCATION)
-    return (kind == TENSOR_ALLOCATION) | (kind == RAW_ALLOCATION) | (frees & (ints[:, I_ID] != 0))
-
-
-def _scan_block(block) -> dict:
-    """Scans one block on a worker thread: its memory lines, and block-local
-    string ids for the rows the analysis keeps (allocations, tracked
-    deallocations, and lines left to text_format, which may be either)."""
-    _, kind, time_us, line, ints, strs = _logscan.scan_memory_log(block, True)
-    # The scanner does not check enum names: a line naming no DataType is text_format's to judge.
-    dtype_ids, dtype_names = wire.intern_strings(block, strs[:, S_DTYPE])
-    unknown = [i for i, name in enumerate(dtype_names) if name and name not in DATA_TYPE_NAMES]
-    if unknown:
-        kind[np.isin(dtype_ids, unknown)] = -1
-    rows = np.flatnonzero(_kept(kind, ints) | (kind < 0))
-    spans = strs[rows]
-    local_ids = [wire.intern_strings(block, spans[:, j]) for j in (S_NAME, S_ALLOCATOR)]
-    local_ids += [(dtype_ids[rows], dtype_names), wire.intern_strings(block, spans[:, S_SHAPE])]
-    return {"kind": kind, "time_us": time_us, "line": line, "ints": ints, "strs": strs, "rows": rows,
-            "local_ids": local_ids}
+def _scan_block(buf, start: int = 0, stop: int | None = None) -> dict:
+    """Scans buf[start:stop] on a worker thread: the rows the analysis keeps
+    (allocations, tracked deallocations, and lines left to text_format, which
+    may be either) as columns with block-local string ids, and the rest counted."""
+    return _logscan.scan_block(buf, start, len(buf) if stop is None else stop, DTYPE_TOKENS)
 
 
 class _Reader:
     """Accumulates the scanner's rows block by block."""
 
-    def __init__(self):
+    def __init__(self, rows: int = 0):
         self.index_of: dict[str, int] = {"": 0}
         self.counts = np.zeros(6, np.int64)
         self.garbled = self.unknown = self.slow = 0
         self.untracked_deallocations = 0
         self.problems: list[str] = []
-        # Every allocation (tracked or not) and every tracked deallocation.
-        self.events: list[dict[str, np.ndarray]] = []
+        # Every tracked deallocation and every allocation (tracked or not) in log
+        # order, and the allocations' columns on their own; `rows` is a guess.
+        self.events, self.allocations = _Columns(rows), _Columns(rows // 2)
+        self.allocators: set[int] = set()  # string ids of allocators with allocations
         self.step_handles: dict[int, str] = {}
-        self.step_span: dict[int, tuple[int, int]] = {}
+        self.runs: list[np.ndarray] = []  # (step, first, last time) of lines naming a step
         self.last_time = np.iinfo(np.int64).min
         self.shape_text: dict[str, str] = {}
+        self.released = 0  # bytes of a mapped file whose pages were given back
 
-    def add(self, buf: bytes, scanned: Future) -> None:
-        """Files one block's scanned rows (in file order)."""
-        block = scanned.result()
-        if len(block["kind"]):
-            self._block(buf, **block)
-
-    def _ids(self, local: np.ndarray, strings: list[str]) -> np.ndarray:
-        """Block-local string ids as ids into the log's string table."""
-        remap = np.array([self._id(s) for s in strings], np.int32)
-        return remap[local]
+    def add(self, buf, stop: int, scanned: Future) -> None:
+        """Files one block's scanned rows (in file order); a mapped file's
+        pages before the block's end are given back."""
+        self._block(buf, scanned.result())
+        if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+            page = stop - stop % mmap.PAGESIZE
+            if page > self.released:
+                buf.madvise(mmap.MADV_DONTNEED, self.released, page - self.released)
+                self.released = page
 
     def _id(self, s: str) -> int:
         return self.index_of.setdefault(s, len(self.index_of))
 
-    def _block(self, buf, kind, time_us, line, ints, strs, rows, local_ids) -> None:
-        slow = {}
-        for i in np.flatnonzero(kind < 0).tolist():  # the scanner's leftovers: text_format decides
-            parsed = self._slow_line(bytes(buf[line[i, 0]:line[i, 0] + line[i, 1]]))
-            if parsed is not None:
-                kind[i], ints[i], slow[i] = parsed
-        self.counts += np.bincount(kind[kind >= 0], minlength=6)[:6]
-        # A line without a time of its own takes the one before it (log order).
-        missing = time_us == np.iinfo(np.int64).min
-        if missing.any():
-            filled = np.maximum.accumulate(np.r_[self.last_time, time_us])[1:]
-            time_us = np.where(missing, filled, time_us)
-        self.last_time = max(self.last_time, int(time_us.max()))
-        for i in np.flatnonzero(kind == STEP).tolist():
-            h0, hn = strs[i, S_HANDLE]
-            handle = slow[i][4] if i in slow else bytes(buf[h0:h0 + hn]).decode("utf-8", "replace") if h0 >= 0 else ""
-            self.step_handles[int(ints[i, I_STEP])] = handle
-        self._step_spans(kind, time_us, ints)
+    def _block(self, buf, b: dict) -> None:
+        last = self.last_time  # lines without a time of their own take the largest before them
+        untimed = (b["flags"] & NO_TIME) != 0
+        if untimed.any():
+            b["time"][untimed] = np.maximum(b["time"][untimed], last)
+        runs = b["runs"]
+        if b["run_untimed"].any():
+            runs[b["run_untimed"], 1:] = np.maximum(runs[b["run_untimed"], 1:], last)
+        self.last_time = max(last, b["max_time"])
+        self.counts += b["counts"]
+        self.untracked_deallocations += b["untracked"]
+        # Block-local string ids as ids into the log's table.
+        remap = dict(zip(STRING_COLUMNS, (np.array([self._id(s) for s in strings], np.int32) for strings in b["strings"])))
+        events = {c: b[c] for c in EVENT_COLUMNS}
+        events["allocator"] = remap["allocator"][events["allocator"]]
+        allocations = b["allocations"]
+        for c in STRING_COLUMNS:
+            allocations[c] = remap[c][allocations[c]]
+        steps = list(zip(b["steps"][:, 0].tolist(), b["steps"][:, 1].tolist(), b["handles"]))
+        if len(b["slow"]):  # the scanner's leftovers: text_format decides
+            runs = np.concatenate([runs, self._slow_rows(buf, b["slow"], last, events, allocations, steps)])
+        for _, step, handle in steps:
+            self.step_handles[step] = handle
+        self.runs.append(runs)
+        self.events.append(events)
+        self.allocations.append(allocations)
+        self.allocators.update(np.unique(allocations["allocator"]).tolist())
 
-        is_free = (kind == TENSOR_DEALLOCATION) | (kind == RAW_DEALLOCATION)
-        self.untracked_deallocations += int((is_free & (ints[:, I_ID] == 0)).sum())
-        names, allocators, dtypes, shapes = (self._ids(*ids) for ids in local_ids)
-        for j in np.flatnonzero(np.isin(rows, list(slow))).tolist():
-            names[j], allocators[j], dtypes[j], shapes[j] = (self._id(x) for x in slow[int(rows[j])][:4])
-        k, iv = kind[rows], ints[rows]
-        keep = _kept(k, iv)
-        if not keep.all():  # lines text_format could not read, or that it read as something else
-            rows, k, iv = rows[keep], k[keep], iv[keep]
-            names, allocators, dtypes, shapes = names[keep], allocators[keep], dtypes[keep], shapes[keep]
-        self.events.append({
-            "kind": k, "time_us": time_us[rows], "allocator": allocators, "id": iv[:, I_ID],
-            "bytes": _bytes(k, iv), "requested": np.where(k == RAW_ALLOCATION, iv[:, I_BYTES], iv[:, I_REQUESTED]),
-            "ptr": iv[:, I_PTR], "step": iv[:, I_STEP], "name": names, "dtype": dtypes, "shape": shapes,
-            "flags": iv[:, I_FLAGS].astype(np.int8),
-        })
-
-    def _step_spans(self, kind, time_us, ints) -> None:
-        """First and last time of the lines naming each step (runs of equal steps first)."""
-        has_step = (kind >= 0) & (kind != TENSOR_DEALLOCATION)
-        if not has_step.any():
-            return
-        steps, t = ints[has_step, I_STEP], time_us[has_step]
-        starts = np.flatnonzero(np.r_[True, steps[1:] != steps[:-1]])
-        lo, hi = np.minimum.reduceat(t, starts), np.maximum.reduceat(t, starts)
-        for s, a, b in zip(steps[starts].tolist(), lo.tolist(), hi.tolist()):
-            old = self.step_span.get(s)
-            self.step_span[s] = (min(a, old[0]), max(b, old[1])) if old else (a, b)
+    def _slow_rows(self, buf, slow: np.ndarray, last: int, events: dict, allocations: dict, steps: list) -> np.ndarray:
+        """Reads the lines left to text_format and puts the rows they give
+        among the block's (in log order); returns their step runs, and adds
+        step lines to steps."""
+        runs, new_events, new_allocations, at_event, at_allocation = [], [], [], [], []
+        for event_pos, allocation_pos, start, length, time, flags in slow.tolist():
+            time = max(time, last) if flags & NO_TIME else time
+            parsed = self._slow_line(bytes(buf[start:start + length]))
+            if parsed is None:
+                continue
+            k, ints, strings = parsed
+            name, allocator, dtype, shape = (self._id(s) for s in strings[:4])
+            self.counts[k] += 1
+            is_free = k in (TENSOR_DEALLOCATION, RAW_DEALLOCATION)
+            self.untracked_deallocations += is_free and ints[I_ID] == 0
+            if k != TENSOR_DEALLOCATION:
+                runs.append((ints[I_STEP], time, time))
+            if k == STEP:
+                steps.append((start, int(ints[I_STEP]), strings[4]))
+            if k in (TENSOR_ALLOCATION, RAW_ALLOCATION) or (is_free and ints[I_ID] != 0):
+                new_events.append((k, ints[I_FLAGS], time, allocator, ints[I_ID]))
+                at_event.append(event_pos)
+            if k in (TENSOR_ALLOCATION, RAW_ALLOCATION):
+                has_allocated = k == RAW_ALLOCATION or ints[I_FLAGS] & HAS_ALLOCATED
+                new_allocations.append((allocator, ints[I_STEP], name, ints[I_ID] != 0,
+                                        ints[I_BYTES] if has_allocated else ints[I_REQUESTED],
+                                        ints[I_BYTES] if k == RAW_ALLOCATION else ints[I_REQUESTED],
+                                        ints[I_PTR], dtype, shape))
+                at_allocation.append(allocation_pos)
+        steps.sort(key=lambda s: s[0])
+        for columns, rows, at in ((events, new_events, at_event), (allocations, new_allocations, at_allocation)):
+            if rows:
+                for (c, column), values in zip(columns.items(), zip(*rows)):
+                    columns[c] = np.insert(column, at, np.array(values).astype(column.dtype))
+        return np.array(runs, np.int64).reshape(-1, 3)
 
     def _slow_line(self, text: bytes):
         """A line the scanner left: (kind, ints, strings) or None (counted)."""
@@ -368,6 +403,18 @@ class _Reader:
                 self.shape_text[raw] = raw
         return self.shape_text[raw]
 
+    def _step_spans(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Steps (in order of their first line) with the first and last time of the lines naming them."""
+        runs = np.concatenate(self.runs) if self.runs else np.zeros((0, 3), np.int64)
+        self.runs = []
+        order = np.argsort(runs[:, 0], kind="stable")
+        steps = runs[order, 0]
+        starts = np.flatnonzero(np.r_[True, steps[1:] != steps[:-1]]) if len(steps) else np.zeros(0, np.int64)
+        lo = np.minimum.reduceat(runs[order, 1], starts) if len(starts) else starts
+        hi = np.maximum.reduceat(runs[order, 2], starts) if len(starts) else starts
+        first = np.argsort(order[starts], kind="stable")
+        return steps[starts][first], lo[first], hi[first]
+
     # ------------------------------------------------------------ result
 
     def result(self, host: str, source: str) -> MemoryProfileData:
@@ -376,32 +423,35 @@ class _Reader:
         if lines == 0:
             detail = f" (skipped {self.garbled:,} garbled lines and {self.unknown:,} unknown messages)" if self.garbled or self.unknown else ""
             raise ProfileError(f"{source}: no readable __LOG_MEMORY__ lines{detail}. {ENABLE_HINT}")
-        events = _concat(self.events) if self.events else None
-        self.events = []
+        events, allocations = self.events.take(), self.allocations.take()
+        span_steps, span_lo, span_hi = self._step_spans()
         # Times count from the first memory line; lines before the first time take it.
         no_time = np.iinfo(np.int64).min
-        starts = [s[0] for s in self.step_span.values() if s[0] != no_time]
+        timed_spans = span_lo[span_lo != no_time]
+        starts = [int(timed_spans.min())] if len(timed_spans) else []
         if events is not None:
-            times = events["time_us"]
-            starts += [int(times[times != no_time].min())] if (times != no_time).any() else []
+            times = events["time"]
+            timed = times != no_time
+            starts += [int(times[timed].min())] if timed.any() else []
         t0 = min(starts) if starts else 0
         if events is not None:
-            times[times == no_time] = t0
+            times[~timed] = t0
         # Times are kept in ps as int64, so they may span MAX_SPAN_US. When a
         # corrupt time stretches the log further, the span starts at the first
         # time within half of it before the median; times outside are shown at its edges.
         if events is not None and len(times) and int(times.max()) - t0 > MAX_SPAN_US:
             t0 = int(times[times >= int(np.median(times)) - MAX_SPAN_US // 2].min())
         last = min(t0 + MAX_SPAN_US, np.iinfo(np.int64).max)
-        outside = sum(not t0 <= t <= last for span in self.step_span.values() for t in span)
+        outside = sum(int(((t < t0) | (t > last)).sum()) for t in (span_lo, span_hi))
         if events is not None:
             outside += int(((times < t0) | (times > last)).sum())
-            events["time_us"] = np.clip(times, t0, last) - t0
+            np.clip(times, t0, last, out=times)
+            times -= t0
         if outside:
             self.problems.insert(0, f"{outside:,} time(s) lie more than {MAX_SPAN_US // 86_400_000_000:,} days "
                                     "from the others; shown at the edge of the log's span")
-        clip = lambda t: min(max(t, t0), last) - t0
-        self.step_span = {s: (clip(a), clip(b)) for s, (a, b) in self.step_span.items()}
+        span_ps = [(np.clip(t, t0, last) - t0) * 1_000_000 for t in (span_lo, span_hi)]
+        step_span_ps = dict(zip(span_steps.tolist(), zip(span_ps[0].tolist(), span_ps[1].tolist())))
         # Display strings: shapes as TensorFlow prints them, dtypes as XProf does.
         display = list(strings) + [REGION_TENSOR, REGION_RAW]
         for i, s in enumerate(strings):
@@ -411,17 +461,17 @@ class _Reader:
                 display[i] = data_type_string(types_pb2.DataType.Value(s))
         allocators, allocator_ids, unmatched, deferred = {}, {}, {}, 0
         if events is not None:
-            is_alloc = (events["kind"] == TENSOR_ALLOCATION) | (events["kind"] == RAW_ALLOCATION)
-            allocations = {"allocator": events["allocator"][is_alloc], "step": events["step"][is_alloc],
-                           "kernel": events["name"][is_alloc], "tracked": events["id"][is_alloc] != 0,
-                           "bytes": events["bytes"][is_alloc], "requested": events["requested"][is_alloc]}
-            for a in sorted(np.unique(allocations["allocator"]).tolist(), key=lambda i: strings[i]):
-                memory_id = strings[a] or "(unnamed allocator)"
-                profile, unmatched_count, deferred_count = _replay(events, a, memory_id, display)
+            ids = sorted(self.allocators, key=lambda i: strings[i])
+            names = [strings[a] or "(unnamed allocator)" for a in ids]
+            replays = _replay(events, allocations, ids, names, display)
+            for a, memory_id, (profile, unmatched_count, deferred_count) in zip(ids, names, replays):
                 allocators[memory_id], allocator_ids[memory_id] = profile, a
                 deferred += deferred_count
                 if unmatched_count:
                     unmatched[memory_id] = unmatched_count
+            allocations = {"allocator": allocations["allocator"], "step": allocations["step"],
+                           "kernel": allocations["name"], "tracked": allocations["tracked"],
+                           "bytes": allocations["bytes"], "requested": allocations["requested"]}
         else:
             allocations = {k: np.zeros(0, np.int64) for k in ("allocator", "step", "kernel", "bytes", "requested")}
             allocations["tracked"] = np.zeros(0, bool)
@@ -432,19 +482,12 @@ class _Reader:
             text_format_lines=self.slow, problems=self.problems, strings=display, allocations=allocations,
             allocator_ids=allocator_ids,
             step_handles=self.step_handles,
-            step_span_ps={s: (a * 1_000_000, b * 1_000_000) for s, (a, b) in self.step_span.items()},
+            step_span_ps=step_span_ps,
         )
         if not allocators:
             raise ProfileError(f"{source}: {lines:,} __LOG_MEMORY__ lines, but none allocates memory "
                                f"(only steps, outputs or deallocations). {info.skipped_text()}")
         return MemoryProfileData(host=host, allocators=allocators, num_hosts=1, source=source, log=info)
-
-
-def _bytes(kind: np.ndarray, ints: np.ndarray) -> np.ndarray:
-    """Bytes an allocation holds: num_bytes for raw ones, allocated_bytes for
-    tensors (requested_bytes when the allocator did not report the size)."""
-    has_allocated = (ints[:, I_FLAGS] & HAS_ALLOCATED) != 0
-    return np.where((kind == RAW_ALLOCATION) | has_allocated, ints[:, I_BYTES], ints[:, I_REQUESTED])
 
 
 def _message_row(kind: int, m):
@@ -483,71 +526,89 @@ def shape_string(shape) -> str:
     return "[" + ",".join("?" if d.size < 0 else str(d.size) for d in shape.dim) + "]"
 
 
-def _concat(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Joins the blocks' columns, releasing each column's pieces as it goes."""
-    return {k: np.concatenate([p.pop(k) for p in parts]) for k in list(parts[0])}
+class _Columns:
+    """Columns that grow block by block, doubling when full. A block's arrays
+    are let go once copied, so freed blocks do not pile up in the heap; room
+    never written takes no memory."""
+
+    def __init__(self, rows: int):
+        self.rows, self.n, self.arrays = max(rows, 1 << 16), 0, {}
+
+    def append(self, block: dict[str, np.ndarray]) -> None:
+        m = len(next(iter(block.values())))
+        if self.n + m > self.rows or not self.arrays:
+            self.rows = max(self.rows, 2 * (self.n + m))
+            for c, values in block.items():
+                grown = np.empty(self.rows, values.dtype)
+                grown[:self.n] = self.arrays.pop(c, grown)[:self.n]
+                self.arrays[c] = grown
+        for c, values in block.items():
+            self.arrays[c][self.n:self.n + m] = values
+        self.n += m
+
+    def take(self) -> dict[str, np.ndarray] | None:
+        """The columns (None if nothing was appended)."""
+        arrays, self.arrays = self.arrays, {}
+        return {c: a[:self.n] for c, a in arrays.items()} if arrays else None
 
 
 # ---------------------------------------------------------------- replay
 
 
-def _replay(events: dict[str, np.ndarray], allocator: int, memory_id: str,
-            strings: list[str]) -> tuple[AllocatorProfile, int, int]:
-    """One allocator's tracked events (with an allocation_id) as a complete memory timeline
-    (times in us since the log's first).
+def _replay(events: dict[str, np.ndarray], allocations: dict[str, np.ndarray], allocators: list[int],
+            memory_ids: list[str], strings: list[str]) -> list[tuple[AllocatorProfile, int, int]]:
+    """Each allocator's tracked events (with an allocation_id) as a complete memory timeline
+    (times in us since the log's first), paired in C (_logscan.pair_events).
 
-    Returns the profile, the number of unmatched deallocations and the number
-    of deferred ones (a deferred free is followed by the real one when the
-    buffer is returned, so only the real one frees).
+    Returns per allocator the profile, the number of unmatched deallocations and
+    the number of deferred ones (a deferred free is followed by the real one when
+    the buffer is returned, so only the real one frees). The events' columns are
+    used up, and the allocations' columns only the timelines show.
     """
-    mine = (events["allocator"] == allocator) & (events["id"] != 0)  # untracked rows are only counted
-    deferred = mine & (events["kind"] == RAW_DEALLOCATION) & ((events["flags"] & DEFERRED) != 0)
-    sel = np.flatnonzero(mine & ~deferred)
-    t = events["time_us"][sel]
-    if len(t) > 1 and not (t[1:] >= t[:-1]).all():
-        sel = sel[np.argsort(t, kind="stable")]  # time, then log order
-    kind = events["kind"][sel]
-    is_alloc = (kind == TENSOR_ALLOCATION) | (kind == RAW_ALLOCATION)
-    n = len(sel)
-    # Pair by allocation id: a deallocation frees the allocation just before it under that id.
-    by_id = np.argsort(events["id"][sel], kind="stable")
-    ids = events["id"][sel][by_id]
-    matched_sorted = np.zeros(n, bool)
-    matched_sorted[1:] = (ids[1:] == ids[:-1]) & is_alloc[by_id][:-1] & ~is_alloc[by_id][1:]
-    alloc_of = np.full(n, -1, np.int64)  # per matched deallocation: its allocation's position
-    alloc_of[by_id[matched_sorted]] = by_id[np.flatnonzero(matched_sorted) - 1]
-    pos = np.flatnonzero(is_alloc | (alloc_of >= 0))  # unmatched deallocations leave the timeline
-    # A deallocation shows its allocation's metadata.
-    source = sel[np.where(alloc_of[pos] >= 0, alloc_of[pos], pos)]
-    alloc_k = is_alloc[pos]
-    size = events["bytes"][source]
-    heap = np.cumsum(np.where(alloc_k, size, -size))
-    zeros = np.zeros(len(pos), np.int64)
-    timeline = Snapshots(
-        time_ps=events["time_us"][sel[pos]] * 1_000_000, stack=zeros, heap=heap, free=zeros,
-        fragmentation=np.zeros(len(pos)), peak_in_use=np.maximum.accumulate(heap) if len(heap) else heap,
-        activity=np.where(alloc_k, ALLOCATION, DEALLOCATION), requested=events["requested"][source],
-        allocation=size, address=events["ptr"][source].view(np.uint64), step=events["step"][source],
-        op=events["name"][source],
-        region=np.where(events["kind"][source] == RAW_ALLOCATION, strings.index(REGION_RAW),
-                        strings.index(REGION_TENSOR)).astype(np.int32),
-        dtype=events["dtype"][source], shape=events["shape"][source], strings=strings,
-    )
-    # Lifetimes on the timeline: each allocation and the snapshot that frees it.
-    timeline_index = np.full(n, -1, np.int64)
-    timeline_index[pos] = np.arange(len(pos))
-    frees = np.full(len(pos), len(pos), np.int64)
-    matched = np.flatnonzero(alloc_of[pos] >= 0)
-    frees[timeline_index[alloc_of[pos][matched]]] = matched
-    allocs = np.flatnonzero(alloc_k)
-    summary = summarize(timeline)
-    summary.num_allocations, summary.num_deallocations = len(allocs), len(pos) - len(allocs)
-    summary.memory_capacity = 0  # logs do not say how much memory the allocator had
-    profile = AllocatorProfile(memory_id=memory_id, timeline=timeline, summary=summary, peak_allocations=None,
-                               complete=True, stored_snapshots=timeline, lifetimes=(allocs, frees[allocs]))
-    profile.peak_allocations = (profile.allocations_at(profile.peak_index) if len(timeline)
-                                else merge_rows(timeline, np.zeros(0, np.int64), []))
-    return profile, n - len(pos), int(deferred.sum())
+    raw, tensor = strings.index(REGION_RAW), strings.index(REGION_TENSOR)
+    replays = []
+    for a in allocators:
+        sel, row, deferred, in_order = _logscan.select_events(
+            events["kind"], events["flags"], events["allocator"], events["id"], events["time"], a)
+        if not in_order:
+            order = np.argsort(events["time"][sel], kind="stable")  # time, then log order
+            sel, row = sel[order], row[order]
+        n, *columns = _logscan.pair_events(sel, row, events["id"], events["kind"], allocations["bytes"], raw, tensor)
+        r = dict(zip(("event", "source", "activity", "heap", "peak_in_use", "region"), (c[:n] for c in columns)))
+        replays.append(dict(r, n=n, unmatched=len(sel) - n, deferred=deferred, lifetimes=tuple(columns[-2:])))
+        del sel, row, columns
+    # Each column is gathered for every allocator, then let go: at the peak the
+    # timelines are held with what is left of the events.
+    for c in ("kind", "flags", "allocator", "id"):
+        del events[c]
+    time = events.pop("time")
+    for r in replays:
+        r["time_ps"] = time[r.pop("event")]
+        r["time_ps"] *= 1_000_000
+    del time
+    for c, name in (("requested", "requested"), ("bytes", "allocation"), ("ptr", "address"), ("step", "step"),
+                    ("name", "op"), ("dtype", "dtype"), ("shape", "shape")):
+        column = allocations.pop(c) if c in ("ptr", "dtype", "shape") else allocations[c]
+        for r in replays:
+            r[name] = column[r["source"]]
+        del column
+    out = []
+    for memory_id, r in zip(memory_ids, replays):
+        n, allocs = r["n"], r["lifetimes"][0]
+        zeros = np.zeros(n, np.int64)
+        timeline = Snapshots(stack=zeros, free=zeros, fragmentation=np.zeros(n), address=r["address"].view(np.uint64),
+                             strings=strings, **{c: r[c] for c in ("time_ps", "heap", "peak_in_use", "activity",
+                                                                   "requested", "allocation", "step", "op", "region",
+                                                                   "dtype", "shape")})
+        summary = summarize(timeline)
+        summary.num_allocations, summary.num_deallocations = len(allocs), n - len(allocs)
+        summary.memory_capacity = 0  # logs do not say how much memory the allocator had
+        profile = AllocatorProfile(memory_id=memory_id, timeline=timeline, summary=summary, peak_allocations=None,
+                                   complete=True, stored_snapshots=timeline, lifetimes=r["lifetimes"])
+        profile.peak_allocations = (profile.allocations_at(profile.peak_index) if len(timeline)
+                                    else merge_rows(timeline, np.zeros(0, np.int64), []))
+        out.append((profile, r["unmatched"], r["deferred"]))
+    return out
 
 
 class LogMemoryFormat(Format):
