@@ -50,5 +50,24 @@ def window(qtbot, tmp_path):
     w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
     qtbot.addWidget(w)
     yield w
-    w.runner.cancel()
-    assert w.runner.wait(10000)
+    for runner in (w.runner, w.hparams_runner, w.curves_runner):
+        runner.cancel()
+        assert runner.wait(10000)
+
+
+@pytest.fixture
+def open_hparams_view(qtbot):
+    """An HParamsView of 1500x950 px showing a log dir's sweep, exposed."""
+    from models.hparams import load_hparams
+    from widgets.hparams_view import HParamsView
+
+    def make(path):
+        v = HParamsView()
+        qtbot.addWidget(v)
+        v.resize(1500, 950)
+        v.set_data(load_hparams(path))
+        v.show()
+        qtbot.waitExposed(v)
+        return v
+
+    return make

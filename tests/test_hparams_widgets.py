@@ -11,7 +11,7 @@ import pytest
 from PySide6.QtCore import QPointF, Qt
 
 from conftest import DATA
-from models.hparams import _column, load_hparams
+from models.hparams import _column
 from protos import api_pb2
 from widgets.hparams_filters import ColumnFilter
 from widgets.hparams_table import GroupModel, format_value
@@ -22,14 +22,8 @@ KERAS = DATA / "hparams" / "keras_callback"
 
 
 @pytest.fixture
-def view(qtbot):
-    v = HParamsView()
-    qtbot.addWidget(v)
-    v.resize(1500, 950)
-    v.set_data(load_hparams(API_CONFIG))
-    v.show()
-    qtbot.waitExposed(v)
-    return v
+def view(open_hparams_view):
+    return open_hparams_view(API_CONFIG)
 
 
 def column(v: HParamsView, kind: str, key) -> int:
@@ -142,8 +136,9 @@ def test_a_group_expands_into_its_sessions(view):
     assert children[1][1] == format_value(next(x.value for x in sessions[1].metrics if x.tag == "accuracy"))
     assert m.parent(m.index(0, 0, parent)) == parent
     view.table.expand(parent)
-    view.table.setCurrentIndex(m.index(2, 0, parent))  # a session row shows its group's details
-    assert view.sessions_table.rowCount() == 3
+    view.table.setCurrentIndex(m.index(2, 0, parent))  # a session row: that session alone, with its curves
+    assert view.sessions_table.rowCount() == 1 and view.sessions_table.item(0, 0).text() == "s02"
+    assert {c.session for c in view.curves.curves} == {"s02"}
 
 
 def test_selecting_a_group_shows_its_sessions_and_charts(view):
@@ -151,10 +146,10 @@ def test_selecting_a_group_shows_its_sessions_and_charts(view):
     view.select_row(row)
     assert view.sessions_table.rowCount() == 3
     assert [view.sessions_table.item(r, 0).text() for r in range(3)] == ["s00", "s01", "s02"]
-    plots = [item for item in view.charts.ci.items if hasattr(item, "listDataItems")]
+    plots = [item for item in view.curves.charts.ci.items if hasattr(item, "listDataItems")]
     assert len(plots) == 4  # one per metric of the experiment
     accuracy = next(p for p in plots if p.titleLabel.text == "accuracy")
-    assert len(accuracy.listDataItems()) == 3 and len(accuracy.legend.items) == 3
+    assert len(accuracy.listDataItems()) == 6  # raw and smoothed per session
 
 
 def test_parallel_coordinates_brush_sets_the_filter(view, qtbot):
@@ -197,7 +192,7 @@ def window(qtbot, tmp_path):
     w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
     qtbot.addWidget(w)
     yield w
-    for runner in (w.runner, w.hparams_runner):
+    for runner in (w.runner, w.hparams_runner, w.curves_runner):
         runner.cancel()
         runner.wait(5000)
 

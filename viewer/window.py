@@ -177,6 +177,7 @@ class MainWindow(QMainWindow):
         self.runner = TaskRunner(self)
         # HParams loads and watch checks run apart, so they never cancel a profile load.
         self.hparams_runner = TaskRunner(self)
+        self.curves_runner = TaskRunner(self)  # the selected sessions' training curves
         self.hparams_path: str | None = None
         self.hparams_signature = None
         self.watch_timer = QTimer(self, interval=WATCH_INTERVAL_MS)
@@ -216,6 +217,8 @@ class MainWindow(QMainWindow):
             lambda step: self.load_timeline(*self.current_timeline, step) if self.current_timeline else None)
         self.stats_view.step_range_requested.connect(self.recompute_stats)
         self.hparams_view.watch_toggled.connect(self.set_watching)
+        self.hparams_view.run_job = self.curves_runner.start
+        self.curves_runner.failed.connect(self.hparams_view.curves.show_message)
         self.hparams_runner.failed.connect(self.show_error)
         self.cancel_button.clicked.connect(self.cancel)
         self.runner.progress.connect(self._on_progress)
@@ -669,7 +672,7 @@ class MainWindow(QMainWindow):
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("window_state", self.saveState())
         self.watch_timer.stop()
-        for runner in (self.runner, self.hparams_runner):
+        for runner in (self.runner, self.hparams_runner, self.curves_runner):
             runner.cancel()
             runner.wait(5000)
         super().closeEvent(event)

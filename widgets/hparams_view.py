@@ -9,26 +9,27 @@ loaded HParamsData and asks the data for metric series."""
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt, QTimer, Signal
 from PySide6.QtGui import QActionGroup, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
                                QLabel, QMenu, QPushButton, QSplitter, QTableWidget, QTableWidgetItem,
                                QTabWidget, QToolButton, QTreeView, QVBoxLayout, QWidget)
 
 from models.hparams import NUMBER, STRING, HParamsData, HParamsError
+from models.hparams_curves import load_curves
+from models.task import ProfileError, TaskState
 from protos import api_pb2
+from widgets.hparams_curves import CurvesPanel, session_color
 from widgets.hparams_filters import FilterPanel
 from widgets.hparams_table import FORMATS, STATUS_NAMES, Columns, GroupModel, format_value, metric_label, table_rows
 from widgets.hparams_scales import LINEAR, SCALES, Axis, default_scale
-from widgets.palette import Scheme, follow, style_plot
+from widgets.palette import Scheme, follow
 from widgets.parallel_coords import ParallelCoordinates
+from widgets.scatter_matrix import ScatterMatrix
 
 PAGE_SIZES = (("50 per page", 50), ("100 per page", 100), ("500 per page", 500), ("Show all", 0))
 AGGREGATIONS = (("Average", api_pb2.AGGREGATION_AVG), ("Median", api_pb2.AGGREGATION_MEDIAN),
                 ("Minimum", api_pb2.AGGREGATION_MIN), ("Maximum", api_pb2.AGGREGATION_MAX))
-LINE_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-               "#bcbd22", "#17becf"]
 
 
 class HParamsView(QWidget):
@@ -52,7 +53,7 @@ class HParamsView(QWidget):
         self.table = QTreeView()  # groups expand into their sessions
         self.table.setModel(self.model)
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.table.setSelectionMode(QAbstractItemView.ExtendedSelection)  # several groups' curves at once
         self.table.setAlternatingRowColors(True)
         self.table.setUniformRowHeights(True)
         self.table.setWordWrap(False)
@@ -72,6 +73,17 @@ class HParamsView(QWidget):
         self.center = QTabWidget()
         self.center.addTab(self.table, "Table")
         self.center.addTab(self.parallel, "Parallel coordinates")
+        self.scatter = ScatterMatrix()
+        self.scatter.describe = self._describe_group
+        self.center.addTab(self.scatter, "Scatter matrix")
+        self.scatter_x: list | None = None  # the matrix' columns (hparams, metrics) the user chose; None: default
+        self.scatter_y: list | None = None  # its rows (metrics)
+        self._scatter_columns: tuple[list[int], list[int]] = ([], [])  # as last drawn
+        self.scatter_button = QToolButton(text="Scatter columns", popupMode=QToolButton.InstantPopup)
+        self.scatter_button.setToolTip("Which hparams and metrics the scatter matrix shows across and down")
+        self.scatter_menu = QMenu(self)
+        self.scatter_menu.aboutToShow.connect(self._build_scatter_menu)
+        self.scatter_button.setMenu(self.scatter_menu)
         # Shown above the plots (not the table): colour and scales apply to both plots.
         self.plot_controls = QWidget()
         row = QHBoxLayout(self.plot_controls)
@@ -79,6 +91,7 @@ class HParamsView(QWidget):
         row.addWidget(QLabel("Colour by:"))
         row.addWidget(self.color_box)
         row.addWidget(self.scales_button)
+        row.addWidget(self.scatter_button)
         row.addWidget(self.scale_note, 1)
         self.plot_controls.hide()
 
@@ -135,9 +148,13 @@ class HParamsView(QWidget):
         self.sessions_table = QTableWidget()
         self.sessions_table.verticalHeader().hide()
         self.sessions_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.charts = pg.GraphicsLayoutWidget()
-        self._group: int | None = None  # the group whose sessions and charts are shown
-        self.details_title = QLabel("Select a group to see its sessions and metrics over steps.", wordWrap=True)
+        self.curves = CurvesPanel()
+        self.selected: tuple[list[str], list[str]] = ([], [])  # group names, session names picked alone
+        self._curves_key = None  # what the curves panel shows (or is loading)
+        # How curves are read: the window hands its worker's start(job, on_finished); alone, at once.
+        self.run_job = self._run_now
+        self.details_title = QLabel("Select groups or sessions to see their sessions and training curves.",
+                                    wordWrap=True)
         self.details_title.setStyleSheet("font-weight: bold")
         details = QWidget()
         dl = QVBoxLayout(details)
@@ -145,7 +162,7 @@ class HParamsView(QWidget):
         dl.addWidget(self.details_title)
         details_split = QSplitter(Qt.Horizontal)
         details_split.addWidget(self.sessions_table)
-        details_split.addWidget(self.charts)
+        details_split.addWidget(self.curves)
         details_split.setStretchFactor(0, 2)
         details_split.setStretchFactor(1, 3)
         details_split.setSizes([480, 720])  # room for Session | Status | Started and a metric or two
@@ -183,19 +200,18 @@ class HParamsView(QWidget):
         self.next_button.clicked.connect(lambda: self._go(self.page + 1))
         header.sectionClicked.connect(self._on_header)
         header.customContextMenuRequested.connect(self._header_menu)
-        self.table.selectionModel().currentRowChanged.connect(self._on_row)
-        self.color_box.currentIndexChanged.connect(self._update_parallel)
+        self.table.selectionModel().selectionChanged.connect(self._on_selection)
+        self.color_box.currentIndexChanged.connect(self._update_plots)
         self.center.currentChanged.connect(self._on_center_tab)
         self.parallel.brushed.connect(self._on_brush)
+        self.scatter.brushed.connect(self._on_scatter_brush)
+        self.scatter.group_clicked.connect(self.select_group)
         self.watch_box.toggled.connect(self.watch_toggled)
         QShortcut(QKeySequence.Copy, self.table, lambda: self.copy("CSV"))
         follow(self, self._apply_scheme)
 
     def _apply_scheme(self, scheme: Scheme) -> None:
         self.message.setStyleSheet(f"color: {scheme.error().name()}")
-        self.charts.setBackground(scheme.base)
-        if self._group is not None and self.model.table is not None and self._group < len(self.model.table):
-            self._draw_charts(self._group)  # the lines' colours depend on the background
 
     # ------------------------------------------------------------ data
 
@@ -208,6 +224,8 @@ class HParamsView(QWidget):
         if not same_columns:
             self._build_columns()
         self.refresh()
+        if any(self.selected):
+            self._show_selection()  # new data: the sessions' rows and curves afresh
 
     def _build_columns(self) -> None:
         exp = self.experiment
@@ -275,7 +293,7 @@ class HParamsView(QWidget):
         if f is not None:
             f.set_scale(kind)
         self._build_scales_menu()
-        self._update_parallel()
+        self._update_plots()
 
     def _scale_submenu(self, menu: QMenu, item) -> None:
         group = QActionGroup(menu)
@@ -306,7 +324,7 @@ class HParamsView(QWidget):
     def set_column_visible(self, column: int, visible: bool) -> None:
         self.table.setColumnHidden(column, not visible)
         (self.hidden.discard if visible else self.hidden.add)(column)
-        self._update_parallel()
+        self._update_plots()
 
     def _table(self):
         if self.data is None:
@@ -360,9 +378,9 @@ class HParamsView(QWidget):
                 self.table.resizeColumnToContents(c)
                 self.table.setColumnWidth(c, min(self.table.columnWidth(c), 220))
             self._fit_columns = False
-        if self.model.rowCount() and not self.table.selectionModel().hasSelection():
-            self.select_row(0)  # the best group's charts at once
-        self._update_parallel()
+        if self.model.rowCount() and not any(self.selected):
+            self.select_row(0)  # the best group's curves at once
+        self._update_plots()
 
     def _go(self, page: int) -> None:
         size = self.page_size.currentData() or max(len(self.order), 1)
@@ -374,6 +392,7 @@ class HParamsView(QWidget):
         size = self.page_size.currentData() or max(len(self.order), 1)
         start = self.page * size
         self.model.set_rows(self.order[start:start + size])
+        self._restore_selection()
         total = len(self.model.table) if self.model.table is not None else 0
         shown = self.model.rowCount()
         self.page_label.setText(f"groups {start + 1 if shown else 0:,}–{start + shown:,} of {len(self.order):,} "
@@ -411,23 +430,105 @@ class HParamsView(QWidget):
 
     def _on_center_tab(self, index: int) -> None:
         self.plot_controls.setVisible(index != 0)
-        self._update_parallel()
+        self.scatter_button.setVisible(index == 2)
+        self._update_plots()
+
+    def _update_plots(self) -> None:
+        """Redraws the plot shown (the others when they are shown)."""
+        if self.center.currentIndex() == 1:
+            self._update_parallel()
+        elif self.center.currentIndex() == 2:
+            self._update_scatter()
+
+    def _color_values(self) -> tuple[np.ndarray | None, str]:
+        metric = self.color_box.currentData()
+        if not metric or self.model.table is None:
+            return None, ""
+        return self.model.table.metric_column(*metric).number[self.order], metric_label(*metric)
+
+    def _visible_plot_columns(self) -> list[int]:
+        """Hparam and metric columns shown in the table, in its order."""
+        header = self.table.header()
+        columns = [i for i, (kind, _) in enumerate(self.columns.items) if kind in ("hparam", "metric")
+                   and i not in self.hidden]
+        return sorted(columns, key=header.visualIndex)
 
     def _update_parallel(self) -> None:
-        """Redraws the parallel coordinates when they are shown (else on showing them)."""
         table = self.model.table
-        if self.center.currentIndex() != 1:
-            return
         if table is None:
             self.parallel.set_data([], np.zeros(0, np.int64), None, "")
             return
-        self._axis_columns = [i for i, (kind, _) in enumerate(self.columns.items)
-                              if kind in ("hparam", "metric") and i not in self.hidden]
+        self._axis_columns = self._visible_plot_columns()
         axes = [self._axis(i, self.order) for i in self._axis_columns]
-        metric = self.color_box.currentData()
-        values = table.metric_column(*metric).number[self.order] if metric else None
-        self.parallel.set_data(axes, self.order, values, metric_label(*metric) if metric else "")
+        self.parallel.set_data(axes, self.order, *self._color_values())
         self._show_scale_notes(axes)
+
+    # ------------------------------------------------------------ scatter matrix
+
+    def scatter_columns(self) -> tuple[list[int], list[int]]:
+        """The matrix' columns and rows (table columns): the user's choice
+        among the visible columns, else the first four hparams across and
+        the first four metrics with values down."""
+        visible = self._visible_plot_columns()
+        if self.scatter_x is not None:
+            across = [i for i in visible if self.columns.items[i] in self.scatter_x]
+        else:
+            across = [i for i in visible if self.columns.items[i][0] == "hparam"][:4]
+        if self.scatter_y is not None:
+            down = [i for i in visible if self.columns.items[i] in self.scatter_y]
+        else:
+            table = self.model.table
+            down = [i for i in visible if self.columns.items[i][0] == "metric"
+                    and table is not None and (table.column_of(*self.columns.items[i]).kind != 0).any()][:4]
+        return across, down
+
+    def _update_scatter(self) -> None:
+        table = self.model.table
+        if table is None:
+            self.scatter.set_data([], [], np.zeros(0, np.int64), None, "")
+            return
+        self._scatter_columns = self.scatter_columns()
+        across, down = ([self._axis(i, self.order, ticks=5) for i in part] for part in self._scatter_columns)
+        self.scatter.set_data(across, down, self.order, *self._color_values())
+        self._show_scale_notes(across + [a for a in down if a.title not in {b.title for b in across}])
+
+    def _build_scatter_menu(self) -> None:
+        self.scatter_menu.clear()
+        across, down = self.scatter_columns()
+        for title, chosen, kinds, attr in (("Across (x)", across, ("hparam", "metric"), "scatter_x"),
+                                           ("Down (y, metrics)", down, ("metric",), "scatter_y")):
+            self.scatter_menu.addSection(title)
+            for i in self._visible_plot_columns():
+                if self.columns.items[i][0] in kinds:
+                    action = self.scatter_menu.addAction(self.columns.title(i))
+                    action.setCheckable(True)
+                    action.setChecked(i in chosen)
+                    action.toggled.connect(lambda on, c=i, a=attr, ch=chosen: self._choose_scatter(a, ch, c, on))
+
+    def _choose_scatter(self, attr: str, chosen: list[int], column: int, on: bool) -> None:
+        columns = [c for c in chosen if c != column] + ([column] if on else [])
+        setattr(self, attr, [self.columns.items[c] for c in columns])
+        self._update_plots()
+
+    def _on_scatter_brush(self, column: int, row: int, x_range, y_range) -> None:
+        """A rectangle sets both columns' filters, as brushing an axis of the
+        parallel coordinates does (a click in its cell clears both)."""
+        across, down = self._scatter_columns
+        for table_column, axis, span in ((across[column], self.scatter.columns[column], x_range),
+                                         (down[row], self.scatter.rows[row], y_range)):
+            f = self.filters.filters.get(self.columns.items[table_column])
+            if f is not None:
+                self._brush_filter(f, axis, *(span or (None, None)))
+        self.refresh()
+
+    def _describe_group(self, group: int) -> str:
+        """A group's name and the values the scatter matrix shows."""
+        table = self.model.table
+        lines = [f"Group {table.names[group]} ({len(table.sessions[group])} session(s))"]
+        across, down = self._scatter_columns
+        for c in dict.fromkeys(across + down):
+            lines.append(f"{self.columns.title(c)}: {format_value(self.model.value(group, c))}")
+        return "\n".join(lines)
 
     def _axis(self, column: int, groups: np.ndarray, ticks: int = 6) -> Axis:
         item = self.columns.items[column]
@@ -457,61 +558,134 @@ class HParamsView(QWidget):
             for box, value in f.control:
                 box.setChecked(lo is None or axis.selects(value, lo, hi))
 
-    # ------------------------------------------------------------ details
+    # ------------------------------------------------------------ selection and details
 
     def select_row(self, row: int) -> None:
-        """Selects the group on a row of the page."""
+        """Selects the group on a row of the page (alone)."""
         self.table.setCurrentIndex(self.model.index(row, 0))
 
-    def _on_row(self, current, _previous) -> None:
-        if current.isValid():  # a session row shows its group
-            row = current.internalId() - 1 if current.internalId() else current.row()
-            self.show_group(self.model.group_at(row))
+    def select_group(self, group: int) -> None:
+        """Selects a group in the table (turning to its page)."""
+        where = np.flatnonzero(self.order == group)
+        if not len(where):
+            return
+        size = self.page_size.currentData() or max(len(self.order), 1)
+        position = int(where[0])
+        if position // size != self.page:
+            self._go(position // size)
+        self.select_row(position % size)
+        self.table.scrollTo(self.model.index(position % size, 0))
 
-    def show_group(self, group: int) -> None:
+    def _on_selection(self) -> None:
+        """The table's selected rows: groups (all their sessions) and single sessions."""
+        groups, sessions = [], []
         table = self.model.table
-        self.parallel.highlight = group
+        for index in self.table.selectionModel().selectedRows(0):
+            if index.internalId():  # a session row
+                group = self.model.group_at(index.internalId() - 1)
+                sessions.append(table.sessions[group][index.row()].name)
+            else:
+                groups.append(table.names[self.model.group_at(index.row())])
+        self.selected = (groups, sessions)
+        self._show_selection()
+
+    def _restore_selection(self) -> None:
+        """Selects again, quietly, the rows of the page that were selected
+        (a new page, filter or reload resets the model's rows)."""
+        table, selection = self.model.table, QItemSelection()
+        groups, sessions = self.selected
+        if table is None:
+            return
+        wanted_groups, wanted_sessions = set(groups), set(sessions)
+        last = self.model.columnCount() - 1
+        for row in range(self.model.rowCount()):
+            g = self.model.group_at(row)
+            parent = self.model.index(row, 0)
+            if table.names[g] in wanted_groups:
+                selection.select(parent, self.model.index(row, last))
+            for k, s in enumerate(table.sessions[g]):
+                if s.name in wanted_sessions:
+                    selection.select(self.model.index(k, 0, parent), self.model.index(k, last, parent))
+        model = self.table.selectionModel()
+        model.blockSignals(True)
+        model.select(selection, QItemSelectionModel.ClearAndSelect)
+        model.blockSignals(False)
+        self.table.viewport().update()
+
+    def selected_sessions(self) -> list[tuple[int, object]]:
+        """(group index, Session) of the selection, in table order of groups."""
+        table = self.model.table
+        if table is None:
+            return []
+        groups, sessions = self.selected
+        wanted_groups, wanted_sessions = set(groups), set(sessions)
+        index = {name: g for g, name in enumerate(table.names)}
+        out = []
+        for g in sorted({index[n] for n in groups if n in index} | {
+                g for g, ss in enumerate(table.sessions) for s in ss if s.name in wanted_sessions}):
+            out += [(g, s) for s in table.sessions[g] if table.names[g] in wanted_groups or s.name in wanted_sessions]
+        return out
+
+    def _show_selection(self) -> None:
+        """The selected sessions in the details table, their curves loading,
+        and the selected groups marked in the plots."""
+        table = self.model.table
+        chosen = self.selected_sessions()
+        groups = {g for g, _ in chosen}
+        self.parallel.highlight = next(iter(groups)) if len(groups) == 1 else None
         self.parallel.update()
-        sessions = table.sessions[group]
-        metrics = table.metric_names
-        self._group = group
-        self.details_title.setText(f"Group {table.names[group]}: {len(sessions)} session(s)")
+        self.scatter.highlight = groups
+        self.scatter.update()
+        if not chosen:
+            self.details_title.setText("Select groups or sessions to see their sessions and training curves.")
+        elif len(groups) == 1:
+            g = next(iter(groups))
+            self.details_title.setText(f"Group {table.names[g]}: {len(chosen)} session(s)")
+        else:
+            self.details_title.setText(f"{len(groups)} groups, {len(chosen)} sessions")
+        metrics = table.metric_names if table is not None else []
         self.sessions_table.clear()
-        headers = ["Session", "Status", "Start", "End"] + [metric_label(*m) for m in metrics]
+        headers = ["Session", "Group", "Status", "Start", "End"] + [metric_label(*m) for m in metrics]
         self.sessions_table.setColumnCount(len(headers))
         self.sessions_table.setHorizontalHeaderLabels(headers)
-        self.sessions_table.setRowCount(len(sessions))
-        for r, s in enumerate(sessions):
+        self.sessions_table.setRowCount(len(chosen))
+        scheme = Scheme.of(self)
+        for r, (g, s) in enumerate(chosen):
             values = {(m.group, m.tag): m.value for m in s.metrics}
-            cells = [s.name, STATUS_NAMES.get(s.status, str(s.status)), _time(s.start_time), _time(s.end_time)]
-            cells += [format_value(values.get(m)) for m in metrics]
+            cells = [s.name, table.names[g], STATUS_NAMES.get(s.status, str(s.status)), _time(s.start_time),
+                     _time(s.end_time)] + [format_value(values.get(m)) for m in metrics]
             for c, text in enumerate(cells):
                 self.sessions_table.setItem(r, c, QTableWidgetItem(text))
+            self.sessions_table.item(r, 0).setData(Qt.DecorationRole, scheme.data(session_color(r)))  # its line
         self.sessions_table.resizeColumnsToContents()
-        self._draw_charts(group)
+        self._load_curves([s.name for _, s in chosen], metrics)
 
-    def _draw_charts(self, group: int) -> None:
-        """One chart per metric of the group's sessions, in the palette's colours."""
-        table, data, scheme = self.model.table, self.data, Scheme.of(self)
-        sessions, metrics = table.sessions[group], table.metric_names
-        self.charts.clear()
-        per_row = 3 if len(metrics) > 4 else 2
-        for i, (group_name, tag) in enumerate(metrics):
-            plot = self.charts.addPlot(row=i // per_row, col=i % per_row, title=metric_label(group_name, tag))
-            plot.showGrid(x=True, y=True, alpha=0.3)
-            plot.setLabel("bottom", "step")
-            legend = plot.addLegend(offset=(-5, 5)) if len(sessions) > 1 else None
-            for k, s in enumerate(sessions):
-                series = data.series(s.name, group_name, tag)
-                if series is None or not len(series):
-                    continue
-                color = scheme.data(LINE_COLORS[k % len(LINE_COLORS)])
-                plot.plot(series.step.astype(float), series.value, pen=pg.mkPen(color, width=2),
-                          symbol="o" if len(series) < 30 else None, symbolSize=5, symbolBrush=color,
-                          symbolPen=pg.mkPen(scheme.shade(0.22)), name=s.name)
-            style_plot(plot, scheme)
-            if legend is not None and not legend.items:
-                legend.hide()
+    def _load_curves(self, sessions: list[str], metrics: list[tuple[str, str]]) -> None:
+        """Reads the sessions' curves in a worker (through run_job) unless shown already."""
+        key = (id(self.data), tuple(sessions), tuple(metrics))
+        if key == self._curves_key:
+            return
+        self._curves_key = key
+        if not sessions:
+            self.curves.set_curves([], metrics, [])
+            return
+        self.curves.show_message(f"Reading the curves of {len(sessions):,} session(s)…")
+        path = self.data.logdir.path
+        self.run_job(lambda task: load_curves(path, sessions, metrics, task),
+                     lambda curves: self._show_curves(key, curves, metrics, sessions))
+
+    def _show_curves(self, key, curves, metrics, sessions) -> None:
+        if key == self._curves_key:  # not superseded meanwhile
+            self.curves.set_curves(curves, metrics, sessions)
+
+    def _run_now(self, job, on_finished) -> None:
+        """run_job without a window's worker (tests, the report): at once."""
+        try:
+            result = job(TaskState())
+        except ProfileError as e:
+            self.curves.show_message(str(e))
+        else:
+            on_finished(result)
 
     # ------------------------------------------------------------ export
 
