@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import importlib.metadata
+import json
 import re
 
 import PySide6
@@ -26,6 +27,7 @@ from models.registry import KERNEL_STATS, MEMORY_PROFILE, OP_STATS, OVERVIEW, TI
 from models.repository import ProfileRepository
 from models.tb_logdir import logdir_signature
 from models.timeline import Timeline
+from widgets.hparams_layout import settings_key
 from widgets.hparams_view import HParamsView
 from widgets.memory_plot import prepare_series
 from widgets.memory_view import MemoryView
@@ -218,6 +220,7 @@ class MainWindow(QMainWindow):
         self.stats_view.step_range_requested.connect(self.recompute_stats)
         self.hparams_view.watch_toggled.connect(self.set_watching)
         self.hparams_view.run_job = self.curves_runner.start
+        self.hparams_view.layout_changed.connect(self._save_hparams_layout)
         self.curves_runner.failed.connect(self.hparams_view.curves.show_message)
         self.hparams_runner.failed.connect(self.show_error)
         self.cancel_button.clicked.connect(self.cancel)
@@ -379,8 +382,10 @@ class MainWindow(QMainWindow):
 
     def _show_opened(self, result) -> None:
         repo, hparams = result
+        again = hparams is not None and self.hparams_path == self.opened_path  # F5: keep what the user set
         self.hparams_path = self.opened_path if hparams else None
-        self.hparams_view.set_data(hparams[0] if hparams else None)
+        self.hparams_view.set_data(hparams[0] if hparams else None,
+                                   None if again else self._hparams_layout(self.hparams_path))
         self.hparams_signature = hparams[1] if hparams else None
         self.tabs.setTabVisible(self.tabs.indexOf(self.hparams_view), hparams is not None)
         for view in (self.memory_view, self.timeline_view):
@@ -410,6 +415,22 @@ class MainWindow(QMainWindow):
                 self.tree.setCurrentItem(item)
                 self.tabs.setCurrentWidget(self.hparams_view)
                 self.set_status(f"Opened {self.opened_path}: {len(data.session_runs):,} HParams sessions.")
+
+    # ------------------------------------------------------------ HParams layout per log dir
+
+    def _hparams_layout(self, path: str | None) -> dict:
+        """The HParams layout saved for a log dir ({} when none, or unreadable)."""
+        if path is None:
+            return {}
+        try:
+            state = json.loads(self.settings.value(settings_key(path), "{}"))
+        except (TypeError, ValueError):
+            return {}
+        return state if isinstance(state, dict) else {}
+
+    def _save_hparams_layout(self) -> None:
+        if self.hparams_path is not None and self.hparams_view.data is not None:
+            self.settings.setValue(settings_key(self.hparams_path), json.dumps(self.hparams_view.layout_state()))
 
     # ------------------------------------------------------------ watching a sweep
 
@@ -671,6 +692,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("window_state", self.saveState())
+        self._save_hparams_layout()
         self.watch_timer.stop()
         for runner in (self.runner, self.hparams_runner, self.curves_runner):
             runner.cancel()

@@ -237,6 +237,33 @@ class ColumnFilter(QGroupBox):
             cp.filter_interval.min_value = -math.inf if low_end else lo
             cp.filter_interval.max_value = math.inf if high_end else hi
 
+    def state(self) -> dict:
+        """What the user set, in values (not positions), for restore()."""
+        out = {"exclude": self.exclude_missing.isChecked()}
+        if self.kind == "discrete":
+            out["unchecked"] = [(type(v), v) for box, v in self.control if not box.isChecked()]
+        elif self.kind == "regexp":
+            out["regexp"] = self.control.text()
+        elif self.kind == "range":
+            (lo, hi), (low_end, high_end) = self.control.value(), self._ends()
+            out["range"] = (None if low_end else lo, None if high_end else hi)
+        return out
+
+    def restore(self, state: dict) -> None:
+        """A state() taken over another set of values: values new since stay
+        allowed, a bound at the end of the data stays at the (new) end."""
+        self.blockSignals(True)
+        self.exclude_missing.setChecked(state.get("exclude", False))
+        if self.kind == "discrete" and "unchecked" in state:
+            for box, v in self.control:
+                box.setChecked((type(v), v) not in state["unchecked"])
+        elif self.kind == "regexp" and "regexp" in state:
+            self.control.setText(state["regexp"])
+        elif self.kind == "range" and "range" in state:
+            lo, hi = state["range"]
+            self.control.setValue((self.full_range[0] if lo is None else lo, self.full_range[1] if hi is None else hi))
+        self.blockSignals(False)
+
     def set_interval(self, lo: float | None, hi: float | None) -> None:
         """Sets a range filter (from brushing); None clears it."""
         if self.kind != "range":
@@ -282,10 +309,18 @@ class FilterPanel(QScrollArea):
         self.setMinimumWidth(max(340, body.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
                                  + 2 * self.frameWidth()))
 
-    def set_columns(self, columns: dict, scales: dict | None = None) -> None:
+    def set_columns(self, columns: dict, scales: dict | None = None, state: dict | None = None) -> None:
         """columns: (kind, key) -> (title, Column), in display order; scales:
-        (kind, key) -> the scale its range slider moves along."""
+        (kind, key) -> the scale its range slider moves along; state: a
+        state() of the panel before (new values join what the user set)."""
         self._build(columns, scales or {})
+        for key, f in self.filters.items():
+            if key in (state or {}):
+                f.restore(state[key])
+
+    def state(self) -> dict:
+        """The filters the user set, by column."""
+        return {key: f.state() for key, f in self.filters.items() if f.is_active()}
 
     def allowed_statuses(self) -> list[int]:
         return [s for s, box in self.status_boxes.items() if box.isChecked()]

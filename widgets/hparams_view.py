@@ -21,6 +21,7 @@ from models.task import ProfileError, TaskState
 from protos import api_pb2
 from widgets.hparams_curves import CurvesPanel, session_color
 from widgets.hparams_filters import FilterPanel
+from widgets.hparams_layout import apply_after_columns, apply_before_columns, layout_state
 from widgets.hparams_table import FORMATS, STATUS_NAMES, Columns, GroupModel, format_value, metric_label, table_rows
 from widgets.hparams_scales import LINEAR, SCALES, Axis, default_scale
 from widgets.palette import Scheme, follow
@@ -34,6 +35,7 @@ AGGREGATIONS = (("Average", api_pb2.AGGREGATION_AVG), ("Median", api_pb2.AGGREGA
 
 class HParamsView(QWidget):
     watch_toggled = Signal(bool)
+    layout_changed = Signal()  # what layout_state() gives changed (debounced)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -47,6 +49,7 @@ class HParamsView(QWidget):
         self.scales: dict[tuple, str] = {}  # (kind, key) -> the scale the user chose
         self._axis_columns: list[int] = []
         self._fit_columns = False  # size the columns to their contents at the next refresh
+        self.saved_widths: dict[int, int] = {}  # column -> width from a saved layout (not fitted)
 
         self.filters = FilterPanel()
         self.model = GroupModel(self)
@@ -58,7 +61,7 @@ class HParamsView(QWidget):
         self.table.setUniformRowHeights(True)
         self.table.setWordWrap(False)
         header = self.table.header()
-        header.setSectionsMovable(False)
+        header.setSectionsMovable(True)  # the plots follow the table's order
         header.setStretchLastSection(False)
         header.setSectionsClickable(True)
         header.setSectionResizeMode(QHeaderView.Interactive)
@@ -207,6 +210,15 @@ class HParamsView(QWidget):
         self.scatter.brushed.connect(self._on_scatter_brush)
         self.scatter.group_clicked.connect(self.select_group)
         self.watch_box.toggled.connect(self.watch_toggled)
+        self._restoring = False
+        self._layout_timer = QTimer(self, singleShot=True, interval=400)
+        self._layout_timer.timeout.connect(self.layout_changed)
+        header.sectionMoved.connect(self._layout_edited)
+        header.sectionMoved.connect(self._update_plots)
+        header.sectionResized.connect(self._layout_edited)
+        self.color_box.currentIndexChanged.connect(self._layout_edited)
+        self.curves.smoothing.valueChanged.connect(self._layout_edited)
+        self.curves.x_box.currentIndexChanged.connect(self._layout_edited)
         QShortcut(QKeySequence.Copy, self.table, lambda: self.copy("CSV"))
         follow(self, self._apply_scheme)
 
@@ -215,19 +227,51 @@ class HParamsView(QWidget):
 
     # ------------------------------------------------------------ data
 
-    def set_data(self, data: HParamsData | None) -> None:
-        """Shows a log dir's groups; keeps filters and sorting when only sessions were added."""
-        same_columns = (data is not None and self.data is not None and
-                        _column_keys(data.experiment()) == _column_keys(self.experiment))
+    def set_data(self, data: HParamsData | None, layout: dict | None = None) -> None:
+        """Shows a log dir's groups. Without `layout` it is the same log dir
+        again (a reload): filters, sorting, selection and layout are kept,
+        and the filters grow to take in new values. With one (a saved
+        layout_state(), or {}), a log dir opened afresh."""
+        again = layout is None and self.data is not None
+        if again:
+            layout = self.layout_state()
+            filters = self.filters.state()
+            sort = [(self.columns.items[c], order) for c, order in self.sort_keys]
+            aggregation_metric = self.aggregation_metric.currentData()
+        else:
+            filters, sort, aggregation_metric = {}, [], None
+            self.selected, self._curves_key = ([], []), None
+            self.scatter.clear_brush()
+            self.parallel.brushes = {}
         self.data = data
         self.experiment = data.experiment() if data is not None else None
-        if not same_columns:
-            self._build_columns()
+        self._restoring = True  # no layout_changed while the saved layout is put back
+        apply_before_columns(self, layout or {})
+        self._build_columns(filters, aggregation_metric)
+        items = self.columns.items
+        self.sort_keys = [(items.index(item), order) for item, order in sort if item in items]
+        apply_after_columns(self, layout or {})
+        self._restoring = False
         self.refresh()
         if any(self.selected):
             self._show_selection()  # new data: the sessions' rows and curves afresh
 
-    def _build_columns(self) -> None:
+    def set_color_metric(self, metric: tuple[str, str] | None) -> None:
+        """Colours the plots by a metric (None: one colour); unknown metrics are ignored."""
+        for i in range(self.color_box.count()):  # findData does not compare tuples
+            if self.color_box.itemData(i) == metric:
+                self.color_box.setCurrentIndex(i)
+
+    def layout_state(self) -> dict:
+        """Column order, visibility, widths and scales, the colour metric and
+        more, to remember per log dir (JSON)."""
+        return layout_state(self)
+
+    def _layout_edited(self, *_args) -> None:
+        if not self._restoring and self.data is not None:
+            self._layout_timer.start()
+
+    def _build_columns(self, filter_state: dict | None = None, aggregation_metric=None) -> None:
         exp = self.experiment
         hparams = [h.name for h in exp.hparam_infos] if exp else []
         metrics = [(m.name.group, m.name.tag) for m in exp.metric_infos] if exp else []
@@ -245,6 +289,8 @@ class HParamsView(QWidget):
             self.aggregation_metric.addItem(metric_label(*m), m)
             self.color_box.addItem(metric_label(*m), m)
         self.color_box.setCurrentIndex(1 if metrics else 0)
+        if aggregation_metric in metrics:
+            self.aggregation_metric.setCurrentIndex(metrics.index(aggregation_metric))
         self.aggregation_metric.blockSignals(False)
         self.color_box.blockSignals(False)
         filters = {}
@@ -252,7 +298,7 @@ class HParamsView(QWidget):
             for i, (kind, key) in enumerate(self.columns.items):
                 if kind in ("hparam", "metric"):
                     filters[(kind, key)] = (self.columns.title(i), table.column_of(kind, key))
-        self.filters.set_columns(filters, {item: self.scale_of(item) for item in filters})
+        self.filters.set_columns(filters, {item: self.scale_of(item) for item in filters}, filter_state)
         self._build_scales_menu()
         self.columns_menu.clear()
         self.hidden = set()
@@ -262,8 +308,10 @@ class HParamsView(QWidget):
             action.setChecked(True)
             action.toggled.connect(lambda on, c=i: self.set_column_visible(c, on))
         self.model.set_table(table, self.columns)
+        header = self.table.header()
         for i in range(len(self.columns)):
             self.table.setColumnHidden(i, False)
+            header.moveSection(header.visualIndex(i), i)
         self._fit_columns = True
 
     # ------------------------------------------------------------ scales
@@ -289,6 +337,7 @@ class HParamsView(QWidget):
     def set_scale(self, item, kind: str) -> None:
         """Puts a column's axes and range slider on another scale."""
         self.scales[item] = kind
+        self._layout_edited()
         f = self.filters.filters.get(item)
         if f is not None:
             f.set_scale(kind)
@@ -324,6 +373,7 @@ class HParamsView(QWidget):
     def set_column_visible(self, column: int, visible: bool) -> None:
         self.table.setColumnHidden(column, not visible)
         (self.hidden.discard if visible else self.hidden.add)(column)
+        self._layout_edited()
         self._update_plots()
 
     def _table(self):
@@ -375,6 +425,9 @@ class HParamsView(QWidget):
         self._go(0)
         if self._fit_columns and self.model.rowCount():
             for c in range(len(self.columns)):
+                if c in self.saved_widths:  # the width the user gave it last time
+                    self.table.setColumnWidth(c, self.saved_widths[c])
+                    continue
                 self.table.resizeColumnToContents(c)
                 self.table.setColumnWidth(c, min(self.table.columnWidth(c), 220))
             self._fit_columns = False
@@ -508,6 +561,7 @@ class HParamsView(QWidget):
     def _choose_scatter(self, attr: str, chosen: list[int], column: int, on: bool) -> None:
         columns = [c for c in chosen if c != column] + ([column] if on else [])
         setattr(self, attr, [self.columns.items[c] for c in columns])
+        self._layout_edited()
         self._update_plots()
 
     def _on_scatter_brush(self, column: int, row: int, x_range, y_range) -> None:
@@ -711,12 +765,6 @@ def _col_param(kind: str, key) -> api_pb2.ColParams:
     if kind == "hparam":
         return api_pb2.ColParams(hparam=key)
     return api_pb2.ColParams(metric=api_pb2.MetricName(group=key[0], tag=key[1]))
-
-
-def _column_keys(exp: api_pb2.Experiment | None):
-    if exp is None:
-        return None
-    return ([h.name for h in exp.hparam_infos], [(m.name.group, m.name.tag) for m in exp.metric_infos])
 
 
 def _time(seconds: float) -> str:
