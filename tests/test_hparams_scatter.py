@@ -129,3 +129,17 @@ def test_the_chooser_sets_columns_and_rows(view):
     assert titles(view.scatter.rows) == ["train/loss", "validation/loss"]
     view.set_column_visible(view.columns.items.index(("hparam", "lr")), False)  # hidden columns leave the matrix
     assert "lr" not in titles(view.scatter.columns)
+
+
+def test_the_report_adds_the_scatter_matrix_of_the_top_metric(tmp_path):
+    from PySide6.QtGui import QImage
+
+    from models.hparams import load_hparams
+    from viewer.report import write_report
+
+    written = write_report(None, tmp_path, hparams=load_hparams(API_CONFIG), location=str(API_CONFIG))
+    names = [p.name for p in written]
+    assert "hparams_scatter_matrix.png" in names and "hparams_parallel_coordinates.png" in names
+    assert "<img src='hparams_scatter_matrix.png'" in (tmp_path / "index.html").read_text()
+    image = QImage(str(tmp_path / "hparams_scatter_matrix.png"))
+    assert image.width() == 1400 and len({image.pixel(x, 400) for x in range(0, 1400, 7)}) > 5

@@ -95,7 +95,8 @@ def _kernel_section(log, memory_id: str, top: int = 20) -> str:
 
 def _hparams_section(view, data, save, top: int = 20, charts: int = 3) -> str:
     """The sweep: the table sorted by its first metric, the top groups in
-    HTML, the parallel coordinates, and the charts of the best groups."""
+    HTML, the parallel coordinates, the scatter matrix of that metric against
+    the hparams, and the training curves of the best groups."""
     from widgets.hparams_table import format_value
 
     view.set_data(data)
@@ -108,6 +109,11 @@ def _hparams_section(view, data, save, top: int = 20, charts: int = 3) -> str:
     pngs = [save(view, "hparams_table.png")]
     view.center.setCurrentIndex(1)
     pngs.append(save(view, "hparams_parallel_coordinates.png"))
+    if metrics:  # the top metric against every hparam (the first eight)
+        view.scatter_y = [view.columns.items[metrics[0]]]
+        view.scatter_x = [item for item in view.columns.items if item[0] == "hparam"][:8]
+        view.center.setCurrentIndex(2)
+        pngs.append(save(view, "hparams_scatter_matrix.png"))
     view.center.setCurrentIndex(0)
     for rank in range(1, min(charts, view.model.rowCount())):  # the first is shown in the table screenshot
         view.select_row(rank)
@@ -126,8 +132,8 @@ def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, lo
     """Renders the memory view of every session, host and allocator, the
     timeline and op statistics of every host with a step timeline, the
     Statistics (overview, top kernels and operators) of GPU traces per host
-    and for all hosts, and the HParams table, parallel coordinates and best
-    groups' charts of a sweep.
+    and for all hosts, and the HParams table, parallel coordinates, scatter
+    matrix of the top metric and best groups' curves of a sweep.
 
     Returns the written paths, index.html last. Sessions that fail to load
     are listed in the page with their error instead of stopping the report.
