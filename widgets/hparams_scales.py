@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from models.hparams import BOOL, MISSING, NUMBER, STRING, Column
+from models.hparams import BOOL, MISSING, NUMBER, OTHER, STRING, Column
 from widgets.hparams_table import format_value
 
 LINEAR, LOG, QUANTILE = "linear", "log", "quantile"
@@ -180,6 +180,30 @@ def _round(v: float, step: float) -> float:
     return round(v, digits)
 
 
+def _categories(column: Column) -> tuple[np.ndarray, list[str]]:
+    """Each group's category (its value as the table shows it) as an index
+    into the sorted category names, -1 when missing; numpy per kind, Python
+    only per distinct value (and for list or dict values)."""
+    n = len(column.kind)
+    texts = np.full(n, "", dtype=object)
+    strings = column.kind == STRING
+    texts[strings] = column.text[strings]
+    numbers = (column.kind == NUMBER) | (column.kind == BOOL)
+    if numbers.any():
+        bools = column.kind == BOOL
+        texts[bools] = np.where(column.number[bools] != 0, "true", "false")
+        plain = numbers & ~bools
+        distinct, inverse = np.unique(column.number[plain], return_inverse=True)
+        texts[plain] = np.array([format_value(float(v)) for v in distinct], dtype=object)[inverse]
+    for g in np.flatnonzero(column.kind == OTHER).tolist():
+        texts[g] = format_value(column.values[g])
+    present = column.kind != MISSING
+    categories, inverse = np.unique(texts[present].astype(str), return_inverse=True)
+    codes = np.full(n, -1, np.int64)
+    codes[present] = inverse
+    return codes, categories.tolist()
+
+
 class Axis:
     """One column over some groups: positions in [0, 1] (NaN when missing),
     tick labels, and what a range of positions selects. Numbers use the
@@ -192,12 +216,10 @@ class Axis:
         self.categorical = STRING in kinds or NUMBER not in kinds
         self.scale: Scale | None = None
         if self.categorical:
-            self.categories = sorted({format_value(v) for v, k in zip(column.values, column.kind) if k != MISSING},
-                                     key=str)
-            index = {c: i for i, c in enumerate(self.categories)}
+            codes, self.categories = _categories(column)
             span = max(len(self.categories) - 1, 1)
-            self.pos = np.array([index[format_value(column.values[g])] / span if column.kind[g] != MISSING else np.nan
-                                 for g in groups.tolist()], np.float64)
+            codes = codes[groups]
+            self.pos = np.where(codes >= 0, codes / span, np.nan)
             self.labels = [(i / span, c) for i, c in enumerate(self.categories)]
         else:
             numeric = (column.kind == NUMBER) | (column.kind == BOOL)
