@@ -327,6 +327,7 @@ def xprof_peak_rows(tl: Snapshots, summary: MemorySummary) -> AllocationRows:
 
 
 def _special(op: str, region: str, size: int, step: int) -> Metadata:
+    size = min(size, np.iinfo(np.int64).max)  # a difference of corrupt sizes can pass what int64 holds
     return Metadata(ALLOCATION, size, size, 0, op, step, region, "INVALID", "unknown")
 
 
