@@ -17,9 +17,16 @@ typedef struct {
     char kind;
     PyArrayObject *array;
     PyObject *table;  /* borrowed list of bytes, for "s" */
+    Py_ssize_t width; /* the most bytes one value takes */
+    double last;      /* "f": the last value formatted and its text (columns repeat values) */
+    char last_text[40];
+    int last_len;
 } Column;
 
+/* The text is written straight into the bytes object returned (resized
+ * at the end): no copy, and no fresh pages for a buffer per call. */
 typedef struct {
+    PyObject *bytes;
     char *data;
     Py_ssize_t size, cap;
 } Out;
@@ -28,50 +35,62 @@ static int out_reserve(Out *o, Py_ssize_t more) {
     if (o->size + more <= o->cap) return 1;
     Py_ssize_t cap = o->cap ? o->cap : 1 << 16;
     while (cap < o->size + more) cap *= 2;
-    char *grown = PyMem_Realloc(o->data, cap);
-    if (!grown) {
-        PyErr_NoMemory();
-        return 0;
-    }
-    o->data = grown;
+    if (!o->bytes ? !(o->bytes = PyBytes_FromStringAndSize(NULL, cap)) : _PyBytes_Resize(&o->bytes, cap) < 0) return 0;
+    o->data = PyBytes_AS_STRING(o->bytes);
     o->cap = cap;
     return 1;
 }
 
-static int out_put(Out *o, const char *s, Py_ssize_t n) {
-    if (!out_reserve(o, n)) return 0;
-    memcpy(o->data + o->size, s, n);
-    o->size += n;
-    return 1;
+/* Writers into room already reserved: each returns the end of what it wrote. */
+static const char DIGIT_PAIRS[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static char *put_uint(char *w, uint64_t v, int negative) {
+    char digits[24], *d = digits + sizeof digits;
+    while (v >= 100) {
+        d -= 2;
+        memcpy(d, DIGIT_PAIRS + 2 * (v % 100), 2);
+        v /= 100;
+    }
+    if (v >= 10) {
+        d -= 2;
+        memcpy(d, DIGIT_PAIRS + 2 * v, 2);
+    } else {
+        *--d = (char)('0' + v);
+    }
+    if (negative) *w++ = '-';
+    size_t n = (size_t)(digits + sizeof digits - d);
+    memcpy(w, d, n);
+    return w + n;
 }
 
-static int out_uint(Out *o, uint64_t v, int negative) {
-    char digits[24];
-    int n = 0;
-    do {
-        digits[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    if (!out_reserve(o, n + 1)) return 0;
-    if (negative) o->data[o->size++] = '-';
-    while (n) o->data[o->size++] = digits[--n];
-    return 1;
+static char *put_int(char *w, int64_t v) {
+    return v < 0 ? put_uint(w, (uint64_t)0 - (uint64_t)v, 1) : put_uint(w, (uint64_t)v, 0);
 }
 
-static int out_int(Out *o, int64_t v) {
-    return v < 0 ? out_uint(o, (uint64_t)0 - (uint64_t)v, 1) : out_uint(o, (uint64_t)v, 0);
-}
-
-/* As float.__repr__, which json.dumps uses for finite numbers. */
-static int out_float(Out *o, double v) {
-    if (v != v) return out_put(o, "NaN", 3);
-    if (v == HUGE_VAL) return out_put(o, "Infinity", 8);
-    if (v == -HUGE_VAL) return out_put(o, "-Infinity", 9);
-    char *text = PyOS_double_to_string(v, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
-    if (!text) return 0;
-    int ok = out_put(o, text, (Py_ssize_t)strlen(text));
-    PyMem_Free(text);
-    return ok;
+/* As float.__repr__, which json.dumps uses for finite numbers; NULL on failure. */
+static char *put_float(char *w, Column *c, double v) {
+    if (v != v) return memcpy(w, "NaN", 3), w + 3;
+    if (v == HUGE_VAL) return memcpy(w, "Infinity", 8), w + 8;
+    if (v == -HUGE_VAL) return memcpy(w, "-Infinity", 9), w + 9;
+    if (c->last_len == 0 || memcmp(&v, &c->last, sizeof v) != 0) {
+        char *text = PyOS_double_to_string(v, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+        if (!text) return NULL;
+        size_t n = strlen(text);
+        if (n >= sizeof c->last_text) { /* never for a double's repr */
+            PyMem_Free(text);
+            PyErr_SetString(PyExc_ValueError, "a float's text is too long");
+            return NULL;
+        }
+        memcpy(c->last_text, text, n);
+        PyMem_Free(text);
+        c->last = v;
+        c->last_len = (int)n;
+    }
+    memcpy(w, c->last_text, (size_t)c->last_len);
+    return w + c->last_len;
 }
 
 static PyObject *json_rows(PyObject *self, PyObject *args) {
@@ -115,49 +134,71 @@ static PyObject *json_rows(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "a column is shorter than stop");
             goto done;
         }
+        cols[j].width = kind[0] == 'f' ? 40 : 24; /* an id outside the table is written as a number */
         for (Py_ssize_t t = 0; table && t < PyList_GET_SIZE(table); t++) {
-            if (!PyBytes_Check(PyList_GET_ITEM(table, t))) {
+            PyObject *text = PyList_GET_ITEM(table, t);
+            if (!PyBytes_Check(text)) {
                 PyErr_SetString(PyExc_TypeError, "a table must hold bytes");
                 goto done;
             }
+            if (PyBytes_GET_SIZE(text) > cols[j].width) cols[j].width = PyBytes_GET_SIZE(text);
         }
+    }
+    Py_ssize_t row_width = sep.len; /* the most bytes a row takes, reserved once per row */
+    for (Py_ssize_t j = 0; j <= k; j++) {
+        row_width += PyBytes_GET_SIZE(PyList_GET_ITEM(parts, j)) + (j < k ? cols[j].width : 0);
     }
     if (start < 0 || stop < start) {
         PyErr_SetString(PyExc_ValueError, "bad row range");
         goto done;
     }
+    /* room for every row at its widest, up to 32 MiB (more as needed) */
+    Py_ssize_t room = (Py_ssize_t)32 << 20;
+    if (stop - start < room / row_width) room = (stop - start) * row_width;
+    if (stop > start && !out_reserve(&out, room)) goto done;
     for (Py_ssize_t r = start; r < stop; r++) {
-        if (r > start && !out_put(&out, sep.buf, sep.len)) goto done;
+        if (!out_reserve(&out, row_width)) goto done;
+        char *w = out.data + out.size;
+        if (r > start) {
+            memcpy(w, sep.buf, (size_t)sep.len);
+            w += sep.len;
+        }
         for (Py_ssize_t j = 0; j <= k; j++) {
             PyObject *part = PyList_GET_ITEM(parts, j);
-            if (!out_put(&out, PyBytes_AS_STRING(part), PyBytes_GET_SIZE(part))) goto done;
+            memcpy(w, PyBytes_AS_STRING(part), (size_t)PyBytes_GET_SIZE(part));
+            w += PyBytes_GET_SIZE(part);
             if (j == k) break;
             Column *c = &cols[j];
-            void *at = PyArray_GETPTR1(c->array, r);
-            int ok;
+            const void *at = PyArray_GETPTR1(c->array, r);
             if (c->kind == 'u') {
-                ok = out_uint(&out, *(uint64_t *)at, 0);
+                w = put_uint(w, *(const uint64_t *)at, 0);
             } else if (c->kind == 'f') {
-                ok = out_float(&out, *(double *)at);
+                if (!(w = put_float(w, c, *(const double *)at))) goto done;
             } else if (c->kind == 's') {
-                int64_t id = *(int64_t *)at;
+                int64_t id = *(const int64_t *)at;
                 if (id >= 0 && id < PyList_GET_SIZE(c->table)) {
                     PyObject *text = PyList_GET_ITEM(c->table, id);
-                    ok = out_put(&out, PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text));
+                    memcpy(w, PyBytes_AS_STRING(text), (size_t)PyBytes_GET_SIZE(text));
+                    w += PyBytes_GET_SIZE(text);
                 } else {
-                    ok = out_int(&out, id);
+                    w = put_int(w, id);
                 }
             } else {
-                ok = out_int(&out, *(int64_t *)at);
+                w = put_int(w, *(const int64_t *)at);
             }
-            if (!ok) goto done;
         }
+        out.size = w - out.data;
     }
-    result = PyBytes_FromStringAndSize(out.data ? out.data : "", out.size);
+    if (!out.bytes) {
+        result = PyBytes_FromStringAndSize("", 0);
+    } else if (_PyBytes_Resize(&out.bytes, out.size) == 0) {
+        result = out.bytes;
+        out.bytes = NULL;
+    }
 done:
     for (Py_ssize_t j = 0; cols && j < k; j++) Py_XDECREF(cols[j].array);
     PyMem_Free(cols);
-    PyMem_Free(out.data);
+    Py_XDECREF(out.bytes);
     PyBuffer_Release(&sep);
     return result;
 }

@@ -11,6 +11,7 @@ other snapshot.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterator
@@ -502,8 +503,18 @@ def _snapshot_chunks(tl: Snapshots | None) -> Iterator[bytes]:
                ("i", tl.peak_in_use), ("s", tl.activity, _ACTIVITY_JSON), ("i", tl.requested), ("i", tl.allocation),
                ("u" if tl.address.dtype == np.uint64 else "i", tl.address), ("s", tl.op, strings), ("i", tl.step), ("s", tl.region, strings),
                ("s", tl.dtype, strings), ("s", tl.shape, strings)]
-    for a in range(0, len(tl), SNAPSHOT_CHUNK):
+
+    def text(a: int) -> bytes:
         rows = [(kind, values[a:a + SNAPSHOT_CHUNK], *table) for kind, values, *table in columns]
-        text = _jsonrows.json_rows(_SNAPSHOT_PARTS, rows, 0, min(SNAPSHOT_CHUNK, len(tl) - a), b",")
-        yield (b"[" if a == 0 else b",") + text
+        return _jsonrows.json_rows(_SNAPSHOT_PARTS, rows, 0, min(SNAPSHOT_CHUNK, len(tl) - a), b",")
+
+    # The next chunk is formatted on a thread while the consumer writes this one.
+    with ThreadPoolExecutor(1) as pool:
+        ahead = pool.submit(text, 0)
+        for a in range(0, len(tl), SNAPSHOT_CHUNK):
+            chunk = ahead.result()
+            if a + SNAPSHOT_CHUNK < len(tl):
+                ahead = pool.submit(text, a + SNAPSHOT_CHUNK)
+            yield b"[" if a == 0 else b","
+            yield chunk
     yield b"]"

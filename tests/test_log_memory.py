@@ -3,6 +3,7 @@ against a plain dictionary replay, real TensorFlow 2.21 logs, bad input."""
 
 import gzip
 import json
+import os
 import re
 import threading
 
@@ -11,7 +12,7 @@ import pytest
 from google.protobuf import text_format
 
 from models.formats import _logscan
-from models.formats.log_memory import (DEFERRED, MESSAGE_NAMES, RAW_ALLOCATION, RAW_DEALLOCATION, TENSOR_ALLOCATION,
+from models.formats.log_memory import (BLOCK, DEFERRED, MESSAGE_NAMES, RAW_ALLOCATION, RAW_DEALLOCATION, TENSOR_ALLOCATION,
                                TENSOR_DEALLOCATION, _scan_block, load_memory_log)
 from models.formats.memory_profile_file import parse_memory_profile
 from models.memory_profile import ALLOCATION
@@ -312,6 +313,20 @@ def test_cancel_stops_the_read_and_leaves_no_thread(tmp_path):
     with pytest.raises(Cancelled):
         load_memory_log(big, task=task)
     assert threading.active_count() == before
+
+
+def test_a_log_cut_short_while_read_is_an_error_not_a_crash(tmp_path):
+    """A mapped page past the end of a file crashes the process: a log that
+    shrinks under the reader (logrotate's copytruncate) is refused instead."""
+    big = tmp_path / "big.log"
+    big.write_bytes(gzip.decompress(BFC_LOG.read_bytes()) * 40)  # 10 MB: three blocks
+
+    def truncate(fraction, text):
+        if big.stat().st_size > BLOCK:
+            os.truncate(big, BLOCK)  # the block being scanned stays whole
+
+    with pytest.raises(ProfileError, match="shrank while it was read"):
+        load_memory_log(big, task=TaskState(on_progress=truncate))
 
 
 # ---------------------------------------------------------------- repository, export

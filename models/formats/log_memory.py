@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gzip
 import mmap
+import os
 import re
 import zlib
 from collections import deque
@@ -181,7 +182,7 @@ def load_memory_log(path: Path, host: str = "", task: TaskState | None = None) -
     path = Path(path)
     try:
         size = max(path.stat().st_size, 1)
-        reader = _Reader(rows=size // 128)  # memory lines are longer
+        reader = _Reader(rows=size // 128)  # room for as many rows as lines of 128 bytes (memory lines are longer)
         raw = open(path, "rb")
     except OSError as e:
         raise ProfileError(f"{path}: could not be read: {e.strerror or e}") from None
@@ -195,7 +196,8 @@ def load_memory_log(path: Path, host: str = "", task: TaskState | None = None) -
                 # while this one reads the next block and files the results in order.
                 pending = deque()
                 f = gzip.GzipFile(fileobj=raw, mode="rb") if is_gzip else raw
-                for buf, start, stop in _mapped_blocks(mapped) if mapped is not None else _blocks(f, reader.problems):
+                blocks = _mapped_blocks(mapped, raw, path) if mapped is not None else _blocks(f, reader.problems)
+                for buf, start, stop in blocks:
                     if is_gzip and f.tell() > inflate_limit(size):
                         raise inflate_refused(path, size)
                     pending.append((buf, stop, pool.submit(_scan_block, buf, start, stop)))
@@ -219,11 +221,15 @@ def _map(f) -> mmap.mmap | None:
         return None
 
 
-def _mapped_blocks(mapped: mmap.mmap):
-    """(buf, start, stop) of blocks of whole lines, as _blocks cuts them."""
+def _mapped_blocks(mapped: mmap.mmap, f, path: Path):
+    """(buf, start, stop) of blocks of whole lines, as _blocks cuts them. A
+    mapped page past the end of the file would crash the process: a file cut
+    short while it is read (logrotate's copytruncate) is refused."""
     start = end = 0
     while start < len(mapped):
         end = min(end + BLOCK, len(mapped))
+        if os.fstat(f.fileno()).st_size < end:
+            raise ProfileError(f"{path}: the file shrank while it was read (rotated?); open it again")
         cut = mapped.rfind(b"\n", start, end) + 1
         if end == len(mapped):
             cut = end
