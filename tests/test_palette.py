@@ -180,12 +180,19 @@ def test_hparams_charts_and_parallel_coordinates_follow_the_palette(qtbot, use_p
     qtbot.waitExposed(v.parallel)
     for dark in (False, True, False):
         use_palette(dark)
-        plots = [item for item in v.charts.ci.items if hasattr(item, "getViewBox")]
+        charts = v.curves.charts
+        plots = [item for item in charts.ci.items if hasattr(item, "getViewBox")]
         assert plots
-        background, axis = _plot_regions(v.charts, plots[0])
-        check(v.charts.grab().toImage(), background, axis, dark)
+        background, axis = _plot_regions(charts, plots[0])
+        check(charts.grab().toImage(), background, axis, dark)
         title = plots[0].titleLabel
         assert (QColor(title.opts["color"]).lightness() > 170) == dark  # grey 150 on white, #bebebe on dark
         pc = v.parallel
         image = pc.grab().toImage()
         check(image, QRectF(pc.width() // 2 - 20, 24, 40, 10), QRectF(0, 2, pc.width(), 20), dark)
+        v.center.setCurrentIndex(2)  # the scatter matrix' cells and labels too
+        matrix = v.scatter
+        cell = matrix.cell_rect(0, 0)
+        check(matrix.grab().toImage(), QRectF(cell.left() + 8, cell.top() + 8, 20, 10),
+              QRectF(0, matrix.height() - 20, matrix.width(), 18), dark)
+        v.center.setCurrentIndex(1)
