@@ -876,15 +876,12 @@ done:
 
 /* ---------------------------------------------------------------- replay
  *
- *   select_events(kind, flags, allocator, id, time, a) -> (sel, row, deferred, in_order)
- *       The events (int64 indices, log order) of allocator a that have an
- *       allocation_id and are not deferred raw deallocations; row: for an
- *       allocation its row in the table of allocations (of every allocator,
- *       in log order), -1 for a deallocation; the number of deferred ones
- *       left out; whether the times of the events never decrease.
- *   pair_events(sel, row, id, kind, bytes, raw_region, tensor_region)
- *       -> (n, event, source, activity, heap, peak, region, allocs, frees)
- *       Replays the events in the order given: a deallocation frees the
+ *   replay(kind, flags, allocator, id, time, bytes, a, raw_region, tensor_region[, sel, row])
+ *       -> None or (n, selected, deferred, event, source, activity, heap, peak, region, allocs, frees)
+ *       Replays allocator a's events that have an allocation_id, leaving
+ *       out deferred raw deallocations (counted): in log order, or None when
+ *       their times decrease somewhere; with sel and row, in that order (sel:
+ *       event indices, row: select_events'). A deallocation frees the
  *       allocation just before it under its allocation_id, or is unmatched
  *       and left out. The first n items of each column are the timeline:
  *       event index, the allocation row it shows (a deallocation shows its
@@ -892,6 +889,10 @@ done:
  *       (bytes by allocation row) and their running maximum, region id;
  *       allocs are the timeline indices of allocations and frees the index
  *       freeing each (n if never).
+ *   select_events(kind, flags, allocator, id, a) -> (sel, row)
+ *       Those events' indices (log order) and, for an allocation, its row in
+ *       the table of allocations (of every allocator, in log order), -1 for a
+ *       deallocation.
  */
 static PyArrayObject *column_arg(PyObject *obj, int type, npy_intp n) {
     PyArrayObject *a = as_column(obj, type);
@@ -908,51 +909,60 @@ static PyObject *new_column(npy_intp n, int type) {
     return PyArray_SimpleNew(1, dims, type);
 }
 
-static PyObject *select_events(PyObject *self, PyObject *args) {
-    PyObject *objs[5];
-    long long a;
-    if (!PyArg_ParseTuple(args, "OOOOOL", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &a)) return NULL;
+/* The event columns replay reads, checked to be of one length. */
+typedef struct {
+    PyArrayObject *arrays[5];
+    const int8_t *kind, *flags;
+    const int32_t *allocator;
+    const int64_t *id, *time;
+    npy_intp n;
+} Events;
+
+static int events_get(Events *ev, PyObject *const *objs, int count) {
     static const int types[5] = {NPY_INT8, NPY_INT8, NPY_INT32, NPY_INT64, NPY_INT64};
-    PyArrayObject *cols[5] = {NULL};
+    ev->n = -1;
+    for (int j = 0; j < count; j++) {
+        if (!(ev->arrays[j] = column_arg(objs[j], types[j], ev->n))) return 0;
+        ev->n = PyArray_DIM(ev->arrays[j], 0);
+    }
+    ev->kind = PyArray_DATA(ev->arrays[0]);
+    ev->flags = PyArray_DATA(ev->arrays[1]);
+    ev->allocator = PyArray_DATA(ev->arrays[2]);
+    ev->id = PyArray_DATA(ev->arrays[3]);
+    ev->time = count > 4 ? PyArray_DATA(ev->arrays[4]) : NULL;
+    return 1;
+}
+
+static void events_release(Events *ev) {
+    for (int j = 0; j < 5; j++) Py_XDECREF(ev->arrays[j]);
+}
+
+#define IS_ALLOCATION(ev, i) ((ev)->kind[i] == 1 || (ev)->kind[i] == 4)
+#define DEFERRED_FREE(ev, i) ((ev)->kind[i] == 5 && ((ev)->flags[i] & 1))
+#define TRACKED(ev, i, a) ((ev)->allocator[i] == (a) && (ev)->id[i] != 0)
+
+static PyObject *select_events(PyObject *self, PyObject *args) {
+    PyObject *objs[4];
+    long long a;
+    if (!PyArg_ParseTuple(args, "OOOOL", &objs[0], &objs[1], &objs[2], &objs[3], &a)) return NULL;
+    Events ev = {{NULL}};
     PyObject *sel = NULL, *row = NULL, *out = NULL;
-    npy_intp n = -1;
-    for (int j = 0; j < 5; j++) {
-        if (!(cols[j] = column_arg(objs[j], types[j], n))) goto done;
-        n = PyArray_DIM(cols[j], 0);
-    }
-    const int8_t *kind = PyArray_DATA(cols[0]), *flags = PyArray_DATA(cols[1]);
-    const int32_t *allocator = PyArray_DATA(cols[2]);
-    const int64_t *id = PyArray_DATA(cols[3]), *time = PyArray_DATA(cols[4]);
-#define DEFERRED_FREE(i) (kind[i] == 5 && (flags[i] & 1))
-    npy_intp m = 0, deferred = 0;
-    for (npy_intp i = 0; i < n; i++) {
-        if (allocator[i] == a && id[i] != 0) {
-            deferred += DEFERRED_FREE(i);
-            m += !DEFERRED_FREE(i);
-        }
-    }
+    if (!events_get(&ev, objs, 4)) goto done;
+    npy_intp m = 0;
+    for (npy_intp i = 0; i < ev.n; i++) m += TRACKED(&ev, i, a) && !DEFERRED_FREE(&ev, i);
     if (!(sel = new_column(m, NPY_INT64)) || !(row = new_column(m, NPY_INT64))) goto done;
     int64_t *s = PyArray_DATA((PyArrayObject *)sel), *r = PyArray_DATA((PyArrayObject *)row);
-    int64_t rows = 0, last = INT64_MIN;
-    int in_order = 1;
-    Py_BEGIN_ALLOW_THREADS
-    for (npy_intp i = 0, k = 0; i < n; i++) {
-        int is_alloc = kind[i] == 1 || kind[i] == 4;
-        if (allocator[i] == a && id[i] != 0 && !DEFERRED_FREE(i)) {
+    for (npy_intp i = 0, k = 0, rows = 0; i < ev.n; rows += IS_ALLOCATION(&ev, i), i++) {
+        if (TRACKED(&ev, i, a) && !DEFERRED_FREE(&ev, i)) {
             s[k] = i;
-            r[k++] = is_alloc ? rows : -1;
-            in_order &= time[i] >= last;
-            last = time[i];
+            r[k++] = IS_ALLOCATION(&ev, i) ? rows : -1;
         }
-        rows += is_alloc;
     }
-    Py_END_ALLOW_THREADS
-#undef DEFERRED_FREE
-    out = Py_BuildValue("(OOnO)", sel, row, deferred, in_order ? Py_True : Py_False);
+    out = PyTuple_Pack(2, sel, row);
 done:
     Py_XDECREF(sel);
     Py_XDECREF(row);
-    for (int j = 0; j < 5; j++) Py_XDECREF(cols[j]);
+    events_release(&ev);
     return out;
 }
 
@@ -1015,96 +1025,140 @@ static void id_remove(IdMap *m, size_t i) {
     m->count--;
 }
 
-static PyObject *pair_events(PyObject *self, PyObject *args) {
-    PyObject *objs[5];
+/* A replay in progress: the live allocations and the columns it writes. */
+typedef struct {
+    IdMap map;
+    const Events *ev;
+    const int64_t *bytes;
     int raw_region, tensor_region;
-    if (!PyArg_ParseTuple(args, "OOOOOii", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &raw_region, &tensor_region))
+    int64_t *event, *source, *activity, *heap, *peak, *allocs, *frees;
+    int32_t *region;
+    npy_intp n, n_allocs;
+    uint64_t live, top; /* wrap as numpy's int64 sums do */
+} Replay;
+
+/* One event, with its allocation row (-1 for a deallocation); 0 when out of memory. */
+static int replay_event(Replay *p, int64_t e, int64_t r) {
+    npy_intp n = p->n;
+    if (r >= 0) {
+        if (!id_put(&p->map, p->ev->id[e], p->n_allocs)) return 0;
+        p->allocs[p->n_allocs] = n;
+        p->frees[p->n_allocs++] = -1;
+        p->source[n] = r;
+        p->activity[n] = 1;
+        p->region[n] = p->ev->kind[e] == 4 ? p->raw_region : p->tensor_region;
+        p->live += (uint64_t)p->bytes[r];
+    } else {
+        size_t h = id_find(&p->map, p->ev->id[e]);
+        if (!p->map.slots[h].key) return 1; /* unmatched */
+        int64_t k = p->map.slots[h].value;
+        id_remove(&p->map, h);
+        p->frees[k] = n;
+        p->source[n] = p->source[p->allocs[k]];
+        p->activity[n] = 2;
+        p->region[n] = p->region[p->allocs[k]];
+        p->live -= (uint64_t)p->bytes[p->source[n]];
+    }
+    p->event[n] = e;
+    p->heap[n] = (int64_t)p->live;
+    if (n == 0 || (int64_t)p->live > (int64_t)p->top) p->top = p->live;
+    p->peak[n] = (int64_t)p->top;
+    p->n = n + 1;
+    return 1;
+}
+
+static PyObject *replay(PyObject *self, PyObject *args) {
+    PyObject *objs[5], *bytes_obj, *sel_obj = NULL, *row_obj = NULL;
+    long long a;
+    int raw_region, tensor_region;
+    if (!PyArg_ParseTuple(args, "OOOOOOLii|OO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &bytes_obj, &a,
+                          &raw_region, &tensor_region, &sel_obj, &row_obj))
         return NULL;
-    PyArrayObject *cols[5] = {NULL};
-    static const int types[5] = {NPY_INT64, NPY_INT64, NPY_INT64, NPY_INT8, NPY_INT64};
+    Events ev = {{NULL}};
+    PyArrayObject *bytes = NULL, *sel = NULL, *row = NULL;
     PyObject *outs[8] = {NULL}, *result = NULL;
     static const int out_types[8] = {NPY_INT64, NPY_INT64, NPY_INT64, NPY_INT64, NPY_INT64, NPY_INT32, NPY_INT64, NPY_INT64};
-    IdMap map = {PyMem_RawCalloc(1024, sizeof(Entry)), 1023, 0};
-    if (!map.slots) return PyErr_NoMemory();
-    for (int j = 0; j < 5; j++) {
-        if (!(cols[j] = column_arg(objs[j], types[j], j < 2 ? (j ? PyArray_DIM(cols[0], 0) : -1) : -1))) goto done;
-    }
-    npy_intp m = PyArray_DIM(cols[0], 0), n_events = PyArray_DIM(cols[2], 0), n_rows = PyArray_DIM(cols[4], 0);
-    if (PyArray_DIM(cols[3], 0) != n_events) {
-        PyErr_SetString(PyExc_ValueError, "id and kind must have the same length");
+    Replay p = {{PyMem_RawCalloc(1024, sizeof(Entry)), 1023, 0}};
+    if (!p.map.slots) return PyErr_NoMemory();
+    if (!events_get(&ev, objs, 5) || !(bytes = column_arg(bytes_obj, NPY_INT64, -1))) goto done;
+    if (sel_obj && (!(sel = column_arg(sel_obj, NPY_INT64, -1)) || !(row = column_arg(row_obj, NPY_INT64, PyArray_DIM(sel, 0)))))
         goto done;
+    npy_intp m = 0, deferred = 0, n_rows = PyArray_DIM(bytes, 0);
+    int64_t last = INT64_MIN;
+    int in_order = 1;
+    for (npy_intp i = 0; i < ev.n; i++) {
+        if (!TRACKED(&ev, i, a)) continue;
+        if (DEFERRED_FREE(&ev, i)) {
+            deferred++;
+        } else {
+            m++;
+            in_order &= ev.time[i] >= last;
+            last = ev.time[i];
+        }
+    }
+    if (!sel && !in_order) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    const int64_t *s = sel ? PyArray_DATA(sel) : NULL, *r = sel ? PyArray_DATA(row) : NULL;
+    if (sel) {
+        m = PyArray_DIM(sel, 0);
+        for (npy_intp j = 0; j < m; j++) {
+            if (s[j] < 0 || s[j] >= ev.n || r[j] >= n_rows) {
+                PyErr_SetString(PyExc_ValueError, "an index out of range");
+                goto done;
+            }
+        }
+    } else {
+        npy_intp rows = 0;
+        for (npy_intp i = 0; i < ev.n; i++) rows += IS_ALLOCATION(&ev, i);
+        if (rows > n_rows) {
+            PyErr_SetString(PyExc_ValueError, "fewer allocation rows than allocations");
+            goto done;
+        }
     }
     for (int j = 0; j < 8; j++) {
         if (!(outs[j] = new_column(m, out_types[j]))) goto done;
     }
-    const int64_t *sel = PyArray_DATA(cols[0]), *row = PyArray_DATA(cols[1]), *id = PyArray_DATA(cols[2]);
-    const int8_t *kind = PyArray_DATA(cols[3]);
-    const int64_t *bytes = PyArray_DATA(cols[4]);
-    int64_t *event = PyArray_DATA((PyArrayObject *)outs[0]), *source = PyArray_DATA((PyArrayObject *)outs[1]);
-    int64_t *activity = PyArray_DATA((PyArrayObject *)outs[2]), *heap = PyArray_DATA((PyArrayObject *)outs[3]);
-    int64_t *peak = PyArray_DATA((PyArrayObject *)outs[4]);
-    int32_t *region = PyArray_DATA((PyArrayObject *)outs[5]);
-    int64_t *allocs = PyArray_DATA((PyArrayObject *)outs[6]), *frees = PyArray_DATA((PyArrayObject *)outs[7]);
-    npy_intp n = 0, n_allocs = 0;
-    int error = 0; /* 1 out of memory, 2 an index out of range */
-    Py_BEGIN_ALLOW_THREADS
-    uint64_t live = 0, top = 0; /* wraps as numpy's int64 sums do */
-    for (npy_intp j = 0; j < m && !error; j++) {
-        int64_t e = sel[j], r = row[j];
-        if (e < 0 || e >= n_events || r >= n_rows) {
-            error = 2;
-            break;
-        }
-        if (r >= 0) {
-            if (!id_put(&map, id[e], n_allocs)) {
-                error = 1;
-                break;
-            }
-            allocs[n_allocs] = n;
-            frees[n_allocs++] = -1;
-            source[n] = r;
-            activity[n] = 1;
-            region[n] = kind[e] == 4 ? raw_region : tensor_region;
-            live += (uint64_t)bytes[r];
-        } else {
-            size_t h = id_find(&map, id[e]);
-            if (!map.slots[h].key) continue; /* unmatched */
-            int64_t k = map.slots[h].value;
-            id_remove(&map, h);
-            frees[k] = n;
-            source[n] = source[allocs[k]];
-            activity[n] = 2;
-            region[n] = region[allocs[k]];
-            live -= (uint64_t)bytes[source[n]];
-        }
-        event[n] = e;
-        heap[n] = (int64_t)live;
-        if (n == 0 || (int64_t)live > (int64_t)top) top = live;
-        peak[n++] = (int64_t)top;
+    int64_t **columns[8] = {&p.event, &p.source, &p.activity, &p.heap, &p.peak, NULL, &p.allocs, &p.frees};
+    for (int j = 0; j < 8; j++) {
+        if (columns[j]) *columns[j] = PyArray_DATA((PyArrayObject *)outs[j]);
     }
-    for (npy_intp k = 0; k < n_allocs; k++) {
-        if (frees[k] < 0) frees[k] = n;
+    p.region = PyArray_DATA((PyArrayObject *)outs[5]);
+    p.ev = &ev;
+    p.bytes = PyArray_DATA(bytes);
+    p.raw_region = raw_region;
+    p.tensor_region = tensor_region;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    if (sel) {
+        for (npy_intp j = 0; j < m && ok; j++) ok = replay_event(&p, s[j], r[j]);
+    } else {
+        for (npy_intp i = 0, rows = 0; i < ev.n && ok; rows += IS_ALLOCATION(&ev, i), i++) {
+            if (TRACKED(&ev, i, a) && !DEFERRED_FREE(&ev, i)) ok = replay_event(&p, i, IS_ALLOCATION(&ev, i) ? rows : -1);
+        }
+    }
+    for (npy_intp k = 0; k < p.n_allocs; k++) {
+        if (p.frees[k] < 0) p.frees[k] = p.n;
     }
     Py_END_ALLOW_THREADS
-    if (error) {
-        if (error == 1) PyErr_NoMemory();
-        else PyErr_SetString(PyExc_ValueError, "an index out of range");
+    if (!ok) {
+        PyErr_NoMemory();
         goto done;
     }
-    result = Py_BuildValue("(nOOOOOOOO)", n, outs[0], outs[1], outs[2], outs[3], outs[4], outs[5], outs[6], outs[7]);
-    if (result) { /* allocs and frees: only the first n_allocs */
-        for (int j = 6; j < 8; j++) {
-            PyObject *cut = PySequence_GetSlice(outs[j], 0, n_allocs);
-            if (!cut) {
-                Py_CLEAR(result);
-                break;
-            }
-            PyTuple_SetItem(result, 1 + j, cut);
-        }
+    PyObject *cut[8];
+    for (int j = 0; j < 8; j++) cut[j] = PySequence_GetSlice(outs[j], 0, j < 6 ? p.n : p.n_allocs);
+    if (cut[0] && cut[1] && cut[2] && cut[3] && cut[4] && cut[5] && cut[6] && cut[7]) {
+        result = Py_BuildValue("(nnnOOOOOOOO)", p.n, m, deferred, cut[0], cut[1], cut[2], cut[3], cut[4], cut[5], cut[6],
+                               cut[7]);
     }
+    for (int j = 0; j < 8; j++) Py_XDECREF(cut[j]);
 done:
-    PyMem_RawFree(map.slots);
-    for (int j = 0; j < 5; j++) Py_XDECREF(cols[j]);
+    PyMem_RawFree(p.map.slots);
+    events_release(&ev);
+    Py_XDECREF(bytes);
+    Py_XDECREF(sel);
+    Py_XDECREF(row);
     for (int j = 0; j < 8; j++) Py_XDECREF(outs[j]);
     return result;
 }
@@ -1113,11 +1167,10 @@ static PyMethodDef methods[] = {
     {"scan_memory_log", scan_memory_log, METH_VARARGS,
      "scan_memory_log(buf, final) -> (consumed, kind, time_us, line, ints, strs)"},
     {"scan_block", scan_block, METH_VARARGS, "scan_block(buf, start, stop, dtype_names) -> dict of a block's columns"},
-    {"select_events", select_events, METH_VARARGS,
-     "select_events(kind, flags, allocator, id, time, a) -> (sel, row, deferred, in_order)"},
-    {"pair_events", pair_events, METH_VARARGS,
-     "pair_events(sel, row, id, kind, bytes, raw_region, tensor_region) -> (n, event, source, activity, heap, peak, "
-     "region, allocs, frees)"},
+    {"select_events", select_events, METH_VARARGS, "select_events(kind, flags, allocator, id, a) -> (sel, row)"},
+    {"replay", replay, METH_VARARGS,
+     "replay(kind, flags, allocator, id, time, bytes, a, raw_region, tensor_region[, sel, row]) -> None or (n, selected, "
+     "deferred, event, source, activity, heap, peak, region, allocs, frees)"},
     {NULL, NULL, 0, NULL},
 };
 

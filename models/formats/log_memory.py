@@ -64,6 +64,7 @@ EVENT_COLUMNS = ("kind", "flags", "time", "allocator", "id")
 # Log file names Profscope looks into when scanning a folder.
 LOG_SUFFIXES = (".log", ".log.gz", ".txt", ".txt.gz", ".out", ".err", ".stderr")
 BLOCK = 4 << 20
+RELEASE = 32 << 20  # a mapped log's pages are given back this many bytes at a time
 # A "line" longer than this (binary data without newlines) is read in pieces.
 MAX_LINE = 1 << 20
 MAX_SPAN_US = (2**63 - 1) // 1_000_000  # times since the first line, kept in ps as int64
@@ -301,7 +302,7 @@ class _Reader:
         self._block(buf, scanned.result())
         if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
             page = stop - stop % mmap.PAGESIZE
-            if page > self.released:
+            if page >= self.released + RELEASE:  # a call per few blocks: each costs its threads a TLB flush
                 buf.madvise(mmap.MADV_DONTNEED, self.released, page - self.released)
                 self.released = page
 
@@ -564,7 +565,7 @@ class _Columns:
 def _replay(events: dict[str, np.ndarray], allocations: dict[str, np.ndarray], allocators: list[int],
             memory_ids: list[str], strings: list[str]) -> list[tuple[AllocatorProfile, int, int]]:
     """Each allocator's tracked events (with an allocation_id) as a complete memory timeline
-    (times in us since the log's first), paired in C (_logscan.pair_events).
+    (times in us since the log's first), paired in C (_logscan.replay).
 
     Returns per allocator the profile, the number of unmatched deallocations and
     the number of deferred ones (a deferred free is followed by the real one when
@@ -573,16 +574,19 @@ def _replay(events: dict[str, np.ndarray], allocations: dict[str, np.ndarray], a
     """
     raw, tensor = strings.index(REGION_RAW), strings.index(REGION_TENSOR)
     replays = []
+    columns = [events[c] for c in ("kind", "flags", "allocator", "id")]
     for a in allocators:
-        sel, row, deferred, in_order = _logscan.select_events(
-            events["kind"], events["flags"], events["allocator"], events["id"], events["time"], a)
-        if not in_order:
-            order = np.argsort(events["time"][sel], kind="stable")  # time, then log order
-            sel, row = sel[order], row[order]
-        n, *columns = _logscan.pair_events(sel, row, events["id"], events["kind"], allocations["bytes"], raw, tensor)
-        r = dict(zip(("event", "source", "activity", "heap", "peak_in_use", "region"), (c[:n] for c in columns)))
-        replays.append(dict(r, n=n, unmatched=len(sel) - n, deferred=deferred, lifetimes=tuple(columns[-2:])))
-        del sel, row, columns
+        done = _logscan.replay(*columns, events["time"], allocations["bytes"], a, raw, tensor)
+        if done is None:  # times go back somewhere: replay in time, then log order
+            sel, row = _logscan.select_events(*columns, a)
+            order = np.argsort(events["time"][sel], kind="stable")
+            done = _logscan.replay(*columns, events["time"], allocations["bytes"], a, raw, tensor, sel[order], row[order])
+            del sel, row, order
+        n, selected, deferred, *timeline, allocs, frees = done
+        r = dict(zip(("event", "source", "activity", "heap", "peak_in_use", "region"), timeline))
+        replays.append(dict(r, n=n, unmatched=selected - n, deferred=deferred, lifetimes=(allocs, frees)))
+        del done, timeline
+    del columns
     # Each column is gathered for every allocator, then let go: at the peak the
     # timelines are held with what is left of the events.
     for c in ("kind", "flags", "allocator", "id"):
@@ -598,6 +602,8 @@ def _replay(events: dict[str, np.ndarray], allocations: dict[str, np.ndarray], a
         for r in replays:
             r[name] = column[r["source"]]
         del column
+    for r in replays:
+        del r["source"]
     out = []
     for memory_id, r in zip(memory_ids, replays):
         n, allocs = r["n"], r["lifetimes"][0]
