@@ -357,6 +357,8 @@ class HostOverview:
 def _is_computation(tl: Timeline, events: np.ndarray) -> np.ndarray:
     """Whether each GPU event is a computation kernel (classified once per
     distinct name and category, not per event)."""
+    if tl.category is None:  # no categories: no GPU activity (XSpace, StepStats)
+        return np.zeros(len(events), bool)
     ncat = max(len(tl.categories), 1)
     key = tl.kind[events].astype(np.int64) * ncat + tl.category[events]
     uniq, inverse = distinct(key, max(len(tl.kinds), 1) * ncat)

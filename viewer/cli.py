@@ -14,6 +14,8 @@
                                           host (DIR/slices/host=H/part.parquet), hosts in parallel
     profscope query PATH "SQL" [--format table|csv|json|parquet] [-o FILE]
                                           SQL over the location's tables (docs/SQL.md)
+    profscope diff A B [--tool T] ...     compare two profiles (baseline A, candidate B): kernel_stats,
+                                          op_stats, op_types, overview or memory_profile as JSON (docs/DIFF.md)
     profscope report PATH -o DIR          every view as PNG plus index.html
     profscope serve PATH [--port N]       the ProfileAnalysis gRPC service over a folder
     profscope capture ADDRESS -o DIR      profile a running TensorFlow / JAX program
@@ -24,7 +26,7 @@ written to the log in the user's cache folder (viewer.crashlog).
 
 PATH may also be grpc://host:port (a `profscope serve` or other ProfileAnalysis server).
 
-`sessions`, `export` and `query` import no Qt, so they start fast and run on servers.
+`sessions`, `export`, `query` and `diff` import no Qt, so they start fast and run on servers.
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ from viewer import crashlog
 from viewer.progress import CountingWriter, TerminalProgress
 from viewer.query_output import FORMATS as RESULT_FORMATS
 
-COMMANDS = ("sessions", "export", "query", "report", "serve", "capture", "formats")
+COMMANDS = ("sessions", "export", "query", "diff", "report", "serve", "capture", "formats")
 DEFAULT_REPORT_DIR = "profscope-report"
+DIFF_TOOLS = ("kernel_stats", "op_stats", "op_types", "overview", "memory_profile")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,6 +72,25 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("sql")
     q.add_argument("--format", choices=RESULT_FORMATS, default="table")
     q.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
+    d = sub.add_parser("diff", help="compare two profiles, baseline A and candidate B (see docs/DIFF.md)")
+    d.add_argument("baseline", help="the baseline's path or grpc://host:port")
+    d.add_argument("candidate", help="the candidate's path or grpc://host:port (may be the same location)")
+    d.add_argument("--tool", choices=DIFF_TOOLS, default="op_stats")
+    for side in ("", "baseline-", "candidate-"):
+        which = f"the {side[:-1]}'s" if side else "both sides'"
+        d.add_argument(f"--{side}session", default="", help=f"{which} session (default: the only or the latest one)")
+        d.add_argument(f"--{side}host", default="", help=f"{which} host (default: the only one, or every rank)")
+        d.add_argument(f"--{side}tag", default="", help=f"{which} traced step of a StepStats event file (run metadata tag)")
+        d.add_argument(f"--{side}steps", default="", metavar="A[-B]|median",
+                       help=f"{which} ProfilerStep range (default: the whole trace)")
+    d.add_argument("--filter", default="", help="only rows whose name contains this text (case-insensitive)")
+    d.add_argument("--regex", action="store_true", help="--filter is an RE2 regular expression")
+    d.add_argument("--min-delta-us", type=float, default=0.0, help="hide rows whose total moved less (us)")
+    d.add_argument("--min-change", type=float, default=0.0, metavar="PCT",
+                   help="hide rows whose total moved less than PCT %% of the baseline's")
+    d.add_argument("--align-step", type=int, default=None, help="memory curves aligned at this step (default: start)")
+    d.add_argument("--top", type=int, default=20, help="memory: allocations listed per allocator (default: 20)")
+    d.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
     v = sub.add_parser("serve", help="serve a folder's profiles over gRPC (the ProfileAnalysis service)")
     v.add_argument("path")
     v.add_argument("--bind", default="127.0.0.1", help="address to listen on (default: loopback only)")
@@ -196,6 +218,74 @@ def cmd_query(args) -> int:
     return 0
 
 
+def cmd_diff(args) -> int:
+    from models import diff  # the profile formats load only for profile commands
+
+    repos: dict[str, object] = {}
+    sides = []
+    for side in ("baseline", "candidate"):
+        pick = lambda name, side=side: getattr(args, f"{side}_{name}") or getattr(args, name)  # one side's, else both's
+        location = getattr(args, side)
+        progress = _progress(location)
+        try:
+            sides.append(_diff_side(repos, side, location, pick("session"), pick("host"), pick("tag"), pick("steps"),
+                                    args.tool, progress.task()))
+        finally:
+            progress.close()
+    (base, base_info), (cand, cand_info) = sides
+    if args.tool == "memory_profile":
+        result = diff.memory_diff(base, cand, args.align_step)
+        body, summary = result.to_json(top=args.top), f"allocators: {len(result.allocators)}"
+    elif args.tool == "overview":
+        result = diff.overview_diff(base, cand)
+        body, summary = result.to_json(), f"hosts: {len(result.pairs)}"
+    else:
+        full = diff.stats_diff(base, cand, args.tool)
+        result = full.filtered(args.filter, args.regex, args.min_delta_us, args.min_change / 100)
+        body = result.to_json()
+        counts = {s: int((result.status == k).sum()) for k, s in enumerate(diff.STATUSES)}
+        summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no rows"
+        if not len(full) and args.tool != "op_types":
+            what = "cpu_op operators" if args.tool == "op_stats" else "GPU activity"
+            print(f"profscope: note: neither profile has {what} (PyTorch traces do); --tool op_types compares "
+                  "every event by device and op type", file=sys.stderr)
+    doc = json.dumps({"tool": args.tool, "baseline": base_info, "candidate": cand_info, **body},
+                     separators=(",", ":")).encode()
+    if args.output == "-":
+        sys.stdout.buffer.write(doc + b"\n")
+    else:
+        write_whole(Path(args.output), lambda f: f.write(doc))
+        print(f"wrote {args.output} ({args.tool} diff: {summary})", file=sys.stderr)
+    return 0
+
+
+def _diff_side(repos: dict, side: str, location: str, session: str, host: str, tag: str, steps: str, tool: str, task):
+    """One side of `diff`: (its timeline as a diff.Side, or its memory
+    profile; what was compared, for the output)."""
+    from models import diff
+    from models.locations import open_repository
+    from models.registry import MEMORY_PROFILE, TRACE_VIEWER
+
+    try:
+        repo = repos.get(location) or repos.setdefault(location, open_repository(location, task))
+        session = _pick_session(repo, session)
+        info = {"location": location, "session": session}
+        if tool == MEMORY_PROFILE:
+            host = repo.resolve_host(session, host, MEMORY_PROFILE)
+            return repo.memory_profile(session, host, task), {**info, "host": host}
+        if not host and not repo.combines_hosts(session):
+            hosts = repo.hosts_with(session, TRACE_VIEWER)
+            if len(hosts) > 1:
+                raise ProfileError(f"session {session!r} has several hosts; choose one with --{side}-host or --host "
+                                   f"({', '.join(hosts)})")
+            host = repo.resolve_host(session, host, TRACE_VIEWER)
+        timeline = repo.step_timeline(session, host, tag, task)
+        window = diff.step_window_of(timeline, steps)
+    except ProfileError as e:
+        raise ProfileError(f"{side}: {e}") from None
+    return diff.Side(timeline, window=window), {**info, "host": host, "tag": tag, "steps": steps}
+
+
 def write_whole(path: Path, write) -> None:
     """Runs write(f) into a file beside `path`, renamed to it when complete:
     an error or Ctrl+C leaves no partial output (and an old file intact)."""
@@ -306,7 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] in COMMANDS:
             args = _parser().parse_args(argv)
-            return {"sessions": cmd_sessions, "export": cmd_export, "query": cmd_query, "report": cmd_report,
+            return {"sessions": cmd_sessions, "export": cmd_export, "query": cmd_query, "diff": cmd_diff,
+                    "report": cmd_report,
                     "serve": cmd_serve, "capture": cmd_capture, "formats": cmd_formats}[args.command](args)
         if argv and argv[0] in ("-h", "--help"):
             _parser().print_help()
