@@ -172,11 +172,13 @@ class ProfileDatabase:
             raise QueryError("no SQL statement given")
         self.load([t for t in TABLES if t in self._named_tables(statements)], task)
         remove = task.on_cancel(self._con.interrupt)
+        statement = statements[0]  # the one running, for the error's position
         try:
             task.raise_if_cancelled()
             for statement in statements[:-1]:
                 self._retry_loading(lambda: self._con.execute(statement).fetchall(), task)
-            relation = self._retry_loading(lambda: self._con.sql(statements[-1]), task)
+            statement = statements[-1]
+            relation = self._retry_loading(lambda: self._con.sql(statement), task)
             if relation is None:  # a statement without rows (CREATE, SET ...)
                 return QueryResult(pa.table({}))
             if max_rows is None:
@@ -187,9 +189,27 @@ class ProfileDatabase:
         except duckdb.Error as e:
             if task.cancelled:
                 raise Cancelled() from None
-            raise _query_error(e, sql, self.memory_limit) from None
+            raise self._statement_error(e, sql, statement) from None
         finally:
             remove()
+
+    def _statement_error(self, e: duckdb.Error, sql: str, statement) -> QueryError:
+        """A statement's error with its position in sql. DuckDB's relations
+        (con.sql) leave the position out of binding errors: the statement is
+        bound again as a PREPARE to have DuckDB point at the place."""
+        start = max(sql.find(statement.query), 0)
+        error = _query_error(e, statement.query, self.memory_limit)
+        if error.position is None and isinstance(e, (duckdb.BinderException, duckdb.CatalogException)):
+            prefix = "PREPARE _profscope_where AS "
+            try:
+                self._con.execute(prefix + statement.query)
+                self._con.execute("DEALLOCATE _profscope_where")
+            except duckdb.Error as again:
+                where = _position(str(again), prefix + statement.query)
+                error.position = where - len(prefix) if where is not None and where >= len(prefix) else None
+        if error.position is not None:
+            error.position += start
+        return error
 
     def _named_tables(self, statements) -> set[str]:
         """The tables the statements name, as far as DuckDB can tell before

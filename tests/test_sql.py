@@ -229,6 +229,19 @@ def test_errors_say_where():
     db.close()
 
 
+def test_binding_errors_point_at_the_name():
+    db = ProfileDatabase()  # DuckDB's relations drop where a binding error is: a PREPARE finds it
+    sql = "SELECT 1;\nSELECT name,\n       nosuch FROM slices"
+    with pytest.raises(QueryError, match="nosuch") as e:
+        db.query(sql)
+    assert sql[e.value.position:].startswith("nosuch")
+    sql = "SELECT * FROM slices JOIN nowhere USING (id)"
+    with pytest.raises(QueryError, match="nowhere") as e:
+        db.query(sql)
+    assert sql[e.value.position:].startswith("nowhere")
+    db.close()
+
+
 def test_a_memory_hungry_query_stops_at_the_limit():
     db = ProfileDatabase(memory_limit="64MB")
     with pytest.raises(QueryError, match="(?is)out of memory.*64MB.*PROFSCOPE_SQL_MEMORY"):

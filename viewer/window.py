@@ -32,10 +32,12 @@ from widgets.hparams_view import HParamsView
 from widgets.memory_plot import prepare_series
 from widgets.memory_view import MemoryView
 from widgets.palette import Scheme
+from widgets.query_view import QueryView
 from widgets.timeline_view import KEYS_HELP, TimelineView
 from widgets.trace_stats_view import TraceStatsView, describe_range
 from viewer.app import app_icon
 from viewer import crashlog
+from viewer.query_runner import QueryRunner
 from viewer.workers import TaskRunner
 
 MAX_RECENT = 8
@@ -196,11 +198,16 @@ class MainWindow(QMainWindow):
         self.timeline_view = TimelineView()
         self.hparams_view = HParamsView()
         self.stats_view = TraceStatsView()
+        self.query_runner = QueryRunner(self)  # apart from self.runner: a query never cancels a load
+        self.query_view = QueryView(self.query_runner, self.settings)
+        self.pending_jump = None  # (session, host, Jump) of a query row, shown once its data is loaded
+        self.current_step = ""  # the step (run metadata tag) of the timeline tab
         self.tabs = QTabWidget()
         self.tabs.addTab(self.memory_view, "Memory")
         self.tabs.addTab(self.timeline_view, "Timeline")
         self.tabs.addTab(self.stats_view, "Statistics")
         self.tabs.addTab(self.hparams_view, "HParams")
+        self.tabs.addTab(self.query_view, "Query")
         self.setCentralWidget(self.tabs)
 
         self.status = QLabel("Open a log dir, a profile folder or a file (Ctrl+O), or drop it here.")
@@ -218,6 +225,12 @@ class MainWindow(QMainWindow):
         self.timeline_view.step_requested.connect(
             lambda step: self.load_timeline(*self.current_timeline, step) if self.current_timeline else None)
         self.stats_view.step_range_requested.connect(self.recompute_stats)
+        self.query_view.jump_requested.connect(self.show_jump)
+        self.query_runner.progress.connect(self._on_progress)
+        self.query_runner.busy_changed.connect(self._set_busy)
+        self.query_runner.finished.connect(
+            lambda o: self.set_status(f"Query: {(n := o.result.table.num_rows):,} row{'s' if n != 1 else ''}."))
+        self.query_runner.failed.connect(lambda message, _: self.set_status(message.splitlines()[0], error=True))
         self.hparams_view.watch_toggled.connect(self.set_watching)
         self.hparams_view.run_job = self.curves_runner.start
         self.hparams_view.layout_changed.connect(self._save_hparams_layout)
@@ -382,6 +395,8 @@ class MainWindow(QMainWindow):
 
     def _show_opened(self, result) -> None:
         repo, hparams = result
+        self.query_runner.cancel()
+        self.query_runner.set_location(repo, hparams[0] if hparams else None)
         again = hparams is not None and self.hparams_path == self.opened_path  # F5: keep what the user set
         self.hparams_path = self.opened_path if hparams else None
         self.hparams_view.set_data(hparams[0] if hparams else None,
@@ -457,6 +472,7 @@ class MainWindow(QMainWindow):
             return
         data, self.hparams_signature = result
         self.hparams_view.set_data(data)
+        self.query_runner.set_location(self.repo, data)
         self.set_status(f"{self.hparams_path}: reloaded, {len(data.session_runs):,} HParams sessions.")
 
     def reset_zoom(self) -> None:
@@ -538,6 +554,7 @@ class MainWindow(QMainWindow):
 
     def cancel(self) -> None:
         self.runner.cancel()
+        self.query_runner.cancel()
 
     def _show_repository(self, repo: ProfileRepository) -> None:
         self.setWindowTitle(f"Profscope: {repo.location}")
@@ -578,6 +595,7 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentWidget(self.memory_view)
         ids = ", ".join(data.memory_ids)
         self.set_status(f"{session} / {host}: memory profile with {len(data.allocators)} allocator(s): {ids}")
+        self._apply_jump()
 
     def _show_timeline(self, result) -> None:
         session, host, steps, step, timeline, stats = result
@@ -585,6 +603,7 @@ class MainWindow(QMainWindow):
         r = self.requested
         show = r[2] if r and tuple(r[:2]) == (session, host) and r[2] in TIMELINE_VIEWS else TRACE_VIEWER
         self.current_timeline = (session, host)
+        self.current_step = step
         self.timeline_view.set_steps(steps, step)
         self.timeline_view.set_timeline(timeline)
         self.stats_timeline = timeline if stats is not None else None
@@ -596,6 +615,7 @@ class MainWindow(QMainWindow):
         warn = f" Warnings: {'; '.join(timeline.warnings)}" if timeline.warnings else ""
         self.set_status(f"{session} / {host or ALL_HOSTS}{' / ' + step if step else ''}: {len(timeline):,} events on "
                         f"{len(timeline.groups)} device(s).{warn}")
+        self._apply_jump()
 
     def _show_stats(self, result) -> None:
         session, host, timeline, stats = result
@@ -608,6 +628,75 @@ class MainWindow(QMainWindow):
         """The Statistics tab on the page of a tool (overview, kernel_stats, op_stats)."""
         self.stats_view.show_page(tool)
         self.tabs.setCurrentWidget(self.stats_view)
+
+    # ------------------------------------------------------------ jumps from query rows
+
+    def show_jump(self, jump) -> None:
+        """Shows a query row's slice or time in the timeline, or its memory
+        moment, loading that host's data first when it is not shown."""
+        tool = MEMORY_PROFILE if jump.kind == "memory" else TRACE_VIEWER
+        place = self._jump_place(jump.session, jump.host, tool)
+        if isinstance(place, str):
+            self.set_status(place, error=True)
+            return
+        session, host = place
+        self.pending_jump = (session, host, jump)
+        if jump.kind == "memory":
+            if self.current == (session, host) and not self.runner.busy and self.memory_view.data is not None:
+                self._apply_jump()
+            else:
+                self.load_memory(session, host)
+        elif self.current_timeline == (session, host) and self.current_step == jump.tag and not self.runner.busy \
+                and self.timeline_view.timeline is not None:
+            self._apply_jump()
+        else:
+            self.load_timeline(session, host, jump.tag)
+
+    def _jump_place(self, session: str | None, host: str | None, tool: str) -> tuple[str, str] | str:
+        """The (session, host) a row names (the location's only one where it
+        names none), or why there is none."""
+        what = TOOL_TITLES[tool].lower()
+        sessions = [s.name for s in self.repo.enum_sessions() if tool in s.tools] if self.repo is not None else []
+        if session is None and len(sessions) == 1:
+            session = sessions[0]
+        if session not in sessions:
+            return (f"No session {session!r} with a {what} here." if session is not None else
+                    f"The row has no session column and {len(sessions)} sessions have a {what}: select session too.")
+        hosts = self.repo.hosts_with(session, tool)
+        if host is None and len(hosts) == 1:
+            host = hosts[0]
+        if host not in hosts:
+            return (f"{session} has no host {host!r} with a {what}." if host is not None else
+                    f"The row has no host column and {session} has {len(hosts)} hosts: select host too.")
+        return session, host
+
+    def _apply_jump(self) -> None:
+        """Shows the pending jump if its data is what was just loaded (a later
+        load by the user replaces it)."""
+        if self.pending_jump is None:
+            return
+        (session, host, jump), self.pending_jump = self.pending_jump, None
+        if jump.kind == "memory":
+            if self.current != (session, host):
+                return
+            self.tabs.setCurrentWidget(self.memory_view)
+            problem = self.memory_view.show_moment(jump.allocator, jump.snapshot, jump.time_ns)
+        else:
+            if self.current_timeline != (session, host) or self.current_step != jump.tag:
+                return
+            self.tabs.setCurrentWidget(self.timeline_view)
+            problem = (self.timeline_view.show_event(jump.event) if jump.kind == "slice"
+                       else self.timeline_view.show_time(jump.start_ns, jump.dur_ns))
+        self._mark_in_tree((session, host, MEMORY_PROFILE if jump.kind == "memory" else TRACE_VIEWER))
+        if problem:
+            self.set_status(problem, error=True)
+
+    def _mark_in_tree(self, target: tuple) -> None:
+        """Makes the tree's current item the one of what a jump showed."""
+        found = self.tree.findItems("*", Qt.MatchWildcard | Qt.MatchRecursive)
+        item = next((i for i in found if tuple(i.data(0, ROLE_TARGET) or ()) == target), None)
+        if item is not None:
+            self.tree.setCurrentItem(item)
 
     def _on_tree_item(self, item: QTreeWidgetItem, _column=0) -> None:
         target = item.data(0, ROLE_TARGET)
@@ -637,7 +726,8 @@ class MainWindow(QMainWindow):
         if text:
             self.set_status(text + "…")
 
-    def _set_busy(self, busy: bool) -> None:
+    def _set_busy(self, _busy: bool = False) -> None:
+        busy = self.runner.busy or self.query_runner.busy  # either worker: a load or a query
         self.progress.setVisible(busy)
         self.cancel_button.setVisible(busy)
         if busy:
@@ -690,6 +780,7 @@ class MainWindow(QMainWindow):
             self._fit_dock_pending = False
 
     def closeEvent(self, event) -> None:
+        self.query_runner.close(5000)
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("window_state", self.saveState())
         self._save_hparams_layout()

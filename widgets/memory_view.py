@@ -3,6 +3,7 @@ of active allocations, at the peak or at the moment the user clicks."""
 
 from __future__ import annotations
 
+import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QSplitter, QTabWidget,
                                QVBoxLayout, QWidget)
@@ -186,6 +187,20 @@ class MemoryView(QWidget):
             f"Active allocations at {format_time_ps(t.time_ps[index])} (snapshot {index:,}, "
             f"{format_bytes(t.stack[index] + t.heap[index])} in use)")
         self.plot.mark_moment(index)
+
+    def show_moment(self, memory_id: str, snapshot: int | None, time_ns: int | None = None) -> str | None:
+        """Shows an allocator at a snapshot (or the first at a time, in ns);
+        returns what is wrong when it cannot."""
+        if self.data is None or memory_id not in self.data.allocators:
+            return f"This memory profile has no allocator {memory_id!r}."
+        self.allocator_box.setCurrentText(memory_id)
+        t = self.allocator.timeline
+        if snapshot is None:
+            snapshot = min(int(np.searchsorted(t.time_ps, time_ns * 1000)), len(t) - 1)
+        if not 0 <= snapshot < len(t):
+            return f"{memory_id} has no snapshot {snapshot:,} (it has {len(t):,})."
+        self.pick_moment(snapshot)
+        return None
 
     def _show_readout(self, i: int) -> None:
         t = self.allocator.timeline

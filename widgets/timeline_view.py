@@ -228,6 +228,35 @@ class TimelineView(QWidget):
             QTreeWidgetItem(self.details, [key, value]).setToolTip(1, value)
         self.bottom.setCurrentWidget(self.details)
 
+    def show_event(self, i: int) -> str | None:
+        """Selects event i and zooms to it, with its own length of context on
+        each side; returns what is wrong when it cannot."""
+        tl = self.timeline
+        if tl is None or not 0 <= i < len(tl):
+            return f"The timeline has no event {i:,} ({len(tl) if tl is not None else 0:,} events)."
+        s = float(tl.start_ps[i])
+        e = s + float(tl.duration_ps[i])
+        self.canvas.select_event(i)
+        self._fit_around(s, e)
+        self.canvas.scroll_to_event(i)
+        return None
+
+    def show_time(self, start_ns: int, dur_ns: int = 0) -> str | None:
+        """Zooms to a time on the trace's clock (ns), selecting it as a range when it has a length."""
+        tl = self.timeline
+        if tl is None:
+            return "No timeline is loaded."
+        a = float((start_ns - tl.origin_ns) * 1000)
+        b = a + dur_ns * 1000.0
+        if b > a:
+            self.canvas.set_range(a, b)
+        self._fit_around(a, b)
+        return None
+
+    def _fit_around(self, a: float, b: float) -> None:
+        context = max(b - a, 1e6)  # at least a microsecond on each side of an instant
+        self.canvas.fit(a - context, b + context)
+
     def show_range(self, a: float, b: float) -> None:
         tl = self.timeline
         if tl is None or math.isnan(a):
