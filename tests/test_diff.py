@@ -260,6 +260,9 @@ def test_cli_sides_hosts_steps_and_errors(tmp_path, capsys):
     assert main(["diff", str(GPU), str(GPU), "--steps", "median", "--tool", "kernel_stats", "--filter", "(",
                  "--regex"]) == 1
     assert "Invalid regular expression" in capsys.readouterr().err
+    assert main(["diff", str(DATA / "log_memory" / "eager-cpu.log"), str(GPU), "--tool", "op_types"]) == 1
+    assert "baseline: session 'eager-cpu.log' has no timeline to compare op_types of (it has memory_profile)" in \
+        capsys.readouterr().err
     assert main(["diff", str(GPU), str(tmp_path / "nothing")]) == 1
     assert "candidate: " in capsys.readouterr().err
     assert main(["diff", str(SMALL_XPROF), str(KERAS_XPROF), "--tool", "memory_profile", "--top", "2",

@@ -273,6 +273,9 @@ def _diff_side(repos: dict, side: str, location: str, session: str, host: str, t
         if tool == MEMORY_PROFILE:
             host = repo.resolve_host(session, host, MEMORY_PROFILE)
             return repo.memory_profile(session, host, task), {**info, "host": host}
+        tools = repo.session(session).tools
+        if TRACE_VIEWER not in tools:
+            raise ProfileError(f"session {session!r} has no timeline to compare {tool} of (it has {', '.join(tools)})")
         if not host and not repo.combines_hosts(session):
             hosts = repo.hosts_with(session, TRACE_VIEWER)
             if len(hosts) > 1:
