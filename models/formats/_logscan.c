@@ -877,14 +877,14 @@ done:
 /* ---------------------------------------------------------------- replay
  *
  *   replay(kind, flags, allocator, id, time, bytes, a, raw_region, tensor_region[, sel, row])
- *       -> None or (n, selected, deferred, event, source, activity, heap, peak, region, allocs, frees)
+ *       -> None or (n, selected, deferred, time_ps, source, activity, heap, peak, region, allocs, frees)
  *       Replays allocator a's events that have an allocation_id, leaving
  *       out deferred raw deallocations (counted): in log order, or None when
  *       their times decrease somewhere; with sel and row, in that order (sel:
  *       event indices, row: select_events'). A deallocation frees the
  *       allocation just before it under its allocation_id, or is unmatched
  *       and left out. The first n items of each column are the timeline:
- *       event index, the allocation row it shows (a deallocation shows its
+ *       time (us) * 1e6, the allocation row it shows (a deallocation shows its
  *       allocation's), ALLOCATION or DEALLOCATION, live bytes after it
  *       (bytes by allocation row) and their running maximum, region id;
  *       allocs are the timeline indices of allocations and frees the index
@@ -1031,7 +1031,7 @@ typedef struct {
     const Events *ev;
     const int64_t *bytes;
     int raw_region, tensor_region;
-    int64_t *event, *source, *activity, *heap, *peak, *allocs, *frees;
+    int64_t *time_ps, *source, *activity, *heap, *peak, *allocs, *frees;
     int32_t *region;
     npy_intp n, n_allocs;
     uint64_t live, top; /* wrap as numpy's int64 sums do */
@@ -1059,7 +1059,7 @@ static int replay_event(Replay *p, int64_t e, int64_t r) {
         p->region[n] = p->region[p->allocs[k]];
         p->live -= (uint64_t)p->bytes[p->source[n]];
     }
-    p->event[n] = e;
+    p->time_ps[n] = (int64_t)((uint64_t)p->ev->time[e] * 1000000u); /* wraps as numpy's product does */
     p->heap[n] = (int64_t)p->live;
     if (n == 0 || (int64_t)p->live > (int64_t)p->top) p->top = p->live;
     p->peak[n] = (int64_t)p->top;
@@ -1120,7 +1120,7 @@ static PyObject *replay(PyObject *self, PyObject *args) {
     for (int j = 0; j < 8; j++) {
         if (!(outs[j] = new_column(m, out_types[j]))) goto done;
     }
-    int64_t **columns[8] = {&p.event, &p.source, &p.activity, &p.heap, &p.peak, NULL, &p.allocs, &p.frees};
+    int64_t **columns[8] = {&p.time_ps, &p.source, &p.activity, &p.heap, &p.peak, NULL, &p.allocs, &p.frees};
     for (int j = 0; j < 8; j++) {
         if (columns[j]) *columns[j] = PyArray_DATA((PyArrayObject *)outs[j]);
     }
@@ -1170,7 +1170,7 @@ static PyMethodDef methods[] = {
     {"select_events", select_events, METH_VARARGS, "select_events(kind, flags, allocator, id, a) -> (sel, row)"},
     {"replay", replay, METH_VARARGS,
      "replay(kind, flags, allocator, id, time, bytes, a, raw_region, tensor_region[, sel, row]) -> None or (n, selected, "
-     "deferred, event, source, activity, heap, peak, region, allocs, frees)"},
+     "deferred, time_ps, source, activity, heap, peak, region, allocs, frees)"},
     {NULL, NULL, 0, NULL},
 };
 

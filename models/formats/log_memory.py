@@ -439,7 +439,10 @@ class _Reader:
         if events is not None:
             times = events["time"]
             timed = times != no_time
-            starts += [int(times[timed].min())] if timed.any() else []
+            if timed.all():
+                starts.append(int(times.min()))
+            elif timed.any():
+                starts.append(int(times[timed].min()))
         t0 = min(starts) if starts else 0
         if events is not None:
             times[~timed] = t0
@@ -454,6 +457,7 @@ class _Reader:
             outside += int(((times < t0) | (times > last)).sum())
             np.clip(times, t0, last, out=times)
             times -= t0
+            del times, timed  # the replay lets the events go
         if outside:
             self.problems.insert(0, f"{outside:,} time(s) lie more than {MAX_SPAN_US // 86_400_000_000:,} days "
                                     "from the others; shown at the edge of the log's span")
@@ -583,19 +587,13 @@ def _replay(events: dict[str, np.ndarray], allocations: dict[str, np.ndarray], a
             done = _logscan.replay(*columns, events["time"], allocations["bytes"], a, raw, tensor, sel[order], row[order])
             del sel, row, order
         n, selected, deferred, *timeline, allocs, frees = done
-        r = dict(zip(("event", "source", "activity", "heap", "peak_in_use", "region"), timeline))
+        r = dict(zip(("time_ps", "source", "activity", "heap", "peak_in_use", "region"), timeline))
         replays.append(dict(r, n=n, unmatched=selected - n, deferred=deferred, lifetimes=(allocs, frees)))
         del done, timeline
     del columns
     # Each column is gathered for every allocator, then let go: at the peak the
-    # timelines are held with what is left of the events.
-    for c in ("kind", "flags", "allocator", "id"):
-        del events[c]
-    time = events.pop("time")
-    for r in replays:
-        r["time_ps"] = time[r.pop("event")]
-        r["time_ps"] *= 1_000_000
-    del time
+    # timelines are held with what is left of the allocations.
+    events.clear()
     for c, name in (("requested", "requested"), ("bytes", "allocation"), ("ptr", "address"), ("step", "step"),
                     ("name", "op"), ("dtype", "dtype"), ("shape", "shape")):
         column = allocations.pop(c) if c in ("ptr", "dtype", "shape") else allocations[c]
