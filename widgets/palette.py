@@ -26,6 +26,10 @@ from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QWidget
 
 ERROR_COLOR = "#b71c1c"  # messages and invalid input (on a light Base)
+# Comparing two profiles: a row's status (text and delta), and the two sides' lines.
+DIFF_COLORS = {"added": "#1565c0", "removed": "#6d4c41", "grown": "#c62828", "shrunk": "#2e7d32"}
+BASELINE_COLOR = "#546e7a"
+CANDIDATE_COLOR = "#ef6c00"
 _PALETTE_EVENTS = (QEvent.PaletteChange, QEvent.ApplicationPaletteChange)
 
 

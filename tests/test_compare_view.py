@@ -1,0 +1,160 @@
+"""The Compare tab (issue 17): the diff tables of two profiles, sorting, filter and
+thresholds, the overview and memory pages, and their realignment."""
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from models import diff
+from models.comparison import Place, compare
+from models.trace_stats import PS_PER_US
+from models.units import format_time_ps
+from tests.conftest import DATA
+from widgets.compare_view import DELTA, STATUS, CompareView, DiffModel
+
+PAIR = DATA / "chrome_trace" / "diff_pair"
+XPROF = DATA / "xprof"
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return compare(Place(str(PAIR / "baseline")), Place(str(PAIR / "candidate")))
+
+
+@pytest.fixture(scope="module")
+def xprof_pair():
+    return compare(Place(str(XPROF / "small.xplane.pb")), Place(str(XPROF / "keras.xplane.pb")))
+
+
+def shown(view, column):
+    model = view.stats_page.model
+    return [model.index(r, column).data() for r in range(model.rowCount())]
+
+
+def test_table_shows_the_rows_of_the_diff(qtbot, pair):
+    view = CompareView()
+    qtbot.addWidget(view)
+    view.set_comparison(pair)
+    page = view.stats_page
+    assert page.table_box.currentData() == "kernel_stats"
+    d = pair.stats["kernel_stats"]
+    assert shown(view, 0) == d.name  # the diff's order: largest |delta| first
+    model = page.model
+    deltas = [model.index(r, DELTA).data(Qt.UserRole) for r in range(model.rowCount())]
+    assert np.all(np.diff(np.abs(deltas)) <= 0)
+    # The candidate's extra Tanh: a kernel only it has.
+    tanh = next(r for r, n in enumerate(shown(view, 0)) if "tanh" in n)
+    assert model.index(tanh, STATUS).data() == "added"
+    assert model.index(tanh, 2).data() == "0"
+    assert model.index(tanh, DELTA).data().startswith("+")
+    assert {"grown", "shrunk"} <= set(shown(view, STATUS))
+    assert "15 of 15 rows" in page.counts.text()
+    page.show_table("op_stats")
+    assert shown(view, 0) == pair.stats["op_stats"].name
+    assert any(n == "aten::tanh" for n in shown(view, 0))
+    page.show_table("op_types")
+    assert model.headerData(1, Qt.Horizontal) == "Device"
+
+
+def test_sorting_filter_and_threshold(qtbot, pair):
+    view = CompareView()
+    qtbot.addWidget(view)
+    view.set_comparison(pair)
+    page, model = view.stats_page, view.stats_page.model
+    page.view.sortByColumn(6, Qt.DescendingOrder)  # candidate total
+    totals = [model.index(r, 6).data(Qt.UserRole) for r in range(model.rowCount())]
+    assert totals == sorted(totals, reverse=True)
+    page.view.sortByColumn(0, Qt.AscendingOrder)
+    assert shown(view, 0) == sorted(shown(view, 0), key=str.casefold)
+
+    qtbot.keyClicks(page.filter_edit, "SGEMM")  # case-insensitive
+    names = shown(view, 0)
+    assert names and all("sgemm" in n for n in names)
+    assert f"{len(names)} of 15 rows" in page.counts.text()
+    page.filter_edit.clear()
+    page.regex_box.setChecked(True)
+    page.filter_edit.setText("^ampere_sgemm_32x")
+    assert sorted(shown(view, 0)) == ["ampere_sgemm_32x128_nn", "ampere_sgemm_32x32_sliced1x4_tn"]
+    page.filter_edit.setText("(")  # an RE2 error being typed: said, not raised
+    assert page.counts.text()
+    page.filter_edit.clear()
+    page.regex_box.setChecked(False)
+
+    page.min_delta.setValue(3.0)  # µs
+    d = pair.stats["kernel_stats"]
+    expected = {n for n, v in zip(d.name, d.delta_total_ps.tolist()) if abs(v) >= 3 * PS_PER_US}
+    assert set(shown(view, 0)) == expected and 0 < len(expected) < 15
+    page.min_delta.setValue(0)
+    page.min_change.setValue(10)  # % of the baseline's total; added rows stay
+    ratio = d.ratio
+    expected = {n for n, r in zip(d.name, ratio.tolist()) if np.isnan(r) or abs(r - 1) >= 0.1}
+    assert set(shown(view, 0)) == expected
+    assert "added" in shown(view, STATUS)
+
+
+def test_selecting_a_row_names_it(qtbot, pair):
+    view = CompareView()
+    qtbot.addWidget(view)
+    view.set_comparison(pair)
+    with qtbot.waitSignal(view.name_selected) as blocker:
+        view.stats_page.view.selectRow(0)
+    assert blocker.args == [pair.stats["kernel_stats"].name[0]]
+
+
+def test_diff_model_passes_qt_model_tests(qtmodeltester, pair):
+    model = DiffModel()
+    qtmodeltester.check(model)  # empty
+    model.set_diff(pair.stats["op_stats"])
+    qtmodeltester.check(model)
+    model.sort(3, Qt.DescendingOrder)
+    model.refilter("aten")
+    qtmodeltester.check(model)
+
+
+def test_self_comparison_is_all_same(qtbot):
+    c = compare(Place(str(PAIR / "baseline")), Place(str(PAIR / "baseline")))
+    view = CompareView()
+    qtbot.addWidget(view)
+    view.set_comparison(c)
+    assert set(shown(view, STATUS)) == {"same"}
+    assert view.overview_page.item(1, 3).text() == format_time_ps(0)  # step time, mean: no change
+
+
+def test_overview_page(qtbot, pair):
+    view = CompareView()
+    qtbot.addWidget(view)
+    view.set_comparison(pair)
+    table = view.overview_page
+    assert table.columnCount() == 4  # one host pair: baseline, candidate, delta
+    rows = [table.item(r, 0).text() for r in range(table.rowCount())]
+    steps = rows.index("Steps")
+    assert [table.item(steps, c).text() for c in (1, 2)] == ["3", "3"]
+    mean = rows.index("Step time, mean")
+    assert table.item(mean, 3).text().startswith("−")  # the candidate's steps are faster
+    assert not view.pages.isTabEnabled(2)  # neither trace has memory events
+    assert "no [memory] events" in view.notes.text()
+
+
+def test_memory_page_overlays_both_curves_and_realigns(qtbot, xprof_pair):
+    view = CompareView()
+    qtbot.addWidget(view)
+    view.set_comparison(xprof_pair)
+    page = view.memory_page
+    assert view.pages.isTabEnabled(2)
+    assert page.allocator_box.currentText() == "bfc_cpu_allocator_for_gpu"
+    a = xprof_pair.memory.allocators[0]
+    assert [line.name() for line in page.lines] == ["baseline", "candidate"]
+    x, y = page.lines[1].getData()
+    assert len(x) == len(a.curves.time_ps)
+    assert np.nanmax(y) == np.nanmax(a.curves.candidate)
+    assert "Lifetime peak: 3 MiB" in page.peaks.text()
+    assert page.table.rowCount() == len(a.allocations)
+    assert page.table.item(0, 7).text() == "grown"
+
+    with qtbot.waitSignal(view.align_requested) as blocker:
+        page.align_box.setCurrentIndex(1)
+    assert blocker.args == [0]
+    realigned = diff.memory_diff(xprof_pair.baseline.memory, xprof_pair.candidate.memory, None, points=100)
+    view.set_memory(realigned)
+    assert page.allocator_box.currentText() == "bfc_cpu_allocator_for_gpu"
+    assert len(page.lines[0].getData()[0]) == 100
