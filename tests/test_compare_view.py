@@ -9,7 +9,7 @@ from models import diff
 from models.comparison import Place, compare
 from models.trace_stats import PS_PER_US
 from models.units import format_time_ps
-from tests.conftest import DATA
+from conftest import DATA
 from widgets.compare_view import DELTA, STATUS, CompareView, DiffModel
 
 PAIR = DATA / "chrome_trace" / "diff_pair"
@@ -158,3 +158,77 @@ def test_memory_page_overlays_both_curves_and_realigns(qtbot, xprof_pair):
     view.set_memory(realigned)
     assert page.allocator_box.currentText() == "bfc_cpu_allocator_for_gpu"
     assert len(page.lines[0].getData()[0]) == 100
+
+
+def menu_action(window, text):
+    actions = [a for m in window.menuBar().actions() for a in m.menu().actions()]
+    return next(a for a in actions if a.text().replace("&", "") == text)
+
+
+def test_file_compare_profiles_opens_the_compare_tab(qtbot, window, monkeypatch):
+    from viewer.compare_dialog import CompareDialog
+
+    def fill(dialog):
+        assert not dialog.buttons.button(dialog.buttons.StandardButton.Ok).isEnabled()  # two sides needed
+        dialog.edits[0].setText(str(PAIR / "baseline"))
+        dialog.edits[1].setText(str(PAIR / "candidate"))
+        return True
+
+    monkeypatch.setattr(CompareDialog, "exec", fill)
+    assert not window.tabs.isTabVisible(window.tabs.indexOf(window.compare_view))
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        menu_action(window, "Compare Profiles…").trigger()
+    assert window.tabs.currentWidget() is window.compare_view
+    assert window.tabs.isTabVisible(window.tabs.indexOf(window.compare_view))
+    view = window.compare_view
+    assert shown(view, 0)[0].startswith("void at::native::vectorized_elementwise_kernel<4, at::native::tanh")
+    assert "15 kernels" in window.status.text()
+
+
+def test_compare_with_from_the_session_tree(qtbot, window, monkeypatch):
+    from viewer import compare_dialog
+
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.open_path(str(PAIR / "baseline"))
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        pass  # the latest session's timeline
+    session = window.tree.topLevelItem(0)
+    host = session.child(0)
+    assert window.tree_menu(host.child(0)) is None  # a tool: no menu
+    menu = window.tree_menu(host)
+    asked = []
+
+    def get_item(parent, title, label, items, *args):
+        asked.append(items)
+        return compare_dialog.OTHER_FOLDER, True
+
+    monkeypatch.setattr(compare_dialog.QInputDialog, "getItem", get_item)
+    monkeypatch.setattr(compare_dialog.QFileDialog, "getExistingDirectory", lambda *a: str(PAIR / "candidate"))
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        next(a for a in menu.actions() if a.text() == "Compare with…").trigger()
+    assert asked[0][-2:] == [compare_dialog.OTHER_FOLDER, compare_dialog.OTHER_FILE]
+    view = window.compare_view
+    assert window.tabs.currentWidget() is view
+    assert view.comparison.baseline.place.location == str(PAIR / "baseline")
+    assert view.comparison.candidate.place.location == str(PAIR / "candidate")
+    assert "added" in shown(view, STATUS)
+    assert window.tree_menu(session) is not None  # a session compares too
+
+
+def test_memory_realigned_at_a_step_in_the_worker(qtbot, window):
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.compare_places(Place(str(XPROF / "small.xplane.pb")), Place(str(XPROF / "keras.xplane.pb")))
+    page = window.compare_view.memory_page
+    assert window.compare_view.pages.isTabEnabled(2)
+    start = page.lines[1].getData()[0].copy()
+    page.step_box.setValue(1)
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        page.align_box.setCurrentIndex(1)  # both sides' step 1 at zero
+    memory = window.compare_view.comparison.memory
+    assert memory.align_step == 1
+    assert page.lines[1].getData()[0][0] < 0 < page.lines[1].getData()[0][-1]  # step 1 starts after the first snapshot
+    assert not np.array_equal(page.lines[1].getData()[0], start)
+    with qtbot.waitSignal(window.runner.failed, timeout=20000) as blocker:
+        page.step_box.setValue(99)
+        page.step_box.editingFinished.emit()
+    assert "no snapshot in step 99" in blocker.args[0]

@@ -14,7 +14,7 @@ import PySide6
 from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, qVersion
 from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QDockWidget, QFileDialog, QFormLayout, QHBoxLayout,
-                               QInputDialog, QLabel, QLineEdit, QMainWindow, QMessageBox, QProgressBar, QPushButton,
+                               QInputDialog, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton,
                                QSpinBox, QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from models import trace_stats
@@ -27,6 +27,9 @@ from models.registry import KERNEL_STATS, MEMORY_PROFILE, OP_STATS, OVERVIEW, TI
 from models.repository import ProfileRepository
 from models.tb_logdir import logdir_signature
 from models.timeline import Timeline
+from models import diff
+from models.comparison import Place, compare
+from widgets.compare_view import CompareView
 from widgets.hparams_layout import settings_key
 from widgets.hparams_view import HParamsView
 from widgets.memory_plot import prepare_series
@@ -36,6 +39,7 @@ from widgets.query_view import QueryView
 from widgets.timeline_view import KEYS_HELP, TimelineView
 from widgets.trace_stats_view import TraceStatsView, describe_range
 from viewer.app import app_icon
+from viewer.compare_dialog import CompareDialog, ask_other_side
 from viewer import crashlog
 from viewer.query_runner import QueryRunner
 from viewer.workers import TaskRunner
@@ -208,6 +212,9 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.stats_view, "Statistics")
         self.tabs.addTab(self.hparams_view, "HParams")
         self.tabs.addTab(self.query_view, "Query")
+        self.compare_view = CompareView()
+        self.tabs.addTab(self.compare_view, "Compare")
+        self.tabs.setTabVisible(self.tabs.indexOf(self.compare_view), False)  # until two profiles are compared
         self.setCentralWidget(self.tabs)
 
         self.status = QLabel("Open a log dir, a profile folder or a file (Ctrl+O), or drop it here.")
@@ -221,6 +228,10 @@ class MainWindow(QMainWindow):
 
         self.tree.itemActivated.connect(self._on_tree_item)
         self.tree.itemClicked.connect(self._on_tree_item)
+        self.tree.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(
+            lambda pos: (menu := self.tree_menu(self.tree.itemAt(pos))) and menu.exec(self.tree.viewport().mapToGlobal(pos)))
+        self.compare_view.align_requested.connect(self.realign_memory)
         self.memory_view.host_requested.connect(lambda host: self.load_memory(self.current[0], host) if self.current else None)
         self.timeline_view.step_requested.connect(
             lambda step: self.load_timeline(*self.current_timeline, step) if self.current_timeline else None)
@@ -256,6 +267,7 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "Open F&ile…", "Ctrl+Shift+O", self.open_file_dialog)
         self._action(file_menu, "Open &Server…", "Ctrl+Alt+O", self.open_server_dialog)
         self._action(file_menu, "&Capture Profile…", "Ctrl+R", self.capture_dialog)
+        self._action(file_menu, "Com&pare Profiles…", "Ctrl+Shift+D", self.compare_dialog)
         self.recent_menu = file_menu.addMenu("Open &Recent")
         self._action(file_menu, "&Reload", QKeySequence.Refresh, self.reload)
         file_menu.addSeparator()
@@ -551,6 +563,54 @@ class MainWindow(QMainWindow):
             return session, host, data, prepare_series(data, task)  # the plot's pyramids, off the GUI thread
 
         self.runner.start(job, self._show_memory)
+
+    # ------------------------------------------------------------ compare
+
+    def compare_dialog(self) -> None:
+        dialog = CompareDialog(self, self.opened_path or "")
+        if dialog.exec():
+            self.compare_places(*dialog.places())
+
+    def tree_menu(self, item: QTreeWidgetItem | None) -> QMenu | None:
+        """A session's or host's menu: Compare with…"""
+        if item is None or self.repo is None or (item.parent() is not None and item.parent().parent() is not None):
+            return None
+        target = item.data(0, ROLE_TARGET)
+        if item.parent() is None and target:  # the HParams entry
+            return None
+        this = (item.text(0), "") if item.parent() is None else (target[0], target[1])
+        menu = QMenu(self.tree)
+        menu.addAction("Compare with…", lambda: self.compare_with(*this))
+        return menu
+
+    def compare_with(self, session: str, host: str) -> None:
+        """Asks for the other side of (session, host) of the opened location."""
+        choices = [(s.name, h) for s in sorted(self.repo.enum_sessions(), key=lambda s: s.name)
+                   for h in ("", *(s.hosts if len(s.hosts) > 1 else ()))]
+        other = ask_other_side(self, self.opened_path, choices, (session, host))
+        if other is not None:
+            self.compare_places(Place(self.opened_path, session, host), other)
+
+    def compare_places(self, base: Place, cand: Place) -> None:
+        """Loads and compares two sides in the worker, then shows the Compare tab."""
+        repos = {self.opened_path: self.repo} if self.repo is not None and self.opened_path else {}
+        self.set_status(f"Comparing {base.label()} with {cand.label()}…")
+        self.runner.start(lambda task: compare(base, cand, task, repos=repos), self._show_comparison)
+
+    def _show_comparison(self, comparison) -> None:
+        self.compare_view.set_comparison(comparison)
+        self.tabs.setTabVisible(self.tabs.indexOf(self.compare_view), True)
+        self.tabs.setCurrentWidget(self.compare_view)
+        rows = {t: len(d) for t, d in comparison.stats.items()}
+        self.set_status(f"Compared: {rows.get('kernel_stats', 0):,} kernels, {rows.get('op_stats', 0):,} operators, "
+                        f"{rows.get('op_types', 0):,} op types" + (", memory" if comparison.memory else ""))
+
+    def realign_memory(self, step) -> None:
+        c = self.compare_view.comparison
+        if c is None or c.memory is None:
+            return
+        base, cand = c.baseline.memory, c.candidate.memory
+        self.runner.start(lambda task: diff.memory_diff(base, cand, step), self.compare_view.set_memory)
 
     def cancel(self) -> None:
         self.runner.cancel()
