@@ -243,6 +243,11 @@ def test_result_model_passes_qt_model_tests(qtmodeltester):
     model.set_order(np.array([2, 0, 1]))
     assert model.data(model.index(0, 0)) == "3" and model.data(model.index(2, 1)) == "y"
     qtmodeltester.check(model)
+    model.set_result(pa.table({"f": pa.array([0.0753, 1700000000.125, 1e20], pa.float64()),
+                               "g": pa.array([0.0753], pa.float32()).cast(pa.float64()).to_pylist() + [None, -2.0]}))
+    assert [model.data(model.index(r, 0)) for r in range(3)] == ["0.0753", "1700000000.125", "1e+20"]
+    assert [model.data(model.index(r, 1)) for r in range(3)] == ["0.0753", "NULL", "-2"]  # float32 data: no noise
+    assert model.data(model.index(0, 1), Qt.ToolTipRole) == repr(float(np.float32(0.0753)))  # every digit
 
 
 def test_rows_lead_to_slices_times_and_memory_moments():
@@ -290,6 +295,12 @@ def test_double_clicking_a_slice_row_selects_it_in_the_timeline(qtbot, win):
     win.tabs.setCurrentWidget(view)
     _double_click_row(qtbot, view, 1)
     assert canvas.selected == view.model.table.column("id")[1].as_py() and not win.runner.busy
+    # A row with a time and no id: that span becomes the timeline's selected range.
+    view.model.set_result(pa.table({"session": ["gpu"], "host": ["rank-1"], "start_ns": [row["start_ns"]],
+                                    "dur_ns": [row["dur_ns"]]}))
+    _double_click_row(qtbot, view, 0)
+    assert win.tabs.currentWidget() is win.timeline_view
+    assert canvas.range == (start, start + row["dur_ns"] * 1000)  # this slice's start is on the ns grid
 
 
 def test_double_clicking_a_memory_row_shows_that_moment(qtbot, win):

@@ -134,6 +134,7 @@ class QueryChart(QWidget):
         self.plot_widget = pg.PlotWidget()
         self.plot = self.plot_widget.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.2)
+        self.plot.getAxis("left").enableAutoSIPrefix(False)  # values as they are, not "(x0.001)"
         self.legend = self.plot.addLegend(offset=(-10, 10))
         self.lines: list[pg.PlotDataItem] = []
         bar = QHBoxLayout()

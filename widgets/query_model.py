@@ -105,6 +105,12 @@ def row_jump(table: pa.Table, row: int) -> Jump | None:
     return None
 
 
+def _float_text(v: float) -> str:
+    """Seven significant digits (float32 data shows no noise), but every digit
+    before the point and three after it for large values (seconds since the epoch)."""
+    return format(v, ".3f") if 1e6 <= abs(v) < 1e15 else format(v, ".7g")
+
+
 class ResultModel(QAbstractTableModel):
     """A query result as a table. Only the rows Qt asks for are read from
     the Arrow columns; sorting is a permutation (`order`) made elsewhere:
@@ -177,7 +183,7 @@ class ResultModel(QAbstractTableModel):
             if v is None:
                 return "NULL"
             if isinstance(v, float):
-                return format(v, ".10g") if role == DISPLAY else repr(v)
+                return _float_text(v) if role == DISPLAY else repr(v)
             return str(v)
         if role == ALIGNMENT:
             return RIGHT if self._numeric[column] else None
