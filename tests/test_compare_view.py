@@ -45,7 +45,8 @@ def test_table_shows_the_rows_of_the_diff(qtbot, pair):
     # The candidate's extra Tanh: a kernel only it has.
     tanh = next(r for r, n in enumerate(shown(view, 0)) if "tanh" in n)
     assert model.index(tanh, STATUS).data() == "added"
-    assert model.index(tanh, 2).data() == "0"
+    assert model.index(tanh, 2).data() == "–"  # no baseline count: only the candidate has it
+    assert model.index(tanh, 5).data() == "3"
     assert model.index(tanh, DELTA).data().startswith("+")
     assert {"grown", "shrunk"} <= set(shown(view, STATUS))
     assert "15 of 15 rows" in page.counts.text()
@@ -232,3 +233,32 @@ def test_memory_realigned_at_a_step_in_the_worker(qtbot, window):
         page.step_box.setValue(99)
         page.step_box.editingFinished.emit()
     assert "no snapshot in step 99" in blocker.args[0]
+
+
+def test_report_compare_writes_pngs(tmp_path):
+    from viewer.cli import main
+
+    out = tmp_path / "report"
+    assert main(["report", "--compare", str(XPROF / "small.xplane.pb"), str(XPROF / "keras.xplane.pb"),
+                 "-o", str(out)]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["compare_memory_bfc_cpu_allocator_for_gpu.png", "compare_op_types.png", "compare_overview.png",
+                     "index.html"]
+    from PySide6.QtGui import QImage
+
+    image = QImage(str(out / "compare_memory_bfc_cpu_allocator_for_gpu.png"))
+    assert image.width() >= 1000 and image.height() >= 600
+    page = (out / "index.html").read_text()
+    assert "Op types per device: 56 rows" in page and "one_step_on_data" in page  # the top row by |delta|
+    assert "Kernels</h2><p>Neither profile has rows" in page
+    assert "Lifetime peak" in page
+
+
+def test_report_compare_of_the_pytorch_pair(tmp_path):
+    from viewer.cli import main
+
+    out = tmp_path / "report"
+    assert main(["report", "--compare", str(PAIR / "baseline"), str(PAIR / "candidate"), "-o", str(out)]) == 0
+    assert {p.name for p in out.glob("*.png")} == {"compare_kernel_stats.png", "compare_op_stats.png",
+                                                   "compare_op_types.png", "compare_overview.png"}
+    assert "aten::tanh" in (out / "index.html").read_text()

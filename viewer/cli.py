@@ -17,6 +17,7 @@
     profscope diff A B [--tool T] ...     compare two profiles (baseline A, candidate B): kernel_stats,
                                           op_stats, op_types, overview or memory_profile as JSON (docs/DIFF.md)
     profscope report PATH -o DIR          every view as PNG plus index.html
+    profscope report --compare A B -o DIR the diff tables and overlaid memory curves as PNG plus index.html
     profscope serve PATH [--port N]       the ProfileAnalysis gRPC service over a folder
     profscope capture ADDRESS -o DIR      profile a running TensorFlow / JAX program
     profscope formats                     what Profscope reads (the README's table)
@@ -105,7 +106,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--session", default="", help="session id (default: the time)")
     sub.add_parser("formats", help="list the file formats Profscope reads")
     r = sub.add_parser("report", help="render every view to PNG files and an index.html")
-    r.add_argument("path")
+    r.add_argument("path", nargs="?")
+    r.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                   help="compare baseline A with candidate B instead: the diff tables and overlaid memory curves")
     r.add_argument("-o", "--output", default=DEFAULT_REPORT_DIR, help=f"output folder (default: {DEFAULT_REPORT_DIR})")
     return p
 
@@ -306,6 +309,10 @@ def cmd_report(args) -> int:
     from models.locations import open_location
     from viewer.report import write_report  # Qt only for drawing commands
 
+    if getattr(args, "compare", None):
+        return _report_compare(args)
+    if not args.path:
+        raise ProfileError("report needs a PATH (or --compare A B)")
     progress = _progress(args.path)
     try:
         repo, hparams = open_location(args.path, progress.task())
@@ -313,6 +320,23 @@ def cmd_report(args) -> int:
     finally:
         progress.close()
     for path in written:
+        print(path)
+    return 0
+
+
+def _report_compare(args) -> int:
+    from models.comparison import Place, compare
+    from viewer.report import write_compare_report
+
+    if args.path:
+        raise ProfileError("report --compare A B takes no PATH")
+    a, b = args.compare
+    progress = _progress(a)
+    try:
+        comparison = compare(Place(a), Place(b), progress.task())
+    finally:
+        progress.close()
+    for path in write_compare_report(comparison, Path(args.output)):
         print(path)
     return 0
 

@@ -223,12 +223,76 @@ def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, lo
         widget.deleteLater()
     del view, timeline_view, hparams_view, stats_view
     app.sendPostedEvents(None, QEvent.DeferredDelete)
+    written.append(_write_index(out_dir, f"Profscope report: {location or repo.location}", sections))
+    return written
+
+
+def _write_index(out_dir: Path, title: str, sections: list[str]) -> Path:
     index = out_dir / "index.html"
     index.write_text(
         "<!doctype html><meta charset=utf-8><title>Profscope report</title>"
         "<style>body{font-family:sans-serif;margin:2em}img{max-width:100%;border:1px solid #ccc}"
         "th{text-align:left;padding-right:1em;color:#555}td{padding-right:1em}.error{color:#b71c1c}</style>"
-        f"<h1>Profscope report: {html.escape(location or repo.location)}</h1>" + "".join(sections),
+        f"<h1>{html.escape(title)}</h1>" + "".join(sections),
         encoding="utf-8")
-    written.append(index)
+    return index
+
+
+def write_compare_report(comparison, out_dir: Path, top: int = 30) -> list[Path]:
+    """`report --compare A B`: the Compare view's statistics tables (kernels,
+    operators, op types; the top rows by |delta| in the page too), the
+    overview diff and each allocator's overlaid memory curves, as PNGs plus
+    index.html. Returns the written paths, index.html last."""
+    from PySide6.QtCore import QEvent
+
+    from viewer.app import application
+    from widgets.compare_view import TABLE_TITLES, CompareView
+
+    app = application(offscreen_without_display=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    view = CompareView()
+    view.resize(*VIEW_SIZE)
+    view.set_comparison(comparison)
+    view.show()
+    c = comparison
+    sections = [f"<p>Baseline: {html.escape(c.baseline.place.label())}<br>"
+                f"Candidate: {html.escape(c.candidate.place.label())}</p>"]
+    sections += [f"<p class=error>{html.escape(note)}</p>" for note in c.notes]
+
+    def save(name: str, what: str) -> str:
+        app.processEvents()
+        png = out_dir / name
+        if not view.grab().save(str(png)):
+            raise ProfileError(f"could not write {png}")
+        written.append(png)
+        return f"<img src='{html.escape(png.name)}' alt='{html.escape(what)}'>"
+
+    page = view.stats_page
+    for table, d in c.stats.items():
+        view.pages.setCurrentWidget(page)
+        page.show_table(table)
+        title = TABLE_TITLES[table]
+        if not len(d):
+            sections.append(f"<h2>{html.escape(title)}</h2><p>Neither profile has rows in this table.</p>")
+            continue
+        sections.append(f"<h2>{html.escape(title)}: {len(d):,} rows</h2><p>{html.escape(page.counts.text())}; "
+                        f"the top {min(top, len(d))} by |Δ total|:</p>{_model_table(page.model, top)}"
+                        + save(f"compare_{table}.png", title))
+    if c.overview is not None:
+        view.pages.setCurrentWidget(view.overview_page)
+        sections.append("<h2>Overview</h2>" + save("compare_overview.png", "overview"))
+    if c.memory is not None:
+        memory = view.memory_page
+        view.pages.setCurrentWidget(memory)
+        for k, a in enumerate(c.memory.allocators):
+            memory.allocator_box.setCurrentIndex(k)
+            sections.append(f"<h2>Memory: {html.escape(a.memory_id)}</h2><p>{memory.peaks.text()}</p>"
+                            + save(f"compare_memory_{_slug(a.memory_id)}.png", "memory curves"))
+    view.close()
+    view.deleteLater()
+    del view
+    app.sendPostedEvents(None, QEvent.DeferredDelete)
+    title = f"Profscope comparison: {c.baseline.place.label()} vs {c.candidate.place.label()}"
+    written.append(_write_index(out_dir, title, sections))
     return written

@@ -103,6 +103,9 @@ class DiffModel(QAbstractTableModel):
             v = self._values(column)[i]
             if column in TEXT_COLUMNS:
                 return str(v)
+            absent = diff.ADDED if column in (2, 3, 4) else diff.REMOVED if column in (5, 6, 7) else None
+            if self.shown.status[i] == absent:
+                return "–"  # the side without this name
             if column in (2, 5):
                 return f"{int(v):,}"
             if column == DELTA:
