@@ -36,7 +36,7 @@ from google.protobuf import json_format, struct_pb2
 
 from models.guards import decode
 from models.task import ProfileError, TaskState
-from models.tb_logdir import Logdir, read_logdir
+from models.tb_logdir import Logdir, gc_paused, read_logdir
 from protos import api_pb2, plugin_data_pb2
 
 PLUGIN = "hparams"
@@ -58,10 +58,11 @@ class HParamsError(ProfileError):
 def load_hparams(path, task: TaskState | None = None) -> HParamsData:
     """A log dir's HParams data with the default group table built (in the
     caller's thread: a worker's); ProfileError when it has none."""
-    data = HParamsData(read_logdir(path, task))
-    if not data.hparams_content:
-        raise ProfileError(f"{path}: no HParams data in {len(data.runs):,} run(s). {NO_HPARAMS_HINT}")
-    data.groups(ALL_STATUSES, api_pb2.AGGREGATION_AVG, ("", ""), True)
+    with gc_paused():
+        data = HParamsData(read_logdir(path, task))
+        if not data.hparams_content:
+            raise ProfileError(f"{path}: no HParams data in {len(data.runs):,} run(s). {NO_HPARAMS_HINT}")
+        data.groups(ALL_STATUSES, api_pb2.AGGREGATION_AVG, ("", ""), True)
     return data
 
 

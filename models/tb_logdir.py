@@ -17,7 +17,9 @@ objects are built only for unusual tensors.
 
 from __future__ import annotations
 
+import gc
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,27 +116,46 @@ def logdir_signature(logdir: Path) -> tuple:
 def read_logdir(logdir: Path, task: TaskState | None = None) -> Logdir:
     """Every run below a log dir with its scalars and plugin metadata.
 
-    Runs are read in batches of about BATCH_BYTES: the files' records are
-    decoded together, so the cost per file is one open and read.
+    Runs are read in batches of about BATCH_BYTES (in C, read_files): the
+    files' records are decoded together, so the cost per file is a few
+    system calls.
     """
-    task = task or TaskState()
+    with gc_paused():
+        return _read_logdir(logdir, task or TaskState())
+
+
+def _read_logdir(logdir: Path, task: TaskState) -> Logdir:
     runs_files = find_runs(logdir)
-    runs, warnings = {}, []
-    batch, size, done = [], 0, 0
-    for name, files in runs_files.items():
-        contents = [_read(f, warnings) for f in files]  # read here: batches are sized by the bytes read
-        batch.append((name, files, contents))
-        size += sum(len(c) for c in contents if c is not None)
-        if size >= BATCH_BYTES:
-            runs.update(_read_runs(batch, warnings))
-            done += len(batch)
-            batch, size = [], 0
-            task.report(done / len(runs_files), f"Reading runs ({done:,} of {len(runs_files):,})")
-    runs.update(_read_runs(batch, warnings))
+    names, file_lists = list(runs_files), list(runs_files.values())
+    ends = np.cumsum([len(files) for files in file_lists], dtype=np.int64)  # each run's files end there
+    paths = tuple(os.fsencode(p) for files in file_lists for p in files)
+    runs, warnings, first = {}, [], 0
+    while first < len(names):
+        start = int(ends[first]) - len(file_lists[first])
+        blob, sizes, errnos = _tfrecord.read_files(paths, start, ends, BATCH_BYTES)
+        last = int(np.searchsorted(ends, start + len(sizes)))  # the batch's last run
+        runs.update(_read_runs(list(zip(names[first:last + 1], file_lists[first:last + 1])), blob, sizes, errnos,
+                               warnings))
+        first = last + 1
+        task.report(first / len(names), f"Reading runs ({first:,} of {len(names):,})")
     return Logdir(Path(logdir), runs, warnings)
 
 
-BATCH_BYTES = 16 << 20
+@contextmanager
+def gc_paused():
+    """Python's cycle collector off while a log dir's objects are made: the
+    runs, series and sessions of a big sweep (none of them in cycles) made it
+    walk the whole heap again and again, a tenth of the load."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+BATCH_BYTES = 8 << 20
 
 
 def _size(path: str) -> int:
@@ -218,47 +239,39 @@ def _version_number(text: str) -> float:
 # ---------------------------------------------------------------- runs
 
 
-def _read_runs(batch: list[tuple[str, list[str], list[bytes | None]]], warnings: list[str]) -> dict[str, Run]:
-    """Runs of a batch (name, files, their contents): their files decoded
-    together; runs whose data TensorBoard would purge (restarts) go through
-    the file-by-file path."""
-    datas, scans, file_run, paths = [], [], [], []
-    for r, (name, files, contents) in enumerate(batch):
-        for path, data in zip(files, contents):
-            if data is not None:
-                scans.append(_tfrecord.scan_records(data))  # (spans, ok, skipped bytes, partial at)
-                datas.append(data)
-                file_run.append(r)
-                paths.append(f"{name}/{os.path.basename(path)}")
-    runs = {name: Run(name) for name, *_ in batch}
-    if not datas:
-        return runs
-    # The files' records as one column set: no numpy call per file.
-    lengths = np.array([len(ok) for _, ok, _, _ in scans], np.int64)
-    file_of = np.repeat(np.arange(len(scans)), lengths)
-    spans = np.concatenate([s for s, _, _, _ in scans])
-    ok = np.concatenate([ok for _, ok, _, _ in scans])
-    odd = np.bincount(file_of[~ok], minlength=len(scans)) > 0
-    odd |= np.array([skipped > 0 or partial >= 0 for _, _, skipped, partial in scans])
+def _read_runs(batch: list[tuple[str, list[str]]], blob: bytes, sizes: np.ndarray, errnos: np.ndarray,
+               warnings: list[str]) -> dict[str, Run]:
+    """Runs of a batch (name, files) from their files' bytes laid end to end
+    (read_files): decoded together; runs whose data TensorBoard would purge
+    (restarts) go through the file-by-file path."""
+    paths = [(name, path) for name, files in batch for path in files]
+    for f in np.flatnonzero(errnos).tolist():
+        warnings.append(f"{paths[f][1]}: cannot read: {os.strerror(errnos[f])}")
+    file_run = np.repeat(np.arange(len(batch)), [len(files) for _, files in batch])
+    spans, ok, file_of, skipped, partial = _tfrecord.scan_files(blob, sizes)
+    offsets = np.cumsum(sizes) - sizes
+    odd = (np.bincount(file_of[~ok], minlength=len(sizes)) > 0) | (skipped > 0) | (partial >= 0)
     for f in np.flatnonzero(odd).tolist():  # warnings in file order, as each file's scan gives them
-        warnings += scan_records(datas[f], paths[f]).warnings
-    sizes = np.array([len(d) for d in datas], np.int64)
-    spans[:, 0] += (np.cumsum(sizes) - sizes)[file_of]
-    buf = b"".join(datas)
+        name, path = paths[f]
+        part = memoryview(blob)[offsets[f]:offsets[f] + sizes[f]]
+        warnings += scan_records(part, f"{name}/{os.path.basename(path)}").warnings
+    runs = {name: Run(name) for name, _ in batch}
+    if not len(spans):
+        return runs
     events = spans[ok]
     try:
-        v = _decode(buf, events)
+        v = _decode(blob, events)
     except ValueError:  # a corrupt record somewhere: read file by file to say where
-        return {name: _read_run_files(name, files, warnings) for name, files, _ in batch}
-    counts = np.bincount(file_of[ok], minlength=len(scans))
-    event_run = np.repeat(np.array(file_run, np.int64), counts)
+        return {name: _read_run_files(name, files, warnings) for name, files in batch}
+    counts = np.bincount(file_of[ok], minlength=len(sizes))
+    event_run = np.repeat(file_run, counts)
     file_first = (np.cumsum(counts) - counts)[counts > 0]  # first event of each file with events
     careful = _runs_with_purges(v, event_run, file_first, len(batch))
     for r in np.flatnonzero(careful):
-        name, files, _ = batch[r]
+        name, files = batch[r]
         runs[name] = _read_run_files(name, files, warnings)
     value_run = event_run[v.event]
-    _fill_runs(runs, [name for name, *_ in batch], buf, v, value_run, keep=~careful[value_run])
+    _fill_runs(runs, [name for name, _ in batch], blob, v, value_run, keep=~careful[value_run])
     return runs
 
 
@@ -310,14 +323,16 @@ def _fill_runs(runs: dict[str, Run], names: list[str], buf, v: _Values, value_ru
     first_rows = with_metadata[first_rows]
     scalars_id = v.plugins.index(SCALARS) if SCALARS in v.plugins else -2
     scalar_keys = first_keys[v.plugin[first_rows] == scalars_id]
-    for row in first_rows[v.plugin[first_rows] != scalars_id].tolist():
-        plugin = v.plugins[v.plugin[row]]
-        if plugin:
-            start, length = v.content[row]
+    # Python lists, not numpy scalars, in the loops over tens of thousands of runs.
+    other = first_rows[v.plugin[first_rows] != scalars_id]
+    for run, plugin, tag, (start, length) in zip(value_run[other].tolist(), v.plugin[other].tolist(),
+                                                 v.tag[other].tolist(), v.content[other].tolist()):
+        if v.plugins[plugin]:
             content = bytes(buf[start:start + length]) if start >= 0 else b""
-            runs[names[value_run[row]]].plugin_content.setdefault(plugin, {})[v.tags[v.tag[row]]] = content
-    for row in first_rows[v.plugin[first_rows] == scalars_id].tolist():
-        runs[names[value_run[row]]].plugin_content.setdefault(SCALARS, {})[v.tags[v.tag[row]]] = b""
+            runs[names[run]].plugin_content.setdefault(v.plugins[plugin], {})[v.tags[tag]] = content
+    scalar_rows = first_rows[v.plugin[first_rows] == scalars_id]
+    for run, tag in zip(value_run[scalar_rows].tolist(), v.tag[scalar_rows].tolist()):
+        runs[names[run]].plugin_content.setdefault(SCALARS, {})[v.tags[tag]] = b""
     rows = np.flatnonzero(keep & v.is_value)
     rows = rows[np.isin(key[rows], scalar_keys)]
     order = rows[np.argsort(key[rows], kind="stable")]
@@ -326,8 +341,7 @@ def _fill_runs(runs: dict[str, Run], names: list[str], buf, v: _Values, value_ru
     sorted_keys = key[order]
     bounds = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1], True])
     step, wall, value = v.step[order], v.wall_time[order], v.scalar[order]
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        k = int(sorted_keys[a])
+    for k, a, b in zip(sorted_keys[bounds[:-1]].tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
         runs[names[k // n_tags]].scalars[v.tags[k % n_tags]] = Series(step[a:b], wall[a:b], value[a:b])
 
 

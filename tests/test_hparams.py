@@ -10,6 +10,7 @@ import pytest
 from conftest import DATA
 from models.hparams import HParamsData, HParamsError, cleanse, request_from_json, to_json
 from models.task import ProfileError
+from models.event_file import scan_records
 from models.tb_logdir import find_runs, read_logdir
 from protos import api_pb2
 
@@ -216,6 +217,34 @@ def test_simple_values_and_tensor_scalars_read_alike():
     keras = read_logdir(path("keras_callback"))
     train = next(r for n, r in keras.runs.items() if n.endswith("/train"))
     assert len(train.scalars["epoch_loss"]) == 2 and np.isfinite(train.scalars["epoch_loss"].value).all()
+
+
+def test_damaged_event_files_keep_their_good_records_and_say_what_was_skipped(tmp_path, monkeypatch):
+    from tensorboard.compat.proto import event_pb2
+    from tensorboard.plugins.scalar import summary as scalar_summary
+
+    for run in ("a", "b", "b/c", "d"):
+        _write_events(tmp_path / run, [event_pb2.Event(step=s, wall_time=10.0 + s, summary=scalar_summary.scalar_pb(
+            "loss", s / 10)) for s in range(4)], version=2)
+    files = {run: next((tmp_path / run).glob("*tfevents*")) for run in ("a", "b", "b/c", "d")}
+    clean = read_logdir(tmp_path)
+    starts = [int(at) - 12 for at, _ in scan_records(files["b/c"].read_bytes(), "").spans]  # where records start
+    data = bytearray(files["a"].read_bytes())
+    data[-5] ^= 0xFF  # the last record's data fails its CRC
+    files["a"].write_bytes(bytes(data))
+    files["b"].write_bytes(files["b"].read_bytes()[:-7])  # still being written
+    data = files["b/c"].read_bytes()
+    files["b/c"].write_bytes(data[:starts[2]] + b"\x01" * 9 + data[starts[2]:])  # corrupt framing between records
+    expected = [f"a/{files['a'].name}: skipped 1 record(s) whose data failed the CRC check",
+                f"b/{files['b'].name}: ignored an incomplete last record at byte {starts[-1]:,} (file still being written?)",
+                f"b/c/{files['b/c'].name}: skipped 9 bytes of corrupt record framing"]
+    for batch in (1, 1 << 20):  # a batch per run, or one for all
+        monkeypatch.setattr("models.tb_logdir.BATCH_BYTES", batch)
+        damaged = read_logdir(tmp_path)
+        assert damaged.warnings == expected
+        steps = {run: damaged.runs[run].scalars["loss"].step.tolist() for run in ("a", "b", "b/c", "d")}
+        assert steps == {"a": [0, 1, 2], "b": [0, 1, 2], "b/c": [0, 1, 2, 3], "d": [0, 1, 2, 3]}
+        assert (damaged.runs["d"].scalars["loss"].value == clean.runs["d"].scalars["loss"].value).all()
 
 
 def _write_events(folder, events, version):
