@@ -198,6 +198,7 @@ def test_a_time_or_step_result_has_a_chart(qtbot, tab):
     chart = tab.chart
     assert [chart.value_box.itemText(i) for i in range(chart.value_box.count())] == ["kernel_ns", "kernels"]
     [line] = chart.lines
+    assert not chart.legend.isVisible()  # one line, no legend
     x, y = line.getOriginalDataset()
     want = expected(dict(EXAMPLES)["GPU time per step"])
     assert x.tolist() == want.column("step").to_pylist() and y.tolist() == want.column("kernel_ns").to_pylist()
@@ -206,7 +207,7 @@ def test_a_time_or_step_result_has_a_chart(qtbot, tab):
     # Memory over time: a line per allocator, x in seconds from the first snapshot.
     run(qtbot, tab, dict(EXAMPLES)["Memory in use over time"])
     assert {line.name() for line in chart.lines} == {"CPU", "cuda:0"}
-    assert chart.data.x_units == "s" and "a line per allocator" in chart.title.text()
+    assert chart.data.x_units == "s" and "a line per allocator" in chart.title.text() and chart.legend.isVisible()
     x, _ = chart.lines[0].getOriginalDataset()
     assert x[0] == 0 and (np.diff(x) >= 0).all()
     image = chart.plot_widget.grab().toImage()

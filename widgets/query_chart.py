@@ -185,6 +185,7 @@ class QueryChart(QWidget):
             line.curve.setSegmentedLineMode("on")  # QPainter draws segments faster than one long path
             line.setData(x, y[rows])
             self.lines.append(line)
+        self.legend.setVisible(bool(data.note))  # one unnamed line: no empty legend box
         self.title.setText(f"over {data.x_name}" + (f", a line per {data.note}" if data.note else ""))
         style_plot(self.plot, scheme)
         self.plot.enableAutoRange()
