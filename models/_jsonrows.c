@@ -48,22 +48,30 @@ static const char DIGIT_PAIRS[] =
     "8081828384858687888990919293949596979899";
 
 static char *put_uint(char *w, uint64_t v, int negative) {
-    char digits[24], *d = digits + sizeof digits;
+    if (negative) *w++ = '-';
+    int n = 1; /* the digits, written from the last pair back */
+    for (uint64_t p = 10; n < 20 && v >= p; p *= 10) n++;
+    char *d = w + n;
     while (v >= 100) {
         d -= 2;
         memcpy(d, DIGIT_PAIRS + 2 * (v % 100), 2);
         v /= 100;
     }
-    if (v >= 10) {
-        d -= 2;
-        memcpy(d, DIGIT_PAIRS + 2 * v, 2);
-    } else {
-        *--d = (char)('0' + v);
-    }
-    if (negative) *w++ = '-';
-    size_t n = (size_t)(digits + sizeof digits - d);
-    memcpy(w, d, n);
+    if (v >= 10) memcpy(d - 2, DIGIT_PAIRS + 2 * v, 2);
+    else d[-1] = (char)('0' + v);
     return w + n;
+}
+
+/* The constant text around the values, copied 16 bytes at a time (rows
+ * have 16 bytes of room to spare per part for what spills over). */
+typedef struct {
+    char *text; /* padded to a multiple of 16 */
+    size_t len;
+} Part;
+
+static char *put_part(char *w, const Part *p) {
+    for (size_t i = 0; i < p->len; i += 16) memcpy(w + i, p->text + i, 16);
+    return w + p->len;
 }
 
 static char *put_int(char *w, int64_t v) {
@@ -101,6 +109,7 @@ static PyObject *json_rows(PyObject *self, PyObject *args) {
         return NULL;
     Py_ssize_t k = PyList_GET_SIZE(columns_obj);
     Column *cols = PyMem_Calloc(k ? k : 1, sizeof(Column));
+    Part *texts = NULL;
     Out out = {0};
     PyObject *result = NULL;
     if (!cols) {
@@ -144,29 +153,38 @@ static PyObject *json_rows(PyObject *self, PyObject *args) {
             if (PyBytes_GET_SIZE(text) > cols[j].width) cols[j].width = PyBytes_GET_SIZE(text);
         }
     }
-    Py_ssize_t row_width = sep.len; /* the most bytes a row takes, reserved once per row */
+    Py_ssize_t row_width = sep.len + 16; /* the most bytes a row takes, reserved once per row */
     for (Py_ssize_t j = 0; j <= k; j++) {
-        row_width += PyBytes_GET_SIZE(PyList_GET_ITEM(parts, j)) + (j < k ? cols[j].width : 0);
+        row_width += PyBytes_GET_SIZE(PyList_GET_ITEM(parts, j)) + 16 + (j < k ? cols[j].width : 0);
+    }
+    if (!(texts = PyMem_Calloc(k + 2, sizeof(Part)))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j <= k + 1; j++) { /* the parts, then sep */
+        const char *from = j <= k ? PyBytes_AS_STRING(PyList_GET_ITEM(parts, j)) : sep.buf;
+        texts[j].len = j <= k ? (size_t)PyBytes_GET_SIZE(PyList_GET_ITEM(parts, j)) : (size_t)sep.len;
+        if (!(texts[j].text = PyMem_Calloc((texts[j].len + 15) / 16 + 1, 16))) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        memcpy(texts[j].text, from, texts[j].len);
     }
     if (start < 0 || stop < start) {
         PyErr_SetString(PyExc_ValueError, "bad row range");
         goto done;
     }
-    /* room for every row at its widest, up to 32 MiB (more as needed) */
-    Py_ssize_t room = (Py_ssize_t)32 << 20;
+    /* Room for every row at its widest, up to 16 MiB (more as needed): below
+     * glibc's largest mmap threshold, so the memory of one call is reused by the next. */
+    Py_ssize_t room = (Py_ssize_t)16 << 20;
     if (stop - start < room / row_width) room = (stop - start) * row_width;
     if (stop > start && !out_reserve(&out, room)) goto done;
     for (Py_ssize_t r = start; r < stop; r++) {
         if (!out_reserve(&out, row_width)) goto done;
         char *w = out.data + out.size;
-        if (r > start) {
-            memcpy(w, sep.buf, (size_t)sep.len);
-            w += sep.len;
-        }
+        if (r > start) w = put_part(w, &texts[k + 1]);
         for (Py_ssize_t j = 0; j <= k; j++) {
-            PyObject *part = PyList_GET_ITEM(parts, j);
-            memcpy(w, PyBytes_AS_STRING(part), (size_t)PyBytes_GET_SIZE(part));
-            w += PyBytes_GET_SIZE(part);
+            w = put_part(w, &texts[j]);
             if (j == k) break;
             Column *c = &cols[j];
             const void *at = PyArray_GETPTR1(c->array, r);
@@ -197,6 +215,8 @@ static PyObject *json_rows(PyObject *self, PyObject *args) {
     }
 done:
     for (Py_ssize_t j = 0; cols && j < k; j++) Py_XDECREF(cols[j].array);
+    for (Py_ssize_t j = 0; texts && j <= k + 1; j++) PyMem_Free(texts[j].text);
+    PyMem_Free(texts);
     PyMem_Free(cols);
     Py_XDECREF(out.bytes);
     PyBuffer_Release(&sep);

@@ -495,9 +495,11 @@ def _snapshot_chunks(tl: Snapshots | None) -> Iterator[bytes]:
         yield b"[]"
         return
     # JSON of the texts the snapshots use (a table can hold millions more).
-    used = np.unique(np.concatenate([tl.op, tl.region, tl.dtype, tl.shape])).tolist()
+    used = np.zeros(len(tl.strings), bool)
+    for ids in (tl.op, tl.region, tl.dtype, tl.shape):
+        used[ids] = True
     strings = [b""] * len(tl.strings)
-    for i in used:
+    for i in np.flatnonzero(used).tolist():
         strings[i] = _dumps(tl.strings[i])
     columns = [("i", tl.time_ps), ("i", tl.stack), ("i", tl.heap), ("i", tl.free), ("f", tl.fragmentation),
                ("i", tl.peak_in_use), ("s", tl.activity, _ACTIVITY_JSON), ("i", tl.requested), ("i", tl.allocation),
