@@ -26,6 +26,16 @@ def xprof_pair():
     return compare(Place(str(XPROF / "small.xplane.pb")), Place(str(XPROF / "keras.xplane.pb")))
 
 
+def make_view(qtbot, comparison, shown=False):
+    view = CompareView()
+    qtbot.addWidget(view)
+    view.resize(1200, 800)
+    view.set_comparison(comparison)
+    if shown:
+        view.show()
+    return view
+
+
 def shown(view, column):
     model = view.stats_page.model
     return [model.index(r, column).data() for r in range(model.rowCount())]
@@ -262,3 +272,29 @@ def test_report_compare_of_the_pytorch_pair(tmp_path):
     assert {p.name for p in out.glob("*.png")} == {"compare_kernel_stats.png", "compare_op_stats.png",
                                                    "compare_op_types.png", "compare_overview.png"}
     assert "aten::tanh" in (out / "index.html").read_text()
+
+
+def test_timelines_together_zoom_pan_align_and_highlight(qtbot, pair):
+    view = make_view(qtbot, pair, shown=True)
+    page = view.timelines_page
+    assert view.pages.isTabEnabled(3)
+    top, bottom = page.canvases
+    steps = [page.align_box.itemData(i) for i in range(page.align_box.count())]
+    assert steps == [None, 2, 3, 4]  # the ProfilerSteps both traces have
+    page.align(3)
+    assert page.align_box.currentText() == "Aligned at step 3"
+    # Each canvas shows the same time from its own step 3 start.
+    assert top.t0 - page.origins[0] == pytest.approx(bottom.t0 - page.origins[1])
+    top.zoom(3.0, at_x=100)
+    assert bottom.ps_per_px == top.ps_per_px
+    bottom.pan(-40)
+    assert top.t0 - page.origins[0] == pytest.approx(bottom.t0 - page.origins[1])
+    assert top.x_to_ps(300) - page.origins[0] == pytest.approx(bottom.x_to_ps(300) - page.origins[1])
+
+    view.stats_page.show_table("op_stats")
+    row = view.stats_page.model.shown.name.index("aten::tanh")
+    view.stats_page.view.selectRow(row)
+    assert top.highlight is not None and len(top.highlight) == 0
+    assert len(bottom.highlight) == 3
+    assert all(pair.candidate.timeline.names[i] == "aten::tanh" for i in bottom.highlight.tolist())
+    assert "0 events in the baseline, 3 in the candidate" in page.highlight_label.text()

@@ -21,6 +21,7 @@ from models import diff
 from models.comparison import Comparison
 from models.trace_stats import PS_PER_US
 from models.units import format_bytes, format_time_ps
+from widgets.compare_timelines import TimelinePair
 from widgets.palette import BASELINE_COLOR, CANDIDATE_COLOR, DIFF_COLORS, Scheme, follow, style_plot
 
 COLUMNS = ("Name", "Type", "Baseline count", "Baseline total", "Baseline mean", "Candidate count",
@@ -435,12 +436,15 @@ class CompareView(QWidget):
         self.pages.addTab(self.stats_page, "Statistics")
         self.pages.addTab(self.overview_page, "Overview")
         self.pages.addTab(self.memory_page, "Memory")
+        self.timelines_page = TimelinePair()
+        self.pages.addTab(self.timelines_page, "Timelines")
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
         layout.addWidget(self.notes)
         layout.addWidget(self.pages, 1)
         self.memory_page.align_requested.connect(self.align_requested)
         self.stats_page.name_selected.connect(self.name_selected)
+        self.stats_page.name_selected.connect(self.timelines_page.highlight)
         follow(self, lambda scheme: self.notes.setStyleSheet(f"color: {scheme.secondary().name()}"))
 
     def set_comparison(self, c: Comparison) -> None:
@@ -454,6 +458,8 @@ class CompareView(QWidget):
         self.pages.setTabEnabled(0, bool(c.stats))
         self.pages.setTabEnabled(1, c.overview is not None)
         self.pages.setTabEnabled(2, c.memory is not None)
+        self.timelines_page.set_timelines(c.baseline.timeline, c.candidate.timeline, ("Baseline", "Candidate"))
+        self.pages.setTabEnabled(3, c.baseline.timeline is not None and c.candidate.timeline is not None)
         if not c.stats and c.memory is not None:
             self.pages.setCurrentWidget(self.memory_page)
         elif c.stats:
