@@ -1,5 +1,5 @@
 """Whole `profscope export` processes against their anchors, as a user meets
-them: time (median of --repeat) and peak RSS of each process.
+them: time and CPU time (medians of --repeat) and peak RSS of each process.
 
     python benchmarks/export_bench.py [--rows memory,log,hparams] [--snapshots N] [--log-lines N]
                                       [--sessions N] [--repeat 3]
@@ -38,8 +38,8 @@ BARE_MEMORY_PROFILE = ("from pathlib import Path; from protos import memory_prof
                        "memory_profile_pb2.MemoryProfile().ParseFromString(Path({path!r}).read_bytes())")
 
 
-def run(argv: list[str]) -> tuple[float, float]:
-    """Seconds and peak RSS (MiB) of one process."""
+def run(argv: list[str]) -> tuple[float, float, float]:
+    """Seconds, peak RSS (MiB) and CPU seconds (user + system) of one process."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -49,12 +49,14 @@ def run(argv: list[str]) -> tuple[float, float]:
     proc.stderr.close()
     if proc.returncode:
         raise SystemExit(f"{' '.join(argv)} failed:\n{err}")
-    return seconds, usage.ru_maxrss / 1024
+    return seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
-def measure(argv: list[str], repeat: int) -> tuple[float, float]:
+def measure(argv: list[str], repeat: int) -> tuple[float, float, float]:
+    """Median seconds, highest peak RSS and median CPU seconds of `repeat` processes
+    (CPU time moves less than the clock on a shared machine)."""
     runs = [run(argv) for _ in range(repeat)]
-    return statistics.median(t for t, _ in runs), max(m for _, m in runs)
+    return statistics.median(t for t, _, _ in runs), max(m for _, m, _ in runs), statistics.median(c for _, _, c in runs)
 
 
 def export(path: Path, tool: str, out: Path, *params: str) -> list[str]:
@@ -64,12 +66,13 @@ def export(path: Path, tool: str, out: Path, *params: str) -> list[str]:
     return argv
 
 
-def report(rows: list[tuple[str, float, float]], anchor: tuple[float, float], input_bytes: int = 0) -> None:
-    """Time and peak RSS per row, against the anchor's; with input_bytes also MB/s."""
-    print(f"{'row':<44}{'time':>9}{'x anchor':>10}{'peak RSS':>11}{'x anchor':>10}" + ("    MB/s" if input_bytes else ""))
-    for name, t, m in rows:
+def report(rows: list[tuple[str, float, float, float]], anchor: tuple[float, float, float], input_bytes: int = 0) -> None:
+    """Time, peak RSS and CPU time per row, against the anchor's; with input_bytes also MB/s."""
+    print(f"{'row':<44}{'time':>9}{'x anchor':>10}{'peak RSS':>11}{'x anchor':>10}{'CPU':>9}{'x anchor':>10}"
+          + ("    MB/s" if input_bytes else ""))
+    for name, t, m, c in rows:
         rate = f"{input_bytes / 2**20 / t:8.0f}" if input_bytes else ""
-        print(f"{name:<44}{t:8.2f}s{t / anchor[0]:9.2f}x{m:9.0f}MB{m / anchor[1]:9.2f}x{rate}")
+        print(f"{name:<44}{t:8.2f}s{t / anchor[0]:9.2f}x{m:9.0f}MB{m / anchor[1]:9.2f}x{c:8.2f}s{c / anchor[2]:9.2f}x{rate}")
 
 
 def memory_profile_rows(tmp: Path, snapshots: int, repeat: int) -> None:
