@@ -282,6 +282,14 @@ def test_log_without_memory_lines_says_how_to_enable_them(tmp_path):
         LocalRepository(log)
 
 
+def test_log_whose_memory_lines_allocate_nothing_says_so(tmp_path):
+    log = tmp_path / "steps.log"
+    write_log(log, [line("I0501 10:00:01.000000 1 x.cc:1] ", log_memory_pb2.MemoryLogStep(step_id=1, handle="a")),
+                    line("I0501 10:00:02.000000 1 x.cc:1] ", log_memory_pb2.MemoryLogTensorOutput(step_id=1, index=0))])
+    with pytest.raises(ProfileError, match="2 __LOG_MEMORY__ lines, but none allocates memory"):
+        load_memory_log(log)
+
+
 def test_binary_garbage_is_survived(tmp_path):
     rng = np.random.default_rng(0)
     junk = tmp_path / "junk.log"

@@ -293,6 +293,7 @@ class _Reader:
         self.step_handles: dict[int, str] = {}
         self.runs: list[np.ndarray] = []  # (step, first, last time) of lines naming a step
         self.last_time = np.iinfo(np.int64).min
+        self.event_times: tuple[int, int] | None = None  # the events' first and last time (INT64_MIN: none)
         self.shape_text: dict[str, str] = {}
         self.released = 0  # bytes of a mapped file whose pages were given back
 
@@ -333,6 +334,9 @@ class _Reader:
         for _, step, handle in steps:
             self.step_handles[step] = handle
         self.runs.append(runs)
+        if len(events["time"]):
+            lo, hi = int(events["time"].min()), int(events["time"].max())
+            self.event_times = (min(lo, self.event_times[0]), max(hi, self.event_times[1])) if self.event_times else (lo, hi)
         self.events.append(events)
         self.allocations.append(allocations)
         self.allocators.update(np.unique(allocations["allocator"]).tolist())
@@ -436,28 +440,35 @@ class _Reader:
         no_time = np.iinfo(np.int64).min
         timed_spans = span_lo[span_lo != no_time]
         starts = [int(timed_spans.min())] if len(timed_spans) else []
+        # The events' range is known from the blocks: whole-column passes only when some lack a time.
+        lo, hi = self.event_times or (0, 0)
+        untimed = lo == no_time
         if events is not None:
             times = events["time"]
-            timed = times != no_time
-            if timed.all():
-                starts.append(int(times.min()))
-            elif timed.any():
-                starts.append(int(times[timed].min()))
+            if untimed:
+                timed = times != no_time
+                if timed.any():
+                    starts.append(int(times[timed].min()))
+            elif self.event_times:
+                starts.append(lo)
         t0 = min(starts) if starts else 0
-        if events is not None:
+        if events is not None and untimed:
             times[~timed] = t0
+            lo, hi = t0, max(hi, t0)
+            del timed
         # Times are kept in ps as int64, so they may span MAX_SPAN_US. When a
         # corrupt time stretches the log further, the span starts at the first
         # time within half of it before the median; times outside are shown at its edges.
-        if events is not None and len(times) and int(times.max()) - t0 > MAX_SPAN_US:
+        if events is not None and len(times) and hi - t0 > MAX_SPAN_US:
             t0 = int(times[times >= int(np.median(times)) - MAX_SPAN_US // 2].min())
         last = min(t0 + MAX_SPAN_US, np.iinfo(np.int64).max)
         outside = sum(int(((t < t0) | (t > last)).sum()) for t in (span_lo, span_hi))
         if events is not None:
-            outside += int(((times < t0) | (times > last)).sum())
-            np.clip(times, t0, last, out=times)
+            if lo < t0 or hi > last:
+                outside += int(((times < t0) | (times > last)).sum())
+                np.clip(times, t0, last, out=times)
             times -= t0
-            del times, timed  # the replay lets the events go
+            del times  # the replay lets the events go
         if outside:
             self.problems.insert(0, f"{outside:,} time(s) lie more than {MAX_SPAN_US // 86_400_000_000:,} days "
                                     "from the others; shown at the edge of the log's span")
