@@ -403,30 +403,50 @@ def _purges(v: _Values, tags: list[str], file_version, seen_start: bool, most_re
     summaries = np.flatnonzero(v.event_summary)
     previous = np.r_[most_recent_step if most_recent_step is not None else np.iinfo(np.int64).min,
                      steps[summaries][:-1]] if len(summaries) else np.zeros(0, np.int64)
-    for e in summaries[steps[summaries] < previous]:
-        out.append((int(e), int(steps[e]), {tags[i] for i in np.flatnonzero(v.event == e)}))
+    events = summaries[steps[summaries] < previous]
+    # The rows of each purging event: one sort, not a scan of every row per purge.
+    order = np.argsort(v.event, kind="stable")
+    lo = np.searchsorted(v.event[order], events, "left")
+    hi = np.searchsorted(v.event[order], events, "right")
+    for e, a, b in zip(events.tolist(), lo.tolist(), hi.tolist()):
+        out.append((e, int(steps[e]), {tags[i] for i in order[a:b].tolist()}))
     return out
 
 
 def _keep(kept: dict, v: _Values, tags: list[str], purges) -> None:
-    """Adds the file's values per tag, applying the purges in event order."""
-    rows = np.flatnonzero(v.is_value)
-    start = 0
-    for event, step, purged_tags in purges:
-        _append(kept, v, tags, rows[(v.event[rows] < event) & (v.event[rows] >= start)])
-        for tag, parts in kept.items():
-            if purged_tags is None or tag in purged_tags:
-                kept[tag] = [tuple(a[p[0] < step] for a in p) for p in parts]
-        start = event
-    _append(kept, v, tags, rows[v.event[rows] >= start])
-
-
-def _append(kept: dict, v: _Values, tags: list[str], rows: np.ndarray) -> None:
+    """Adds the file's values per tag, with the purges applied: a value is
+    dropped by each purge of its tag made after it with a step at or below its
+    own, so it survives when its step is below the smallest step of those
+    purges. One pass per tag (a purge at a time was quadratic in purges)."""
     by_tag: dict[str, list[int]] = {}
-    for i in rows.tolist():
+    for i in np.flatnonzero(v.is_value).tolist():
         by_tag.setdefault(tags[i], []).append(i)
-    for tag, r in by_tag.items():
-        kept.setdefault(tag, []).append((v.step[r], v.wall_time[r], v.scalar[r]))
+    events = np.array([p[0] for p in purges], np.int64)
+    steps = np.array([p[1] for p in purges], np.int64)
+    for_all = np.array([p[2] is None for p in purges], bool)
+    named: dict[str, list[int]] = {}
+    for k, (_, _, purged) in enumerate(purges):
+        for tag in purged or ():
+            named.setdefault(tag, []).append(k)
+    everyone = _after_bound(events[for_all], steps[for_all])
+    for tag in set(kept) | set(by_tag):
+        mine = np.asarray(named.get(tag, []), np.int64)
+        bound = lambda at: np.minimum(everyone(at), _after_bound(events[mine], steps[mine])(at))  # noqa: E731
+        if len(purges) and tag in kept:  # earlier files' values come before every purge here
+            first = bound(np.array([-1]))[0]
+            kept[tag] = [tuple(a[p[0] < first] for a in p) for p in kept[tag]]
+        if tag in by_tag:
+            r = np.asarray(by_tag[tag], np.int64)
+            if len(purges):
+                r = r[v.step[r] < bound(v.event[r])]
+            kept.setdefault(tag, []).append((v.step[r], v.wall_time[r], v.scalar[r]))
+
+
+def _after_bound(events: np.ndarray, steps: np.ndarray):
+    """For events e, the smallest step of the purges made after e (int64's
+    largest when none is)."""
+    suffix_min = np.r_[np.minimum.accumulate(steps[::-1])[::-1], np.iinfo(np.int64).max]
+    return lambda at: suffix_min[np.searchsorted(events, at, "right")]
 
 
 def _tensor_scalars(buf, spans: np.ndarray) -> np.ndarray:

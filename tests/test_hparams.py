@@ -260,6 +260,39 @@ def _write_events(folder, events, version):
             w.write(e.SerializeToString())
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_many_purges_across_files_as_tensorboard_does(tmp_path, seed):
+    """Steps going back again and again (restarts, out-of-order summaries,
+    several tags and files): each purge drops what its tags kept at or above
+    its step, as TensorBoard's reader does (once a purge at a time, quadratic)."""
+    from tensorboard.compat.proto import event_pb2
+    from tensorboard.plugins.scalar import summary as scalar_summary
+
+    rng = random.Random(seed)
+    for run in ("v1", "v2"):
+        step = 0
+        for _ in range(2):  # two files of one run: purges in the second reach the first's values
+            events = []
+            for _ in range(300):
+                step = max(step + rng.choice([1, 1, 2, -1, -3]), 0)
+                if run == "v2" and rng.random() < 0.05:
+                    events.append(event_pb2.Event(step=step, wall_time=1.0 + step,
+                                                  session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START)))
+                tags = rng.sample(["loss", "acc", "lr"], rng.randint(1, 2))
+                summary = scalar_summary.scalar_pb(tags[0], rng.random())
+                for t in tags[1:]:
+                    summary.value.extend(scalar_summary.scalar_pb(t, rng.random()).value)
+                events.append(event_pb2.Event(step=step, wall_time=1.0 + step, summary=summary))
+            _write_events(tmp_path / run, events, version=int(run[1]))
+    data = HParamsData(read_logdir(tmp_path))
+    for run in ("v1", "v2"):
+        for tag in ("loss", "acc", "lr"):
+            request = {"sessionName": run, "metricName": {"group": "", "tag": tag}}
+            status, expected = tensorboard_answer(str(tmp_path), "metric_evals", request)
+            assert status == 200
+            assert cleanse(data.list_metric_evals(request_from_json(request, api_pb2.ListMetricEvalsRequest))) == expected
+
+
 def test_restarts_purge_orphaned_values_as_tensorboard_does(tmp_path):
     from tensorboard.compat.proto import event_pb2
     from tensorboard.plugins.scalar import summary as scalar_summary
