@@ -15,6 +15,7 @@ per-duration-class indexes.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -302,21 +303,22 @@ class LaneIndex:
         self.order = order
         self.order_start = start[order]
         sorted_cls = cls[order]
-        self.classes = np.unique(sorted_cls)
-        self.class_bounds = np.searchsorted(sorted_cls, np.r_[self.classes, self.classes[-1] + 1 if len(self.classes) else 0])
+        classes = np.unique(sorted_cls)
+        bounds = np.searchsorted(sorted_cls, np.r_[classes, classes[-1] + 1 if len(classes) else 0]).tolist()
+        # (upper duration bound, first, end) per class as plain Python numbers:
+        # wide() loops over them every frame, and numpy scalars cost microseconds each.
+        self.class_ranges = [(2.0 ** c, lo, hi) for c, lo, hi in zip(classes.tolist(), bounds, bounds[1:])]
 
     def wide(self, t0: float, t1: float, min_duration: float) -> np.ndarray:
         """Lane-local indices of events overlapping [t0, t1) lasting at least
         min_duration, sorted by start."""
         found = []
-        for j, c in enumerate(self.classes):
-            upper = 2.0 ** c  # durations in class c are below this
+        for upper, lo, hi in self.class_ranges:  # durations in a class are below its upper bound
             if upper <= min_duration:
                 continue
-            lo, hi = self.class_bounds[j], self.class_bounds[j + 1]
             starts = self.order_start[lo:hi]
-            a = lo + np.searchsorted(starts, _as_times(np.floor(t0 - upper)), side="right")
-            b = lo + np.searchsorted(starts, _as_times(np.ceil(t1)), side="left")
+            a = lo + int(starts.searchsorted(math.floor(_in_range(t0 - upper)), side="right"))
+            b = lo + int(starts.searchsorted(math.ceil(_in_range(t1)), side="left"))
             if b > a:
                 idx = self.order[a:b]
                 keep = (self.duration[idx] >= min_duration) & (self.start[idx] + self.duration[idx] > t0)
@@ -348,6 +350,11 @@ def distinct(key: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
         return np.flatnonzero(present), (np.cumsum(present) - 1)[key]
     uniq, inverse = np.unique(key, return_inverse=True)
     return uniq, inverse.ravel()
+
+
+def _in_range(t: float) -> float:
+    """One time clipped as _as_times clips, with no numpy call (wide() makes many)."""
+    return min(max(float(t), -2.0**62), 2.0**62)
 
 
 def _as_times(t):
