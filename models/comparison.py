@@ -37,6 +37,7 @@ class Loaded:
     timeline: Timeline | None = None
     memory: MemoryProfileData | None = None
     notes: list[str] = field(default_factory=list)
+    hosts: list[str] = field(default_factory=list)  # the hosts with a timeline ("" first: all, where they combine)
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Comparison:
     overview: diff.OverviewDiff | None
     memory: diff.MemoryDiff | None
     notes: list[str]
+    steps: tuple[str, str] = ("", "")  # each side's step choice: "", "A", "A-B" or "median"
 
 
 def load_side(place: Place, task: TaskState | None = None, repo: ProfileRepository | None = None) -> Loaded:
@@ -61,6 +63,7 @@ def load_side(place: Place, task: TaskState | None = None, repo: ProfileReposito
     tools = repo.session(session).tools
     out = Loaded(Place(place.location, session, place.host))
     if TRACE_VIEWER in tools:
+        out.hosts = [""] * repo.combines_hosts(session) + repo.hosts_with(session, TRACE_VIEWER)
         host = place.host
         if not host and not repo.combines_hosts(session):
             host = repo.hosts_with(session, TRACE_VIEWER)[0]
@@ -80,21 +83,34 @@ def load_side(place: Place, task: TaskState | None = None, repo: ProfileReposito
     return out
 
 
+def stats_over(base: Loaded, cand: Loaded, steps: tuple[str, str] = ("", ""),
+               task: TaskState | None = None) -> tuple[dict[str, diff.StatsDiff], diff.OverviewDiff]:
+    """The statistics and overview diffs of both timelines, each over its step
+    choice (diff.step_window_of); a step a side lacks raises, naming the side."""
+    sides = []
+    for name, loaded, spec in zip(("baseline", "candidate"), (base, cand), steps):
+        try:
+            sides.append(diff.Side(loaded.timeline, window=diff.step_window_of(loaded.timeline, spec)))
+        except ProfileError as e:
+            raise ProfileError(f"{name}: {e}") from None
+    stats = {}
+    for i, table in enumerate(diff.TABLES):
+        if task is not None:
+            task.raise_if_cancelled()
+            task.report(i / 4, f"Comparing {table}…")
+        stats[table] = diff.stats_diff(*sides, table)
+    return stats, diff.overview_diff(*sides)
+
+
 def compare_loaded(base: Loaded, cand: Loaded, align_step: int | None = None,
-                   task: TaskState | None = None) -> Comparison:
+                   task: TaskState | None = None, steps: tuple[str, str] = ("", "")) -> Comparison:
     notes = base.notes + cand.notes
     stats, overview, memory = {}, None, None
     if base.timeline is not None and cand.timeline is not None:
-        sides = diff.Side(base.timeline), diff.Side(cand.timeline)
-        for i, table in enumerate(diff.TABLES):
-            if task is not None:
-                task.raise_if_cancelled()
-                task.report(i / 4, f"Comparing {table}…")
-            stats[table] = diff.stats_diff(*sides, table)
-        overview = diff.overview_diff(*sides)
+        stats, overview = stats_over(base, cand, steps, task)
     if base.memory is not None and cand.memory is not None:
         memory = memory_diff(base, cand, align_step, notes)
-    return Comparison(base, cand, stats, overview, memory, notes)
+    return Comparison(base, cand, stats, overview, memory, notes, steps)
 
 
 def memory_diff(base: Loaded, cand: Loaded, align_step: int | None, notes: list[str] | None = None):
@@ -108,7 +124,7 @@ def memory_diff(base: Loaded, cand: Loaded, align_step: int | None, notes: list[
 
 
 def compare(base: Place, cand: Place, task: TaskState | None = None, align_step: int | None = None,
-            repos: dict[str, ProfileRepository] | None = None) -> Comparison:
+            repos: dict[str, ProfileRepository] | None = None, steps: tuple[str, str] = ("", "")) -> Comparison:
     """Loads both sides (a location's repository reused from `repos`) and compares them."""
     repos = repos if repos is not None else {}
     loaded = []
@@ -117,4 +133,4 @@ def compare(base: Place, cand: Place, task: TaskState | None = None, align_step:
             loaded.append(load_side(place, task, repos.get(place.location)))
         except ProfileError as e:
             raise ProfileError(f"{side}: {e}") from None
-    return compare_loaded(*loaded, align_step, task)
+    return compare_loaded(*loaded, align_step, task, steps)

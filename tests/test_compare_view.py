@@ -245,6 +245,74 @@ def test_memory_realigned_at_a_step_in_the_worker(qtbot, window):
     assert "no snapshot in step 99" in blocker.args[0]
 
 
+def totals(view):
+    model = view.stats_page.model
+    return {model.name(r): (model.index(r, 3).data(Qt.UserRole), model.index(r, 6).data(Qt.UserRole))
+            for r in range(model.rowCount())}
+
+
+def test_step_range_and_median_on_each_side_recompute_in_the_worker(qtbot, window):
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.compare_places(Place(str(PAIR / "baseline")), Place(str(PAIR / "candidate")))
+    view = window.compare_view
+    c = view.comparison
+    base, cand = view.sides
+    assert base.host_box.isHidden()  # one host: nothing to pick
+    whole = totals(view)
+    base.steps_box.setCurrentIndex(1)  # "Steps": nothing asked until a range is typed
+    assert base.range_edit.isEnabled() and not window.runner.busy
+    base.range_edit.setText("2")
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        base.range_edit.editingFinished.emit()
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        cand.steps_box.setCurrentIndex(2)  # the median step
+    assert view.comparison.steps == ("2", "median")
+    sides = [diff.Side(loaded.timeline, window=diff.step_window_of(loaded.timeline, spec))
+             for loaded, spec in ((c.baseline, "2"), (c.candidate, "median"))]
+    expected = diff.stats_diff(*sides, "kernel_stats")
+    assert shown(view, 0) == expected.name
+    assert totals(view) == {n: (b, c_) for n, b, c_ in zip(expected.name, expected.base_total_ps,
+                                                              expected.cand_total_ps)}
+    assert totals(view) != whole
+    view.pages.setCurrentWidget(view.overview_page)
+    assert view.overview_page.item(0, 1).text() == "1"  # one step on each side
+    assert view.overview_page.item(0, 2).text() == "1"
+    # A step a side lacks: said in the tab, the rows stay.
+    cand.steps_box.setCurrentIndex(1)
+    cand.range_edit.setText("9")
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        cand.range_edit.editingFinished.emit()
+    assert view.steps_error.text().startswith("candidate: ")
+    assert "9" in view.steps_error.text()
+    assert shown(view, 0) == expected.name
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        cand.steps_box.setCurrentIndex(0)  # the whole trace again
+    assert view.steps_error.text() == ""
+    assert view.comparison.steps == ("2", "")
+
+
+def test_host_picker_compares_the_chosen_ranks(qtbot, window):
+    ranks = str(DATA / "chrome_trace" / "two_ranks")
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.compare_places(Place(ranks), Place(ranks))
+    view = window.compare_view
+    base, cand = view.sides
+    assert not base.host_box.isHidden()
+    assert [base.host_box.itemText(k) for k in range(base.host_box.count())] == ["All hosts", "rank-0", "rank-1"]
+    for side, host in ((base, "rank-0"), (cand, "rank-1")):
+        side.host_box.setCurrentIndex(side.host_box.findData(host))
+        with qtbot.waitSignal(window.runner.finished, timeout=20000):
+            side.host_box.activated.emit(side.host_box.currentIndex())
+    c = view.comparison
+    assert (c.baseline.place.host, c.candidate.place.host) == ("rank-0", "rank-1")
+    assert "rank-1" in view.title.text()
+    assert cand.host_box.currentData() == "rank-1"
+    expected = compare(Place(ranks, host="rank-0"), Place(ranks, host="rank-1")).stats
+    view.stats_page.show_table("op_stats")
+    assert shown(view, 0) == expected["op_stats"].name
+    assert {"grown", "shrunk"} & set(shown(view, STATUS))  # rank 1 is the straggler: not all the same
+
+
 def test_report_compare_writes_pngs(tmp_path):
     from viewer.cli import main
 

@@ -4,6 +4,7 @@ progress, a cancel button and errors."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import importlib.metadata
@@ -25,10 +26,11 @@ from models.formats import file_patterns
 from models.locations import open_location
 from models.registry import KERNEL_STATS, MEMORY_PROFILE, OP_STATS, OVERVIEW, TIMELINE_TOOLS, TRACE_VIEWER
 from models.repository import ProfileRepository
+from models.task import ProfileError
 from models.tb_logdir import logdir_signature
 from models.timeline import Timeline
 from models import diff
-from models.comparison import Place, compare
+from models.comparison import Place, compare, stats_over
 from widgets.compare_view import CompareView
 from widgets.hparams_layout import settings_key
 from widgets.hparams_view import HParamsView
@@ -232,6 +234,8 @@ class MainWindow(QMainWindow):
         self.tree.customContextMenuRequested.connect(
             lambda pos: (menu := self.tree_menu(self.tree.itemAt(pos))) and menu.exec(self.tree.viewport().mapToGlobal(pos)))
         self.compare_view.align_requested.connect(self.realign_memory)
+        self.compare_view.steps_requested.connect(self.restep_comparison)
+        self.compare_view.host_requested.connect(self.rehost_comparison)
         self.memory_view.host_requested.connect(lambda host: self.load_memory(self.current[0], host) if self.current else None)
         self.timeline_view.step_requested.connect(
             lambda step: self.load_timeline(*self.current_timeline, step) if self.current_timeline else None)
@@ -591,11 +595,34 @@ class MainWindow(QMainWindow):
         if other is not None:
             self.compare_places(Place(self.opened_path, session, host), other)
 
-    def compare_places(self, base: Place, cand: Place) -> None:
+    def compare_places(self, base: Place, cand: Place, steps: tuple[str, str] = ("", "")) -> None:
         """Loads and compares two sides in the worker, then shows the Compare tab."""
         repos = {self.opened_path: self.repo} if self.repo is not None and self.opened_path else {}
         self.set_status(f"Comparing {base.label()} with {cand.label()}…")
-        self.runner.start(lambda task: compare(base, cand, task, repos=repos), self._show_comparison)
+        self.runner.start(lambda task: compare(base, cand, task, repos=repos, steps=steps), self._show_comparison)
+
+    def restep_comparison(self, steps: tuple[str, str]) -> None:
+        """The statistics and overview over each side's new step choice, in the worker."""
+        c = self.compare_view.comparison
+        if c is None or c.baseline.timeline is None or c.candidate.timeline is None:
+            return
+
+        def job(task):
+            try:
+                return (*stats_over(c.baseline, c.candidate, steps, task), steps)
+            except ProfileError as e:  # a step a side lacks: said in the Compare tab
+                return str(e)
+
+        self.runner.start(job, self.compare_view.set_step_stats)
+
+    def rehost_comparison(self, side: int, host: str) -> None:
+        """Compares again with another host on one side (same steps)."""
+        c = self.compare_view.comparison
+        if c is None:
+            return
+        places = [replace(c.baseline.place), replace(c.candidate.place)]
+        places[side].host = host
+        self.compare_places(*places, steps=c.steps)
 
     def _show_comparison(self, comparison) -> None:
         self.compare_view.set_comparison(comparison)

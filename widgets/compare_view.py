@@ -416,11 +416,64 @@ def _signed_bytes(n) -> str:
     return ("+" if n > 0 else "−" if n < 0 else "") + format_bytes(abs(n))
 
 
+STEP_CHOICES = ("Whole trace", "Steps", "Median step")
+
+
+class SideBar(QWidget):
+    """One side's host and step choice (the statistics and overview cover those steps)."""
+
+    steps_changed = Signal()
+    host_chosen = Signal(str)
+
+    def __init__(self, title: str, parent=None):
+        super().__init__(parent)
+        self.host_box = QComboBox(minimumContentsLength=8)
+        self.host_box.setToolTip("The host (rank) of this side")
+        self.steps_box = QComboBox()
+        self.steps_box.addItems(STEP_CHOICES)
+        self.range_edit = QLineEdit(placeholderText="2-3", enabled=False, maximumWidth=70)
+        self.range_edit.setToolTip("ProfilerStep#A to #B (A, or A-B)")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for w in (QLabel(title), self.host_box, self.steps_box, self.range_edit):
+            layout.addWidget(w)
+        self.steps_box.currentIndexChanged.connect(self._mode)
+        self.range_edit.editingFinished.connect(self.steps_changed)
+        self.host_box.activated.connect(lambda k: self.host_chosen.emit(self.host_box.itemData(k)))
+
+    def _mode(self, k: int) -> None:
+        self.range_edit.setEnabled(k == 1)
+        if k != 1 or self.range_edit.text().strip():
+            self.steps_changed.emit()
+
+    def spec(self) -> str:
+        k = self.steps_box.currentIndex()
+        return "" if k == 0 else "median" if k == 2 else self.range_edit.text().strip()
+
+    def show_side(self, hosts: list[str], host: str, spec: str) -> None:
+        """The loaded side's hosts (the picker only when there is a choice) and step choice."""
+        for w in (self.host_box, self.steps_box):
+            w.blockSignals(True)
+        self.host_box.clear()
+        for h in hosts:
+            self.host_box.addItem(h or "All hosts", h)
+        self.host_box.setCurrentIndex(max(0, self.host_box.findData(host)))
+        self.host_box.setVisible(len(hosts) > 1)
+        self.steps_box.setCurrentIndex(0 if not spec else 2 if spec == "median" else 1)
+        if spec and spec != "median":
+            self.range_edit.setText(spec)
+        self.range_edit.setEnabled(self.steps_box.currentIndex() == 1)
+        for w in (self.host_box, self.steps_box):
+            w.blockSignals(False)
+
+
 class CompareView(QWidget):
     """Statistics, Overview and Memory pages of one Comparison."""
 
     align_requested = Signal(object)
     name_selected = Signal(str)
+    steps_requested = Signal(object)  # (baseline, candidate) step choices: "", "A", "A-B" or "median"
+    host_requested = Signal(int, str)  # side (0 baseline, 1 candidate), host ("" = all)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -429,6 +482,8 @@ class CompareView(QWidget):
         self.title.setWordWrap(True)
         self.notes = QLabel(textFormat=Qt.PlainText)
         self.notes.setWordWrap(True)
+        self.sides = [SideBar("Baseline"), SideBar("Candidate")]
+        self.steps_error = QLabel(textFormat=Qt.PlainText)
         self.stats_page = StatsPage()
         self.overview_page = OverviewPage()
         self.memory_page = MemoryPage()
@@ -441,17 +496,50 @@ class CompareView(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
         layout.addWidget(self.notes)
+        bar = QHBoxLayout()
+        for k, side in enumerate(self.sides):
+            bar.addWidget(side)
+            side.steps_changed.connect(self._request_steps)
+            side.host_chosen.connect(lambda host, k=k: self.host_requested.emit(k, host))
+        bar.addWidget(self.steps_error, 1)
+        layout.addLayout(bar)
         layout.addWidget(self.pages, 1)
         self.memory_page.align_requested.connect(self.align_requested)
         self.stats_page.name_selected.connect(self.name_selected)
         self.stats_page.name_selected.connect(self.timelines_page.highlight)
-        follow(self, lambda scheme: self.notes.setStyleSheet(f"color: {scheme.secondary().name()}"))
+        follow(self, self._apply_scheme)
+
+    def _apply_scheme(self, scheme: Scheme) -> None:
+        self.notes.setStyleSheet(f"color: {scheme.secondary().name()}")
+        self.steps_error.setStyleSheet(f"color: {scheme.error().name()}")
+
+    def _request_steps(self) -> None:
+        steps = (self.sides[0].spec(), self.sides[1].spec())
+        if self.comparison is not None and steps != self.comparison.steps:
+            self.steps_requested.emit(steps)
+
+    def set_step_stats(self, result) -> None:
+        """The statistics and overview over new step choices (the window's worker
+        made them: (stats, overview, steps)), or why they could not be made."""
+        if isinstance(result, str):
+            self.steps_error.setText(result)
+            return
+        stats, overview, steps = result
+        self.steps_error.clear()
+        if self.comparison is not None:
+            self.comparison.stats, self.comparison.overview, self.comparison.steps = stats, overview, steps
+        self.stats_page.set_stats(stats)
+        self.overview_page.set_overview(overview)
 
     def set_comparison(self, c: Comparison) -> None:
         self.comparison = c
         self.title.setText(f"Baseline: {c.baseline.place.label()}\nCandidate: {c.candidate.place.label()}")
         self.notes.setText("\n".join(c.notes))
         self.notes.setVisible(bool(c.notes))
+        self.steps_error.clear()
+        for side, loaded, spec in zip(self.sides, (c.baseline, c.candidate), c.steps):
+            side.show_side(loaded.hosts, loaded.place.host, spec)
+            side.setEnabled(bool(c.stats))
         self.stats_page.set_stats(c.stats)
         self.overview_page.set_overview(c.overview)
         self.memory_page.set_memory(c.memory)
