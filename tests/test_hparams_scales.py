@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import DATA
-from models.hparams import _column, load_hparams
+from models.hparams import _column
 from protos import api_pb2
 from widgets.hparams_filters import ColumnFilter
 from widgets.hparams_scales import LINEAR, LOG, QUANTILE, Axis, default_scale, make_scale
@@ -111,13 +111,8 @@ def test_a_range_slider_moves_along_its_scale_and_keeps_typed_values(qtbot):
     assert f.control.low.text() == "0.0002"  # six significant digits, not fixed decimals
 
 
-def test_the_view_uses_log_for_the_learning_rate_and_notes_a_fallback(qtbot):
-    from widgets.hparams_view import HParamsView
-
-    v = HParamsView()
-    qtbot.addWidget(v)
-    v.resize(1500, 950)
-    v.set_data(load_hparams(API_CONFIG))
+def test_the_view_uses_log_for_the_learning_rate_and_notes_a_fallback(open_hparams_view):
+    v = open_hparams_view(API_CONFIG)
     lr, dropout = ("hparam", "lr"), ("hparam", "dropout")
     assert v.scale_of(lr) == LOG and v.scale_of(dropout) == LINEAR and v.scale_of(("hparam", "units")) == LINEAR
     assert v.filters.filters[lr].control.scale.kind == LOG

@@ -166,16 +166,8 @@ def test_statistics_bars_follow_the_palette(qtbot, use_palette):
         assert abs(float(idle.mean()) - scheme.window.lightness()) > 15
 
 
-def test_hparams_charts_and_parallel_coordinates_follow_the_palette(qtbot, use_palette):
-    from models.hparams import load_hparams
-    from widgets.hparams_view import HParamsView
-
-    v = HParamsView()
-    qtbot.addWidget(v)
-    v.resize(1500, 950)
-    v.set_data(load_hparams(DATA / "hparams" / "api_config"))
-    v.show()
-    qtbot.waitExposed(v)
+def test_hparams_charts_and_parallel_coordinates_follow_the_palette(qtbot, use_palette, open_hparams_view):
+    v = open_hparams_view(DATA / "hparams" / "api_config")
     v.center.setCurrentIndex(1)
     qtbot.waitExposed(v.parallel)
     for dark in (False, True, False):
