@@ -65,14 +65,20 @@ class Records:
 
 def scan_records(buf, name: str) -> Records:
     spans, ok, skipped, partial = _tfrecord.scan_records(buf)
+    return Records(spans[ok], record_warnings(name, int((~ok).sum()), skipped, partial))
+
+
+def record_warnings(name: str, bad: int, skipped: int, partial: int) -> list[str]:
+    """What went wrong in a file's records: bad records (CRC), skipped bytes
+    of framing, and the offset of an incomplete last record (-1: none)."""
     warnings = []
-    if not ok.all():
-        warnings.append(f"{name}: skipped {int((~ok).sum())} record(s) whose data failed the CRC check")
+    if bad:
+        warnings.append(f"{name}: skipped {bad} record(s) whose data failed the CRC check")
     if skipped:
         warnings.append(f"{name}: skipped {skipped:,} bytes of corrupt record framing")
     if partial >= 0:
         warnings.append(f"{name}: ignored an incomplete last record at byte {partial:,} (file still being written?)")
-    return Records(spans[ok], warnings)
+    return warnings
 
 
 @dataclass(frozen=True)

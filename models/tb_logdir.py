@@ -27,7 +27,7 @@ import numpy as np
 
 from models import _protowire as wire
 from models import _tfrecord
-from models.event_file import scan_records
+from models.event_file import record_warnings, scan_records
 from models.files import stays_inside
 from models.guards import decode
 from models.task import ProfileError, TaskState
@@ -249,12 +249,10 @@ def _read_runs(batch: list[tuple[str, list[str]]], blob: bytes, sizes: np.ndarra
         warnings.append(f"{paths[f][1]}: cannot read: {os.strerror(errnos[f])}")
     file_run = np.repeat(np.arange(len(batch)), [len(files) for _, files in batch])
     spans, ok, file_of, skipped, partial = _tfrecord.scan_files(blob, sizes)
-    offsets = np.cumsum(sizes) - sizes
-    odd = (np.bincount(file_of[~ok], minlength=len(sizes)) > 0) | (skipped > 0) | (partial >= 0)
-    for f in np.flatnonzero(odd).tolist():  # warnings in file order, as each file's scan gives them
+    bad = np.bincount(file_of[~ok], minlength=len(sizes))
+    for f in np.flatnonzero((bad > 0) | (skipped > 0) | (partial >= 0)).tolist():  # in file order
         name, path = paths[f]
-        part = memoryview(blob)[offsets[f]:offsets[f] + sizes[f]]
-        warnings += scan_records(part, f"{name}/{os.path.basename(path)}").warnings
+        warnings += record_warnings(f"{name}/{os.path.basename(path)}", int(bad[f]), int(skipped[f]), int(partial[f]))
     runs = {name: Run(name) for name, _ in batch}
     if not len(spans):
         return runs
