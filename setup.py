@@ -15,6 +15,7 @@ SHARED_HELPERS = [
     ("models.formats._stepstats", "models/formats/_stepstats.c"),  # timeline.py's memory analysis, Chrome rows
     ("models._jsonrows", "models/_jsonrows.c"),  # JSON text of numpy columns, for exports
     ("models.formats._logscan", "models/formats/_logscan.c"),  # __LOG_MEMORY__ lines, their replay
+    ("models.formats._memory_json", "models/formats/_memory_json.c"),  # MemoryProfile JSON into columns
 ]
 
 setup(
@@ -32,12 +33,6 @@ setup(
         Extension(
             "models.formats._chrome_json",
             ["models/formats/_chrome_json.c"],
-            include_dirs=[numpy.get_include()],
-            extra_compile_args=["-O2"],
-        ),
-        Extension(
-            "models.formats._memory_json",
-            ["models/formats/_memory_json.c"],
             include_dirs=[numpy.get_include()],
             extra_compile_args=["-O2"],
         ),

@@ -1,8 +1,9 @@
 /* Small helpers shared by the C extensions (models._protowire,
  * models._tfrecord, models._lanes, models._nesting, models.formats._labels,
- * models.formats._stepstats, models.formats._logscan, models._jsonrows): the
+ * models.formats._stepstats, models.formats._logscan, models._jsonrows,
+ * models.formats._memory_json): the
  * bytes of a buffer, numpy columns and spans taken from Python objects, a
- * hash of short byte strings, and a growable list of span triples.
+ * seeded hash of short byte strings, and a growable list of span triples.
  *
  * Every function is static inline, so each extension that includes this
  * header gets its own copy and the modules stay independent. Include it
@@ -17,6 +18,7 @@
 #include <numpy/arrayobject.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 /* The bytes of obj (bytes, bytearray, memoryview, mmap, ...). */
 static inline int get_buffer(PyObject *obj, Py_buffer *view) {
@@ -39,10 +41,18 @@ static inline PyArrayObject *as_spans(PyObject *obj) {
     return a;
 }
 
-/* A fast hash of a short byte string, for open-addressing tables (8 bytes
- * per step; equal strings are confirmed by comparing them anyway). */
+/* Drawn when the module loads, before any thread hashes: the strings of a
+ * file cannot be chosen to fall on one slot of a table when the hash they
+ * meet differs from process to process. */
+static uint64_t hash_seed;
+__attribute__((constructor)) static void draw_hash_seed(void) {
+    hash_seed = ((uint64_t)(uintptr_t)&hash_seed ^ (uint64_t)time(NULL)) * 0x9e3779b97f4a7c15ULL;
+}
+
+/* A fast seeded hash of a short byte string, for open-addressing tables (8
+ * bytes per step; equal strings are confirmed by comparing them anyway). */
 static inline uint64_t hash_bytes(const uint8_t *p, size_t len) {
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)len;
+    uint64_t h = (0x9e3779b97f4a7c15ULL + hash_seed) ^ (uint64_t)len;
     while (len >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);

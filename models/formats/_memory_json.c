@@ -31,10 +31,7 @@
  * A field given twice (the same key, or its camelCase and snake_case names)
  * is refused: protobuf's JSON parser refuses repeated keys too.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
-#include <numpy/arrayobject.h>
+#include "_cbuffers.h"
 #include <locale.h>
 #include <math.h>
 #include <setjmp.h>
@@ -43,7 +40,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #ifdef __APPLE__
 #include <xlocale.h>
 #endif
@@ -94,32 +90,11 @@ typedef struct {
     int64_t *off; /* by id: offset in arena; length is off[id + 1] - off[id] */
     int32_t n, cap;
     int32_t *slots; /* id + 1, 0 when empty; open addressing */
-    uint64_t mask, seed;
+    uint64_t mask;
 } Interner;
-
-static inline uint64_t hash_bytes(const uint8_t *p, size_t n, uint64_t seed) {
-    /* FNV-1a over 8-byte words, then a final mix: strings here are short. */
-    uint64_t h = seed ^ (n * 0x9E3779B97F4A7C15ULL);
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0x100000001B3ULL;
-        h ^= h >> 29;
-        p += 8;
-        n -= 8;
-    }
-    uint64_t w = 0;
-    memcpy(&w, p, n);
-    h = (h ^ w) * 0x100000001B3ULL;
-    h ^= h >> 32;
-    h *= 0xD6E8FEB86659FD93ULL;
-    h ^= h >> 32;
-    return h;
-}
 
 static int interner_init(Interner *t) {
     memset(t, 0, sizeof *t);
-    t->seed = (uint64_t)(uintptr_t)t ^ (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ULL;
     t->mask = 1023;
     t->slots = PyMem_RawCalloc(t->mask + 1, sizeof(int32_t));
     t->cap = 1024;
@@ -149,7 +124,7 @@ static int interner_grow(Interner *t) {
     for (int32_t id = 0; id < t->n; id++) {
         size_t n;
         const uint8_t *p = interned(t, id, &n);
-        uint64_t i = hash_bytes(p, n, t->seed) & mask;
+        uint64_t i = hash_bytes(p, n) & mask;
         while (slots[i]) i = (i + 1) & mask;
         slots[i] = id + 1;
     }
@@ -161,7 +136,7 @@ static int interner_grow(Interner *t) {
 
 /* The id of p[0..n), added when new; -1 when out of memory. */
 static int32_t intern(Interner *t, const uint8_t *p, size_t n) {
-    uint64_t i = hash_bytes(p, n, t->seed) & t->mask;
+    uint64_t i = hash_bytes(p, n) & t->mask;
     for (int32_t s; (s = t->slots[i]); i = (i + 1) & t->mask) {
         size_t len;
         const uint8_t *q = interned(t, s - 1, &len);
