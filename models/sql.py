@@ -100,6 +100,11 @@ class QueryResult:
     truncated: bool = False  # max_rows were fetched and the query had more
 
 
+def is_number(t: pa.DataType) -> bool:
+    """A result column's Arrow type holds numbers (DuckDB's sums are decimals)."""
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
 def default_memory_limit() -> str:
     """DuckDB's memory limit for user queries: $PROFSCOPE_SQL_MEMORY (such as
     "4GB"), else half of the machine's memory."""
@@ -721,9 +726,7 @@ def export_parquet(location, folder: Path, task: TaskState | None = None,
     if workers == 1:  # no process to start: this one has the repository already
         for k, host in enumerate(hosts):
             task.report(k / max(len(hosts), 1), f"Exporting {host}")
-            db = ProfileDatabase(repo, None, hosts={host})
-            written += db.write_parquet(folder, HOST_TABLES, host)
-            db.close()
+            written += _write_host(repo, host, folder)
         return written
     threads = max(1, (os.cpu_count() or 1) // workers)
     with ProcessPoolExecutor(max_workers=workers) as pool:
@@ -743,8 +746,13 @@ def _export_host(location: str, host: str, folder: str, threads: int) -> list[tu
     """One worker process's job: a host's tables as Parquet."""
     from models.locations import open_repository
 
-    db = ProfileDatabase(open_repository(location), None, hosts={host}, threads=threads)
+    return _write_host(open_repository(location), host, Path(folder), threads)
+
+
+def _write_host(repo, host: str, folder: Path, threads: int | None = None) -> list[tuple[Path, int]]:
+    """A host's tables as Parquet under folder/<table>/host=<host>/."""
+    db = ProfileDatabase(repo, None, hosts={host}, threads=threads)
     try:
-        return db.write_parquet(Path(folder), HOST_TABLES, host)
+        return db.write_parquet(folder, HOST_TABLES, host)
     finally:
         db.close()

@@ -50,12 +50,11 @@ def _json_value(value):
 
 def _write_text(table, f) -> None:
     """Columns padded to their widest cell, numbers on the right."""
-    import pyarrow as pa
+    from models.sql import is_number  # loaded already: the result came from it
 
     names = table.column_names
     cells = [[_cell(v) for v in table.column(k).to_pylist()] for k in range(table.num_columns)]
-    right = [pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
-             for t in table.schema.types]
+    right = [is_number(t) for t in table.schema.types]
     widths = [max([len(n)] + [len(c) for c in col]) for n, col in zip(names, cells)]
 
     def line(values) -> bytes:

@@ -23,7 +23,6 @@ POLL_MS = 200
 
 @dataclass
 class QueryOutcome:
-    sql: str
     result: QueryResult
     chart: ChartData | None
     seconds: float
@@ -77,7 +76,7 @@ class QueryRunner(QObject):
                     return e
                 task.report(1.0, "Preparing the chart")
                 chart = chart_data(result.table)
-                return QueryOutcome(sql, result, chart, time.perf_counter() - started, list(db.warnings))
+                return QueryOutcome(result, chart, time.perf_counter() - started, list(db.warnings))
 
         self.runner.start(job, lambda outcome: self._done(outcome, offset))
 

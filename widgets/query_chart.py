@@ -14,8 +14,8 @@ import pyarrow.compute as pc
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from models.sql import is_number
 from widgets.palette import Scheme, follow, style_plot
-from widgets.query_model import is_number
 
 # The x axis: the first of these the result has (times before steps and snapshots).
 X_COLUMNS = ("start_ns", "time_ns", "alloc_time_ns", "wall_time", "time", "timestamp", "ts", "step", "snapshot",

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 
+from models.sql import is_number
 from models.task import ProfileError
 from widgets.palette import Scheme
 
@@ -20,10 +21,6 @@ COPY_ROWS = 1_000_000  # at most this many rows go to the clipboard
 DISPLAY, TOOLTIP, ALIGNMENT, FOREGROUND = (int(r) for r in (Qt.DisplayRole, Qt.ToolTipRole, Qt.TextAlignmentRole,
                                                             Qt.ForegroundRole))
 RIGHT = int(Qt.AlignRight | Qt.AlignVCenter)
-
-
-def is_number(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
 
 
 def sort_order(table: pa.Table, column: int, descending: bool) -> np.ndarray:

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QInputDialog, QLa
                                QPushButton, QSplitter, QTableView, QTextEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
                                QWidget)
 
-from models.sql import ProfileDatabase
+from models.sql import NEEDS, ProfileDatabase
 from models.sql_examples import EXAMPLES
 from models.units import format_time_ps
 from widgets.palette import Scheme, follow
@@ -240,7 +240,7 @@ class QueryView(QWidget):
 
     def _fill_schema(self) -> None:
         for table in ProfileDatabase.tables():
-            item = QTreeWidgetItem(self.schema, [table, "view" if table in ("kernels", "ops") else "table"])
+            item = QTreeWidgetItem(self.schema, [table, "view" if table in NEEDS else "table"])
             for name, type_ in ProfileDatabase.columns(table):
                 QTreeWidgetItem(item, [name, type_])
         self.schema.resizeColumnToContents(0)
