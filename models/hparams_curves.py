@@ -71,8 +71,7 @@ def load_curves(logdir, sessions: list[str], metrics: list[tuple[str, str]],
     curves = []
     for i, session in enumerate(sessions):
         task.raise_if_cancelled()
-        found = read_session_scalars(logdir, session, metrics)
-        curves += [found[m] for m in metrics if m in found]
+        curves += read_session_scalars(logdir, session, metrics).values()  # in the metrics' order
         task.report((i + 1) / max(len(sessions), 1), f"Reading curves ({i + 1:,} of {len(sessions):,} sessions)")
     return curves
 
@@ -88,7 +87,7 @@ def smooth(values: np.ndarray, weight: float) -> np.ndarray:
     finite = np.isfinite(values)
     x = values[finite]
     keep = 1.0 - weight
-    # A first-order recurrence: accumulate in C, one multiply-add per point.
+    # A first-order recurrence, point by point (a Python call each: series hold 1,000 points at most).
     ema = np.fromiter(accumulate(x.tolist(), lambda last, v: last * weight + keep * v, initial=0.0),
                       np.float64, len(x) + 1)[1:]
     debias = 1.0 - weight ** np.arange(1, len(x) + 1, dtype=np.float64) if weight != 1 else np.ones(len(x))

@@ -83,8 +83,7 @@ class CurvesPanel(QWidget):
 
     def _apply_scheme(self, scheme: Scheme) -> None:
         self.charts.setBackground(scheme.base)
-        self._plots_key = None  # axes and lines take the new colours
-        self._draw()
+        self._draw()  # the charts rebuilt (their key holds the scheme's): axes and lines take the new colours
 
     def weight(self) -> float:
         return self.smoothing.value() / 1000
@@ -155,8 +154,7 @@ class CurvesPanel(QWidget):
                 item.setClipToView(True)
             self._lines.append((curve, raw, line))
             self._style(curve, raw, line, scheme, weight)
-        for plot in self._plots.values():
-            style_plot(plot, scheme)
+        for plot in self._plots.values():  # styled when built: clear() keeps axes and title
             plot.enableAutoRange()
 
     def _style(self, curve: Curve, raw, line, scheme: Scheme, weight: float) -> None:
