@@ -231,14 +231,17 @@ def _mapped_blocks(mapped: mmap.mmap, f, path: Path):
         end = min(end + BLOCK, len(mapped))
         if os.fstat(f.fileno()).st_size < end:
             raise ProfileError(f"{path}: the file shrank while it was read (rotated?); open it again")
-        cut = mapped.rfind(b"\n", start, end) + 1
-        if end == len(mapped):
-            cut = end
-        elif cut == 0 and end - start > MAX_LINE:  # no newline for a megabyte: binary data
-            cut = end
+        cut = end if end == len(mapped) else _cut(mapped, start, end)
         if cut > start:
             yield mapped, start, cut
         start = max(start, cut)
+
+
+def _cut(buf, start: int, end: int) -> int:
+    """Where the whole lines of buf[start:end] end (0 when none does), or end
+    when there is no newline for a megabyte: binary data."""
+    cut = buf.rfind(b"\n", start, end) + 1
+    return end if cut == 0 and end - start > MAX_LINE else cut
 
 
 def _blocks(f, problems: list[str]):
@@ -262,9 +265,7 @@ def _blocks(f, problems: list[str]):
                 del block[end:]
                 yield block, 0, len(block)
             return
-        cut = block.rfind(b"\n", 0, end) + 1
-        if cut == 0 and end > MAX_LINE:  # no newline for a megabyte: binary data
-            cut = end
+        cut = _cut(block, 0, end)
         carry = bytes(block[cut:end])
         del block[cut:]
         yield block, 0, len(block)
