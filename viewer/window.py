@@ -411,7 +411,6 @@ class MainWindow(QMainWindow):
 
     def _show_opened(self, result) -> None:
         repo, hparams = result
-        self.query_runner.cancel()
         self.query_runner.set_location(repo, hparams[0] if hparams else None)
         again = hparams is not None and self.hparams_path == self.opened_path  # F5: keep what the user set
         self.hparams_path = self.opened_path if hparams else None
