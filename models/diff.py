@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
@@ -56,17 +55,11 @@ def step_window_of(tl: Timeline, spec: str) -> tuple[int, int] | None:
     if not spec:
         return None
     if spec == "median":
-        s = trace_stats.steps(tl)
+        s = step_spans(tl)
         if not len(s):
             raise ProfileError("the trace has no ProfilerStep to take the median of")
-        numbers, inverse = np.unique(s.number, return_inverse=True)
-        # A step's span over every host: its earliest start to its latest end.
-        start = np.full(len(numbers), np.iinfo(np.int64).max)
-        end = np.full(len(numbers), np.iinfo(np.int64).min)
-        np.minimum.at(start, inverse, s.start_ps)
-        np.maximum.at(end, inverse, s.end_ps)
-        k = np.argsort(end - start, kind="stable")[(len(numbers) - 1) // 2]
-        return int(start[k]), int(end[k])
+        k = np.argsort(s.end_ps - s.start_ps, kind="stable")[(len(s) - 1) // 2]
+        return int(s.start_ps[k]), int(s.end_ps[k])
     first, _, last = spec.partition("-")
     try:
         first_n, last_n = int(first), int(last or first)
@@ -76,6 +69,18 @@ def step_window_of(tl: Timeline, spec: str) -> tuple[int, int] | None:
         return trace_stats.step_window(tl, first_n, last_n)
     except ValueError as e:
         raise ProfileError(str(e)) from None
+
+
+def step_spans(tl: Timeline) -> trace_stats.Steps:
+    """Each ProfilerStep number once, ascending, with its span over every
+    host: its earliest start to its latest end."""
+    s = trace_stats.steps(tl)
+    numbers, inverse = np.unique(s.number, return_inverse=True)
+    start = np.full(len(numbers), np.iinfo(np.int64).max)
+    end = np.full(len(numbers), np.iinfo(np.int64).min)
+    np.minimum.at(start, inverse.ravel(), s.start_ps)
+    np.maximum.at(end, inverse.ravel(), s.end_ps)
+    return trace_stats.Steps(numbers, start, end)
 
 
 # ---------------------------------------------------------------- statistics
@@ -245,7 +250,7 @@ def diff_tables(base: StatsTable, cand: StatsTable, table: str = "") -> StatsDif
     status[(bc == cc) & (bt == ct)] = SAME
     status[rows_b == 0] = ADDED
     status[rows_c == 0] = REMOVED
-    order = np.lexsort((np.arange(len(first)), -np.abs(ct - bt)))  # ties in key order
+    order = _largest_change_first(bt, ct)
     rows = first[order].tolist()
 
     def label(column):
@@ -278,6 +283,11 @@ def _join(base_keys: list[str], cand_keys: list[str], *columns) -> tuple[np.ndar
     return uniq, first, out
 
 
+def _largest_change_first(base: np.ndarray, cand: np.ndarray) -> np.ndarray:
+    """Row order by absolute change, largest first; ties in key order."""
+    return np.argsort(-np.abs(cand - base), kind="stable")
+
+
 def _key(t: StatsTable, i: int, by_host: bool) -> str:
     return "\x1f".join(((t.host[i],) if by_host else ()) + (t.device[i], t.name[i]))
 
@@ -306,33 +316,33 @@ class HostFacts:
 
 def host_facts(side: Side) -> list[HostFacts]:
     tl = side.timeline
+    hosts = trace_stats.host_names(tl)
+    host_of, gpu = trace_stats.event_host(tl), trace_stats.gpu_events(tl)
     out = []
     for k, o in enumerate(trace_stats.overview(tl, side.window)):
         if side.host is not None and o.host != side.host:
             continue
-        device, busy = _busiest_device(tl, k, side.window)
+        device, busy = _busiest_device(tl, host_of == k, gpu, side.window)
         out.append(HostFacts(o.host, o.steps.end_ps - o.steps.start_ps, o.span_ps, o.idle_ps, o.compute_ps,
-                             o.non_compute_ps, device, busy))
+                             o.non_compute_ps, device_name(device, hosts[k]), busy))
     if side.host is not None and not out:
-        raise ProfileError(f"no host {side.host!r} in the trace (hosts: {', '.join(trace_stats.host_names(tl))})")
+        raise ProfileError(f"no host {side.host!r} in the trace (hosts: {', '.join(hosts)})")
     return out
 
 
-def _busiest_device(tl: Timeline, host: int, window: tuple[int, int] | None) -> tuple[str, int]:
+def _busiest_device(tl: Timeline, on_host: np.ndarray, gpu: np.ndarray,
+                    window: tuple[int, int] | None) -> tuple[str, int]:
     """The host's device (group) whose events cover the most time: GPU
-    activity where there is some, else every event but Kineto's window span."""
-    on_host = trace_stats.event_host(tl) == host
-    ev = trace_stats.gpu_events(tl)
-    ev = ev[on_host[ev]]
-    times = trace_stats.launch_time(tl, ev) if window is not None else None
-    if not len(ev):
+    activity where there is some (by launch time), else every event but
+    Kineto's window span (by start)."""
+    ev = gpu[on_host[gpu]]
+    if len(ev):
+        ev = trace_stats._in_window(tl, ev, window, trace_stats.launch_time(tl, ev) if window else None)
+    else:
         ev = np.flatnonzero(on_host & (tl.duration_ps > 0))
         if tl.category is not None and "Trace" in tl.categories:
             ev = ev[tl.category[ev] != tl.categories.index("Trace")]
-        times = None
-    if window is not None:
-        t = tl.start_ps[ev] if times is None else times
-        ev = ev[(t >= window[0]) & (t <= window[1])]
+        ev = trace_stats._in_window(tl, ev, window)
     best, best_ps = "", 0
     group = tl.event_group[ev]
     for g in np.unique(group).tolist():
@@ -340,7 +350,7 @@ def _busiest_device(tl: Timeline, host: int, window: tuple[int, int] | None) -> 
         busy = trace_stats.union_length(tl.start_ps[e], tl.end_ps[e])
         if busy > best_ps:
             best, best_ps = tl.groups[g], busy
-    return device_name(best, trace_stats.host_names(tl)[host]), best_ps
+    return best, best_ps
 
 
 @dataclass
@@ -439,6 +449,16 @@ class AllocatorDiff:
     base_origin_ps: int  # each side's alignment point on its own time axis
     cand_origin_ps: int
 
+    def peaks(self) -> dict:
+        """The lifetime and window peaks (bytes) and when the window peak came
+        (µs from each side's alignment point), as baseline / candidate / delta."""
+        b, c = self.baseline, self.candidate
+        peak = lambda p, name: None if p is None else getattr(p.summary, name)
+        when = lambda p, origin: None if p is None else _us(p.summary.peak_time_ps - origin)
+        return {"lifetime_peak_bytes": _triple(peak(b, "peak_bytes_lifetime"), peak(c, "peak_bytes_lifetime")),
+                "window_peak_bytes": _triple(peak(b, "peak_in_use"), peak(c, "peak_in_use")),
+                "window_peak_time_us": _triple(when(b, self.base_origin_ps), when(c, self.cand_origin_ps))}
+
 
 @dataclass
 class MemoryDiff:
@@ -448,17 +468,12 @@ class MemoryDiff:
     def to_json(self, top: int | None = TOP_ALLOCATIONS) -> dict:
         out = []
         for a in self.allocators:
-            b, c = a.baseline, a.candidate
-            peak = lambda p, name: None if p is None else getattr(p.summary, name)
-            when = lambda p, origin: None if p is None else _us(p.summary.peak_time_ps - origin)
             rows = a.allocations
             n = len(rows) if top is None else min(top, len(rows))
             out.append({
                 "memory_id": a.memory_id, "baseline_id": a.baseline_id, "candidate_id": a.candidate_id,
-                "status": "added" if b is None else "removed" if c is None else "compared",
-                "lifetime_peak_bytes": _triple(peak(b, "peak_bytes_lifetime"), peak(c, "peak_bytes_lifetime")),
-                "window_peak_bytes": _triple(peak(b, "peak_in_use"), peak(c, "peak_in_use")),
-                "window_peak_time_us": _triple(when(b, a.base_origin_ps), when(c, a.cand_origin_ps)),
+                "status": "added" if a.baseline is None else "removed" if a.candidate is None else "compared",
+                **a.peaks(),
                 "peak_allocations": [{
                     "op": rows.op[i], "shape": rows.shape[i],
                     "baseline": {"bytes": int(rows.base_bytes[i]), "count": int(rows.base_count[i])},
@@ -513,7 +528,7 @@ def _allocation_diff(b: AllocatorProfile | None, c: AllocatorProfile | None) -> 
     keys = [[f"{op}\x1f{shape}" for op, shape in zip(r.op, r.shape)] for r in rows]
     uniq, _, ((bb, cb), (bn, cn), _) = _join(*keys, *zip(*((r.allocation * r.occurrences, r.occurrences) for r in rows)))
     status = np.select([bn == 0, cn == 0, cb > bb, cb < bb], [3, 4, 1, 2], 0).astype(np.int8)  # GROWTH codes
-    order = np.lexsort((np.arange(len(uniq)), -np.abs(cb - bb)))
+    order = _largest_change_first(bb, cb)
     op_shape = [k.partition("\x1f") for k in uniq[order].tolist()]
     return AllocationDiff([k[0] for k in op_shape], [k[2] for k in op_shape], bb[order], cb[order], bn[order],
                           cn[order], status[order])

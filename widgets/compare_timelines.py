@@ -9,19 +9,15 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollBar, QSplitter, QVBoxLayout, QWidget
 
-from models import trace_stats
+from models import diff
 from models.timeline import Timeline
 from widgets.timeline_canvas import TimelineCanvas
 
 
 def step_spans(tl: Timeline) -> dict[int, tuple[float, float]]:
     """ProfilerStep number -> (its first start, its last end) in ps, over every host."""
-    s = trace_stats.steps(tl)
-    out: dict[int, tuple[float, float]] = {}
-    for n, a, b in zip(s.number.tolist(), s.start_ps.tolist(), s.end_ps.tolist()):
-        old = out.get(n, (a, b))
-        out[n] = (min(old[0], a), max(old[1], b))
-    return out
+    s = diff.step_spans(tl)
+    return dict(zip(s.number.tolist(), zip(s.start_ps.tolist(), s.end_ps.tolist())))
 
 
 def events_named(tl: Timeline, name: str) -> np.ndarray:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
-from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderView,
                                QLabel, QLineEdit, QSpinBox, QSplitter, QTableView, QTableWidget, QTableWidgetItem,
                                QTabWidget, QVBoxLayout, QWidget)
@@ -375,7 +374,7 @@ class MemoryPage(QWidget):
             self.peaks.setText("No memory profiles to compare" if self.memory is None else "No allocators")
             style_plot(self.plot, scheme)
             return
-        doc = next(x for x in self.memory.to_json(top=None)["allocators"] if x["memory_id"] == a.memory_id)
+        doc = a.peaks()
         self.peaks.setText(" &nbsp; ".join(
             f"{title}: {_bytes(doc[key]['baseline'])} → {_bytes(doc[key]['candidate'])} "
             f"(<b>{_signed_bytes(doc[key]['delta'])}</b>)"
