@@ -60,13 +60,12 @@ def step_window_of(tl: Timeline, spec: str) -> tuple[int, int] | None:
             raise ProfileError("the trace has no ProfilerStep to take the median of")
         k = np.argsort(s.end_ps - s.start_ps, kind="stable")[(len(s) - 1) // 2]
         return int(s.start_ps[k]), int(s.end_ps[k])
-    first, _, last = spec.partition("-")
     try:
-        first_n, last_n = int(first), int(last or first)
+        first, last = trace_stats.step_range(spec)
     except ValueError:
         raise ProfileError(f"steps {spec!r}: expected A, A-B or median") from None
     try:
-        return trace_stats.step_window(tl, first_n, last_n)
+        return trace_stats.step_window(tl, first, last)
     except ValueError as e:
         raise ProfileError(str(e)) from None
 

@@ -411,15 +411,20 @@ def overview_json(tl: Timeline, window: tuple[int, int] | None = None) -> dict:
         for o in overview(tl, window)]}
 
 
+def step_range(spec: str) -> tuple[int, int]:
+    """"A" or "A-B" as (A, B); int()'s ValueError for anything else."""
+    first, _, last = spec.partition("-")
+    return int(first), int(last or first)
+
+
 def tool_json(tl: Timeline, tool: str, params: dict[str, str]) -> bytes:
     """kernel_stats, op_stats or overview as JSON; params `steps=A-B` limits
     them to ProfilerSteps A to B, `group_by=input_shape` splits op_stats by
     the operators' input shapes."""
     window = None
     if spec := params.get("steps", ""):
-        first, _, last = spec.partition("-")
         try:
-            window = step_window(tl, int(first), int(last or first))
+            window = step_window(tl, *step_range(spec))
         except ValueError as e:
             raise ValueError(f"--param steps={spec}: {e}") from None
     group_by = params.get("group_by", "")
