@@ -41,27 +41,6 @@ static int out_reserve(Out *o, Py_ssize_t more) {
     return 1;
 }
 
-/* Writers into room already reserved: each returns the end of what it wrote. */
-static const char DIGIT_PAIRS[] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
-
-static char *put_uint(char *w, uint64_t v, int negative) {
-    if (negative) *w++ = '-';
-    int n = 1; /* the digits, written from the last pair back */
-    for (uint64_t p = 10; n < 20 && v >= p; p *= 10) n++;
-    char *d = w + n;
-    while (v >= 100) {
-        d -= 2;
-        memcpy(d, DIGIT_PAIRS + 2 * (v % 100), 2);
-        v /= 100;
-    }
-    if (v >= 10) memcpy(d - 2, DIGIT_PAIRS + 2 * v, 2);
-    else d[-1] = (char)('0' + v);
-    return w + n;
-}
-
 /* The constant text around the values, copied 16 bytes at a time (rows
  * have 16 bytes of room to spare per part for what spills over). */
 typedef struct {
@@ -69,13 +48,10 @@ typedef struct {
     size_t len;
 } Part;
 
+/* Writers into room already reserved: each returns the end of what it wrote. */
 static char *put_part(char *w, const Part *p) {
     for (size_t i = 0; i < p->len; i += 16) memcpy(w + i, p->text + i, 16);
     return w + p->len;
-}
-
-static char *put_int(char *w, int64_t v) {
-    return v < 0 ? put_uint(w, (uint64_t)0 - (uint64_t)v, 1) : put_uint(w, (uint64_t)v, 0);
 }
 
 /* As float.__repr__, which json.dumps uses for finite numbers; NULL on failure. */
@@ -189,7 +165,7 @@ static PyObject *json_rows(PyObject *self, PyObject *args) {
             Column *c = &cols[j];
             const void *at = PyArray_GETPTR1(c->array, r);
             if (c->kind == 'u') {
-                w = put_uint(w, *(const uint64_t *)at, 0);
+                w = write_uint(w, *(const uint64_t *)at, 0);
             } else if (c->kind == 'f') {
                 if (!(w = put_float(w, c, *(const double *)at))) goto done;
             } else if (c->kind == 's') {
@@ -199,10 +175,10 @@ static PyObject *json_rows(PyObject *self, PyObject *args) {
                     memcpy(w, PyBytes_AS_STRING(text), (size_t)PyBytes_GET_SIZE(text));
                     w += PyBytes_GET_SIZE(text);
                 } else {
-                    w = put_int(w, id);
+                    w = write_int(w, id);
                 }
             } else {
-                w = put_int(w, *(const int64_t *)at);
+                w = write_int(w, *(const int64_t *)at);
             }
         }
         out.size = w - out.data;

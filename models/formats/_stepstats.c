@@ -125,35 +125,9 @@ static int bytes_put(Bytes *b, const void *s, size_t n) {
 
 #define PUT_LITERAL(b, s) bytes_put((b), (s), sizeof(s) - 1)
 
-static const char DIGIT_PAIRS[] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
-
-/* Decimal digits of v at w (two at a time); returns the end. */
-static inline char *w_int(char *w, int64_t v) {
-    char tmp[24];
-    int i = 24;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    while (u >= 100) {
-        i -= 2;
-        memcpy(tmp + i, DIGIT_PAIRS + 2 * (u % 100), 2);
-        u /= 100;
-    }
-    if (u >= 10) {
-        i -= 2;
-        memcpy(tmp + i, DIGIT_PAIRS + 2 * u, 2);
-    } else {
-        tmp[--i] = (char)('0' + u);
-    }
-    if (v < 0) tmp[--i] = '-';
-    memcpy(w, tmp + i, (size_t)(24 - i));
-    return w + 24 - i;
-}
-
 static int bytes_put_int(Bytes *b, int64_t v) {
     if (!bytes_reserve(b, 24)) return 0;
-    b->len = (size_t)(w_int(b->p + b->len, v) - b->p);
+    b->len = (size_t)(write_int(b->p + b->len, v) - b->p);
     return 1;
 }
 
@@ -988,13 +962,13 @@ static char *w_event(char *w, const Node *n, int kernel, int64_t pid, int64_t ti
     if (!w) return NULL;
     size_t op_len = (size_t)(w - op_json);
     w = W_LITERAL(w, ",\"pid\":");
-    w = w_int(w, pid);
+    w = write_int(w, pid);
     w = W_LITERAL(w, ",\"tid\":");
-    w = w_int(w, tid);
+    w = write_int(w, tid);
     w = W_LITERAL(w, ",\"ts\":");
-    w = w_int(w, n->start_us);
+    w = write_int(w, n->start_us);
     w = W_LITERAL(w, ",\"dur\":");
-    w = w_int(w, n->rel_us);
+    w = write_int(w, n->rel_us);
     w = W_LITERAL(w, ",\"args\":{\"name\":");
     if (!(w = w_string(w, name, name_end - name))) return NULL;
     w = W_LITERAL(w, ",\"op\":");
@@ -1007,7 +981,7 @@ static char *w_event(char *w, const Node *n, int kernel, int64_t pid, int64_t ti
             while (q + 1 < in_end && !(q[0] == ',' && q[1] == ' ')) q++;
             if (q + 1 >= in_end) q = in_end;
             w = W_LITERAL(w, ",\"input");
-            w = w_int(w, i);
+            w = write_int(w, i);
             w = W_LITERAL(w, "\":");
             if (!(w = w_string(w, p, q - p))) return NULL;
             if (q == in_end) break;
