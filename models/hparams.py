@@ -342,8 +342,13 @@ def _drop_non_finite_choices(exp: api_pb2.Experiment) -> None:
     for info in exp.hparam_infos:
         values = info.domain_discrete.values
         for i in reversed(range(len(values))):
-            if values[i].WhichOneof("kind") == "number_value" and not math.isfinite(values[i].number_value):
+            if _non_finite(values[i]):
                 del values[i]
+
+
+def _non_finite(v: struct_pb2.Value) -> bool:
+    """A NaN or infinite number, which JSON cannot carry."""
+    return v.WhichOneof("kind") == "number_value" and not math.isfinite(v.number_value)
 
 
 def _hparam_info(name: str, values: list[struct_pb2.Value]) -> api_pb2.HParamInfo | None:
@@ -366,7 +371,7 @@ def _hparam_info(name: str, values: list[struct_pb2.Value]) -> api_pb2.HParamInf
     else:
         # TensorBoard lists a set (its order changes between processes); Profscope sorts it.
         texts = sorted({_as_string(v) for v in typed
-                        if not (v.WhichOneof("kind") == "number_value" and not math.isfinite(v.number_value))})
+                        if not _non_finite(v)})
         info.domain_discrete.extend(texts)
         info.differs = len(texts) > 1
     return info
