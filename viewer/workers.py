@@ -23,26 +23,32 @@ class _JobSignals(QObject):
 
 
 class _Job(QRunnable):
-    def __init__(self, fn: Callable[[TaskState], Any], signals: _JobSignals, on_finished: Callable[[Any], None] | None):
+    def __init__(self, fn: Callable[[TaskState], Any], signals: _JobSignals):
         super().__init__()
         self.fn = fn
-        self.on_finished = on_finished
         self.signals = signals
         self.task = TaskState(on_progress=signals.progress.emit)
 
     def run(self) -> None:
+        # The runner holds fn (and the widgets it may refer to) until this job's
+        # last signal reaches the GUI thread, and this thread lets go of it
+        # before signalling: a Qt object freed on a pool thread can deadlock
+        # with the GUI thread or crash.
+        signal, args = self._outcome()
+        signal.emit(*args)
+
+    def _outcome(self) -> tuple[Any, tuple]:
+        fn, self.fn = self.fn, None
         try:
-            result = self.fn(self.task)
+            return self.signals.finished, (fn(self.task),)
         except Cancelled:
-            self.signals.cancelled.emit()
+            return self.signals.cancelled, ()
         except ProfileError as e:
-            self.signals.failed.emit(str(e))
+            return self.signals.failed, (str(e),)
         except MemoryError:
-            self.signals.failed.emit("Out of memory while reading; the input is too large for this machine")
+            return self.signals.failed, ("Out of memory while reading; the input is too large for this machine",)
         except Exception as e:  # a bug or unforeseen input: report it, keep the window alive
-            self.signals.failed.emit(crashlog.one_line(e, "Loading"))
-        else:
-            self.signals.finished.emit(result)
+            return self.signals.failed, (crashlog.one_line(e, "Loading"),)
 
 
 class TaskRunner(QObject):
@@ -57,14 +63,15 @@ class TaskRunner(QObject):
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(2)
         self._job: _Job | None = None
-        self._jobs: dict[_JobSignals, _Job] = {}  # keeps each job's signals alive until it ends
+        # Each job's signals, fn and on_finished, kept until its last signal arrives (see _Job.run).
+        self._jobs: dict[_JobSignals, tuple[_Job, Callable, Callable | None]] = {}
 
     def start(self, fn: Callable[[TaskState], Any], on_finished: Callable[[Any], None] | None = None) -> None:
         """Runs fn(task_state) on the pool; on_finished(result) runs on the GUI thread."""
         self.cancel()
         signals = _JobSignals()
-        job = _Job(fn, signals, on_finished)
-        self._jobs[signals] = job
+        job = _Job(fn, signals)
+        self._jobs[signals] = (job, fn, on_finished)
         # Bound slots of this GUI-thread object: Qt queues the worker's signals.
         signals.progress.connect(self._on_progress)
         signals.finished.connect(self._on_finished)
@@ -90,16 +97,17 @@ class TaskRunner(QObject):
         return self.pool.waitForDone(msecs)
 
     def _current(self) -> bool:
-        return self._jobs.get(self.sender()) is self._job
+        entry = self._jobs.get(self.sender())
+        return entry is not None and entry[0] is self._job
 
-    def _end(self) -> _Job | None:
-        """Forgets the sending job; returns it if it was the current one."""
-        job = self._jobs.pop(self.sender(), None)
-        if job is None or job is not self._job:
+    def _end(self) -> tuple[_Job, Callable, Callable | None] | None:
+        """Forgets the sending job; returns its entry if it was the current one."""
+        entry = self._jobs.pop(self.sender(), None)
+        if entry is None or entry[0] is not self._job:
             return None  # superseded or cancelled: drop its late result
         self._job = None
         self.busy_changed.emit(False)
-        return job
+        return entry
 
     @Slot(float, str)
     def _on_progress(self, fraction: float, text: str) -> None:
@@ -108,10 +116,10 @@ class TaskRunner(QObject):
 
     @Slot(object)
     def _on_finished(self, result) -> None:
-        job = self._end()
-        if job is not None:
-            if job.on_finished is not None:
-                job.on_finished(result)
+        entry = self._end()
+        if entry is not None:
+            if entry[2] is not None:
+                entry[2](result)
             self.finished.emit(result)
 
     @Slot(str)
