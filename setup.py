@@ -1,6 +1,6 @@
 """Builds the C extensions (models._protowire, models._tfrecord, models._lanes, models._nesting,
 models.formats._labels, models.formats._logscan, models._jsonrows,
-models.formats._memory_json); everything else is in pyproject.toml."""
+models.formats._memory_json, models._parquet); everything else is in pyproject.toml."""
 
 import numpy
 from setuptools import Extension, setup
@@ -16,6 +16,7 @@ SHARED_HELPERS = [
     ("models._jsonrows", "models/_jsonrows.c"),  # JSON text of numpy columns, for exports
     ("models.formats._logscan", "models/formats/_logscan.c"),  # __LOG_MEMORY__ lines, their replay
     ("models.formats._memory_json", "models/formats/_memory_json.c"),  # MemoryProfile JSON into columns
+    ("models._parquet", "models/_parquet.c"),  # Parquet value encodings, for models/parquet.py
 ]
 
 setup(

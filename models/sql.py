@@ -15,11 +15,13 @@ TaskState's progress and cancellation. docs/SQL.md documents every column.
 The connection cannot touch files, the network or extensions (its
 configuration is locked), has a memory limit and no spill folder, and a
 query is cancelled through DuckDB's interrupt when its task is. Parquet is
-written by pyarrow from the sources' columns (`write_parquet`), never by SQL.
+written from the sources' columns by models/parquet.py (`write_parquet`),
+never by SQL.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -32,9 +34,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from models import trace_stats
+from models import parquet, trace_stats
 from models.memory_profile import ACTIVITY_NAMES
 from models.registry import MEMORY_PROFILE, TRACE_VIEWER
 from models.task import Cancelled, ProfileError, TaskState
@@ -80,9 +81,7 @@ KERNEL_TYPE = ("CASE WHEN lower(name) LIKE '%nccl%' THEN 'COMMUNICATION' "
                "OR category IN ('gpu_memcpy', 'gpu_memset') THEN 'MEMORY' "
                "WHEN category = 'kernel' THEN 'COMPUTATION' ELSE 'OTHER' END")
 MEMORY_LIMIT_VARIABLE = "PROFSCOPE_SQL_MEMORY"
-_TEXT = pa.dictionary(pa.int32(), pa.string())
-_ARROW_TYPES = {"VARCHAR": _TEXT, "BIGINT": pa.int64(), "INTEGER": pa.int32(), "UBIGINT": pa.uint64(),
-                "DOUBLE": pa.float64()}
+_NUMPY_TYPES = {"BIGINT": np.int64, "INTEGER": np.int32, "UBIGINT": np.uint64, "DOUBLE": np.float64}
 
 
 class QueryError(ProfileError):
@@ -130,6 +129,7 @@ class ProfileDatabase:
                   "allow_community_extensions": False}
         if threads:
             config["threads"] = threads
+        self.threads = threads  # also the Parquet writer's (None: one per core)
         self._con = duckdb.connect(config=config)
         self._con.execute("SET python_enable_replacements = false")  # no Python variables as tables
         self._con.execute("SET enable_progress_bar = true")  # query_progress() for the window
@@ -306,7 +306,7 @@ class ProfileDatabase:
             self.warnings.append(str(e))
             return None
 
-    def _part(self, source: pa.Table, exprs: dict[str, str], **constants: str) -> _Part:
+    def _part(self, source: pa.Table, exprs: dict, **constants: str) -> _Part:
         """Registers one source's Arrow columns as a relation of a table."""
         name = f"_source_{self._relations}"
         self._relations += 1
@@ -330,8 +330,8 @@ class ProfileDatabase:
             task.raise_if_cancelled()
             columns = slice_columns(tl)
             exprs = {c: c for c in columns.column_names} | {
-                "start_ns": f"{int(tl.origin_ns)} + start_ps // 1000", "dur_ns": "dur_ps // 1000",
-                "parent": "NULLIF(parent, -1)", "step": "NULLIF(step, -1)"}
+                "start_ns": _Ns("start_ps", int(tl.origin_ns)), "dur_ns": _Ns("dur_ps"),
+                "parent": _NullIf("parent"), "step": _NullIf("step")}
             parts.append(self._part(columns, {c: e for c, e in exprs.items() if c in columns.column_names
                                               or c in ("start_ns", "dur_ns")}, session=session, host=host, tag=tag))
         self._view("slices", parts)
@@ -351,7 +351,7 @@ class ProfileDatabase:
         for session, host, tag, tl in self._timeline_list(task):
             for c in tl.counters:
                 columns = pa.table({"time_ps": c.time_ps, "value": c.value})
-                exprs = {"time_ns": f"{int(tl.origin_ns)} + time_ps // 1000", "value": "value"}
+                exprs = {"time_ns": _Ns("time_ps", int(tl.origin_ns)), "value": "value"}
                 process = tl.groups[c.group] if 0 <= c.group < len(tl.groups) else ""
                 parts.append(self._part(columns, exprs, session=session, host=host, tag=tag, process=process,
                                         name=c.name))
@@ -371,8 +371,8 @@ class ProfileDatabase:
             ops = np.flatnonzero(times.is_op)
             columns = pa.table({"id": ops, "self_ps": times.self_ps[ops], "device_self_ps": times.device_self_ps[ops],
                                 "device_total_ps": times.device_total_ps[ops]})
-            exprs = {"id": "id", "self_ns": "self_ps // 1000", "device_self_ns": "device_self_ps // 1000",
-                     "device_total_ns": "device_total_ps // 1000"}
+            exprs = {"id": "id", "self_ns": _Ns("self_ps"), "device_self_ns": _Ns("device_self_ps"),
+                     "device_total_ns": _Ns("device_total_ps")}
             parts.append(self._part(columns, exprs, session=session, host=host, tag=tag))
         keys = (("session", "VARCHAR"), ("host", "VARCHAR"), ("tag", "VARCHAR"), ("id", "BIGINT"))
         self._view("_op_times", parts, keys + SCHEMA["ops"][len(_SLICE):])
@@ -390,7 +390,7 @@ class ProfileDatabase:
                 "activity": s.activity, "requested_bytes": s.requested, "allocation_bytes": s.allocation,
                 "address": _unsigned(s.address), "step": s.step,
                 **{name: _dictionary(getattr(s, name), strings) for name, _ in _ACTIVITY}})
-            exprs = {c: c for c in columns.column_names} | {"time_ns": "time_ps // 1000", "kind": _activity("activity")}
+            exprs = {c: c for c in columns.column_names} | {"time_ns": _Ns("time_ps"), "kind": _activity("activity")}
             parts.append(self._part(columns, exprs, session=session, host=host, allocator=memory_id))
         self._view("memory_snapshots", parts)
 
@@ -412,7 +412,7 @@ class ProfileDatabase:
                 "step": s.step[allocs], "free_step": s.step[at_free],
                 **{name: _dictionary(getattr(s, name)[allocs], strings) for name, _ in _ACTIVITY}})
             exprs = {c: c for c in columns.column_names} | {
-                "freed_snapshot": "NULLIF(freed_snapshot, -1)", "alloc_time_ns": "alloc_time_ps // 1000",
+                "freed_snapshot": _NullIf("freed_snapshot"), "alloc_time_ns": _Ns("alloc_time_ps"),
                 "free_time_ns": "CASE WHEN freed_snapshot < 0 THEN NULL ELSE free_time_ps // 1000 END",
                 "free_step": "CASE WHEN freed_snapshot < 0 THEN NULL ELSE free_step END"}
             parts.append(self._part(columns, exprs, session=session, host=host, allocator=memory_id))
@@ -462,43 +462,82 @@ class ProfileDatabase:
     # ------------------------------------------------------------ Parquet
 
     def _write_parts(self, path: Path, parts: list[_Part], schema) -> None:
-        """A table's sources into one Parquet file, a row group or more each:
-        DuckDB computes the numbers (units, NULLs); texts go from the sources'
-        dictionaries straight to Parquet's (DuckDB would decode and hash every
-        row's string again)."""
-        arrow = pa.schema([(c, _ARROW_TYPES[t]) for c, t in schema])
-        numbers = [(c, t) for c, t in schema if t != "VARCHAR"]
-        texts = [c for c, t in schema if t == "VARCHAR"]
-        # Integers delta-encoded (times and ids mostly grow: several times smaller than plain), then LZ4, the
-        # cheapest compression every Parquet reader knows. Min/max statistics for the numbers only (filters on
-        # times and steps skip row groups): for a dictionary column pyarrow computes them per row, 5x its write.
-        integers = {c: "DELTA_BINARY_PACKED" for c, t in schema if t in ("BIGINT", "INTEGER", "UBIGINT")}
-        with pq.ParquetWriter(path, arrow, compression="lz4", use_dictionary=texts, column_encoding=integers,
-                              write_statistics=[c for c, _ in numbers]) as writer:
+        """A table's sources into one Parquet file, a row group per million rows of each."""
+        with parquet.Writer(path, schema, self.threads) as writer:
             for p in parts:
-                casts = ", ".join(f"CAST({p.sql(c)} AS {t}) AS {c}" for c, t in numbers)
-                computed = self._con.sql(f"SELECT {casts} FROM {p.relation}").to_arrow_table() if numbers else None
-                columns = [computed.column(c) if t != "VARCHAR" else self._text_column(p, c) for c, t in schema]
-                writer.write_table(pa.table(columns, schema=arrow), row_group_size=1 << 20)
+                for rows, columns in self._row_groups(p, schema):
+                    writer.write(columns, rows)
 
-    def _text_column(self, p: _Part, column: str) -> pa.Array:
-        n = p.source.num_rows
+    def _row_groups(self, p: _Part, schema):
+        """A source's rows for Parquet, row group by row group. Per-lane
+        columns and constants go as runs, the rest from the source's arrays
+        (texts from their dictionaries, not decoded and hashed again);
+        DuckDB computes only what numpy cannot (CASE expressions, activity
+        names), a row group at a time."""
+        rows = p.source.num_rows
+        columns = {c: self._export_column(p, c, t) for c, t in schema}
+        computed = [(c, t) for c, t in schema if columns[c] is None]
+        if computed:
+            casts = ", ".join(f"CAST({p.sql(c)} AS {t}) AS {c}" for c, t in computed)
+            batches = _gathered(self._con.sql(f"SELECT {casts} FROM {p.relation}").to_arrow_reader(1 << 16))
+        else:
+            batches = (min(parquet.ROW_GROUP_ROWS, rows - a) for a in range(0, rows, parquet.ROW_GROUP_ROWS))
+        at = 0
+        for batch in batches:
+            n = batch if isinstance(batch, int) else batch.num_rows
+            if not n:
+                continue
+            # Made on the writer's threads, like their encoding.
+            yield n, [functools.partial(columns[c], at, n) if columns[c] is not None
+                      else functools.partial(parquet.from_arrow, batch.column(c), t) for c, t in schema]
+            at += n
+        if at != rows:  # DuckDB keeps a scan's order; anything else would misalign the columns
+            raise ProfileError(f"Parquet export: {at:,} rows computed for {rows:,}")
+
+    def _export_column(self, p: _Part, column: str, sql_type: str):
+        """A view column of a source for Parquet: rows(start, n) giving its
+        Values or Runs, or None when DuckDB must compute it."""
+        rows = p.source.num_rows
         if column in p.constants:
-            return pa.DictionaryArray.from_arrays(np.zeros(n, np.int32), pa.array([p.constants[column]], pa.string()))
+            return parquet.RunColumn.constant(rows, pa.array([p.constants[column]], pa.string())).rows
         expr = p.exprs.get(column)
         if expr is None:
-            return pa.nulls(n, _TEXT)
-        if expr != column:  # computed in SQL (activity names)
-            values = self._con.sql(f"SELECT CAST({expr} AS VARCHAR) FROM {p.relation}").to_arrow_table().column(0)
-            return pc.dictionary_encode(values.combine_chunks()).cast(_TEXT)
-        values = p.source.column(column).combine_chunks()
-        if isinstance(values, pa.RunEndEncodedArray):  # per-lane values: one index per row into the lanes' texts
-            lengths = np.diff(np.r_[0, values.run_ends.to_numpy()])
-            return pa.DictionaryArray.from_arrays(np.repeat(np.arange(len(lengths), dtype=np.int32), lengths),
-                                                  values.values)
-        if isinstance(values, pa.DictionaryArray):
-            return values.cast(_TEXT)
-        return pc.dictionary_encode(values.cast(pa.string())).cast(_TEXT)  # a names blob (StepStats)
+            return parquet.RunColumn.constant(rows, pa.array([], pa.string()), valid=False).rows
+        name = expr.column if isinstance(expr, (_Ns, _NullIf)) else expr
+        if name not in p.source.column_names:
+            return None
+        values = parquet.whole(p.source.column(name))
+        if sql_type == "VARCHAR":
+            if expr != column:
+                return None
+            if isinstance(values, pa.RunEndEncodedArray):  # per-lane texts
+                texts, per_run = np.unique(values.values.to_numpy(zero_copy_only=False).astype(str),
+                                           return_inverse=True)
+                return parquet.RunColumn(values.run_ends.to_numpy().astype(np.int64), per_run.astype(np.uint32),
+                                         pa.array(texts, pa.string())).rows
+            return lambda a, n: parquet.from_arrow(values.slice(a, n), sql_type)  # a names blob (StepStats) is hashed
+        want = np.dtype(_NUMPY_TYPES[sql_type])
+        if isinstance(values, pa.RunEndEncodedArray):  # per-lane numbers
+            distinct, per_run = np.unique(values.values.to_numpy(zero_copy_only=False), return_inverse=True)
+            if isinstance(expr, _Ns) or not _widens(distinct.dtype, want):
+                return None
+            valid = distinct[per_run] != expr.missing if isinstance(expr, _NullIf) else None
+            return parquet.RunColumn(values.run_ends.to_numpy().astype(np.int64), per_run.astype(np.uint32),
+                                     distinct.astype(want), valid).rows
+        if values.null_count or not _widens(values.type.to_pandas_dtype(), want):
+            return None
+        values = values.to_numpy()
+        if isinstance(expr, _Ns):
+            return lambda a, n: parquet.Values(expr.numpy(values[a:a + n]))
+        if isinstance(expr, _NullIf):
+            def rows_of(a, n):
+                part = values[a:a + n]
+                valid = part != expr.missing
+                return parquet.Values(part, np.packbits(valid, bitorder="little"), 0, null_count=n - int(valid.sum()))
+            return rows_of
+        # int32 stays int32 for BIGINT: the encoder widens as it goes
+        keep = values.dtype == want or (want == np.int64 and values.dtype == np.int32)
+        return lambda a, n: parquet.Values(values[a:a + n] if keep else values[a:a + n].astype(want))
 
     def write_parquet(self, folder: Path, tables, partition: str | None = None) -> list[tuple[Path, int]]:
         """Writes tables as folder/<table>[/host=<partition>]/part.parquet
@@ -518,10 +557,11 @@ class ProfileDatabase:
                 if table in self._parts:
                     self._write_parts(part, self._parts[table], schema)
                 else:  # a view over other tables (kernels, ops): DuckDB computes its rows
-                    reader = self._con.sql(f"SELECT {', '.join(c for c, _ in schema)} FROM {table}").to_arrow_reader(1 << 20)
-                    with pq.ParquetWriter(part, reader.schema, compression="snappy") as writer:
-                        for batch in reader:
-                            writer.write_batch(batch)
+                    sql = f"SELECT {', '.join(c for c, _ in schema)} FROM {table}"
+                    with parquet.Writer(part, schema, self.threads) as writer:
+                        for batch in _gathered(self._con.sql(sql).to_arrow_reader(1 << 16)):
+                            if batch.num_rows:
+                                writer.write([parquet.from_arrow(batch.column(c), t) for c, t in schema])
                 os.replace(part, path)
             except BaseException:
                 part.unlink(missing_ok=True)
@@ -636,6 +676,36 @@ def _literal(text: str) -> str:
     return "'" + str(text).replace("'", "''") + "'"
 
 
+@dataclass(frozen=True)
+class _Ns:
+    """A view column in ns from a source column in ps (plus an origin): SQL
+    for the view, numpy for Parquet, the same numbers (DuckDB's // on
+    integers truncates toward zero)."""
+
+    column: str
+    origin: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.origin} + {self.column} // 1000" if self.origin else f"{self.column} // 1000"
+
+    def numpy(self, ps: np.ndarray) -> np.ndarray:
+        ns = ps // 1000
+        if len(ps) and ps.min() < 0:
+            ns += (ps < 0) & (ps % 1000 != 0)
+        return ns + self.origin if self.origin else ns
+
+
+@dataclass(frozen=True)
+class _NullIf:
+    """A view column that is a source column with -1 as NULL."""
+
+    column: str
+    missing: int = -1
+
+    def __str__(self) -> str:
+        return f"NULLIF({self.column}, {self.missing})"
+
+
 @dataclass
 class _Part:
     """One source of a table: its registered Arrow columns, the SQL giving
@@ -643,13 +713,34 @@ class _Part:
 
     relation: str
     source: pa.Table
-    exprs: dict[str, str]
+    exprs: dict[str, str | _Ns | _NullIf]
     constants: dict[str, str]
 
     def sql(self, column: str) -> str:
         if column in self.constants:
             return _literal(self.constants[column])
-        return self.exprs.get(column, "NULL")
+        return str(self.exprs.get(column, "NULL"))
+
+
+def _gathered(batches):
+    """DuckDB's record batches (a few thousand rows each) gathered into row groups
+    of about parquet.ROW_GROUP_ROWS, as tables."""
+    pending, rows = [], 0
+    for batch in batches:
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows >= parquet.ROW_GROUP_ROWS:
+            yield pa.Table.from_batches(pending)
+            pending, rows = [], 0
+    if rows:
+        yield pa.Table.from_batches(pending)
+
+
+def _widens(source, target: np.dtype) -> bool:
+    """Numbers of dtype source become target without loss (as DuckDB's CAST
+    would give them): integers to wider integers, floats to wider floats."""
+    source = np.dtype(source)
+    return source.kind in "iuf" and (source.kind == "f") == (target.kind == "f") and np.can_cast(source, target, "safe")
 
 
 def _hparam_text(value) -> str:

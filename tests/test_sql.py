@@ -347,6 +347,39 @@ def test_parquet_round_trip(gpu, exported):
     db.close()
 
 
+@pytest.mark.parametrize("path", [
+    DATA / "xprof" / "keras.xplane.pb",  # per-lane steps from the step markers, XSpace memory
+    DATA / "step_stats" / "step_stats.pbtxt",  # StepStats names
+    DATA / "log_memory" / "graph-bfc-onednn.log.gz",  # LogMemory replay: allocations freed and open
+    GPU_MEMORY,  # Kineto: categories, flows, kernels and ops views, memory events
+], ids=lambda p: p.name)
+def test_every_table_written_as_parquet_reads_back_as_its_view(path, tmp_path):
+    db = ProfileDatabase.open(path)
+    db.write_parquet(tmp_path, TABLES)
+    con = duckdb.connect()
+    read = 0
+    for table in TABLES:
+        columns = ", ".join(c for c, _ in SCHEMA[table])
+        got = con.sql(f"SELECT {columns} FROM '{tmp_path}/{table}/part.parquet' ORDER BY ALL").to_arrow_table()
+        expected = db.query(f"SELECT {columns} FROM {table} ORDER BY ALL").table
+        assert got.schema.types == expected.schema.types, table
+        assert str(got.to_pylist()) == str(expected.to_pylist()), table  # str: NaN equals NaN
+        read += got.num_rows
+    assert read > 0
+    db.close()
+
+
+def test_nanoseconds_in_parquet_are_the_views_for_negative_times():
+    """The view's ps -> ns is DuckDB's integer division (toward zero); Parquet's numpy one must agree."""
+    from models.sql import _Ns
+
+    ps = np.array([-2001, -2000, -1999, -1, 0, 1, 999, 1000, 1001, -(2**62), 2**62], np.int64)
+    con = duckdb.connect()
+    con.register("t", {"ps": ps})
+    for unit in (_Ns("ps"), _Ns("ps", 1_700_000_000_000_000_000)):
+        assert unit.numpy(ps).tolist() == [r[0] for r in con.sql(f"SELECT {unit} FROM t").fetchall()]
+
+
 def test_export_refuses_a_file_and_a_tool(tmp_path, capsys):
     assert main(["export", str(GPU), "--format", "parquet"]) == 1
     assert "-o DIR" in capsys.readouterr().err
