@@ -310,8 +310,11 @@ static PyObject *encode_doubles(PyObject *self, PyObject *args) {
     if (non_null < n) {
         if (non_null) compact(w, (const uint8_t *)data, n, 8, bits, c.offset);
     } else memcpy(w, data, (size_t)n * 8);
-    const double *written = (const double *)w;
-    for (Py_ssize_t i = 0; i < non_null; i++) nans += written[i] != written[i];
+    for (Py_ssize_t i = 0; i < non_null; i++) { /* the page's doubles are not 8-byte aligned */
+        double x;
+        memcpy(&x, w + 8 * i, 8);
+        nans += x != x;
+    }
     w += non_null * 8;
     Py_END_ALLOW_THREADS
     close_column(&c);
