@@ -7,6 +7,7 @@ signals on the GUI thread.
 
 from __future__ import annotations
 
+from itertools import count
 from typing import Any, Callable
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
@@ -16,18 +17,24 @@ from viewer import crashlog
 
 
 class _JobSignals(QObject):
-    progress = Signal(float, str)
-    finished = Signal(object)
-    failed = Signal(str)
-    cancelled = Signal()
+    """The signals every job of a runner emits from the pool, each with the
+    job's number. One object per runner, created after its pool, so Qt
+    deletes it (on the GUI thread) only after the pool has waited for its
+    jobs: no Qt object is ever freed on a pool thread."""
+
+    progress = Signal(int, float, str)
+    finished = Signal(int, object)
+    failed = Signal(int, str)
+    cancelled = Signal(int)
 
 
 class _Job(QRunnable):
-    def __init__(self, fn: Callable[[TaskState], Any], signals: _JobSignals):
+    def __init__(self, number: int, fn: Callable[[TaskState], Any], signals: _JobSignals):
         super().__init__()
+        self.number = number
         self.fn = fn
         self.signals = signals
-        self.task = TaskState(on_progress=signals.progress.emit)
+        self.task = TaskState(on_progress=lambda fraction, text: signals.progress.emit(number, fraction, text))
 
     def run(self) -> None:
         # The runner holds fn (and the widgets it may refer to) until this job's
@@ -35,7 +42,7 @@ class _Job(QRunnable):
         # before signalling: a Qt object freed on a pool thread can deadlock
         # with the GUI thread or crash.
         signal, args = self._outcome()
-        signal.emit(*args)
+        signal.emit(self.number, *args)
 
     def _outcome(self) -> tuple[Any, tuple]:
         fn, self.fn = self.fn, None
@@ -62,22 +69,24 @@ class TaskRunner(QObject):
         super().__init__(parent)
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(2)
-        self._job: _Job | None = None
-        # Each job's signals, fn and on_finished, kept until its last signal arrives (see _Job.run).
-        self._jobs: dict[_JobSignals, tuple[_Job, Callable, Callable | None]] = {}
+        self._signals = _JobSignals(self)  # after the pool: see _JobSignals
+        # Bound slots of this GUI-thread object: Qt queues the workers' signals.
+        self._signals.progress.connect(self._on_progress)
+        self._signals.finished.connect(self._on_finished)
+        self._signals.failed.connect(self._on_failed)
+        self._signals.cancelled.connect(self._on_cancelled)
+        self._numbers = count()
+        self._job: int | None = None  # the current job's number
+        self._task: TaskState | None = None  # and its TaskState
+        # Each job's fn and on_finished, kept until its last signal arrives (see _Job.run).
+        self._jobs: dict[int, tuple[Callable, Callable | None]] = {}
 
     def start(self, fn: Callable[[TaskState], Any], on_finished: Callable[[Any], None] | None = None) -> None:
         """Runs fn(task_state) on the pool; on_finished(result) runs on the GUI thread."""
         self.cancel()
-        signals = _JobSignals()
-        job = _Job(fn, signals)
-        self._jobs[signals] = (job, fn, on_finished)
-        # Bound slots of this GUI-thread object: Qt queues the worker's signals.
-        signals.progress.connect(self._on_progress)
-        signals.finished.connect(self._on_finished)
-        signals.failed.connect(self._on_failed)
-        signals.cancelled.connect(self._on_cancelled)
-        self._job = job
+        job = _Job(next(self._numbers), fn, self._signals)
+        self._jobs[job.number] = (fn, on_finished)
+        self._job, self._task = job.number, job.task
         self.busy_changed.emit(True)
         self.pool.start(job)
 
@@ -87,8 +96,8 @@ class TaskRunner(QObject):
 
     def cancel(self) -> None:
         if self._job is not None:
-            self._job.task.cancel()
-            self._job = None
+            self._task.cancel()
+            self._job = self._task = None
             self.busy_changed.emit(False)
             self.cancelled.emit()
 
@@ -96,37 +105,34 @@ class TaskRunner(QObject):
         """Waits for running jobs (also cancelled ones) to end."""
         return self.pool.waitForDone(msecs)
 
-    def _current(self) -> bool:
-        entry = self._jobs.get(self.sender())
-        return entry is not None and entry[0] is self._job
-
-    def _end(self) -> tuple[_Job, Callable, Callable | None] | None:
-        """Forgets the sending job; returns its entry if it was the current one."""
-        entry = self._jobs.pop(self.sender(), None)
-        if entry is None or entry[0] is not self._job:
-            return None  # superseded or cancelled: drop its late result
-        self._job = None
+    def _end(self, number: int) -> tuple[bool, Callable | None]:
+        """Forgets job `number`: (whether it was the current job, its on_finished).
+        A superseded or cancelled job's late result is dropped."""
+        _, on_finished = self._jobs.pop(number, (None, None))
+        if number != self._job:
+            return False, None
+        self._job = self._task = None
         self.busy_changed.emit(False)
-        return entry
+        return True, on_finished
 
-    @Slot(float, str)
-    def _on_progress(self, fraction: float, text: str) -> None:
-        if self._current():
+    @Slot(int, float, str)
+    def _on_progress(self, number: int, fraction: float, text: str) -> None:
+        if number == self._job:
             self.progress.emit(fraction, text)
 
-    @Slot(object)
-    def _on_finished(self, result) -> None:
-        entry = self._end()
-        if entry is not None:
-            if entry[2] is not None:
-                entry[2](result)
+    @Slot(int, object)
+    def _on_finished(self, number: int, result) -> None:
+        current, on_finished = self._end(number)
+        if current:
+            if on_finished is not None:
+                on_finished(result)
             self.finished.emit(result)
 
-    @Slot(str)
-    def _on_failed(self, message: str) -> None:
-        if self._end():
+    @Slot(int, str)
+    def _on_failed(self, number: int, message: str) -> None:
+        if self._end(number)[0]:
             self.failed.emit(message)
 
-    @Slot()
-    def _on_cancelled(self) -> None:
-        self._end()
+    @Slot(int)
+    def _on_cancelled(self, number: int) -> None:
+        self._end(number)
