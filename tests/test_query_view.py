@@ -19,7 +19,7 @@ from models.sql_examples import EXAMPLES
 from viewer.query_runner import QueryRunner
 from widgets.query_chart import chart_data
 from widgets.query_model import ResultModel, row_jump
-from widgets.query_view import QueryView
+from widgets.query_view import QueryView, SqlEditor
 
 GPU = DATA / "chrome_trace" / "gpu"
 GPU_MEMORY = DATA / "chrome_trace" / "gpu_memory"
@@ -365,3 +365,24 @@ def test_saved_queries_persist(qtbot, tab, settings):
     third = QueryView(tab.runner, QSettings(settings.fileName(), QSettings.IniFormat))
     qtbot.addWidget(third)
     assert third.saved() == again.saved()
+
+
+def test_the_editor_colours_strings_and_comments_as_sql_reads_them(qtbot):
+    editor = SqlEditor()
+    qtbot.addWidget(editor)
+    editor.setPlainText("SELECT '--no' AS dashes /* it's a\nlong comment */ FROM slices -- 'quoted' FROM\nWHERE 1")
+    formats = editor.highlighter.formats
+
+    def kind(line: int, text: str, last: bool = False) -> str:
+        block = editor.document().findBlockByNumber(line)
+        col = block.text().rindex(text) if last else block.text().index(text)
+        for r in block.layout().formats():
+            if r.start <= col < r.start + r.length:
+                return next(k for k, f in formats.items() if f == r.format)
+        return "plain"
+
+    assert kind(0, "SELECT") == "keyword" and kind(0, "--no") == "string" and kind(0, "dashes") == "plain"
+    assert kind(0, "it's") == "comment" and kind(1, "long") == "comment"  # a /* comment goes on to the next line
+    assert kind(1, "FROM") == "keyword" and kind(1, "slices") == "table"
+    assert kind(1, "'quoted'") == "comment" and kind(1, "FROM", last=True) == "comment"
+    assert kind(2, "WHERE") == "keyword" and kind(2, "1") == "number"  # the -- comment ended with its line

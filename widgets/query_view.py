@@ -52,16 +52,20 @@ def _column(*items) -> QWidget:
 
 
 class SqlHighlighter(QSyntaxHighlighter):
-    """Keywords, table names, strings, numbers and -- comments."""
+    """Keywords, table names, numbers, then strings and comments (-- to the
+    line's end, /* */ across lines) in one pass from the left, so quotes in
+    comments and dashes in strings are what they look like."""
 
-    RULES = (("keyword", r"\b(?:" + "|".join(KEYWORDS) + r")\b"),
-             ("table", r"\b(?:" + "|".join(ProfileDatabase.tables()) + r")\b"),
-             ("number", r"\b\d+(?:\.\d+)?\b"), ("string", r"'(?:[^']|'')*'?"), ("comment", r"--.*$"))
+    WORDS = (("keyword", r"\b(?:" + "|".join(KEYWORDS) + r")\b"),
+             ("table", r"\b(?:" + "|".join(ProfileDatabase.tables()) + r")\b"), ("number", r"\b\d+(?:\.\d+)?\b"))
+    OPENERS = re.compile(r"--|/\*|'")
+    STRING = re.compile(r"'(?:[^']|'')*'?")
+    IN_COMMENT = 1  # block state: a /* comment runs on into the next line
 
     def __init__(self, document):
         super().__init__(document)
         self.formats: dict[str, QTextCharFormat] = {}
-        self.patterns = [(name, re.compile(p, re.I)) for name, p in self.RULES]
+        self.patterns = [(name, re.compile(p, re.I)) for name, p in self.WORDS]
         self.set_scheme(Scheme.of())
 
     def set_scheme(self, scheme: Scheme) -> None:
@@ -76,9 +80,35 @@ class SqlHighlighter(QSyntaxHighlighter):
         self.rehighlight()
 
     def highlightBlock(self, text: str) -> None:
-        for name, pattern in self.patterns:  # later rules win: strings and comments over keywords
+        for name, pattern in self.patterns:
             for m in pattern.finditer(text):
                 self.setFormat(m.start(), m.end() - m.start(), self.formats[name])
+        at, state = 0, 0
+        in_comment = self.previousBlockState() == self.IN_COMMENT
+        while at < len(text):
+            if in_comment:
+                end = text.find("*/", at)
+                stop = len(text) if end < 0 else end + 2
+                self.setFormat(at, stop - at, self.formats["comment"])
+                if end < 0:
+                    state = self.IN_COMMENT
+                    break
+                in_comment, at = False, stop
+                continue
+            m = self.OPENERS.search(text, at)
+            if m is None:
+                break
+            if m.group() == "--":
+                self.setFormat(m.start(), len(text) - m.start(), self.formats["comment"])
+                break
+            if m.group() == "/*":
+                self.setFormat(m.start(), 2, self.formats["comment"])
+                in_comment, at = True, m.end()
+                continue
+            string = self.STRING.match(text, m.start())
+            self.setFormat(string.start(), string.end() - string.start(), self.formats["string"])
+            at = string.end()
+        self.setCurrentBlockState(state)
 
 
 class SqlEditor(QPlainTextEdit):
