@@ -18,6 +18,8 @@ name never becomes part of a path, and links leading out of it are skipped.
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,6 +156,9 @@ class LocalRepository(ProfileRepository):
         if not self.path.exists():
             raise ProfileError(f"{self.path}: no such file or folder")
         self._root = (self.path if self.path.is_dir() else self.path.parent).resolve()
+        # What was read and is still held somewhere (see _shared), by what and which files in which state.
+        self._held: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self._held_lock = threading.Lock()
         self._sessions = self._scan()
         if not self._sessions:
             raise ProfileError(f"{self.path}: found no profile data. Looked for {looked_for()}.")
@@ -178,9 +183,13 @@ class LocalRepository(ProfileRepository):
 
     def memory_profile(self, session: str, host: str, task: TaskState | None = None) -> MemoryProfileData:
         host, fmt, files = self._source(session, host, MEMORY_PROFILE)
-        profile = fmt.memory_profile(files, host, task or TaskState())
-        profile.num_hosts = len(self.hosts_with(session, MEMORY_PROFILE))
-        return profile
+
+        def read() -> MemoryProfileData:
+            profile = fmt.memory_profile(files, host, task or TaskState())
+            profile.num_hosts = len(self.hosts_with(session, MEMORY_PROFILE))
+            return profile
+
+        return self._shared((MEMORY_PROFILE, session, host), files, read)
 
     def steps(self, session: str, host: str) -> list[str]:
         if not host and self.combines_hosts(session):
@@ -193,9 +202,28 @@ class LocalRepository(ProfileRepository):
         if not host and (fmt := self._combined_format(session)):
             s = self._sessions[session]
             hosts = [(h, s.hosts[h][fmt]) for h in sorted(s.hosts) if fmt in s.hosts[h]]
-            return fmt.timeline(hosts, step, task)
-        host, fmt, files = self._source(session, host, TRACE_VIEWER)
-        return fmt.timeline([(host, files)], step, task)
+        else:
+            host, fmt, files = self._source(session, host, TRACE_VIEWER)
+            hosts = [(host, files)]
+        return self._shared((TRACE_VIEWER, session, host, step), [p for _, files in hosts for p in files],
+                            lambda: fmt.timeline(hosts, step, task))
+
+    def _shared(self, key: tuple, files: list[Path], read):
+        """read()'s result, or the same one read before if something still
+        holds it and its files have not changed since: the window's view and
+        a query over that host share one copy instead of each reading it.
+        Nothing is kept alive here (weak references)."""
+        try:
+            key += tuple((str(p), st.st_mtime_ns, st.st_size) for p in files for st in [p.stat()])
+        except OSError:
+            return read()  # the reader says what is wrong with the file
+        with self._held_lock:
+            held = self._held.get(key)
+        if held is not None:
+            return held
+        made = read()
+        with self._held_lock:
+            return self._held.setdefault(key, made)
 
     def combines_hosts(self, session: str) -> bool:
         return self._combined_format(session) is not None

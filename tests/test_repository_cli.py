@@ -146,3 +146,30 @@ def test_unexpected_errors_are_one_line_and_logged(tmp_path, monkeypatch, capsys
     assert "Traceback" not in err and "Traceback" in log.read_text()
     assert main(["sessions", str(SAMPLE), "--debug"]) == 2
     assert "Traceback" in capsys.readouterr().err
+
+
+def test_a_host_read_twice_while_held_is_one_copy(tmp_path):
+    """The window's timeline and a query over the same host share one Timeline
+    and one memory profile; the repository itself keeps neither alive, and a
+    changed file is read again."""
+    import gc
+    import os
+    import weakref
+
+    path = tmp_path / "small.xplane.pb"
+    shutil.copy(DATA / "xprof" / "small.xplane.pb", path)
+    repo = open_repository(path)
+    session = repo.enum_sessions()[0]
+    host = session.hosts[0]
+    shown = repo.step_timeline(session.name, host)
+    assert repo.step_timeline(session.name, host) is shown
+    memory = repo.memory_profile(session.name, host)
+    assert repo.memory_profile(session.name, host) is memory
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # written again
+    again = repo.step_timeline(session.name, host)
+    assert again is not shown and len(again) == len(shown)
+    gone = weakref.ref(shown)
+    del shown, again
+    gc.collect()
+    assert gone() is None
