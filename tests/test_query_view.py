@@ -202,6 +202,8 @@ def test_a_time_or_step_result_has_a_chart(qtbot, tab):
     x, y = line.getOriginalDataset()
     want = expected(dict(EXAMPLES)["GPU time per step"])
     assert x.tolist() == want.column("step").to_pylist() and y.tolist() == want.column("kernel_ns").to_pylist()
+    ticks = [v for _, values in chart.x_axis.tickValues(2.0, 4.0, 400) for v in values]
+    assert ticks == [2.0, 3.0, 4.0]  # steps are whole numbers: no 2.5
     SHOTS.mkdir(exist_ok=True)
     tab.grab().save(str(SHOTS / "test_query_step_chart.png"))
     # Memory over time: a line per allocator, x in seconds from the first snapshot.
@@ -292,6 +294,10 @@ def test_double_clicking_a_slice_row_selects_it_in_the_timeline(qtbot, win):
     left, right = canvas.t0, canvas.t0 + canvas.lanes_width * canvas.ps_per_px
     assert left < start and end < right and (end - start) > (right - left) / 4  # zoomed to it
     assert win.timeline_view.details.topLevelItemCount() > 0  # its details are shown
+    SHOTS.mkdir(exist_ok=True)
+    win.show()
+    qtbot.waitExposed(win)
+    win.grab().save(str(SHOTS / "test_query_timeline_jump.png"))
     # Another row of the same timeline: no load, selected at once.
     win.tabs.setCurrentWidget(view)
     _double_click_row(qtbot, view, 1)

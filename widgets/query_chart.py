@@ -6,6 +6,7 @@ it); `QueryChart` draws them with pyqtgraph, downsampled to the pixels."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +36,7 @@ class ChartData:
     x_name: str
     x_units: str  # "s" when x is a time from the first point, else ""
     x_origin: object  # the first x value (times are drawn from it)
+    x_integers: bool = False  # x is whole numbers (steps): ticks only at whole numbers
     groups: list[tuple[str, np.ndarray, np.ndarray]] = field(default_factory=list)  # label, rows, x (sorted by x)
     values: dict[str, np.ndarray] = field(default_factory=dict)  # numeric column -> its value in every row
     note: str = ""
@@ -57,8 +59,8 @@ def chart_data(table: pa.Table) -> ChartData | None:
     if x_name.endswith("_ns"):
         x = x / 1e9
     keys, labels, note = _split(table, x, [n for n in names if _is_text(table.column(n).type)])
-    chart = ChartData(x_name, "s" if relative else "", origin, note=note,
-                      values={n: _floats(table.column(n)) for n in values})
+    chart = ChartData(x_name, "s" if relative else "", origin, pa.types.is_integer(xs.type) and not relative,
+                      note=note, values={n: _floats(table.column(n)) for n in values})
     for k, label in enumerate(labels):
         rows = np.flatnonzero(keys == k) if len(labels) > 1 else np.arange(len(x))
         rows = rows[np.argsort(x[rows], kind="stable")]
@@ -123,6 +125,22 @@ def _codes(values: np.ndarray) -> tuple[np.ndarray, int]:
     return inverse.reshape(-1), len(distinct)
 
 
+class _XAxis(pg.AxisItem):
+    """The x axis; with `integers` set its ticks fall on whole numbers only
+    (step 2, 3, 4, not 2.5)."""
+
+    integers = False
+
+    def tickValues(self, low, high, size):
+        levels = super().tickValues(low, high, size)
+        if not self.integers:
+            return levels
+        whole = [(spacing, [v for v in values if float(v).is_integer()]) for spacing, values in levels if spacing >= 1]
+        if not whole and high - low < 100:  # a few steps across: every one of them
+            whole = [(1.0, [float(v) for v in range(math.ceil(low), math.floor(high) + 1)])]
+        return whole
+
+
 class QueryChart(QWidget):
     """A line per group (text values) of the chosen numeric column over x."""
 
@@ -131,7 +149,8 @@ class QueryChart(QWidget):
         self.data: ChartData | None = None
         self.value_box = QComboBox(minimumContentsLength=12)
         self.title = QLabel()
-        self.plot_widget = pg.PlotWidget()
+        self.x_axis = _XAxis("bottom")
+        self.plot_widget = pg.PlotWidget(axisItems={"bottom": self.x_axis})
         self.plot = self.plot_widget.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.getAxis("left").enableAutoSIPrefix(False)  # values as they are, not "(x0.001)"
@@ -173,6 +192,7 @@ class QueryChart(QWidget):
             return
         x_label = f"{data.x_name} from {data.x_origin:,}" if data.x_units else data.x_name
         self.plot.setLabel("bottom", x_label, units=data.x_units)
+        self.x_axis.integers = data.x_integers
         self.plot.setLabel("left", value)
         y = data.values[value]
         for k, (label, rows, x) in enumerate(data.groups):
