@@ -276,6 +276,8 @@ def _double_click_row(qtbot, view, row):
 
 
 def test_double_clicking_a_slice_row_selects_it_in_the_timeline(qtbot, win):
+    win.show()  # laid out as on a screen, for the screenshot
+    qtbot.waitExposed(win)
     open_in(qtbot, win, GPU)  # two ranks: the latest session's first host is shown
     win.tabs.setCurrentWidget(win.query_view)
     view = win.query_view
@@ -295,8 +297,6 @@ def test_double_clicking_a_slice_row_selects_it_in_the_timeline(qtbot, win):
     assert left < start and end < right and (end - start) > (right - left) / 4  # zoomed to it
     assert win.timeline_view.details.topLevelItemCount() > 0  # its details are shown
     SHOTS.mkdir(exist_ok=True)
-    win.show()
-    qtbot.waitExposed(win)
     win.grab().save(str(SHOTS / "test_query_timeline_jump.png"))
     # Another row of the same timeline: no load, selected at once.
     win.tabs.setCurrentWidget(view)
