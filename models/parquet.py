@@ -271,6 +271,10 @@ def _int_statistics(sql_type: str, nulls: int, least, most) -> list:
 
 def _dictionary_page(sql_type: str, dictionary) -> bytes:
     if sql_type == "VARCHAR":
+        try:
+            dictionary.validate(full=True)  # readers refuse a file with text that is not UTF-8
+        except pa.ArrowInvalid as e:
+            raise ValueError(f"a text column holds invalid text: {e}") from None
         offsets = np.frombuffer(dictionary.buffers()[1],
                                 np.int64 if pa.types.is_large_string(dictionary.type) else np.int32)
         offsets = offsets[dictionary.offset:dictionary.offset + len(dictionary) + 1]

@@ -36,6 +36,23 @@ class StringColumn:
         self.offsets = offsets
 
     @classmethod
+    def from_utf8(cls, blob: bytes, offsets: np.ndarray) -> StringColumn:
+        """Strings as a reader found them, with invalid UTF-8 replaced (U+FFFD)
+        as every reader's strings are: SQL and Parquet refuse invalid text."""
+        if blob.isascii():
+            return cls(blob, offsets)
+        try:
+            blob.decode("utf-8")
+            # Each string is whole when the blob is valid and none starts inside a character.
+            starts = np.frombuffer(blob, np.uint8)[offsets[:-1][offsets[:-1] < len(blob)]]
+            if not ((starts & 0xC0) == 0x80).any():
+                return cls(blob, offsets)
+        except UnicodeDecodeError:
+            pass
+        column = cls(blob, offsets)
+        return cls.from_strings([column[i] for i in range(len(column))])
+
+    @classmethod
     def from_strings(cls, strings: list[str]) -> StringColumn:
         encoded = [s.encode() for s in strings]
         offsets = np.zeros(len(encoded) + 1, np.int64)

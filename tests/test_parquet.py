@@ -178,3 +178,9 @@ def test_interned_strings_are_the_strings_with_each_distinct_one_once():
         assert encoded.dictionary.to_pylist() == seen
     with_nulls = parquet.interned(pa.array(["a", None, "a"]))
     assert with_nulls.to_pylist() == ["a", None, "a"]
+
+
+def test_text_that_is_not_utf8_is_refused_not_written(tmp_path):
+    bad = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, 2], np.int32)), pa.py_buffer(b"\xff\xfe")])
+    with pytest.raises(ValueError, match="invalid text"):
+        write(tmp_path / "t.parquet", [("t", "VARCHAR")], [[pa.DictionaryArray.from_arrays(np.zeros(1, np.int32), bad)]])

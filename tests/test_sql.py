@@ -380,6 +380,24 @@ def test_nanoseconds_in_parquet_are_the_views_for_negative_times():
         assert unit.numpy(ps).tolist() == [r[0] for r in con.sql(f"SELECT {unit} FROM t").fetchall()]
 
 
+def test_stepstats_names_that_are_not_utf8_are_replaced_for_sql_and_parquet(tmp_path):
+    """A node name with invalid UTF-8 (a damaged file): U+FFFD, as the other readers give, not a crash in
+    DuckDB or a Parquet file its readers refuse."""
+    from protos import config_pb2
+
+    data = (DATA / "step_stats" / "run_metadata.pb").read_bytes()
+    name = config_pb2.RunMetadata.FromString(data).step_stats.dev_stats[0].node_stats[0].node_name.encode()
+    path = tmp_path / "run_metadata.pb"
+    path.write_bytes(data.replace(name, b"\xff\xfe" + name[2:], 1))
+    db = ProfileDatabase.open(path)
+    names = {r["name"] for r in rows(db, "SELECT name FROM slices")}
+    assert "\ufffd\ufffd" + name[2:].decode() in names
+    db.write_parquet(tmp_path / "out", ["slices"])
+    got = duckdb.connect().sql(f"SELECT name FROM '{tmp_path}/out/slices/part.parquet'").fetchall()
+    assert {r[0] for r in got} == names
+    db.close()
+
+
 def test_export_refuses_a_file_and_a_tool(tmp_path, capsys):
     assert main(["export", str(GPU), "--format", "parquet"]) == 1
     assert "-o DIR" in capsys.readouterr().err

@@ -511,3 +511,18 @@ def _step_file(ss):
         path = Path(folder) / "s.pb"
         path.write_bytes(ss.SerializeToString())
         yield path
+
+
+def test_names_are_valid_utf8_with_damage_replaced():
+    from models.timeline import StringColumn
+
+    def column(*parts: bytes) -> StringColumn:
+        offsets = np.cumsum([0, *map(len, parts)]).astype(np.int64)
+        return StringColumn.from_utf8(b"".join(parts), offsets)
+
+    fine = column(b"conv", "é✓".encode(), b"")
+    assert [fine[i] for i in range(3)] == ["conv", "é✓", ""]
+    # Valid as a whole, but "é" is cut between two names: each name gets U+FFFD.
+    split = column(b"a\xc3", b"\xa9b")
+    assert [split[i] for i in range(2)] == ["a\ufffd", "\ufffdb"]
+    assert column(b"\xff", b"ok")[0] == "\ufffd" and column(b"\xff", b"ok").blob == "\ufffdok".encode()

@@ -442,7 +442,7 @@ def _build_timeline(buf, start: int, end: int, source: StepStatsFile, task: Task
     task.report(0.8, "Building columns")
     idx = lanes.order
     origin_ns = int(nodes.start_ns[idx].min()) if len(idx) else 0
-    names = StringColumn(*wire.gather_spans(buf, nodes.event_name[idx]))
+    names = StringColumn.from_utf8(*wire.gather_spans(buf, nodes.event_name[idx]))
     in_memory = not isinstance(buf, mmap.mmap)
     spans = nodes.steps.spans
     detail = NodeSource(source.path, spans[idx, 0].copy(), spans[idx, 1].astype(np.int32),
