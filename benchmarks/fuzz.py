@@ -1370,6 +1370,30 @@ _SELFTEST = {"answer": lambda: 1, "raise": lambda: {}["missing"], "hang": _hang,
              "memory": lambda: bytearray(AS_HEADROOM_MB << 21), "overflow": _overflow}
 
 
+def _exercise_sql(repo, hparams, log: _Log, tmp: str) -> None:
+    """`profscope query` of every table and `export --format parquet`, each
+    file read back by DuckDB (a file its readers refuse is a failure)."""
+    import duckdb
+
+    from models.sql import TABLES, ProfileDatabase
+
+    db = log.call("sql open", ProfileDatabase, repo, hparams, memory_limit="1GB", threads=1)
+    if db is None:
+        return
+    out = Path(tempfile.mkdtemp(prefix="parquet-", dir=tmp))
+    try:
+        for table in TABLES:
+            log.call(f"sql {table}", db.query, f"SELECT * FROM {table}", None, 10_000)
+        written = log.call("sql write_parquet", db.write_parquet, out, TABLES) or []
+        con = duckdb.connect()
+        for path, _ in written:
+            log.call("sql parquet read back", lambda p=path: con.sql(f"SELECT * FROM read_parquet('{p}')").fetchall())
+        con.close()
+    finally:
+        db.close()
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def run_case(case: Case, root: str, tmp: str, tick=None) -> dict:
     """Writes a case to a fresh folder and opens it as users do; what happened."""
     import gc
@@ -1406,6 +1430,8 @@ def run_case(case: Case, root: str, tmp: str, tick=None) -> dict:
                     _exercise_window(repo, log)
                 if hparams is not None:
                     _exercise_hparams(hparams, log)
+                if case.index % 2 == 0:  # every other case: SQL and Parquet too
+                    _exercise_sql(repo, hparams, log, tmp)
         seconds = time.perf_counter() - started
         repo = pair = hparams = None
         gc.collect()
@@ -1462,9 +1488,12 @@ def worker_main(root: str, tmp: str, timeout: float, limit_as: bool) -> None:
     sys.path.insert(0, root)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     faulthandler.enable()
-    for name in ("models.hparams", "models.locations", "models.trace_stats"):
+    for name in ("models.hparams", "models.locations", "models.trace_stats", "models.sql"):
         importlib.import_module(name)  # before the baseline memory is measured
     from models import _protowire
+    from models.sql import ProfileDatabase
+
+    ProfileDatabase(None, None, memory_limit="1GB", threads=1).close()  # DuckDB's own mappings, made once
 
     base_vm = _vm_kb("VmSize:")
     if limit_as:
