@@ -340,6 +340,16 @@ def test_report_compare_of_the_pytorch_pair(tmp_path):
     assert {p.name for p in out.glob("*.png")} == {"compare_kernel_stats.png", "compare_op_stats.png",
                                                    "compare_op_types.png", "compare_overview.png"}
     assert "aten::tanh" in (out / "index.html").read_text()
+    # One step of each side, as the Compare tab's step choice gives it.
+    steps = tmp_path / "steps"
+    assert main(["report", "--compare", str(PAIR / "baseline"), str(PAIR / "candidate"), "--steps", "3",
+                 "--candidate-steps", "2-3", "-o", str(steps)]) == 0
+    page = (steps / "index.html").read_text()
+    assert "(steps 3)<br>Candidate:" in page and "(steps 2-3)</p>" in page
+    expected = compare(Place(str(PAIR / "baseline")), Place(str(PAIR / "candidate")), steps=("3", "2-3"))
+    whole = compare(Place(str(PAIR / "baseline")), Place(str(PAIR / "candidate")))
+    assert expected.stats["op_stats"].cand_total_ps.sum() < whole.stats["op_stats"].cand_total_ps.sum()
+    assert f"Operators: {len(expected.stats['op_stats']):,} rows" in page
 
 
 def test_timelines_together_zoom_pan_align_and_highlight(qtbot, pair):

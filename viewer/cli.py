@@ -77,19 +77,13 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("baseline", help="the baseline's path or grpc://host:port")
     d.add_argument("candidate", help="the candidate's path or grpc://host:port (may be the same location)")
     d.add_argument("--tool", choices=DIFF_TOOLS, default="op_stats")
-    for side in ("", "baseline-", "candidate-"):
-        which = f"the {side[:-1]}'s" if side else "both sides'"
-        d.add_argument(f"--{side}session", default="", help=f"{which} session (default: the only or the latest one)")
-        d.add_argument(f"--{side}host", default="", help=f"{which} host (default: the only one, or every rank)")
-        d.add_argument(f"--{side}tag", default="", help=f"{which} traced step of a StepStats event file (run metadata tag)")
-        d.add_argument(f"--{side}steps", default="", metavar="A[-B]|median",
-                       help=f"{which} ProfilerStep range (default: the whole trace)")
+    _side_options(d, tag=True)
     d.add_argument("--filter", default="", help="only rows whose name contains this text (case-insensitive)")
     d.add_argument("--regex", action="store_true", help="--filter is an RE2 regular expression")
     d.add_argument("--min-delta-us", type=float, default=0.0, help="hide rows whose total moved less (us)")
     d.add_argument("--min-change", type=float, default=0.0, metavar="PCT",
                    help="hide rows whose total moved less than PCT %% of the baseline's")
-    d.add_argument("--align-step", type=int, default=None, help="memory curves aligned at this step (default: start)")
+    d.add_argument("--align-step", type=int, default=None, help=ALIGN_HELP)
     d.add_argument("--top", type=int, default=20, help="memory: allocations listed per allocator (default: 20)")
     d.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
     v = sub.add_parser("serve", help="serve a folder's profiles over gRPC (the ProfileAnalysis service)")
@@ -108,9 +102,34 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="render every view to PNG files and an index.html")
     r.add_argument("path", nargs="?")
     r.add_argument("--compare", nargs=2, metavar=("A", "B"),
-                   help="compare baseline A with candidate B instead: the diff tables and overlaid memory curves")
+                   help="compare baseline A with candidate B instead: the diff tables and overlaid memory curves; "
+                        "the session, host and steps options below choose each side's")
+    _side_options(r, tag=False)
+    r.add_argument("--align-step", type=int, default=None, help=ALIGN_HELP)
     r.add_argument("-o", "--output", default=DEFAULT_REPORT_DIR, help=f"output folder (default: {DEFAULT_REPORT_DIR})")
     return p
+
+
+ALIGN_HELP = "memory curves aligned at this step (default: start)"
+
+
+def _side_options(parser, tag: bool) -> None:
+    """--session, --host, --steps (and --tag) for both sides of a comparison, and
+    --baseline-X / --candidate-X for one side."""
+    for side in ("", "baseline-", "candidate-"):
+        which = f"the {side[:-1]}'s" if side else "both sides'"
+        parser.add_argument(f"--{side}session", default="", help=f"{which} session (default: the only or the latest one)")
+        parser.add_argument(f"--{side}host", default="", help=f"{which} host (default: the only one, or every rank)")
+        if tag:
+            parser.add_argument(f"--{side}tag", default="",
+                                help=f"{which} traced step of a StepStats event file (run metadata tag)")
+        parser.add_argument(f"--{side}steps", default="", metavar="A[-B]|median",
+                            help=f"{which} ProfilerStep range (default: the whole trace)")
+
+
+def _side(args, side: str, name: str) -> str:
+    """One side's option, else the one both sides share."""
+    return getattr(args, f"{side}_{name}") or getattr(args, name)
 
 
 def _params(items: list[str]) -> dict[str, str]:
@@ -227,7 +246,7 @@ def cmd_diff(args) -> int:
     repos: dict[str, object] = {}
     sides = []
     for side in ("baseline", "candidate"):
-        pick = lambda name, side=side: getattr(args, f"{side}_{name}") or getattr(args, name)  # one side's, else both's
+        pick = lambda name, side=side: _side(args, side, name)
         location = getattr(args, side)
         progress = _progress(location)
         try:
@@ -313,6 +332,10 @@ def cmd_report(args) -> int:
         return _report_compare(args)
     if not args.path:
         raise ProfileError("report needs a PATH (or --compare A B)")
+    chosen = [o for o in ("session", "host", "steps") for side in ("", "baseline_", "candidate_")
+              if getattr(args, side + o, "")]  # (the main command's report has none of them)
+    if chosen or getattr(args, "align_step", None) is not None:
+        raise ProfileError("--session, --host, --steps and --align-step go with report --compare A B")
     progress = _progress(args.path)
     try:
         repo, hparams = open_location(args.path, progress.task())
@@ -330,10 +353,12 @@ def _report_compare(args) -> int:
 
     if args.path:
         raise ProfileError("report --compare A B takes no PATH")
-    a, b = args.compare
-    progress = _progress(a)
+    places = [Place(location, _side(args, side, "session"), _side(args, side, "host"))
+              for side, location in zip(("baseline", "candidate"), args.compare)]
+    steps = (_side(args, "baseline", "steps"), _side(args, "candidate", "steps"))
+    progress = _progress(args.compare[0])
     try:
-        comparison = compare(Place(a), Place(b), progress.task())
+        comparison = compare(*places, progress.task(), align_step=args.align_step, steps=steps)
     finally:
         progress.close()
     for path in write_compare_report(comparison, Path(args.output)):

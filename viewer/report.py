@@ -256,8 +256,10 @@ def write_compare_report(comparison, out_dir: Path, top: int = 30) -> list[Path]
     view.set_comparison(comparison)
     view.show()
     c = comparison
-    sections = [f"<p>Baseline: {html.escape(c.baseline.place.label())}<br>"
-                f"Candidate: {html.escape(c.candidate.place.label())}</p>"]
+    def side(loaded, steps: str) -> str:
+        return html.escape(loaded.place.label() + (f" (steps {steps})" if steps else ""))
+
+    sections = [f"<p>Baseline: {side(c.baseline, c.steps[0])}<br>Candidate: {side(c.candidate, c.steps[1])}</p>"]
     sections += [f"<p class=error>{html.escape(note)}</p>" for note in c.notes]
 
     def save(name: str, what: str) -> str:
