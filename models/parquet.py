@@ -8,7 +8,9 @@ page (v1) per row group:
   statistics (times and steps mostly grow, so deltas are a few bits);
 - doubles PLAIN;
 - texts RLE_DICTIONARY over a PLAIN dictionary page: Profscope's texts are
-  interned already, so their indices are written as they are.
+  interned already, so their indices are written as they are;
+- runs (per-lane values, constants; `Runs`) RLE_DICTIONARY too, a run per
+  run, whatever their type.
 No compression: deltas and bit-packed indices leave little to compress, and
 every reader knows uncompressed pages. models/_parquet.c encodes the values
 without the GIL, so a row group's columns encode on several threads while the
@@ -177,13 +179,14 @@ def from_arrow(array: pa.Array, sql_type: str) -> Values:
         bitmap, offset, nulls = _nulls(array)
         return Values(values.astype(np.int32, copy=False), bitmap, offset, array.dictionary, nulls)
     if isinstance(array, pa.RunEndEncodedArray):
-        array = pc.run_end_decode(array) if hasattr(pc, "run_end_decode") else array.cast(array.type.value_type)
+        array = pc.run_end_decode(array)
     dtype = _NUMPY[sql_type]
+    bitmap, offset, nulls = _nulls(array)
     if pa.types.is_null(array.type):
-        return Values(np.zeros(len(array), dtype), *_nulls(array))
+        return Values(np.zeros(len(array), dtype), bitmap, offset, null_count=nulls)
     if array.type.to_pandas_dtype() != dtype:
         raise TypeError(f"a {sql_type} column cannot be written from {array.type}")
-    return Values(_buffer_values(array, dtype), *_nulls(array))
+    return Values(_buffer_values(array, dtype), bitmap, offset, null_count=nulls)
 
 
 def interned(strings: pa.Array) -> pa.DictionaryArray:
