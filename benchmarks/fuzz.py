@@ -1878,9 +1878,10 @@ def build_copy(dest: Path, rev: str | None = None, sanitize: bool = False) -> di
     shutil.rmtree(dest / "build", ignore_errors=True)
     out = {"PYTHONPATH": str(dest)}
     if sanitize:
-        libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True,
-                                 check=True).stdout.strip()
-        out.update({"LD_PRELOAD": libasan,
+        libasan, libstdcxx = (subprocess.run(["gcc", f"-print-file-name={name}"], capture_output=True, text=True,
+                                             check=True).stdout.strip() for name in ("libasan.so", "libstdc++.so.6"))
+        # libstdc++ preloaded too: ASan's __cxa_throw interceptor needs it to be found first (DuckDB throws).
+        out.update({"LD_PRELOAD": f"{libasan} {libstdcxx}",
                     # CPython's own allocations are not ours to judge; a sanitizer error ends the worker.
                     "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1:allocator_may_return_null=1:hard_rss_limit_mb=3072:"
                                     "log_path={tmp}/san",
