@@ -20,6 +20,8 @@ import itertools
 import json
 import mmap
 import os
+import threading
+from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,12 +212,35 @@ def _sniff_binary(head: bytes) -> str | None:
     return None
 
 
+# The last two text files converted, by path, message and the file's mtime and size (at most 128 MiB in all):
+# protobuf's text parser runs at about 1 MB/s, and the timeline, the memory profile and the trace export each
+# open the file.
+_CONVERTED: OrderedDict[tuple, bytes] = OrderedDict()
+_CONVERTED_LOCK = threading.Lock()
+_CONVERTED_FILES, _CONVERTED_BYTES = 2, 128 << 20
+
+
 def _text_to_binary(path: Path, message: str) -> bytes:
+    try:
+        st = path.stat()
+        key = (str(path), message, st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = None  # read_bytes says what is wrong
+    with _CONVERTED_LOCK:
+        if key in _CONVERTED:
+            _CONVERTED.move_to_end(key)
+            return _CONVERTED[key]
     text = read_bytes(path).decode("utf-8", "replace")
     msg = config_pb2.RunMetadata() if message == "RunMetadata" else step_stats_pb2.StepStats()
     parse_text(text, msg, str(path))  # RunMetadata's graphs are not in Profscope's schema: skipped
     step_stats = msg.step_stats if message == "RunMetadata" else msg
-    return step_stats.SerializeToString()
+    data = step_stats.SerializeToString()
+    if key is not None and len(data) <= _CONVERTED_BYTES:
+        with _CONVERTED_LOCK:
+            _CONVERTED[key] = data
+            while len(_CONVERTED) > _CONVERTED_FILES or sum(map(len, _CONVERTED.values())) > _CONVERTED_BYTES:
+                _CONVERTED.popitem(last=False)
+    return data
 
 
 def _step_stats_span(buf, start: int, end: int, message: str, path: Path) -> tuple[int, int]:
