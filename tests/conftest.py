@@ -13,6 +13,25 @@ SMALL_XPROF = DATA / "xprof" / "small.memory_profile.json"
 KERAS_XPROF = DATA / "xprof" / "keras.memory_profile.json.gz"
 
 
+def copied_host(fixture: Path, folder: Path):
+    """A fixture copied into folder and opened: (its path there, the repository, session name, first host)."""
+    import shutil
+
+    from models.locations import open_repository
+
+    path = folder / fixture.name
+    shutil.copy(fixture, path)
+    repo = open_repository(path)
+    session = repo.enum_sessions()[0]
+    return path, repo, session.name, session.hosts[0]
+
+
+def rewrite(path: Path) -> None:
+    """Marks a file as written again (its modification time one second later)."""
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+
+
 @pytest.fixture(autouse=True)
 def no_thread_left_running(request):
     """Fails a test that leaves work running on a Qt thread pool."""

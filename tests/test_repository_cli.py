@@ -153,21 +153,17 @@ def test_a_host_read_twice_while_held_is_one_copy(tmp_path):
     and one memory profile; the repository itself keeps neither alive, and a
     changed file is read again."""
     import gc
-    import os
     import weakref
 
-    path = tmp_path / "small.xplane.pb"
-    shutil.copy(DATA / "xprof" / "small.xplane.pb", path)
-    repo = open_repository(path)
-    session = repo.enum_sessions()[0]
-    host = session.hosts[0]
-    shown = repo.step_timeline(session.name, host)
-    assert repo.step_timeline(session.name, host) is shown
-    memory = repo.memory_profile(session.name, host)
-    assert repo.memory_profile(session.name, host) is memory
-    stat = path.stat()
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # written again
-    again = repo.step_timeline(session.name, host)
+    from conftest import copied_host, rewrite
+
+    path, repo, session, host = copied_host(DATA / "xprof" / "small.xplane.pb", tmp_path)
+    shown = repo.step_timeline(session, host)
+    assert repo.step_timeline(session, host) is shown
+    memory = repo.memory_profile(session, host)
+    assert repo.memory_profile(session, host) is memory
+    rewrite(path)
+    again = repo.step_timeline(session, host)
     assert again is not shown and len(again) == len(shown)
     gone = weakref.ref(shown)
     del shown, again

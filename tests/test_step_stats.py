@@ -531,26 +531,18 @@ def test_names_are_valid_utf8_with_damage_replaced():
 def test_a_text_file_is_parsed_once_for_every_tool(tmp_path, monkeypatch):
     """Protobuf's text parser is slow (about 1 MB/s): the timeline, memory and statistics of one .pbtxt share
     one conversion, and a file written again is parsed again."""
-    import os
-    import shutil
-
+    from conftest import copied_host, rewrite
     from models.formats import step_stats
-    from models.locations import open_repository
 
     parsed = []
     real = step_stats.parse_text
     monkeypatch.setattr(step_stats, "parse_text", lambda *args: parsed.append(args[2]) or real(*args))
-    path = tmp_path / "step_stats.pbtxt"
-    shutil.copy(DATA / "step_stats" / "step_stats.pbtxt", path)
-    repo = open_repository(path)
-    session = repo.enum_sessions()[0]
-    host = session.hosts[0]
-    timeline = repo.step_timeline(session.name, host)
-    memory = repo.memory_profile(session.name, host)
-    repo.tool_data(session.name, "trace_viewer", host)
+    path, repo, session, host = copied_host(DATA / "step_stats" / "step_stats.pbtxt", tmp_path)
+    timeline = repo.step_timeline(session, host)
+    memory = repo.memory_profile(session, host)
+    repo.tool_data(session, "trace_viewer", host)
     assert parsed == [str(path)] and len(timeline) and memory.allocators
-    stat = path.stat()
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    rewrite(path)
     del timeline
-    repo.step_timeline(session.name, host)
+    repo.step_timeline(session, host)
     assert parsed == [str(path)] * 2
