@@ -173,7 +173,9 @@ def from_arrow(array: pa.Array, sql_type: str) -> Values:
     array = whole(array)
     if sql_type == "VARCHAR":
         if not pa.types.is_dictionary(array.type):
-            array = interned(array.cast(pa.string()) if pa.types.is_null(array.type) else array)
+            if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+                array = array.cast(pa.large_string())  # NULLs, string views
+            array = interned(array)
         indices = array.indices
         values = _buffer_values(indices, indices.type.to_pandas_dtype())
         bitmap, offset, nulls = _nulls(array)
@@ -190,9 +192,9 @@ def from_arrow(array: pa.Array, sql_type: str) -> Values:
 
 
 def interned(strings: pa.Array) -> pa.DictionaryArray:
-    """A string array as a dictionary array, hashed in C (1.5x Arrow's
-    dictionary_encode on a million names: their lookups overlap)."""
-    if strings.null_count or not (pa.types.is_string(strings.type) or pa.types.is_large_string(strings.type)):
+    """A string or large_string array as a dictionary array, hashed in C (1.5x
+    Arrow's dictionary_encode on a million names: their lookups overlap)."""
+    if strings.null_count:
         return pc.dictionary_encode(strings)
     offsets = np.frombuffer(strings.buffers()[1], np.int64 if pa.types.is_large_string(strings.type) else np.int32)
     offsets = offsets[strings.offset:strings.offset + len(strings) + 1]
@@ -274,6 +276,8 @@ def _int_statistics(sql_type: str, nulls: int, least, most) -> list:
 
 def _dictionary_page(sql_type: str, dictionary) -> bytes:
     if sql_type == "VARCHAR":
+        if not (pa.types.is_string(dictionary.type) or pa.types.is_large_string(dictionary.type)):
+            dictionary = dictionary.cast(pa.large_string())  # offsets and data, as the page is made from
         try:
             dictionary.validate(full=True)  # readers refuse a file with text that is not UTF-8
         except pa.ArrowInvalid as e:

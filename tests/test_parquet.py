@@ -184,3 +184,10 @@ def test_text_that_is_not_utf8_is_refused_not_written(tmp_path):
     bad = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, 2], np.int32)), pa.py_buffer(b"\xff\xfe")])
     with pytest.raises(ValueError, match="invalid text"):
         write(tmp_path / "t.parquet", [("t", "VARCHAR")], [[pa.DictionaryArray.from_arrays(np.zeros(1, np.int32), bad)]])
+
+
+def test_string_views_and_nulls_are_written_as_texts(tmp_path):
+    views = pa.array(["a", "bb", None, "a"], pa.string_view())
+    write(tmp_path / "t.parquet", [("v", "VARCHAR"), ("n", "VARCHAR")], [[views, pa.nulls(4)]])
+    table = pq.read_table(tmp_path / "t.parquet")
+    assert table.column("v").to_pylist() == ["a", "bb", None, "a"] and table.column("n").null_count == 4
