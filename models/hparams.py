@@ -25,6 +25,7 @@ purpose, where TensorBoard fails with HTTP 500):
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass, field
@@ -305,11 +306,13 @@ def metric_run(session: str, group: str) -> str:
     return run[:-1] if run.endswith("/") else run
 
 
-def reservoir_indices(n: int, size: int = 1000) -> list[int]:
+@functools.lru_cache(maxsize=256)
+def reservoir_indices(n: int, size: int = 1000) -> tuple[int, ...]:
     """Which of n values TensorBoard's scalar reservoir keeps (random.Random(0),
-    the last value always kept), in order."""
+    the last value always kept), in order. Cached: a sweep's runs mostly have
+    the same length, and each one is a Python loop over n."""
     if n <= size:
-        return list(range(n))
+        return tuple(range(n))
     import random
 
     rng = random.Random(0)
@@ -321,7 +324,7 @@ def reservoir_indices(n: int, size: int = 1000) -> list[int]:
             kept.append(i)
         else:
             kept[-1] = i
-    return kept
+    return tuple(kept)
 
 
 def _python_slice(n: int, start: int, size: int) -> slice:
