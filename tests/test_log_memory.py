@@ -323,18 +323,39 @@ def test_cancel_stops_the_read_and_leaves_no_thread(tmp_path):
     assert threading.active_count() == before
 
 
-def test_a_log_cut_short_while_read_is_an_error_not_a_crash(tmp_path):
-    """A mapped page past the end of a file crashes the process: a log that
-    shrinks under the reader (logrotate's copytruncate) is refused instead."""
+def test_a_log_of_many_blocks_reads_as_one_block(tmp_path, monkeypatch):
+    """Blocks are read into buffers used again and again, lines cut at block
+    ends: 40 copies of a log (three blocks) read as when it is one block."""
+    from models.formats import log_memory
+
     big = tmp_path / "big.log"
-    big.write_bytes(gzip.decompress(BFC_LOG.read_bytes()) * 40)  # 10 MB: three blocks
+    big.write_bytes(gzip.decompress(BFC_LOG.read_bytes()) * 40)
+    many = load_memory_log(big)
+    monkeypatch.setattr(log_memory, "BLOCK", 64 << 20)
+    whole = load_memory_log(big)
+    assert many.log.messages == whole.log.messages and sum(many.log.messages.values()) > 40_000
+    for name, a in whole.allocators.items():
+        b = many.allocators[name].timeline
+        assert np.array_equal(a.timeline.heap, b.heap) and np.array_equal(a.timeline.time_ps, b.time_ps)
 
-    def truncate(fraction, text):
-        if big.stat().st_size > BLOCK:
-            os.truncate(big, BLOCK)  # the block being scanned stays whole
 
-    with pytest.raises(ProfileError, match="shrank while it was read"):
-        load_memory_log(big, task=TaskState(on_progress=truncate))
+@pytest.mark.parametrize("keep", [BLOCK + 1000, 0])
+def test_a_log_cut_short_while_read_keeps_what_was_read(tmp_path, keep):
+    """A log that shrinks under the reader (logrotate's copytruncate, even to
+    nothing) ends there with a note: never a crash (a mapped page past the end
+    of a file would be SIGBUS)."""
+    big = tmp_path / "big.log"
+    text = gzip.decompress(BFC_LOG.read_bytes())
+    big.write_bytes(text * 40)  # 10 MB: three blocks
+
+    def truncate(fraction, what):
+        if big.stat().st_size > keep:
+            os.truncate(big, keep)
+
+    profile = load_memory_log(big, task=TaskState(on_progress=truncate))
+    whole = load_memory_log(BFC_LOG)
+    assert 0 < sum(profile.log.messages.values()) < 40 * sum(whole.log.messages.values())
+    assert "shrank" in profile.log.problems[0] and "read up to there" in profile.log.problems[0]
 
 
 # ---------------------------------------------------------------- repository, export

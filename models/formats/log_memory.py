@@ -23,7 +23,6 @@ counted; deallocations that match no allocation are counted as unmatched.
 from __future__ import annotations
 
 import gzip
-import mmap
 import os
 import re
 import zlib
@@ -64,7 +63,6 @@ EVENT_COLUMNS = ("kind", "flags", "time", "allocator", "id")
 # Log file names Profscope looks into when scanning a folder.
 LOG_SUFFIXES = (".log", ".log.gz", ".txt", ".txt.gz", ".out", ".err", ".stderr")
 BLOCK = 4 << 20
-RELEASE = 32 << 20  # a mapped log's pages are given back this many bytes at a time
 # A "line" longer than this (binary data without newlines) is read in pieces.
 MAX_LINE = 1 << 20
 MAX_SPAN_US = (2**63 - 1) // 1_000_000  # times since the first line, kept in ps as int64
@@ -190,51 +188,28 @@ def load_memory_log(path: Path, host: str = "", task: TaskState | None = None) -
     with raw:
         is_gzip = raw.read(2) == GZIP_MAGIC
         raw.seek(0)
-        mapped = None if is_gzip else _map(raw)
-        try:
-            with ThreadPoolExecutor(2) as pool:
-                # The scanner releases the GIL: blocks are scanned on two threads
-                # while this one reads the next block and files the results in order.
-                pending = deque()
-                f = gzip.GzipFile(fileobj=raw, mode="rb") if is_gzip else raw
-                blocks = _mapped_blocks(mapped, raw, path) if mapped is not None else _blocks(f, reader.problems)
-                for buf, start, stop in blocks:
-                    if is_gzip and f.tell() > inflate_limit(size):
-                        raise inflate_refused(path, size)
-                    pending.append((buf, stop, pool.submit(_scan_block, buf, start, stop)))
-                    while len(pending) > 2:
-                        reader.add(*pending.popleft())
-                    task.report(0.85 * min((raw.tell() if is_gzip else stop) / size, 1.0), f"Reading {path.name}")
-                while pending:
-                    reader.add(*pending.popleft())
-        finally:
-            if mapped is not None:
-                mapped.close()
+        with ThreadPoolExecutor(2) as pool:
+            # The scanner releases the GIL: blocks are scanned on two threads
+            # while this one reads the next block and files the results in order.
+            # Blocks are read, not mapped: a log cut short while it is read
+            # (logrotate's copytruncate) ends early instead of killing the
+            # process with SIGBUS on a page past the new end.
+            pending, free = deque(), []
+            f = gzip.GzipFile(fileobj=raw, mode="rb") if is_gzip else raw
+            for buf, stop in _blocks(f, reader.problems, free):
+                if is_gzip and f.tell() > inflate_limit(size):
+                    raise inflate_refused(path, size)
+                pending.append((buf, pool.submit(_scan_block, buf, stop)))
+                while len(pending) > 2:
+                    free.append(reader.add(*pending.popleft()))
+                task.report(0.85 * min(raw.tell() / size, 1.0), f"Reading {path.name}")
+            while pending:
+                reader.add(*pending.popleft())
+        if not is_gzip and raw.tell() < size:
+            reader.problems.insert(0, f"the file shrank to {raw.tell():,} bytes while it was read (rotated?); "
+                                      "read up to there")
     task.report(0.9, "Replaying allocations")
     return reader.result(host or path.name, str(path))
-
-
-def _map(f) -> mmap.mmap | None:
-    """The file mapped read-only (None if it cannot be: empty, a pipe)."""
-    try:
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
-        return None
-
-
-def _mapped_blocks(mapped: mmap.mmap, f, path: Path):
-    """(buf, start, stop) of blocks of whole lines, as _blocks cuts them. A
-    mapped page past the end of the file would crash the process: a file cut
-    short while it is read (logrotate's copytruncate) is refused."""
-    start = end = 0
-    while start < len(mapped):
-        end = min(end + BLOCK, len(mapped))
-        if os.fstat(f.fileno()).st_size < end:
-            raise ProfileError(f"{path}: the file shrank while it was read (rotated?); open it again")
-        cut = end if end == len(mapped) else _cut(mapped, start, end)
-        if cut > start:
-            yield mapped, start, cut
-        start = max(start, cut)
 
 
 def _cut(buf, start: int, end: int) -> int:
@@ -244,13 +219,17 @@ def _cut(buf, start: int, end: int) -> int:
     return end if cut == 0 and end - start > MAX_LINE else cut
 
 
-def _blocks(f, problems: list[str]):
-    """(buf, 0, len(buf)) of the file in blocks of whole lines (the last may
-    lack its newline). A gzip stream that ends early or is corrupt ends the
-    blocks after the data it gave, with a note in problems."""
+def _blocks(f, problems: list[str], free: list[bytearray]):
+    """(buffer, length) of the file in blocks of whole lines at the start of a
+    buffer (the last may lack its newline). Buffers the caller is done with
+    come back through `free` and are filled again (a fresh one costs its page
+    faults). A gzip stream that ends early or is corrupt ends the blocks after
+    the data it gave, with a note in problems."""
     carry = b""
     while True:
-        block = bytearray(len(carry) + BLOCK)
+        block = free.pop() if free else b""
+        if len(block) < len(carry) + BLOCK:  # a long last line carried over: a bigger buffer
+            block = bytearray(len(carry) + BLOCK)
         block[:len(carry)] = carry
         end, failed = len(carry), False
         with memoryview(block) as view:
@@ -262,20 +241,18 @@ def _blocks(f, problems: list[str]):
                 failed = True
         if end == len(carry) or failed:
             if end:
-                del block[end:]
-                yield block, 0, len(block)
+                yield block, end
             return
         cut = _cut(block, 0, end)
         carry = bytes(block[cut:end])
-        del block[cut:]
-        yield block, 0, len(block)
+        yield block, cut
 
 
-def _scan_block(buf, start: int = 0, stop: int | None = None) -> dict:
-    """Scans buf[start:stop] on a worker thread: the rows the analysis keeps
+def _scan_block(buf, stop: int | None = None) -> dict:
+    """Scans buf[:stop] on a worker thread: the rows the analysis keeps
     (allocations, tracked deallocations, and lines left to text_format, which
     may be either) as columns with block-local string ids, and the rest counted."""
-    return _logscan.scan_block(buf, start, len(buf) if stop is None else stop, DTYPE_TOKENS)
+    return _logscan.scan_block(buf, 0, len(buf) if stop is None else stop, DTYPE_TOKENS)
 
 
 class _Reader:
@@ -296,17 +273,11 @@ class _Reader:
         self.last_time = np.iinfo(np.int64).min
         self.event_times: tuple[int, int] | None = None  # the events' first and last time (INT64_MIN: none)
         self.shape_text: dict[str, str] = {}
-        self.released = 0  # bytes of a mapped file whose pages were given back
 
-    def add(self, buf, stop: int, scanned: Future) -> None:
-        """Files one block's scanned rows (in file order); a mapped file's
-        pages before the block's end are given back."""
+    def add(self, buf, scanned: Future):
+        """Files one block's scanned rows (in file order); returns buf, free again."""
         self._block(buf, scanned.result())
-        if isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
-            page = stop - stop % mmap.PAGESIZE
-            if page >= self.released + RELEASE:  # a call per few blocks: each costs its threads a TLB flush
-                buf.madvise(mmap.MADV_DONTNEED, self.released, page - self.released)
-                self.released = page
+        return buf
 
     def _id(self, s: str) -> int:
         return self.index_of.setdefault(s, len(self.index_of))
