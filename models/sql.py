@@ -533,7 +533,8 @@ class ProfileDatabase:
             def rows_of(a, n):
                 part = values[a:a + n]
                 valid = part != expr.missing
-                return parquet.Values(part, np.packbits(valid, bitorder="little"), 0, null_count=n - int(valid.sum()))
+                nulls = n - int(np.count_nonzero(valid))
+                return parquet.Values(part, np.packbits(valid, bitorder="little") if nulls else None, 0, null_count=nulls)
             return rows_of
         # int32 stays int32 for BIGINT: the encoder widens as it goes
         keep = values.dtype == want or (want == np.int64 and values.dtype == np.int32)
