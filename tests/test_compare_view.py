@@ -285,6 +285,7 @@ def test_step_range_and_median_on_each_side_recompute_in_the_worker(qtbot, windo
     assert view.steps_error.text().startswith("candidate: ")
     assert "9" in view.steps_error.text()
     assert shown(view, 0) == expected.name
+    assert cand.steps_box.currentText() == "Median step"  # the controls say what the rows are for
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
         cand.steps_box.setCurrentIndex(0)  # the whole trace again
     assert view.steps_error.text() == ""

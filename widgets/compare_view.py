@@ -522,6 +522,8 @@ class CompareView(QWidget):
         made them: (stats, overview, steps)), or why they could not be made."""
         if isinstance(result, str):
             self.steps_error.setText(result)
+            if self.comparison is not None:  # the controls show what the rows are for again
+                self._show_sides(self.comparison)
             return
         stats, overview, steps = result
         self.steps_error.clear()
@@ -536,9 +538,7 @@ class CompareView(QWidget):
         self.notes.setText("\n".join(c.notes))
         self.notes.setVisible(bool(c.notes))
         self.steps_error.clear()
-        for side, loaded, spec in zip(self.sides, (c.baseline, c.candidate), c.steps):
-            side.show_side(loaded.hosts, loaded.place.host, spec)
-            side.setEnabled(bool(c.stats))
+        self._show_sides(c)
         self.stats_page.set_stats(c.stats)
         self.overview_page.set_overview(c.overview)
         self.memory_page.set_memory(c.memory)
@@ -551,6 +551,11 @@ class CompareView(QWidget):
             self.pages.setCurrentWidget(self.memory_page)
         elif c.stats:
             self.pages.setCurrentWidget(self.stats_page)
+
+    def _show_sides(self, c: Comparison) -> None:
+        for side, loaded, spec in zip(self.sides, (c.baseline, c.candidate), c.steps):
+            side.show_side(loaded.hosts, loaded.place.host, spec)
+            side.setEnabled(bool(c.stats))
 
     def set_memory(self, memory: diff.MemoryDiff) -> None:
         """The memory diff realigned (the window's worker made it)."""
