@@ -376,7 +376,8 @@ def test_saved_queries_persist(qtbot, tab, settings):
 def test_the_editor_colours_strings_and_comments_as_sql_reads_them(qtbot):
     editor = SqlEditor()
     qtbot.addWidget(editor)
-    editor.setPlainText("SELECT '--no' AS dashes /* it's a\nlong comment */ FROM slices -- 'quoted' FROM\nWHERE 1")
+    editor.setPlainText("SELECT '--no' AS dashes /* it's a\nlong comment */ FROM slices -- 'quoted' FROM\n"
+                        "WHERE 1 AND count(*) AS kernels")
     formats = editor.highlighter.formats
 
     def kind(line: int, text: str, last: bool = False) -> str:
@@ -392,3 +393,4 @@ def test_the_editor_colours_strings_and_comments_as_sql_reads_them(qtbot):
     assert kind(1, "FROM") == "keyword" and kind(1, "slices") == "table"
     assert kind(1, "'quoted'") == "comment" and kind(1, "FROM", last=True) == "comment"
     assert kind(2, "WHERE") == "keyword" and kind(2, "1") == "number"  # the -- comment ended with its line
+    assert kind(2, "kernels") == "plain"  # a column named like a table, after AS

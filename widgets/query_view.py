@@ -57,7 +57,8 @@ class SqlHighlighter(QSyntaxHighlighter):
     comments and dashes in strings are what they look like."""
 
     WORDS = (("keyword", r"\b(?:" + "|".join(KEYWORDS) + r")\b"),
-             ("table", r"\b(?:" + "|".join(ProfileDatabase.tables()) + r")\b"), ("number", r"\b\d+(?:\.\d+)?\b"))
+             ("table", r"(?<!\bas )\b(?:" + "|".join(ProfileDatabase.tables()) + r")\b"),  # not an alias
+             ("number", r"\b\d+(?:\.\d+)?\b"))
     OPENERS = re.compile(r"--|/\*|'")
     STRING = re.compile(r"'(?:[^']|'')*'?")
     IN_COMMENT = 1  # block state: a /* comment runs on into the next line
