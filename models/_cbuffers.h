@@ -1,10 +1,10 @@
 /* Small helpers shared by the C extensions (models._protowire,
  * models._tfrecord, models._lanes, models._nesting, models.formats._labels,
  * models.formats._stepstats, models.formats._logscan, models._jsonrows,
- * models.formats._memory_json): the
- * bytes of a buffer, numpy columns and spans taken from Python objects, a
- * seeded hash of short byte strings, a growable list of span triples, and
- * integers written as decimal text.
+ * models.formats._memory_json, models._parquet): the bytes of a buffer,
+ * numpy columns and spans taken from Python objects (with a buffer argument
+ * beside them), a seeded hash of short byte strings, a growable list of span
+ * triples, and integers written as decimal text.
  *
  * Every function is static inline, so each extension that includes this
  * header gets its own copy and the modules stay independent. Include it
@@ -29,6 +29,13 @@ static inline int get_buffer(PyObject *obj, Py_buffer *view) {
 /* obj as a C-contiguous 1-d array of the given type (converted if need be). */
 static inline PyArrayObject *as_column(PyObject *obj, int type) {
     return (PyArrayObject *)PyArray_FROMANY(obj, type, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+}
+
+/* array (just converted from an argument, or NULL) with obj's bytes in view;
+ * if they cannot be had, the array is released and NULL returned. */
+static inline PyArrayObject *with_buffer(PyArrayObject *array, PyObject *obj, Py_buffer *view) {
+    if (array && get_buffer(obj, view) < 0) Py_CLEAR(array);
+    return array;
 }
 
 /* obj as int64 (offset, length) spans of shape (n, 2), else ValueError. */

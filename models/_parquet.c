@@ -453,12 +453,8 @@ typedef struct {
 static int open_strings(PyObject *args, Strings *s) {
     PyObject *offsets_obj, *data_obj;
     if (!PyArg_ParseTuple(args, "OO", &offsets_obj, &data_obj)) return 0;
-    s->offsets = as_column(offsets_obj, NPY_INT64);
+    s->offsets = with_buffer(as_column(offsets_obj, NPY_INT64), data_obj, &s->data);
     if (!s->offsets) return 0;
-    if (get_buffer(data_obj, &s->data) < 0) {
-        Py_DECREF(s->offsets);
-        return 0;
-    }
     s->n = PyArray_DIM(s->offsets, 0) - 1;
     s->o = PyArray_DATA(s->offsets);
     int ok = s->n >= 0 && s->o[0] >= 0 && s->o[s->n] <= s->data.len;

@@ -321,13 +321,9 @@ fail:
 static PyObject *intern_strings(PyObject *self, PyObject *args) {
     PyObject *obj, *spans_obj;
     if (!PyArg_ParseTuple(args, "OO", &obj, &spans_obj)) return NULL;
-    PyArrayObject *spans = as_spans(spans_obj);
-    if (!spans) return NULL;
     Py_buffer view;
-    if (get_buffer(obj, &view) < 0) {
-        Py_DECREF(spans);
-        return NULL;
-    }
+    PyArrayObject *spans = with_buffer(as_spans(spans_obj), obj, &view);
+    if (!spans) return NULL;
     npy_intp n = PyArray_DIM(spans, 0);
     const int64_t *sp = PyArray_DATA(spans);
     const uint8_t *base = (const uint8_t *)view.buf;
@@ -429,13 +425,9 @@ fail:
 static PyObject *gather_spans(PyObject *self, PyObject *args) {
     PyObject *obj, *spans_obj;
     if (!PyArg_ParseTuple(args, "OO", &obj, &spans_obj)) return NULL;
-    PyArrayObject *spans = as_spans(spans_obj);
-    if (!spans) return NULL;
     Py_buffer view;
-    if (get_buffer(obj, &view) < 0) {
-        Py_DECREF(spans);
-        return NULL;
-    }
+    PyArrayObject *spans = with_buffer(as_spans(spans_obj), obj, &view);
+    if (!spans) return NULL;
     npy_intp n = PyArray_DIM(spans, 0);
     const int64_t *sp = PyArray_DATA(spans);
     npy_intp dims[1] = {n + 1};

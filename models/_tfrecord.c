@@ -158,13 +158,9 @@ static PyObject *scan_records(PyObject *self, PyObject *args) {
 static PyObject *scan_files(PyObject *self, PyObject *args) {
     PyObject *obj, *sizes_obj, *spans, *ok, *file;
     if (!PyArg_ParseTuple(args, "OO", &obj, &sizes_obj)) return NULL;
-    PyArrayObject *sizes = as_column(sizes_obj, NPY_INT64);
-    if (!sizes) return NULL;
     Py_buffer view;
-    if (get_buffer(obj, &view) < 0) {
-        Py_DECREF(sizes);
-        return NULL;
-    }
+    PyArrayObject *sizes = with_buffer(as_column(sizes_obj, NPY_INT64), obj, &view);
+    if (!sizes) return NULL;
     npy_intp n = PyArray_DIM(sizes, 0);
     const int64_t *size = PyArray_DATA(sizes);
     PyObject *skipped = PyArray_SimpleNew(1, &n, NPY_INT64), *partial = PyArray_SimpleNew(1, &n, NPY_INT64);

@@ -56,10 +56,7 @@ def load_side(place: Place, task: TaskState | None = None, repo: ProfileReposito
     from models.locations import open_repository
 
     repo = repo or open_repository(place.location, task)
-    sessions = sorted(s.name for s in repo.enum_sessions())
-    if not sessions:
-        raise ProfileError(f"{place.location} has no profile sessions")
-    session = repo.session(place.session).name if place.session else sessions[-1]  # names are timestamps
+    session = repo.session_or_latest(place.session)
     tools = repo.session(session).tools
     out = Loaded(Place(place.location, session, place.host))
     if TRACE_VIEWER in tools:

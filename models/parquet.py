@@ -196,10 +196,19 @@ def interned(strings: pa.Array) -> pa.DictionaryArray:
     Arrow's dictionary_encode on a million names: their lookups overlap)."""
     if strings.null_count:
         return pc.dictionary_encode(strings)
-    offsets = np.frombuffer(strings.buffers()[1], np.int64 if pa.types.is_large_string(strings.type) else np.int32)
-    offsets = offsets[strings.offset:strings.offset + len(strings) + 1]
-    indices, first, distinct = _parquet.intern_strings(offsets, strings.buffers()[2] or b"")
+    indices, first, distinct = _parquet.intern_strings(*_string_buffers(strings))
     return pa.DictionaryArray.from_arrays(indices, strings.take(pa.array(first[:distinct])))
+
+
+def _string_buffers(strings: pa.Array) -> tuple[np.ndarray, object]:
+    """A string or large_string array's offsets (len + 1 of them) and data."""
+    offsets = np.frombuffer(strings.buffers()[1], np.int64 if pa.types.is_large_string(strings.type) else np.int32)
+    return offsets[strings.offset:strings.offset + len(strings) + 1], strings.buffers()[2] or b""
+
+
+def _index_width(entries: int) -> int:
+    """Bits of a dictionary index (at least 1)."""
+    return max(1, int(entries - 1).bit_length())
 
 
 def _buffer_values(array: pa.Array, dtype) -> np.ndarray:
@@ -282,10 +291,7 @@ def _dictionary_page(sql_type: str, dictionary) -> bytes:
             dictionary.validate(full=True)  # readers refuse a file with text that is not UTF-8
         except pa.ArrowInvalid as e:
             raise ValueError(f"a text column holds invalid text: {e}") from None
-        offsets = np.frombuffer(dictionary.buffers()[1],
-                                np.int64 if pa.types.is_large_string(dictionary.type) else np.int32)
-        offsets = offsets[dictionary.offset:dictionary.offset + len(dictionary) + 1]
-        values = _parquet.plain_strings(offsets, dictionary.buffers()[2] or b"")
+        values = _parquet.plain_strings(*_string_buffers(dictionary))
     else:
         values = np.ascontiguousarray(dictionary, _NUMPY[sql_type]).tobytes()
     return _page_header(_DICTIONARY_PAGE, values, [(1, _I32, len(dictionary)), (2, _I32, _PLAIN)]) + values
@@ -312,7 +318,7 @@ def _encode_texts(v: Values) -> _Chunk:
         renumber = np.cumsum(used, dtype=np.int64) - 1
         indices = renumber[np.where(valid, indices, 0) if valid is not None else indices].astype(np.int32)
         dictionary = dictionary.take(pa.array(np.flatnonzero(used)))
-    width = max(1, int(len(dictionary) - 1).bit_length())
+    width = _index_width(len(dictionary))
     body, _ = _parquet.encode_indices(indices, v.bitmap, v.offset, width)
     return _Chunk(_dictionary_page("VARCHAR", dictionary), _data_page(body, rows, _RLE_DICTIONARY),
                   [_PLAIN, _RLE, _RLE_DICTIONARY], [(3, _I64, v.null_count)], rows)
@@ -325,7 +331,7 @@ def _encode_runs(sql_type: str, r: Runs) -> _Chunk:
         return _null_chunk(_parquet.encode_runs(r.lengths, r.indices, r.valid, 1)[0], rows)
     if used.max() >= len(r.dictionary):
         raise ValueError("a run's index is outside its dictionary")
-    width = max(1, int(len(r.dictionary) - 1).bit_length())
+    width = _index_width(len(r.dictionary))
     body, non_null = _parquet.encode_runs(r.lengths, r.indices, r.valid, width)
     statistics = [(3, _I64, rows - non_null)]
     if sql_type in ("BIGINT", "INTEGER", "UBIGINT"):

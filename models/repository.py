@@ -77,6 +77,15 @@ class ProfileRepository(ABC):
         names = ", ".join(s.name for s in self.enum_sessions())
         raise ProfileError(f"no session {name!r} in {self.location} (sessions: {names})")
 
+    def session_or_latest(self, name: str = "") -> str:
+        """The named session, or the latest one when no name is given (session names are timestamps)."""
+        if name:
+            return self.session(name).name
+        names = sorted(s.name for s in self.enum_sessions())
+        if not names:
+            raise ProfileError(f"{self.location} has no profile sessions")
+        return names[-1]
+
     def resolve_host(self, session: str, host: str, tool: str) -> str:
         """The host to use: the given one if the session has it, else the only one."""
         info = self.session(session)

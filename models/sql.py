@@ -511,19 +511,16 @@ class ProfileDatabase:
             if expr != column:
                 return None
             if isinstance(values, pa.RunEndEncodedArray):  # per-lane texts
-                texts, per_run = np.unique(values.values.to_numpy(zero_copy_only=False).astype(str),
-                                           return_inverse=True)
-                return parquet.RunColumn(values.run_ends.to_numpy().astype(np.int64), per_run.astype(np.uint32),
-                                         pa.array(texts, pa.string())).rows
+                ends, texts, per_run = _distinct_runs(values)
+                return parquet.RunColumn(ends, per_run, pa.array(texts.astype(str), pa.string())).rows
             return lambda a, n: parquet.from_arrow(values.slice(a, n), sql_type)  # a names blob (StepStats) is hashed
         want = np.dtype(_NUMPY_TYPES[sql_type])
         if isinstance(values, pa.RunEndEncodedArray):  # per-lane numbers
-            distinct, per_run = np.unique(values.values.to_numpy(zero_copy_only=False), return_inverse=True)
+            ends, distinct, per_run = _distinct_runs(values)
             if isinstance(expr, _Ns) or not _widens(distinct.dtype, want):
                 return None
             valid = distinct[per_run] != expr.missing if isinstance(expr, _NullIf) else None
-            return parquet.RunColumn(values.run_ends.to_numpy().astype(np.int64), per_run.astype(np.uint32),
-                                     distinct.astype(want), valid).rows
+            return parquet.RunColumn(ends, per_run, distinct.astype(want), valid).rows
         if values.null_count or not _widens(values.type.to_pandas_dtype(), want):
             return None
         values = values.to_numpy()
@@ -735,6 +732,12 @@ def _gathered(batches):
             pending, rows = [], 0
     if rows:
         yield pa.Table.from_batches(pending)
+
+
+def _distinct_runs(values: pa.RunEndEncodedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A run-end encoded column's run ends, distinct values and each run's index among them."""
+    distinct, per_run = np.unique(values.values.to_numpy(zero_copy_only=False), return_inverse=True)
+    return values.run_ends.to_numpy().astype(np.int64), distinct, per_run.astype(np.uint32)
 
 
 def _widens(source, target: np.dtype) -> bool:

@@ -147,12 +147,6 @@ def _params(items: list[str]) -> dict[str, str]:
     return params
 
 
-def _pick_session(repo, name: str) -> str:
-    if name:
-        return repo.session(name).name
-    return sorted(s.name for s in repo.enum_sessions())[-1]  # names are timestamps: latest last
-
-
 def _progress(path: str) -> TerminalProgress:
     """Progress on stderr for reading `path` (a file's size gives the amounts)."""
     return TerminalProgress(os.path.getsize(path) if os.path.isfile(path) else 0)
@@ -188,7 +182,7 @@ def cmd_export(args) -> int:
             from models.locations import open_repository  # the profile formats load only for profile tools
 
             repo = open_repository(args.path, progress.task())
-            session = _pick_session(repo, args.session)
+            session = repo.session_or_latest(args.session)
             data = repo.tool_data(session, args.tool, args.host, _params(args.param), progress.task())
             what = f"{args.tool}, session {session}"
         if args.output == "-":
@@ -290,7 +284,7 @@ def _diff_side(repos: dict, side: str, location: str, session: str, host: str, t
 
     try:
         repo = repos.get(location) or repos.setdefault(location, open_repository(location, task))
-        session = _pick_session(repo, session)
+        session = repo.session_or_latest(session)
         info = {"location": location, "session": session}
         if tool == MEMORY_PROFILE:
             host = repo.resolve_host(session, host, MEMORY_PROFILE)

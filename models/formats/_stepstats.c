@@ -1053,13 +1053,9 @@ done:
 static PyObject *decode_spans(PyObject *self, PyObject *args) {
     PyObject *obj, *spans_obj;
     if (!PyArg_ParseTuple(args, "OO", &obj, &spans_obj)) return NULL;
-    PyArrayObject *spans = as_spans(spans_obj);
-    if (!spans) return NULL;
     Py_buffer view;
-    if (get_buffer(obj, &view) < 0) {
-        Py_DECREF(spans);
-        return NULL;
-    }
+    PyArrayObject *spans = with_buffer(as_spans(spans_obj), obj, &view);
+    if (!spans) return NULL;
     npy_intp n = PyArray_DIM(spans, 0);
     const int64_t *sp = PyArray_DATA(spans);
     PyObject *out = PyList_New(n);
