@@ -1,41 +1,30 @@
-"""Builds the C extensions (models._protowire, models._tfrecord, models._lanes, models._nesting,
-models.formats._labels, models.formats._logscan, models._jsonrows,
-models.formats._memory_json, models._parquet); everything else is in pyproject.toml."""
+"""Builds the C extensions; everything else is in pyproject.toml.
+
+Each extension is named after the package it serves (profscope.models.<feature>._name) and its
+source sits in that package's folder; the shared headers are in models/native/."""
 
 import numpy
 from setuptools import Extension, setup
 
-# Extensions sharing the static inline helpers of models/_cbuffers.h.
-SHARED_HELPERS = [
-    ("models._protowire", "models/_protowire.c"),  # protobuf wire decoding
-    ("models._tfrecord", "models/_tfrecord.c"),  # TFRecord framing, CRC-32C
-    ("models._lanes", "models/_lanes.c"),  # lane packing
-    ("models._nesting", "models/_nesting.c"),  # parents by time containment
-    ("models.formats._labels", "models/formats/_labels.c"),  # timeline.py's label pattern
-    ("models.formats._stepstats", "models/formats/_stepstats.c"),  # timeline.py's memory analysis, Chrome rows
-    ("models._jsonrows", "models/_jsonrows.c"),  # JSON text of numpy columns, for exports
-    ("models.formats._logscan", "models/formats/_logscan.c"),  # __LOG_MEMORY__ lines, their replay
-    ("models.formats._memory_json", "models/formats/_memory_json.c"),  # MemoryProfile JSON into columns
-    ("models._parquet", "models/_parquet.c"),  # Parquet value encodings, for models/parquet.py
+EXTENSIONS = [  # (module, source, what it does)
+    ("profscope.models.formats._protowire", "models/formats/_protowire.c"),  # protobuf wire decoding
+    ("profscope.models.core._tfrecord", "models/core/_tfrecord.c"),  # TFRecord framing, CRC-32C
+    ("profscope.models.data._lanes", "models/data/_lanes.c"),  # lane packing
+    ("profscope.models.data._nesting", "models/data/_nesting.c"),  # parents by time containment
+    ("profscope.models.data._jsonrows", "models/data/_jsonrows.c"),  # JSON text of numpy columns, for exports
+    ("profscope.models.formats._labels", "models/formats/_labels.c"),  # timeline.py's label pattern
+    ("profscope.models.formats._stepstats", "models/formats/_stepstats.c"),  # timeline.py's memory analysis
+    ("profscope.models.formats._logscan", "models/formats/_logscan.c"),  # __LOG_MEMORY__ lines, their replay
+    ("profscope.models.formats._memory_json", "models/formats/_memory_json.c"),  # MemoryProfile JSON into columns
+    ("profscope.models.formats._chrome_json", "models/formats/_chrome_json.c"),  # Chrome trace JSON into columns
+    ("profscope.models.sql._parquet", "models/sql/_parquet.c"),  # Parquet value encodings
 ]
+HEADERS = ["models/native/_cbuffers.h", "models/formats/_labels.h"]
 
 setup(
     ext_modules=[
-        *(
-            Extension(
-                name,
-                [source],
-                include_dirs=[numpy.get_include(), "models"],
-                depends=["models/_cbuffers.h"],
-                extra_compile_args=["-O2"],
-            )
-            for name, source in SHARED_HELPERS
-        ),
-        Extension(
-            "models.formats._chrome_json",
-            ["models/formats/_chrome_json.c"],
-            include_dirs=[numpy.get_include()],
-            extra_compile_args=["-O2"],
-        ),
+        Extension(name, [source], include_dirs=[numpy.get_include(), "models/native"], depends=HEADERS,
+                  extra_compile_args=["-O2"])
+        for name, source in EXTENSIONS
     ]
 )

@@ -150,7 +150,7 @@ import sys, time, zlib, json
 sys.path.insert(0, ROOT)
 kind, path = sys.argv[1], sys.argv[2]
 if kind == "scan":
-    from models.formats.chrome_json import scan_trace
+    from profscope.models.formats.chrome_json import scan_trace
 t0 = time.perf_counter()
 events = 0
 if kind == "read":

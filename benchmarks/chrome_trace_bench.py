@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 WINDOW = r"""
 import sys, time
 from PySide6.QtCore import QEventLoop
-from viewer.app import application
-from viewer.window import MainWindow
+from profscope.viewer.app import application
+from profscope.viewer.window import MainWindow
 app = application()
 w = MainWindow()
 w.resize(1284, 860)
@@ -100,7 +100,7 @@ def main() -> None:
                             "-o", str(path), *extra], cwd=ROOT, check=True)
     size = plain.stat().st_size / 1e6
     print(f"trace: {size:,.0f} MB of JSON, {packed.stat().st_size / 1e6:,.0f} MB gzipped")
-    profscope = [sys.executable, "-m", "viewer.cli"]
+    profscope = [sys.executable, "-m", "profscope.viewer.cli"]
     read_s, _ = median_of(a.runs, [sys.executable, "-c", f"open({str(plain)!r}, 'rb').read()"])
     print(f"anchor: reading the file: {read_s:.2f} s")
     inflate_s, _ = median_of(a.runs, [sys.executable, "-c", INFLATE, str(packed)])

@@ -34,8 +34,8 @@ def main(argv: list[str]) -> None:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
-    from models.comparison import Place, compare
-    from widgets.compare_view import CompareView
+    from profscope.models.analysis.comparison import Place, compare
+    from profscope.widgets.compare.view import CompareView
 
     app = QApplication.instance() or QApplication([])
     c = compare(Place(argv[0]), Place(argv[1]))

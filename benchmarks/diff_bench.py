@@ -1,4 +1,4 @@
-"""Diffing two 1M-event timelines' statistics (models/diff.py): target under 1 s.
+"""Diffing two 1M-event timelines' statistics (models/analysis/diff.py): target under 1 s.
 
     python benchmarks/diff_bench.py [--events 1000000] [--runs 5] [--keep DIR]
 
@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from models import diff  # noqa: E402
-from models.locations import open_repository  # noqa: E402
+from profscope.models.analysis import diff  # noqa: E402
+from profscope.models.repository.locations import open_repository  # noqa: E402
 
 TEMPLATES = ROOT / "tests" / "data" / "chrome_trace" / "gpu"
 EVENTS_PER_MIB = 2240  # of the templates' JSON text (both about the same)

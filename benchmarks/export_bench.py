@@ -64,7 +64,7 @@ def measure(argv: list[str], repeat: int) -> tuple[float, float, float]:
 
 
 def export(path: Path, tool: str, out: Path, *params: str) -> list[str]:
-    argv = [sys.executable, "-m", "viewer.cli", "export", str(path), "--tool", tool, "-o", str(out)]
+    argv = [sys.executable, "-m", "profscope.viewer.cli", "export", str(path), "--tool", tool, "-o", str(out)]
     for p in params:
         argv += ["--param", p]
     return argv

@@ -29,7 +29,7 @@ def _cli():
     try:
         from profscope.viewer import cli
     except ImportError:  # before the move to one package
-        from viewer import cli  # type: ignore[no-redef]
+        from profscope.viewer import cli  # type: ignore[no-redef]
     return cli
 
 

@@ -372,7 +372,7 @@ def load_seeds(data: Path = DATA) -> list[Seed]:
     from the JSON / text ones with the real schema (tests/data has none)."""
     from google.protobuf import json_format, text_format
 
-    from protos import memory_profile_pb2, step_stats_pb2
+    from profscope.protos import memory_profile_pb2, step_stats_pb2
 
     seeds: list[Seed] = []
     profile = f"logs/plugins/profile/{SESSION}"
@@ -1202,7 +1202,7 @@ class _Log:
         self.peak = (0.0, "")  # the call that took the most memory: (MiB over what was resident before it, call)
 
     def call(self, what: str, fn, *args, **kwargs):
-        from models.task import ProfileError
+        from profscope.models.core.task import ProfileError
 
         self.tick(what)
         before = _reset_peak()
@@ -1249,7 +1249,14 @@ class _Log:
 def _exercise_export(repo, log: _Log, thorough: bool) -> None:
     """`profscope sessions` and `profscope export` of every tool, session and host
     (`thorough`: also with parameters; each call reads the file again)."""
-    from models.registry import KERNEL_STATS, MEMORY_PROFILE, OP_STATS, OVERVIEW, TIMELINE_TOOLS, TRACE_VIEWER
+    from profscope.models.repository.registry import (
+        KERNEL_STATS,
+        MEMORY_PROFILE,
+        OP_STATS,
+        OVERVIEW,
+        TIMELINE_TOOLS,
+        TRACE_VIEWER,
+    )
 
     extra = {MEMORY_PROFILE: {"xprof_form": "1"}, OP_STATS: {"group_by": "input_shape"}, KERNEL_STATS: {"steps": "1-2"},
              OVERVIEW: {"steps": "1"}}
@@ -1272,7 +1279,7 @@ def _exercise_export(repo, log: _Log, thorough: bool) -> None:
 def _exercise_window(repo, log: _Log) -> None:
     """What the window asks: per host its memory profile and timeline (each step),
     with what the views then ask of them, and the all-hosts timeline."""
-    from models.registry import KERNEL_STATS, MEMORY_PROFILE, TRACE_VIEWER
+    from profscope.models.repository.registry import KERNEL_STATS, MEMORY_PROFILE, TRACE_VIEWER
 
     for info in log.call("enum_sessions", repo.enum_sessions) or []:
         s = info.name
@@ -1296,7 +1303,7 @@ def _exercise_window(repo, log: _Log) -> None:
 
 def _exercise_timeline(tl, log: _Log, with_stats: bool) -> None:
     """The timeline view's and the Statistics tab's questions."""
-    from models import trace_stats
+    from profscope.models.analysis import trace_stats
 
     log.call("timeline all_kind_stats", lambda: tl.all_kind_stats)
     n = len(tl)
@@ -1332,7 +1339,7 @@ def _exercise_memory(data, log: _Log) -> None:
 
 def _exercise_hparams(data, log: _Log) -> None:
     """The HParams tab's and `export --tool hparams_*`'s requests."""
-    from models.hparams import tool_json
+    from profscope.models.hparams.experiment import tool_json
 
     log.call("hparams_experiment", tool_json, data, "hparams_experiment", {})
     log.call("hparams_session_groups", tool_json, data, "hparams_session_groups", {})
@@ -1375,7 +1382,7 @@ def _exercise_sql(repo, hparams, log: _Log, tmp: str) -> None:
     file read back by DuckDB (a file its readers refuse is a failure)."""
     import duckdb
 
-    from models.sql import TABLES, ProfileDatabase
+    from profscope.models.sql.database import TABLES, ProfileDatabase
 
     db = log.call("sql open", ProfileDatabase, repo, hparams, memory_limit="1GB", threads=1)
     if db is None:
@@ -1399,7 +1406,7 @@ def run_case(case: Case, root: str, tmp: str, tick=None) -> dict:
     import gc
     import threading
 
-    from models.locations import open_location, open_repository
+    from profscope.models.repository.locations import open_location, open_repository
 
     log = _Log(root, tick)
     if case.reader == "selftest":  # the harness's own checks (tests/test_fuzz.py): each outcome on demand
@@ -1488,10 +1495,10 @@ def worker_main(root: str, tmp: str, timeout: float, limit_as: bool) -> None:
     sys.path.insert(0, root)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     faulthandler.enable()
-    for name in ("models.hparams", "models.locations", "models.trace_stats", "models.sql"):
+    for name in ("profscope.models.hparams.experiment", "profscope.models.repository.locations", "profscope.models.analysis.trace_stats", "profscope.models.sql.database"):
         importlib.import_module(name)  # before the baseline memory is measured
-    from models import _protowire
-    from models.sql import ProfileDatabase
+    from profscope.models.formats import _protowire
+    from profscope.models.sql.database import ProfileDatabase
 
     ProfileDatabase(None, None, memory_limit="1GB", threads=1).close()  # DuckDB's own mappings, made once
 
@@ -1857,18 +1864,20 @@ def minimise(pool: Pool, case: Case, result: dict, budget_s: float = 120.0, max_
 
 
 def build_copy(dest: Path, rev: str | None = None, sanitize: bool = False) -> dict:
-    """models/, protos/ and setup.py (of the working tree, or of git revision `rev`)
-    copied to `dest` with their C extensions built there (with ASan and UBSan when
-    `sanitize`); the environment that runs Python on that copy. The repository's
-    own .so files are not touched."""
+    """models/, protos/, setup.py and pyproject.toml (of the working tree, or of git
+    revision `rev`) copied to `dest` with their C extensions built there (with ASan and
+    UBSan when `sanitize`); the environment that runs Python on that copy (a profscope
+    folder of links to the copies on PYTHONPATH). The repository's own .so files are not
+    touched."""
     if rev:
-        archive = subprocess.run(["git", "archive", rev, "models", "protos", "setup.py"], cwd=ROOT, check=True,
-                                 capture_output=True).stdout
+        archive = subprocess.run(["git", "archive", rev, "models", "protos", "setup.py", "pyproject.toml"], cwd=ROOT,
+                                 check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     else:
         for name in ("models", "protos"):
             shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-        shutil.copy(ROOT / "setup.py", dest / "setup.py")
+        for name in ("setup.py", "pyproject.toml"):
+            shutil.copy(ROOT / name, dest / name)
     env = dict(os.environ)
     if sanitize:
         env["CFLAGS"] = "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g -O1"
@@ -1876,7 +1885,11 @@ def build_copy(dest: Path, rev: str | None = None, sanitize: bool = False) -> di
     subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=dest, env=env, check=True,
                    stdout=subprocess.DEVNULL)
     shutil.rmtree(dest / "build", ignore_errors=True)
-    out = {"PYTHONPATH": str(dest)}
+    package = dest / "path" / "profscope"
+    package.mkdir(parents=True)
+    for name in ("models", "protos"):
+        (package / name).symlink_to(dest / name, target_is_directory=True)
+    out = {"PYTHONPATH": str(dest / "path")}
     if sanitize:
         libasan, libstdcxx = (subprocess.run(["gcc", f"-print-file-name={name}"], capture_output=True, text=True,
                                              check=True).stdout.strip() for name in ("libasan.so", "libstdc++.so.6"))

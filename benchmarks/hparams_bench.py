@@ -125,9 +125,9 @@ def median_time(fn, repeat: int) -> tuple[float, object]:
 
 
 def compare(root: Path) -> None:
-    from models.hparams import HParamsData, request_from_json, to_json
-    from models.tb_logdir import read_logdir
-    from protos import api_pb2
+    from profscope.models.hparams.experiment import HParamsData, request_from_json, to_json
+    from profscope.models.hparams.logdir import read_logdir
+    from profscope.protos import api_pb2
 
     t = time.perf_counter()
     data = HParamsData(read_logdir(root))

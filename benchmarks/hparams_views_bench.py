@@ -57,9 +57,16 @@ class Timer:
 
 def sweep(sessions: int, seed: int = 0):
     """An HParamsData of `sessions` sessions in groups of two, in memory."""
-    from models.hparams import END_TAG, EXPERIMENT_TAG, PLUGIN, START_TAG, HParamsData, _value_proto
-    from models.tb_logdir import Logdir, Run, Series
-    from protos import api_pb2, plugin_data_pb2
+    from profscope.models.hparams.experiment import (
+        END_TAG,
+        EXPERIMENT_TAG,
+        PLUGIN,
+        START_TAG,
+        HParamsData,
+        _value_proto,
+    )
+    from profscope.models.hparams.logdir import Logdir, Run, Series
+    from profscope.protos import api_pb2, plugin_data_pb2
 
     rng = random.Random(seed)
     exp = api_pb2.Experiment(
@@ -105,8 +112,8 @@ def main() -> None:
     from PySide6.QtCore import QPoint, Qt
     from PySide6.QtTest import QTest
 
-    from viewer.app import application
-    from widgets.hparams_view import HParamsView
+    from profscope.viewer.app import application
+    from profscope.widgets.hparams.view import HParamsView
 
     app = application(offscreen_without_display=True)
     t = time.perf_counter()

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from models.formats.log_memory import load_memory_log  # noqa: E402
+from profscope.models.formats.log_memory import load_memory_log  # noqa: E402
 
 KERNELS = [f"model/layer_{i}/{op}" for i in range(40) for op in ("MatMul", "BiasAdd", "Relu", "gradients/MatMul_grad/MatMul")]
 PREFIX = "I0000 00:00:{t:.6f}   {tid} log_memory.cc:34] __LOG_MEMORY__ "

@@ -36,8 +36,13 @@ WHEEL_FRAMES = 20  # per zoom level: in, out, in, out...
 def generate(n: int, seed: int = 1):
     """An AllocatorProfile of n snapshots: n/2 allocations, each freed after
     an exponential lifetime (a few live long), 1 µs apart on average."""
-    from models.memory_profile import (AllocatorProfile, MemoryProfileData, Snapshots, summarize,
-                                       xprof_peak_rows)
+    from profscope.models.data.memory_profile import (
+        AllocatorProfile,
+        MemoryProfileData,
+        Snapshots,
+        summarize,
+        xprof_peak_rows,
+    )
 
     rng = np.random.default_rng(seed)
     m = n // 2
@@ -83,15 +88,15 @@ def open_window(data):
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QSettings
 
-    from viewer.app import application
-    from viewer.window import MainWindow
+    from profscope.viewer.app import application
+    from profscope.viewer.window import MainWindow
 
     app = application()
     settings = QSettings(str(Path(tempfile.mkdtemp(prefix="profscope-frames-")) / "s.ini"), QSettings.IniFormat)
     window = MainWindow(settings)
     window.show()
     app.processEvents()
-    from widgets import memory_plot
+    from profscope.widgets.memory import plot as memory_plot
 
     view = window.memory_view
     prepare = getattr(memory_plot, "prepare_series", None)  # the worker job's part (absent before it moved there)
@@ -189,7 +194,7 @@ def save_pngs(app, view, levels, out: Path, tag: str) -> None:
     from PySide6.QtGui import QPalette
     from PySide6.QtWidgets import QApplication
 
-    from widgets.palette import dark_palette
+    from profscope.widgets.palette import dark_palette
 
     original = QPalette(app.palette())
     a = view.allocator

@@ -38,7 +38,7 @@ from as_a_user import like_an_installed_copy
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from protos import memory_profile_pb2  # noqa: E402
+from profscope.protos import memory_profile_pb2  # noqa: E402
 
 
 def generate(n: int, path: Path) -> None:
@@ -111,7 +111,7 @@ def main() -> None:
     parser.add_argument("--json-dir", type=Path, help="keep the JSON files here (and reuse them when present)")
     parser.add_argument("--keep", type=Path, help="also write the binary file here")
     args = parser.parse_args()
-    from models.formats.memory_profile_file import load_memory_profile, parse_memory_profile
+    from profscope.models.formats.memory_profile_file import load_memory_profile, parse_memory_profile
 
     work = Path(tempfile.mkdtemp(prefix="profscope-bench-"))
     if args.json_only:
@@ -148,7 +148,7 @@ def main() -> None:
     redraw(a)
     size = pb_path.stat().st_size / 2**20
     bare_rss = peak_rss_mib(f"from protos import memory_profile_pb2 as m; m.MemoryProfile.FromString(open({str(pb_path)!r},'rb').read())")
-    ours_rss = peak_rss_mib(f"from models.formats.memory_profile_file import load_memory_profile as f; f({str(pb_path)!r})")
+    ours_rss = peak_rss_mib(f"from profscope.models.formats.memory_profile_file import load_memory_profile as f; f({str(pb_path)!r})")
     print(f"peak memory (max RSS, fresh process): bare parse {bare_rss:.0f} MiB, Profscope open {ours_rss:.0f} MiB "
           f"(file {size:.0f} MiB)")
     if not args.skip_json:
@@ -158,8 +158,8 @@ def main() -> None:
 
 def realistic_json(path: Path, megabytes: float) -> None:
     """XProf's JSON (camelCase, int64 as strings) of a generated profile of about `megabytes`."""
-    from models.formats.memory_profile_file import load_memory_profile
-    from models.memory_profile import to_xprof_json
+    from profscope.models.formats.memory_profile_file import load_memory_profile
+    from profscope.models.data.memory_profile import to_xprof_json
 
     pb = path.with_suffix(".pb")
     generate(2000, pb)
@@ -202,8 +202,8 @@ def process(code: str) -> tuple[float, float, float]:
 
 
 def json_bench(work: Path, megabytes: float, folder: Path | None = None) -> None:
-    from models.formats import _memory_json
-    from models.formats.memory_profile_file import load_memory_profile
+    from profscope.models.formats import _memory_json
+    from profscope.models.formats.memory_profile_file import load_memory_profile
 
     folder = folder or work
     folder.mkdir(parents=True, exist_ok=True)
@@ -230,8 +230,8 @@ def json_bench(work: Path, megabytes: float, folder: Path | None = None) -> None
         print(f"; open + analysis (read, inflate, parse, summary, peak table) {wall * 1000:.0f} ms ({cpu * 1000:.0f} ms CPU)")
         src = repr(str(path))
         bare = process(f"import json, gzip; d = open({src}, 'rb').read(); json.loads(gzip.decompress(d) if {gz} else d)")
-        opened = process(f"from models.formats.memory_profile_file import load_memory_profile; load_memory_profile({src})")
-        export = process(f"from viewer.cli import main; assert main(['export', {src}, '--tool', 'memory_profile', "
+        opened = process(f"from profscope.models.formats.memory_profile_file import load_memory_profile; load_memory_profile({src})")
+        export = process(f"from profscope.viewer.cli import main; assert main(['export', {src}, '--tool', 'memory_profile', "
                          f"'-o', {str(work / 'out.json')!r}]) == 0")
         ok = lambda w, c, r: "ok" if w < 3 and r < 600 else "MISSED"
         show = lambda w, c, r: f"{w:.2f} s ({c:.2f} s CPU) / {r:.0f} MiB"
@@ -254,8 +254,8 @@ def best_wall_cpu(fn, repeat=3) -> tuple[float, float]:
 def redraw(allocator) -> None:
     """Renders the plot offscreen at zoom levels from the whole run to a few snapshots."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from viewer.app import application
-    from widgets.memory_plot import MemoryPlot
+    from profscope.viewer.app import application
+    from profscope.widgets.memory.plot import MemoryPlot
 
     app = application()
     plot = MemoryPlot()

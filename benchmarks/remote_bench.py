@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from models.remote.server import make_server  # noqa: E402
-from models.remote.client import RemoteRepository  # noqa: E402
-from models.repository import LocalRepository  # noqa: E402
+from profscope.models.remote.server import make_server  # noqa: E402
+from profscope.models.remote.client import RemoteRepository  # noqa: E402
+from profscope.models.repository.profile_repository import LocalRepository  # noqa: E402
 
 
 def open_both(repo) -> tuple[int, int]:

@@ -14,7 +14,7 @@ an existing --folder is reused):
 The answer of every request (each tool of each host, each host's files, the
 file listing) is computed first with a LocalRepository in this process.
 
-Then `python -m viewer.cli serve FOLDER --port 0` starts, answers each request
+Then `python -m profscope.viewer.cli serve FOLDER --port 0` starts, answers each request
 once, one at a time (each call's peak RSS: VmHWM reset through clear_refs), and
 --clients clients (threads in --procs processes, each on its own channel) call
 it for --warmup and then --seconds more, choosing at random:
@@ -63,11 +63,11 @@ sys.path.insert(0, str(ROOT))
 
 import grpc  # noqa: E402
 
-from models.remote.client import ANALYSIS, DEADLINE_S, FILE_TOOL, FILES_TOOL, _stub, channel  # noqa: E402
-from models.remote.server import MAX_CALLS, WORKERS, _listing  # noqa: E402
-from models.repository import LocalRepository  # noqa: E402
-from models.task import ProfileError  # noqa: E402
-from protos import profiler_analysis_pb2 as pa  # noqa: E402
+from profscope.models.remote.client import ANALYSIS, DEADLINE_S, FILE_TOOL, FILES_TOOL, _stub, channel  # noqa: E402
+from profscope.models.remote.server import MAX_CALLS, WORKERS, _listing  # noqa: E402
+from profscope.models.repository.profile_repository import LocalRepository  # noqa: E402
+from profscope.models.core.task import ProfileError  # noqa: E402
+from profscope.protos import profiler_analysis_pb2 as pa  # noqa: E402
 
 KINDS, WEIGHTS = ("enum", "tool", "cancel", "close"), (0.3, 0.4, 0.2, 0.1)
 CALL_TIMEOUT_S = 600.0  # a call the server never answers shows up as a failure, not a hang
@@ -243,7 +243,7 @@ def _status_mb(pid: int, field: str) -> float:
 
 def start_server(folder: Path) -> tuple[subprocess.Popen, str, list[str], threading.Thread]:
     """The server, its address, its stderr lines (filled by the returned thread until it exits)."""
-    proc = subprocess.Popen([sys.executable, "-m", "viewer.cli", "serve", str(folder), "--port", "0"], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "profscope.viewer.cli", "serve", str(folder), "--port", "0"], cwd=ROOT,
                             stderr=subprocess.PIPE, text=True)
     first = proc.stderr.readline()
     if "serving" not in first:

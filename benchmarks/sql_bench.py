@@ -1,4 +1,4 @@
-"""SQL benchmark (models/sql.py): registering tables, a GROUP BY over slices, Parquet export.
+"""SQL benchmark (models/sql/database.py): registering tables, a GROUP BY over slices, Parquet export.
 
     python benchmarks/sql_bench.py [--folder /tmp/profscope-sql-bench] [--slices 10000000] [--rounds 3]
 
@@ -10,7 +10,7 @@ lanes). For each:
   arrays over the reader's columns and the view), against the size of the event columns;
 - GROUP BY: `SELECT name, count(*), sum(dur_ns) FROM slices GROUP BY 1 ORDER BY 3 DESC LIMIT 20`
   (median of --rounds; target < 1 s at 10M slices);
-- Parquet: the table written by write_parquet (models/parquet.py), MiB of Parquet per second (target >= 200
+- Parquet: the table written by write_parquet (models/sql/parquet.py), MiB of Parquet per second (target >= 200
   MB/s), and every table of the source (the views' rows computed too), as `export --format parquet` writes them
   once the file is read;
 - whole processes (the files): `profscope query FILE "<GROUP BY>"` and `profscope export FILE --format
@@ -35,10 +35,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from models.repository import ProfileRepository, SessionInfo  # noqa: E402
-from models.registry import TRACE_VIEWER  # noqa: E402
-from models.sql import HOST_TABLES, ProfileDatabase  # noqa: E402
-from models.timeline import StringTable, Timeline  # noqa: E402
+from profscope.models.repository.profile_repository import ProfileRepository, SessionInfo  # noqa: E402
+from profscope.models.repository.registry import TRACE_VIEWER  # noqa: E402
+from profscope.models.sql.database import HOST_TABLES, ProfileDatabase  # noqa: E402
+from profscope.models.data.timeline import StringTable, Timeline  # noqa: E402
 
 GROUP_BY = "SELECT name, count(*), sum(dur_ns) FROM slices GROUP BY 1 ORDER BY 3 DESC LIMIT 20"
 
@@ -150,7 +150,7 @@ def run_process(argv: list[str], stats: Path) -> tuple[float, float]:
 
 
 def bench_processes(path: Path, query: str, rounds: int, work: Path) -> None:
-    cli = [sys.executable, "-m", "viewer.cli"]
+    cli = [sys.executable, "-m", "profscope.viewer.cli"]
     out = work / "parquet"
     rows = {"query SELECT 1 (anchor: no table read)": cli + ["query", str(path), "SELECT 1"],
             "query (the GROUP BY)" if "slices" in query else f"query {query}": cli + ["query", str(path), query],
@@ -195,7 +195,7 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="profscope-sql-"))
     try:
-        from models.locations import open_repository
+        from profscope.models.repository.locations import open_repository
 
         for what, path in inputs(args.folder).items():
             table = "memory_snapshots" if "memory" in what else "slices"

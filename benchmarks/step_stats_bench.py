@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.timeline_frames import frame_times, open_view, print_redraw_times  # noqa: E402
-from protos import step_stats_pb2, types_pb2  # noqa: E402
+from profscope.protos import step_stats_pb2, types_pb2  # noqa: E402
 
 DEVICES = 16
 OPS = ("Conv2D", "MatMul", "Relu", "BiasAdd", "FusedBatchNormV3", "Add", "Identity", "Cast")
@@ -92,7 +92,7 @@ def best_of(fn, runs=3):
 
 BARE_PARSE = "import sys; from protos import step_stats_pb2; step_stats_pb2.StepStats.FromString(open(sys.argv[1], 'rb').read())"
 MEMORY_VIEW = """import sys, time
-from models.locations import open_repository
+from profscope.models.repository.locations import open_repository
 t = time.perf_counter()
 repo = open_repository(sys.argv[1])
 repo.memory_profile(repo.enum_sessions()[0].name, "")
@@ -101,7 +101,7 @@ print(f"{time.perf_counter() - t:.3f}")"""
 
 def process_rows(path: Path, out: Path) -> dict[str, list[str]]:
     """Whole processes: (what, argv); the bare parse is the anchor."""
-    cli = [sys.executable, "-m", "viewer.cli", "export", str(path)]
+    cli = [sys.executable, "-m", "profscope.viewer.cli", "export", str(path)]
     return {
         "bare parse (anchor)": [sys.executable, "-c", BARE_PARSE, str(path)],
         "export trace_viewer": cli + ["--tool", "trace_viewer", "-o", str(out)],
@@ -179,7 +179,7 @@ def main() -> None:
     if args.only == "process":
         return
 
-    from models.formats.step_stats import load_step_timeline, locate
+    from profscope.models.formats.step_stats import load_step_timeline, locate
 
     def bare():
         return step_stats_pb2.StepStats.FromString(path.read_bytes())

@@ -31,7 +31,7 @@ def open_view(timeline):
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
-    from widgets.timeline_view import TimelineView
+    from profscope.widgets.timeline.view import TimelineView
 
     app = QApplication.instance() or QApplication([])
     view = TimelineView()
@@ -55,7 +55,7 @@ def frame_times(canvas, count: int = 15) -> list[float]:
 
 def zoom_frame_times(canvas, at_x: float | None = None, count: int = 15) -> list[float]:
     """A repaint per frame while zooming in and out by one wheel step."""
-    from widgets.timeline_canvas import ZOOM_STEP
+    from profscope.widgets.timeline.canvas import ZOOM_STEP
 
     canvas.repaint()
     frames = []
@@ -102,7 +102,7 @@ def synthetic_counters(tl, per_group: int, samples: int) -> list:
     """Counter tracks (a memory-like random walk) over the whole span for each group."""
     import numpy as np
 
-    from models.timeline import Counter
+    from profscope.models.data.timeline import Counter
 
     rng = np.random.default_rng(3)
     a, b = tl.span_ps
@@ -116,7 +116,7 @@ def synthetic_counters(tl, per_group: int, samples: int) -> list:
 
 
 def chrome_frames(paths: list[Path], per_group: int, samples: int) -> None:
-    from models.formats.chrome_trace import build_timeline, scan
+    from profscope.models.formats.chrome_trace import build_timeline, scan
 
     t = time.perf_counter()
     traces = [("" if len(paths) == 1 else f"rank-{k}", scan(p)) for k, p in enumerate(paths)]

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.timeline_frames import open_view, print_redraw_times  # noqa: E402
-from protos import xplane_pb2  # noqa: E402
+from profscope.protos import xplane_pb2  # noqa: E402
 
 MEMORY_STATS = ("allocator_name", "bytes_reserved", "bytes_allocated", "bytes_available", "fragmentation",
                 "peak_bytes_in_use", "requested_bytes", "allocation_bytes", "addr", "tf_op", "region_type",
@@ -142,8 +142,8 @@ PROFSCOPE = """
 import sys, time
 sys.path.insert(0, {root!r})
 from pathlib import Path
-from models.formats.xspace.memory import xplane_memory_profile
-from models.formats.xspace.timeline import load_xplane_timeline
+from profscope.models.formats.xspace.memory import xplane_memory_profile
+from profscope.models.formats.xspace.timeline import load_xplane_timeline
 path = Path({path!r})
 t = time.perf_counter(); profile = xplane_memory_profile(path); m = time.perf_counter() - t
 snaps = sum(len(a.timeline) for a in profile.allocators.values()); del profile
@@ -176,7 +176,7 @@ def run(python: str, code: str) -> tuple[list[float], float]:
 
 
 def redraw(path: Path) -> None:
-    from models.formats.xspace.timeline import load_xplane_timeline
+    from profscope.models.formats.xspace.timeline import load_xplane_timeline
 
     view = open_view(load_xplane_timeline([path], ["bench"]))
     print_redraw_times(view)

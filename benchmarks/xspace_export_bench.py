@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 BARE_PARSE = """
 import sys
 sys.path.insert(0, {root!r})
-from protos import xplane_pb2
+from profscope.protos import xplane_pb2
 space = xplane_pb2.XSpace()
 space.ParseFromString(open({path!r}, "rb").read())
 """
@@ -46,7 +46,7 @@ space.ParseFromString(open({path!r}, "rb").read())
 VIEW = """
 import sys
 sys.path.insert(0, {root!r})
-from models.locations import open_repository
+from profscope.models.repository.locations import open_repository
 repo = open_repository({path!r})
 session = repo.enum_sessions()[0].name
 if {what!r} == "memory":
@@ -83,7 +83,7 @@ def timed(cmd: list[str], cwd: Path) -> tuple[float, float, float]:
 
 def rows_for(path: Path, python: str, tree: Path, label: str, scratch: Path) -> dict[str, tuple[list[str], Path]]:
     out = scratch / "out.json"
-    export = [python, "-m", "viewer.cli", "export", str(path), "-o", str(out), "--tool"]
+    export = [python, "-m", "profscope.viewer.cli", "export", str(path), "-o", str(out), "--tool"]
     return {
         f"{label} export memory_profile": (export + ["memory_profile"], tree),
         f"{label} export trace_viewer": (export + ["trace_viewer"], tree),

@@ -17,7 +17,7 @@ def copied_host(fixture: Path, folder: Path):
     """A fixture copied into folder and opened: (its path there, the repository, session name, first host)."""
     import shutil
 
-    from models.locations import open_repository
+    from profscope.models.repository.locations import open_repository
 
     path = folder / fixture.name
     shutil.copy(fixture, path)
@@ -64,7 +64,7 @@ def window(qtbot, tmp_path):
     """A MainWindow with its own settings file; its worker is stopped afterwards."""
     from PySide6.QtCore import QSettings
 
-    from viewer.window import MainWindow
+    from profscope.viewer.window import MainWindow
 
     w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
     qtbot.addWidget(w)
@@ -77,8 +77,8 @@ def window(qtbot, tmp_path):
 @pytest.fixture
 def open_hparams_view(qtbot):
     """An HParamsView of 1500x950 px showing a log dir's sweep, exposed."""
-    from models.hparams import load_hparams
-    from widgets.hparams_view import HParamsView
+    from profscope.models.hparams.experiment import load_hparams
+    from profscope.widgets.hparams.view import HParamsView
 
     def make(path):
         v = HParamsView()

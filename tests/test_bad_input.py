@@ -6,10 +6,10 @@ import json
 import pytest
 
 from conftest import DATA, SMALL_XPROF
-from models.formats.memory_profile_file import load_memory_profile, parse_memory_profile
-from models.task import ProfileError
-from protos import memory_profile_pb2, xplane_pb2, step_stats_pb2
-from viewer.cli import main
+from profscope.models.formats.memory_profile_file import load_memory_profile, parse_memory_profile
+from profscope.models.core.task import ProfileError
+from profscope.protos import memory_profile_pb2, xplane_pb2, step_stats_pb2
+from profscope.viewer.cli import main
 
 
 def write(tmp_path, name, data: bytes):
@@ -78,7 +78,7 @@ def test_empty_profile_says_how_to_get_memory_events():
 
 def test_file_that_vanishes(tmp_path):
     path = write(tmp_path, "h.memory_profile.json", SMALL_XPROF.read_bytes())
-    from models.locations import open_repository
+    from profscope.models.repository.locations import open_repository
     repo = open_repository(tmp_path)
     path.unlink()
     with pytest.raises(ProfileError, match="does not exist"):

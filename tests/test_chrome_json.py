@@ -1,5 +1,5 @@
-"""The streaming Chrome trace-event JSON scanner (models.formats._chrome_json)
-and its file driver (models.formats.chrome_json): columns, chunk splits,
+"""The streaming Chrome trace-event JSON scanner (profscope.models.formats._chrome_json)
+and its file driver (profscope.models.formats.chrome_json): columns, chunk splits,
 exact times, escapes, hostile input, gzip checkpoints, cancellation."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import types
 import numpy as np
 import pytest
 
-from models import guards
-from models.formats import chrome_json
-from models.formats._chrome_json import (
+from profscope.models.core import guards
+from profscope.models.formats import chrome_json
+from profscope.models.formats._chrome_json import (
     ARGS_PRESENT,
     BP_E,
     DUR_BAD,
@@ -30,7 +30,7 @@ from models.formats._chrome_json import (
     TS_MISSING,
     Scanner,
 )
-from models.task import Cancelled, ProfileError, TaskState
+from profscope.models.core.task import Cancelled, ProfileError, TaskState
 
 KEYS = (b"correlation", b"External id", b"Bytes", b"Addr", b"Total Allocated", b"Total Reserved",
         b"Device Type", b"Device Id", b"stream", b"device")

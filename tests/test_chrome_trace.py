@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from conftest import DATA
-from models import trace_stats
-from models.formats.chrome_trace import build_timeline, scan, trace_memory_profile
-from models.locations import open_repository
-from models.registry import KERNEL_STATS, MEMORY_PROFILE, OP_STATS, OVERVIEW, TRACE_VIEWER
-from models.task import ProfileError
-from viewer.cli import main
+from profscope.models.analysis import trace_stats
+from profscope.models.formats.chrome_trace import build_timeline, scan, trace_memory_profile
+from profscope.models.repository.locations import open_repository
+from profscope.models.repository.registry import KERNEL_STATS, MEMORY_PROFILE, OP_STATS, OVERVIEW, TRACE_VIEWER
+from profscope.models.core.task import ProfileError
+from profscope.viewer.cli import main
 
 TRACES = DATA / "chrome_trace"
 TRAIN = TRACES / "train.pt.trace.json.gz"

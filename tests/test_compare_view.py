@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from models import diff
-from models.comparison import Place, compare
-from models.trace_stats import PS_PER_US
-from models.units import format_time_ps
+from profscope.models.analysis import diff
+from profscope.models.analysis.comparison import Place, compare
+from profscope.models.analysis.trace_stats import PS_PER_US
+from profscope.models.core.units import format_time_ps
 from conftest import DATA
-from widgets.compare_view import DELTA, STATUS, CompareView, DiffModel
+from profscope.widgets.compare.view import DELTA, STATUS, CompareView, DiffModel
 
 PAIR = DATA / "chrome_trace" / "diff_pair"
 XPROF = DATA / "xprof"
@@ -177,7 +177,7 @@ def menu_action(window, text):
 
 
 def test_file_compare_profiles_opens_the_compare_tab(qtbot, window, monkeypatch):
-    from viewer.compare_dialog import CompareDialog
+    from profscope.viewer.compare_dialog import CompareDialog
 
     def fill(dialog):
         assert not dialog.buttons.button(dialog.buttons.StandardButton.Ok).isEnabled()  # two sides needed
@@ -197,7 +197,7 @@ def test_file_compare_profiles_opens_the_compare_tab(qtbot, window, monkeypatch)
 
 
 def test_compare_with_from_the_session_tree(qtbot, window, monkeypatch):
-    from viewer import compare_dialog
+    from profscope.viewer import compare_dialog
 
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
         window.open_path(str(PAIR / "baseline"))
@@ -315,7 +315,7 @@ def test_host_picker_compares_the_chosen_ranks(qtbot, window):
 
 
 def test_report_compare_writes_pngs(tmp_path):
-    from viewer.cli import main
+    from profscope.viewer.cli import main
 
     out = tmp_path / "report"
     assert main(["report", "--compare", str(XPROF / "small.xplane.pb"), str(XPROF / "keras.xplane.pb"),
@@ -334,7 +334,7 @@ def test_report_compare_writes_pngs(tmp_path):
 
 
 def test_report_compare_of_the_pytorch_pair(tmp_path):
-    from viewer.cli import main
+    from profscope.viewer.cli import main
 
     out = tmp_path / "report"
     assert main(["report", "--compare", str(PAIR / "baseline"), str(PAIR / "candidate"), "-o", str(out)]) == 0

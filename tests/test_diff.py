@@ -1,4 +1,4 @@
-"""Comparing two profiles (models/diff.py, `profscope diff`): statistics rows,
+"""Comparing two profiles (models/analysis/diff.py, `profscope diff`): statistics rows,
 overview, memory, the command line, and HolisticTraceAnalysis's TraceDiff."""
 
 import json
@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from conftest import DATA, KERAS_XPROF, ROOT, SMALL_XPROF
-from models import diff, trace_stats
-from models.locations import open_repository
-from models.task import ProfileError
+from profscope.models.analysis import diff, trace_stats
+from profscope.models.repository.locations import open_repository
+from profscope.models.core.task import ProfileError
 from test_chrome_trace import _hta_rounded
 from test_step_stats import node, step_stats
-from viewer.cli import main
+from profscope.viewer.cli import main
 
 GPU = DATA / "chrome_trace" / "gpu"
 PAIR = DATA / "chrome_trace" / "diff_pair"
@@ -272,7 +272,7 @@ def test_cli_sides_hosts_steps_and_errors(tmp_path, capsys):
 
 
 def test_diff_imports_no_qt(tmp_path):
-    code = ("import sys; from viewer.cli import main; "
+    code = ("import sys; from profscope.viewer.cli import main; "
             f"assert main(['diff', {str(GPU)!r}, {str(GPU)!r}, '--tool', 'kernel_stats', '-o', "
             f"{str(tmp_path / 'd.json')!r}]) == 0; "
             "assert not [m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph', 'widgets'))], 'Qt imported'")

@@ -21,7 +21,7 @@ FOUND = DATA / "fuzz"
 def test_crc32c_and_record_framing_match_tensorboard_and_profscope():
     from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 
-    from models import _tfrecord
+    from profscope.models.core import _tfrecord
 
     for data in (b"", b"a", bytes(range(256)) * 7):
         assert fuzz.masked_crc32c(data) == masked_crc32c(data) == _tfrecord.masked_crc32c(data)
@@ -40,7 +40,7 @@ def test_gzip_bomb_inflates_to_what_it_says_from_a_small_file():
 
 
 def test_protobuf_rewrites_keep_the_framing_valid():
-    from protos import config_pb2
+    from profscope.protos import config_pb2
 
     data = (DATA / "step_stats" / "run_metadata.pb").read_bytes()
     wire = fuzz.Wire(data)

@@ -9,18 +9,18 @@ import numpy as np
 import pytest
 
 from conftest import DATA
-from models import guards
-from models.files import read_bytes
-from models.formats.log_memory import load_memory_log
-from models.formats.step_stats import load_step_timeline, locate
-from models.formats.xspace.memory import xplane_memory_profile
-from models.formats.xspace.timeline import load_xplane_timeline
-from models.hparams import HParamsData
-from models.locations import open_repository
-from models.task import ProfileError
-from models.tb_logdir import read_logdir
-from protos import api_pb2, step_stats_pb2, xplane_pb2
-from viewer.cli import main
+from profscope.models.core import guards
+from profscope.models.core.files import read_bytes
+from profscope.models.formats.log_memory import load_memory_log
+from profscope.models.formats.step_stats import load_step_timeline, locate
+from profscope.models.formats.xspace.memory import xplane_memory_profile
+from profscope.models.formats.xspace.timeline import load_xplane_timeline
+from profscope.models.hparams.experiment import HParamsData
+from profscope.models.repository.locations import open_repository
+from profscope.models.core.task import ProfileError
+from profscope.models.hparams.logdir import read_logdir
+from profscope.protos import api_pb2, step_stats_pb2, xplane_pb2
+from profscope.viewer.cli import main
 
 STEP_STATS_TEXT = DATA / "step_stats" / "step_stats.pbtxt"
 RUN_METADATA = DATA / "step_stats" / "run_metadata.pb"

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from conftest import DATA
-from models.hparams import HParamsData, HParamsError, cleanse, request_from_json, to_json
-from models.task import ProfileError
-from models.event_file import scan_records
-from models.tb_logdir import find_runs, read_logdir
-from protos import api_pb2
+from profscope.models.hparams.experiment import HParamsData, HParamsError, cleanse, request_from_json, to_json
+from profscope.models.core.task import ProfileError
+from profscope.models.core.event_file import scan_records
+from profscope.models.hparams.logdir import find_runs, read_logdir
+from profscope.protos import api_pb2
 
 pytest.importorskip("tensorboard")
 from tensorboard_hparams import frontend_session_groups_request, tensorboard_answer  # noqa: E402
@@ -239,7 +239,7 @@ def test_damaged_event_files_keep_their_good_records_and_say_what_was_skipped(tm
                 f"b/{files['b'].name}: ignored an incomplete last record at byte {starts[-1]:,} (file still being written?)",
                 f"b/c/{files['b/c'].name}: skipped 9 bytes of corrupt record framing"]
     for batch in (1, 1 << 20):  # a batch per run, or one for all
-        monkeypatch.setattr("models.tb_logdir.BATCH_BYTES", batch)
+        monkeypatch.setattr("profscope.models.hparams.logdir.BATCH_BYTES", batch)
         damaged = read_logdir(tmp_path)
         assert damaged.warnings == expected
         steps = {run: damaged.runs[run].scalars["loss"].step.tolist() for run in ("a", "b", "b/c", "d")}

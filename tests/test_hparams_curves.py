@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from conftest import DATA
-from models.hparams import load_hparams
-from models.hparams_curves import load_curves, read_session_scalars, smooth
-from models.task import ProfileError
+from profscope.models.hparams.experiment import load_hparams
+from profscope.models.hparams.curves import load_curves, read_session_scalars, smooth
+from profscope.models.core.task import ProfileError
 
 API_CONFIG = DATA / "hparams" / "api_config"
 

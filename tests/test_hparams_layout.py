@@ -7,9 +7,9 @@ import pytest
 from PySide6.QtCore import QSettings
 
 from conftest import DATA
-from models.hparams import load_hparams
-from widgets.hparams_layout import item_of, item_text, settings_key
-from widgets.hparams_scales import LINEAR, QUANTILE
+from profscope.models.hparams.experiment import load_hparams
+from profscope.widgets.hparams.layout import item_of, item_text, settings_key
+from profscope.widgets.hparams.scales import LINEAR, QUANTILE
 
 API_CONFIG = DATA / "hparams" / "api_config"
 KERAS = DATA / "hparams" / "keras_callback"
@@ -89,7 +89,7 @@ def test_layout_state_names_columns_and_survives_damage(open_hparams_view):
 
 
 def _window(tmp_path, qtbot):
-    from viewer.window import MainWindow
+    from profscope.viewer.window import MainWindow
 
     w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
     qtbot.addWidget(w)

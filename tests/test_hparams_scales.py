@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from conftest import DATA
-from models.hparams import _column
-from protos import api_pb2
-from widgets.hparams_filters import ColumnFilter
-from widgets.hparams_scales import LINEAR, LOG, QUANTILE, Axis, default_scale, make_scale
+from profscope.models.hparams.experiment import _column
+from profscope.protos import api_pb2
+from profscope.widgets.hparams.filters import ColumnFilter
+from profscope.widgets.hparams.scales import LINEAR, LOG, QUANTILE, Axis, default_scale, make_scale
 
 API_CONFIG = DATA / "hparams" / "api_config"
 

@@ -9,8 +9,8 @@ import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 
 from conftest import DATA
-from protos import api_pb2
-from widgets.scatter_matrix import PAD
+from profscope.protos import api_pb2
+from profscope.widgets.hparams.scatter_matrix import PAD
 
 API_CONFIG = DATA / "hparams" / "api_config"
 
@@ -134,8 +134,8 @@ def test_the_chooser_sets_columns_and_rows(view):
 def test_the_report_adds_the_scatter_matrix_of_the_top_metric(tmp_path):
     from PySide6.QtGui import QImage
 
-    from models.hparams import load_hparams
-    from viewer.report import write_report
+    from profscope.models.hparams.experiment import load_hparams
+    from profscope.viewer.report import write_report
 
     written = write_report(None, tmp_path, hparams=load_hparams(API_CONFIG), location=str(API_CONFIG))
     names = [p.name for p in written]

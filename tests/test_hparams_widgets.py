@@ -11,11 +11,11 @@ import pytest
 from PySide6.QtCore import QPointF, Qt
 
 from conftest import DATA
-from models.hparams import _column
-from protos import api_pb2
-from widgets.hparams_filters import ColumnFilter
-from widgets.hparams_table import GroupModel, format_value
-from widgets.hparams_view import HParamsView
+from profscope.models.hparams.experiment import _column
+from profscope.protos import api_pb2
+from profscope.widgets.hparams.filters import ColumnFilter
+from profscope.widgets.hparams.table import GroupModel, format_value
+from profscope.widgets.hparams.view import HParamsView
 
 API_CONFIG = DATA / "hparams" / "api_config"
 KERAS = DATA / "hparams" / "keras_callback"
@@ -187,7 +187,7 @@ def test_export_formats_hold_every_matching_row(view):
 def window(qtbot, tmp_path):
     from PySide6.QtCore import QSettings
 
-    from viewer.window import MainWindow
+    from profscope.viewer.window import MainWindow
 
     w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
     qtbot.addWidget(w)

@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from models import _jsonrows
-from models.memory_profile import Snapshots, _dumps, _snapshot_chunks
+from profscope.models.data import _jsonrows
+from profscope.models.data.memory_profile import Snapshots, _dumps, _snapshot_chunks
 
 FLOATS = [0.0, -0.0, 0.1, 1 / 3, 1e-5, 1e16, 1e22, 123456.789, 5e-324, 1.7976931348623157e308,
           float("nan"), float("inf"), float("-inf"), 2.5, -7.0]
@@ -48,7 +48,7 @@ def test_row_ranges_and_bad_arguments():
 
 
 def test_snapshot_lists_in_chunks_join_into_one_json_list(monkeypatch):
-    from models import memory_profile
+    from profscope.models.data import memory_profile
     monkeypatch.setattr(memory_profile, "SNAPSHOT_CHUNK", 3)
     n = 7
     ints = lambda k: np.arange(n, dtype=np.int64) * k - 3

@@ -1,4 +1,4 @@
-"""models._lanes (first-fit lane packing) and models._nesting (parents by time
+"""profscope.models.data._lanes (first-fit lane packing) and profscope.models.data._nesting (parents by time
 containment), checked against plain Python versions of the same rules."""
 
 import heapq
@@ -6,7 +6,7 @@ import heapq
 import numpy as np
 import pytest
 
-from models import _lanes, _nesting
+from profscope.models.data import _lanes, _nesting
 
 
 def first_fit(starts, ends):

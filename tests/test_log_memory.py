@@ -11,15 +11,24 @@ import numpy as np
 import pytest
 from google.protobuf import text_format
 
-from models.formats import _logscan
-from models.formats.log_memory import (BLOCK, DEFERRED, MESSAGE_NAMES, RAW_ALLOCATION, RAW_DEALLOCATION, TENSOR_ALLOCATION,
-                               TENSOR_DEALLOCATION, _scan_block, load_memory_log)
-from models.formats.memory_profile_file import parse_memory_profile
-from models.memory_profile import ALLOCATION
-from models.locations import open_repository
-from models.repository import LocalRepository
-from models.task import Cancelled, ProfileError, TaskState
-from protos import log_memory_pb2
+from profscope.models.formats import _logscan
+from profscope.models.formats.log_memory import (
+    BLOCK,
+    DEFERRED,
+    MESSAGE_NAMES,
+    RAW_ALLOCATION,
+    RAW_DEALLOCATION,
+    TENSOR_ALLOCATION,
+    TENSOR_DEALLOCATION,
+    _scan_block,
+    load_memory_log,
+)
+from profscope.models.formats.memory_profile_file import parse_memory_profile
+from profscope.models.data.memory_profile import ALLOCATION
+from profscope.models.repository.locations import open_repository
+from profscope.models.repository.profile_repository import LocalRepository
+from profscope.models.core.task import Cancelled, ProfileError, TaskState
+from profscope.protos import log_memory_pb2
 from conftest import DATA
 
 LOGS = DATA / "log_memory"
@@ -326,7 +335,7 @@ def test_cancel_stops_the_read_and_leaves_no_thread(tmp_path):
 def test_a_log_of_many_blocks_reads_as_one_block(tmp_path, monkeypatch):
     """Blocks are read into buffers used again and again, lines cut at block
     ends: 40 copies of a log (three blocks) read as when it is one block."""
-    from models.formats import log_memory
+    from profscope.models.formats import log_memory
 
     big = tmp_path / "big.log"
     big.write_bytes(gzip.decompress(BFC_LOG.read_bytes()) * 40)

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from conftest import KERAS_XPROF, SMALL_XPROF
-from models.formats.memory_profile_file import load_memory_profile, parse_memory_profile
-from models.memory_profile import sample_timeline, to_xprof_json
-from models.task import ProfileError
-from protos import memory_profile_pb2
+from profscope.models.formats.memory_profile_file import load_memory_profile, parse_memory_profile
+from profscope.models.data.memory_profile import sample_timeline, to_xprof_json
+from profscope.models.core.task import ProfileError
+from profscope.protos import memory_profile_pb2
 from google.protobuf import json_format
 
 ALLOCATOR = "bfc_cpu_allocator_for_gpu"

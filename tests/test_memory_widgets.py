@@ -6,11 +6,11 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QGuiApplication, QImage
 
 from conftest import DATA, KERAS_XPROF, SMALL_XPROF
-from models.formats.log_memory import load_memory_log
-from models.formats.memory_profile_file import load_memory_profile
-from widgets.allocation_table import ActiveAllocationModel
-from widgets.kernel_table import KernelModel
-from widgets.memory_view import MemoryView
+from profscope.models.formats.log_memory import load_memory_log
+from profscope.models.formats.memory_profile_file import load_memory_profile
+from profscope.widgets.memory.allocation_table import ActiveAllocationModel
+from profscope.widgets.memory.kernel_table import KernelModel
+from profscope.widgets.memory.view import MemoryView
 
 ALLOCATOR = "bfc_cpu_allocator_for_gpu"
 
@@ -171,7 +171,13 @@ def spiky_profile(n: int = 200_000, spike_at: int = 123_457, step_ps: int = 1_00
     """n snapshots step_ps apart: small allocations freed soon after on 64 MiB
     of heap, a 4 MiB stack, one 32 MiB allocation freed by the next snapshot,
     and the peak at the end (48 MiB more for the last 1,000 snapshots)."""
-    from models.memory_profile import (AllocatorProfile, MemoryProfileData, Snapshots, merge_rows, summarize)
+    from profscope.models.data.memory_profile import (
+        AllocatorProfile,
+        MemoryProfileData,
+        Snapshots,
+        merge_rows,
+        summarize,
+    )
 
     rng = np.random.default_rng(5)
     activity = np.where(np.arange(n) % 2 == 0, 1, 2).astype(np.int32)
@@ -280,7 +286,7 @@ def test_time_axis_names_the_unit_of_its_labels(qtbot):
 
 
 def test_pyramid_gives_exact_minimum_and_maximum_of_any_range():
-    from widgets.memory_plot import PeakPyramid
+    from profscope.widgets.memory.plot import PeakPyramid
 
     rng = np.random.default_rng(7)
     for n in (1, 2, 3, 1000, 4097):
@@ -299,8 +305,8 @@ def test_pyramid_gives_exact_minimum_and_maximum_of_any_range():
 def test_the_window_builds_the_plot_data_in_its_worker(qtbot, window, monkeypatch):
     import threading
 
-    import viewer.window
-    from widgets.memory_plot import prepare_series
+    import profscope.viewer.window
+    from profscope.widgets.memory.plot import prepare_series
 
     threads = []
 
@@ -308,7 +314,7 @@ def test_the_window_builds_the_plot_data_in_its_worker(qtbot, window, monkeypatc
         threads.append(threading.current_thread())
         return prepare_series(data, task)
 
-    monkeypatch.setattr(viewer.window, "prepare_series", recording)
+    monkeypatch.setattr(profscope.viewer.window, "prepare_series", recording)
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
         window.open_path(str(SMALL_XPROF))  # scan
     with qtbot.waitSignal(window.runner.finished, timeout=20000):

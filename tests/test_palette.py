@@ -9,10 +9,10 @@ from PySide6.QtGui import QColor, QImage, QPalette
 from PySide6.QtWidgets import QApplication
 
 from conftest import DATA, SMALL_XPROF
-from models.formats.memory_profile_file import load_memory_profile
-from models.formats.step_stats import load_step_timeline, locate
-from widgets.palette import Scheme, dark_palette, is_dark
-from widgets.timeline_canvas import GUTTER_W, RULER_H
+from profscope.models.formats.memory_profile_file import load_memory_profile
+from profscope.models.formats.step_stats import load_step_timeline, locate
+from profscope.widgets.palette import Scheme, dark_palette, is_dark
+from profscope.widgets.timeline.canvas import GUTTER_W, RULER_H
 
 GPU = DATA / "chrome_trace" / "gpu"
 
@@ -72,7 +72,7 @@ def test_scheme_keeps_the_light_colours_and_lightens_data_on_dark(use_palette):
 
 
 def test_timeline_canvas_follows_the_palette(qtbot, use_palette):
-    from widgets.timeline_view import TimelineView
+    from profscope.widgets.timeline.view import TimelineView
 
     v = TimelineView()
     qtbot.addWidget(v)
@@ -96,7 +96,7 @@ def test_timeline_canvas_follows_the_palette(qtbot, use_palette):
 
 
 def test_timeline_created_on_a_dark_palette(qtbot, use_palette):
-    from widgets.timeline_view import TimelineView
+    from profscope.widgets.timeline.view import TimelineView
 
     use_palette(True)
     v = TimelineView()
@@ -120,7 +120,7 @@ def _plot_regions(widget, plot):
 
 
 def test_memory_plot_follows_the_palette(qtbot, use_palette):
-    from widgets.memory_view import MemoryView
+    from profscope.widgets.memory.view import MemoryView
 
     v = MemoryView()
     qtbot.addWidget(v)
@@ -137,9 +137,9 @@ def test_memory_plot_follows_the_palette(qtbot, use_palette):
 
 
 def test_statistics_bars_follow_the_palette(qtbot, use_palette):
-    from models import trace_stats
-    from models.formats.chrome_trace import build_timeline, scan
-    from widgets.trace_stats_view import TraceStatsView
+    from profscope.models.analysis import trace_stats
+    from profscope.models.formats.chrome_trace import build_timeline, scan
+    from profscope.widgets.stats.trace_stats_view import TraceStatsView
 
     stats = trace_stats.compute(build_timeline([("rank-0", scan(GPU / "rank-0.json.gz")),
                                                 ("rank-1", scan(GPU / "rank-1.json.gz"))]))

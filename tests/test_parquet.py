@@ -1,4 +1,4 @@
-"""Parquet files written by models/parquet.py, read back by pyarrow and DuckDB:
+"""Parquet files written by models/sql/parquet.py, read back by pyarrow and DuckDB:
 every encoding at awkward lengths, NULL patterns and extreme values, the
 statistics readers filter on, runs, and refused input."""
 
@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from models import parquet
+from profscope.models.sql import parquet
 
 INT64 = np.iinfo(np.int64)
 INT32 = np.iinfo(np.int32)

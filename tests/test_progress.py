@@ -2,8 +2,8 @@
 
 import io
 
-from viewer.cli import main
-from viewer.progress import CountingWriter, TerminalProgress
+from profscope.viewer.cli import main
+from profscope.viewer.progress import CountingWriter, TerminalProgress
 from conftest import SMALL_XPROF
 
 

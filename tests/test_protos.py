@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ROOT
 
-GENERATED = sorted((ROOT / "protos").glob("*_pb2.py"))
+GENERATED = sorted((ROOT / "protos").glob("*_pb2.py*"))
 
 
 def test_regenerated_code_equals_committed(tmp_path):
@@ -40,13 +40,13 @@ def fields(descriptor):
 
 # Our modules against TensorBoard's copies of the TensorFlow and HParams schemas.
 PAIRS = [
-    ("protos.types_pb2", "tensorboard.compat.proto.types_pb2"),
-    ("protos.tensor_shape_pb2", "tensorboard.compat.proto.tensor_shape_pb2"),
-    ("protos.allocation_description_pb2", "tensorboard.compat.proto.allocation_description_pb2"),
-    ("protos.tensor_description_pb2", "tensorboard.compat.proto.tensor_description_pb2"),
-    ("protos.step_stats_pb2", "tensorboard.compat.proto.step_stats_pb2"),
-    ("protos.api_pb2", "tensorboard.plugins.hparams.api_pb2"),
-    ("protos.plugin_data_pb2", "tensorboard.plugins.hparams.plugin_data_pb2"),
+    ("profscope.protos.types_pb2", "tensorboard.compat.proto.types_pb2"),
+    ("profscope.protos.tensor_shape_pb2", "tensorboard.compat.proto.tensor_shape_pb2"),
+    ("profscope.protos.allocation_description_pb2", "tensorboard.compat.proto.allocation_description_pb2"),
+    ("profscope.protos.tensor_description_pb2", "tensorboard.compat.proto.tensor_description_pb2"),
+    ("profscope.protos.step_stats_pb2", "tensorboard.compat.proto.step_stats_pb2"),
+    ("profscope.protos.api_pb2", "tensorboard.plugins.hparams.api_pb2"),
+    ("profscope.protos.plugin_data_pb2", "tensorboard.plugins.hparams.plugin_data_pb2"),
 ]
 
 
@@ -65,7 +65,7 @@ def test_schema_matches_the_real_one(ours, theirs):
 
 def test_run_metadata_fields_are_the_real_ones():
     """config.proto holds only the RunMetadata parts Profscope reads."""
-    from protos import config_pb2
+    from profscope.protos import config_pb2
     from tensorboard.compat.proto import config_pb2 as real
 
     for name in ("RunMetadata", "SessionMetadata"):
@@ -81,7 +81,7 @@ def test_run_metadata_fields_are_the_real_ones():
 ])
 def test_event_file_fields_are_the_real_ones(module, names):
     """tensor.proto and summary.proto hold only the parts Profscope reads."""
-    mine_module = importlib.import_module("protos.summary_pb2" if module == "event" else f"protos.{module}_pb2")
+    mine_module = importlib.import_module("profscope.protos.summary_pb2" if module == "event" else f"profscope.protos.{module}_pb2")
     real_module = importlib.import_module(f"tensorboard.compat.proto.{module}_pb2")
     for name in names:
         mine, real = mine_module, real_module
@@ -90,7 +90,7 @@ def test_event_file_fields_are_the_real_ones(module, names):
         ours = {k: v for k, v in fields(mine.DESCRIPTOR).items() if not isinstance(v, dict)}
         theirs = {k: v for k, v in fields(real.DESCRIPTOR).items() if not isinstance(v, dict)}
         assert {k: _rename(v, "") for k, v in ours.items()} == {k: _rename(theirs[k], "") for k in ours}, name
-    assert [(v.name, v.number) for v in importlib.import_module("protos.summary_pb2").DataClass.DESCRIPTOR.values] == [
+    assert [(v.name, v.number) for v in importlib.import_module("profscope.protos.summary_pb2").DataClass.DESCRIPTOR.values] == [
         (v.name, v.number) for v in importlib.import_module("tensorboard.compat.proto.summary_pb2").DataClass.DESCRIPTOR.values]
 
 
@@ -104,9 +104,10 @@ def _rename(value, package):
 
 
 def test_models_and_protos_never_import_qt():
-    modules = [f"protos.{p.stem}" for p in GENERATED]
-    import models
-    modules += [f"models.{m.name}" for m in pkgutil.iter_modules(models.__path__)]
+    from profscope import models
+
+    modules = [f"profscope.protos.{p.stem}" for p in GENERATED if p.suffix == ".py"]
+    modules += [m.name for m in pkgutil.walk_packages(models.__path__, "profscope.models.")]
     code = f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\n" \
            "bad = [m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph', 'superqt'))]\nassert not bad, bad"
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

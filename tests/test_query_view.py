@@ -13,13 +13,13 @@ from PySide6.QtCore import QObject, QSettings, Qt, Signal
 from PySide6.QtGui import QGuiApplication, QTextCursor
 
 from conftest import DATA, ROOT
-from models.locations import open_location
-from models.sql import ProfileDatabase
-from models.sql_examples import EXAMPLES
-from viewer.query_runner import QueryRunner
-from widgets.query_chart import chart_data
-from widgets.query_model import ResultModel, row_jump
-from widgets.query_view import QueryView, SqlEditor
+from profscope.models.repository.locations import open_location
+from profscope.models.sql.database import ProfileDatabase
+from profscope.models.sql.examples import EXAMPLES
+from profscope.viewer.query_runner import QueryRunner
+from profscope.widgets.query.chart import chart_data
+from profscope.widgets.query.model import ResultModel, row_jump
+from profscope.widgets.query.view import QueryView, SqlEditor
 
 GPU = DATA / "chrome_trace" / "gpu"
 GPU_MEMORY = DATA / "chrome_trace" / "gpu_memory"

@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 from conftest import ROOT
-from models.formats import FORMATS, file_patterns, formats_table
-from models.registry import TOOLS
-from viewer.cli import main
+from profscope.models.formats import FORMATS, file_patterns, formats_table
+from profscope.models.repository.registry import TOOLS
+from profscope.viewer.cli import main
 
 
 def test_readme_table_is_the_registry(capsys):
@@ -70,6 +70,6 @@ def test_models_have_no_import_cycles():
 
 
 def test_formats_command_imports_no_qt():
-    code = ("import sys; from viewer.cli import main; main(['formats']); "
+    code = ("import sys; from profscope.viewer.cli import main; main(['formats']); "
             "assert not [m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph', 'widgets'))]")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True)

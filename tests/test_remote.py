@@ -14,13 +14,22 @@ import numpy as np
 import pytest
 
 from conftest import DATA, SAMPLE
-from models.remote.server import make_server
-from models.remote.client import ANALYSIS, PROFILER, RemoteRepository, call, capture, channel, new_session, _stub
-from models.locations import open_repository
-from models.repository import LocalRepository, ToolData
-from models.task import ProfileError
-from protos import profiler_analysis_pb2 as pa
-from protos import profiler_service_pb2 as ps
+from profscope.models.remote.server import make_server
+from profscope.models.remote.client import (
+    ANALYSIS,
+    PROFILER,
+    RemoteRepository,
+    call,
+    capture,
+    channel,
+    new_session,
+    _stub,
+)
+from profscope.models.repository.locations import open_repository
+from profscope.models.repository.profile_repository import LocalRepository, ToolData
+from profscope.models.core.task import ProfileError
+from profscope.protos import profiler_analysis_pb2 as pa
+from profscope.protos import profiler_service_pb2 as ps
 
 XSPACE = DATA / "xprof" / "small.xplane.pb"
 
@@ -232,7 +241,7 @@ def test_new_session_through_the_analysis_server(served):
 
 
 def test_cli_lists_remote_sessions(served, capsys):
-    from viewer.cli import main
+    from profscope.viewer.cli import main
 
     assert main(["sessions", f"grpc://{served[1]}", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -242,7 +251,7 @@ def test_cli_lists_remote_sessions(served, capsys):
 def test_window_opens_a_server_and_captures(served, qtbot, tmp_path):
     from PySide6.QtCore import QSettings
 
-    from viewer.window import MainWindow
+    from profscope.viewer.window import MainWindow
 
     w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
     qtbot.addWidget(w)
@@ -273,7 +282,7 @@ def test_serve_command_runs_until_interrupted(tmp_path):
 
     from conftest import ROOT
 
-    proc = subprocess.Popen([sys.executable, "-m", "viewer.cli", "serve", str(SAMPLE), "--port", "0"], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "profscope.viewer.cli", "serve", str(SAMPLE), "--port", "0"], cwd=ROOT,
                             stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stderr.readline()
@@ -496,7 +505,7 @@ def test_analyses_wait_for_a_slot_but_listings_and_files_do_not(tmp_path, blocki
 
 
 def test_calls_beyond_the_limit_are_refused_not_queued(tmp_path, blocking_tools, monkeypatch):
-    import models.remote.server as server_module
+    import profscope.models.remote.server as server_module
 
     _session_folder(tmp_path, "worker0")
     monkeypatch.setattr(server_module, "MAX_CALLS", 2)
@@ -542,7 +551,7 @@ def test_oversized_requests_and_a_port_in_use_are_refused(served):
 def test_a_remote_repository_that_cannot_list_closes_its_channel(monkeypatch, tmp_path):
     import tempfile
 
-    import models.remote.client as client
+    import profscope.models.remote.client as client
 
     opened = []
 

@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from conftest import DATA, ROOT, SAMPLE, SMALL_XPROF
-from models.locations import open_repository
-from models.task import ProfileError
-from viewer.cli import main
+from profscope.models.repository.locations import open_repository
+from profscope.models.core.task import ProfileError
+from profscope.viewer.cli import main
 
 SMALL_SESSION = "2026_11_22_02_49_00"
 KERAS_SESSION = "2026_11_22_02_48_21"
@@ -74,7 +74,7 @@ def test_export_to_file_with_params(tmp_path, capsys):
 
 
 def test_an_export_failing_midway_leaves_no_partial_file(tmp_path, monkeypatch, capsys):
-    from models.repository import LocalRepository, ToolData
+    from profscope.models.repository.profile_repository import LocalRepository, ToolData
 
     def chunks():
         yield b'{"partial":'
@@ -89,7 +89,7 @@ def test_an_export_failing_midway_leaves_no_partial_file(tmp_path, monkeypatch, 
 
 
 def test_sessions_export_and_query_do_not_import_qt(tmp_path):
-    code = ("import sys; from viewer.cli import main; "
+    code = ("import sys; from profscope.viewer.cli import main; "
             f"main(['sessions', {str(SAMPLE)!r}]); "
             f"main(['export', {str(SAMPLE)!r}, '--tool', 'memory_profile', '-o', {str(tmp_path / 'o.json')!r}]); "
             f"assert main(['query', {str(SAMPLE)!r}, 'SELECT count(*) FROM memory_snapshots']) == 0; "
@@ -100,7 +100,7 @@ def test_sessions_export_and_query_do_not_import_qt(tmp_path):
 
 def test_report_writes_pngs_and_index(tmp_path):
     out = tmp_path / "report"
-    result = subprocess.run([sys.executable, "-m", "viewer.cli", "report", str(SAMPLE), "-o", str(out)],
+    result = subprocess.run([sys.executable, "-m", "profscope.viewer.cli", "report", str(SAMPLE), "-o", str(out)],
                             cwd=ROOT, capture_output=True, text=True, env={**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"})
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # only Profscope's own messages: Qt's offscreen noise is filtered
@@ -117,7 +117,7 @@ def test_report_writes_pngs_and_index(tmp_path):
 def test_report_on_a_memory_log(tmp_path):
     out = tmp_path / "report"
     log = DATA / "log_memory" / "graph-bfc-onednn.log.gz"
-    result = subprocess.run([sys.executable, "-m", "viewer.cli", "report", str(log), "-o", str(out)],
+    result = subprocess.run([sys.executable, "-m", "profscope.viewer.cli", "report", str(log), "-o", str(out)],
                             cwd=ROOT, capture_output=True, text=True, env={**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"})
     assert result.returncode == 0, result.stderr
     page = (out / "index.html").read_text()
@@ -128,16 +128,16 @@ def test_report_on_a_memory_log(tmp_path):
 def test_no_display_writes_the_report_instead(tmp_path):
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     env["QT_QPA_PLATFORM"] = "offscreen"
-    result = subprocess.run([sys.executable, "-m", "viewer.cli", str(SAMPLE)], cwd=tmp_path, capture_output=True, text=True, env=env)
+    result = subprocess.run([sys.executable, "-m", "profscope.viewer.cli", str(SAMPLE)], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr
     assert "no display found" in result.stderr and (tmp_path / "profscope-report" / "index.html").exists()
 
 
 def test_unexpected_errors_are_one_line_and_logged(tmp_path, monkeypatch, capsys):
-    import viewer.cli as cli
+    import profscope.viewer.cli as cli
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr("viewer.crashlog.echo_to_console", False)  # restored after --debug sets it
+    monkeypatch.setattr("profscope.viewer.crashlog.echo_to_console", False)  # restored after --debug sets it
     monkeypatch.setattr(cli, "cmd_sessions", lambda args: {}["boom"])  # a bug: KeyError
     assert main(["sessions", str(SAMPLE)]) == 2
     err = capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""SQL over profiles (models/sql.py): every table against the views' own
+"""SQL over profiles (models/sql/database.py): every table against the views' own
 numbers, the sandbox, cancellation, the command line and Parquet."""
 
 import json
@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from conftest import DATA, ROOT
-from models import trace_stats
-from models.locations import open_location
-from models.memory_profile import ALLOCATION
-from models.sql import HOST_TABLES, HPARAMS_TABLES, SCHEMA, TABLES, ProfileDatabase, QueryError
-from models.task import Cancelled, TaskState
-from viewer.cli import main
+from profscope.models.analysis import trace_stats
+from profscope.models.repository.locations import open_location
+from profscope.models.data.memory_profile import ALLOCATION
+from profscope.models.sql.database import HOST_TABLES, HPARAMS_TABLES, SCHEMA, TABLES, ProfileDatabase, QueryError
+from profscope.models.core.task import Cancelled, TaskState
+from profscope.viewer.cli import main
 
 GPU = DATA / "chrome_trace" / "gpu"
 GPU_MEMORY = DATA / "chrome_trace" / "gpu_memory"
@@ -371,7 +371,7 @@ def test_every_table_written_as_parquet_reads_back_as_its_view(path, tmp_path):
 
 def test_nanoseconds_in_parquet_are_the_views_for_negative_times():
     """The view's ps -> ns is DuckDB's integer division (toward zero); Parquet's numpy one must agree."""
-    from models.sql import _Ns
+    from profscope.models.sql.database import _Ns
 
     ps = np.array([-2001, -2000, -1999, -1, 0, 1, 999, 1000, 1001, -(2**62), 2**62], np.int64)
     con = duckdb.connect()
@@ -383,7 +383,7 @@ def test_nanoseconds_in_parquet_are_the_views_for_negative_times():
 def test_stepstats_names_that_are_not_utf8_are_replaced_for_sql_and_parquet(tmp_path):
     """A node name with invalid UTF-8 (a damaged file): U+FFFD, as the other readers give, not a crash in
     DuckDB or a Parquet file its readers refuse."""
-    from protos import config_pb2
+    from profscope.protos import config_pb2
 
     data = (DATA / "step_stats" / "run_metadata.pb").read_bytes()
     name = config_pb2.RunMetadata.FromString(data).step_stats.dev_stats[0].node_stats[0].node_name.encode()

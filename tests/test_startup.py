@@ -5,14 +5,14 @@ import shutil
 
 import pytest
 
-from viewer import cli, startup
+from profscope.viewer import cli, startup
 
 
 @pytest.fixture
 def calls(monkeypatch):
     """Records whether the window or the report was started (neither really is)."""
     seen = []
-    monkeypatch.setattr("viewer.app.run_window", lambda path: seen.append(("window", path)) or 0)
+    monkeypatch.setattr("profscope.viewer.app.run_window", lambda path: seen.append(("window", path)) or 0)
     monkeypatch.setattr(cli, "cmd_report", lambda args: seen.append(("report", args.path)) or 0)
     monkeypatch.setenv("DISPLAY", ":0")
     return seen

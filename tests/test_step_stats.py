@@ -15,18 +15,26 @@ from tensorboard.compat.proto import event_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
 from conftest import DATA
-from models import _protowire as wire
-from models.event_file import tagged_run_metadata
-from models.locations import open_repository
-from models.memory_profile import allocation_indices, free_indices
-from models.formats import _stepstats
-from models.formats import step_stats as step_stats_module
-from models.formats.step_stats import (FORMAT, chrome_trace, chrome_trace_json, load_step_timeline, locate,
-                                       parse_kernel_label, parse_op_label, step_memory_profile)
-from models.task import ProfileError, TaskState
-from models.timeline import LaneIndex
-from protos import step_stats_pb2
-from viewer.cli import main
+from profscope.models.formats import _protowire as wire
+from profscope.models.core.event_file import tagged_run_metadata
+from profscope.models.repository.locations import open_repository
+from profscope.models.data.memory_profile import allocation_indices, free_indices
+from profscope.models.formats import _stepstats
+from profscope.models.formats import step_stats as step_stats_module
+from profscope.models.formats.step_stats import (
+    FORMAT,
+    chrome_trace,
+    chrome_trace_json,
+    load_step_timeline,
+    locate,
+    parse_kernel_label,
+    parse_op_label,
+    step_memory_profile,
+)
+from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.data.timeline import LaneIndex
+from profscope.protos import step_stats_pb2
+from profscope.viewer.cli import main
 
 STEPS = DATA / "step_stats"
 EVENTS = STEPS / "events.out.tfevents.1795317160.vm"
@@ -514,7 +522,7 @@ def _step_file(ss):
 
 
 def test_names_are_valid_utf8_with_damage_replaced():
-    from models.timeline import StringColumn
+    from profscope.models.data.timeline import StringColumn
 
     def column(*parts: bytes) -> StringColumn:
         offsets = np.cumsum([0, *map(len, parts)]).astype(np.int64)
@@ -532,7 +540,7 @@ def test_a_text_file_is_parsed_once_for_every_tool(tmp_path, monkeypatch):
     """Protobuf's text parser is slow (about 1 MB/s): the timeline, memory and statistics of one .pbtxt share
     one conversion, and a file written again is parsed again."""
     from conftest import copied_host, rewrite
-    from models.formats import step_stats
+    from profscope.models.formats import step_stats
 
     parsed = []
     real = step_stats.parse_text

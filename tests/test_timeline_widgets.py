@@ -10,10 +10,10 @@ import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 
 from conftest import DATA
-from models.formats.step_stats import load_step_timeline, locate
-from widgets.kind_stats_table import KindStatsModel
-from widgets.timeline_canvas import GUTTER_W, HEADER_H, LANE_H, RULER_H, kind_color
-from widgets.timeline_view import TimelineView
+from profscope.models.formats.step_stats import load_step_timeline, locate
+from profscope.widgets.timeline.kind_stats_table import KindStatsModel
+from profscope.widgets.timeline.canvas import GUTTER_W, HEADER_H, LANE_H, RULER_H, kind_color
+from profscope.widgets.timeline.view import TimelineView
 
 
 @pytest.fixture
@@ -134,7 +134,7 @@ def test_pixels_show_the_bars_in_their_op_colour(qtbot, view):
 
 def test_million_event_lane_draws_bounded_work(qtbot):
     """A dense lane draws through the index, whatever the zoom."""
-    from models.timeline import StringColumn, Timeline
+    from profscope.models.data.timeline import StringColumn, Timeline
     n = 200_000
     start = np.arange(n, dtype=np.int64) * 1000
     tl = Timeline(groups=["/device:X"], lane_group=np.zeros(1, np.int32), lane_names=["lane 0"],
@@ -167,7 +167,7 @@ CHROME = DATA / "chrome_trace"
 
 
 def chrome_timeline(*files):
-    from models.formats.chrome_trace import build_timeline, scan
+    from profscope.models.formats.chrome_trace import build_timeline, scan
     if len(files) == 1:
         return build_timeline([("", scan(CHROME / files[0]))])
     return build_timeline([(f"rank-{k}", scan(CHROME / f)) for k, f in enumerate(files)])
@@ -212,7 +212,7 @@ def color_near(image, x, y, rgb, radius=1, tolerance=60):
 
 
 def test_selecting_a_launch_draws_its_flow_to_the_kernel(qtbot):
-    from widgets.timeline_canvas import flow_color
+    from profscope.widgets.timeline.canvas import flow_color
     view = chrome_view(qtbot, chrome_timeline("gpu/rank-0.json.gz"))
     canvas, tl = view.canvas, view.timeline
     launch, kernel = launch_and_kernel(tl, 20)
@@ -321,12 +321,12 @@ def counter_trace(tmp_path):
     events.append({"ph": "C", "name": "queue", "pid": 2, "ts": 650, "args": {"depth": 7}})
     path = tmp_path / "counters.json"
     path.write_text(json.dumps({"traceEvents": events}))
-    from models.formats.chrome_trace import build_timeline, scan
+    from profscope.models.formats.chrome_trace import build_timeline, scan
     return build_timeline([("", scan(path))])
 
 
 def test_counter_rows_under_their_header_with_values_on_hover(qtbot, tmp_path):
-    from widgets.timeline_canvas import COUNTER_H
+    from profscope.widgets.timeline.canvas import COUNTER_H
     tl = counter_trace(tmp_path)
     assert sorted(c.name for c in tl.counters) == ["mem allocated", "mem reserved", "queue"]
     view = chrome_view(qtbot, tl)
@@ -367,8 +367,8 @@ def test_counter_rows_under_their_header_with_values_on_hover(qtbot, tmp_path):
 
 
 def test_dense_counter_draws_per_pixel_min_max(qtbot):
-    from models.timeline import Counter
-    from widgets.timeline_canvas import COUNTER_H
+    from profscope.models.data.timeline import Counter
+    from profscope.widgets.timeline.canvas import COUNTER_H
     tl = load_step_timeline(locate(DATA / "step_stats" / "run_metadata.pb"))
     a, b = tl.span_ps
     n = 100_000

@@ -9,11 +9,19 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
 from conftest import DATA
-from models import trace_stats
-from models.formats.chrome_trace import build_timeline, scan
-from models.task import Cancelled, ProfileError, TaskState
-from widgets.trace_stats_view import (BREAKDOWN, DeviceModel, KernelModel, OpModel, OverviewModel, TraceStatsView,
-                                      describe_range, natural_key)
+from profscope.models.analysis import trace_stats
+from profscope.models.formats.chrome_trace import build_timeline, scan
+from profscope.models.core.task import Cancelled, ProfileError, TaskState
+from profscope.widgets.stats.trace_stats_view import (
+    BREAKDOWN,
+    DeviceModel,
+    KernelModel,
+    OpModel,
+    OverviewModel,
+    TraceStatsView,
+    describe_range,
+    natural_key,
+)
 
 GPU = DATA / "chrome_trace" / "gpu"
 
@@ -258,8 +266,8 @@ def test_cpu_only_trace_says_so(qtbot):
 
 
 def test_report_has_the_statistics_of_each_rank_and_all(tmp_path):
-    from models.locations import open_location
-    from viewer.report import write_report
+    from profscope.models.repository.locations import open_location
+    from profscope.viewer.report import write_report
 
     repo, _ = open_location(str(GPU))
     written = write_report(repo, tmp_path, location=str(GPU))

@@ -7,8 +7,8 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 
 from conftest import SAMPLE, SMALL_XPROF
-from models.task import Cancelled, TaskState
-from viewer.workers import TaskRunner
+from profscope.models.core.task import Cancelled, TaskState
+from profscope.viewer.workers import TaskRunner
 
 SMALL_SESSION = "2026_11_22_02_49_00"
 

@@ -5,7 +5,7 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QApplication, QWidget
 
-from viewer.window import MainWindow, timeline_keys
+from profscope.viewer.window import MainWindow, timeline_keys
 
 
 def test_help_menu_has_its_actions(window):
@@ -72,7 +72,7 @@ def test_open_log_folder(window, tmp_path, monkeypatch):
 def test_window_and_application_icon(window):
     from PySide6.QtGui import QImage
 
-    from viewer import desktop
+    from profscope.viewer import desktop
 
     assert not window.windowIcon().isNull()
     assert window.windowIcon().pixmap(64, 64).width() == 64
@@ -81,8 +81,8 @@ def test_window_and_application_icon(window):
 
 
 def test_install_desktop_entry_writes_the_files(tmp_path, monkeypatch, capsys):
-    from viewer import desktop
-    from viewer.cli import main
+    from profscope.viewer import desktop
+    from profscope.viewer.cli import main
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
     assert main(["--install-desktop-entry"]) == 0
@@ -175,7 +175,7 @@ def test_hparams_filters_are_never_clipped(qtbot, window):
 def test_layout_is_saved_restored_and_reset(qtbot, tmp_path):
     """(The offscreen screen is 800x600, so restoreGeometry shrinks a saved
     size; the dock's visibility shows that the state is restored.)"""
-    from viewer.window import DEFAULT_SIZE
+    from profscope.viewer.window import DEFAULT_SIZE
 
     settings = QSettings(str(tmp_path / "layout.ini"), QSettings.IniFormat)
     first = MainWindow(settings)

@@ -10,18 +10,18 @@ import numpy as np
 import pytest
 
 from conftest import DATA
-from models import _nesting
-from models.memory_profile import to_xprof_json
-from models.locations import open_repository
-from models.registry import MEMORY_PROFILE, TRACE_VIEWER
-from models.task import Cancelled, ProfileError, TaskState
-from models.formats.xspace.xplane import read_xspace, xprof_order
-from models.formats.xspace.groups import group_events
-from models.formats.xspace.memory import data_type_string, memory_profile_of, xplane_memory_profile
-from models.formats.xspace.timeline import load_xplane_timeline
-from models.formats.xspace.trace import trace_viewer_json
-from protos import xplane_pb2
-from viewer.cli import main
+from profscope.models.data import _nesting
+from profscope.models.data.memory_profile import to_xprof_json
+from profscope.models.repository.locations import open_repository
+from profscope.models.repository.registry import MEMORY_PROFILE, TRACE_VIEWER
+from profscope.models.core.task import Cancelled, ProfileError, TaskState
+from profscope.models.formats.xspace.xplane import read_xspace, xprof_order
+from profscope.models.formats.xspace.groups import group_events
+from profscope.models.formats.xspace.memory import data_type_string, memory_profile_of, xplane_memory_profile
+from profscope.models.formats.xspace.timeline import load_xplane_timeline
+from profscope.models.formats.xspace.trace import trace_viewer_json
+from profscope.protos import xplane_pb2
+from profscope.viewer.cli import main
 
 XPROF = DATA / "xprof"
 SMALL = XPROF / "small.xplane.pb"
@@ -262,7 +262,7 @@ def test_trace_export_equals_xprofs_trace_viewer(tmp_path, name):
 
 
 def test_span_arguments_of_the_wrong_shape_are_refused():
-    from models import _protowire as wire
+    from profscope.models.formats import _protowire as wire
 
     bad = np.zeros((3, 1), np.int64)
     for call in (lambda: wire.intern_strings(b"abc", bad), lambda: wire.gather_spans(b"abc", bad),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, SAMPLE
-from viewer import startup
+from profscope.viewer import startup
 
 TOOLS = ("xvfb-run", "xwininfo", "import", "identify")
 missing_tools = [t for t in TOOLS if not shutil.which(t)]

@@ -25,7 +25,7 @@ def colours(png: Path) -> int:
 
 def main() -> int:
     out, path = Path(sys.argv[1]), sys.argv[2]
-    app = subprocess.Popen([sys.executable, "-m", "viewer.cli", "--window", path],
+    app = subprocess.Popen([sys.executable, "-m", "profscope.viewer.cli", "--window", path],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + TIMEOUT_S
     previous, shot = None, out.with_suffix(".tmp.png")

@@ -10,7 +10,7 @@ from PySide6.QtCore import QTimer, qInstallMessageHandler
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
-from viewer import desktop, startup
+from profscope.viewer import desktop, startup
 
 
 def has_display() -> bool:
@@ -31,7 +31,7 @@ def _qt_message(mode, context, message: str) -> None:
 
 def application(offscreen_without_display: bool = False) -> QApplication:
     """The QApplication; with `offscreen_without_display`, offscreen when no
-    display answers or Qt's platform could not load (see viewer.startup)."""
+    display answers or Qt's platform could not load (see profscope.viewer.startup)."""
     if offscreen_without_display and QApplication.instance() is None and (not has_display() or startup.problem()):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
     qInstallMessageHandler(_qt_message)  # stderr carries Profscope's own messages
@@ -50,7 +50,7 @@ def app_icon() -> QIcon:
 
 
 def run_window(path: str | None = None) -> int:
-    from viewer.window import MainWindow
+    from profscope.viewer.window import MainWindow
 
     app = application()
     window = MainWindow()

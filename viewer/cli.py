@@ -23,7 +23,7 @@
     profscope formats                     what Profscope reads (the README's table)
 
 --debug (anywhere) also prints the traceback of an unexpected error; it is always
-written to the log in the user's cache folder (viewer.crashlog).
+written to the log in the user's cache folder (profscope.viewer.crashlog).
 
 PATH may also be grpc://host:port (a `profscope serve` or other ProfileAnalysis server).
 
@@ -38,14 +38,14 @@ import os
 import sys
 from pathlib import Path
 
-from models.hparams import TOOLS as HPARAMS_TOOLS
-from models.hparams import load_hparams, tool_json
-from models.task import Cancelled, ProfileError
-from models.tool_data import ToolData
-from models.units import format_bytes
-from viewer import crashlog
-from viewer.progress import CountingWriter, TerminalProgress
-from viewer.query_output import FORMATS as RESULT_FORMATS
+from profscope.models.hparams.experiment import TOOLS as HPARAMS_TOOLS
+from profscope.models.hparams.experiment import load_hparams, tool_json
+from profscope.models.core.task import Cancelled, ProfileError
+from profscope.models.data.tool_data import ToolData
+from profscope.models.core.units import format_bytes
+from profscope.viewer import crashlog
+from profscope.viewer.progress import CountingWriter, TerminalProgress
+from profscope.viewer.query_output import FORMATS as RESULT_FORMATS
 
 COMMANDS = ("sessions", "export", "query", "diff", "report", "serve", "capture", "formats")
 DEFAULT_REPORT_DIR = "profscope-report"
@@ -153,7 +153,7 @@ def _progress(path: str) -> TerminalProgress:
 
 
 def cmd_sessions(args) -> int:
-    from models.locations import open_repository  # the profile formats load only for profile commands
+    from profscope.models.repository.locations import open_repository  # the profile formats load only for profile commands
 
     progress = _progress(args.path)
     repo = open_repository(args.path, progress.task())
@@ -179,7 +179,7 @@ def cmd_export(args) -> int:
             data = ToolData(tool_json(load_hparams(args.path, progress.task()), args.tool, _params(args.param)), "json")
             what = args.tool
         else:
-            from models.locations import open_repository  # the profile formats load only for profile tools
+            from profscope.models.repository.locations import open_repository  # the profile formats load only for profile tools
 
             repo = open_repository(args.path, progress.task())
             session = repo.session_or_latest(args.session)
@@ -199,7 +199,7 @@ def cmd_export(args) -> int:
 
 
 def export_parquet_folder(args) -> int:
-    from models.sql import export_parquet  # DuckDB loads only for SQL commands
+    from profscope.models.sql.database import export_parquet  # DuckDB loads only for SQL commands
 
     if args.tool or args.output == "-":
         raise ProfileError("export --format parquet writes every table into a folder: give -o DIR and no --tool")
@@ -214,8 +214,8 @@ def export_parquet_folder(args) -> int:
 
 
 def cmd_query(args) -> int:
-    from models.sql import ProfileDatabase  # DuckDB loads only for SQL commands
-    from viewer.query_output import write_result
+    from profscope.models.sql.database import ProfileDatabase  # DuckDB loads only for SQL commands
+    from profscope.viewer.query_output import write_result
 
     progress = _progress(args.path)
     try:
@@ -235,7 +235,7 @@ def cmd_query(args) -> int:
 
 
 def cmd_diff(args) -> int:
-    from models import diff  # the profile formats load only for profile commands
+    from profscope.models.analysis import diff  # the profile formats load only for profile commands
 
     repos: dict[str, object] = {}
     sides = []
@@ -278,9 +278,9 @@ def cmd_diff(args) -> int:
 def _diff_side(repos: dict, side: str, location: str, session: str, host: str, tag: str, steps: str, tool: str, task):
     """One side of `diff`: (its timeline as a diff.Side, or its memory
     profile; what was compared, for the output)."""
-    from models import diff
-    from models.locations import open_repository
-    from models.registry import MEMORY_PROFILE, TRACE_VIEWER
+    from profscope.models.analysis import diff
+    from profscope.models.repository.locations import open_repository
+    from profscope.models.repository.registry import MEMORY_PROFILE, TRACE_VIEWER
 
     try:
         repo = repos.get(location) or repos.setdefault(location, open_repository(location, task))
@@ -319,8 +319,8 @@ def write_whole(path: Path, write) -> None:
 
 
 def cmd_report(args) -> int:
-    from models.locations import open_location
-    from viewer.report import write_report  # Qt only for drawing commands
+    from profscope.models.repository.locations import open_location
+    from profscope.viewer.report import write_report  # Qt only for drawing commands
 
     if getattr(args, "compare", None):
         return _report_compare(args)
@@ -342,8 +342,8 @@ def cmd_report(args) -> int:
 
 
 def _report_compare(args) -> int:
-    from models.comparison import Place, compare
-    from viewer.report import write_compare_report
+    from profscope.models.analysis.comparison import Place, compare
+    from profscope.viewer.report import write_compare_report
 
     if args.path:
         raise ProfileError("report --compare A B takes no PATH")
@@ -364,7 +364,7 @@ def cmd_serve(args) -> int:
     import signal
     import threading
 
-    from models.remote.server import limit_malloc_arenas, make_server
+    from profscope.models.remote.server import limit_malloc_arenas, make_server
 
     limit_malloc_arenas()  # before the server's threads exist
     server, port, _ = make_server(Path(args.path), args.bind, args.port, args.max_message_mb << 20)
@@ -380,7 +380,7 @@ def cmd_serve(args) -> int:
 
 
 def cmd_capture(args) -> int:
-    from models.remote.client import SCHEME, capture, new_session
+    from profscope.models.remote.client import SCHEME, capture, new_session
 
     if args.address.startswith(SCHEME):
         hosts = [h for h in args.hosts.split(",") if h]
@@ -399,7 +399,7 @@ def cmd_capture(args) -> int:
 
 
 def cmd_formats(args) -> int:
-    from models.formats import formats_table
+    from profscope.models.formats import formats_table
 
     print(formats_table())
     return 0
@@ -408,9 +408,9 @@ def cmd_formats(args) -> int:
 def cmd_window(path: str | None, window: bool = False, check=None) -> int:
     """The window; when it cannot open here, the report instead (or exit 1
     when the window was asked for with --window). `check` (default:
-    viewer.startup.problem) says what keeps Qt from starting, before Qt can abort."""
-    from viewer import startup
-    from viewer.app import has_display
+    profscope.viewer.startup.problem) says what keeps Qt from starting, before Qt can abort."""
+    from profscope.viewer import startup
+    from profscope.viewer.app import has_display
 
     if not has_display():
         problem = "no display found"
@@ -429,7 +429,7 @@ def cmd_window(path: str | None, window: bool = False, check=None) -> int:
         rc = cmd_report(argparse.Namespace(path=path, output=DEFAULT_REPORT_DIR))
         print(f"profscope: report written to {Path(DEFAULT_REPORT_DIR).resolve() / 'index.html'}", file=sys.stderr)
         return rc
-    from viewer.app import run_window
+    from profscope.viewer.app import run_window
 
     return run_window(path)
 
@@ -451,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
                   "it cannot open)\nprofscope --install-desktop-entry: add Profscope to the launcher")
             return 0
         if argv == ["--install-desktop-entry"]:
-            from viewer.desktop import install_desktop_entry
+            from profscope.viewer.desktop import install_desktop_entry
 
             for written in install_desktop_entry():
                 print(written)

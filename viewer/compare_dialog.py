@@ -7,8 +7,8 @@ from __future__ import annotations
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QInputDialog,
                                QLineEdit, QPushButton, QWidget)
 
-from models.comparison import Place
-from models.formats import file_patterns
+from profscope.models.analysis.comparison import Place
+from profscope.models.formats import file_patterns
 
 OTHER_FOLDER = "Another folder…"
 OTHER_FILE = "Another file…"

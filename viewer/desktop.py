@@ -6,12 +6,13 @@ launcher and opens .xplane.pb and .pt.trace.json.gz files. Imports no Qt."""
 from __future__ import annotations
 
 import os
+from importlib import resources
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-ICONS = Path(__file__).resolve().parent.parent / "resources" / "icons"
+ICONS = resources.files("profscope.resources") / "icons"  # package data, also in a wheel
 ICON_SVG = ICONS / "profscope.svg"
 ICON_PNG = ICONS / "profscope.png"  # 256 px, rendered from the SVG
 APP_ID = "profscope"

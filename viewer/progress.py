@@ -7,8 +7,8 @@ from __future__ import annotations
 import sys
 import time
 
-from models.task import TaskState
-from models.units import format_bytes
+from profscope.models.core.task import TaskState
+from profscope.models.core.units import format_bytes
 
 BAR = 24
 INTERVAL = 0.1  # seconds between redraws

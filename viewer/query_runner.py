@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from models.sql import ProfileDatabase, QueryError, QueryResult
-from viewer.workers import TaskRunner
-from widgets.query_chart import ChartData, chart_data
-from widgets.query_model import sort_order
+from profscope.models.sql.database import ProfileDatabase, QueryError, QueryResult
+from profscope.viewer.workers import TaskRunner
+from profscope.widgets.query.chart import ChartData, chart_data
+from profscope.widgets.query.model import sort_order
 
 MAX_ROWS = 5_000_000  # rows fetched for the table; more are left in DuckDB (the result says so)
 POLL_MS = 200

@@ -6,12 +6,12 @@ import html
 import re
 from pathlib import Path
 
-from models import trace_stats
-from models.registry import KERNEL_STATS, MEMORY_PROFILE, TRACE_VIEWER
-from models.repository import ProfileRepository
-from protos import api_pb2
-from models.task import ProfileError, TaskState
-from models.units import format_bytes, format_time_ps
+from profscope.models.analysis import trace_stats
+from profscope.models.repository.registry import KERNEL_STATS, MEMORY_PROFILE, TRACE_VIEWER
+from profscope.models.repository.profile_repository import ProfileRepository
+from profscope.protos import api_pb2
+from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.core.units import format_bytes, format_time_ps
 
 VIEW_SIZE = (1400, 900)
 
@@ -56,7 +56,7 @@ def _statistics_section(title: str, view, stats, save, top: int = 20) -> str:
     and the top kernels and operators by total time."""
     from PySide6.QtCore import Qt
 
-    from widgets.trace_stats_view import KernelModel, OpModel, OverviewModel
+    from profscope.widgets.stats.trace_stats_view import KernelModel, OpModel, OverviewModel
 
     view.set_stats(stats)
     view.show_page("overview")
@@ -97,7 +97,7 @@ def _hparams_section(view, data, save, top: int = 20, charts: int = 3) -> str:
     """The sweep: the table sorted by its first metric, the top groups in
     HTML, the parallel coordinates, the scatter matrix of that metric against
     the hparams, and the training curves of the best groups."""
-    from widgets.hparams_table import format_value
+    from profscope.widgets.hparams.table import format_value
 
     view.set_data(data)
     metrics = [i for i, (kind, _) in enumerate(view.columns.items) if kind == "metric"]
@@ -141,13 +141,13 @@ def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, lo
     """
     from PySide6.QtCore import QEvent
 
-    from viewer.app import application
-    from widgets.hparams_view import HParamsView
-    from widgets.memory_summary import summary_items
-    from widgets.memory_view import MemoryView
-    from widgets.timeline_view import TimelineView
-    from widgets.trace_stats_view import TraceStatsView
-    from viewer.window import ALL_HOSTS
+    from profscope.viewer.app import application
+    from profscope.widgets.hparams.view import HParamsView
+    from profscope.widgets.memory.summary import summary_items
+    from profscope.widgets.memory.view import MemoryView
+    from profscope.widgets.timeline.view import TimelineView
+    from profscope.widgets.stats.trace_stats_view import TraceStatsView
+    from profscope.viewer.window import ALL_HOSTS
 
     app = application(offscreen_without_display=True)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -245,8 +245,8 @@ def write_compare_report(comparison, out_dir: Path, top: int = 30) -> list[Path]
     index.html. Returns the written paths, index.html last."""
     from PySide6.QtCore import QEvent
 
-    from viewer.app import application
-    from widgets.compare_view import TABLE_TITLES, CompareView
+    from profscope.viewer.app import application
+    from profscope.widgets.compare.view import TABLE_TITLES, CompareView
 
     app = application(offscreen_without_display=True)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -18,33 +18,40 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QDockWidget, QFileDial
                                QInputDialog, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton,
                                QSpinBox, QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from models import trace_stats
-from models.hparams import load_hparams
-from models.remote import SCHEME
-from models.remote.client import capture
-from models.formats import file_patterns
-from models.locations import open_location
-from models.registry import KERNEL_STATS, MEMORY_PROFILE, OP_STATS, OVERVIEW, TIMELINE_TOOLS, TRACE_VIEWER
-from models.repository import ProfileRepository
-from models.task import ProfileError
-from models.tb_logdir import logdir_signature
-from models.timeline import Timeline
-from models import diff
-from models.comparison import Place, compare, stats_over
-from widgets.compare_view import CompareView
-from widgets.hparams_layout import settings_key
-from widgets.hparams_view import HParamsView
-from widgets.memory_plot import prepare_series
-from widgets.memory_view import MemoryView
-from widgets.palette import Scheme
-from widgets.query_view import QueryView
-from widgets.timeline_view import KEYS_HELP, TimelineView
-from widgets.trace_stats_view import TraceStatsView, describe_range
-from viewer.app import app_icon
-from viewer.compare_dialog import CompareDialog, ask_other_side
-from viewer import crashlog
-from viewer.query_runner import QueryRunner
-from viewer.workers import TaskRunner
+from profscope.models.analysis import trace_stats
+from profscope.models.hparams.experiment import load_hparams
+from profscope.models.remote import SCHEME
+from profscope.models.remote.client import capture
+from profscope.models.formats import file_patterns
+from profscope.models.repository.locations import open_location
+from profscope.models.repository.registry import (
+    KERNEL_STATS,
+    MEMORY_PROFILE,
+    OP_STATS,
+    OVERVIEW,
+    TIMELINE_TOOLS,
+    TRACE_VIEWER,
+)
+from profscope.models.repository.profile_repository import ProfileRepository
+from profscope.models.core.task import ProfileError
+from profscope.models.hparams.logdir import logdir_signature
+from profscope.models.data.timeline import Timeline
+from profscope.models.analysis import diff
+from profscope.models.analysis.comparison import Place, compare, stats_over
+from profscope.widgets.compare.view import CompareView
+from profscope.widgets.hparams.layout import settings_key
+from profscope.widgets.hparams.view import HParamsView
+from profscope.widgets.memory.plot import prepare_series
+from profscope.widgets.memory.view import MemoryView
+from profscope.widgets.palette import Scheme
+from profscope.widgets.query.view import QueryView
+from profscope.widgets.timeline.view import KEYS_HELP, TimelineView
+from profscope.widgets.stats.trace_stats_view import TraceStatsView, describe_range
+from profscope.viewer.app import app_icon
+from profscope.viewer.compare_dialog import CompareDialog, ask_other_side
+from profscope.viewer import crashlog
+from profscope.viewer.query_runner import QueryRunner
+from profscope.viewer.workers import TaskRunner
 
 MAX_RECENT = 8
 ROLE_TARGET = Qt.UserRole  # (session, host, tool) of a tree item

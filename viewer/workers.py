@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
-from models.task import Cancelled, ProfileError, TaskState
-from viewer import crashlog
+from profscope.models.core.task import Cancelled, ProfileError, TaskState
+from profscope.viewer import crashlog
 
 
 class _JobSignals(QObject):

@@ -1,4 +1,4 @@
-"""The formats Profscope reads, one module each (see models.registry).
+"""The formats Profscope reads, one module each (see profscope.models.repository.registry).
 
 FORMATS is the order files are recognised in: a file opened on its own goes
 to the first format that takes it, so the MemoryProfile format, which takes
@@ -7,7 +7,14 @@ any remaining `.json` or `.pb`, comes last.
 
 from __future__ import annotations
 
-from models.formats import chrome_trace, log_memory, memory_profile_file, run_metadata_events, step_stats, xspace
+from profscope.models.formats import (
+    chrome_trace,
+    log_memory,
+    memory_profile_file,
+    run_metadata_events,
+    step_stats,
+    xspace,
+)
 
 FORMATS = (
     xspace.FORMAT,
@@ -25,7 +32,7 @@ def looked_for() -> str:
 
 
 # HParams sweeps are read from a log dir's event files beside the profile formats
-# (models.hparams), not through a profile repository.
+# (profscope.models.hparams.experiment), not through a profile repository.
 HPARAMS = ("HParams sweeps: `_hparams_/*` summaries and scalars in event files",
            "every run (folder with event files) below the opened log dir")
 

@@ -2201,7 +2201,7 @@ static PyGetSetDef Scanner_getset[] = {
 };
 
 static PyTypeObject ScannerType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "models.formats._chrome_json.Scanner",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "profscope.models.formats._chrome_json.Scanner",
     .tp_basicsize = sizeof(Scanner),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Scanner(arg_keys=(), text_keys=(), *, max_event_bytes=256 MiB, max_meta_bytes=16 MiB): Chrome trace-event "

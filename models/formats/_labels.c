@@ -1,4 +1,4 @@
-/* models.formats._labels: TensorFlow timeline.py's reading of StepStats
+/* profscope.models.formats._labels: TensorFlow timeline.py's reading of StepStats
  * node labels (models/formats/step_stats.py).
  *
  *   parse_labels(buf, label_spans, name_spans, kernel) -> int64[n, 4]

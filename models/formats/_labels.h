@@ -1,5 +1,5 @@
 /* TensorFlow timeline.py's reading of StepStats node labels, shared by
- * models.formats._labels (the timeline) and models.formats._stepstats
+ * profscope.models.formats._labels (the timeline) and profscope.models.formats._stepstats
  * (memory analysis, Chrome trace rows). Static inline: each module gets
  * its own copy. */
 #ifndef PROFSCOPE_LABELS_H

@@ -1,4 +1,4 @@
-/* models.formats._stepstats: TensorFlow timeline.py's memory analysis and
+/* profscope.models.formats._stepstats: TensorFlow timeline.py's memory analysis and
  * Chrome trace rows over StepStats columns (models/formats/step_stats.py).
  *
  *   tensor_lifetimes(buf, node_spans, consumer, full)

@@ -2,7 +2,7 @@
 TensorFlow `<host>.trace.json.gz`, JAX `perfetto_trace.json.gz`.
 
 scan_trace() streams the file (plain or gzip, told by its magic bytes) through
-the C Scanner of models.formats._chrome_json in 16 MiB chunks: one thread
+the C Scanner of profscope.models.formats._chrome_json in 16 MiB chunks: one thread
 reads and inflates, the calling thread scans (both release the GIL), so a
 multi-GB trace never exists as Python objects. The result, a ScannedTrace,
 holds one numpy column per event field plus the byte span of every event in
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.formats._chrome_json import (  # the flag bits, re-exported
+from profscope.models.formats._chrome_json import (  # the flag bits, re-exported
     ARGS_PRESENT,
     BP_E,
     DUR_BAD,
@@ -37,9 +37,9 @@ from models.formats._chrome_json import (  # the flag bits, re-exported
     TS_MISSING,
     Scanner,
 )
-from models.files import readable_errors, return_large_buffers_to_the_os
-from models.guards import inflate_limit, inflate_refused
-from models.task import ProfileError, TaskState
+from profscope.models.core.files import readable_errors, return_large_buffers_to_the_os
+from profscope.models.core.guards import inflate_limit, inflate_refused
+from profscope.models.core.task import ProfileError, TaskState
 
 try:  # zlib-ng inflates about twice as fast as zlib, with the same API (copy() included)
     from zlib_ng import zlib_ng as zlib

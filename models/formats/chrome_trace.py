@@ -2,7 +2,7 @@
 TensorFlow 2.2-2.10's `<host>.trace.json.gz`, JAX's `perfetto_trace.json.gz`,
 and what `export --tool trace_viewer` writes.
 
-models.formats.chrome_json streams the document into columns (no Python
+profscope.models.formats.chrome_json streams the document into columns (no Python
 object per event); this module turns them into the Timeline model:
 - one group per process (a host's processes, or every rank's in a session),
   one lane per thread and nesting depth, instant events on a lane of their
@@ -25,15 +25,23 @@ from pathlib import Path
 
 import numpy as np
 
-from models import _lanes, _nesting, trace_stats
-from models.files import read_bytes, read_head
-from models.formats import chrome_json as cj
-from models.formats.chrome_json import ScannedTrace, scan_trace
-from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, Snapshots, merge_rows,
-                                   summarize)
-from models.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TRACE_VIEWER, Format, strip_suffix
-from models.task import ProfileError, TaskState
-from models.timeline import Counter, Flows, StringTable, Timeline, distinct
+from profscope.models.data import _lanes, _nesting
+from profscope.models.analysis import trace_stats
+from profscope.models.core.files import read_bytes, read_head
+from profscope.models.formats import chrome_json as cj
+from profscope.models.formats.chrome_json import ScannedTrace, scan_trace
+from profscope.models.data.memory_profile import (
+    ALLOCATION,
+    DEALLOCATION,
+    AllocatorProfile,
+    MemoryProfileData,
+    Snapshots,
+    merge_rows,
+    summarize,
+)
+from profscope.models.repository.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TRACE_VIEWER, Format, strip_suffix
+from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.data.timeline import Counter, Flows, StringTable, Timeline, distinct
 
 # Numeric args read into columns while scanning.
 ARG_KEYS = (b"correlation", b"Bytes", b"Addr", b"Total Allocated", b"Total Reserved", b"Device Type", b"Device Id")

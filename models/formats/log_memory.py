@@ -34,15 +34,14 @@ from pathlib import Path
 import numpy as np
 from google.protobuf import text_format
 
-from models.formats import _logscan
-from models.files import GZIP_MAGIC, read_head
-from models.guards import inflate_limit, inflate_refused, parse_text
-from models.memory_profile import (AllocatorProfile, MemoryProfileData, Snapshots,
-                                   merge_rows, summarize)
-from models.registry import MEMORY_PROFILE, Format, strip_suffix
-from models.task import ProfileError, TaskState
-from models.formats.xspace.memory import data_type_string
-from protos import log_memory_pb2, tensor_shape_pb2, types_pb2
+from profscope.models.formats import _logscan
+from profscope.models.core.files import GZIP_MAGIC, read_head
+from profscope.models.core.guards import inflate_limit, inflate_refused, parse_text
+from profscope.models.data.memory_profile import AllocatorProfile, MemoryProfileData, Snapshots, merge_rows, summarize
+from profscope.models.repository.registry import MEMORY_PROFILE, Format, strip_suffix
+from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.formats.xspace.memory import data_type_string
+from profscope.protos import log_memory_pb2, tensor_shape_pb2, types_pb2
 
 MARKER = b"__LOG_MEMORY__"
 # Protobuf 30+ starts debug output with a link such as goo.gle/debugstr or

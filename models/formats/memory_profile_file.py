@@ -1,6 +1,6 @@
 """MemoryProfile files (memory_profile.proto): proto3 JSON as XProf's
 memory_profile tool and TensorFlow 2.2-2.3 wrote it (optionally gzipped), or
-binary protobuf, read into the MemoryProfile model of models.memory_profile.
+binary protobuf, read into the MemoryProfile model of profscope.models.data.memory_profile.
 
 Two kinds of files exist. Older ones hold every snapshot in
 `memory_profile_snapshots`. XProf since version 1 keeps there only the
@@ -19,7 +19,7 @@ naming the file, the field's path and the line: a value of the wrong JSON
 type (a boolean, list or object for a number, a number for text, ...), an
 integer outside int64 (uint64 for addresses), a field given twice (the same
 key, or camelCase and snake_case; protobuf's parser refuses repeated keys,
-json.loads kept the last), nesting deeper than models.guards allows
+json.loads kept the last), nesting deeper than profscope.models.core.guards allows
 (PROFSCOPE_MAX_NESTING; a MemoryProfile needs 6).
 """
 
@@ -30,15 +30,26 @@ from pathlib import Path
 
 import numpy as np
 
-from models import _protowire as wire
-from models.files import read_bytes
-from models.guards import max_nesting, nesting_refused
-from models.formats import _memory_json
-from models.memory_profile import (ALLOCATION, DEALLOCATION, XPROF_TIMELINE_POINTS, AllocationRows, AllocatorProfile,
-                                   MemoryProfileData, MemorySummary, Metadata, Snapshots, merge_rows, summarize,
-                                   xprof_peak_rows)
-from models.registry import MEMORY_PROFILE, Format, strip_suffix
-from models.task import ProfileError, TaskState
+from profscope.models.formats import _protowire as wire
+from profscope.models.core.files import read_bytes
+from profscope.models.core.guards import max_nesting, nesting_refused
+from profscope.models.formats import _memory_json
+from profscope.models.data.memory_profile import (
+    ALLOCATION,
+    DEALLOCATION,
+    XPROF_TIMELINE_POINTS,
+    AllocationRows,
+    AllocatorProfile,
+    MemoryProfileData,
+    MemorySummary,
+    Metadata,
+    Snapshots,
+    merge_rows,
+    summarize,
+    xprof_peak_rows,
+)
+from profscope.models.repository.registry import MEMORY_PROFILE, Format, strip_suffix
+from profscope.models.core.task import ProfileError, TaskState
 
 # File name endings of MemoryProfile files in a session folder (<host><suffix>).
 SESSION_SUFFIXES = (".memory_profile.json.gz", ".memory_profile.json", ".memory_profile.pb")
@@ -282,7 +293,7 @@ class MemoryProfileFormat(Format):
         return strip_suffix(path.name, SESSION_SUFFIXES)
 
     def lone_file(self, path: Path) -> tuple[str, str] | None:
-        # Asked last (see models.formats): a lone .json or .pb that no other
+        # Asked last (see profscope.models.formats): a lone .json or .pb that no other
         # format took is taken for a MemoryProfile named after the file.
         if host := strip_suffix(path.name, SESSION_SUFFIXES):
             return path.parent.name, host

@@ -1,14 +1,14 @@
 """Event files with run metadata: `FileWriter.add_run_metadata(md, tag)`
 writes a traced step's RunMetadata into a TensorBoard event file. Each tag is
-a step; the StepStats reader (models.formats.step_stats) reads the one chosen."""
+a step; the StepStats reader (profscope.models.formats.step_stats) reads the one chosen."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from models.event_file import host_of_event_file, is_event_file, tagged_run_metadata
-from models.formats.step_stats import StepStatsFormat, locate
-from models.task import ProfileError
+from profscope.models.core.event_file import host_of_event_file, is_event_file, tagged_run_metadata
+from profscope.models.formats.step_stats import StepStatsFormat, locate
+from profscope.models.core.task import ProfileError
 
 # path -> ((mtime, size), tags): a folder is scanned again on every reload.
 _tag_cache: dict[Path, tuple[tuple[int, int], list[str]]] = {}

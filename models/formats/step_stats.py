@@ -29,18 +29,24 @@ from typing import Iterator
 
 import numpy as np
 
-from models import _jsonrows, _lanes
-from models import _protowire as wire
-from models.event_file import is_event_file, mapped, tagged_run_metadata
-from models.files import read_bytes, read_head
-from models.formats import _labels, _stepstats
-from models.guards import decode, parse_text
-from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, MemorySummary,
-                                   Snapshots)
-from models.registry import MEMORY_PROFILE, TRACE_VIEWER, Format, strip_suffix
-from models.task import ProfileError, TaskState
-from models.timeline import StringColumn, Timeline
-from protos import config_pb2, step_stats_pb2, types_pb2
+from profscope.models.data import _jsonrows, _lanes
+from profscope.models.formats import _protowire as wire
+from profscope.models.core.event_file import is_event_file, mapped, tagged_run_metadata
+from profscope.models.core.files import read_bytes, read_head
+from profscope.models.formats import _labels, _stepstats
+from profscope.models.core.guards import decode, parse_text
+from profscope.models.data.memory_profile import (
+    ALLOCATION,
+    DEALLOCATION,
+    AllocatorProfile,
+    MemoryProfileData,
+    MemorySummary,
+    Snapshots,
+)
+from profscope.models.repository.registry import MEMORY_PROFILE, TRACE_VIEWER, Format, strip_suffix
+from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.data.timeline import StringColumn, Timeline
+from profscope.protos import config_pb2, step_stats_pb2, types_pb2
 
 # Field numbers of step_stats.proto and config.proto.
 RUN_METADATA_STEP_STATS = 1

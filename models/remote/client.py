@@ -23,14 +23,14 @@ from pathlib import Path
 
 import grpc
 
-from models.formats.memory_profile_file import parse_memory_profile
-from models.memory_profile import MemoryProfileData
-from models.remote import SCHEME
-from models.repository import LocalRepository, ProfileRepository, SessionInfo, ToolData
-from models.task import ProfileError, TaskState
-from models.timeline import Timeline
-from protos import profiler_analysis_pb2 as pa
-from protos import profiler_options_pb2, profiler_service_pb2 as ps
+from profscope.models.formats.memory_profile_file import parse_memory_profile
+from profscope.models.data.memory_profile import MemoryProfileData
+from profscope.models.remote import SCHEME
+from profscope.models.repository.profile_repository import LocalRepository, ProfileRepository, SessionInfo, ToolData
+from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.data.timeline import Timeline
+from profscope.protos import profiler_analysis_pb2 as pa
+from profscope.protos import profiler_options_pb2, profiler_service_pb2 as ps
 
 ANALYSIS = "tensorflow.ProfileAnalysis"
 PROFILER = "tensorflow.ProfilerService"

@@ -30,13 +30,24 @@ from pathlib import Path
 
 import grpc
 
-from models.remote.client import (ANALYSIS, FILE_TOOL, FILES_TOOL, MAX_DURATION_MS, MAX_MESSAGE, PROFILER, SAFE_NAME, _stub,
-                           call, channel, safe_file_name)
-from models.registry import TOOLS
-from models.repository import LocalRepository
-from models.task import Cancelled, ProfileError, TaskState
-from protos import profiler_analysis_pb2 as pa
-from protos import profiler_service_pb2 as ps
+from profscope.models.remote.client import (
+    ANALYSIS,
+    FILE_TOOL,
+    FILES_TOOL,
+    MAX_DURATION_MS,
+    MAX_MESSAGE,
+    PROFILER,
+    SAFE_NAME,
+    _stub,
+    call,
+    channel,
+    safe_file_name,
+)
+from profscope.models.repository.registry import TOOLS
+from profscope.models.repository.profile_repository import LocalRepository
+from profscope.models.core.task import Cancelled, ProfileError, TaskState
+from profscope.protos import profiler_analysis_pb2 as pa
+from profscope.protos import profiler_service_pb2 as ps
 
 MAX_PARAMETERS = 32
 MAX_PARAMETER_BYTES = 1 << 16

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from models import _nesting
-from models.formats.xspace.xplane import StatColumn, XSpaceData, xprof_order
+from profscope.models.data import _nesting
+from profscope.models.formats.xspace.xplane import StatColumn, XSpaceData, xprof_order
 
 EXECUTOR_STATE_PROCESS = "ExecutorState::Process"
 GROUP_STATS = ("_r", "_pt", "_p", "_ct", "_c", "_a")  # of every event

@@ -16,13 +16,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.memory_profile import (ALLOCATION, DEALLOCATION, AllocatorProfile, MemoryProfileData, MemorySummary,
-                                   Snapshots, xprof_peak_rows)
-from models.task import ProfileError, TaskState
-from models.formats.xspace.xplane import (HOST_PLANE, MEMORY_ALLOCATION, MEMORY_DEALLOCATION, NO_MEMORY_EVENTS_HINT,
-                                          DenseStats, XSpaceData, read_xspace)
-from models.formats.xspace.groups import group_events
-from protos import types_pb2
+from profscope.models.data.memory_profile import (
+    ALLOCATION,
+    DEALLOCATION,
+    AllocatorProfile,
+    MemoryProfileData,
+    MemorySummary,
+    Snapshots,
+    xprof_peak_rows,
+)
+from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.formats.xspace.xplane import (
+    HOST_PLANE,
+    MEMORY_ALLOCATION,
+    MEMORY_DEALLOCATION,
+    NO_MEMORY_EVENTS_HINT,
+    DenseStats,
+    XSpaceData,
+    read_xspace,
+)
+from profscope.models.formats.xspace.groups import group_events
+from profscope.protos import types_pb2
 
 # Stat names XProf reads from memory events (xplane_schema).
 INT_STATS = ("bytes_reserved", "bytes_allocated", "bytes_available", "peak_bytes_in_use", "requested_bytes",

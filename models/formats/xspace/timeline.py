@@ -14,14 +14,21 @@ from pathlib import Path
 
 import numpy as np
 
-from models import _lanes
-from models.guards import decode
-from models.task import ProfileError, TaskState
-from models.timeline import StringTable, Timeline
-from models.formats.xspace.xplane import (HOST_PLANE, MEMORY_ALLOCATION, MEMORY_DEALLOCATION,
-                           LINELESS_PLANES, XSpaceData, read_xspace, xprof_order)
-from models.formats.xspace.groups import group_events
-from protos import xplane_pb2
+from profscope.models.data import _lanes
+from profscope.models.core.guards import decode
+from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.data.timeline import StringTable, Timeline
+from profscope.models.formats.xspace.xplane import (
+    HOST_PLANE,
+    MEMORY_ALLOCATION,
+    MEMORY_DEALLOCATION,
+    LINELESS_PLANES,
+    XSpaceData,
+    read_xspace,
+    xprof_order,
+)
+from profscope.models.formats.xspace.groups import group_events
+from profscope.protos import xplane_pb2
 
 STEPS_LINE = "Steps"  # XProf's derived line of step events on device planes
 

@@ -24,10 +24,10 @@ from typing import Iterator
 
 import numpy as np
 
-from models import _nesting
-from models.task import TaskState
-from models.formats.xspace.xplane import HOST_PLANE, Plane, XSpaceData, read_xspace
-from models.formats.xspace.groups import group_events
+from profscope.models.data import _nesting
+from profscope.models.core.task import TaskState
+from profscope.models.formats.xspace.xplane import HOST_PLANE, Plane, XSpaceData, read_xspace
+from profscope.models.formats.xspace.groups import group_events
 
 HOST_PID = 701
 FIRST_DEVICE_PID = 1

@@ -26,9 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from models import _nesting, _protowire as wire
-from models.files import GZIP_MAGIC, read_bytes, readable_errors
-from models.task import ProfileError, TaskState
+from profscope.models.data import _nesting
+from profscope.models.formats import _protowire as wire
+from profscope.models.core.files import GZIP_MAGIC, read_bytes, readable_errors
+from profscope.models.core.task import ProfileError, TaskState
 
 SUFFIX = ".xplane.pb"
 

@@ -1,0 +1,575 @@
+/* profscope.models.formats._protowire: column decoding of protobuf wire data.
+ *
+ * Python's protobuf builds one object per message; a profile with millions of
+ * snapshots or events then spends most of its time in attribute access. These
+ * functions walk the wire format directly and fill numpy arrays, one column
+ * per field, for messages located by their byte spans in the buffer.
+ *
+ *   find_fields(buf, start, end, numbers) -> one int64[k, 2] array per
+ *       field number: spans of each length-delimited occurrence at the top
+ *       level of the message [start, end), found in one pass
+ *   find_children(buf, spans, numbers) -> find_fields over many messages:
+ *       (int64[k] index of the message, int64[k, 2] spans) per field number
+ *   decode_messages(buf, spans, fields)  -> list of arrays, one per
+ *       (field_number, kind) in fields; kind 'i' varint -> int64,
+ *       'z' zigzag varint -> int64, 'd' double -> float64,
+ *       'f' fixed64 -> int64, 'g' float (fixed32) -> float64,
+ *       's' length-delimited -> int64[n, 2] span, 'n' -> int64 number of
+ *       occurrences (any wire type: presence of oneof members)
+ *       (-1, 0 when absent). Absent scalars are 0; the last occurrence wins.
+ *   intern_strings(buf, spans) -> (int32 ids, list of str): equal strings
+ *       share an id; absent spans map to "".
+ *   gather_spans(buf, spans) -> (bytes, int64 offsets[n + 1]): the spans
+ *       copied into one bytes object.
+ *   stat_columns(buf, spans, field, ids) -> XStat (xplane.proto) values of
+ *       chosen metadata ids, one column per id.
+ *
+ * Malformed data (a varint or field running past its message) raises
+ * ValueError naming the offset, never reads out of bounds.
+ *
+ * Other native helpers live in modules named for what they do:
+ * profscope.models.core._tfrecord (TFRecord framing, CRC-32C), profscope.models.data._lanes (lane
+ * packing), profscope.models.data._nesting (parents by time containment) and
+ * profscope.models.formats._labels (TensorFlow timeline labels).
+ */
+#include "_cbuffers.h"
+
+typedef struct {
+    const uint8_t *p;
+    const uint8_t *end;
+} Cursor;
+
+/* Reads one varint; returns 0 on truncation or overlong encoding. */
+static int read_varint(Cursor *c, uint64_t *out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (c->p >= c->end) return 0;
+        uint8_t b = *c->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Skips a field's payload of the given wire type; returns 0 if malformed. */
+static int skip_field(Cursor *c, int wire) {
+    uint64_t n;
+    switch (wire) {
+    case 0: return read_varint(c, &n);
+    case 1:
+        if (c->end - c->p < 8) return 0;
+        c->p += 8;
+        return 1;
+    case 2:
+        if (!read_varint(c, &n) || n > (uint64_t)(c->end - c->p)) return 0;
+        c->p += n;
+        return 1;
+    case 5:
+        if (c->end - c->p < 4) return 0;
+        c->p += 4;
+        return 1;
+    default: return 0; /* groups (3, 4) are not used by these schemas */
+    }
+}
+
+static PyObject *malformed(Py_ssize_t offset) {
+    PyErr_Format(PyExc_ValueError, "malformed protobuf data at byte %zd", offset);
+    return NULL;
+}
+
+#define MAX_FIELD 64
+
+/* Reads the requested field numbers into slot_of[number] (-1 elsewhere). */
+static int parse_numbers(PyObject *numbers, int *slot_of) {
+    Py_ssize_t nnum = PySequence_Fast_GET_SIZE(numbers);
+    for (int i = 0; i <= MAX_FIELD; i++) slot_of[i] = -1;
+    for (Py_ssize_t i = 0; i < nnum; i++) {
+        long number = PyLong_AsLong(PySequence_Fast_GET_ITEM(numbers, i));
+        if (number == -1 && PyErr_Occurred()) return 0;
+        if (number < 1 || number > MAX_FIELD || slot_of[number] != -1) {
+            PyErr_Format(PyExc_ValueError, "bad field number %ld", number);
+            return 0;
+        }
+        slot_of[number] = (int)i;
+    }
+    return 1;
+}
+
+/* One pass over the top-level fields of the message at [start, end),
+ * collecting every length-delimited occurrence of the wanted numbers.
+ * Returns -1 when well-formed, else the offset of the malformed byte
+ * (-2 when out of memory). */
+static Py_ssize_t scan_message(const uint8_t *base, int64_t start, int64_t end, const int *slot_of,
+                               SpanList *lists, int64_t parent) {
+    Cursor c = {base + start, base + end};
+    while (c.p < c.end) {
+        uint64_t tag, len;
+        if (!read_varint(&c, &tag)) return c.p - base;
+        uint64_t number = tag >> 3; /* any size in garbage: compare unsigned */
+        int wire = (int)(tag & 7);
+        if (wire == 2 && number >= 1 && number <= MAX_FIELD && slot_of[number] >= 0) {
+            if (!read_varint(&c, &len) || len > (uint64_t)(c.end - c.p)) return c.p - base;
+            if (!span_push(&lists[slot_of[number]], parent, c.p - base, (int64_t)len)) return -2;
+            c.p += len;
+        } else if (!skip_field(&c, wire)) {
+            return c.p - base;
+        }
+    }
+    return -1;
+}
+
+/* Turns the span lists into arrays: [k, 2] spans, plus k parents if asked. */
+static PyObject *span_arrays(SpanList *lists, Py_ssize_t nnum, int with_parents) {
+    PyObject *result = PyList_New(nnum);
+    if (!result) return NULL;
+    for (Py_ssize_t i = 0; i < nnum; i++) {
+        npy_intp dims[2] = {lists[i].count, 2};
+        PyObject *arr = PyArray_SimpleNew(2, dims, NPY_INT64);
+        PyObject *parents = with_parents ? PyArray_SimpleNew(1, dims, NPY_INT64) : NULL;
+        if (!arr || (with_parents && !parents)) {
+            Py_XDECREF(arr);
+            Py_XDECREF(parents);
+            Py_DECREF(result);
+            return NULL;
+        }
+        int64_t *d = PyArray_DATA((PyArrayObject *)arr);
+        for (Py_ssize_t k = 0; k < lists[i].count; k++) {
+            d[2 * k] = lists[i].items[3 * k + 1];
+            d[2 * k + 1] = lists[i].items[3 * k + 2];
+            if (parents) ((int64_t *)PyArray_DATA((PyArrayObject *)parents))[k] = lists[i].items[3 * k];
+        }
+        PyList_SET_ITEM(result, i, parents ? Py_BuildValue("(NN)", parents, arr) : arr);
+    }
+    return result;
+}
+
+/* The fields of every message span in sp[0..n); parents tells find_children
+ * from find_fields (one message, no parent column). */
+static PyObject *find_in_spans(PyObject *obj, const int64_t *sp, npy_intp n, PyObject *numbers_obj, int parents) {
+    PyObject *numbers = PySequence_Fast(numbers_obj, "field numbers must be a sequence");
+    if (!numbers) return NULL;
+    Py_ssize_t nnum = PySequence_Fast_GET_SIZE(numbers);
+    int slot_of[MAX_FIELD + 1];
+    SpanList lists[MAX_FIELD + 1];
+    memset(lists, 0, sizeof(lists));
+    PyObject *result = NULL;
+    Py_buffer view;
+    int have_view = 0;
+    if (!parse_numbers(numbers, slot_of)) goto done;
+    if (get_buffer(obj, &view) < 0) goto done;
+    have_view = 1;
+    for (npy_intp k = 0; k < n; k++) {
+        if (sp[2 * k] >= 0 && (sp[2 * k + 1] < 0 || sp[2 * k] + sp[2 * k + 1] > view.len)) {
+            PyErr_SetString(PyExc_ValueError, "span outside the buffer");
+            goto done;
+        }
+    }
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp k = 0; k < n && bad == -1; k++)
+        if (sp[2 * k] >= 0)
+            bad = scan_message((const uint8_t *)view.buf, sp[2 * k], sp[2 * k] + sp[2 * k + 1], slot_of, lists, k);
+    Py_END_ALLOW_THREADS
+    if (bad == -2) PyErr_NoMemory();
+    else if (bad >= 0) malformed(bad);
+    else result = span_arrays(lists, nnum, parents);
+done:
+    for (int i = 0; i <= MAX_FIELD; i++) PyMem_RawFree(lists[i].items);
+    if (have_view) PyBuffer_Release(&view);
+    Py_DECREF(numbers);
+    return result;
+}
+
+static PyObject *find_fields(PyObject *self, PyObject *args) {
+    PyObject *obj, *numbers_obj;
+    Py_ssize_t start, end;
+    if (!PyArg_ParseTuple(args, "OnnO", &obj, &start, &end, &numbers_obj)) return NULL;
+    if (start < 0 || start > end) {
+        PyErr_SetString(PyExc_ValueError, "span outside the buffer");
+        return NULL;
+    }
+    int64_t span[2] = {start, end - start};
+    return find_in_spans(obj, span, 1, numbers_obj, 0);
+}
+
+/* find_fields over many messages at once; each span found carries the index
+ * of the message it was found in. */
+static PyObject *find_children(PyObject *self, PyObject *args) {
+    PyObject *obj, *spans_obj, *numbers_obj;
+    if (!PyArg_ParseTuple(args, "OOO", &obj, &spans_obj, &numbers_obj)) return NULL;
+    PyArrayObject *spans = as_spans(spans_obj);
+    if (!spans) return NULL;
+    PyObject *result = find_in_spans(obj, PyArray_DATA(spans), PyArray_DIM(spans, 0), numbers_obj, 1);
+    Py_DECREF(spans);
+    return result;
+}
+
+static PyObject *decode_messages(PyObject *self, PyObject *args) {
+    PyObject *obj, *spans_obj, *fields_obj;
+    if (!PyArg_ParseTuple(args, "OOO", &obj, &spans_obj, &fields_obj)) return NULL;
+    PyArrayObject *spans = as_spans(spans_obj);
+    if (!spans) return NULL;
+    PyObject *fields = PySequence_Fast(fields_obj, "fields must be a sequence");
+    if (!fields) {
+        Py_DECREF(spans);
+        return NULL;
+    }
+    Py_ssize_t nfields = PySequence_Fast_GET_SIZE(fields);
+    npy_intp n = PyArray_DIM(spans, 0);
+    /* column index per field number and its kind */
+    int column_of[MAX_FIELD + 1];
+    char kind_of[MAX_FIELD + 1];
+    for (int i = 0; i <= MAX_FIELD; i++) column_of[i] = -1;
+    PyObject *result = PyList_New(nfields);
+    void *data[MAX_FIELD + 1];
+    Py_buffer view;
+    int have_view = 0;
+    if (!result) goto fail;
+    for (Py_ssize_t i = 0; i < nfields; i++) {
+        int number;
+        const char *kind;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fields, i), "is", &number, &kind)) goto fail;
+        if (number < 1 || number > MAX_FIELD || column_of[number] != -1 || !strchr("izdfgsn", kind[0])) {
+            PyErr_Format(PyExc_ValueError, "bad field spec (%d, %s)", number, kind);
+            goto fail;
+        }
+        column_of[number] = (int)i;
+        kind_of[number] = kind[0];
+        PyObject *arr;
+        if (kind[0] == 's') {
+            npy_intp dims[2] = {n, 2};
+            arr = PyArray_SimpleNew(2, dims, NPY_INT64);
+            if (arr) {
+                int64_t *d = PyArray_DATA((PyArrayObject *)arr);
+                for (npy_intp k = 0; k < n; k++) { d[2 * k] = -1; d[2 * k + 1] = 0; }
+            }
+        } else {
+            npy_intp dims[1] = {n};
+            arr = PyArray_ZEROS(1, dims, kind[0] == 'd' || kind[0] == 'g' ? NPY_FLOAT64 : NPY_INT64, 0);
+        }
+        if (!arr) goto fail;
+        PyList_SET_ITEM(result, i, arr);
+        data[number] = PyArray_DATA((PyArrayObject *)arr);
+    }
+    if (get_buffer(obj, &view) < 0) goto fail;
+    have_view = 1;
+    const uint8_t *base = (const uint8_t *)view.buf;
+    const int64_t *sp = PyArray_DATA(spans);
+    Py_ssize_t bad_at = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp k = 0; k < n && bad_at < 0; k++) {
+        int64_t off = sp[2 * k], len = sp[2 * k + 1];
+        if (off < 0) continue; /* absent message: all defaults */
+        if (len < 0 || off + len > view.len) { bad_at = off; break; }
+        Cursor c = {base + off, base + off + len};
+        while (c.p < c.end) {
+            uint64_t tag, v;
+            if (!read_varint(&c, &tag)) { bad_at = c.p - base; break; }
+            uint64_t number = tag >> 3; /* any size in garbage: compare unsigned */
+            int wire = (int)(tag & 7);
+            int wanted = number >= 1 && number <= MAX_FIELD && column_of[number] >= 0;
+            char kind = wanted ? kind_of[number] : 0;
+            if (kind && wire == 0 && (kind == 'i' || kind == 'z')) {
+                if (!read_varint(&c, &v)) { bad_at = c.p - base; break; }
+                int64_t x = kind == 'z' ? (int64_t)((v >> 1) ^ (~(v & 1) + 1)) : (int64_t)v;
+                ((int64_t *)data[number])[k] = x;
+            } else if (kind && wire == 1 && (kind == 'd' || kind == 'f')) {
+                if (c.end - c.p < 8) { bad_at = c.p - base; break; }
+                memcpy((char *)data[number] + 8 * k, c.p, 8); /* little-endian hosts */
+                c.p += 8;
+            } else if (kind == 'n') {
+                if (!skip_field(&c, wire)) { bad_at = c.p - base; break; }
+                ((int64_t *)data[number])[k] += 1;
+            } else if (kind == 'g' && wire == 5) {
+                if (c.end - c.p < 4) { bad_at = c.p - base; break; }
+                float f;
+                memcpy(&f, c.p, 4); /* little-endian hosts */
+                ((double *)data[number])[k] = f;
+                c.p += 4;
+            } else if (kind == 's' && wire == 2) {
+                if (!read_varint(&c, &v) || v > (uint64_t)(c.end - c.p)) { bad_at = c.p - base; break; }
+                ((int64_t *)data[number])[2 * k] = c.p - base;
+                ((int64_t *)data[number])[2 * k + 1] = (int64_t)v;
+                c.p += v;
+            } else if (!skip_field(&c, wire)) {
+                bad_at = c.p - base;
+                break;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    have_view = 0;
+    if (bad_at >= 0) {
+        malformed(bad_at);
+        goto fail;
+    }
+    Py_DECREF(fields);
+    Py_DECREF(spans);
+    return result;
+fail:
+    if (have_view) PyBuffer_Release(&view);
+    Py_XDECREF(result);
+    Py_DECREF(fields);
+    Py_DECREF(spans);
+    return NULL;
+}
+
+static PyObject *intern_strings(PyObject *self, PyObject *args) {
+    PyObject *obj, *spans_obj;
+    if (!PyArg_ParseTuple(args, "OO", &obj, &spans_obj)) return NULL;
+    Py_buffer view;
+    PyArrayObject *spans = with_buffer(as_spans(spans_obj), obj, &view);
+    if (!spans) return NULL;
+    npy_intp n = PyArray_DIM(spans, 0);
+    const int64_t *sp = PyArray_DATA(spans);
+    const uint8_t *base = (const uint8_t *)view.buf;
+    npy_intp dims[1] = {n};
+    PyObject *ids_arr = PyArray_SimpleNew(1, dims, NPY_INT32);
+    PyObject *strings = NULL;
+    /* Pass 1 without the GIL: ids by open addressing over (span index of
+     * first occurrence, id); first[id] remembers that span. Pass 2 makes the
+     * strings. */
+    size_t cap = 1024, used = 0; /* the table grows as unique strings arrive */
+    int64_t *slot_span = PyMem_RawMalloc(sizeof(int64_t) * cap);
+    int32_t *slot_id = PyMem_RawMalloc(sizeof(int32_t) * cap);
+    int64_t *first = PyMem_RawMalloc(sizeof(int64_t) * (cap / 2 + 1));
+    int error = 0; /* 1 out of memory, 2 span outside the buffer */
+    if (!ids_arr) goto fail;
+    int32_t *ids = PyArray_DATA((PyArrayObject *)ids_arr);
+    Py_BEGIN_ALLOW_THREADS
+    if (!slot_span || !slot_id || !first) error = 1;
+    for (size_t i = 0; !error && i < cap; i++) slot_span[i] = -1;
+    for (npy_intp k = 0; !error && k < n; k++) {
+        int64_t off = sp[2 * k], len = sp[2 * k + 1];
+        if (off < 0 || len <= 0) { ids[k] = 0; continue; } /* id 0 is "" */
+        if (off + len > view.len) { error = 2; break; }
+        const uint8_t *p = base + off;
+        size_t mask = cap - 1, h = (size_t)hash_bytes(p, len) & mask;
+        for (;;) {
+            int64_t other = slot_span[h];
+            if (other < 0) {
+                ids[k] = (int32_t)(++used);
+                slot_span[h] = k;
+                slot_id[h] = ids[k];
+                first[used] = k;
+                if (used * 2 >= cap) { /* grow and rehash */
+                    size_t ncap = cap * 2;
+                    int64_t *ns = PyMem_RawMalloc(sizeof(int64_t) * ncap);
+                    int32_t *ni = PyMem_RawMalloc(sizeof(int32_t) * ncap);
+                    int64_t *nf = PyMem_RawRealloc(first, sizeof(int64_t) * (ncap / 2 + 1));
+                    if (nf) first = nf;
+                    if (!ns || !ni || !nf) { PyMem_RawFree(ns); PyMem_RawFree(ni); error = 1; break; }
+                    for (size_t i = 0; i < ncap; i++) ns[i] = -1;
+                    for (size_t i = 0; i < cap; i++) {
+                        if (slot_span[i] < 0) continue;
+                        int64_t j = slot_span[i];
+                        size_t g = (size_t)hash_bytes(base + sp[2 * j], sp[2 * j + 1]) & (ncap - 1);
+                        while (ns[g] >= 0) g = (g + 1) & (ncap - 1);
+                        ns[g] = j;
+                        ni[g] = slot_id[i];
+                    }
+                    PyMem_RawFree(slot_span);
+                    PyMem_RawFree(slot_id);
+                    slot_span = ns;
+                    slot_id = ni;
+                    cap = ncap;
+                }
+                break;
+            }
+            if (sp[2 * other + 1] == len && memcmp(base + sp[2 * other], p, len) == 0) {
+                ids[k] = slot_id[h];
+                break;
+            }
+            h = (h + 1) & mask;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (error == 1) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    if (error == 2) {
+        PyErr_SetString(PyExc_ValueError, "string span outside the buffer");
+        goto fail;
+    }
+    strings = PyList_New((Py_ssize_t)used + 1);
+    if (!strings) goto fail;
+    for (size_t i = 0; i <= used; i++) {
+        PyObject *s = i == 0 ? PyUnicode_FromStringAndSize("", 0)
+                             : PyUnicode_DecodeUTF8((const char *)base + sp[2 * first[i]], sp[2 * first[i] + 1], "replace");
+        if (!s) goto fail;
+        PyList_SET_ITEM(strings, (Py_ssize_t)i, s);
+    }
+    PyMem_RawFree(slot_span);
+    PyMem_RawFree(slot_id);
+    PyMem_RawFree(first);
+    PyBuffer_Release(&view);
+    Py_DECREF(spans);
+    return Py_BuildValue("(NN)", ids_arr, strings);
+fail:
+    PyMem_RawFree(slot_span);
+    PyMem_RawFree(slot_id);
+    PyMem_RawFree(first);
+    Py_XDECREF(ids_arr);
+    Py_XDECREF(strings);
+    PyBuffer_Release(&view);
+    Py_DECREF(spans);
+    return NULL;
+}
+
+/* Copies the spans into one bytes object; returns (blob, int64 offsets[n+1]). */
+static PyObject *gather_spans(PyObject *self, PyObject *args) {
+    PyObject *obj, *spans_obj;
+    if (!PyArg_ParseTuple(args, "OO", &obj, &spans_obj)) return NULL;
+    Py_buffer view;
+    PyArrayObject *spans = with_buffer(as_spans(spans_obj), obj, &view);
+    if (!spans) return NULL;
+    npy_intp n = PyArray_DIM(spans, 0);
+    const int64_t *sp = PyArray_DATA(spans);
+    npy_intp dims[1] = {n + 1};
+    PyObject *offsets = PyArray_SimpleNew(1, dims, NPY_INT64), *blob = NULL;
+    if (!offsets) goto done;
+    int64_t *o = PyArray_DATA((PyArrayObject *)offsets), total = 0;
+    o[0] = 0;
+    for (npy_intp k = 0; k < n; k++) {
+        int64_t off = sp[2 * k], len = sp[2 * k + 1];
+        if (off < 0 || len < 0 || off + len > view.len) len = 0;
+        total += len;
+        o[k + 1] = total;
+    }
+    blob = PyBytes_FromStringAndSize(NULL, total);
+    if (!blob) goto done;
+    char *dst = PyBytes_AS_STRING(blob);
+    for (npy_intp k = 0; k < n; k++)
+        memcpy(dst + o[k], (const char *)view.buf + (o[k + 1] > o[k] ? sp[2 * k] : 0), (size_t)(o[k + 1] - o[k]));
+done:
+    PyBuffer_Release(&view);
+    Py_DECREF(spans);
+    if (!blob) {
+        Py_XDECREF(offsets);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", blob, offsets);
+}
+
+/* XStat (xplane.proto) values of chosen stat metadata ids, one column per id,
+ * for the messages at `spans` whose repeated XStat sits at field `field`.
+ * XStat: metadata_id = 1, then one of double_value = 2, uint64_value = 3,
+ * int64_value = 4, str_value = 5, bytes_value = 6, ref_value = 7.
+ * Returns (case int8[n, k]: the value's field number, 0 when absent;
+ * value int64[n, k]: the number, the double's bits, the ref id or the
+ * string's offset; length int64[n, k]: the string's length). */
+static PyObject *stat_columns(PyObject *self, PyObject *args) {
+    PyObject *obj, *spans_obj, *ids_obj;
+    int field;
+    if (!PyArg_ParseTuple(args, "OOiO", &obj, &spans_obj, &field, &ids_obj)) return NULL;
+    PyArrayObject *spans = as_spans(spans_obj);
+    PyArrayObject *ids = as_column(ids_obj, NPY_INT64);
+    PyObject *cases = NULL, *values = NULL, *lengths = NULL, *out = NULL;
+    Py_buffer view;
+    int have_view = 0;
+    if (!spans || !ids) goto done;
+    npy_intp n = PyArray_DIM(spans, 0), k = PyArray_DIM(ids, 0);
+    npy_intp dims[2] = {n, k};
+    cases = PyArray_ZEROS(2, dims, NPY_INT8, 0);
+    values = PyArray_ZEROS(2, dims, NPY_INT64, 0);
+    lengths = PyArray_ZEROS(2, dims, NPY_INT64, 0);
+    if (!cases || !values || !lengths) goto done;
+    if (get_buffer(obj, &view) < 0) goto done;
+    have_view = 1;
+    const uint8_t *base = view.buf;
+    const int64_t *sp = PyArray_DATA(spans), *want = PyArray_DATA(ids);
+    int8_t *cs = PyArray_DATA((PyArrayObject *)cases);
+    int64_t *vs = PyArray_DATA((PyArrayObject *)values), *ls = PyArray_DATA((PyArrayObject *)lengths);
+    Py_ssize_t bad_at = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp r = 0; r < n && bad_at < 0; r++) {
+        int64_t off = sp[2 * r], len = sp[2 * r + 1];
+        if (off < 0) continue;
+        if (len < 0 || off + len > view.len) { bad_at = off; break; }
+        Cursor c = {base + off, base + off + len};
+        while (c.p < c.end && bad_at < 0) {
+            uint64_t tag, n_stat;
+            if (!read_varint(&c, &tag)) { bad_at = c.p - base; break; }
+            if ((tag >> 3) != (uint64_t)field || (tag & 7) != 2) {
+                if (!skip_field(&c, (int)(tag & 7))) bad_at = c.p - base;
+                continue;
+            }
+            if (!read_varint(&c, &n_stat) || n_stat > (uint64_t)(c.end - c.p)) { bad_at = c.p - base; break; }
+            Cursor st = {c.p, c.p + n_stat};
+            c.p += n_stat;
+            int64_t metadata_id = 0, value = 0, length = 0;
+            int value_case = 0;
+            while (st.p < st.end) {
+                uint64_t t, v;
+                if (!read_varint(&st, &t)) { bad_at = st.p - base; break; }
+                int number = (t >> 3) <= 7 ? (int)(t >> 3) : 0, wire = (int)(t & 7);
+                if (wire == 0 && (number == 1 || number == 3 || number == 4 || number == 7)) {
+                    if (!read_varint(&st, &v)) { bad_at = st.p - base; break; }
+                    if (number == 1) metadata_id = (int64_t)v;
+                    else { value_case = number; value = (int64_t)v; length = 0; }
+                } else if (wire == 1 && number == 2) {
+                    if (st.end - st.p < 8) { bad_at = st.p - base; break; }
+                    memcpy(&value, st.p, 8);
+                    st.p += 8;
+                    value_case = 2;
+                    length = 0;
+                } else if (wire == 2 && (number == 5 || number == 6)) {
+                    if (!read_varint(&st, &v) || v > (uint64_t)(st.end - st.p)) { bad_at = st.p - base; break; }
+                    value_case = number;
+                    value = st.p - base;
+                    length = (int64_t)v;
+                    st.p += v;
+                } else if (!skip_field(&st, wire)) {
+                    bad_at = st.p - base;
+                    break;
+                }
+            }
+            for (npy_intp j = 0; j < k; j++) {
+                if (want[j] == metadata_id) {
+                    cs[r * k + j] = (int8_t)value_case;
+                    vs[r * k + j] = value;
+                    ls[r * k + j] = length;
+                    break;
+                }
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (bad_at >= 0) malformed(bad_at);
+    else out = Py_BuildValue("(OOO)", cases, values, lengths);
+done:
+    if (have_view) PyBuffer_Release(&view);
+    Py_XDECREF(cases);
+    Py_XDECREF(values);
+    Py_XDECREF(lengths);
+    Py_XDECREF(spans);
+    Py_XDECREF(ids);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"find_fields", find_fields, METH_VARARGS,
+     "find_fields(buf, start, end, numbers) -> [int64[k, 2] spans per field number]"},
+    {"decode_messages", decode_messages, METH_VARARGS,
+     "decode_messages(buf, spans, [(number, kind), ...]) -> list of column arrays"},
+    {"find_children", find_children, METH_VARARGS,
+     "find_children(buf, spans, numbers) -> [(int64[k] parent index, int64[k, 2] spans) per field number]"},
+    {"gather_spans", gather_spans, METH_VARARGS, "gather_spans(buf, spans) -> (bytes, int64 offsets[n + 1])"},
+    {"intern_strings", intern_strings, METH_VARARGS,
+     "intern_strings(buf, spans) -> (int32 ids, list of unique str, id 0 = '')"},
+    {"stat_columns", stat_columns, METH_VARARGS,
+     "stat_columns(buf, spans, field, ids) -> (int8 value case[n, k], int64 value[n, k], int64 length[n, k])"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_protowire", "Column decoding of protobuf wire data into numpy arrays.", -1, methods};
+
+PyMODINIT_FUNC PyInit__protowire(void) {
+    import_array();
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,127 @@
+/* Small helpers shared by the C extensions (profscope.models.formats._protowire,
+ * profscope.models.core._tfrecord, profscope.models.data._lanes, profscope.models.data._nesting, profscope.models.formats._labels,
+ * profscope.models.formats._stepstats, profscope.models.formats._logscan, profscope.models.data._jsonrows,
+ * profscope.models.formats._memory_json, profscope.models.sql._parquet): the bytes of a buffer,
+ * numpy columns and spans taken from Python objects (with a buffer argument
+ * beside them), a seeded hash of short byte strings, a growable list of span
+ * triples, and integers written as decimal text.
+ *
+ * Every function is static inline, so each extension that includes this
+ * header gets its own copy and the modules stay independent. Include it
+ * first: it includes Python.h and numpy's array API (each module still
+ * calls import_array() in its PyInit). */
+#ifndef PROFSCOPE_CBUFFERS_H
+#define PROFSCOPE_CBUFFERS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+/* The bytes of obj (bytes, bytearray, memoryview, mmap, ...). */
+static inline int get_buffer(PyObject *obj, Py_buffer *view) {
+    return PyObject_GetBuffer(obj, view, PyBUF_SIMPLE);
+}
+
+/* obj as a C-contiguous 1-d array of the given type (converted if need be). */
+static inline PyArrayObject *as_column(PyObject *obj, int type) {
+    return (PyArrayObject *)PyArray_FROMANY(obj, type, 1, 1, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+}
+
+/* array (just converted from an argument, or NULL) with obj's bytes in view;
+ * if they cannot be had, the array is released and NULL returned. */
+static inline PyArrayObject *with_buffer(PyArrayObject *array, PyObject *obj, Py_buffer *view) {
+    if (array && get_buffer(obj, view) < 0) Py_CLEAR(array);
+    return array;
+}
+
+/* obj as int64 (offset, length) spans of shape (n, 2), else ValueError. */
+static inline PyArrayObject *as_spans(PyObject *obj) {
+    PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(obj, NPY_INT64, 2, 2, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    if (a && PyArray_DIM(a, 1) != 2) {
+        Py_DECREF(a);
+        PyErr_SetString(PyExc_ValueError, "spans must have shape (n, 2)");
+        return NULL;
+    }
+    return a;
+}
+
+/* Drawn when the module loads, before any thread hashes: the strings of a
+ * file cannot be chosen to fall on one slot of a table when the hash they
+ * meet differs from process to process. */
+static uint64_t hash_seed;
+__attribute__((constructor)) static void draw_hash_seed(void) {
+    hash_seed = ((uint64_t)(uintptr_t)&hash_seed ^ (uint64_t)time(NULL)) * 0x9e3779b97f4a7c15ULL;
+}
+
+/* A fast seeded hash of a short byte string, for open-addressing tables (8
+ * bytes per step; equal strings are confirmed by comparing them anyway). */
+static inline uint64_t hash_bytes(const uint8_t *p, size_t len) {
+    uint64_t h = (0x9e3779b97f4a7c15ULL + hash_seed) ^ (uint64_t)len;
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+        p += 8;
+        len -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, len);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 29);
+}
+
+/* Growable list of (tag, offset, length) triples; usable without the GIL
+ * (raw allocator). Free items with PyMem_RawFree. */
+typedef struct {
+    int64_t *items;
+    Py_ssize_t count, cap;
+} SpanList;
+
+/* Appends one triple; returns 0 when out of memory. */
+static inline int span_push(SpanList *l, int64_t tag, int64_t off, int64_t len) {
+    if (l->count == l->cap) {
+        Py_ssize_t cap = l->cap ? l->cap * 2 : 256;
+        int64_t *grown = PyMem_RawRealloc(l->items, sizeof(int64_t) * 3 * cap);
+        if (!grown) return 0;
+        l->items = grown;
+        l->cap = cap;
+    }
+    int64_t *t = l->items + 3 * l->count++;
+    t[0] = tag;
+    t[1] = off;
+    t[2] = len;
+    return 1;
+}
+
+/* Decimal text of integers into room already reserved (20 digits and a sign
+ * at most), two digits at a time; each returns the end of what it wrote. */
+static const char DIGIT_PAIRS[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static inline char *write_uint(char *w, uint64_t v, int negative) {
+    if (negative) *w++ = '-';
+    int n = 1; /* the digits, written from the last pair back */
+    for (uint64_t p = 10; n < 20 && v >= p; p *= 10) n++;
+    char *d = w + n;
+    while (v >= 100) {
+        d -= 2;
+        memcpy(d, DIGIT_PAIRS + 2 * (v % 100), 2);
+        v /= 100;
+    }
+    if (v >= 10) memcpy(d - 2, DIGIT_PAIRS + 2 * v, 2);
+    else d[-1] = (char)('0' + v);
+    return w + n;
+}
+
+static inline char *write_int(char *w, int64_t v) {
+    return v < 0 ? write_uint(w, (uint64_t)0 - (uint64_t)v, 1) : write_uint(w, (uint64_t)v, 0);
+}
+
+#endif

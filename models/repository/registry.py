@@ -1,0 +1,93 @@
+"""What a file format contributes to Profscope: the base class of the source
+registry.
+
+Each format is one module under `models/formats/` holding a `Format`
+subclass: how it recognises a file (by name and content), the host name the
+file gives, the tools it offers, and how it produces each tool's result.
+`profscope.models.formats.FORMATS` lists them in the order they are asked; the
+repository, window, command line, report and error messages ask that list
+and nothing else, so a new format touches one module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from profscope.models.core.task import ProfileError, TaskState
+
+# Tool names, as XProf's GetSessionToolData knows them.
+MEMORY_PROFILE = "memory_profile"
+TRACE_VIEWER = "trace_viewer"
+KERNEL_STATS = "kernel_stats"
+OP_STATS = "op_stats"
+OVERVIEW = "overview"
+# Every tool in the order the window and `profscope sessions` list them.
+TOOLS = (MEMORY_PROFILE, TRACE_VIEWER, KERNEL_STATS, OP_STATS, OVERVIEW)
+# Tools computed from a host's timeline (profscope.models.analysis.trace_stats), whatever its format.
+TIMELINE_TOOLS = (KERNEL_STATS, OP_STATS, OVERVIEW)
+
+
+def strip_suffix(name: str, suffixes: tuple[str, ...]) -> str | None:
+    """The name without the longest of the suffixes it ends in (a host name
+    from a file name), or None when it ends in none or is only the suffix."""
+    for suffix in sorted(suffixes, key=len, reverse=True):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return None
+
+
+class Format:
+    """One kind of input file. Subclasses set the attributes and override the
+    producers of the tools they offer; `files` is always the list of a host's
+    paths of this format, in name order."""
+
+    name = ""          # short id: `profscope formats`, error messages
+    title = ""         # what it is (the README table's first column)
+    where = ""         # where Profscope finds it (the README table's second column)
+    patterns: tuple[str, ...] = ()  # file name patterns for the window's open dialog
+    tools: tuple[str, ...] = ()
+    combines_hosts = False  # a session's hosts can share one timeline (host "")
+    # When a host has files of several formats offering a tool, the lowest
+    # rank serves it (an XSpace's memory profile before a derived one).
+    rank = 10
+
+    # ---------------------------------------------------------- recognition
+
+    def host_in_folder(self, path: Path) -> str | None:
+        """The host of a file met while scanning a folder, or None when the
+        file is not of this format. Cheap: name first, then a look at the
+        file's start; never raises."""
+        return None
+
+    def lone_file(self, path: Path) -> tuple[str, str] | None:
+        """(session, host) of a file opened on its own, or None when it is not
+        of this format. A file named as in a session folder belongs to a
+        session named after its folder. May raise ProfileError when the file
+        is of this format but unusable, with the reason."""
+        host = self.host_in_folder(path)
+        return None if host is None else (path.parent.name, host)
+
+    def why_not(self, path: Path) -> None:
+        """Asked when no format took a lone file: raises ProfileError with the
+        reason it is not of this format when its name suggests it is."""
+
+    # ---------------------------------------------------------- tools
+
+    def steps(self, files: list[Path]) -> list[str]:
+        """The steps a host's timeline can be chosen by (event file tags)."""
+        return []
+
+    def memory_profile(self, files: list[Path], host: str, task: TaskState):
+        """A profscope.models.data.memory_profile.MemoryProfileData."""
+        raise ProfileError(f"{self.title} has no memory profile")
+
+    def timeline(self, hosts: list[tuple[str, list[Path]]], step: str, task: TaskState):
+        """A profscope.models.data.timeline.Timeline of one host, or of several when
+        combines_hosts (a session's all-hosts view)."""
+        raise ProfileError(f"{self.title} has no timeline")
+
+    def chrome_trace(self, files: list[Path], host: str, step: str, task: TaskState) -> bytes | Iterable[bytes]:
+        """The trace_viewer tool's JSON (Chrome trace-event format), whole or
+        as chunks written as they are made."""
+        raise ProfileError(f"{self.title} has no trace_viewer export")

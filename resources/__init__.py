@@ -1,0 +1,1 @@
+"""Package data: the application icon, and the bundled sample log dir (read with importlib.resources)."""

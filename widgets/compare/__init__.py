@@ -1,0 +1,1 @@
+"""The Compare tab: baseline against candidate tables, overlaid timelines and memory."""

@@ -1,0 +1,1 @@
+"""The HParams tab: session groups table, filters, parallel coordinates, scatter matrix, curves."""

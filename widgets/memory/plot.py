@@ -1,0 +1,648 @@
+"""Memory over time for one allocator: stack and heap stacked, free memory,
+fragmentation on a right axis, the peak marked.
+
+Every snapshot is kept. Each series has a min/max pyramid (PeakPyramid),
+built in the worker that loads the profile (prepare_series); each frame
+paints the grid, the areas and the lines into one pixel buffer
+(SeriesCanvas), per pixel column the exact min..max of the samples there,
+so a peak of one snapshot shows at any zoom and a frame costs the same for
+a thousand snapshots or five million.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QImage
+from PySide6.QtWidgets import QGraphicsItem
+
+from profscope.models.data.memory_profile import AllocatorProfile, MemoryProfileData
+from profscope.models.core.task import TaskState
+from profscope.models.core.units import byte_unit, format_bytes, time_unit
+from profscope.widgets.palette import Scheme, follow, style_plot
+
+STACK_COLOR = QColor(251, 140, 0)
+HEAP_COLOR = QColor(30, 136, 229)
+FREE_COLOR = QColor(67, 160, 71)
+FRAG_COLOR = QColor(142, 36, 170)
+PEAK_COLOR = QColor(229, 57, 53)
+LINE_COLORS = {"fragmentation": FRAG_COLOR, "in_use": HEAP_COLOR, "stack": STACK_COLOR, "free": FREE_COLOR}
+# Pixel codes of the canvas (a colour table maps them): 0 the background,
+# 1-2 the number of areas over it (heap, then stack on it; 1 is the stack's
+# when the heap is hidden); 4 + that for the fragmentation line under them
+# (its axis lies behind the others, as its own ViewBox did); 8-10 a line on
+# top, drawn in this order (free memory's dashes end on top); plus 16 times
+# the grid level over the pixel.
+HEAP_AREA, BOTH_AREAS = 1, 2
+FRAG_LINE = 4
+LINE_CODES = {"in_use": 8, "stack": 9, "free": 10}
+GRID_ALPHA = 51  # as pyqtgraph's showGrid(alpha=0.2)
+
+
+def _decimals(spacing: float) -> int:
+    return max(0, min(6, int(np.ceil(-np.log10(spacing))))) if spacing > 0 else 0
+
+
+class _TickAxis(pg.AxisItem):
+    """An axis whose labels use one unit, chosen from the major ticks, for
+    every tick level (and for its title, set only when the unit changes)."""
+
+    def __init__(self, orientation):
+        super().__init__(orientation)
+        self.enableAutoSIPrefix(False)
+        self._ticks_key = self._ticks = None
+        self._unit = self.unit_for(1.0, [1.0])
+        self.setLabel(self.title(self._unit[1]))  # its room is kept from the start: a unit change moves nothing
+
+    def tickValues(self, minVal, maxVal, size):
+        # Asked twice a frame, by the axis and by the plot's grid: computed once.
+        key = (minVal, maxVal, size)
+        if key != self._ticks_key:
+            self._ticks_key, self._ticks = key, super().tickValues(minVal, maxVal, size)
+            if self._ticks and self._ticks[0][1]:
+                unit = self.unit_for(*self._ticks[0])
+                if unit != self._unit:
+                    self._unit = unit
+                    self.setLabel(self.title(unit[1]))
+        return self._ticks
+
+    def grid_ticks(self) -> list[tuple[float, list[float]]]:
+        """The tick levels the axis draws at its current range and length."""
+        length = (self.width() if self.orientation in ("bottom", "top") else self.height()) + 2
+        return self.tickValues(self.range[0], self.range[1], length) if length > 2 else []
+
+    def tickStrings(self, values, scale, spacing):
+        size = self._unit[0]
+        digits = _decimals(spacing / size)
+        return [f"{v / size:.{digits}f}" for v in values]
+
+
+class TimeAxis(_TickAxis):
+    """Picosecond values shown in the unit that suits the tick spacing."""
+
+    @staticmethod
+    def unit_for(spacing, values):
+        return time_unit(spacing * 10)
+
+    @staticmethod
+    def title(unit):
+        return f"time ({unit})"
+
+
+class BytesAxis(_TickAxis):
+    """Byte values shown in KiB / MiB / GiB."""
+
+    @staticmethod
+    def unit_for(spacing, values):
+        return byte_unit(max(abs(v) for v in values))
+
+    @staticmethod
+    def title(unit):
+        return f"memory ({unit})"
+
+
+class PeakPyramid:
+    """Min/max levels of series sampled together (one column each), for the
+    exact minimum and maximum of any range of samples (every peak is kept at
+    any zoom).
+
+    Level j holds, for each whole block of 2**j samples, its minimum and
+    maximum; level 0 is the samples themselves. A range is covered as in an
+    iterative segment tree, by at most two blocks per level: at level j block
+    ceil(start / 2**j) when that is odd and block floor(stop / 2**j) - 1 when
+    that is even, while ceil(start / 2**j) < floor(stop / 2**j). Those are found for every range and
+    level at once, so a frame's few thousand ranges cost a few numpy calls.
+    Float32: a pixel row is far coarser than its rounding, and 5M samples of
+    4 series take 240 MB instead of 480.
+    """
+
+    def __init__(self, columns: np.ndarray):
+        """columns: samples x series (or one series), without NaN."""
+        v = np.asarray(columns, np.float32)
+        self.leaves = v[:, None] if v.ndim == 1 else v
+        n, width = self.leaves.shape
+        sizes = [n >> j for j in range(1, max(n.bit_length(), 1))]
+        self.offsets = np.cumsum([0, 0] + sizes)[:-1]  # of level j in `blocks` (level 0: the leaves)
+        # Per block its minimum and its negated maximum, so that one gather and one
+        # minimum give both; the last row (+inf) stands for "no block".
+        self.blocks = np.empty((sum(sizes) + 1, 2, width), np.float32)
+        self.blocks[-1] = np.inf
+        if not sizes:
+            return
+        level = self.blocks[:sizes[0]]
+        np.minimum(self.leaves[:2 * sizes[0]:2], self.leaves[1:2 * sizes[0]:2], out=level[:, 0])
+        np.maximum(self.leaves[:2 * sizes[0]:2], self.leaves[1:2 * sizes[0]:2], out=level[:, 1])
+        np.negative(level[:, 1], out=level[:, 1])
+        for j, size in enumerate(sizes[1:], 2):  # -max(a, b) = min(-a, -b): one ufunc for both halves
+            below, level = level, self.blocks[self.offsets[j]:self.offsets[j] + size]
+            np.minimum(below[:2 * size:2], below[1:2 * size:2], out=level)
+
+    def __len__(self) -> int:
+        return len(self.leaves)
+
+    def max(self, column: int = 0) -> float:
+        """The largest sample of a column (0 without samples)."""
+        return float(self.ranges(np.zeros(1, np.int64), np.array([len(self)]))[1][0, column]) if len(self) else 0.0
+
+    def ranges(self, start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Minimum and maximum of samples [start, stop) of each column, one row per
+        range (+inf / -inf for empty ranges)."""
+        start, stop = np.asarray(start, np.int64), np.asarray(stop, np.int64)
+        levels = min(int(max(int((stop - start).max(initial=0)), 1)).bit_length() + 1, len(self.offsets))
+        j = np.arange(levels)[:, None]
+        lo, hi = -(-start >> j), stop >> j  # ceil(start / 2**j), floor(stop / 2**j)
+        open_ = lo < hi
+        take = np.stack([open_ & (lo & 1 == 1), open_ & (hi & 1 == 1)])  # [side, level, range]
+        index = np.stack([lo, hi - 1])
+        # np.take: 5x faster than fancy indexing. Level 0 from the leaves:
+        leaves = np.take(self.leaves, np.where(take[:, 0], index[:, 0], 0), axis=0)  # [side, range, column]
+        t = take[:, 0, :, None]
+        vmin = np.where(t, leaves, np.inf).min(axis=0)
+        vmax = np.where(t, leaves, -np.inf).max(axis=0)
+        if levels > 1:  # the others from the blocks, reduced over (side, level) in one contiguous pass
+            k = np.where(take[:, 1:], index[:, 1:] + self.offsets[1:levels, None], len(self.blocks) - 1)
+            both = np.take(self.blocks, k.reshape(-1, k.shape[-1]), axis=0).min(axis=0)  # [range, min/-max, column]
+            np.minimum(vmin, both[:, 0], out=vmin)
+            np.maximum(vmax, -both[:, 1], out=vmax)
+        return vmin, vmax
+
+
+@dataclass
+class PlotSeries:
+    """What the plot draws for one allocator: its series, as the columns of
+    one pyramid. Built with the profile in the worker job (prepare_series), so
+    showing or switching an allocator costs the GUI thread nothing."""
+
+    time_ps: np.ndarray
+    names: list[str]  # the pyramid's columns: in_use (stack + heap), fragmentation (%), stack, free
+    pyramid: PeakPyramid
+
+    def has(self, name: str) -> bool:
+        return name in self.names
+
+    def max(self, name: str) -> float:
+        return self.pyramid.max(self.names.index(name))
+
+
+def plot_series(profile: AllocatorProfile) -> PlotSeries:
+    tl = profile.timeline
+    names = ["in_use", "fragmentation"]
+    if tl.stack.any():  # most allocators never reserve stack: no empty area
+        names.append("stack")
+    if tl.free.any():
+        names.append("free")
+    # Written straight into the pyramid's float32 rows (5M snapshots: no temporary 40 MB columns).
+    columns = np.empty((len(tl), len(names)), np.float32)
+    np.add(tl.stack, tl.heap, out=columns[:, 0], casting="unsafe")
+    frag = columns[:, 1]
+    np.multiply(tl.fragmentation, 100, out=frag, casting="unsafe")
+    np.copyto(frag, 0, where=np.isnan(frag))  # a NaN would poison every level above it
+    for k, name in enumerate(names[2:], 2):
+        columns[:, k] = getattr(tl, name)
+    return PlotSeries(time_ps=tl.time_ps, names=names, pyramid=PeakPyramid(columns))
+
+
+def prepare_series(data: MemoryProfileData | None, task: TaskState | None = None) -> dict[str, PlotSeries]:
+    """The plot series of every allocator, for MemoryView.set_profile."""
+    out = {}
+    if data is not None:
+        for memory_id, profile in data.allocators.items():
+            if task is not None:
+                task.raise_if_cancelled()
+            out[memory_id] = plot_series(profile)
+    return out
+
+
+class SeriesCanvas(pg.GraphicsObject):
+    """The grid, the stacked areas and the lines, painted into one numpy pixel
+    buffer per frame (like the timeline canvas) and drawn as one image under
+    the plot's markers. Per pixel column each series spans the min..max of
+    the samples in effect there (the value at the column's left edge
+    included, so steps join up), read from its pyramid.
+
+    A child of the ViewBox (its pixels, not data coordinates). pyqtgraph's
+    filled curves and grid cost 40-100 ms a frame offscreen; this ~2-4 ms.
+    """
+
+    def __init__(self, plot: "MemoryPlot"):
+        vb = plot.plot.getViewBox()
+        super().__init__(vb)
+        self.plot, self.vb = plot, vb
+        self.setZValue(-1)  # below the ViewBox's data items (markers, lines, region)
+        self._key = None
+        self._pixels = self._image = None
+        self._rows = None
+        vb.sigXRangeChanged.connect(self.redraw)
+        vb.sigYRangeChanged.connect(self.redraw)
+        vb.sigResized.connect(self._resized)
+
+    def redraw(self, *_args) -> None:
+        self.update()
+
+    def _resized(self, *_args) -> None:
+        self.prepareGeometryChange()
+        self.update()
+
+    def boundingRect(self) -> QRectF:
+        return QRectF(0, 0, self.vb.width(), self.vb.height())
+
+    def paint(self, p, *_args) -> None:
+        w, h = int(self.vb.width()), int(self.vb.height())
+        if w <= 0 or h <= 0:
+            return
+        (x0, x1), (y0, y1) = self.vb.viewRange()
+        key = (w, h, x0, x1, y0, y1, self.plot.draw_key())
+        if key != self._key:  # hovering repaints bits of the plot: reuse the frame
+            self._pixels, colors = self.render(w, h, x0, x1, y0, y1)
+            # 8-bit codes and their colour table: Qt maps them while drawing, 4x faster than in numpy.
+            self._image = QImage(self._pixels.data, w, h, w, QImage.Format_Indexed8)
+            self._image.setColorTable(colors.tolist())
+            self._key = key
+        p.drawImage(QPointF(0, 0), self._image)
+
+    # ------------------------------------------------------------ one frame
+
+    def render(self, w: int, h: int, x0: float, x1: float, y0: float, y1: float) -> tuple[np.ndarray, np.ndarray]:
+        """The data area for the view x0..x1, y0..y1: a code per pixel (h x w,
+        see HEAP_AREA) and the ARGB colour of each code. The areas are
+        whole-array uint8 operations; the lines, usually a few pixels per
+        column, are written at their flat indices."""
+        plot = self.plot
+        if self._rows is None or len(self._rows) != h:
+            self._rows = np.arange(h, dtype=np.int16)[:, None]
+        code = None
+        s, layers = plot.series, plot.visible_layers()
+        if s is not None and len(s.time_ps) and layers and x1 > x0:
+            lo, hi, shown = _columns(s.time_ps, x0, x1, w)
+            k = [s.names.index(name) for name, _ in layers]
+            vmin, vmax = s.pyramid.ranges(np.where(shown, lo, 0), np.where(shown, hi + 1, 0))
+            # Rows of every layer's max and min at once: [max/min, column, layer].
+            ya, yb = np.array([r for _, r in layers]).T
+            rows = _row(np.stack([vmax[:, k], vmin[:, k]]), ya, yb, h)
+            rows[:, ~shown] = np.array([h + 1, -1], np.int16)[:, None, None]  # nothing where the series is not
+            spans = {name: (rows[0, :, i], rows[1, :, i]) for i, (name, _) in enumerate(layers)}
+            # The areas from the values down to zero. The stack's lies within the heap's
+            # (stack + heap >= stack), so the number of areas over a pixel says which:
+            # 1 the heap's (or the stack's alone, the heap hidden: see lut), 2 both.
+            base = int(_row(0.0, y0, y1, h))
+            for name in ("in_use", "stack"):
+                if name in spans:
+                    area = (self._rows >= spans[name][0]).view(np.uint8)
+                    if base < h - 1:
+                        area &= (self._rows <= base).view(np.uint8)
+                    code = area if code is None else code + area
+            if code is None:
+                code = np.zeros((h, w), np.uint8)
+            flat = code.reshape(-1)
+            for name in ("fragmentation", "in_use", "stack", "free"):  # the later line wins
+                if name not in spans:
+                    continue
+                top, bottom = spans[name]
+                value = FRAG_LINE if name == "fragmentation" else LINE_CODES[name]
+                if name != "free" and int(np.maximum(bottom - top + 1, 0).sum()) > h * w // 8:
+                    # Tall runs (noise at a wide zoom): whole-array operations are cheaper.
+                    on = ((self._rows >= top) & (self._rows <= bottom)).view(np.uint8)
+                    if value == FRAG_LINE:
+                        code += on * np.uint8(FRAG_LINE)
+                    else:
+                        np.maximum(code, on * np.uint8(value), out=code)
+                    continue
+                pixels, along = _span_pixels(top, bottom, w, h)
+                if name == "free":  # Qt's DashLine: 4 on, 2 off along the line
+                    pixels = pixels[along % 6 < 4]
+                if value == FRAG_LINE:
+                    flat[pixels] += np.uint8(FRAG_LINE)
+                else:
+                    flat[pixels] = value
+        if code is None:
+            code = np.zeros((h, w), np.uint8)
+        alphas = self._grid(code, x0, x1, y0, y1)
+        return code, plot.lut(alphas)
+
+    def _grid(self, code: np.ndarray, x0, x1, y0, y1) -> list[float]:
+        """Marks grid lines in the codes (their level times 16) and returns each
+        level's alpha, as pyqtgraph draws a grid of opacity GRID_ALPHA: fainter
+        for minor ticks and for dense ones."""
+        h, w = code.shape
+        alphas = []
+        for axis, n, a, b in ((self.plot.plot.getAxis("bottom"), w, x0, x1),
+                              (self.plot.plot.getAxis("left"), h, y1, y0)):
+            length = (axis.width() if axis.orientation == "bottom" else axis.height()) + 2
+            for i, (_spacing, values) in enumerate(axis.grid_ticks()):
+                if len(alphas) == 15 or not values or b == a:
+                    continue
+                alpha = 255 / (i + 1) * GRID_ALPHA / 255 * min(max(0.05 * length / (len(values) + 1), 0.0), 1.0)
+                pos = np.floor((np.asarray(values) - a) / (b - a) * n).astype(np.int64)
+                pos = pos[(pos >= 0) & (pos < n)]
+                alphas.append(alpha)
+                level = np.uint8(len(alphas) << 4)
+                if axis.orientation == "bottom":
+                    code[:, pos] = (code[:, pos] & 15) | level
+                else:
+                    code[pos] = (code[pos] & 15) | level
+        return alphas
+
+
+def _descendants(item) -> list:
+    out = []
+    for child in item.childItems():
+        out += [child, *_descendants(child)]
+    return out
+
+
+def _lut_colors(scheme: Scheme, heap_fill: QColor, stack_fill: QColor, lines: dict[str, QColor]):
+    """RGB of each pixel code without grid (16 x 3), the grid's colour, and the
+    two codes that change when the heap is hidden (codes, their colours then)."""
+    rgb = lambda c: np.array([c.red(), c.green(), c.blue()], np.float64)  # noqa: E731
+    over = lambda c, under: under + (rgb(c) - under) * (c.alpha() / 255)  # noqa: E731
+    base = np.repeat(rgb(scheme.base)[None], 16, axis=0)
+    for under in (0, FRAG_LINE):
+        if under:
+            base[under] = rgb(lines["fragmentation"])
+        base[under + HEAP_AREA] = over(heap_fill, base[under])
+        base[under + BOTH_AREAS] = over(stack_fill, base[under + HEAP_AREA])
+    for name, code in LINE_CODES.items():
+        base[code] = rgb(lines[name])
+    alone = [HEAP_AREA, FRAG_LINE + HEAP_AREA]
+    return base, rgb(scheme.shade(0.41)), (alone, [over(stack_fill, base[c - HEAP_AREA]) for c in alone])
+
+
+def _columns(time_ps: np.ndarray, x0: float, x1: float, w: int):
+    """Per pixel column of x0..x1, the first and last sample in effect in it
+    (the one at its left edge, then every sample up to its right edge), and
+    whether the series is drawn there (from the first sample's column to the
+    last sample's)."""
+    edges = x0 + (x1 - x0) / w * np.arange(w + 1)
+    # Integer edges when times are integers: float ones would make searchsorted cast every time.
+    if time_ps.dtype.kind in "iu":
+        info = np.iinfo(time_ps.dtype)
+        edges = np.floor(np.clip(edges, float(info.min), float(info.max) / 2)).astype(time_ps.dtype)
+    at = np.searchsorted(time_ps, edges, side="right") - 1
+    lo, hi = np.maximum(at[:-1], 0), at[1:]
+    shown = (hi >= 0) & (edges[:-1] <= time_ps[-1])
+    return lo, np.maximum(hi, 0), shown
+
+
+def _row(v, y0, y1, h: int):
+    """Pixel rows (0 at the top; -1 and h + 1 beyond the edges) of values on
+    the view y0..y1 (floats, or arrays broadcast against v)."""
+    span = np.asarray(y1, np.float64) - y0
+    scale = h / np.where(span != 0, span, 1.0)
+    return np.clip(np.floor((y1 - np.asarray(v, np.float64)) * scale), -1, h + 1).astype(np.int16)
+
+
+def _span_pixels(top: np.ndarray, bottom: np.ndarray, w: int, h: int) -> tuple[np.ndarray, np.ndarray]:
+    """Flat indices (row * w + column) of the pixels from row top to row bottom
+    of each column, clipped to the h rows, and each one's distance along the
+    line (one pixel across, then down the column: for dashes)."""
+    top, bottom = np.maximum(top, 0), np.minimum(bottom, h - 1)
+    cols = np.flatnonzero(top <= bottom)
+    lengths = (bottom[cols] - top[cols] + 1).astype(np.int64)
+    first = np.cumsum(lengths) - lengths
+    run = np.arange(int(lengths.sum()))
+    # Within each column's run: start row plus the position in the run.
+    rows = np.repeat(top[cols].astype(np.int64) - first, lengths) + run
+    return rows * w + np.repeat(cols, lengths), run + np.repeat(cols, lengths)
+
+
+class MemoryPlot(pg.GraphicsLayoutWidget):
+    """Signals carry timeline indices of the allocator shown.
+
+    The series are drawn by a SeriesCanvas; the curve items below hold only
+    their pens and brushes, for the legend (clicking an entry hides its
+    series) and for what is visible.
+    """
+
+    hovered = Signal(int)
+    moment_picked = Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.profile: AllocatorProfile | None = None
+        self.series: PlotSeries | None = None
+        self._version = 0  # bumped when the data or the colours change
+        self._lut_colors = None
+        self.plot = self.addPlot(axisItems={"bottom": TimeAxis("bottom"), "left": BytesAxis("left")})
+        # Labels of the finest ticks never fit; laying them out was a quarter of each zoom frame's axis.
+        self.plot.getAxis("bottom").setStyle(maxTextLevel=1)
+        self.plot.setMenuEnabled(False)
+        self.plot.getViewBox().setMouseEnabled(x=True, y=False)  # zoom and pan in time
+        self.legend = self.plot.addLegend(offset=(60, 5))
+        self.heap_curve = self._curve("heap (stacked on stack)")
+        self.stack_curve = self._curve("stack")
+        self.free_curve = self._curve("free")
+        # Fragmentation in % on its own right-hand axis; its ViewBox only scales
+        # that axis (never linked in time: the canvas draws the series).
+        self.frag_view = pg.ViewBox()
+        self.frag_view.setMouseEnabled(x=False, y=False)
+        self.plot.showAxis("right")
+        self.plot.getAxis("right").setLabel("fragmentation (%)")
+        self.plot.scene().addItem(self.frag_view)
+        self.plot.getAxis("right").linkToView(self.frag_view)
+        self.frag_view.setYRange(0, 100)
+        self.frag_curve = self._curve("fragmentation (%)")
+        self.plot.getViewBox().sigResized.connect(self._sync_views)
+        self.canvas = SeriesCanvas(self)
+        # What zooming in time leaves alone is blitted from a cache on each frame:
+        # the byte and fragmentation axes, the axes' titles and the legend (drawn over the data).
+        axes = [self.plot.getAxis(name) for name in ("left", "bottom", "right")]
+        for item in (axes[0], axes[2], *(a.label for a in axes), self.legend, *_descendants(self.legend)):
+            item.setCacheMode(QGraphicsItem.DeviceCoordinateCache)
+        for curve in (self.heap_curve, self.stack_curve, self.free_curve, self.frag_curve):
+            curve.visibleChanged.connect(self.canvas.redraw)
+
+        self.peak_marker = pg.ScatterPlotItem(size=11, symbol="o")
+        self.peak_label = pg.TextItem(anchor=(0.5, 1.2))
+        self.moment_line = pg.InfiniteLine(angle=90)
+        self.hover_line = pg.InfiniteLine(angle=90)
+        self.lifetime = pg.LinearRegionItem(movable=False, brush=pg.mkBrush(255, 193, 7, 70), pen=pg.mkPen(255, 160, 0))
+        for item in (self.lifetime, self.peak_marker, self.peak_label, self.moment_line, self.hover_line):
+            self.plot.addItem(item, ignoreBounds=True)
+        for item in (self.peak_marker, self.peak_label):
+            item.setZValue(1)  # over the moment line, which sits on the peak until a moment is picked
+        self.lifetime.hide()
+        self.moment_line.hide()
+        self.hover_line.hide()
+        self.plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self.plot.scene().sigMouseClicked.connect(self._on_mouse_clicked)
+        follow(self, self._apply_scheme)
+
+    def _curve(self, name):
+        # Only in the legend: items in the ViewBox would be told of every zoom step.
+        curve = pg.PlotDataItem()
+        self.legend.addItem(curve, name)
+        return curve
+
+    def _apply_scheme(self, scheme: Scheme) -> None:
+        """Background, axes, legend and series in the palette's colours."""
+        self.setBackground(scheme.base)
+        style_plot(self.plot, scheme)
+        fills = {}
+        for curve, color, fill, style in ((self.heap_curve, HEAP_COLOR, True, Qt.SolidLine),
+                                          (self.stack_curve, STACK_COLOR, True, Qt.SolidLine),
+                                          (self.free_curve, FREE_COLOR, False, Qt.DashLine)):
+            color = scheme.data(color)
+            curve.setPen(pg.mkPen(color, width=1, style=style))
+            if fill:
+                fill_color = QColor(color)
+                fill_color.setAlpha(150 if not scheme.dark else 120)
+                curve.setFillLevel(0)
+                curve.setBrush(fill_color)
+                fills[curve] = fill_color
+        self.frag_curve.setPen(pg.mkPen(scheme.data(FRAG_COLOR), width=1))
+        peak = scheme.data(PEAK_COLOR)
+        self.peak_marker.setBrush(pg.mkBrush(peak))
+        self.peak_marker.setPen(pg.mkPen(scheme.base))
+        self.peak_label.setColor(peak)
+        self.moment_line.setPen(pg.mkPen(scheme.shade(0.76), width=1.5))
+        self.hover_line.setPen(pg.mkPen(scheme.shade(0.41), style=Qt.DotLine))
+        self._lut_colors = _lut_colors(scheme, fills[self.heap_curve], fills[self.stack_curve],
+                                       {name: scheme.data(c) for name, c in LINE_COLORS.items()})
+        self._changed()
+
+    def _changed(self) -> None:
+        self._version += 1
+        self.canvas.redraw()
+
+    # ------------------------------------------------------------ what the canvas draws
+
+    def visible_layers(self) -> list[tuple[str, tuple[float, float]]]:
+        """(name, y range of its axis) of each series shown."""
+        s = self.series
+        if s is None:
+            return []
+        y = tuple(self.plot.getViewBox().viewRange()[1])
+        layers = [("in_use", y, self.heap_curve), ("stack", y, self.stack_curve), ("free", y, self.free_curve),
+                  ("fragmentation", tuple(self.frag_view.viewRange()[1]), self.frag_curve)]
+        return [(name, r) for name, r, curve in layers if s.has(name) and curve.isVisible()]
+
+    def draw_key(self) -> tuple:
+        """Changes whenever the canvas must draw anew at the same view."""
+        return (self._version, tuple(self.frag_view.viewRange()[1]),
+                tuple(c.isVisible() for c in (self.heap_curve, self.stack_curve, self.free_curve, self.frag_curve)))
+
+    def lut(self, alphas: list[float]) -> np.ndarray:
+        """ARGB colour of each pixel code (see SeriesCanvas.render): its series
+        colour, blended with the grid level's alpha above it."""
+        base, grid, (alone, stack_alone) = self._lut_colors
+        if not self.heap_curve.isVisible():  # the one area drawn is the stack's
+            base = base.copy()
+            base[alone] = stack_alone
+        out = np.repeat(base[None], 16, axis=0)  # [grid level, code, rgb]
+        for level, alpha in enumerate(alphas, 1):
+            a = alpha / 255
+            out[level] = base * (1 - a) + grid * a
+        rgb = np.round(out.reshape(256, 3)).astype(np.uint32)
+        return (rgb[:, 0] << 16) | (rgb[:, 1] << 8) | rgb[:, 2] | np.uint32(0xFF000000)
+
+    def _sync_views(self):
+        self.frag_view.setGeometry(self.plot.getViewBox().sceneBoundingRect())
+
+    # ------------------------------------------------------------ data
+
+    def set_profile(self, profile: AllocatorProfile | None, series: PlotSeries | None = None) -> None:
+        """Shows an allocator; `series` are its plot_series when made already
+        (in the worker that loaded it), else they are made here."""
+        self.profile = profile
+        self.lifetime.hide()
+        self.moment_line.hide()
+        if profile is None or not len(profile.timeline):
+            self.series = None
+            self.peak_marker.setData([], [])
+            self.peak_label.setText("")
+            self._changed()
+            return
+        self.series = series if series is not None else plot_series(profile)
+        self.show_free(self.free_is_useful())
+        tl = profile.timeline
+        s = profile.summary
+        i = profile.peak_index
+        self.peak_marker.setData([float(tl.time_ps[i])], [float(s.peak_in_use)])
+        self.peak_label.setText(f"peak {format_bytes(s.peak_in_use)}")
+        self.peak_label.setPos(float(tl.time_ps[i]), float(s.peak_in_use))
+        self._changed()
+        self.reset_zoom()
+
+    def has_free(self) -> bool:
+        return self.series is not None and self.series.has("free")
+
+    def free_is_useful(self) -> bool:
+        """Free memory is worth showing when it exists and does not dwarf the usage
+        (a 64 GiB host allocator would flatten a few MiB of heap)."""
+        if not self.has_free():
+            return False
+        return self.series.max("free") <= 4 * max(float(self.profile.summary.peak_in_use), 1.0)
+
+    def show_free(self, visible: bool) -> None:
+        visible = visible and self.has_free()
+        self.free_curve.setVisible(visible)
+        self._set_legend_visible(self.free_curve, visible)
+        self.reset_zoom()
+
+    def _set_legend_visible(self, item, visible: bool) -> None:
+        for sample, label in self.legend.items:
+            if sample.item is item:
+                sample.setVisible(visible)
+                label.setVisible(visible)
+
+    def reset_zoom(self) -> None:
+        if self.series is None:
+            return
+        tl = self.profile.timeline
+        top = self.series.max("in_use")
+        if self.free_curve.isVisible():
+            top = max(top, self.series.max("free"))
+        lo, hi = float(tl.time_ps[0]), float(tl.time_ps[-1])
+        pad = (hi - lo) * 0.02 or 1.0
+        self.plot.setXRange(lo - pad, hi + pad, padding=0)
+        self.plot.setYRange(0, top * 1.12 or 1.0, padding=0)
+
+    def zoom_to(self, start_ps: float, end_ps: float) -> None:
+        """Shows a time range (a step) with a little margin."""
+        pad = (end_ps - start_ps) * 0.05 or 1e6
+        self.plot.setXRange(start_ps - pad, end_ps + pad, padding=0)
+
+    def mark_moment(self, index: int | None) -> None:
+        if self.profile is None or index is None or index < 0:
+            self.moment_line.hide()
+            return
+        self.moment_line.setValue(float(self.profile.timeline.time_ps[index]))
+        self.moment_line.show()
+
+    def mark_lifetime(self, start: int, end: int) -> None:
+        """Shades an allocation's life between timeline indices (end -1: never freed)."""
+        if self.profile is None or start < 0:
+            self.lifetime.hide()
+            return
+        t = self.profile.timeline.time_ps
+        stop = t[end] if end >= 0 else t[-1]
+        self.lifetime.setRegion((float(t[start]), float(stop)))
+        self.lifetime.show()
+
+    # ------------------------------------------------------------ mouse
+
+    def _index_at(self, scene_pos) -> int | None:
+        vb = self.plot.getViewBox()
+        if self.profile is None or not len(self.profile.timeline) or not vb.sceneBoundingRect().contains(scene_pos):
+            return None
+        x = vb.mapSceneToView(scene_pos).x()
+        return self.profile.index_at_time(x)
+
+    def _on_mouse_moved(self, pos) -> None:
+        i = self._index_at(pos)
+        if i is None:
+            self.hover_line.hide()
+            return
+        self.hover_line.setValue(float(self.profile.timeline.time_ps[i]))
+        self.hover_line.show()
+        self.hovered.emit(i)
+
+    def _on_mouse_clicked(self, event) -> None:
+        if event.button() != Qt.LeftButton or event.double():
+            return
+        i = self._index_at(event.scenePos())
+        if i is not None:
+            self.moment_picked.emit(i)

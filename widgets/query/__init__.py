@@ -1,0 +1,1 @@
+"""The Query tab: SQL editor, result table and chart."""

@@ -1,0 +1,1 @@
+"""The Statistics tab: overview, kernel and operator statistics of a trace."""
