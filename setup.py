@@ -7,7 +7,7 @@ import numpy
 from setuptools import Extension, setup
 
 EXTENSIONS = [  # (module, source, what it does)
-    ("profscope.models.formats._protowire", "models/formats/_protowire.c"),  # protobuf wire decoding
+    ("profscope.models.core._protowire", "models/core/_protowire.c"),  # protobuf wire decoding
     ("profscope.models.core._tfrecord", "models/core/_tfrecord.c"),  # TFRecord framing, CRC-32C
     ("profscope.models.data._lanes", "models/data/_lanes.c"),  # lane packing
     ("profscope.models.data._nesting", "models/data/_nesting.c"),  # parents by time containment

@@ -74,7 +74,7 @@ def step_events(step: int, t0_ns: int, corr0: int, ext0: int, rng: random.Random
   }}''')
         if k % 2 == 0:
             t += r(1_000, 4_000)
-            out.append(f'''  {{
+            out.append(f"""  {{
     "ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": {pid}, "tid": {tid},
     "ts": {_ts(t)}, "dur": {_ts(r(3_000, 9_000))},
     "args": {{
@@ -85,7 +85,7 @@ def step_events(step: int, t0_ns: int, corr0: int, ext0: int, rng: random.Random
   {{
     "ph": "s", "id": {corr}, "pid": {pid}, "tid": {tid}, "ts": {_ts(t)},
     "cat": "ac2g", "name": "ac2g"
-  }}''')
+  }}""")
             kt = t + r(5_000, 400_000)
             out.append(f'''  {{
     "ph": "X", "cat": "kernel", "name": "{KERNELS[(k // 2) % len(KERNELS)]}", "pid": 0, "tid": 7,
@@ -109,14 +109,14 @@ def step_events(step: int, t0_ns: int, corr0: int, ext0: int, rng: random.Random
   }}''')
             corr += 1
         if k % 4 == 1:
-            out.append(f'''  {{
+            out.append(f"""  {{
     "ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]",
     "pid": {pid}, "tid": {tid},
     "ts": {_ts(t + 1)},
     "args": {{
       "Total Reserved": 2097152, "Total Allocated": {r(1 << 20, 1 << 34)}, "Bytes": {(1 if k % 8 == 1 else -1) * 4 * rows * cols}, "Addr": {139822469890048 + 512 * r(0, 1 << 24)}, "Device Type": 1, "Device Id": 0
     }}
-  }}''')
+  }}""")
         ext += 1
     return out, t + r(100_000, 2_000_000), corr, ext
 
@@ -125,11 +125,15 @@ def generate(path: Path, size_mb: float) -> None:
     """Writes a Kineto-shaped trace of about size_mb MB, and path + '.gz'."""
     target = int(size_mb * 1e6)
     with open(path, "w") as f:
-        f.write('{\n  "schemaVersion": 1,\n  "deviceProperties": [\n    {\n      "id": 0, "name": "NVIDIA A100-SXM4-40GB", '
-                '"totalGlobalMem": 42505273344\n    }\n  ],\n  "distributedInfo": {"backend": "nccl", "rank": 0, '
-                '"world_size": 8},\n  "traceEvents": [\n')
-        f.write('  {\n    "name": "process_name", "ph": "M", "ts": 1692828483620955.123, "pid": 1234, "tid": 0,\n'
-                '    "args": {\n      "name": "python"\n    }\n  }')
+        f.write(
+            '{\n  "schemaVersion": 1,\n  "deviceProperties": [\n    {\n      "id": 0, "name": "NVIDIA A100-SXM4-40GB", '
+            '"totalGlobalMem": 42505273344\n    }\n  ],\n  "distributedInfo": {"backend": "nccl", "rank": 0, '
+            '"world_size": 8},\n  "traceEvents": [\n'
+        )
+        f.write(
+            '  {\n    "name": "process_name", "ph": "M", "ts": 1692828483620955.123, "pid": 1234, "tid": 0,\n'
+            '    "args": {\n      "name": "python"\n    }\n  }'
+        )
         written, step, t, corr, ext = 0, 0, 1_692_828_483_620_955_123, 1, 1
         rng = random.Random(1)
         while written < target:
@@ -138,14 +142,16 @@ def generate(path: Path, size_mb: float) -> None:
             f.write(text)
             written += len(text)
             step += 1
-        f.write('\n],\n  "traceName": "bench.pt.trace.json",\n  "displayTimeUnit": "ms",\n'
-                '  "baseTimeNanoseconds": 1692828000000000000\n}\n')
+        f.write(
+            '\n],\n  "traceName": "bench.pt.trace.json",\n  "displayTimeUnit": "ms",\n'
+            '  "baseTimeNanoseconds": 1692828000000000000\n}\n'
+        )
     with open(path, "rb") as src, gzip.open(str(path) + ".gz", "wb", compresslevel=6) as dst:
         while block := src.read(16 << 20):
             dst.write(block)
 
 
-MEASURE = r'''
+MEASURE = r"""
 import sys, time, zlib, json
 sys.path.insert(0, ROOT)
 kind, path = sys.argv[1], sys.argv[2]
@@ -192,18 +198,25 @@ for line in open("/proc/self/status"):
     if line.startswith("VmHWM:"):
         hwm = int(line.split()[1]) * 1024
 print(json.dumps({"seconds": elapsed, "rss": hwm, "events": events}))
-'''
+"""
 
 
 def measure(kind: str, path: Path, runs: int) -> dict:
     results = []
     for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", MEASURE.replace("ROOT", repr(str(ROOT))), kind, str(path)],
-                             check=True, capture_output=True, text=True)
+        out = subprocess.run(
+            [sys.executable, "-c", MEASURE.replace("ROOT", repr(str(ROOT))), kind, str(path)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         results.append(json.loads(out.stdout))
-    return {"seconds": statistics.median(r["seconds"] for r in results),
-            "best": min(r["seconds"] for r in results),
-            "rss": max(r["rss"] for r in results), "events": results[0]["events"]}
+    return {
+        "seconds": statistics.median(r["seconds"] for r in results),
+        "best": min(r["seconds"] for r in results),
+        "rss": max(r["rss"] for r in results),
+        "events": results[0]["events"],
+    }
 
 
 def main() -> None:
@@ -229,24 +242,33 @@ def main() -> None:
             print(f"generated {plain} in {time.perf_counter() - t0:.1f} s")
     packed = Path(str(plain) + ".gz")
     size = plain.stat().st_size
-    print(f"{plain.name}: {size / 1e6:,.0f} MB, gzip {packed.stat().st_size / 1e6:,.0f} MB; "
-          f"median (and best) of {args.runs} runs, MB/s of uncompressed JSON")
+    print(
+        f"{plain.name}: {size / 1e6:,.0f} MB, gzip {packed.stat().st_size / 1e6:,.0f} MB; "
+        f"median (and best) of {args.runs} runs, MB/s of uncompressed JSON"
+    )
     rows = [("plain read", "read", plain)]
     if size <= 300e6:
         rows.append(("json.loads", "json.loads", plain))
-    rows += [("scan_trace .json", "scan", plain), ("zlib inflate alone", "inflate", packed),
-             ("scan_trace .json.gz", "scan", packed)]
+    rows += [
+        ("scan_trace .json", "scan", plain),
+        ("zlib inflate alone", "inflate", packed),
+        ("scan_trace .json.gz", "scan", packed),
+    ]
     found = {}
     for label, kind, path in rows:
         r = measure(kind, path, args.runs)
         found[label] = r
         extra = f"  {r['events']:,} events" if r["events"] else ""
-        print(f"  {label:<22} {r['seconds']:7.2f} s  {size / 1e6 / r['seconds']:6.0f} MB/s "
-              f"(best {size / 1e6 / r['best']:5.0f})  peak RSS {r['rss'] / 2**20:6.0f} MiB{extra}")
+        print(
+            f"  {label:<22} {r['seconds']:7.2f} s  {size / 1e6 / r['seconds']:6.0f} MB/s "
+            f"(best {size / 1e6 / r['best']:5.0f})  peak RSS {r['rss'] / 2**20:6.0f} MiB{extra}"
+        )
     both = measure("two inflates", packed, args.runs)
     speedup = 2 * found["zlib inflate alone"]["seconds"] / both["seconds"]
-    print(f"  two inflates at once on two threads run {speedup:.2f}x as fast as one (2.00: two real cores; "
-          "the gzip pipeline needs them)")
+    print(
+        f"  two inflates at once on two threads run {speedup:.2f}x as fast as one (2.00: two real cores; "
+        "the gzip pipeline needs them)"
+    )
     ratio = found["zlib inflate alone"]["seconds"] / found["scan_trace .json.gz"]["seconds"]
     best = found["zlib inflate alone"]["best"] / found["scan_trace .json.gz"]["best"]
     print(f"  scan_trace .json.gz runs at {ratio:.2f}x (best runs: {best:.2f}x) the speed of inflating alone")

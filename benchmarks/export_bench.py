@@ -60,7 +60,11 @@ def measure(argv: list[str], repeat: int) -> tuple[float, float, float]:
     """Median seconds, highest peak RSS and median CPU seconds of `repeat` processes
     (CPU time moves less than the clock on a shared machine)."""
     runs = [run(argv) for _ in range(repeat)]
-    return statistics.median(t for t, _, _ in runs), max(m for _, m, _ in runs), statistics.median(c for _, _, c in runs)
+    return (
+        statistics.median(t for t, _, _ in runs),
+        max(m for _, m, _ in runs),
+        statistics.median(c for _, _, c in runs),
+    )
 
 
 def export(path: Path, tool: str, out: Path, *params: str) -> list[str]:
@@ -70,13 +74,19 @@ def export(path: Path, tool: str, out: Path, *params: str) -> list[str]:
     return argv
 
 
-def report(rows: list[tuple[str, float, float, float]], anchor: tuple[float, float, float], input_bytes: int = 0) -> None:
+def report(
+    rows: list[tuple[str, float, float, float]], anchor: tuple[float, float, float], input_bytes: int = 0
+) -> None:
     """Time, peak RSS and CPU time per row, against the anchor's; with input_bytes also MB/s."""
-    print(f"{'row':<44}{'time':>9}{'x anchor':>10}{'peak RSS':>11}{'x anchor':>10}{'CPU':>9}{'x anchor':>10}"
-          + ("    MB/s" if input_bytes else ""))
+    print(
+        f"{'row':<44}{'time':>9}{'x anchor':>10}{'peak RSS':>11}{'x anchor':>10}{'CPU':>9}{'x anchor':>10}"
+        + ("    MB/s" if input_bytes else "")
+    )
     for name, t, m, c in rows:
         rate = f"{input_bytes / 2**20 / t:8.0f}" if input_bytes else ""
-        print(f"{name:<44}{t:8.2f}s{t / anchor[0]:9.2f}x{m:9.0f}MB{m / anchor[1]:9.2f}x{c:8.2f}s{c / anchor[2]:9.2f}x{rate}")
+        print(
+            f"{name:<44}{t:8.2f}s{t / anchor[0]:9.2f}x{m:9.0f}MB{m / anchor[1]:9.2f}x{c:8.2f}s{c / anchor[2]:9.2f}x{rate}"
+        )
 
 
 def memory_profile_rows(tmp: Path, snapshots: int, repeat: int) -> None:
@@ -84,10 +94,17 @@ def memory_profile_rows(tmp: Path, snapshots: int, repeat: int) -> None:
     generate_in_child("memory_profile_bench", f"{snapshots}, Path({str(pb)!r})")
     print(f"\nMemoryProfile: {snapshots:,} snapshots, {pb.stat().st_size / 2**20:.0f} MB")
     bare = measure([sys.executable, "-c", BARE_MEMORY_PROFILE.format(path=str(pb))], repeat)
-    report([("bare parse (anchor)", *bare),
+    report(
+        [
+            ("bare parse (anchor)", *bare),
             ("export memory_profile, every snapshot", *measure(export(pb, "memory_profile", tmp / "o.json"), repeat)),
-            ("export memory_profile xprof_form=1",
-             *measure(export(pb, "memory_profile", tmp / "o1.json", "xprof_form=1"), repeat))], bare)
+            (
+                "export memory_profile xprof_form=1",
+                *measure(export(pb, "memory_profile", tmp / "o1.json", "xprof_form=1"), repeat),
+            ),
+        ],
+        bare,
+    )
 
 
 def log_memory_rows(tmp: Path, lines: int, repeat: int) -> None:
@@ -96,11 +113,18 @@ def log_memory_rows(tmp: Path, lines: int, repeat: int) -> None:
     size = log.stat().st_size
     print(f"\nLogMemory: {lines:,} memory lines, {size / 2**20:.0f} MB")
     plain = measure([sys.executable, "-c", f"for line in open({str(log)!r}, 'rb'): pass"], repeat)
-    report([("plain line loop (anchor)", *plain),
-            ("export memory_profile xprof_form=1", *measure(export(log, "memory_profile", tmp / "l1.json", "xprof_form=1"),
-                                                           repeat)),
-            ("export memory_profile, every snapshot", *measure(export(log, "memory_profile", tmp / "l.json"), repeat))],
-           plain, size)
+    report(
+        [
+            ("plain line loop (anchor)", *plain),
+            (
+                "export memory_profile xprof_form=1",
+                *measure(export(log, "memory_profile", tmp / "l1.json", "xprof_form=1"), repeat),
+            ),
+            ("export memory_profile, every snapshot", *measure(export(log, "memory_profile", tmp / "l.json"), repeat)),
+        ],
+        plain,
+        size,
+    )
 
 
 def hparams_rows(tmp: Path, sessions: int, repeat: int) -> None:
@@ -109,19 +133,36 @@ def hparams_rows(tmp: Path, sessions: int, repeat: int) -> None:
     request = tmp / "request.json"
     request.write_text(json.dumps(HPARAMS_REQUEST))
     print(f"\nHParams: {sessions:,} sessions, {sum(1 for _ in logdir.rglob('*tfevents*')):,} event files")
-    tensorboard = measure([sys.executable, "-c", "import sys; sys.path.insert(0, 'benchmarks'); from pathlib import Path; "
-                           "import hparams_bench as h; "
-                           f"h.tensorboard_query(h.tensorboard_load(Path({str(logdir)!r})), {HPARAMS_REQUEST!r})"], repeat)
-    report([("TensorBoard load + query (anchor)", *tensorboard),
-            ("export hparams_session_groups", *measure(export(logdir, "hparams_session_groups", tmp / "h.json",
-                                                              f"request=@{request}"), repeat))], tensorboard)
+    tensorboard = measure(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.path.insert(0, 'benchmarks'); from pathlib import Path; "
+            "import hparams_bench as h; "
+            f"h.tensorboard_query(h.tensorboard_load(Path({str(logdir)!r})), {HPARAMS_REQUEST!r})",
+        ],
+        repeat,
+    )
+    report(
+        [
+            ("TensorBoard load + query (anchor)", *tensorboard),
+            (
+                "export hparams_session_groups",
+                *measure(export(logdir, "hparams_session_groups", tmp / "h.json", f"request=@{request}"), repeat),
+            ),
+        ],
+        tensorboard,
+    )
 
 
 def generate_in_child(module: str, arguments: str) -> None:
     """`module.generate(arguments)` of a sibling benchmark, run in a process of
     its own: a child's peak RSS counts the pages it was forked with, so this one stays small."""
-    subprocess.run([sys.executable, "-c", f"from pathlib import Path; from {module} import generate; generate({arguments})"],
-                   cwd=ROOT / "benchmarks", check=True)
+    subprocess.run(
+        [sys.executable, "-c", f"from pathlib import Path; from {module} import generate; generate({arguments})"],
+        cwd=ROOT / "benchmarks",
+        check=True,
+    )
 
 
 def main() -> None:

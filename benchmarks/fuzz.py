@@ -1497,7 +1497,7 @@ def worker_main(root: str, tmp: str, timeout: float, limit_as: bool) -> None:
     faulthandler.enable()
     for name in ("profscope.models.hparams.experiment", "profscope.models.repository.locations", "profscope.models.analysis.trace_stats", "profscope.models.sql.database"):
         importlib.import_module(name)  # before the baseline memory is measured
-    from profscope.models.formats import _protowire
+    from profscope.models.core import _protowire
     from profscope.models.sql.database import ProfileDatabase
 
     ProfileDatabase(None, None, memory_limit="1GB", threads=1).close()  # DuckDB's own mappings, made once
@@ -1527,8 +1527,10 @@ def worker_main(root: str, tmp: str, timeout: float, limit_as: bool) -> None:
 # ---------------------------------------------------------------- the pool
 
 
-SAN_LINE = re.compile(r"(ERROR: AddressSanitizer: [^\n]*|SUMMARY: \w+Sanitizer: [^\n]*"
-                      r"|[^\s:]+\.c:\d+:\d+: runtime error: [^\n]*)")
+SAN_LINE = re.compile(
+    r"(ERROR: AddressSanitizer: [^\n]*|SUMMARY: \w+Sanitizer: [^\n]*"
+    r"|[^\s:]+\.c:\d+:\d+: runtime error: [^\n]*)"
+)
 PY_FRAME = re.compile(r'File "([^"]+)", line (\d+) in (\S+)')
 
 
@@ -1538,10 +1540,20 @@ class Worker:
         self.err_path = Path(pool.tmp) / f"worker-{pool.spawned}.err"
         pool.spawned += 1
         self.err = open(self.err_path, "wb")
-        cmd = [sys.executable, str(pool.script), "--worker", "--root", pool.root, "--tmp", pool.tmp,
-               "--timeout", str(pool.timeout)] + ([] if pool.limit_as else ["--no-limit-as"])
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
-                                     env=pool.env, cwd=pool.root)
+        cmd = [
+            sys.executable,
+            str(pool.script),
+            "--worker",
+            "--root",
+            pool.root,
+            "--tmp",
+            pool.tmp,
+            "--timeout",
+            str(pool.timeout),
+        ] + ([] if pool.limit_as else ["--no-limit-as"])
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, env=pool.env, cwd=pool.root
+        )
         # Unbuffered: a buffered reader could hold the next message where select() cannot see it.
         fd = self.proc.stdout.fileno()
         self.read = lambda n: os.read(fd, n)
@@ -1590,8 +1602,9 @@ class Worker:
         site = f"{os.path.relpath(frames[0][0], self.pool.root)}:{frames[0][2]}" if frames else "?"
         line = int(frames[0][1]) if frames else 0
         if killed_for_time:
-            return _death("timeout", "Timeout", site, line, f"{self.call} took over {self.pool.timeout:g} s", text,
-                          self.call)
+            return _death(
+                "timeout", "Timeout", site, line, f"{self.call} took over {self.pool.timeout:g} s", text, self.call
+            )
         if san:
             found = SAN_LINE.findall(san)
             summary = next((x for x in found if x.startswith("SUMMARY")), found[0] if found else san[:200])
@@ -1617,18 +1630,40 @@ class Worker:
 
 
 def _death(cls, typ, site, line, message, text, call="") -> dict:
-    return {"calls": {}, "answers": 0, "seconds": None, "threads": [], "peak_rss_mb": None, "rss_growth_mb": None,
-            "slowest_call": (0.0, ""), "peak_call": (0.0, ""),
-            "failure": {"class": cls, "type": typ, "site": site, "line": line, "call": call, "message": message,
-                        "traceback": text[-6000:]}}
+    return {
+        "calls": {},
+        "answers": 0,
+        "seconds": None,
+        "threads": [],
+        "peak_rss_mb": None,
+        "rss_growth_mb": None,
+        "slowest_call": (0.0, ""),
+        "peak_call": (0.0, ""),
+        "failure": {
+            "class": cls,
+            "type": typ,
+            "site": site,
+            "line": line,
+            "call": call,
+            "message": message,
+            "traceback": text[-6000:],
+        },
+    }
 
 
 class Pool:
     """Worker processes running cases with a per-case deadline; a worker that
     hangs is killed, one that dies is replaced."""
 
-    def __init__(self, workers: int, timeout: float, root: str = str(ROOT), env: dict | None = None,
-                 limit_as: bool = True, script: Path = Path(__file__).resolve()):
+    def __init__(
+        self,
+        workers: int,
+        timeout: float,
+        root: str = str(ROOT),
+        env: dict | None = None,
+        limit_as: bool = True,
+        script: Path = Path(__file__).resolve(),
+    ):
         self.n, self.timeout, self.root, self.limit_as, self.script = workers, timeout, root, limit_as, script
         self.env = dict(env or os.environ)
         self.tmp = tempfile.mkdtemp(prefix="profscope-fuzz-")
@@ -1769,8 +1804,9 @@ class Stats:
 
     def table(self) -> str:
         readers = [r for r in READERS + ("replay",) if r in self.per_reader]
-        cols = [c for c in CLASSES
-                if any(self.per_reader[r][c] for r in readers) or c in ("answer", "message", "traceback")]
+        cols = [
+            c for c in CLASSES if any(self.per_reader[r][c] for r in readers) or c in ("answer", "message", "traceback")
+        ]
         rows = [["reader", "cases"] + cols]
         for r in readers:
             c = self.per_reader[r]
@@ -1780,18 +1816,25 @@ class Stats:
             total.update(self.per_reader[r])
         rows.append(["total", f"{sum(total.values()):,}"] + [f"{total[k]:,}" for k in cols])
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-        lines = ["  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(row, widths)))
-                 for row in rows]
-        lines.append(f"calls: {self.calls['answer']:,} answered, {self.calls['message']:,} clear messages, "
-                     f"{sum(v for k, v in self.calls.items() if k in FAILURES):,} failed")
+        lines = [
+            "  ".join(x.rjust(w) if i else x.ljust(w) for i, (x, w) in enumerate(zip(row, widths))) for row in rows
+        ]
+        lines.append(
+            f"calls: {self.calls['answer']:,} answered, {self.calls['message']:,} clear messages, "
+            f"{sum(v for k, v in self.calls.items() if k in FAILURES):,} failed"
+        )
         if self.slowest[1]:
             lines.append(f"slowest case (all its calls): {self.slowest[0]:.2f} s ({self.slowest[1]})")
         if self.slowest_call[2]:
-            lines.append(f"slowest call that finished: {self.slowest_call[0]:.2f} s, {self.slowest_call[1]} "
-                         f"({self.slowest_call[2]})")
+            lines.append(
+                f"slowest call that finished: {self.slowest_call[0]:.2f} s, {self.slowest_call[1]} "
+                f"({self.slowest_call[2]})"
+            )
         if self.peak_growth[1]:
-            lines.append(f"peak RSS: {self.peak_rss_mb:.0f} MiB (a worker with its case); largest growth in one case "
-                         f"{self.peak_growth[0]:.0f} MiB ({self.peak_growth[1]})")
+            lines.append(
+                f"peak RSS: {self.peak_rss_mb:.0f} MiB (a worker with its case); largest growth in one case "
+                f"{self.peak_growth[0]:.0f} MiB ({self.peak_growth[1]})"
+            )
         return "\n".join(lines)
 
 
@@ -1845,7 +1888,7 @@ def minimise(pool: Pool, case: Case, result: dict, budget_s: float = 120.0, max_
         while i < len(data):
             # A batch of candidate removals at once (one per worker), the first that reproduces wins.
             starts = list(range(i, len(data), chunk))[: pool.n]
-            cands = [build(data[:s] + data[s + chunk:]) for s in starts]
+            cands = [build(data[:s] + data[s + chunk :]) for s in starts]
             hit = tries(cands)
             if hit is None:
                 if time.monotonic() - began > budget_s or runs[0] >= max_runs:
@@ -1853,7 +1896,7 @@ def minimise(pool: Pool, case: Case, result: dict, budget_s: float = 120.0, max_
                 i = starts[-1] + chunk
                 continue
             k = cands.index(hit)
-            data = data[:starts[k]] + data[starts[k] + chunk:]
+            data = data[: starts[k]] + data[starts[k] + chunk :]
             i, shrunk = starts[k], True
         if not shrunk:
             chunk //= 2
@@ -1870,8 +1913,12 @@ def build_copy(dest: Path, rev: str | None = None, sanitize: bool = False) -> di
     folder of links to the copies on PYTHONPATH). The repository's own .so files are not
     touched."""
     if rev:
-        archive = subprocess.run(["git", "archive", rev, "models", "protos", "setup.py", "pyproject.toml"], cwd=ROOT,
-                                 check=True, capture_output=True).stdout
+        archive = subprocess.run(
+            ["git", "archive", rev, "models", "protos", "setup.py", "pyproject.toml"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     else:
         for name in ("models", "protos"):
@@ -1882,8 +1929,13 @@ def build_copy(dest: Path, rev: str | None = None, sanitize: bool = False) -> di
     if sanitize:
         env["CFLAGS"] = "-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g -O1"
         env["LDFLAGS"] = "-fsanitize=address,undefined"
-    subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=dest, env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+        cwd=dest,
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     shutil.rmtree(dest / "build", ignore_errors=True)
     package = dest / "path" / "profscope"
     package.mkdir(parents=True)
@@ -1891,14 +1943,22 @@ def build_copy(dest: Path, rev: str | None = None, sanitize: bool = False) -> di
         (package / name).symlink_to(dest / name, target_is_directory=True)
     out = {"PYTHONPATH": str(dest / "path")}
     if sanitize:
-        libasan, libstdcxx = (subprocess.run(["gcc", f"-print-file-name={name}"], capture_output=True, text=True,
-                                             check=True).stdout.strip() for name in ("libasan.so", "libstdc++.so.6"))
+        libasan, libstdcxx = (
+            subprocess.run(
+                ["gcc", f"-print-file-name={name}"], capture_output=True, text=True, check=True
+            ).stdout.strip()
+            for name in ("libasan.so", "libstdc++.so.6")
+        )
         # libstdc++ preloaded too: ASan's __cxa_throw interceptor needs it to be found first (DuckDB throws).
-        out.update({"LD_PRELOAD": f"{libasan} {libstdcxx}",
-                    # CPython's own allocations are not ours to judge; a sanitizer error ends the worker.
-                    "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1:allocator_may_return_null=1:hard_rss_limit_mb=3072:"
-                                    "log_path={tmp}/san",
-                    "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1:log_path={tmp}/san"})
+        out.update(
+            {
+                "LD_PRELOAD": f"{libasan} {libstdcxx}",
+                # CPython's own allocations are not ours to judge; a sanitizer error ends the worker.
+                "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1:allocator_may_return_null=1:hard_rss_limit_mb=3072:"
+                "log_path={tmp}/san",
+                "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1:log_path={tmp}/san",
+            }
+        )
     return out
 
 
@@ -1911,13 +1971,30 @@ def save_case(folder: Path, case: Case, result: dict | None = None) -> None:
         p = folder / "files" / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(content)
-    meta = {"index": case.index, "reader": case.reader, "seed": case.seed, "target": case.target,
-            "logdir": case.logdir, "mutations": case.mutations, "failure": result and result["failure"]}
+    meta = {
+        "index": case.index,
+        "reader": case.reader,
+        "seed": case.seed,
+        "target": case.target,
+        "logdir": case.logdir,
+        "mutations": case.mutations,
+        "failure": result and result["failure"],
+    }
     (folder / "case.json").write_text(json.dumps(meta, indent=2))
 
 
-def run_pass(seed: int = 0, cases: int | None = 1000, seconds: float | None = None, readers=READERS, workers: int = 2,
-             timeout: float = 5.0, pool: Pool | None = None, progress=None, first: int = 0, record=None) -> Stats:
+def run_pass(
+    seed: int = 0,
+    cases: int | None = 1000,
+    seconds: float | None = None,
+    readers=READERS,
+    workers: int = 2,
+    timeout: float = 5.0,
+    pool: Pool | None = None,
+    progress=None,
+    first: int = 0,
+    record=None,
+) -> Stats:
     """A seeded pass: cases first..first+cases-1 (or as many as fit in `seconds`);
     record(case, result) for each, as it ends."""
     maker = CaseMaker(seed, tuple(readers))
@@ -1977,8 +2054,10 @@ def main(argv: list[str] | None = None) -> int:
     pool_kwargs = {}
     if args.asan or args.rev:
         build_dir = Path(tempfile.mkdtemp(prefix="profscope-fuzz-build-"))
-        print(f"building {args.rev or 'the working tree'}{' with ASan+UBSan' if args.asan else ''} in {build_dir}",
-              file=sys.stderr)
+        print(
+            f"building {args.rev or 'the working tree'}{' with ASan+UBSan' if args.asan else ''} in {build_dir}",
+            file=sys.stderr,
+        )
         env = build_copy(build_dir, args.rev, args.asan)
         pool_kwargs = {"root": str(build_dir), "limit_as": not args.asan, "env": {**os.environ, **env}}
     pool = Pool(args.workers, timeout, **pool_kwargs)
@@ -1992,8 +2071,11 @@ def main(argv: list[str] | None = None) -> int:
         if time.monotonic() - last[0] > 30:
             last[0] = time.monotonic()
             fails = sum(v[2] for v in stats.failures.values())
-            print(f"  {stats.cases:,} cases, {time.monotonic() - began:.0f} s, {fails:,} failing, "
-                  f"{len(stats.failures)} distinct", file=sys.stderr)
+            print(
+                f"  {stats.cases:,} cases, {time.monotonic() - began:.0f} s, {fails:,} failing, "
+                f"{len(stats.failures)} distinct",
+                file=sys.stderr,
+            )
 
     try:
         if build_dir:
@@ -2007,8 +2089,14 @@ def main(argv: list[str] | None = None) -> int:
             for i, path in enumerate(args.replay):
                 case = replay_case(path, i)
                 result = pool.run_all([case])[0]
-                print(f"{outcome(result):9} {path}" + (f"  {result['failure']['type']} at {result['failure']['site']}: "
-                                                        f"{result['failure']['message']}" if result["failure"] else ""))
+                print(
+                    f"{outcome(result):9} {path}"
+                    + (
+                        f"  {result['failure']['type']} at {result['failure']['site']}: {result['failure']['message']}"
+                        if result["failure"]
+                        else ""
+                    )
+                )
                 stats.add(case, result)
         else:
             log = None
@@ -2018,28 +2106,59 @@ def main(argv: list[str] | None = None) -> int:
 
             def record(case: Case, result: dict) -> None:
                 if log:
-                    log.write(json.dumps({
-                        "seed": args.seed, "index": case.index, "reader": case.reader, "from": case.seed,
-                        "mutations": case.mutations, "bytes": case.size, "outcome": outcome(result),
-                        "signature": signature(result), "seconds": result["seconds"],
-                        "slowest_call": result["slowest_call"], "peak_rss_mb": result.get("peak_rss_mb"),
-                        "rss_growth_mb": result.get("rss_growth_mb")}) + "\n")
+                    log.write(
+                        json.dumps(
+                            {
+                                "seed": args.seed,
+                                "index": case.index,
+                                "reader": case.reader,
+                                "from": case.seed,
+                                "mutations": case.mutations,
+                                "bytes": case.size,
+                                "outcome": outcome(result),
+                                "signature": signature(result),
+                                "seconds": result["seconds"],
+                                "slowest_call": result["slowest_call"],
+                                "peak_rss_mb": result.get("peak_rss_mb"),
+                                "rss_growth_mb": result.get("rss_growth_mb"),
+                            }
+                        )
+                        + "\n"
+                    )
                     log.flush()
 
-            stats = run_pass(args.seed, args.cases, args.seconds, tuple(args.reader or READERS), timeout=timeout,
-                             pool=pool, progress=progress, first=args.first, record=record)
+            stats = run_pass(
+                args.seed,
+                args.cases,
+                args.seconds,
+                tuple(args.reader or READERS),
+                timeout=timeout,
+                pool=pool,
+                progress=progress,
+                first=args.first,
+                record=record,
+            )
         elapsed = time.monotonic() - began
-        print(f"\nseed {args.seed}: {stats.cases:,} cases in {elapsed:.0f} s ({args.workers} workers, "
-              f"timeout {timeout:g} s{', ASan+UBSan' if args.asan else ''})")
+        print(
+            f"\nseed {args.seed}: {stats.cases:,} cases in {elapsed:.0f} s ({args.workers} workers, "
+            f"timeout {timeout:g} s{', ASan+UBSan' if args.asan else ''})"
+        )
         print(stats.table())
         if stats.failures:
             print("\ndistinct failures:")
         by_count = sorted(stats.failures.items(), key=lambda x: -x[1][2])
         for n, (sig, (case, result, count, readers)) in enumerate(by_count):
-            f = result["failure"] or {"type": "", "site": "", "line": 0, "call": result["peak_call"][1],
-                                      "message": f"{result['rss_growth_mb']:.0f} MiB over the worker's resident memory"}
-            print(f"  [{n}] {count:,} x {sig[0]}: {f['type']} at {f['site']}:{f['line']} ({f.get('call', '')}) "
-                  f"{f['message'][:160]!r}; readers {dict(readers)}; first {_describe(case)}")
+            f = result["failure"] or {
+                "type": "",
+                "site": "",
+                "line": 0,
+                "call": result["peak_call"][1],
+                "message": f"{result['rss_growth_mb']:.0f} MiB over the worker's resident memory",
+            }
+            print(
+                f"  [{n}] {count:,} x {sig[0]}: {f['type']} at {f['site']}:{f['line']} ({f.get('call', '')}) "
+                f"{f['message'][:160]!r}; readers {dict(readers)}; first {_describe(case)}"
+            )
             if args.out:
                 slug = re.sub(r"[^\w.-]+", "_", f"{n:02d}-{sig[0]}-{sig[1]}-{sig[2]}")[:100]
                 save_case(args.out / slug / "first", case, result)

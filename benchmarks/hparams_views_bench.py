@@ -70,20 +70,44 @@ def sweep(sessions: int, seed: int = 0):
 
     rng = random.Random(seed)
     exp = api_pb2.Experiment(
-        hparam_infos=[api_pb2.HParamInfo(name=n, type=t) for n, t in (
-            ("learning_rate", api_pb2.DATA_TYPE_FLOAT64), ("units", api_pb2.DATA_TYPE_FLOAT64),
-            ("optimizer", api_pb2.DATA_TYPE_STRING), ("batch_norm", api_pb2.DATA_TYPE_BOOL))],
-        metric_infos=[api_pb2.MetricInfo(name=api_pb2.MetricName(group=g, tag=t)) for g, t in (
-            ("", "loss"), ("train", "epoch_accuracy"), ("validation", "epoch_accuracy"), ("validation", "epoch_loss"))])
-    runs = {".": Run(".", plugin_content={PLUGIN: {EXPERIMENT_TAG: plugin_data_pb2.HParamsPluginData(
-        experiment=exp).SerializeToString()}})}
+        hparam_infos=[
+            api_pb2.HParamInfo(name=n, type=t)
+            for n, t in (
+                ("learning_rate", api_pb2.DATA_TYPE_FLOAT64),
+                ("units", api_pb2.DATA_TYPE_FLOAT64),
+                ("optimizer", api_pb2.DATA_TYPE_STRING),
+                ("batch_norm", api_pb2.DATA_TYPE_BOOL),
+            )
+        ],
+        metric_infos=[
+            api_pb2.MetricInfo(name=api_pb2.MetricName(group=g, tag=t))
+            for g, t in (
+                ("", "loss"),
+                ("train", "epoch_accuracy"),
+                ("validation", "epoch_accuracy"),
+                ("validation", "epoch_loss"),
+            )
+        ],
+    )
+    runs = {
+        ".": Run(
+            ".",
+            plugin_content={
+                PLUGIN: {EXPERIMENT_TAG: plugin_data_pb2.HParamsPluginData(experiment=exp).SerializeToString()}
+            },
+        )
+    }
     steps = np.arange(STEPS, dtype=np.int64)
     wall = 1.7e9 + steps * 60.0
     for i in range(sessions):
         g = i // 2
         grng = random.Random(g)  # both seeds of a group share its hparams
-        values = {"learning_rate": 10 ** grng.uniform(-5, -1), "units": float(grng.randrange(16, 1025)),
-                  "optimizer": grng.choice(OPTIMIZERS), "batch_norm": grng.random() < 0.5}
+        values = {
+            "learning_rate": 10 ** grng.uniform(-5, -1),
+            "units": float(grng.randrange(16, 1025)),
+            "optimizer": grng.choice(OPTIMIZERS),
+            "batch_norm": grng.random() < 0.5,
+        }
         start = plugin_data_pb2.HParamsPluginData()
         info = start.session_start_info
         info.group_name, info.start_time_secs = f"trial_{g:05d}", 1.7e9 + i
@@ -94,12 +118,19 @@ def sweep(sessions: int, seed: int = 0):
         quality = rng.random()
         name = f"session_{i:05d}"
         curve = (steps + 1.0) / STEPS
-        runs[name] = Run(name, {"loss": Series(steps, wall, 2.0 * (1 - quality) / (steps + 1))},
-                         {PLUGIN: {START_TAG: start.SerializeToString(), END_TAG: end.SerializeToString()}})
+        runs[name] = Run(
+            name,
+            {"loss": Series(steps, wall, 2.0 * (1 - quality) / (steps + 1))},
+            {PLUGIN: {START_TAG: start.SerializeToString(), END_TAG: end.SerializeToString()}},
+        )
         runs[f"{name}/train"] = Run(f"{name}/train", {"epoch_accuracy": Series(steps, wall, quality * curve + 0.05)})
-        runs[f"{name}/validation"] = Run(f"{name}/validation", {
-            "epoch_accuracy": Series(steps, wall, quality * curve),
-            "epoch_loss": Series(steps, wall, (1.5 - quality) / curve + rng.random() * 0.1)})
+        runs[f"{name}/validation"] = Run(
+            f"{name}/validation",
+            {
+                "epoch_accuracy": Series(steps, wall, quality * curve),
+                "epoch_loss": Series(steps, wall, (1.5 - quality) / curve + rng.random() * 0.1),
+            },
+        )
     return HParamsData(Logdir(Path("/nonexistent/sweep"), runs, []))
 
 
@@ -126,8 +157,7 @@ def main() -> None:
     t = time.perf_counter()
     view.set_data(data)
     app.processEvents()
-    print(f"set_data (groups table, filters, first page): {time.perf_counter() - t:.2f} s; "
-          f"{len(view.order):,} groups")
+    print(f"set_data (groups table, filters, first page): {time.perf_counter() - t:.2f} s; {len(view.order):,} groups")
 
     matrix = view.scatter
     first = Timer()
@@ -138,8 +168,10 @@ def main() -> None:
             view.center.setCurrentIndex(2)  # builds the axes and the matrix
             matrix.repaint()  # paints now: the points' image is made here
     across, down = view.scatter_columns()
-    print(f"scatter matrix {len(across)}x{len(down)} cells, {len(view.order):,} points per cell, "
-          f"{matrix.width()}x{matrix.height()} px")
+    print(
+        f"scatter matrix {len(across)}x{len(down)} cells, {len(view.order):,} points per cell, "
+        f"{matrix.width()}x{matrix.height()} px"
+    )
     print(f"  first draw: {first.text(500)}")
 
     repaint = Timer()
@@ -161,8 +193,9 @@ def main() -> None:
             QTest.mouseRelease(matrix, Qt.LeftButton, Qt.NoModifier, end)  # filters, query, page, matrix
             matrix.repaint()
         rows.append(len(view.order))
-    print(f"  brushing a rectangle to the filtered table: {brush.text(100)}; "
-          f"{min(rows):,}-{max(rows):,} groups matching")
+    print(
+        f"  brushing a rectangle to the filtered table: {brush.text(100)}; {min(rows):,}-{max(rows):,} groups matching"
+    )
     view.close()
 
 

@@ -24,7 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from profscope.models.formats.log_memory import load_memory_log  # noqa: E402
 
-KERNELS = [f"model/layer_{i}/{op}" for i in range(40) for op in ("MatMul", "BiasAdd", "Relu", "gradients/MatMul_grad/MatMul")]
+KERNELS = [
+    f"model/layer_{i}/{op}" for i in range(40) for op in ("MatMul", "BiasAdd", "Relu", "gradients/MatMul_grad/MatMul")
+]
 PREFIX = "I0000 00:00:{t:.6f}   {tid} log_memory.cc:34] __LOG_MEMORY__ "
 OTHER = "I0000 00:00:{t:.6f}   {tid} training.py:120] step {step}: loss = 0.{step:05d}, throughput 1234.5 examples/s\n"
 
@@ -41,19 +43,32 @@ def generate(path: Path, lines: int) -> None:
             k = i // 2 + 1
             if i % 100 == 0:
                 step += 1
-                out.append(PREFIX.format(t=t, tid=tid) + f'MemoryLogStep {{ goo.gle/debugstr  step_id: {step} handle: "x:0->loss:0/train/0/;{step}" }}\n')
+                out.append(
+                    PREFIX.format(t=t, tid=tid)
+                    + f'MemoryLogStep {{ goo.gle/debugstr  step_id: {step} handle: "x:0->loss:0/train/0/;{step}" }}\n'
+                )
             elif i % 2 == 0:
                 kernel = KERNELS[k % len(KERNELS)]
                 size = 256 << (k % 12)
-                out.append(PREFIX.format(t=t, tid=tid) + (
-                    f'MemoryLogTensorAllocation {{ goo.gle/debugstr  step_id: {step} kernel_name: "{kernel}" '
-                    f'tensor {{ dtype: DT_FLOAT shape {{ dim {{ size: {size // 4} }} }} allocation_description {{ '
-                    f'requested_bytes: {size} allocated_bytes: {size} allocator_name: "GPU_0_bfc" allocation_id: {k} '
-                    f'has_single_reference: true ptr: {140000000000 + 4096 * (k % 5000)} }} }} }}\n'))
+                out.append(
+                    PREFIX.format(t=t, tid=tid)
+                    + (
+                        f'MemoryLogTensorAllocation {{ goo.gle/debugstr  step_id: {step} kernel_name: "{kernel}" '
+                        f"tensor {{ dtype: DT_FLOAT shape {{ dim {{ size: {size // 4} }} }} allocation_description {{ "
+                        f'requested_bytes: {size} allocated_bytes: {size} allocator_name: "GPU_0_bfc" allocation_id: {k} '
+                        f"has_single_reference: true ptr: {140000000000 + 4096 * (k % 5000)} }} }} }}\n"
+                    )
+                )
             elif k > live:
-                out.append(PREFIX.format(t=t, tid=tid) + f'MemoryLogTensorDeallocation {{ goo.gle/debugstr  allocation_id: {k - live} allocator_name: "GPU_0_bfc" }}\n')
+                out.append(
+                    PREFIX.format(t=t, tid=tid)
+                    + f'MemoryLogTensorDeallocation {{ goo.gle/debugstr  allocation_id: {k - live} allocator_name: "GPU_0_bfc" }}\n'
+                )
             else:
-                out.append(PREFIX.format(t=t, tid=tid) + f'MemoryLogTensorOutput {{ goo.gle/debugstr  step_id: {step} kernel_name: "x" index: 0 tensor {{ dtype: DT_FLOAT shape {{ }} allocation_description {{ requested_bytes: 4 allocator_name: "GPU_0_bfc" }} }} }}\n')
+                out.append(
+                    PREFIX.format(t=t, tid=tid)
+                    + f'MemoryLogTensorOutput {{ goo.gle/debugstr  step_id: {step} kernel_name: "x" index: 0 tensor {{ dtype: DT_FLOAT shape {{ }} allocation_description {{ requested_bytes: 4 allocator_name: "GPU_0_bfc" }} }} }}\n'
+                )
             if i % 4 == 3:
                 out.append(OTHER.format(t=t, tid=tid, step=step))
             if len(out) >= 100_000:
@@ -94,12 +109,18 @@ def main() -> None:
     print(f"plain line read: {n:,} lines, median of {args.repeat}: {p:.2f} s = {mb / p:,.0f} MB/s")
     info = data.log
     events = sum(len(a.timeline) for a in data.allocators.values())
-    print(f"profscope parse + replay, median of {args.repeat}: {o:.2f} s = {mb / o:,.0f} MB/s "
-          f"= {p / o:.2f} of the plain read's speed (target >= 0.33)")
-    print(f"  memory lines {sum(info.messages.values()):,}, timeline snapshots {events:,}, "
-          f"text_format lines {info.text_format_lines:,}, garbled {info.garbled}")
-    print(f"  peak RSS {peak_rss:,.0f} MiB ({peak_rss * 2**20 / size:.2f}x the file, "
-          f"{peak_rss * 2**20 / sum(info.messages.values()):.0f} bytes per memory line)")
+    print(
+        f"profscope parse + replay, median of {args.repeat}: {o:.2f} s = {mb / o:,.0f} MB/s "
+        f"= {p / o:.2f} of the plain read's speed (target >= 0.33)"
+    )
+    print(
+        f"  memory lines {sum(info.messages.values()):,}, timeline snapshots {events:,}, "
+        f"text_format lines {info.text_format_lines:,}, garbled {info.garbled}"
+    )
+    print(
+        f"  peak RSS {peak_rss:,.0f} MiB ({peak_rss * 2**20 / size:.2f}x the file, "
+        f"{peak_rss * 2**20 / sum(info.messages.values()):.0f} bytes per memory line)"
+    )
     if not args.keep:
         os.remove(path)
 

@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from as_a_user import like_an_installed_copy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,13 +120,17 @@ def main() -> None:
     pb_path = work / "bench.memory_profile.pb"
     t = time.perf_counter()
     generate(args.snapshots, pb_path)
-    print(f"generated {args.snapshots:,} snapshots: {pb_path.stat().st_size / 1e6:.0f} MB binary ({time.perf_counter() - t:.1f} s)")
+    print(
+        f"generated {args.snapshots:,} snapshots: {pb_path.stat().st_size / 1e6:.0f} MB binary ({time.perf_counter() - t:.1f} s)"
+    )
 
     data = pb_path.read_bytes()
     bare, _ = timed(lambda: memory_profile_pb2.MemoryProfile.FromString(pb_path.read_bytes()))
     ours, profile = timed(lambda: load_memory_profile(pb_path))
-    print(f"binary: bare protobuf read + parse {bare * 1000:.0f} ms; Profscope open + analysis {ours * 1000:.0f} ms "
-          f"= {ours / bare:.2f}x (target <= 1.5x)")
+    print(
+        f"binary: bare protobuf read + parse {bare * 1000:.0f} ms; Profscope open + analysis {ours * 1000:.0f} ms "
+        f"= {ours / bare:.2f}x (target <= 1.5x)"
+    )
 
     a = profile.allocators["GPU_0_bfc"]
     rng = np.random.default_rng(2)
@@ -138,8 +141,10 @@ def main() -> None:
         t = time.perf_counter()
         rows = a.allocations_at(int(m))
         times.append(time.perf_counter() - t)
-    print(f"active allocations at a moment: median {statistics.median(times) * 1000:.1f} ms, "
-          f"max {max(times) * 1000:.1f} ms over 20 moments ({len(rows):,} rows at the last) (target < 50 ms)")
+    print(
+        f"active allocations at a moment: median {statistics.median(times) * 1000:.1f} ms, "
+        f"max {max(times) * 1000:.1f} ms over 20 moments ({len(rows):,} rows at the last) (target < 50 ms)"
+    )
     fresh = parse_memory_profile(data).allocators["GPU_0_bfc"]
     t = time.perf_counter()
     fresh.allocations_at(0)
@@ -147,10 +152,16 @@ def main() -> None:
 
     redraw(a)
     size = pb_path.stat().st_size / 2**20
-    bare_rss = peak_rss_mib(f"from protos import memory_profile_pb2 as m; m.MemoryProfile.FromString(open({str(pb_path)!r},'rb').read())")
-    ours_rss = peak_rss_mib(f"from profscope.models.formats.memory_profile_file import load_memory_profile as f; f({str(pb_path)!r})")
-    print(f"peak memory (max RSS, fresh process): bare parse {bare_rss:.0f} MiB, Profscope open {ours_rss:.0f} MiB "
-          f"(file {size:.0f} MiB)")
+    bare_rss = peak_rss_mib(
+        f"from protos import memory_profile_pb2 as m; m.MemoryProfile.FromString(open({str(pb_path)!r},'rb').read())"
+    )
+    ours_rss = peak_rss_mib(
+        f"from profscope.models.formats.memory_profile_file import load_memory_profile as f; f({str(pb_path)!r})"
+    )
+    print(
+        f"peak memory (max RSS, fresh process): bare parse {bare_rss:.0f} MiB, Profscope open {ours_rss:.0f} MiB "
+        f"(file {size:.0f} MiB)"
+    )
     if not args.skip_json:
         json_bench(work, args.json_mb, args.json_dir)
     shutil.rmtree(work)
@@ -158,8 +169,8 @@ def main() -> None:
 
 def realistic_json(path: Path, megabytes: float) -> None:
     """XProf's JSON (camelCase, int64 as strings) of a generated profile of about `megabytes`."""
-    from profscope.models.formats.memory_profile_file import load_memory_profile
     from profscope.models.data.memory_profile import to_xprof_json
+    from profscope.models.formats.memory_profile_file import load_memory_profile
 
     pb = path.with_suffix(".pb")
     generate(2000, pb)
@@ -175,14 +186,29 @@ def repeated_json(path: Path, megabytes: float) -> None:
     unit = []
     for i in range(6):
         alloc = i % 2 == 0
-        unit.append({
-            "timeOffsetPs": str(1000 + i),
-            "aggregationStats": {"stackReservedBytes": "0", "heapAllocatedBytes": str(4096 * (1 + alloc)),
-                                 "freeMemoryBytes": "68719476736", "fragmentation": 0.25, "peakBytesInUse": "8192"},
-            "activityMetadata": {"memoryActivity": "ALLOCATION" if alloc else "DEALLOCATION", "requestedBytes": "4000",
-                                 "allocationBytes": "4096", "address": str(140000000000 + 4096 * (i // 2)),
-                                 "tfOpName": ops[i % 3], "stepId": "1", "regionType": "output", "dataType": "float",
-                                 "tensorShape": "[32,32]"}})
+        unit.append(
+            {
+                "timeOffsetPs": str(1000 + i),
+                "aggregationStats": {
+                    "stackReservedBytes": "0",
+                    "heapAllocatedBytes": str(4096 * (1 + alloc)),
+                    "freeMemoryBytes": "68719476736",
+                    "fragmentation": 0.25,
+                    "peakBytesInUse": "8192",
+                },
+                "activityMetadata": {
+                    "memoryActivity": "ALLOCATION" if alloc else "DEALLOCATION",
+                    "requestedBytes": "4000",
+                    "allocationBytes": "4096",
+                    "address": str(140000000000 + 4096 * (i // 2)),
+                    "tfOpName": ops[i % 3],
+                    "stepId": "1",
+                    "regionType": "output",
+                    "dataType": "float",
+                    "tensorShape": "[32,32]",
+                },
+            }
+        )
     block = ",".join(json.dumps(s, separators=(",", ":")) for s in unit)
     copies = max(int(megabytes * 1e6 / (len(block) + 1)), 1)
     with open(path, "w") as f:
@@ -222,22 +248,35 @@ def json_bench(work: Path, megabytes: float, folder: Path | None = None) -> None
         gz = path.suffix == ".gz"
         data = gzip.decompress(path.read_bytes()) if gz else path.read_bytes()
         name = "repeated" if "repeated" in path.name else "XProf-like"
-        print(f"\nJSON {name} {path.name}: {len(data) / 1e6:.0f} MB" + (f" (gzip {path.stat().st_size / 1e3:,.0f} KB)" if gz else ""))
+        print(
+            f"\nJSON {name} {path.name}: {len(data) / 1e6:.0f} MB"
+            + (f" (gzip {path.stat().st_size / 1e3:,.0f} KB)" if gz else "")
+        )
         _, cpu = best_wall_cpu(lambda: _memory_json.read(data, 64))
         print(f"  reader alone: the C pass {cpu * 1000:.0f} ms CPU ({len(data) / 1e6 / cpu:.0f} MB/s)", end="")
         data = None  # not held during the measurements below
         wall, cpu = best_wall_cpu(lambda: load_memory_profile(path))
-        print(f"; open + analysis (read, inflate, parse, summary, peak table) {wall * 1000:.0f} ms ({cpu * 1000:.0f} ms CPU)")
+        print(
+            f"; open + analysis (read, inflate, parse, summary, peak table) {wall * 1000:.0f} ms ({cpu * 1000:.0f} ms CPU)"
+        )
         src = repr(str(path))
-        bare = process(f"import json, gzip; d = open({src}, 'rb').read(); json.loads(gzip.decompress(d) if {gz} else d)")
-        opened = process(f"from profscope.models.formats.memory_profile_file import load_memory_profile; load_memory_profile({src})")
-        export = process(f"from profscope.viewer.cli import main; assert main(['export', {src}, '--tool', 'memory_profile', "
-                         f"'-o', {str(work / 'out.json')!r}]) == 0")
+        bare = process(
+            f"import json, gzip; d = open({src}, 'rb').read(); json.loads(gzip.decompress(d) if {gz} else d)"
+        )
+        opened = process(
+            f"from profscope.models.formats.memory_profile_file import load_memory_profile; load_memory_profile({src})"
+        )
+        export = process(
+            f"from profscope.viewer.cli import main; assert main(['export', {src}, '--tool', 'memory_profile', "
+            f"'-o', {str(work / 'out.json')!r}]) == 0"
+        )
         ok = lambda w, c, r: "ok" if w < 3 and r < 600 else "MISSED"
         show = lambda w, c, r: f"{w:.2f} s ({c:.2f} s CPU) / {r:.0f} MiB"
-        print(f"  whole process, fresh (wall (CPU) / peak RSS): bare json.loads {show(*bare)}; open (load_memory_profile) "
-              f"{show(*opened)} [{ok(*opened)}: < 3 s, < 600 MB]; `profscope export --tool memory_profile` {show(*export)} "
-              f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+        print(
+            f"  whole process, fresh (wall (CPU) / peak RSS): bare json.loads {show(*bare)}; open (load_memory_profile) "
+            f"{show(*opened)} [{ok(*opened)}: < 3 s, < 600 MB]; `profscope export --tool memory_profile` {show(*export)} "
+            f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
+        )
 
 
 def best_wall_cpu(fn, repeat=3) -> tuple[float, float]:
@@ -266,7 +305,7 @@ def redraw(allocator) -> None:
     t0, t1 = float(allocator.timeline.time_ps[0]), float(allocator.timeline.time_ps[-1])
     frames = []
     for k in range(40):  # zoom in by 1.4x per frame, centred
-        span = (t1 - t0) / (1.4 ** k)
+        span = (t1 - t0) / (1.4**k)
         mid = (t0 + t1) / 2
         start = time.perf_counter()
         plot.plot.setXRange(mid - span / 2, mid + span / 2, padding=0)
@@ -278,9 +317,13 @@ def redraw(allocator) -> None:
         start = time.perf_counter()
         plot.grab()
         still.append(time.perf_counter() - start)
-    print(f"  painting the 1600x600 plot without any change (software raster): median {statistics.median(still) * 1000:.1f} ms")
-    print(f"plot redraw while zooming ({len(allocator.timeline):,} points): median {statistics.median(frames) * 1000:.1f} ms, "
-          f"max {max(frames) * 1000:.1f} ms per frame (target < 16 ms)")
+    print(
+        f"  painting the 1600x600 plot without any change (software raster): median {statistics.median(still) * 1000:.1f} ms"
+    )
+    print(
+        f"plot redraw while zooming ({len(allocator.timeline):,} points): median {statistics.median(frames) * 1000:.1f} ms, "
+        f"max {max(frames) * 1000:.1f} ms per frame (target < 16 ms)"
+    )
     plot.close()
     plot.deleteLater()
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from profscope.models.remote.server import make_server  # noqa: E402
 from profscope.models.remote.client import RemoteRepository  # noqa: E402
+from profscope.models.remote.server import make_server  # noqa: E402
 from profscope.models.repository.profile_repository import LocalRepository  # noqa: E402
 
 

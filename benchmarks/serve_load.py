@@ -63,10 +63,10 @@ sys.path.insert(0, str(ROOT))
 
 import grpc  # noqa: E402
 
+from profscope.models.core.task import ProfileError  # noqa: E402
 from profscope.models.remote.client import ANALYSIS, DEADLINE_S, FILE_TOOL, FILES_TOOL, _stub, channel  # noqa: E402
 from profscope.models.remote.server import MAX_CALLS, WORKERS, _listing  # noqa: E402
 from profscope.models.repository.profile_repository import LocalRepository  # noqa: E402
-from profscope.models.core.task import ProfileError  # noqa: E402
 from profscope.protos import profiler_analysis_pb2 as pa  # noqa: E402
 
 KINDS, WEIGHTS = ("enum", "tool", "cancel", "close"), (0.3, 0.4, 0.2, 0.1)
@@ -243,8 +243,12 @@ def _status_mb(pid: int, field: str) -> float:
 
 def start_server(folder: Path) -> tuple[subprocess.Popen, str, list[str], threading.Thread]:
     """The server, its address, its stderr lines (filled by the returned thread until it exits)."""
-    proc = subprocess.Popen([sys.executable, "-m", "profscope.viewer.cli", "serve", str(folder), "--port", "0"], cwd=ROOT,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "profscope.viewer.cli", "serve", str(folder), "--port", "0"],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     first = proc.stderr.readline()
     if "serving" not in first:
         proc.kill()
@@ -337,9 +341,11 @@ def run(folder: Path, args) -> int:
     sessions = sorted({k[0] for k in answers})
     largest = max(answers.items(), key=lambda kv: kv[1]["size"])
     largest_mb = largest[1]["size"] / 2**20
-    print(f"{len(answers)} requests over {len(sessions)} sessions ({', '.join(sessions)}), answers computed locally "
-          f"in {time.perf_counter() - t:.1f} s; largest answer {largest[1]['size'] / 1e6:.1f} MB "
-          f"({largest[0][1]} of {largest[0][0]})")
+    print(
+        f"{len(answers)} requests over {len(sessions)} sessions ({', '.join(sessions)}), answers computed locally "
+        f"in {time.perf_counter() - t:.1f} s; largest answer {largest[1]['size'] / 1e6:.1f} MB "
+        f"({largest[0][1]} of {largest[0][0]})"
+    )
 
     proc, address, stderr_lines, reader = start_server(folder)
     failures: list[str] = []
@@ -349,13 +355,17 @@ def run(folder: Path, args) -> int:
         _, idle_rss, idle_threads, idle_fds = sampler.now()
         single_key = max(alone, key=lambda k: alone[k][1])
         single_peak = alone[single_key][1]
-        print(f"server pid {proc.pid} on {address}, {WORKERS} workers, {os.cpu_count()} cores; "
-              f"idle after one call each: RSS {idle_rss:.0f} MB, {idle_threads} threads, {idle_fds} fds")
-        print(f"largest single call: {single_key[1]} of {single_key[0]}, peak RSS {single_peak:.0f} MB, "
-              f"{alone[single_key][0]:.2f} s alone")
+        print(
+            f"server pid {proc.pid} on {address}, {WORKERS} workers, {os.cpu_count()} cores; "
+            f"idle after one call each: RSS {idle_rss:.0f} MB, {idle_threads} threads, {idle_fds} fds"
+        )
+        print(
+            f"largest single call: {single_key[1]} of {single_key[0]}, peak RSS {single_peak:.0f} MB, "
+            f"{alone[single_key][0]:.2f} s alone"
+        )
 
         seeds = list(range(args.clients))
-        per = [seeds[i::args.procs] for i in range(args.procs)]
+        per = [seeds[i :: args.procs] for i in range(args.procs)]
         with ProcessPoolExecutor(args.procs, mp_context=multiprocessing.get_context("spawn")) as pool:
             list(pool.map(ready, range(args.procs * 4)))  # processes started and this module imported
             sampler.start()
@@ -375,8 +385,10 @@ def run(folder: Path, args) -> int:
         if args.samples:
             args.samples.write_text("".join(f"{t - t_load:.1f},{r:.0f},{n},{f}\n" for t, r, n, f in sampler.rows))
 
-        print(f"\n{args.clients} clients in {args.procs} processes for {args.warmup:.0f} s of warm-up + "
-              f"{args.seconds:.0f} s (the last calls ended {t_end - until:.1f} s later); all calls:")
+        print(
+            f"\n{args.clients} clients in {args.procs} processes for {args.warmup:.0f} s of warm-up + "
+            f"{args.seconds:.0f} s (the last calls ended {t_end - until:.1f} s later); all calls:"
+        )
         print(f"{'calls':24} {'n':>6} {'ok':>6} {'cancelled':>9} {'failed':>6} {'p50 s':>8} {'p95 s':>8}")
         labels = sorted({r[0] for r in records}, key=lambda x: (x.startswith("tool"), x))
         for label in labels:
@@ -385,12 +397,16 @@ def run(folder: Path, args) -> int:
             cancelled = [r for r in rows if r[1] == "cancelled"]
             failed = [r for r in rows if r[1].startswith("FAIL")]
             lat = [r[2] for r in (ok if label not in ("cancel", "close") else rows)]
-            print(f"{label:24} {len(rows):6} {len(ok):6} {len(cancelled):9} {len(failed):6} "
-                  f"{_pct(lat, 0.5):8.2f} {_pct(lat, 0.95):8.2f}")
+            print(
+                f"{label:24} {len(rows):6} {len(ok):6} {len(cancelled):9} {len(failed):6} "
+                f"{_pct(lat, 0.5):8.2f} {_pct(lat, 0.95):8.2f}"
+            )
         failed = [r for r in records if r[1].startswith("FAIL")]
         slow = sum(r[2] > DEADLINE_S for r in records if r[0].startswith("tool"))
-        print(f"{'all':24} {len(records):6}   failed: {len(failed)}; tool calls longer than the client's "
-              f"{DEADLINE_S:.0f} s deadline (this benchmark waits {CALL_TIMEOUT_S:.0f} s): {slow}")
+        print(
+            f"{'all':24} {len(records):6}   failed: {len(failed)}; tool calls longer than the client's "
+            f"{DEADLINE_S:.0f} s deadline (this benchmark waits {CALL_TIMEOUT_S:.0f} s): {slow}"
+        )
         for label, outcome, _ in failed[:10]:
             print(f"  {label}: {outcome}")
         if failed:
@@ -404,11 +420,15 @@ def run(folder: Path, args) -> int:
         half = len(rss) // 2
         first, second = _median(rss[:half]), _median(rss[half:])
         growth_limit = 0.1 * (peak_rss - idle_rss)
-        print(f"\nRSS MB: idle {idle_rss:.0f}, peak {peak_rss:.0f} (bound {bound:.0f}), end {end_rss:.0f}; "
-              f"medians: warm-up {_median(warm):.0f}, measured halves {first:.0f}, {second:.0f}; largest answer "
-              f"{largest_mb:.0f} MB, peak {(peak_rss - idle_rss) / largest_mb:.1f}x it above idle")
-        print(f"threads: idle {idle_threads}, peak {peak_threads} (bound {idle_threads + MAX_CALLS + 8}), "
-              f"end {end_threads} (bound {idle_threads + MAX_CALLS})")
+        print(
+            f"\nRSS MB: idle {idle_rss:.0f}, peak {peak_rss:.0f} (bound {bound:.0f}), end {end_rss:.0f}; "
+            f"medians: warm-up {_median(warm):.0f}, measured halves {first:.0f}, {second:.0f}; largest answer "
+            f"{largest_mb:.0f} MB, peak {(peak_rss - idle_rss) / largest_mb:.1f}x it above idle"
+        )
+        print(
+            f"threads: idle {idle_threads}, peak {peak_threads} (bound {idle_threads + MAX_CALLS + 8}), "
+            f"end {end_threads} (bound {idle_threads + MAX_CALLS})"
+        )
         print(f"open fds: idle {idle_fds}, peak {peak_fds}, end {end_fds} (bound {idle_fds + 4})")
         if peak_rss > bound:
             failures.append(f"RSS peak {peak_rss:.0f} MB above {bound:.0f} MB")
@@ -421,8 +441,10 @@ def run(folder: Path, args) -> int:
 
         heavy = sorted(alone, key=lambda k: -alone[k][0])[:WORKERS]
         code, seconds, outcomes = shut_down(proc, address, heavy)
-        print(f"\nSIGINT with {len(heavy)} big calls in flight: exit status {code} after {seconds:.1f} s "
-              f"(limit {SHUTDOWN_S:.0f} s); the calls: {', '.join(outcomes)}")
+        print(
+            f"\nSIGINT with {len(heavy)} big calls in flight: exit status {code} after {seconds:.1f} s "
+            f"(limit {SHUTDOWN_S:.0f} s); the calls: {', '.join(outcomes)}"
+        )
         if code != 0 or seconds > SHUTDOWN_S:
             failures.append(f"shutdown: exit status {code} after {seconds:.1f} s")
     finally:
@@ -430,8 +452,11 @@ def run(folder: Path, args) -> int:
             proc.kill()
             proc.wait()
         reader.join()
-    noise = [line for line in stderr_lines if line.strip() and "profscope: serving" not in line
-             and "profscope: stopped" not in line]
+    noise = [
+        line
+        for line in stderr_lines
+        if line.strip() and "profscope: serving" not in line and "profscope: stopped" not in line
+    ]
     if noise:
         print("server stderr:\n" + "".join(noise[:20]))
         failures.append(f"{len(noise)} lines on the server's stderr")

@@ -35,10 +35,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from profscope.models.data.timeline import StringTable, Timeline  # noqa: E402
 from profscope.models.repository.profile_repository import ProfileRepository, SessionInfo  # noqa: E402
 from profscope.models.repository.registry import TRACE_VIEWER  # noqa: E402
 from profscope.models.sql.database import HOST_TABLES, ProfileDatabase  # noqa: E402
-from profscope.models.data.timeline import StringTable, Timeline  # noqa: E402
 
 GROUP_BY = "SELECT name, count(*), sum(dur_ns) FROM slices GROUP BY 1 ORDER BY 3 DESC LIMIT 20"
 

@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from as_a_user import like_an_installed_copy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,7 +89,9 @@ def best_of(fn, runs=3):
     return min(times), times
 
 
-BARE_PARSE = "import sys; from protos import step_stats_pb2; step_stats_pb2.StepStats.FromString(open(sys.argv[1], 'rb').read())"
+BARE_PARSE = (
+    "import sys; from protos import step_stats_pb2; step_stats_pb2.StepStats.FromString(open(sys.argv[1], 'rb').read())"
+)
 MEMORY_VIEW = """import sys, time
 from profscope.models.repository.locations import open_repository
 t = time.perf_counter()
@@ -105,7 +106,8 @@ def process_rows(path: Path, out: Path) -> dict[str, list[str]]:
     return {
         "bare parse (anchor)": [sys.executable, "-c", BARE_PARSE, str(path)],
         "export trace_viewer": cli + ["--tool", "trace_viewer", "-o", str(out)],
-        "export memory_profile xprof_form=1": cli + ["--tool", "memory_profile", "--param", "xprof_form=1", "-o", str(out)],
+        "export memory_profile xprof_form=1": cli
+        + ["--tool", "memory_profile", "--param", "xprof_form=1", "-o", str(out)],
         "export memory_profile (every snapshot)": cli + ["--tool", "memory_profile", "-o", str(out)],
         "memory view load (in-process time)": [sys.executable, "-c", MEMORY_VIEW, str(path)],
     }
@@ -116,7 +118,9 @@ def run_process(argv: list[str], out: Path) -> tuple[float, float, float | None,
     stats = out.with_suffix(".time")
     out.unlink(missing_ok=True)
     t = time.perf_counter()
-    done = subprocess.run(["/usr/bin/time", "-o", str(stats), "-f", "%M", *argv], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        ["/usr/bin/time", "-o", str(stats), "-f", "%M", *argv], cwd=ROOT, capture_output=True, text=True
+    )
     wall = time.perf_counter() - t
     if done.returncode:
         raise RuntimeError(f"{argv} failed:\n{done.stderr[-2000:]}")
@@ -142,7 +146,9 @@ def bench_processes(path: Path, rounds: int) -> None:
         for r in range(rounds):  # rows interleaved: load from others' benchmarks hits all alike
             for name, argv in rows.items():
                 results[name].append(run_process(argv, out))
-                print(f"  round {r + 1}: {name}: {results[name][-1][0]:.2f} s, {results[name][-1][1]:.0f} MiB", flush=True)
+                print(
+                    f"  round {r + 1}: {name}: {results[name][-1][0]:.2f} s, {results[name][-1][1]:.0f} MiB", flush=True
+                )
     anchor = statistics.median(w for w, *_ in results["bare parse (anchor)"])
     print(f"whole processes, medians of {rounds} (file {size:.0f} MiB):")
     for name, runs in results.items():
@@ -152,8 +158,10 @@ def bench_processes(path: Path, rounds: int) -> None:
         digests = {d for *_, d in runs if d}
         extra = f", in-process {statistics.median(inner):.2f} s" if inner else ""
         extra += f", output sha256 {'/'.join(sorted(digests))}" if digests else ""
-        print(f"  {name}: {wall:.2f} s = {wall / anchor:.2f}x bare parse, peak RSS {rss:.0f} MiB = "
-              f"{rss / size:.2f}x the file{extra}; runs {[round(w, 2) for w, *_ in runs]}")
+        print(
+            f"  {name}: {wall:.2f} s = {wall / anchor:.2f}x bare parse, peak RSS {rss:.0f} MiB = "
+            f"{rss / size:.2f}x the file{extra}; runs {[round(w, 2) for w, *_ in runs]}"
+        )
 
 
 def main() -> None:
@@ -173,7 +181,9 @@ def main() -> None:
         generate(args.nodes, path, args.distinct)
         print(f"generated {path} in {time.perf_counter() - t:.0f} s")
     size = path.stat().st_size
-    print(f"file: {args.nodes:,} nodes over {DEVICES} devices, {size / 2**20:.0f} MiB ({size / args.nodes:.0f} bytes/node)")
+    print(
+        f"file: {args.nodes:,} nodes over {DEVICES} devices, {size / 2**20:.0f} MiB ({size / args.nodes:.0f} bytes/node)"
+    )
     if args.only != "window":
         bench_processes(path, args.rounds)
     if args.only == "process":
@@ -189,9 +199,11 @@ def main() -> None:
 
     bare_s, bare_all = best_of(bare)
     ours_s, ours_all = best_of(ours)
-    print(f"open + model build: {ours_s * 1000:.0f} ms vs bare protobuf read + parse {bare_s * 1000:.0f} ms "
-          f"= {ours_s / bare_s:.2f}x (target <= 2x); runs ours {[round(x, 2) for x in ours_all]} "
-          f"bare {[round(x, 2) for x in bare_all]}")
+    print(
+        f"open + model build: {ours_s * 1000:.0f} ms vs bare protobuf read + parse {bare_s * 1000:.0f} ms "
+        f"= {ours_s / bare_s:.2f}x (target <= 2x); runs ours {[round(x, 2) for x in ours_all]} "
+        f"bare {[round(x, 2) for x in bare_all]}"
+    )
 
     tl = ours()
     lanes_bytes = 0
@@ -200,8 +212,10 @@ def main() -> None:
         lanes_bytes += index.order.nbytes + index.order_start.nbytes
     details = tl.records.offsets.nbytes + tl.records.lengths.nbytes
     total = tl.nbytes + details + lanes_bytes
-    print(f"model memory: {total / len(tl):.0f} bytes/node (columns+names {tl.nbytes / len(tl):.0f}, detail offsets "
-          f"{details / len(tl):.0f}, drawing indexes {lanes_bytes / len(tl):.0f}; target < 200) over {tl.num_lanes} lanes")
+    print(
+        f"model memory: {total / len(tl):.0f} bytes/node (columns+names {tl.nbytes / len(tl):.0f}, detail offsets "
+        f"{details / len(tl):.0f}, drawing indexes {lanes_bytes / len(tl):.0f}; target < 200) over {tl.num_lanes} lanes"
+    )
 
     view = open_view(tl)
     canvas = view.canvas

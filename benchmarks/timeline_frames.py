@@ -77,8 +77,10 @@ def print_redraw_times(view) -> None:
     for label, (x0, x1) in zooms.items():
         canvas.fit(x0, x1)
         frames = frame_times(canvas)
-        print(f"  redraw at {label:>9}: median {statistics.median(frames) * 1000:.1f} ms, max {max(frames) * 1000:.1f} ms "
-              f"per frame ({len(tl):,} events, {tl.num_lanes} lanes; target < 16 ms)")
+        print(
+            f"  redraw at {label:>9}: median {statistics.median(frames) * 1000:.1f} ms, max {max(frames) * 1000:.1f} ms "
+            f"per frame ({len(tl):,} events, {tl.num_lanes} lanes; target < 16 ms)"
+        )
 
 
 # ---------------------------------------------------------------- Chrome traces
@@ -121,9 +123,11 @@ def chrome_frames(paths: list[Path], per_group: int, samples: int) -> None:
     t = time.perf_counter()
     traces = [("" if len(paths) == 1 else f"rank-{k}", scan(p)) for k, p in enumerate(paths)]
     tl = build_timeline(traces)
-    print(f"{', '.join(map(str, paths))}: {len(tl):,} events, {tl.num_lanes} lanes, {len(tl.groups)} groups, "
-          f"{len(tl.flows) if tl.flows is not None else 0:,} flows, {len(tl.counters)} counters, "
-          f"{int((tl.duration_ps == 0).sum()):,} instants; loaded in {time.perf_counter() - t:.2f} s")
+    print(
+        f"{', '.join(map(str, paths))}: {len(tl):,} events, {tl.num_lanes} lanes, {len(tl.groups)} groups, "
+        f"{len(tl.flows) if tl.flows is not None else 0:,} flows, {len(tl.counters)} counters, "
+        f"{int((tl.duration_ps == 0).sum()):,} instants; loaded in {time.perf_counter() - t:.2f} s"
+    )
     plain = dataclasses.replace(tl, counters=[], flows=None)
     if tl.counters:
         counters, what = tl.counters, f"its {len(tl.counters)} counters"
@@ -145,10 +149,11 @@ def chrome_frames(paths: list[Path], per_group: int, samples: int) -> None:
         s = float(tl.start_ps[len(tl) // 2])
         e = s + float(tl.duration_ps[len(tl) // 2]) + 1
         around = "no flows"
-    zooms = {"whole": (a, b), "1/100": (s, s + (b - a) / 100), "1/10000": (s, s + (b - a) / 10000),
-             "flow ends": (s, e)}
-    for label, timeline, select in (("baseline (no flows, no counters, nothing selected)", plain, -1),
-                                    (f"flows of the selected event + {what}", full, i)):
+    zooms = {"whole": (a, b), "1/100": (s, s + (b - a) / 100), "1/10000": (s, s + (b - a) / 10000), "flow ends": (s, e)}
+    for label, timeline, select in (
+        ("baseline (no flows, no counters, nothing selected)", plain, -1),
+        (f"flows of the selected event + {what}", full, i),
+    ):
         view = open_view(timeline)
         canvas = view.canvas
         print(f"  {label} at 1600x1000; selected: {around if select >= 0 else '-'}")
@@ -161,8 +166,10 @@ def chrome_frames(paths: list[Path], per_group: int, samples: int) -> None:
             pans, zoom_frames = frame_times(canvas), zoom_frame_times(canvas, at)
             arrows = len(canvas.flow_segments())
             ms = lambda frames: f"median {statistics.median(frames) * 1000:5.1f} ms (max {max(frames) * 1000:5.1f})"  # noqa: E731
-            print(f"    {zlabel:>9}: pan {ms(pans)}, zoom {ms(zoom_frames)}"
-                  f"{f', {arrows} arrow(s) drawn' if select >= 0 else ''}")
+            print(
+                f"    {zlabel:>9}: pan {ms(pans)}, zoom {ms(zoom_frames)}"
+                f"{f', {arrows} arrow(s) drawn' if select >= 0 else ''}"
+            )
         view.close()
         view.deleteLater()
     print("  target < 16 ms a frame")
@@ -170,10 +177,16 @@ def chrome_frames(paths: list[Path], per_group: int, samples: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--chrome", type=Path, action="append", required=True,
-                        help="a Chrome trace JSON (repeat for the ranks of one timeline)")
-    parser.add_argument("--counters", type=int, default=2,
-                        help="synthetic counter tracks per group when the trace has none")
+    parser.add_argument(
+        "--chrome",
+        type=Path,
+        action="append",
+        required=True,
+        help="a Chrome trace JSON (repeat for the ranks of one timeline)",
+    )
+    parser.add_argument(
+        "--counters", type=int, default=2, help="synthetic counter tracks per group when the trace has none"
+    )
     parser.add_argument("--samples", type=int, default=100_000, help="samples per synthetic counter")
     args = parser.parse_args()
     chrome_frames(args.chrome, args.counters, args.samples)

@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from as_a_user import like_an_installed_copy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,8 +192,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args()
     args.folder.mkdir(parents=True, exist_ok=True)
-    files = {"generated": args.folder / f"generated_{args.events}.xplane.pb",
-             "real x repeats": args.folder / f"repeated_{args.events}.xplane.pb"}
+    files = {
+        "generated": args.folder / f"generated_{args.events}.xplane.pb",
+        "real x repeats": args.folder / f"repeated_{args.events}.xplane.pb",
+    }
     for label, path in files.items():
         if not path.exists():
             t = time.perf_counter()
@@ -212,16 +213,20 @@ def main() -> None:
             if best is None or m + tl < best[0] + best[1]:
                 best = (m, tl, peak)
         m, tl, peak = best
-        print(f"  Profscope: memory profile {m:.2f} s ({int(snaps):,} snapshots), timeline {tl:.2f} s "
-              f"({int(events):,} events), total {m + tl:.2f} s; peak RSS {peak:.0f} MiB = {peak / size:.2f}x the file")
+        print(
+            f"  Profscope: memory profile {m:.2f} s ({int(snaps):,} snapshots), timeline {tl:.2f} s "
+            f"({int(events):,} events), total {m + tl:.2f} s; peak RSS {peak:.0f} MiB = {peak / size:.2f}x the file"
+        )
         if args.xprof_python:
             try:
                 (xm, xt, _, _), xpeak = run(args.xprof_python, XPROF.format(path=str(path)))
             except RuntimeError as e:
                 print(f"  XProf failed: {e}")
                 continue
-            print(f"  XProf:     memory_profile {xm:.2f} s, trace_viewer {xt:.2f} s, total {xm + xt:.2f} s; "
-                  f"peak RSS {xpeak:.0f} MiB = {xpeak / size:.2f}x the file")
+            print(
+                f"  XProf:     memory_profile {xm:.2f} s, trace_viewer {xt:.2f} s, total {xm + xt:.2f} s; "
+                f"peak RSS {xpeak:.0f} MiB = {xpeak / size:.2f}x the file"
+            )
             print(f"  Profscope is {(xm + xt) / (m + tl):.1f}x faster")
         redraw(path)
 

@@ -147,9 +147,12 @@ def main() -> None:
                 m, tv = med.get(f"{who} export memory_profile"), med.get(f"{who} export trace_viewer")
                 xm, xt = med.get("anchor: XProf memory_profile"), med.get("anchor: XProf trace_viewer")
                 if m and tv and xm and xt:
-                    print(f"  {who} memory + trace export {m[0] + tv[0]:.2f} s ({m[1] + tv[1]:.2f} s CPU); XProf "
-                          f"{xm[0] + xt[0]:.2f} s ({xm[1] + xt[1]:.2f} s CPU): {(xm[0] + xt[0]) / (m[0] + tv[0]):.1f}x "
-                          f"faster ({(xm[1] + xt[1]) / (m[1] + tv[1]):.1f}x in CPU)", flush=True)
+                    print(
+                        f"  {who} memory + trace export {m[0] + tv[0]:.2f} s ({m[1] + tv[1]:.2f} s CPU); XProf "
+                        f"{xm[0] + xt[0]:.2f} s ({xm[1] + xt[1]:.2f} s CPU): {(xm[0] + xt[0]) / (m[0] + tv[0]):.1f}x "
+                        f"faster ({(xm[1] + xt[1]) / (m[1] + tv[1]):.1f}x in CPU)",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

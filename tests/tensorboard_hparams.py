@@ -104,10 +104,7 @@ def _run_order_key(logdir: str, subdir: str):
 
 def _load(logdir: str):
     from tensorboard.backend import application
-    from tensorboard.backend.event_processing import data_ingester
-    from tensorboard.backend.event_processing import data_provider
-    from tensorboard.backend.event_processing import io_wrapper
-    from tensorboard.backend.event_processing import plugin_event_multiplexer
+    from tensorboard.backend.event_processing import data_ingester, data_provider, io_wrapper, plugin_event_multiplexer
     from tensorboard.plugins.hparams import hparams_plugin
     from tensorboard.plugins.scalar import scalars_plugin
 

@@ -4,11 +4,11 @@ import gzip
 import json
 
 import pytest
-
 from conftest import DATA, SMALL_XPROF
-from profscope.models.formats.memory_profile_file import load_memory_profile, parse_memory_profile
+
 from profscope.models.core.task import ProfileError
-from profscope.protos import memory_profile_pb2, xplane_pb2, step_stats_pb2
+from profscope.models.formats.memory_profile_file import load_memory_profile, parse_memory_profile
+from profscope.protos import memory_profile_pb2, step_stats_pb2, xplane_pb2
 from profscope.viewer.cli import main
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from profscope.models.core import guards
+from profscope.models.core.task import Cancelled, ProfileError, TaskState
 from profscope.models.formats import chrome_json
 from profscope.models.formats._chrome_json import (
     ARGS_PRESENT,
@@ -30,7 +31,6 @@ from profscope.models.formats._chrome_json import (
     TS_MISSING,
     Scanner,
 )
-from profscope.models.core.task import Cancelled, ProfileError, TaskState
 
 KEYS = (b"correlation", b"External id", b"Bytes", b"Addr", b"Total Allocated", b"Total Reserved",
         b"Device Type", b"Device Id", b"stream", b"device")

@@ -9,13 +9,13 @@ import shutil
 
 import numpy as np
 import pytest
-
 from conftest import DATA
+
 from profscope.models.analysis import trace_stats
+from profscope.models.core.task import ProfileError
 from profscope.models.formats.chrome_trace import build_timeline, scan, trace_memory_profile
 from profscope.models.repository.locations import open_repository
 from profscope.models.repository.registry import KERNEL_STATS, MEMORY_PROFILE, OP_STATS, OVERVIEW, TRACE_VIEWER
-from profscope.models.core.task import ProfileError
 from profscope.viewer.cli import main
 
 TRACES = DATA / "chrome_trace"
@@ -303,14 +303,31 @@ def test_random_traces_give_answers_or_messages(tmp_path):
     for case in range(60):
         events = []
         for _ in range(rng.integers(0, 40)):
-            e = {"ph": pick(list("XBEiIMCstfbeP") + [None, 5]), "ts": pick([float(rng.uniform(0, 1e3))] + odd),
-                 "dur": pick([float(rng.uniform(-5, 50))] + odd), "pid": pick([1, 2, "p"] + odd),
-                 "tid": pick([1, 2, "t"] + odd), "id": pick([1, 2, "0x1"] + odd), "bp": pick(["e", "x"]),
-                 "name": pick(["a", "ProfilerStep#3", "[memory]", "process_name", "thread_name", "thread_sort_index"]),
-                 "cat": pick(["cpu_op", "kernel", "cuda_runtime", "ac2g", "fwdbwd"] + odd),
-                 "args": pick([{"name": pick(["n"] + odd), "sort_index": pick(odd), "correlation": pick([1, 2] + odd),
-                                "Bytes": pick([100, -100] + odd), "Addr": pick([1, 2] + odd), "Device Type": pick([0, 1] + odd),
-                                "Input Dims": pick([[[1, 2]], "x"] + odd)}] + odd)}
+            e = {
+                "ph": pick(list("XBEiIMCstfbeP") + [None, 5]),
+                "ts": pick([float(rng.uniform(0, 1e3))] + odd),
+                "dur": pick([float(rng.uniform(-5, 50))] + odd),
+                "pid": pick([1, 2, "p"] + odd),
+                "tid": pick([1, 2, "t"] + odd),
+                "id": pick([1, 2, "0x1"] + odd),
+                "bp": pick(["e", "x"]),
+                "name": pick(["a", "ProfilerStep#3", "[memory]", "process_name", "thread_name", "thread_sort_index"]),
+                "cat": pick(["cpu_op", "kernel", "cuda_runtime", "ac2g", "fwdbwd"] + odd),
+                "args": pick(
+                    [
+                        {
+                            "name": pick(["n"] + odd),
+                            "sort_index": pick(odd),
+                            "correlation": pick([1, 2] + odd),
+                            "Bytes": pick([100, -100] + odd),
+                            "Addr": pick([1, 2] + odd),
+                            "Device Type": pick([0, 1] + odd),
+                            "Input Dims": pick([[[1, 2]], "x"] + odd),
+                        }
+                    ]
+                    + odd
+                ),
+            }
             events.append({k: v for k, v in e.items() if rng.random() < 0.85})
         path = _write(tmp_path, f"c{case}.json", json.dumps({"traceEvents": events}))
         try:

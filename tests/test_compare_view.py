@@ -3,13 +3,13 @@ thresholds, the overview and memory pages, and their realignment."""
 
 import numpy as np
 import pytest
+from conftest import DATA
 from PySide6.QtCore import Qt
 
 from profscope.models.analysis import diff
 from profscope.models.analysis.comparison import Place, compare
 from profscope.models.analysis.trace_stats import PS_PER_US
 from profscope.models.core.units import format_time_ps
-from conftest import DATA
 from profscope.widgets.compare.view import DELTA, STATUS, CompareView, DiffModel
 
 PAIR = DATA / "chrome_trace" / "diff_pair"

@@ -7,13 +7,13 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import DATA, KERAS_XPROF, ROOT, SMALL_XPROF
-from profscope.models.analysis import diff, trace_stats
-from profscope.models.repository.locations import open_repository
-from profscope.models.core.task import ProfileError
 from test_chrome_trace import _hta_rounded
 from test_step_stats import node, step_stats
+
+from profscope.models.analysis import diff, trace_stats
+from profscope.models.core.task import ProfileError
+from profscope.models.repository.locations import open_repository
 from profscope.viewer.cli import main
 
 GPU = DATA / "chrome_trace" / "gpu"
@@ -110,7 +110,9 @@ def test_unrelated_profiles_are_all_added_or_removed():
         d = diff.stats_diff(diff.Side(xspace), diff.Side(kineto), table)
         statuses = {diff.STATUSES[s] for s in d.status.tolist()}
         assert statuses <= {"added", "removed"}, table
-        assert len(d) == len(diff.stats_table(diff.Side(xspace), table)) + len(diff.stats_table(diff.Side(kineto), table))
+        assert len(d) == len(diff.stats_table(diff.Side(xspace), table)) + len(
+            diff.stats_table(diff.Side(kineto), table)
+        )
     (h,) = diff.overview_diff(diff.Side(xspace), diff.Side(kineto)).to_json()["hosts"]
     assert h["step_count"] == {"baseline": 0, "candidate": 3, "delta": 3}
     assert h["step_mean_us"]["baseline"] is None and h["step_mean_us"]["delta"] is None
@@ -151,8 +153,11 @@ def test_memory_diff_of_two_profiles():
     (a,) = d.allocators
     b, c = a.baseline, a.candidate
     doc = d.to_json(top=None)["allocators"][0]
-    assert doc["window_peak_bytes"] == {"baseline": b.summary.peak_in_use, "candidate": c.summary.peak_in_use,
-                                        "delta": c.summary.peak_in_use - b.summary.peak_in_use}
+    assert doc["window_peak_bytes"] == {
+        "baseline": b.summary.peak_in_use,
+        "candidate": c.summary.peak_in_use,
+        "delta": c.summary.peak_in_use - b.summary.peak_in_use,
+    }
     assert doc["lifetime_peak_bytes"]["baseline"] == b.summary.peak_bytes_lifetime
     rows = doc["peak_allocations"]
     assert sum(r["baseline"]["bytes"] for r in rows) == b.peak_allocations.total_bytes
@@ -220,10 +225,16 @@ def test_op_and_kernel_diffs_equal_holistic_trace_analysis():
             assert sorted(ours) == sorted(r["name"] for r in theirs)
             for r in theirs:
                 o = ours[r["name"]]
-                assert (o["baseline"]["count"], o["candidate"]["count"], o["delta_count"]) == \
-                    (r["control_counts"], r["test_counts"], r["diff_counts"]), r["name"]
-                assert (o["baseline"]["total_us"], o["candidate"]["total_us"], o["delta_total_us"]) == \
-                    (r["control_total_duration"], r["test_total_duration"], r["diff_duration"]), r["name"]
+                assert (o["baseline"]["count"], o["candidate"]["count"], o["delta_count"]) == (
+                    r["control_counts"],
+                    r["test_counts"],
+                    r["diff_counts"],
+                ), r["name"]
+                assert (o["baseline"]["total_us"], o["candidate"]["total_us"], o["delta_total_us"]) == (
+                    r["control_total_duration"],
+                    r["test_total_duration"],
+                    r["diff_duration"],
+                ), r["name"]
             added = {n for n, o in ours.items() if o["status"] == "added"}
             assert ("aten::tanh" in added) if device == "CPU" else any("tanh_kernel" in n for n in added)
 
@@ -237,8 +248,11 @@ def test_cli_writes_the_diff(slower_and_added, tmp_path, capsys):
     assert main(["diff", str(base), str(cand), "--tool", "op_types", "-o", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert doc["tool"] == "op_types" and doc["baseline"]["location"] == str(base)
-    assert [(r["name"], r["status"]) for r in doc["rows"]] == [("MatMul", "changed"), ("Softmax", "added"),
-                                                              ("Relu", "same")]
+    assert [(r["name"], r["status"]) for r in doc["rows"]] == [
+        ("MatMul", "changed"),
+        ("Softmax", "added"),
+        ("Relu", "same"),
+    ]
     assert "1 same, 1 changed, 1 added" in capsys.readouterr().err
     assert main(["diff", str(base), str(cand), "--tool", "op_types", "--min-delta-us", "10"]) == 0
     assert [r["name"] for r in json.loads(capsys.readouterr().out)["rows"]] == ["MatMul"]
@@ -249,31 +263,57 @@ def test_cli_writes_the_diff(slower_and_added, tmp_path, capsys):
 
 def test_cli_sides_hosts_steps_and_errors(tmp_path, capsys):
     out = tmp_path / "d.json"
-    assert main(["diff", str(GPU), str(GPU), "--tool", "overview", "--baseline-host", "rank-0",
-                 "--candidate-host", "rank-1", "--candidate-steps", "3-4", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "diff",
+                str(GPU),
+                str(GPU),
+                "--tool",
+                "overview",
+                "--baseline-host",
+                "rank-0",
+                "--candidate-host",
+                "rank-1",
+                "--candidate-steps",
+                "3-4",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     (h,) = json.loads(out.read_text())["hosts"]
     assert (h["baseline_host"], h["candidate_host"], h["step_count"]["candidate"]) == ("rank-0", "rank-1", 2)
     assert main(["diff", str(GPU), str(GPU), "--tool", "memory_profile", "-o", str(out)]) == 1
     assert "baseline: memory_profile shows one host at a time" in capsys.readouterr().err
     assert main(["diff", str(DATA / "step_stats"), str(GPU), "-o", str(out)]) == 1
     assert "choose one with --baseline-host or --host" in capsys.readouterr().err
-    assert main(["diff", str(GPU), str(GPU), "--steps", "median", "--tool", "kernel_stats", "--filter", "(",
-                 "--regex"]) == 1
+    assert (
+        main(["diff", str(GPU), str(GPU), "--steps", "median", "--tool", "kernel_stats", "--filter", "(", "--regex"])
+        == 1
+    )
     assert "Invalid regular expression" in capsys.readouterr().err
     assert main(["diff", str(DATA / "log_memory" / "eager-cpu.log"), str(GPU), "--tool", "op_types"]) == 1
-    assert "baseline: session 'eager-cpu.log' has no timeline to compare op_types of (it has memory_profile)" in \
-        capsys.readouterr().err
+    assert (
+        "baseline: session 'eager-cpu.log' has no timeline to compare op_types of (it has memory_profile)"
+        in capsys.readouterr().err
+    )
     assert main(["diff", str(GPU), str(tmp_path / "nothing")]) == 1
     assert "candidate: " in capsys.readouterr().err
-    assert main(["diff", str(SMALL_XPROF), str(KERAS_XPROF), "--tool", "memory_profile", "--top", "2",
-                 "-o", str(out)]) == 0
+    assert (
+        main(["diff", str(SMALL_XPROF), str(KERAS_XPROF), "--tool", "memory_profile", "--top", "2", "-o", str(out)])
+        == 0
+    )
     (a,) = json.loads(out.read_text())["allocators"]
     assert len(a["peak_allocations"]) == 2 and a["more_allocations"] > 0
 
 
 def test_diff_imports_no_qt(tmp_path):
-    code = ("import sys; from profscope.viewer.cli import main; "
-            f"assert main(['diff', {str(GPU)!r}, {str(GPU)!r}, '--tool', 'kernel_stats', '-o', "
-            f"{str(tmp_path / 'd.json')!r}]) == 0; "
-            "assert not [m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph', 'widgets'))], 'Qt imported'")
+    code = (
+        "import sys; from profscope.viewer.cli import main; "
+        f"assert main(['diff', {str(GPU)!r}, {str(GPU)!r}, '--tool', 'kernel_stats', '-o', "
+        f"{str(tmp_path / 'd.json')!r}]) == 0; "
+        "assert not [m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph', 'widgets'))], 'Qt imported'"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True)

@@ -7,7 +7,6 @@ import sys
 import zlib
 
 import pytest
-
 from conftest import DATA, ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))

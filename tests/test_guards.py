@@ -7,18 +7,18 @@ import os
 
 import numpy as np
 import pytest
-
 from conftest import DATA
+
 from profscope.models.core import guards
 from profscope.models.core.files import read_bytes
+from profscope.models.core.task import ProfileError
 from profscope.models.formats.log_memory import load_memory_log
 from profscope.models.formats.step_stats import load_step_timeline, locate
 from profscope.models.formats.xspace.memory import xplane_memory_profile
 from profscope.models.formats.xspace.timeline import load_xplane_timeline
 from profscope.models.hparams.experiment import HParamsData
-from profscope.models.repository.locations import open_repository
-from profscope.models.core.task import ProfileError
 from profscope.models.hparams.logdir import read_logdir
+from profscope.models.repository.locations import open_repository
 from profscope.protos import api_pb2, step_stats_pb2, xplane_pb2
 from profscope.viewer.cli import main
 

@@ -6,11 +6,11 @@ import time
 
 import numpy as np
 import pytest
-
 from conftest import DATA
-from profscope.models.hparams.experiment import HParamsData, HParamsError, cleanse, request_from_json, to_json
-from profscope.models.core.task import ProfileError
+
 from profscope.models.core.event_file import scan_records
+from profscope.models.core.task import ProfileError
+from profscope.models.hparams.experiment import HParamsData, HParamsError, cleanse, request_from_json, to_json
 from profscope.models.hparams.logdir import find_runs, read_logdir
 from profscope.protos import api_pb2
 
@@ -171,7 +171,7 @@ def test_sorting_a_column_of_mixed_types_puts_numbers_first():
     values = [g["hparams"].get("mixed") for g in body["sessionGroups"]]
     present = [v for v in values if v is not None]
     kinds = [isinstance(v, str) for v in present]
-    assert kinds == sorted(kinds) and values[len(present):] == [None] * (len(values) - len(present))
+    assert kinds == sorted(kinds) and values[len(present) :] == [None] * (len(values) - len(present))
 
 
 def test_regexp_filters_run_in_linear_time_and_refuse_what_re2_cannot_do():
@@ -224,8 +224,14 @@ def test_damaged_event_files_keep_their_good_records_and_say_what_was_skipped(tm
     from tensorboard.plugins.scalar import summary as scalar_summary
 
     for run in ("a", "b", "b/c", "d"):
-        _write_events(tmp_path / run, [event_pb2.Event(step=s, wall_time=10.0 + s, summary=scalar_summary.scalar_pb(
-            "loss", s / 10)) for s in range(4)], version=2)
+        _write_events(
+            tmp_path / run,
+            [
+                event_pb2.Event(step=s, wall_time=10.0 + s, summary=scalar_summary.scalar_pb("loss", s / 10))
+                for s in range(4)
+            ],
+            version=2,
+        )
     files = {run: next((tmp_path / run).glob("*tfevents*")) for run in ("a", "b", "b/c", "d")}
     clean = read_logdir(tmp_path)
     starts = [int(at) - 12 for at, _ in scan_records(files["b/c"].read_bytes(), "").spans]  # where records start
@@ -234,10 +240,12 @@ def test_damaged_event_files_keep_their_good_records_and_say_what_was_skipped(tm
     files["a"].write_bytes(bytes(data))
     files["b"].write_bytes(files["b"].read_bytes()[:-7])  # still being written
     data = files["b/c"].read_bytes()
-    files["b/c"].write_bytes(data[:starts[2]] + b"\x01" * 9 + data[starts[2]:])  # corrupt framing between records
-    expected = [f"a/{files['a'].name}: skipped 1 record(s) whose data failed the CRC check",
-                f"b/{files['b'].name}: ignored an incomplete last record at byte {starts[-1]:,} (file still being written?)",
-                f"b/c/{files['b/c'].name}: skipped 9 bytes of corrupt record framing"]
+    files["b/c"].write_bytes(data[: starts[2]] + b"\x01" * 9 + data[starts[2] :])  # corrupt framing between records
+    expected = [
+        f"a/{files['a'].name}: skipped 1 record(s) whose data failed the CRC check",
+        f"b/{files['b'].name}: ignored an incomplete last record at byte {starts[-1]:,} (file still being written?)",
+        f"b/c/{files['b/c'].name}: skipped 9 bytes of corrupt record framing",
+    ]
     for batch in (1, 1 << 20):  # a batch per run, or one for all
         monkeypatch.setattr("profscope.models.hparams.logdir.BATCH_BYTES", batch)
         damaged = read_logdir(tmp_path)
@@ -276,8 +284,13 @@ def test_many_purges_across_files_as_tensorboard_does(tmp_path, seed):
             for _ in range(300):
                 step = max(step + rng.choice([1, 1, 2, -1, -3]), 0)
                 if run == "v2" and rng.random() < 0.05:
-                    events.append(event_pb2.Event(step=step, wall_time=1.0 + step,
-                                                  session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START)))
+                    events.append(
+                        event_pb2.Event(
+                            step=step,
+                            wall_time=1.0 + step,
+                            session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START),
+                        )
+                    )
                 tags = rng.sample(["loss", "acc", "lr"], rng.randint(1, 2))
                 summary = scalar_summary.scalar_pb(tags[0], rng.random())
                 for t in tags[1:]:
@@ -290,7 +303,9 @@ def test_many_purges_across_files_as_tensorboard_does(tmp_path, seed):
             request = {"sessionName": run, "metricName": {"group": "", "tag": tag}}
             status, expected = tensorboard_answer(str(tmp_path), "metric_evals", request)
             assert status == 200
-            assert cleanse(data.list_metric_evals(request_from_json(request, api_pb2.ListMetricEvalsRequest))) == expected
+            assert (
+                cleanse(data.list_metric_evals(request_from_json(request, api_pb2.ListMetricEvalsRequest))) == expected
+            )
 
 
 def test_restarts_purge_orphaned_values_as_tensorboard_does(tmp_path):
@@ -301,16 +316,23 @@ def test_restarts_purge_orphaned_values_as_tensorboard_does(tmp_path):
         return event_pb2.Event(step=step, wall_time=100.0 + step, summary=scalar_summary.scalar_pb(tag, x))
 
     def start(step):
-        return event_pb2.Event(step=step, wall_time=100.0 + step,
-                               session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START))
+        return event_pb2.Event(
+            step=step, wall_time=100.0 + step, session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START)
+        )
 
     # Version 2: the second SessionLog START at step 3 drops steps >= 3 seen so far.
-    _write_events(tmp_path / "v2", [start(0)] + [value(s, s / 10) for s in range(6)] + [start(3)]
-                  + [value(s, s / 100) for s in range(3, 7)], version=2)
+    _write_events(
+        tmp_path / "v2",
+        [start(0)] + [value(s, s / 10) for s in range(6)] + [start(3)] + [value(s, s / 100) for s in range(3, 7)],
+        version=2,
+    )
     # Version 1: a step going back drops that tag's later steps; out-of-order in v2 stays.
-    _write_events(tmp_path / "v1", [value(s, s / 10) for s in range(6)] + [value(2, 0.5), value(3, 0.7),
-                                                                          value(9, 1.0, "other"), value(4, 0.1, "other")],
-                  version=1)
+    _write_events(
+        tmp_path / "v1",
+        [value(s, s / 10) for s in range(6)]
+        + [value(2, 0.5), value(3, 0.7), value(9, 1.0, "other"), value(4, 0.1, "other")],
+        version=1,
+    )
     _write_events(tmp_path / "v2_out_of_order", [value(s, 1.0 * s) for s in (0, 1, 5, 2, 2)], version=2)
     data = HParamsData(read_logdir(tmp_path))
     for run, tags in (("v2", ["loss"]), ("v1", ["loss", "other"]), ("v2_out_of_order", ["loss"])):
@@ -318,5 +340,12 @@ def test_restarts_purge_orphaned_values_as_tensorboard_does(tmp_path):
             request = {"sessionName": run, "metricName": {"group": "", "tag": tag}}
             status, expected = tensorboard_answer(str(tmp_path), "metric_evals", request)
             assert status == 200
-            assert cleanse(data.list_metric_evals(request_from_json(request, api_pb2.ListMetricEvalsRequest))) == expected
-    assert [row[1] for row in data.list_metric_evals(api_pb2.ListMetricEvalsRequest(session_name="v2", metric_name={"tag": "loss"}))] == [0, 1, 2, 3, 4, 5, 6]
+            assert (
+                cleanse(data.list_metric_evals(request_from_json(request, api_pb2.ListMetricEvalsRequest))) == expected
+            )
+    assert [
+        row[1]
+        for row in data.list_metric_evals(
+            api_pb2.ListMetricEvalsRequest(session_name="v2", metric_name={"tag": "loss"})
+        )
+    ] == [0, 1, 2, 3, 4, 5, 6]

@@ -6,11 +6,11 @@ import random
 
 import numpy as np
 import pytest
-
 from conftest import DATA
-from profscope.models.hparams.experiment import load_hparams
-from profscope.models.hparams.curves import load_curves, read_session_scalars, smooth
+
 from profscope.models.core.task import ProfileError
+from profscope.models.hparams.curves import load_curves, read_session_scalars, smooth
+from profscope.models.hparams.experiment import load_hparams
 
 API_CONFIG = DATA / "hparams" / "api_config"
 
@@ -92,7 +92,6 @@ def test_long_series_keep_the_points_tensorboard_keeps(tmp_path):
     from tensorboard.compat.proto import event_pb2
     from tensorboard.plugins.scalar import summary as scalar_summary
     from tensorboard.summary.writer.record_writer import RecordWriter
-
     from tensorboard_hparams import tensorboard_answer
 
     run = tmp_path / "long"

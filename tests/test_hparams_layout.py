@@ -4,9 +4,9 @@ per log dir across a reopen of the window."""
 import shutil
 
 import pytest
+from conftest import DATA
 from PySide6.QtCore import QSettings
 
-from conftest import DATA
 from profscope.models.hparams.experiment import load_hparams
 from profscope.widgets.hparams.layout import item_of, item_text, settings_key
 from profscope.widgets.hparams.scales import LINEAR, QUANTILE
@@ -21,7 +21,6 @@ def _add_session(logdir, name: str, hparams: dict, accuracy: float) -> None:
     from tensorboard.compat.proto import event_pb2
     from tensorboard.plugins.hparams import summary_v2 as hp
     from tensorboard.plugins.scalar import summary as scalar_summary
-
     from test_hparams import _write_events
 
     _write_events(logdir / name, [event_pb2.Event(wall_time=2e9, summary=hp.hparams_pb(hparams, trial_id=name)),

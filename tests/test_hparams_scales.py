@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 import pytest
-
 from conftest import DATA
+
 from profscope.models.hparams.experiment import _column
 from profscope.protos import api_pb2
 from profscope.widgets.hparams.filters import ColumnFilter

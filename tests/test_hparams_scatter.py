@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 import pytest
+from conftest import DATA
 from PySide6.QtCore import QPoint, QPointF, Qt
 
-from conftest import DATA
 from profscope.protos import api_pb2
 from profscope.widgets.hparams.scatter_matrix import PAD
 

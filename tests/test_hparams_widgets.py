@@ -8,9 +8,9 @@ import shutil
 
 import numpy as np
 import pytest
+from conftest import DATA
 from PySide6.QtCore import QPointF, Qt
 
-from conftest import DATA
 from profscope.models.hparams.experiment import _column
 from profscope.protos import api_pb2
 from profscope.widgets.hparams.filters import ColumnFilter
@@ -65,7 +65,9 @@ def test_header_clicks_sort_and_shift_adds_a_key(view, qtbot):
     qtbot.mouseClick(header.viewport(), Qt.LeftButton, Qt.ShiftModifier, _section_center(header, acc))
     qtbot.mouseClick(header.viewport(), Qt.LeftButton, Qt.ShiftModifier, _section_center(header, acc))
     assert view.sort_keys == [(units, api_pb2.ORDER_ASC), (acc, api_pb2.ORDER_DESC)]
-    assert "units ▲1" in view.model.headerData(units, Qt.Horizontal) and "▼2" in view.model.headerData(acc, Qt.Horizontal)
+    assert "units ▲1" in view.model.headerData(units, Qt.Horizontal) and "▼2" in view.model.headerData(
+        acc, Qt.Horizontal
+    )
     request = view.request()
     assert [cp.order for cp in request.col_params[:2]] == [api_pb2.ORDER_ASC, api_pb2.ORDER_DESC]
     assert shown_names(view) == expected_names(view, request)
@@ -82,8 +84,10 @@ def test_filters_narrow_the_table_as_the_api_does(view, qtbot):
     for box, value in optimizer.control:
         box.setChecked(value == "adam")
     qtbot.waitUntil(lambda: view.model.rowCount() == 4)
-    assert all(view.model.value(view.model.group_at(r), column(view, "hparam", "optimizer")) == "adam"
-               for r in range(view.model.rowCount()))
+    assert all(
+        view.model.value(view.model.group_at(r), column(view, "hparam", "optimizer")) == "adam"
+        for r in range(view.model.rowCount())
+    )
     accuracy = view.filters.filters[("metric", ("", "accuracy"))]
     accuracy.control.setValue((0.47, accuracy.full_range[1]))
     accuracy.exclude_missing.setChecked(True)
@@ -164,7 +168,9 @@ def test_parallel_coordinates_brush_sets_the_filter(view, qtbot):
     f = view.filters.filters[("hparam", "lr")]
     assert f.is_active()
     qtbot.waitUntil(lambda: view.model.rowCount() < 9)
-    lr_values = [view.model.value(view.model.group_at(r), column(view, "hparam", "lr")) for r in range(view.model.rowCount())]
+    lr_values = [
+        view.model.value(view.model.group_at(r), column(view, "hparam", "lr")) for r in range(view.model.rowCount())
+    ]
     assert max(lr_values) <= 0.03 + 1e-9
     image = pc.grab().toImage()
     assert image.width() > 100

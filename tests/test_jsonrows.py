@@ -24,8 +24,10 @@ def test_values_are_written_as_json_dumps_writes_them():
     table = [_dumps(t) for t in TEXTS]
     text = _jsonrows.json_rows([b'{"f":', b',"i":"', b'","u":', b',"s":', b"}"],
                                [("f", f), ("i", i), ("u", u), ("s", s, table)], 0, n, b",")
-    expected = ",".join(_dumps({"f": float(a), "i": str(b), "u": int(c), "s": TEXTS[d] if 0 <= d < len(TEXTS) else int(d)})
-                        .decode() for a, b, c, d in zip(f.tolist(), i.tolist(), u.tolist(), s.tolist()))
+    expected = ",".join(
+        _dumps({"f": float(a), "i": str(b), "u": int(c), "s": TEXTS[d] if 0 <= d < len(TEXTS) else int(d)}).decode()
+        for a, b, c, d in zip(f.tolist(), i.tolist(), u.tolist(), s.tolist())
+    )
     assert text.decode() == expected
 
 
@@ -49,18 +51,41 @@ def test_row_ranges_and_bad_arguments():
 
 def test_snapshot_lists_in_chunks_join_into_one_json_list(monkeypatch):
     from profscope.models.data import memory_profile
+
     monkeypatch.setattr(memory_profile, "SNAPSHOT_CHUNK", 3)
     n = 7
     ints = lambda k: np.arange(n, dtype=np.int64) * k - 3
-    tl = Snapshots(time_ps=ints(5), stack=ints(1), heap=ints(2), free=ints(3), fragmentation=np.linspace(0, 1, n),
-                   peak_in_use=ints(4), activity=np.array([1, 2, 3, 4, 0, 9, -1]), requested=ints(6), allocation=ints(7),
-                   address=np.arange(n, dtype=np.uint64) + np.uint64(2**63), step=ints(8),
-                   op=np.arange(n, dtype=np.int32) % 3, region=np.zeros(n, np.int32), dtype=np.ones(n, np.int32),
-                   shape=np.full(n, 2, np.int32), strings=["", "op\u00e9", '[2,"3"]'])
+    tl = Snapshots(
+        time_ps=ints(5),
+        stack=ints(1),
+        heap=ints(2),
+        free=ints(3),
+        fragmentation=np.linspace(0, 1, n),
+        peak_in_use=ints(4),
+        activity=np.array([1, 2, 3, 4, 0, 9, -1]),
+        requested=ints(6),
+        allocation=ints(7),
+        address=np.arange(n, dtype=np.uint64) + np.uint64(2**63),
+        step=ints(8),
+        op=np.arange(n, dtype=np.int32) % 3,
+        region=np.zeros(n, np.int32),
+        dtype=np.ones(n, np.int32),
+        shape=np.full(n, 2, np.int32),
+        strings=["", "op\u00e9", '[2,"3"]'],
+    )
     chunks = list(_snapshot_chunks(tl))
     assert chunks[::2] == [b"[", b",", b",", b"]"]  # three chunks of rows, each after its bracket or comma
     doc = json.loads(b"".join(chunks))
     assert [d["activityMetadata"]["memoryActivity"] for d in doc] == [
-        "ALLOCATION", "DEALLOCATION", "RESERVATION", "EXPANSION", "UNKNOWN_ACTIVITY", 9, -1]
-    assert doc[3]["activityMetadata"]["address"] == str(2**63 + 3) and doc[1]["activityMetadata"]["tfOpName"] == "op\u00e9"
+        "ALLOCATION",
+        "DEALLOCATION",
+        "RESERVATION",
+        "EXPANSION",
+        "UNKNOWN_ACTIVITY",
+        9,
+        -1,
+    ]
+    assert (
+        doc[3]["activityMetadata"]["address"] == str(2**63 + 3) and doc[1]["activityMetadata"]["tfOpName"] == "op\u00e9"
+    )
     assert list(_snapshot_chunks(None)) == [b"[]"]

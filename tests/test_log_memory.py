@@ -9,8 +9,11 @@ import threading
 
 import numpy as np
 import pytest
+from conftest import DATA
 from google.protobuf import text_format
 
+from profscope.models.core.task import Cancelled, ProfileError, TaskState
+from profscope.models.data.memory_profile import ALLOCATION
 from profscope.models.formats import _logscan
 from profscope.models.formats.log_memory import (
     BLOCK,
@@ -24,12 +27,9 @@ from profscope.models.formats.log_memory import (
     load_memory_log,
 )
 from profscope.models.formats.memory_profile_file import parse_memory_profile
-from profscope.models.data.memory_profile import ALLOCATION
 from profscope.models.repository.locations import open_repository
 from profscope.models.repository.profile_repository import LocalRepository
-from profscope.models.core.task import Cancelled, ProfileError, TaskState
 from profscope.protos import log_memory_pb2
-from conftest import DATA
 
 LOGS = DATA / "log_memory"
 REAL_LOGS = sorted(LOGS.glob("*.log*"))
@@ -98,7 +98,12 @@ def test_scanner_reads_real_tensorflow_lines_as_text_format_does(path):
         elif name == "MemoryLogTensorDeallocation":
             assert (ints[i, 1], get(i, 1)) == (m.allocation_id, m.allocator_name)
         elif name == "MemoryLogRawAllocation":
-            assert (ints[i, 0], get(i, 0), ints[i, 2], ints[i, 1]) == (m.step_id, m.operation, m.num_bytes, m.allocation_id)
+            assert (ints[i, 0], get(i, 0), ints[i, 2], ints[i, 1]) == (
+                m.step_id,
+                m.operation,
+                m.num_bytes,
+                m.allocation_id,
+            )
         elif name == "MemoryLogStep":
             assert (ints[i, 0], get(i, 4)) == (m.step_id, m.handle)
     assert (time_us > 1.7e15).all()  # absl's epoch seconds, in microseconds
@@ -128,7 +133,8 @@ def test_graph_log_with_bfc_allocator_values():
     # Largest first, then by op name (XProf's table order).
     assert [(rows.op[i], rows.allocation[i], rows.dtype[i], rows.shape[i]) for i in range(2)] == [
         ("gradients/MatMul_grad/MatMul_1", 32768, "float", "[64,128]"),
-        ("w1/Initializer/random_uniform/RandomUniform", 32768, "float", "[64,128]")]
+        ("w1/Initializer/random_uniform/RandomUniform", 32768, "float", "[64,128]"),
+    ]
     assert set(rows.region) == {"tensor"}
     # The plain CPU allocator gives no allocation ids: counted, not on the timeline.
     assert len(data.allocators["mklcpu"].timeline) == 0
@@ -169,7 +175,13 @@ def tensor_allocation(step, kernel, allocator, allocation_id, size, ptr=0):
     m.tensor.dtype = 1
     m.tensor.shape.dim.add().size = size // 4
     d = m.tensor.allocation_description
-    d.requested_bytes, d.allocated_bytes, d.allocator_name, d.allocation_id, d.ptr = size, size, allocator, allocation_id, ptr
+    d.requested_bytes, d.allocated_bytes, d.allocator_name, d.allocation_id, d.ptr = (
+        size,
+        size,
+        allocator,
+        allocation_id,
+        ptr,
+    )
     return m
 
 
@@ -180,22 +192,37 @@ def write_log(path, lines: list[str]) -> None:
 def test_replay_rules(tmp_path):
     p = "I1122 10:00:{:02d}.000000  4242 log_memory.cc:34] "
     log = tmp_path / "rules.log"
-    write_log(log, [
-        "Some unrelated output\n",
-        line(p.format(1), log_memory_pb2.MemoryLogStep(step_id=7, handle="a->b")),
-        line(p.format(2), tensor_allocation(7, "conv", "GPU_0_bfc", 1, 1000, ptr=4096)),
-        line(p.format(3), tensor_allocation(7, "relu", "GPU_0_bfc", 2, 400)),
-        line(p.format(4), log_memory_pb2.MemoryLogRawAllocation(step_id=7, operation="memcpy", num_bytes=300,
-                                                                 allocation_id=3, allocator_name="GPU_0_bfc")),
-        line(p.format(5), log_memory_pb2.MemoryLogTensorDeallocation(allocation_id=1, allocator_name="GPU_0_bfc")),
-        line(p.format(6), log_memory_pb2.MemoryLogRawDeallocation(step_id=7, operation="memcpy", allocation_id=3,
-                                                                   allocator_name="GPU_0_bfc", deferred=True)),
-        line(p.format(7), tensor_allocation(7, "untracked", "GPU_0_bfc", 0, 64)),
-        line(p.format(8), log_memory_pb2.MemoryLogTensorDeallocation(allocation_id=99, allocator_name="GPU_0_bfc")),
-        line(p.format(9), log_memory_pb2.MemoryLogRawDeallocation(step_id=7, operation="memcpy", allocation_id=3,
-                                                                   allocator_name="GPU_0_bfc")),
-        line(p.format(10), log_memory_pb2.MemoryLogTensorOutput(step_id=7, kernel_name="conv", index=0)),
-    ])
+    write_log(
+        log,
+        [
+            "Some unrelated output\n",
+            line(p.format(1), log_memory_pb2.MemoryLogStep(step_id=7, handle="a->b")),
+            line(p.format(2), tensor_allocation(7, "conv", "GPU_0_bfc", 1, 1000, ptr=4096)),
+            line(p.format(3), tensor_allocation(7, "relu", "GPU_0_bfc", 2, 400)),
+            line(
+                p.format(4),
+                log_memory_pb2.MemoryLogRawAllocation(
+                    step_id=7, operation="memcpy", num_bytes=300, allocation_id=3, allocator_name="GPU_0_bfc"
+                ),
+            ),
+            line(p.format(5), log_memory_pb2.MemoryLogTensorDeallocation(allocation_id=1, allocator_name="GPU_0_bfc")),
+            line(
+                p.format(6),
+                log_memory_pb2.MemoryLogRawDeallocation(
+                    step_id=7, operation="memcpy", allocation_id=3, allocator_name="GPU_0_bfc", deferred=True
+                ),
+            ),
+            line(p.format(7), tensor_allocation(7, "untracked", "GPU_0_bfc", 0, 64)),
+            line(p.format(8), log_memory_pb2.MemoryLogTensorDeallocation(allocation_id=99, allocator_name="GPU_0_bfc")),
+            line(
+                p.format(9),
+                log_memory_pb2.MemoryLogRawDeallocation(
+                    step_id=7, operation="memcpy", allocation_id=3, allocator_name="GPU_0_bfc"
+                ),
+            ),
+            line(p.format(10), log_memory_pb2.MemoryLogTensorOutput(step_id=7, kernel_name="conv", index=0)),
+        ],
+    )
     data = load_memory_log(log)
     a = data.allocators["GPU_0_bfc"]
     tl = a.timeline
@@ -214,14 +241,22 @@ def test_replay_rules(tmp_path):
     assert info.deferred_deallocations == 1 and info.untracked_allocations == 1
     assert info.messages["MemoryLogTensorOutput"] == 1 and info.step_handles == {7: "a->b"}
     kernels = info.kernels("GPU_0_bfc", step=7)
-    assert dict(zip(kernels.kernel, kernels.bytes.tolist())) == {"conv": 1000, "relu": 400, "memcpy": 300, "untracked": 64}
+    assert dict(zip(kernels.kernel, kernels.bytes.tolist())) == {
+        "conv": 1000,
+        "relu": 400,
+        "memcpy": 300,
+        "untracked": 64,
+    }
 
 
-@pytest.mark.parametrize("prefix,seconds", [
-    ("2023-05-01 10:00:{:02d}.250000: I tensorflow/core/framework/log_memory.cc:35] ", 0.25),  # TF <= 2.15
-    ("I0501 10:00:{:02d}.250000 12345 log_memory.cc:34] ", 0.25),  # glog / absl
-    ("[1,0]<stderr>:I0501 10:00:{:02d}.250000 12345 log_memory.cc:34] ", 0.25),  # mpirun's process tag
-])
+@pytest.mark.parametrize(
+    "prefix,seconds",
+    [
+        ("2023-05-01 10:00:{:02d}.250000: I tensorflow/core/framework/log_memory.cc:35] ", 0.25),  # TF <= 2.15
+        ("I0501 10:00:{:02d}.250000 12345 log_memory.cc:34] ", 0.25),  # glog / absl
+        ("[1,0]<stderr>:I0501 10:00:{:02d}.250000 12345 log_memory.cc:34] ", 0.25),  # mpirun's process tag
+    ],
+)
 def test_prefix_formats_give_times(tmp_path, prefix, seconds):
     log = tmp_path / "x.log"
     write_log(log, [line(prefix.format(s), tensor_allocation(1, "k", "cpu", s, 8)) for s in (1, 3)])
@@ -238,9 +273,14 @@ def test_lines_without_a_time_follow_log_order(tmp_path):
 
 def test_lines_before_the_first_time_and_an_unnamed_allocator(tmp_path):
     log = tmp_path / "x.log"
-    write_log(log, [line("", tensor_allocation(1, "early", "", 1, 8)),
-                    line("I0501 10:00:05.000000 1 x.cc:1] ", tensor_allocation(1, "late", "", 2, 8)),
-                    line("I0501 10:00:07.000000 1 x.cc:1] ", tensor_allocation(1, "later", "", 3, 8))])
+    write_log(
+        log,
+        [
+            line("", tensor_allocation(1, "early", "", 1, 8)),
+            line("I0501 10:00:05.000000 1 x.cc:1] ", tensor_allocation(1, "late", "", 2, 8)),
+            line("I0501 10:00:07.000000 1 x.cc:1] ", tensor_allocation(1, "later", "", 3, 8)),
+        ],
+    )
     data = load_memory_log(log)
     assert data.memory_ids == ["(unnamed allocator)"]
     assert data.allocators["(unnamed allocator)"].timeline.time_ps.tolist() == [0, 0, 2 * 10**12]
@@ -250,12 +290,17 @@ def test_lines_before_the_first_time_and_an_unnamed_allocator(tmp_path):
 def test_lines_text_format_must_read_escapes_hex_and_field_order(tmp_path):
     log = tmp_path / "x.log"
     p = "I0501 10:00:01.000000 1 log_memory.cc:34] __LOG_MEMORY__ "
-    write_log(log, [
-        p + r'MemoryLogTensorAllocation { kernel_name: "caf\303\251/\"q\"" step_id: 0x10 tensor { allocation_description '
+    write_log(
+        log,
+        [
+            p
+            + r'MemoryLogTensorAllocation { kernel_name: "caf\303\251/\"q\"" step_id: 0x10 tensor { allocation_description '
             r'{ allocation_id: 5 allocated_bytes: 16 allocator_name: "cpu" } } }' + "\n",
-        p + 'MemoryLogRawAllocation { step_id: 1 operation: "op" num_bytes: 8 allocation_id: 6 allocator_name: "cpu" '
-            'a_future_field: 3 }\n',
-    ])
+            p
+            + 'MemoryLogRawAllocation { step_id: 1 operation: "op" num_bytes: 8 allocation_id: 6 allocator_name: "cpu" '
+            "a_future_field: 3 }\n",
+        ],
+    )
     data = load_memory_log(log)
     tl = data.allocators["cpu"].timeline
     assert [tl.strings[i] for i in tl.op] == ['café/"q"', "op"] and tl.step.tolist() == [16, 1]
@@ -268,13 +313,16 @@ def test_lines_text_format_must_read_escapes_hex_and_field_order(tmp_path):
 def test_garbled_unknown_and_truncated_lines_are_counted_not_fatal(tmp_path):
     log = tmp_path / "bad.log"
     good = line("I0501 10:00:01.000000 1 x.cc:1] ", tensor_allocation(1, "k", "cpu", 1, 8))
-    write_log(log, [
-        good,
-        "I0501 10:00:02.000000 1 x.cc:1] __LOG_MEMORY__ MemoryLogTensorAllocation { step_id: oops }\n",
-        "I0501 10:00:02.000000 1 x.cc:1] __LOG_MEMORY__ MemoryLogFancyNew { step_id: 1 }\n",
-        "I0501 10:00:03.000000 1 x.cc:1] __LOG_MEMORY__\n",
-        good.replace("allocation_id: 1", "allocation_id: 2")[:90],  # the process died mid-line
-    ])
+    write_log(
+        log,
+        [
+            good,
+            "I0501 10:00:02.000000 1 x.cc:1] __LOG_MEMORY__ MemoryLogTensorAllocation { step_id: oops }\n",
+            "I0501 10:00:02.000000 1 x.cc:1] __LOG_MEMORY__ MemoryLogFancyNew { step_id: 1 }\n",
+            "I0501 10:00:03.000000 1 x.cc:1] __LOG_MEMORY__\n",
+            good.replace("allocation_id: 1", "allocation_id: 2")[:90],  # the process died mid-line
+        ],
+    )
     data = load_memory_log(log)
     assert len(data.allocators["cpu"].timeline) == 1
     assert (data.log.garbled, data.log.unknown) == (2, 2)
@@ -293,8 +341,13 @@ def test_log_without_memory_lines_says_how_to_enable_them(tmp_path):
 
 def test_log_whose_memory_lines_allocate_nothing_says_so(tmp_path):
     log = tmp_path / "steps.log"
-    write_log(log, [line("I0501 10:00:01.000000 1 x.cc:1] ", log_memory_pb2.MemoryLogStep(step_id=1, handle="a")),
-                    line("I0501 10:00:02.000000 1 x.cc:1] ", log_memory_pb2.MemoryLogTensorOutput(step_id=1, index=0))])
+    write_log(
+        log,
+        [
+            line("I0501 10:00:01.000000 1 x.cc:1] ", log_memory_pb2.MemoryLogStep(step_id=1, handle="a")),
+            line("I0501 10:00:02.000000 1 x.cc:1] ", log_memory_pb2.MemoryLogTensorOutput(step_id=1, index=0)),
+        ],
+    )
     with pytest.raises(ProfileError, match="2 __LOG_MEMORY__ lines, but none allocates memory"):
         load_memory_log(log)
 
@@ -388,8 +441,9 @@ def test_repository_finds_logs_in_folders_and_exports_memory_profile_json(tmp_pa
 
 
 def test_scanner_kinds_cover_the_schema():
-    assert MESSAGE_NAMES == tuple(sorted(log_memory_pb2.DESCRIPTOR.message_types_by_name,
-                                         key=lambda n: MESSAGE_NAMES.index(n)))
+    assert MESSAGE_NAMES == tuple(
+        sorted(log_memory_pb2.DESCRIPTOR.message_types_by_name, key=lambda n: MESSAGE_NAMES.index(n))
+    )
     assert (TENSOR_ALLOCATION, TENSOR_DEALLOCATION, RAW_ALLOCATION, RAW_DEALLOCATION, DEFERRED) == (1, 2, 4, 5, 1)
 
 
@@ -411,14 +465,17 @@ def test_scanner_accepts_no_line_that_text_format_reads_differently():
     kind, offsets, slow = scanned["kind"], scanned["line"], scanned["slow"]
     steps = iter(scanned["allocations"]["step"].tolist())
     for i in range(len(kind)):  # the rows it keeps: allocations and tracked deallocations
-        text = data[offsets[i]:data.find(b"\n", offsets[i]) % (len(data) + 1)]
+        text = data[offsets[i] : data.find(b"\n", offsets[i]) % (len(data) + 1)]
         body = text.split(MARKER.encode(), 1)[1].decode("utf-8", "replace").strip()
         name, rest = body.split(" ", 1)
         assert name == MESSAGE_NAMES[kind[i]]
         message = getattr(log_memory_pb2, name)()
         text_format.Parse(re.sub(r"goo\.gle/\w*", " ", rest.strip()[1:-1]), message)  # must not raise
-        allocation_id = (message.tensor.allocation_description.allocation_id if name == "MemoryLogTensorAllocation"
-                         else message.allocation_id)
+        allocation_id = (
+            message.tensor.allocation_description.allocation_id
+            if name == "MemoryLogTensorAllocation"
+            else message.allocation_id
+        )
         assert scanned["id"][i] == allocation_id
         if kind[i] in (TENSOR_ALLOCATION, RAW_ALLOCATION):
             assert next(steps) == message.step_id
@@ -430,10 +487,17 @@ def test_two_spellings_of_a_shape_merge_in_the_table(tmp_path):
     """The scanner keeps a shape's text as written, text_format rewrites it:
     both spell [2], and the peak table merges them into one row."""
     p = "I0501 10:00:0{}.000000 1 log_memory.cc:34] __LOG_MEMORY__ "
-    body = ('MemoryLogTensorAllocation {{ step_id: 1 kernel_name: "a" tensor {{ dtype: DT_FLOAT shape {{ dim {{{space}size: 2 }} }} '
-            'allocation_description {{ requested_bytes: 8 allocated_bytes: 8 allocator_name: "cpu" allocation_id: {id} ptr: {ptr} }}{extra} }} }}\n')
-    write_log(tmp_path / "x.log", [p.format(1) + body.format(space="  ", id=1, ptr=16, extra=""),
-                                   p.format(2) + body.format(space=" ", id=2, ptr=32, extra=" future_field: 3")])
+    body = (
+        'MemoryLogTensorAllocation {{ step_id: 1 kernel_name: "a" tensor {{ dtype: DT_FLOAT shape {{ dim {{{space}size: 2 }} }} '
+        'allocation_description {{ requested_bytes: 8 allocated_bytes: 8 allocator_name: "cpu" allocation_id: {id} ptr: {ptr} }}{extra} }} }}\n'
+    )
+    write_log(
+        tmp_path / "x.log",
+        [
+            p.format(1) + body.format(space="  ", id=1, ptr=16, extra=""),
+            p.format(2) + body.format(space=" ", id=2, ptr=32, extra=" future_field: 3"),
+        ],
+    )
     data = load_memory_log(tmp_path / "x.log")
     assert data.log.text_format_lines == 1
     rows = data.allocators["cpu"].peak_allocations
@@ -444,13 +508,18 @@ def test_times_beyond_what_picoseconds_hold_are_shown_at_the_edge(tmp_path):
     """A corrupt time (a year far off) neither wraps around nor overflows:
     it is shown at the edge of the span int64 ps can hold, and said so."""
     allocation = lambda prefix, i: line(prefix, tensor_allocation(1, f"k{i}", "cpu", i, 8))
-    write_log(tmp_path / "x.log", [
-        allocation("I0000 00:00:1795320401.000000 1 x.cc:1] ", 1),
-        allocation("I0000 00:00:1795320402.000000 1 x.cc:1] ", 2),
-        allocation("I0000 00:00:99999999999999.000000 1 x.cc:1] ", 3),
-        line("I0000 00:00:1795320403.000000 1 x.cc:1] ", log_memory_pb2.MemoryLogStep(step_id=2**63 - 1, handle="h")),
-        allocation("I0000 00:00:1795320403.000000 1 x.cc:1] ", 4),
-    ])
+    write_log(
+        tmp_path / "x.log",
+        [
+            allocation("I0000 00:00:1795320401.000000 1 x.cc:1] ", 1),
+            allocation("I0000 00:00:1795320402.000000 1 x.cc:1] ", 2),
+            allocation("I0000 00:00:99999999999999.000000 1 x.cc:1] ", 3),
+            line(
+                "I0000 00:00:1795320403.000000 1 x.cc:1] ", log_memory_pb2.MemoryLogStep(step_id=2**63 - 1, handle="h")
+            ),
+            allocation("I0000 00:00:1795320403.000000 1 x.cc:1] ", 4),
+        ],
+    )
     data = load_memory_log(tmp_path / "x.log")
     tl = data.allocators["cpu"].timeline
     assert (tl.time_ps >= 0).all() and tl.time_ps[:3].tolist() == [0, 10**12, 2 * 10**12]

@@ -5,13 +5,13 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import KERAS_XPROF, SMALL_XPROF
-from profscope.models.formats.memory_profile_file import load_memory_profile, parse_memory_profile
-from profscope.models.data.memory_profile import sample_timeline, to_xprof_json
-from profscope.models.core.task import ProfileError
-from profscope.protos import memory_profile_pb2
 from google.protobuf import json_format
+
+from profscope.models.core.task import ProfileError
+from profscope.models.data.memory_profile import sample_timeline, to_xprof_json
+from profscope.models.formats.memory_profile_file import load_memory_profile, parse_memory_profile
+from profscope.protos import memory_profile_pb2
 
 ALLOCATOR = "bfc_cpu_allocator_for_gpu"
 
@@ -43,7 +43,16 @@ def test_reads_xprof_json_with_its_table_and_summary():
     assert a.summary.memory_capacity == 68719476736
     assert a.summary.num_allocations == 275 and a.summary.num_deallocations == 263
     rows = table(a.peak_allocations)
-    assert rows[0] == ("unused preallocated device memory", 1476352, 1476352, 1, "persist/dynamic", "INVALID", "unknown", 2)
+    assert rows[0] == (
+        "unused preallocated device memory",
+        1476352,
+        1476352,
+        1,
+        "persist/dynamic",
+        "INVALID",
+        "unknown",
+        2,
+    )
     assert rows[1] == ("gradient_tape/MatMul_1/MatMul", 489984, 393216, 1, "output", "float", "[192,512]", 2)
     assert len(rows) == 11 and a.peak_allocations.total_bytes == a.summary.peak_heap
     assert a.peak_index == 527 and a.timeline.time_ps[a.peak_index] == a.summary.peak_time_ps
@@ -142,7 +151,9 @@ def expected_from_json_loads(doc, memory_id):
         "stored": len(al["memoryProfileSnapshots"]),
         "capacity": int(al["profileSummary"]["memoryCapacity"]),
         "special": [m["tfOpName"] for m in al.get("specialAllocations", [])],
-        "active": [(int(a["snapshotIndex"]), int(a["specialIndex"]), int(a["numOccurrences"])) for a in al["activeAllocations"]],
+        "active": [
+            (int(a["snapshotIndex"]), int(a["specialIndex"]), int(a["numOccurrences"])) for a in al["activeAllocations"]
+        ],
     }
 
 
@@ -150,10 +161,17 @@ def read_values(profile, memory_id):
     a = profile.allocators[memory_id]
     tl, s = a.timeline, a.timeline.strings
     return {
-        "time_ps": tl.time_ps.tolist(), "heap": tl.heap.tolist(), "fragmentation": tl.fragmentation.tolist(),
-        "address": tl.address.tolist(), "activity": [tl.metadata(i)["activity"] for i in range(len(tl))],
-        "op": [s[i] for i in tl.op], "shape": [s[i] for i in tl.shape], "stored": len(a.stored_snapshots),
-        "capacity": a.summary.memory_capacity, "special": [m.op for m in a.special], "active": a.stored_rows,
+        "time_ps": tl.time_ps.tolist(),
+        "heap": tl.heap.tolist(),
+        "fragmentation": tl.fragmentation.tolist(),
+        "address": tl.address.tolist(),
+        "activity": [tl.metadata(i)["activity"] for i in range(len(tl))],
+        "op": [s[i] for i in tl.op],
+        "shape": [s[i] for i in tl.shape],
+        "stored": len(a.stored_snapshots),
+        "capacity": a.summary.memory_capacity,
+        "special": [m.op for m in a.special],
+        "active": a.stored_rows,
     }
 
 
@@ -166,7 +184,12 @@ def test_json_reader_gives_what_json_loads_reads(path):
         assert read_values(p, memory_id) == expected_from_json_loads(doc, memory_id)
     # columns keep the types of the binary reader
     tl = p.allocators[ALLOCATOR].timeline
-    assert (tl.time_ps.dtype, tl.address.dtype, tl.fragmentation.dtype, tl.op.dtype) == (np.int64, np.uint64, np.float64, np.int32)
+    assert (tl.time_ps.dtype, tl.address.dtype, tl.fragmentation.dtype, tl.op.dtype) == (
+        np.int64,
+        np.uint64,
+        np.float64,
+        np.int32,
+    )
 
 
 def test_gzipped_json_reads_as_the_plain_file(tmp_path):
@@ -202,8 +225,11 @@ def test_snake_case_numbers_and_enum_numbers_read_as_camel_case_strings():
 
 
 def one_snapshot(metadata=None, stats=None, **extra):
-    snap = {"timeOffsetPs": "5", "aggregationStats": stats or {"heapAllocatedBytes": "64"},
-            "activityMetadata": metadata or {"memoryActivity": "ALLOCATION", "allocationBytes": "64", "tfOpName": "op"}}
+    snap = {
+        "timeOffsetPs": "5",
+        "aggregationStats": stats or {"heapAllocatedBytes": "64"},
+        "activityMetadata": metadata or {"memoryActivity": "ALLOCATION", "allocationBytes": "64", "tfOpName": "op"},
+    }
     return {"memoryProfilePerAllocator": {"GPU_0_bfc": {"memoryProfileSnapshots": [snap], **extra}}}
 
 
@@ -213,46 +239,85 @@ def read_one(doc):
 
 
 def test_escapes_in_op_names_read_as_json_loads_reads_them():
-    text = rb'{"memoryProfilePerAllocator": {"GPU_0_bfc": {"memoryProfileSnapshots": [{"timeOffsetPs": "1", ' \
-           rb'"aggregationStats": {"heapAllocatedBytes": "8"}, "activityMetadata": {"memoryActivity": "ALLO\u0043ATION", ' \
-           rb'"allocationBytes": "8", "tf\u004fpName": "Mat\u004dul/\"q\"\\\ud83d\ude00 \ud800 \u00e9\t", "regionType": "outp\u0075t"}}]}}}'
+    text = (
+        rb'{"memoryProfilePerAllocator": {"GPU_0_bfc": {"memoryProfileSnapshots": [{"timeOffsetPs": "1", '
+        rb'"aggregationStats": {"heapAllocatedBytes": "8"}, "activityMetadata": {"memoryActivity": "ALLO\u0043ATION", '
+        rb'"allocationBytes": "8", "tf\u004fpName": "Mat\u004dul/\"q\"\\\ud83d\ude00 \ud800 \u00e9\t", "regionType": "outp\u0075t"}}]}}}'
+    )
     tl = read_one(text)
     want = json.loads(text)["memoryProfilePerAllocator"]["GPU_0_bfc"]["memoryProfileSnapshots"][0]["activityMetadata"]
-    assert tl.strings[tl.op[0]] == want["tf\u004fpName"] == 'MatMul/"q"\\\U0001F600 \ud800 \u00e9\t'
+    assert tl.strings[tl.op[0]] == want["tf\u004fpName"] == 'MatMul/"q"\\\U0001f600 \ud800 \u00e9\t'
     assert tl.strings[tl.region[0]] == "output" and tl.activity[0] == 1
 
 
 def test_unknown_fields_are_skipped_and_null_is_the_default():
-    tl = read_one(one_snapshot(metadata={"memoryActivity": "ALLOCATION", "allocationBytes": "64", "tfOpName": None,
-                                         "futureField": {"deep": [[1, {"x": "y"}], None]}, "stepId": None},
-                               stats={"heapAllocatedBytes": "64", "fragmentation": None}, hloModules=[{"name": "m"}]))
+    tl = read_one(
+        one_snapshot(
+            metadata={
+                "memoryActivity": "ALLOCATION",
+                "allocationBytes": "64",
+                "tfOpName": None,
+                "futureField": {"deep": [[1, {"x": "y"}], None]},
+                "stepId": None,
+            },
+            stats={"heapAllocatedBytes": "64", "fragmentation": None},
+            hloModules=[{"name": "m"}],
+        )
+    )
     assert (tl.strings[tl.op[0]], int(tl.step[0]), float(tl.fragmentation[0]), int(tl.heap[0])) == ("", 0, 0.0, 64)
 
 
 def test_numbers_as_json_loads_and_proto3_json_give_them():
-    tl = read_one(one_snapshot(stats={"heapAllocatedBytes": 64.9, "stackReservedBytes": "-0", "fragmentation": "NaN",
-                                      "freeMemoryBytes": "+12", "peakBytesInUse": 1e3},
-                               metadata={"memoryActivity": "2", "address": "18446744073709551615", "allocationBytes": "007",
-                                         "stepId": "-9223372036854775808"}))
+    tl = read_one(
+        one_snapshot(
+            stats={
+                "heapAllocatedBytes": 64.9,
+                "stackReservedBytes": "-0",
+                "fragmentation": "NaN",
+                "freeMemoryBytes": "+12",
+                "peakBytesInUse": 1e3,
+            },
+            metadata={
+                "memoryActivity": "2",
+                "address": "18446744073709551615",
+                "allocationBytes": "007",
+                "stepId": "-9223372036854775808",
+            },
+        )
+    )
     assert (int(tl.heap[0]), int(tl.stack[0]), int(tl.free[0]), int(tl.peak_in_use[0])) == (64, 0, 12, 1000)
-    assert int(tl.step[0]) == -2**63
+    assert int(tl.step[0]) == -(2**63)
     assert np.isnan(tl.fragmentation[0]) and int(tl.address[0]) == 2**64 - 1
     assert int(tl.activity[0]) == 2 and int(tl.allocation[0]) == 7
 
 
-@pytest.mark.parametrize("doc,message", [
-    (one_snapshot(stats={"heapAllocatedBytes": True}),
-     r'\["GPU_0_bfc"\]\.memoryProfileSnapshots\[0\]\.aggregationStats\.heapAllocatedBytes: expected a number, got a boolean '
-     r'\(line 1, column \d+ \(byte \d+\)\)$'),
-    (one_snapshot(metadata={"memoryActivity": "EATING"}), r".*memoryActivity: unknown memory activity 'EATING'"),
-    (one_snapshot(metadata={"requestedBytes": 2**63}), r".*requestedBytes: the number is out of range for int64: 9223372036854775808"),
-    (one_snapshot(metadata={"address": -1}), r".*address: the number is out of range for uint64: -1"),
-    (one_snapshot(stats={"freeMemoryBytes": float("nan")}), r".*freeMemoryBytes: expected an integer, got NaN"),
-    (one_snapshot(metadata={"tfOpName": 5}), r".*tfOpName: expected text, got a number"),
-    (one_snapshot(metadata={"stepId": "12a"}), r".*stepId: expected an integer, got the text '12a'"),
-    (one_snapshot(sampledTimelineSnapshots={"a": 1}), r".*sampledTimelineSnapshots: expected a list of snapshots, got an object"),
-    ({"memoryProfilePerAllocator": [1]}, r": expected an object \(memory id: PerAllocatorMemoryProfile\), got a list"),
-])
+@pytest.mark.parametrize(
+    "doc,message",
+    [
+        (
+            one_snapshot(stats={"heapAllocatedBytes": True}),
+            r'\["GPU_0_bfc"\]\.memoryProfileSnapshots\[0\]\.aggregationStats\.heapAllocatedBytes: expected a number, got a boolean '
+            r"\(line 1, column \d+ \(byte \d+\)\)$",
+        ),
+        (one_snapshot(metadata={"memoryActivity": "EATING"}), r".*memoryActivity: unknown memory activity 'EATING'"),
+        (
+            one_snapshot(metadata={"requestedBytes": 2**63}),
+            r".*requestedBytes: the number is out of range for int64: 9223372036854775808",
+        ),
+        (one_snapshot(metadata={"address": -1}), r".*address: the number is out of range for uint64: -1"),
+        (one_snapshot(stats={"freeMemoryBytes": float("nan")}), r".*freeMemoryBytes: expected an integer, got NaN"),
+        (one_snapshot(metadata={"tfOpName": 5}), r".*tfOpName: expected text, got a number"),
+        (one_snapshot(metadata={"stepId": "12a"}), r".*stepId: expected an integer, got the text '12a'"),
+        (
+            one_snapshot(sampledTimelineSnapshots={"a": 1}),
+            r".*sampledTimelineSnapshots: expected a list of snapshots, got an object",
+        ),
+        (
+            {"memoryProfilePerAllocator": [1]},
+            r": expected an object \(memory id: PerAllocatorMemoryProfile\), got a list",
+        ),
+    ],
+)
 def test_wrong_types_and_ranges_name_the_field(doc, message):
     with pytest.raises(ProfileError, match=r"^p\.json: not a valid MemoryProfile: memoryProfilePerAllocator" + message):
         read_one(doc)
@@ -260,8 +325,10 @@ def test_wrong_types_and_ranges_name_the_field(doc, message):
 
 def test_a_field_given_twice_is_refused_as_protobuf_refuses_it():
     # json.loads would keep the last; protobuf's JSON parser refuses repeated keys
-    for text in (b'{"memoryProfilePerAllocator": {"a": {}, "a": {}}}',
-                 b'{"memoryProfilePerAllocator": {"a": {"memoryProfileSnapshots": [{"timeOffsetPs": "1", "time_offset_ps": "2"}]}}}'):
+    for text in (
+        b'{"memoryProfilePerAllocator": {"a": {}, "a": {}}}',
+        b'{"memoryProfilePerAllocator": {"a": {"memoryProfileSnapshots": [{"timeOffsetPs": "1", "time_offset_ps": "2"}]}}}',
+    ):
         with pytest.raises(ProfileError, match="given twice"):
             parse_memory_profile(text)
 
@@ -269,8 +336,11 @@ def test_a_field_given_twice_is_refused_as_protobuf_refuses_it():
 def test_truncated_json_is_a_clear_message():
     text = SMALL_XPROF.read_bytes()
     for cut in (1, 100, len(text) // 2, len(text) - 1):
-        with pytest.raises(ProfileError, match=r"^x\.json: invalid JSON \(the document ends early at line 1, column "
-                                               r"\d+ \(byte \d+\)\); the file may be truncated$"):
+        with pytest.raises(
+            ProfileError,
+            match=r"^x\.json: invalid JSON \(the document ends early at line 1, column "
+            r"\d+ \(byte \d+\)\); the file may be truncated$",
+        ):
             parse_memory_profile(text[:cut], source="x.json")
     # a wrong value before the cut: the document is judged whole first, as json.loads did
     bad = json.dumps(one_snapshot(stats={"heapAllocatedBytes": True})).encode()
@@ -281,8 +351,11 @@ def test_truncated_json_is_a_clear_message():
 def test_deep_nesting_is_refused_with_the_limit_and_how_to_raise_it(monkeypatch):
     deep = b'{"memoryProfilePerAllocator": {"a": {"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}}"
     # levels 1-3 are the profile, the map and the allocator: the 98th bracket (byte 42 + 97) is level 101
-    with pytest.raises(ProfileError, match=r"JSON at line 1, column 140 \(byte 139\) \(a MemoryProfile needs 6 levels\): "
-                                           r"nested more than 100 levels deep.*PROFSCOPE_MAX_NESTING \(now 100\)"):
+    with pytest.raises(
+        ProfileError,
+        match=r"JSON at line 1, column 140 \(byte 139\) \(a MemoryProfile needs 6 levels\): "
+        r"nested more than 100 levels deep.*PROFSCOPE_MAX_NESTING \(now 100\)",
+    ):
         parse_memory_profile(deep)
     # raised: the skipper's stack is on the heap, so even 100,000 levels read (no RecursionError)
     monkeypatch.setenv("PROFSCOPE_MAX_NESTING", "200000")

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
+from conftest import DATA, KERAS_XPROF, SMALL_XPROF
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QGuiApplication, QImage
 
-from conftest import DATA, KERAS_XPROF, SMALL_XPROF
 from profscope.models.formats.log_memory import load_memory_log
 from profscope.models.formats.memory_profile_file import load_memory_profile
 from profscope.widgets.memory.allocation_table import ActiveAllocationModel

@@ -4,11 +4,11 @@ dark and their text and axes readable on them."""
 
 import numpy as np
 import pytest
+from conftest import DATA, SMALL_XPROF
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QImage, QPalette
 from PySide6.QtWidgets import QApplication
 
-from conftest import DATA, SMALL_XPROF
 from profscope.models.formats.memory_profile_file import load_memory_profile
 from profscope.models.formats.step_stats import load_step_timeline, locate
 from profscope.widgets.palette import Scheme, dark_palette, is_dark

@@ -2,9 +2,10 @@
 
 import io
 
+from conftest import SMALL_XPROF
+
 from profscope.viewer.cli import main
 from profscope.viewer.progress import CountingWriter, TerminalProgress
-from conftest import SMALL_XPROF
 
 
 class Terminal(io.StringIO):

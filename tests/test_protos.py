@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 GENERATED = sorted((ROOT / "protos").glob("*_pb2.py*"))
@@ -60,13 +59,16 @@ def test_schema_matches_the_real_one(ours, theirs):
     for name, message in real.message_types_by_name.items():
         assert strip(fields(mine.message_types_by_name[name])) == strip(fields(message)), name
     for name, enum in real.enum_types_by_name.items():
-        assert [(v.name, v.number) for v in mine.enum_types_by_name[name].values] == [(v.name, v.number) for v in enum.values]
+        assert [(v.name, v.number) for v in mine.enum_types_by_name[name].values] == [
+            (v.name, v.number) for v in enum.values
+        ]
 
 
 def test_run_metadata_fields_are_the_real_ones():
     """config.proto holds only the RunMetadata parts Profscope reads."""
-    from profscope.protos import config_pb2
     from tensorboard.compat.proto import config_pb2 as real
+
+    from profscope.protos import config_pb2
 
     for name in ("RunMetadata", "SessionMetadata"):
         mine = fields(getattr(config_pb2, name).DESCRIPTOR)
@@ -74,14 +76,19 @@ def test_run_metadata_fields_are_the_real_ones():
         assert {k: _rename(v, "") for k, v in mine.items()} == {k: _rename(theirs[k], "") for k in mine}
 
 
-@pytest.mark.parametrize("module,names", [
-    ("tensor", ["TensorProto"]),
-    ("summary", ["Summary", "Summary.Value", "SummaryMetadata", "SummaryMetadata.PluginData"]),
-    ("event", ["Event"]),
-])
+@pytest.mark.parametrize(
+    "module,names",
+    [
+        ("tensor", ["TensorProto"]),
+        ("summary", ["Summary", "Summary.Value", "SummaryMetadata", "SummaryMetadata.PluginData"]),
+        ("event", ["Event"]),
+    ],
+)
 def test_event_file_fields_are_the_real_ones(module, names):
     """tensor.proto and summary.proto hold only the parts Profscope reads."""
-    mine_module = importlib.import_module("profscope.protos.summary_pb2" if module == "event" else f"profscope.protos.{module}_pb2")
+    mine_module = importlib.import_module(
+        "profscope.protos.summary_pb2" if module == "event" else f"profscope.protos.{module}_pb2"
+    )
     real_module = importlib.import_module(f"tensorboard.compat.proto.{module}_pb2")
     for name in names:
         mine, real = mine_module, real_module
@@ -90,8 +97,12 @@ def test_event_file_fields_are_the_real_ones(module, names):
         ours = {k: v for k, v in fields(mine.DESCRIPTOR).items() if not isinstance(v, dict)}
         theirs = {k: v for k, v in fields(real.DESCRIPTOR).items() if not isinstance(v, dict)}
         assert {k: _rename(v, "") for k, v in ours.items()} == {k: _rename(theirs[k], "") for k in ours}, name
-    assert [(v.name, v.number) for v in importlib.import_module("profscope.protos.summary_pb2").DataClass.DESCRIPTOR.values] == [
-        (v.name, v.number) for v in importlib.import_module("tensorboard.compat.proto.summary_pb2").DataClass.DESCRIPTOR.values]
+    assert [
+        (v.name, v.number) for v in importlib.import_module("profscope.protos.summary_pb2").DataClass.DESCRIPTOR.values
+    ] == [
+        (v.name, v.number)
+        for v in importlib.import_module("tensorboard.compat.proto.summary_pb2").DataClass.DESCRIPTOR.values
+    ]
 
 
 def _rename(value, package):
@@ -108,6 +119,8 @@ def test_models_and_protos_never_import_qt():
 
     modules = [f"profscope.protos.{p.stem}" for p in GENERATED if p.suffix == ".py"]
     modules += [m.name for m in pkgutil.walk_packages(models.__path__, "profscope.models.")]
-    code = f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\n" \
-           "bad = [m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph', 'superqt'))]\nassert not bad, bad"
+    code = (
+        f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\n"
+        "bad = [m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph', 'superqt'))]\nassert not bad, bad"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import DATA, ROOT
 from PySide6.QtCore import QObject, QSettings, Qt, Signal
 from PySide6.QtGui import QGuiApplication, QTextCursor
 
-from conftest import DATA, ROOT
 from profscope.models.repository.locations import open_location
 from profscope.models.sql.database import ProfileDatabase
 from profscope.models.sql.examples import EXAMPLES

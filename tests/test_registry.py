@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from conftest import ROOT
+
 from profscope.models.formats import FORMATS, file_patterns, formats_table
 from profscope.models.repository.registry import TOOLS
 from profscope.viewer.cli import main

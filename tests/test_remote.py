@@ -12,22 +12,22 @@ from types import SimpleNamespace
 import grpc
 import numpy as np
 import pytest
-
 from conftest import DATA, SAMPLE
-from profscope.models.remote.server import make_server
+
+from profscope.models.core.task import ProfileError
 from profscope.models.remote.client import (
     ANALYSIS,
     PROFILER,
     RemoteRepository,
+    _stub,
     call,
     capture,
     channel,
     new_session,
-    _stub,
 )
+from profscope.models.remote.server import make_server
 from profscope.models.repository.locations import open_repository
 from profscope.models.repository.profile_repository import LocalRepository, ToolData
-from profscope.models.core.task import ProfileError
 from profscope.protos import profiler_analysis_pb2 as pa
 from profscope.protos import profiler_service_pb2 as ps
 
@@ -82,7 +82,10 @@ def test_remote_memory_profile_and_timelines_equal_local(served, remote):
         ta, tb = remote.step_timeline(session, host), local.step_timeline(session, host)
         assert len(ta) == len(tb) and ta.groups == tb.groups
         assert np.array_equal(ta.start_ps, tb.start_ps)
-    assert remote.tool_data(session, "trace_viewer", "worker0").output == local.tool_data(session, "trace_viewer", "worker0").output
+    assert (
+        remote.tool_data(session, "trace_viewer", "worker0").output
+        == local.tool_data(session, "trace_viewer", "worker0").output
+    )
     steps = remote.steps("train", "vm")
     assert steps == local.steps("train", "vm") and steps
     assert len(remote.step_timeline("train", "vm", steps[-1])) == len(local.step_timeline("train", "vm", steps[-1]))
@@ -90,10 +93,17 @@ def test_remote_memory_profile_and_timelines_equal_local(served, remote):
 
 def test_methods_keep_tensorflows_names_on_the_wire(served):
     with channel(served[1]) as ch:
-        enum = _stub(ch, ANALYSIS, "EnumSessions", pa.EnumProfileSessionsAndToolsRequest, pa.EnumProfileSessionsAndToolsResponse)
+        enum = _stub(
+            ch, ANALYSIS, "EnumSessions", pa.EnumProfileSessionsAndToolsRequest, pa.EnumProfileSessionsAndToolsResponse
+        )
         assert enum(pa.EnumProfileSessionsAndToolsRequest(), timeout=10).sessions
-        ours = _stub(ch, "profscope.tensorflow.ProfileAnalysis", "EnumSessions",
-                     pa.EnumProfileSessionsAndToolsRequest, pa.EnumProfileSessionsAndToolsResponse)
+        ours = _stub(
+            ch,
+            "profscope.tensorflow.ProfileAnalysis",
+            "EnumSessions",
+            pa.EnumProfileSessionsAndToolsRequest,
+            pa.EnumProfileSessionsAndToolsResponse,
+        )
         with pytest.raises(grpc.RpcError) as e:
             ours(pa.EnumProfileSessionsAndToolsRequest(), timeout=10)
         assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
@@ -109,21 +119,42 @@ def _tool_data(address, **fields):
 SESSION = "2026_01_01_00_00_00"
 
 
-@pytest.mark.parametrize("fields,code", [
-    ({"repository_root": "/etc", "session_id": SESSION, "tool_name": "memory_profile"}, grpc.StatusCode.INVALID_ARGUMENT),
-    ({"session_id": "../../etc", "tool_name": "memory_profile"}, grpc.StatusCode.INVALID_ARGUMENT),
-    ({"session_id": "/etc/passwd", "tool_name": "memory_profile"}, grpc.StatusCode.INVALID_ARGUMENT),
-    ({"session_id": "x" * 5000, "tool_name": "memory_profile"}, grpc.StatusCode.INVALID_ARGUMENT),
-    ({"session_id": "no_such_session", "tool_name": "memory_profile"}, grpc.StatusCode.NOT_FOUND),
-    ({"session_id": SESSION, "host_name": "../../etc/passwd", "tool_name": "memory_profile"}, grpc.StatusCode.INVALID_ARGUMENT),
-    ({"session_id": SESSION, "host_name": "nobody", "tool_name": "memory_profile"}, grpc.StatusCode.NOT_FOUND),
-    ({"session_id": SESSION, "tool_name": "../../bin/sh"}, grpc.StatusCode.INVALID_ARGUMENT),
-    ({"session_id": SESSION, "tool_name": "overview_page"}, grpc.StatusCode.NOT_FOUND),
-    ({"session_id": SESSION, "tool_name": "profscope.file", "parameters": {"name": "../../secret.txt"}}, grpc.StatusCode.NOT_FOUND),
-    ({"session_id": SESSION, "tool_name": "profscope.file", "parameters": {"name": "evil.xplane.pb"}}, grpc.StatusCode.NOT_FOUND),
-    ({"session_id": SESSION, "tool_name": "memory_profile", "parameters": {f"k{i}": "v" for i in range(100)}}, grpc.StatusCode.INVALID_ARGUMENT),
-    ({"session_id": SESSION, "tool_name": "memory_profile", "parameters": {"k": "v" * 100_000}}, grpc.StatusCode.INVALID_ARGUMENT),
-])
+@pytest.mark.parametrize(
+    "fields,code",
+    [
+        (
+            {"repository_root": "/etc", "session_id": SESSION, "tool_name": "memory_profile"},
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
+        ({"session_id": "../../etc", "tool_name": "memory_profile"}, grpc.StatusCode.INVALID_ARGUMENT),
+        ({"session_id": "/etc/passwd", "tool_name": "memory_profile"}, grpc.StatusCode.INVALID_ARGUMENT),
+        ({"session_id": "x" * 5000, "tool_name": "memory_profile"}, grpc.StatusCode.INVALID_ARGUMENT),
+        ({"session_id": "no_such_session", "tool_name": "memory_profile"}, grpc.StatusCode.NOT_FOUND),
+        (
+            {"session_id": SESSION, "host_name": "../../etc/passwd", "tool_name": "memory_profile"},
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
+        ({"session_id": SESSION, "host_name": "nobody", "tool_name": "memory_profile"}, grpc.StatusCode.NOT_FOUND),
+        ({"session_id": SESSION, "tool_name": "../../bin/sh"}, grpc.StatusCode.INVALID_ARGUMENT),
+        ({"session_id": SESSION, "tool_name": "overview_page"}, grpc.StatusCode.NOT_FOUND),
+        (
+            {"session_id": SESSION, "tool_name": "profscope.file", "parameters": {"name": "../../secret.txt"}},
+            grpc.StatusCode.NOT_FOUND,
+        ),
+        (
+            {"session_id": SESSION, "tool_name": "profscope.file", "parameters": {"name": "evil.xplane.pb"}},
+            grpc.StatusCode.NOT_FOUND,
+        ),
+        (
+            {"session_id": SESSION, "tool_name": "memory_profile", "parameters": {f"k{i}": "v" for i in range(100)}},
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
+        (
+            {"session_id": SESSION, "tool_name": "memory_profile", "parameters": {"k": "v" * 100_000}},
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
+    ],
+)
 def test_requests_cannot_reach_outside_the_served_folder(served, fields, code):
     with pytest.raises(grpc.RpcError) as e:
         _tool_data(served[1], **fields)
@@ -164,9 +195,18 @@ class FakeProfiler:
             return profile(request)
 
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-        self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(PROFILER, {
-            "Profile": grpc.unary_unary_rpc_method_handler(handler, ps.ProfileRequest.FromString,
-                                                           ps.ProfileResponse.SerializeToString)}),))
+        self.server.add_generic_rpc_handlers(
+            (
+                grpc.method_handlers_generic_handler(
+                    PROFILER,
+                    {
+                        "Profile": grpc.unary_unary_rpc_method_handler(
+                            handler, ps.ProfileRequest.FromString, ps.ProfileResponse.SerializeToString
+                        )
+                    },
+                ),
+            )
+        )
         self.address = f"127.0.0.1:{self.server.add_insecure_port('127.0.0.1:0')}"
         self.server.start()
 
@@ -177,14 +217,17 @@ class FakeProfiler:
     def with_stored_xspace(cls, save: bool):
         """save=True saves the XSpace as TensorFlow's server does (SaveXSpace);
         else it comes back as tool data, as older servers did."""
+
         def profile(request):
             if save:
                 folder = os.path.join(request.repository_root, request.session_id)
                 os.makedirs(folder, exist_ok=True)
                 shutil.copy(XSPACE, os.path.join(folder, f"{request.host_name}.xplane.pb"))
                 return ps.ProfileResponse()
-            return ps.ProfileResponse(tool_data=[ps.ProfileToolData(name=f"{request.host_name}.xplane.pb",
-                                                                     data=XSPACE.read_bytes())])
+            return ps.ProfileResponse(
+                tool_data=[ps.ProfileToolData(name=f"{request.host_name}.xplane.pb", data=XSPACE.read_bytes())]
+            )
+
         return cls(profile)
 
     @classmethod
@@ -192,6 +235,7 @@ class FakeProfiler:
         def profile(request):
             release.wait(delay)
             return ps.ProfileResponse()
+
         return cls(profile)
 
 
@@ -282,8 +326,12 @@ def test_serve_command_runs_until_interrupted(tmp_path):
 
     from conftest import ROOT
 
-    proc = subprocess.Popen([sys.executable, "-m", "profscope.viewer.cli", "serve", str(SAMPLE), "--port", "0"], cwd=ROOT,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "profscope.viewer.cli", "serve", str(SAMPLE), "--port", "0"],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stderr.readline()
         assert "serving" in line and "127.0.0.1" in line
@@ -303,8 +351,9 @@ def test_other_profile_analysis_servers_give_their_memory_profile_json(tmp_path)
     from conftest import SMALL_XPROF
 
     def enum(request, context):
-        return pa.EnumProfileSessionsAndToolsResponse(sessions=[pa.ProfileSessionInfo(
-            session_id="run1", available_tools=["memory_profile"])])
+        return pa.EnumProfileSessionsAndToolsResponse(
+            sessions=[pa.ProfileSessionInfo(session_id="run1", available_tools=["memory_profile"])]
+        )
 
     def data(request, context):
         if request.tool_name != "memory_profile":
@@ -312,12 +361,23 @@ def test_other_profile_analysis_servers_give_their_memory_profile_json(tmp_path)
         return pa.ProfileSessionDataResponse(output_format="json", output=SMALL_XPROF.read_bytes())
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(ANALYSIS, {
-        "EnumSessions": grpc.unary_unary_rpc_method_handler(enum, pa.EnumProfileSessionsAndToolsRequest.FromString,
-                                                            pa.EnumProfileSessionsAndToolsResponse.SerializeToString),
-        "GetSessionToolData": grpc.unary_unary_rpc_method_handler(data, pa.ProfileSessionDataRequest.FromString,
-                                                                  pa.ProfileSessionDataResponse.SerializeToString),
-    }),))
+    server.add_generic_rpc_handlers(
+        (
+            grpc.method_handlers_generic_handler(
+                ANALYSIS,
+                {
+                    "EnumSessions": grpc.unary_unary_rpc_method_handler(
+                        enum,
+                        pa.EnumProfileSessionsAndToolsRequest.FromString,
+                        pa.EnumProfileSessionsAndToolsResponse.SerializeToString,
+                    ),
+                    "GetSessionToolData": grpc.unary_unary_rpc_method_handler(
+                        data, pa.ProfileSessionDataRequest.FromString, pa.ProfileSessionDataResponse.SerializeToString
+                    ),
+                },
+            ),
+        )
+    )
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
@@ -339,7 +399,10 @@ def test_rank_traces_over_grpc_equal_local():
         (info,) = repo.enum_sessions()
         assert info == local.session("gpu") and repo.combines_hosts("gpu")
         assert repo.tool_data("gpu", "overview").output == local.tool_data("gpu", "overview").output
-        assert repo.tool_data("gpu", "kernel_stats", "rank-1").output == local.tool_data("gpu", "kernel_stats", "rank-1").output
+        assert (
+            repo.tool_data("gpu", "kernel_stats", "rank-1").output
+            == local.tool_data("gpu", "kernel_stats", "rank-1").output
+        )
         assert repo.step_timeline("gpu", "").groups == local.step_timeline("gpu", "").groups
     finally:
         repo.close()
@@ -357,8 +420,12 @@ def _new_threads(before: set) -> list[threading.Thread]:
 
 
 def _data_stubs(ch):
-    return (_stub(ch, ANALYSIS, "EnumSessions", pa.EnumProfileSessionsAndToolsRequest, pa.EnumProfileSessionsAndToolsResponse),
-            _stub(ch, ANALYSIS, "GetSessionToolData", pa.ProfileSessionDataRequest, pa.ProfileSessionDataResponse))
+    return (
+        _stub(
+            ch, ANALYSIS, "EnumSessions", pa.EnumProfileSessionsAndToolsRequest, pa.EnumProfileSessionsAndToolsResponse
+        ),
+        _stub(ch, ANALYSIS, "GetSessionToolData", pa.ProfileSessionDataRequest, pa.ProfileSessionDataResponse),
+    )
 
 
 def test_concurrent_clients_with_cancelled_calls(tmp_path, caplog):
@@ -369,8 +436,12 @@ def test_concurrent_clients_with_cancelled_calls(tmp_path, caplog):
     root, session = _log_dir(tmp_path)
     local = LocalRepository(root)
     sessions = sorted(s.name for s in local.enum_sessions())
-    expected = {(s, t, h, ""): local.tool_data(s, t, h).output
-                for s in sessions for t in local.session(s).tools for h in local.hosts_with(s, t)}
+    expected = {
+        (s, t, h, ""): local.tool_data(s, t, h).output
+        for s in sessions
+        for t in local.session(s).tools
+        for h in local.hosts_with(s, t)
+    }
     expected[(SESSION, "profscope.file", "", "worker1.xplane.pb")] = (session / "worker1.xplane.pb").read_bytes()
     keys = sorted(expected)
     server, port, _ = make_server(root, port=0)
@@ -378,8 +449,9 @@ def test_concurrent_clients_with_cancelled_calls(tmp_path, caplog):
 
     def request(key):
         s, tool, host, name = key
-        return pa.ProfileSessionDataRequest(session_id=s, tool_name=tool, host_name=host,
-                                            parameters={"name": name} if name else {})
+        return pa.ProfileSessionDataRequest(
+            session_id=s, tool_name=tool, host_name=host, parameters={"name": name} if name else {}
+        )
 
     clients, rounds = 12, 4
     start = threading.Barrier(clients)
@@ -439,8 +511,9 @@ def blocking_tools(monkeypatch):
 
 
 def _waiting_tool(host: str, wait: str = "") -> pa.ProfileSessionDataRequest:
-    return pa.ProfileSessionDataRequest(session_id=SESSION, tool_name="trace_viewer", host_name=host,
-                                        parameters={"wait": wait} if wait else {})
+    return pa.ProfileSessionDataRequest(
+        session_id=SESSION, tool_name="trace_viewer", host_name=host, parameters={"wait": wait} if wait else {}
+    )
 
 
 def _session_folder(root, *hosts):
@@ -486,11 +559,17 @@ def test_analyses_wait_for_a_slot_but_listings_and_files_do_not(tmp_path, blocki
         with channel(f"127.0.0.1:{port}") as ch:
             enum, data = _data_stubs(ch)
             first, second = _one_running_one_waiting(data, slots, blocking_tools, "worker1")
-            assert [s.session_id for s in enum(pa.EnumProfileSessionsAndToolsRequest(), timeout=30).sessions] == [SESSION]
+            assert [s.session_id for s in enum(pa.EnumProfileSessionsAndToolsRequest(), timeout=30).sessions] == [
+                SESSION
+            ]
             listing = data(pa.ProfileSessionDataRequest(session_id=SESSION, tool_name="profscope.files"), timeout=30)
             assert json.loads(listing.output)["hosts"] == ["worker0", "worker1"]
-            file = data(pa.ProfileSessionDataRequest(session_id=SESSION, tool_name="profscope.file",
-                                                     parameters={"name": "worker1.xplane.pb"}), timeout=30)
+            file = data(
+                pa.ProfileSessionDataRequest(
+                    session_id=SESSION, tool_name="profscope.file", parameters={"name": "worker1.xplane.pb"}
+                ),
+                timeout=30,
+            )
             assert file.output == XSPACE.read_bytes()
             second.cancel()
             _until(slots, lambda: slots.waiting == 0)

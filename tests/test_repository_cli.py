@@ -6,10 +6,10 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import DATA, ROOT, SAMPLE, SMALL_XPROF
-from profscope.models.repository.locations import open_repository
+
 from profscope.models.core.task import ProfileError
+from profscope.models.repository.locations import open_repository
 from profscope.viewer.cli import main
 
 SMALL_SESSION = "2026_11_22_02_49_00"
@@ -28,7 +28,10 @@ def test_layouts(path, names):
 
 def test_runs_below_a_log_dir_and_a_lone_file(tmp_path):
     shutil.copytree(SAMPLE / "plugins", tmp_path / "train" / "plugins")
-    assert [s.name for s in open_repository(tmp_path).enum_sessions()] == [f"train/{KERAS_SESSION}", f"train/{SMALL_SESSION}"]
+    assert [s.name for s in open_repository(tmp_path).enum_sessions()] == [
+        f"train/{KERAS_SESSION}",
+        f"train/{SMALL_SESSION}",
+    ]
     lone = tmp_path / "mine.json"
     shutil.copy(SMALL_XPROF, lone)
     (info,) = open_repository(lone).enum_sessions()
@@ -58,15 +61,34 @@ def test_sessions_json(capsys):
     assert main(["sessions", str(SAMPLE), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["sessions"][1] == {"sessionId": SMALL_SESSION, "hosts": ["vm"], "availableTools": ["memory_profile"]}
-    assert out["sessions"][2] == {"sessionId": "train", "hosts": ["vm"], "availableTools": ["memory_profile", "trace_viewer"]}
+    assert out["sessions"][2] == {
+        "sessionId": "train",
+        "hosts": ["vm"],
+        "availableTools": ["memory_profile", "trace_viewer"],
+    }
 
 
 def test_export_to_file_with_params(tmp_path, capsys):
     out = tmp_path / "mp.json"
     flag = tmp_path / "flag.txt"
     flag.write_text("true")
-    assert main(["export", str(SAMPLE), "--tool", "memory_profile", "--session", SMALL_SESSION,
-                 "--param", f"xprof_form=@{flag}", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "export",
+                str(SAMPLE),
+                "--tool",
+                "memory_profile",
+                "--session",
+                SMALL_SESSION,
+                "--param",
+                f"xprof_form=@{flag}",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     doc = json.loads(out.read_text())
     assert doc == json.loads(SMALL_XPROF.read_text())  # the input is XProf's own; kept as given
     assert main(["export", str(SAMPLE), "--tool", "nope"]) == 1
@@ -89,19 +111,26 @@ def test_an_export_failing_midway_leaves_no_partial_file(tmp_path, monkeypatch, 
 
 
 def test_sessions_export_and_query_do_not_import_qt(tmp_path):
-    code = ("import sys; from profscope.viewer.cli import main; "
-            f"main(['sessions', {str(SAMPLE)!r}]); "
-            f"main(['export', {str(SAMPLE)!r}, '--tool', 'memory_profile', '-o', {str(tmp_path / 'o.json')!r}]); "
-            f"assert main(['query', {str(SAMPLE)!r}, 'SELECT count(*) FROM memory_snapshots']) == 0; "
-            f"assert main(['export', {str(SAMPLE)!r}, '--format', 'parquet', '-o', {str(tmp_path / 'pq')!r}]) == 0; "
-            "assert not [m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph', 'widgets'))], 'Qt imported'")
+    code = (
+        "import sys; from profscope.viewer.cli import main; "
+        f"main(['sessions', {str(SAMPLE)!r}]); "
+        f"main(['export', {str(SAMPLE)!r}, '--tool', 'memory_profile', '-o', {str(tmp_path / 'o.json')!r}]); "
+        f"assert main(['query', {str(SAMPLE)!r}, 'SELECT count(*) FROM memory_snapshots']) == 0; "
+        f"assert main(['export', {str(SAMPLE)!r}, '--format', 'parquet', '-o', {str(tmp_path / 'pq')!r}]) == 0; "
+        "assert not [m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph', 'widgets'))], 'Qt imported'"
+    )
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True)
 
 
 def test_report_writes_pngs_and_index(tmp_path):
     out = tmp_path / "report"
-    result = subprocess.run([sys.executable, "-m", "profscope.viewer.cli", "report", str(SAMPLE), "-o", str(out)],
-                            cwd=ROOT, capture_output=True, text=True, env={**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"})
+    result = subprocess.run(
+        [sys.executable, "-m", "profscope.viewer.cli", "report", str(SAMPLE), "-o", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"},
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # only Profscope's own messages: Qt's offscreen noise is filtered
     printed = result.stdout.split()
@@ -110,6 +139,7 @@ def test_report_writes_pngs_and_index(tmp_path):
     assert "Peak usage (profile window)" in page and "3 MiB" in page and page.count("<img") == 4
     assert "Timeline: train / vm" in page and "_MklMatMul" in page and "Op statistics" in page
     from PySide6.QtGui import QImage
+
     image = QImage(printed[0])
     assert image.width() == 1400 and image.height() == 900
 
@@ -117,8 +147,13 @@ def test_report_writes_pngs_and_index(tmp_path):
 def test_report_on_a_memory_log(tmp_path):
     out = tmp_path / "report"
     log = DATA / "log_memory" / "graph-bfc-onednn.log.gz"
-    result = subprocess.run([sys.executable, "-m", "profscope.viewer.cli", "report", str(log), "-o", str(out)],
-                            cwd=ROOT, capture_output=True, text=True, env={**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"})
+    result = subprocess.run(
+        [sys.executable, "-m", "profscope.viewer.cli", "report", str(log), "-o", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"},
+    )
     assert result.returncode == 0, result.stderr
     page = (out / "index.html").read_text()
     assert page.count("<img") == 2 and "Bytes allocated per kernel" in page
@@ -128,7 +163,13 @@ def test_report_on_a_memory_log(tmp_path):
 def test_no_display_writes_the_report_instead(tmp_path):
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     env["QT_QPA_PLATFORM"] = "offscreen"
-    result = subprocess.run([sys.executable, "-m", "profscope.viewer.cli", str(SAMPLE)], cwd=tmp_path, capture_output=True, text=True, env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "profscope.viewer.cli", str(SAMPLE)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert "no display found" in result.stderr and (tmp_path / "profscope-report" / "index.html").exists()
 

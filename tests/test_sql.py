@@ -9,13 +9,12 @@ import threading
 import duckdb
 import numpy as np
 import pytest
-
 from conftest import DATA, ROOT
+
 from profscope.models.analysis import trace_stats
-from profscope.models.repository.locations import open_location
+from profscope.models.core.task import Cancelled, TaskState
 from profscope.models.data.memory_profile import ALLOCATION
 from profscope.models.sql.database import HOST_TABLES, HPARAMS_TABLES, SCHEMA, TABLES, ProfileDatabase, QueryError
-from profscope.models.core.task import Cancelled, TaskState
 from profscope.viewer.cli import main
 
 GPU = DATA / "chrome_trace" / "gpu"
@@ -80,12 +79,20 @@ def test_kernels_and_ops_match_trace_stats(gpu):
                 expected.total_ps[i], expected.min_ps[i], expected.max_ps[i])
         # One step: GPU work counted at its launch, as the Statistics view's step range does.
         in_step = trace_stats.kernel_stats(tl, trace_stats.step_window(tl, 3, 3))
-        got = rows(gpu, f"SELECT count(*) AS n, sum(dur_ns)::BIGINT AS total FROM kernels WHERE host = '{host}' AND step = 3")
+        got = rows(
+            gpu, f"SELECT count(*) AS n, sum(dur_ns)::BIGINT AS total FROM kernels WHERE host = '{host}' AND step = 3"
+        )
         assert (got[0]["n"], got[0]["total"] * 1000) == (in_step.count.sum(), in_step.total_ps.sum())
         ops = trace_stats.op_stats(tl)
-        got = {r["name"]: r for r in rows(gpu, f"SELECT name, count(*) AS calls, sum(dur_ns)::BIGINT AS total, "
-                                               f"sum(self_ns)::BIGINT AS self, sum(device_total_ns)::BIGINT AS device "
-                                               f"FROM ops WHERE host = '{host}' GROUP BY name")}
+        got = {
+            r["name"]: r
+            for r in rows(
+                gpu,
+                f"SELECT name, count(*) AS calls, sum(dur_ns)::BIGINT AS total, "
+                f"sum(self_ns)::BIGINT AS self, sum(device_total_ns)::BIGINT AS device "
+                f"FROM ops WHERE host = '{host}' GROUP BY name",
+            )
+        }
         assert len(got) == len(ops)
         for i, name in enumerate(ops.name):
             r = got[name]
@@ -96,8 +103,15 @@ def test_kernels_and_ops_match_trace_stats(gpu):
             assert abs(r["device"] * 1000 - ops.device_total_ps[i]) < 1000 * ops.calls[i]
 
 
-@pytest.mark.parametrize("path", [DATA / "xprof" / "small.xplane.pb", DATA / "xprof" / "small.memory_profile.json",
-                                  DATA / "log_memory" / "eager-cpu.log", GPU_MEMORY])
+@pytest.mark.parametrize(
+    "path",
+    [
+        DATA / "xprof" / "small.xplane.pb",
+        DATA / "xprof" / "small.memory_profile.json",
+        DATA / "log_memory" / "eager-cpu.log",
+        GPU_MEMORY,
+    ],
+)
 def test_memory_tables_match_the_memory_view(path):
     db = ProfileDatabase.open(path)
     (session,) = db.repo.enum_sessions()
@@ -106,24 +120,33 @@ def test_memory_tables_match_the_memory_view(path):
     for memory_id, a in profile.allocators.items():
         where = f"WHERE allocator = '{memory_id}'"
         # The summary's peak: the last snapshot with the highest stack + heap.
-        (peak,) = rows(db, f"SELECT snapshot, heap_bytes, stack_bytes, time_ns FROM memory_snapshots {where} "
-                           "ORDER BY stack_bytes + heap_bytes DESC, snapshot DESC LIMIT 1")
+        (peak,) = rows(
+            db,
+            f"SELECT snapshot, heap_bytes, stack_bytes, time_ns FROM memory_snapshots {where} "
+            "ORDER BY stack_bytes + heap_bytes DESC, snapshot DESC LIMIT 1",
+        )
         assert peak["snapshot"] == a.peak_index
         assert (peak["heap_bytes"], peak["stack_bytes"]) == (a.summary.peak_heap, a.summary.peak_stack)
         assert peak["time_ns"] == a.summary.peak_time_ps // 1000
-        (n,) = rows(db, f"SELECT count(*) AS n, count(*) FILTER (kind = 'ALLOCATION') AS allocs "
-                        f"FROM memory_snapshots {where}")
+        (n,) = rows(
+            db, f"SELECT count(*) AS n, count(*) FILTER (kind = 'ALLOCATION') AS allocs FROM memory_snapshots {where}"
+        )
         assert (n["n"], n["allocs"]) == (len(a.timeline), int((a.timeline.activity == ALLOCATION).sum()))
-        allocations = rows(db, f"SELECT snapshot, freed_snapshot, allocation_bytes FROM allocations {where} "
-                               "ORDER BY snapshot")
+        allocations = rows(
+            db, f"SELECT snapshot, freed_snapshot, allocation_bytes FROM allocations {where} ORDER BY snapshot"
+        )
         assert [r["snapshot"] for r in allocations] == a.lifetime_pairs[0].tolist()
         n_snapshots = len(a.timeline)  # freed_at() says len(timeline) for never freed
         assert [r["freed_snapshot"] if r["freed_snapshot"] is not None else n_snapshots for r in allocations] == [
-            a.freed_at(r["snapshot"]) for r in allocations]
+            a.freed_at(r["snapshot"]) for r in allocations
+        ]
         # What is still allocated after the last snapshot is what the memory view's table lists then.
         last = len(a.timeline) - 1
-        (open_bytes,) = rows(db, f"SELECT coalesce(sum(allocation_bytes), 0)::BIGINT AS b FROM allocations {where} "
-                                 f"AND (freed_snapshot IS NULL OR freed_snapshot > {last})")
+        (open_bytes,) = rows(
+            db,
+            f"SELECT coalesce(sum(allocation_bytes), 0)::BIGINT AS b FROM allocations {where} "
+            f"AND (freed_snapshot IS NULL OR freed_snapshot > {last})",
+        )
         table = a.allocations_at(last)
         assert open_bytes["b"] == int((table.allocation * table.occurrences)[table.snapshot >= 0].sum())
     db.close()
@@ -173,8 +196,10 @@ def test_hparams_tables():
     optimizer = rows(db, "SELECT DISTINCT value FROM hparams WHERE name = 'optimizer' ORDER BY 1")
     assert [r["value"] for r in optimizer] == sorted({s.hparams["optimizer"] for s in sessions})
     # The last value of each metric is what the HParams view shows.
-    last = {(r["session"], r["run"], r["tag"]): r["value"] for r in rows(
-        db, "SELECT session, run, tag, arg_max(value, seq) AS value FROM metrics GROUP BY ALL")}
+    last = {
+        (r["session"], r["run"], r["tag"]): r["value"]
+        for r in rows(db, "SELECT session, run, tag, arg_max(value, seq) AS value FROM metrics GROUP BY ALL")
+    }
     for s in sessions:
         for m in s.metrics:
             assert last[(s.name, m.group, m.tag)] == pytest.approx(m.value, nan_ok=True)
@@ -193,17 +218,20 @@ def test_profile_only_and_hparams_only_locations_have_every_table_empty():
 # ---------------------------------------------------------------- errors and the sandbox
 
 
-@pytest.mark.parametrize("sql,expected", [
-    ("SELECT * FROM read_csv('/etc/passwd')", "disabled"),
-    ("SELECT * FROM '/etc/passwd'", "disabled|does not exist"),
-    ("COPY (SELECT 1) TO '{tmp}/escape.csv'", "disabled"),
-    ("INSTALL httpfs", "disabled"),
-    ("LOAD httpfs", "disabled"),
-    ("ATTACH '{tmp}/escape.db'", "disabled"),
-    ("SELECT * FROM read_parquet('https://example.com/x.parquet')", "disabled"),
-    ("SET enable_external_access = true", "locked"),
-    ("SET memory_limit = '100TB'", "locked"),
-])
+@pytest.mark.parametrize(
+    "sql,expected",
+    [
+        ("SELECT * FROM read_csv('/etc/passwd')", "disabled"),
+        ("SELECT * FROM '/etc/passwd'", "disabled|does not exist"),
+        ("COPY (SELECT 1) TO '{tmp}/escape.csv'", "disabled"),
+        ("INSTALL httpfs", "disabled"),
+        ("LOAD httpfs", "disabled"),
+        ("ATTACH '{tmp}/escape.db'", "disabled"),
+        ("SELECT * FROM read_parquet('https://example.com/x.parquet')", "disabled"),
+        ("SET enable_external_access = true", "locked"),
+        ("SET memory_limit = '100TB'", "locked"),
+    ],
+)
 def test_the_sandbox_refuses(gpu, sql, expected, tmp_path):
     with pytest.raises(QueryError, match=expected):
         gpu.query(sql.format(tmp=tmp_path))
@@ -234,11 +262,11 @@ def test_binding_errors_point_at_the_name():
     sql = "SELECT 1;\nSELECT name,\n       nosuch FROM slices"
     with pytest.raises(QueryError, match="nosuch") as e:
         db.query(sql)
-    assert sql[e.value.position:].startswith("nosuch")
+    assert sql[e.value.position :].startswith("nosuch")
     sql = "SELECT * FROM slices JOIN nowhere USING (id)"
     with pytest.raises(QueryError, match="nowhere") as e:
         db.query(sql)
-    assert sql[e.value.position:].startswith("nowhere")
+    assert sql[e.value.position :].startswith("nowhere")
     db.close()
 
 
@@ -253,8 +281,7 @@ def test_a_memory_hungry_query_stops_at_the_limit():
 def test_an_unbounded_cross_join_is_cancelled(gpu):
     started = threading.Event()
     # A Python function in the query tells the test the query runs (no sleeping, no polling).
-    gpu._con.create_function("running", lambda x: (started.set(), x)[1], ["BIGINT"],
-                             "BIGINT", side_effects=True)
+    gpu._con.create_function("running", lambda x: (started.set(), x)[1], ["BIGINT"], "BIGINT", side_effects=True)
     task = TaskState()
 
     def cancel_once_running():
@@ -265,8 +292,9 @@ def test_an_unbounded_cross_join_is_cancelled(gpu):
     canceller.start()
     try:
         with pytest.raises(Cancelled):
-            gpu.query("SELECT count(*) FROM slices a, slices b, slices c, range(1000000000) d "
-                      "WHERE running(a.id) >= 0", task)
+            gpu.query(
+                "SELECT count(*) FROM slices a, slices b, slices c, range(1000000000) d WHERE running(a.id) >= 0", task
+            )
     finally:
         started.set()
         canceller.join()
@@ -286,8 +314,9 @@ def test_a_cancelled_task_stops_before_loading():
 def test_max_rows_and_statements(gpu):
     result = gpu.query("SELECT * FROM range(100000)", max_rows=10)
     assert result.table.num_rows == 10 and result.truncated
-    result = gpu.query("CREATE TEMP TABLE big AS SELECT name FROM slices WHERE dur_ns > 1000000; "
-                       "SELECT count(*) AS n FROM big")
+    result = gpu.query(
+        "CREATE TEMP TABLE big AS SELECT name FROM slices WHERE dur_ns > 1000000; SELECT count(*) AS n FROM big"
+    )
     assert result.table.to_pylist()[0]["n"] > 0 and not result.truncated
 
 
@@ -329,12 +358,15 @@ def exported(tmp_path_factory):
 
 def test_parquet_round_trip(gpu, exported):
     files = sorted(p.relative_to(exported).as_posix() for p in exported.rglob("*") if p.is_file())
-    assert files == sorted([f"{t}/host={h}/part.parquet" for t in HOST_TABLES for h in ("rank-0", "rank-1")]
-                           + [f"{t}/part.parquet" for t in HPARAMS_TABLES])
+    assert files == sorted(
+        [f"{t}/host={h}/part.parquet" for t in HOST_TABLES for h in ("rank-0", "rank-1")]
+        + [f"{t}/part.parquet" for t in HPARAMS_TABLES]
+    )
     con = duckdb.connect()
     for table in HOST_TABLES:
-        got = con.sql(f"SELECT * FROM read_parquet('{exported}/{table}/*/*.parquet', hive_partitioning = true) "
-                      "ORDER BY ALL").to_arrow_table()
+        got = con.sql(
+            f"SELECT * FROM read_parquet('{exported}/{table}/*/*.parquet', hive_partitioning = true) ORDER BY ALL"
+        ).to_arrow_table()
         # the host comes back from the folder name (hive partitioning), after the file's columns
         assert sorted(got.column_names) == sorted(c for c, _ in SCHEMA[table]), table
         expected = gpu.query(f"SELECT {', '.join(got.column_names)} FROM {table} ORDER BY ALL").table
@@ -347,12 +379,16 @@ def test_parquet_round_trip(gpu, exported):
     db.close()
 
 
-@pytest.mark.parametrize("path", [
-    DATA / "xprof" / "keras.xplane.pb",  # per-lane steps from the step markers, XSpace memory
-    DATA / "step_stats" / "step_stats.pbtxt",  # StepStats names
-    DATA / "log_memory" / "graph-bfc-onednn.log.gz",  # LogMemory replay: allocations freed and open
-    GPU_MEMORY,  # Kineto: categories, flows, kernels and ops views, memory events
-], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    [
+        DATA / "xprof" / "keras.xplane.pb",  # per-lane steps from the step markers, XSpace memory
+        DATA / "step_stats" / "step_stats.pbtxt",  # StepStats names
+        DATA / "log_memory" / "graph-bfc-onednn.log.gz",  # LogMemory replay: allocations freed and open
+        GPU_MEMORY,  # Kineto: categories, flows, kernels and ops views, memory events
+    ],
+    ids=lambda p: p.name,
+)
 def test_every_table_written_as_parquet_reads_back_as_its_view(path, tmp_path):
     db = ProfileDatabase.open(path)
     db.write_parquet(tmp_path, TABLES)
@@ -412,7 +448,7 @@ def _doc_queries(section: str) -> list[str]:
     text = (ROOT / "docs" / "SQL.md").read_text()
     start = text.index(section)
     end = text.find("\n## ", start + 1)
-    return re.findall(r"```sql\n(.*?)```", text[start:end if end >= 0 else None], re.S)
+    return re.findall(r"```sql\n(.*?)```", text[start : end if end >= 0 else None], re.S)
 
 
 @pytest.fixture(scope="module")

@@ -11,14 +11,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import DATA
 from tensorboard.compat.proto import event_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from conftest import DATA
-from profscope.models.formats import _protowire as wire
+from profscope.models.core import _protowire as wire
 from profscope.models.core.event_file import tagged_run_metadata
-from profscope.models.repository.locations import open_repository
+from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.memory_profile import allocation_indices, free_indices
+from profscope.models.data.timeline import LaneIndex
 from profscope.models.formats import _stepstats
 from profscope.models.formats import step_stats as step_stats_module
 from profscope.models.formats.step_stats import (
@@ -31,8 +32,7 @@ from profscope.models.formats.step_stats import (
     parse_op_label,
     step_memory_profile,
 )
-from profscope.models.core.task import ProfileError, TaskState
-from profscope.models.data.timeline import LaneIndex
+from profscope.models.repository.locations import open_repository
 from profscope.protos import step_stats_pb2
 from profscope.viewer.cli import main
 
@@ -168,16 +168,20 @@ def test_op_labels_parse_as_timeline_py_does():
 
 
 def test_gpu_stream_kernels_threads_and_packing(tmp_path):
-    ss = step_stats({
-        "/job:w/replica:0/task:0/device:GPU:0/stream:7": [
-            node("k", 100, 5, "volta_sgemm @@dense/MatMul:MatMul#id=3#"),
-            node("dense/BiasAdd:BiasAdd", 110, 2, "kernel"),  # no @@: the node name names it
-        ],
-        "/job:w/replica:0/task:0/device:CPU:0": [
-            node("a", 100, 50, thread=1), node("b", 120, 10, thread=1),  # b overlaps a on thread 1
-            node("c", 100, 5, thread=2), node("RecvTensor", 130, 5, "RecvTensor = Weird(", thread=2),
-        ],
-    })
+    ss = step_stats(
+        {
+            "/job:w/replica:0/task:0/device:GPU:0/stream:7": [
+                node("k", 100, 5, "volta_sgemm @@dense/MatMul:MatMul#id=3#"),
+                node("dense/BiasAdd:BiasAdd", 110, 2, "kernel"),  # no @@: the node name names it
+            ],
+            "/job:w/replica:0/task:0/device:CPU:0": [
+                node("a", 100, 50, thread=1),
+                node("b", 120, 10, thread=1),  # b overlaps a on thread 1
+                node("c", 100, 5, thread=2),
+                node("RecvTensor", 130, 5, "RecvTensor = Weird(", thread=2),
+            ],
+        }
+    )
     ss.dev_stats[1].thread_names[2] = "inter-op"
     tl = _timeline_from_bytes(tmp_path, ss.SerializeToString())
     gpu = [tl.names[i] for i in range(len(tl)) if tl.event_group[i] == 0]
@@ -285,8 +289,9 @@ def test_wrong_files_say_what_they_are_not(tmp_path):
 
 
 def test_missing_negative_times_and_empty_devices_are_warnings(tmp_path):
-    ss = step_stats({"/device:CPU:0": [node("ok", 100, 5), node("never", 0, 0), node("neg", 120, -3)],
-                     "/device:GPU:0": []})
+    ss = step_stats(
+        {"/device:CPU:0": [node("ok", 100, 5), node("never", 0, 0), node("neg", 120, -3)], "/device:GPU:0": []}
+    )
     tl = _timeline_from_bytes(tmp_path, ss.SerializeToString())
     assert len(tl) == 2 and tl.duration_ps.min() == 0
     text = " / ".join(tl.warnings)
@@ -294,7 +299,9 @@ def test_missing_negative_times_and_empty_devices_are_warnings(tmp_path):
 
 
 def test_empty_step_stats_and_decoder_bounds(tmp_path):
-    tl = _timeline_from_bytes(tmp_path, step_stats_pb2.StepStats(dev_stats=[step_stats_pb2.DeviceStepStats(device="/d")]).SerializeToString())
+    tl = _timeline_from_bytes(
+        tmp_path, step_stats_pb2.StepStats(dev_stats=[step_stats_pb2.DeviceStepStats(device="/d")]).SerializeToString()
+    )
     assert len(tl) == 0 and "no timed nodes" in tl.warnings[0]
     with pytest.raises(ValueError, match="malformed"):
         wire.find_children(b"\x12\x05ab", np.array([[0, 4]]), [2])
@@ -302,8 +309,23 @@ def test_empty_step_stats_and_decoder_bounds(tmp_path):
 
 # ---------------------------------------------------------------- seeded random steps
 
-NAME_POOL = ["a", "b/c", "x/_1", "layer/MatMul", "RecvTensor", "", "é/ß", "q\"uote", "back\\slash", "tab\tnl\n",
-             "𝄞clef", "ctl\x01\x1f", "a/_2/_3", "w:1", "π"]
+NAME_POOL = [
+    "a",
+    "b/c",
+    "x/_1",
+    "layer/MatMul",
+    "RecvTensor",
+    "",
+    "é/ß",
+    'q"uote',
+    "back\\slash",
+    "tab\tnl\n",
+    "𝄞clef",
+    "ctl\x01\x1f",
+    "a/_2/_3",
+    "w:1",
+    "π",
+]
 ALLOCATORS = ["cpu", "gpu_bfc", "", "cuda_host_bfc", "é"]
 
 
@@ -315,8 +337,13 @@ def random_step_stats(seed: int, nodes: int = 300) -> step_stats_pb2.StepStats:
     tensors of every allocator with unknown ranks and dtypes."""
     rng = random.Random(seed)
     ss = step_stats_pb2.StepStats()
-    devices = ["/job:w/replica:0/task:0/device:CPU:0", "/job:w/replica:0/task:0/device:GPU:0/stream:7",
-               "/job:w/replica:0/task:0/device:GPU:0/memcpy", "/device:CPU:ü", "/device:empty"]
+    devices = [
+        "/job:w/replica:0/task:0/device:CPU:0",
+        "/job:w/replica:0/task:0/device:GPU:0/stream:7",
+        "/job:w/replica:0/task:0/device:GPU:0/memcpy",
+        "/device:CPU:ü",
+        "/device:empty",
+    ]
     pick = lambda: rng.choice(NAME_POOL) + (str(rng.randint(0, 5)) if rng.random() < 0.5 else "")
     for d, device in enumerate(devices):
         dev = ss.dev_stats.add(device=device)
@@ -329,12 +356,26 @@ def random_step_stats(seed: int, nodes: int = 300) -> step_stats_pb2.StepStats:
             name = pick()
             inputs = ", ".join(pick() for _ in range(rng.randint(0, 3)))
             op = rng.choice(["MatMul", "", "Add", "Send", "ü"])
-            label = rng.choice([f"{name} = {op}({inputs})", f"{name} = {op}({inputs})\nmore = X(y)", "garbage",
-                                f"k @@{name}:{op}#id=1#", f"k @@{name}#", "", f"{name} = {op}(", "a = b(c) = d(e)"])
+            label = rng.choice(
+                [
+                    f"{name} = {op}({inputs})",
+                    f"{name} = {op}({inputs})\nmore = X(y)",
+                    "garbage",
+                    f"k @@{name}:{op}#id=1#",
+                    f"k @@{name}#",
+                    "",
+                    f"{name} = {op}(",
+                    "a = b(c) = d(e)",
+                ]
+            )
             start = rng.choice([0, rng.randint(1_000, 9_000)]) if rng.random() < 0.1 else rng.randint(1_000, 9_000)
-            n = step_stats_pb2.NodeExecStats(node_name=name, all_start_micros=start,
-                                             all_end_rel_micros=rng.randint(-5, 300), timeline_label=label,
-                                             thread_id=rng.choice([0, 1, 2]) if d == 0 else 0)
+            n = step_stats_pb2.NodeExecStats(
+                node_name=name,
+                all_start_micros=start,
+                all_end_rel_micros=rng.randint(-5, 300),
+                timeline_label=label,
+                thread_id=rng.choice([0, 1, 2]) if d == 0 else 0,
+            )
             if rng.random() < 0.3:
                 n.all_start_nanos = start * 1000 + rng.randint(0, 999)
                 n.all_end_rel_nanos = n.all_end_rel_micros * 1000 + rng.randint(0, 999)
@@ -374,18 +415,18 @@ def export_digests(folder, seeds=(1, 2, 3, 21)) -> dict[str, str]:
 # Made with Profscope 2772d32, before the memory analysis and the Chrome
 # export moved to columns: the bytes of every export must stay the same.
 EXPORT_DIGESTS = {
-    '1 trace_viewer {}': '3ffc38766830b4ca',
-    '1 memory_profile {}': '0ee4e77b1151b2e2',
-    "1 memory_profile {'xprof_form': '1'}": '7868db70d7ce692d',
-    '2 trace_viewer {}': '88243c7e58228f14',
-    '2 memory_profile {}': 'ded4d4601ba4041c',
-    "2 memory_profile {'xprof_form': '1'}": '8a4fb87ad276e9ef',
-    '3 trace_viewer {}': '0293a3115fb67d3a',
-    '3 memory_profile {}': 'd4c705bc1513eda5',
-    "3 memory_profile {'xprof_form': '1'}": 'd80c50506a92395b',
-    '21 trace_viewer {}': 'bdd1aad2612a5cb6',
-    '21 memory_profile {}': 'b4725fbc3b5e0288',
-    "21 memory_profile {'xprof_form': '1'}": 'd25fdff447f341b2',
+    "1 trace_viewer {}": "3ffc38766830b4ca",
+    "1 memory_profile {}": "0ee4e77b1151b2e2",
+    "1 memory_profile {'xprof_form': '1'}": "7868db70d7ce692d",
+    "2 trace_viewer {}": "88243c7e58228f14",
+    "2 memory_profile {}": "ded4d4601ba4041c",
+    "2 memory_profile {'xprof_form': '1'}": "8a4fb87ad276e9ef",
+    "3 trace_viewer {}": "0293a3115fb67d3a",
+    "3 memory_profile {}": "d4c705bc1513eda5",
+    "3 memory_profile {'xprof_form': '1'}": "d80c50506a92395b",
+    "21 trace_viewer {}": "bdd1aad2612a5cb6",
+    "21 memory_profile {}": "b4725fbc3b5e0288",
+    "21 memory_profile {'xprof_form': '1'}": "d25fdff447f341b2",
 }
 
 
@@ -406,22 +447,28 @@ def test_trace_streams_in_chunks_with_the_same_bytes(tmp_path, monkeypatch):
 
 
 def test_corrupt_node_fails_before_any_output(tmp_path):
-    node = step_stats_pb2.NodeExecStats(node_name="a", all_start_micros=5, timeline_label="a = Op()").SerializeToString()
+    node = step_stats_pb2.NodeExecStats(
+        node_name="a", all_start_micros=5, timeline_label="a = Op()"
+    ).SerializeToString()
     bad = node + b"\x3a\x03\x1a\x05\x08"  # an output whose tensor_description runs past the output
     dev = step_stats_pb2.DeviceStepStats(device="/device:CPU:0").SerializeToString()
     data = b"\x0a" + bytes([len(dev) + 2 + len(bad)]) + dev + b"\x12" + bytes([len(bad)]) + bad
     path = tmp_path / "bad.pb"
     path.write_bytes(data)
-    for produce in (lambda: FORMAT.chrome_trace([path], "bad", "", TaskState()),
-                    lambda: step_memory_profile(locate(path))):
+    for produce in (
+        lambda: FORMAT.chrome_trace([path], "bad", "", TaskState()),
+        lambda: step_memory_profile(locate(path)),
+    ):
         with pytest.raises(ProfileError, match="corrupt StepStats: malformed protobuf data"):
             produce()
 
 
 def _node_bytes(name: bytes, label: bytes, start: int = 7, dur: int = 3) -> bytes:
     """A NodeExecStats on the wire, strings taken as given (even invalid UTF-8)."""
+
     def field(number, payload):
         return bytes([number << 3 | 2]) + _varint(len(payload)) + payload
+
     return field(1, name) + bytes([2 << 3]) + _varint(start) + bytes([5 << 3]) + _varint(dur) + field(8, label)
 
 
@@ -439,8 +486,30 @@ def test_trace_rows_are_json_dumps_of_what_python_decodes():
     UTF-8 (replaced as Python's decode replaces it) and label splitting, row
     for row against json.dumps of timeline.py's reading."""
     rng = random.Random(11)
-    pieces = [b"a", b"Z", b" = ", b"(", b")", b", ", b"\n", b'"', b"\\", b"\x01", b"\x7f", b"\t", "é".encode(),
-              "𝄞".encode(), b"\xe2\x82", b"\xff", b"\xc0\xaf", b"\xed\xa0\x80", b"@@", b"#", b":", b"RecvTensor"]
+    pieces = [
+        b"a",
+        b"Z",
+        b" = ",
+        b"(",
+        b")",
+        b", ",
+        b"\n",
+        b'"',
+        b"\\",
+        b"\x01",
+        b"\x7f",
+        b"\t",
+        "é".encode(),
+        "𝄞".encode(),
+        b"\xe2\x82",
+        b"\xff",
+        b"\xc0\xaf",
+        b"\xed\xa0\x80",
+        b"@@",
+        b"#",
+        b":",
+        b"RecvTensor",
+    ]
     buf, spans, expected, kernels = b"", [], [], []
     for k in range(3000):
         name = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 4)))
@@ -462,8 +531,13 @@ def test_trace_rows_are_json_dumps_of_what_python_decodes():
             node_name = text
             _, op, inputs = parse_op_label(label_text)
         args = {"name": node_name, "op": op, **{f"input{i}": x for i, x in enumerate(inputs)}}
-        expected.append("," + json.dumps({"ph": "X", "cat": "Op", "name": op, "pid": 2, "tid": k, "ts": 7, "dur": 3,
-                                          "args": args}, separators=(",", ":")))
+        expected.append(
+            ","
+            + json.dumps(
+                {"ph": "X", "cat": "Op", "name": op, "pid": 2, "tid": k, "ts": 7, "dur": 3, "args": args},
+                separators=(",", ":"),
+            )
+        )
     n = len(spans)
     out = _stepstats.trace_events(buf, np.array(spans), np.array(kernels), np.full(n, 2), np.arange(n))
     assert out.decode("ascii") == "".join(expected)
@@ -473,20 +547,33 @@ def test_tensor_lifetimes_follow_timeline_py():
     """A later tensor of a name replaces the earlier one in its place; inputs
     with a /_ suffix count for the original node; GPU kernels and RecvTensor
     consume nothing; allocations of one time and size are ordered by name."""
-    ss = step_stats({
-        "/device:CPU:0": [
-            node("b", 10, 5, outputs=[100]), node("c", 10, 5, outputs=[100]), node("a", 10, 5, outputs=[100, 8]),
-            node("use", 20, 10, "use = Op(a/_3, a:1)"), node("b", 40, 5, outputs=[60]),
-            node("RecvTensor", 50, 50, "RecvTensor = Recv(b)"),
-        ],
-        "/device:GPU:0/stream:1": [node("k", 60, 10, "k = Op(b)")],
-    })
+    ss = step_stats(
+        {
+            "/device:CPU:0": [
+                node("b", 10, 5, outputs=[100]),
+                node("c", 10, 5, outputs=[100]),
+                node("a", 10, 5, outputs=[100, 8]),
+                node("use", 20, 10, "use = Op(a/_3, a:1)"),
+                node("b", 40, 5, outputs=[60]),
+                node("RecvTensor", 50, 50, "RecvTensor = Recv(b)"),
+            ],
+            "/device:GPU:0/stream:1": [node("k", 60, 10, "k = Op(b)")],
+        }
+    )
     with _step_file(ss) as path:
         profile = step_memory_profile(locate(path)).allocators["gpu_bfc"]
     tl = profile.timeline
     rows = [(int(t) // 1_000_000, tl.strings[op], int(h)) for t, op, h in zip(tl.time_ps, tl.op, tl.heap)]
-    assert rows == [(0, "a:1", 8), (0, "a", 108), (0, "c", 208), (5, "c", 108), (19, "a", 8), (19, "a:1", 0),
-                    (30, "b", 60), (35, "b", 0)]
+    assert rows == [
+        (0, "a:1", 8),
+        (0, "a", 108),
+        (0, "c", 208),
+        (5, "c", 108),
+        (19, "a", 8),
+        (19, "a:1", 0),
+        (30, "b", 60),
+        (35, "b", 0),
+    ]
     assert list(tl.address[tl.activity == 1]) == [4, 3, 2, 1]  # first seen: b, c, a, a:1
     assert profile.summary.peak_heap == 208 and sorted(profile.peak_allocations.op) == ["a", "a:1", "c"]
 
@@ -540,6 +627,7 @@ def test_a_text_file_is_parsed_once_for_every_tool(tmp_path, monkeypatch):
     """Protobuf's text parser is slow (about 1 MB/s): the timeline, memory and statistics of one .pbtxt share
     one conversion, and a file written again is parsed again."""
     from conftest import copied_host, rewrite
+
     from profscope.models.formats import step_stats
 
     parsed = []

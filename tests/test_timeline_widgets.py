@@ -7,12 +7,12 @@ import math
 
 import numpy as np
 import pytest
+from conftest import DATA
 from PySide6.QtCore import QPoint, QPointF, Qt
 
-from conftest import DATA
 from profscope.models.formats.step_stats import load_step_timeline, locate
-from profscope.widgets.timeline.kind_stats_table import KindStatsModel
 from profscope.widgets.timeline.canvas import GUTTER_W, HEADER_H, LANE_H, RULER_H, kind_color
+from profscope.widgets.timeline.kind_stats_table import KindStatsModel
 from profscope.widgets.timeline.view import TimelineView
 
 

@@ -5,13 +5,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import DATA
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
-from conftest import DATA
 from profscope.models.analysis import trace_stats
-from profscope.models.formats.chrome_trace import build_timeline, scan
 from profscope.models.core.task import Cancelled, ProfileError, TaskState
+from profscope.models.formats.chrome_trace import build_timeline, scan
 from profscope.widgets.stats.trace_stats_view import (
     BREAKDOWN,
     DeviceModel,

@@ -3,10 +3,10 @@
 from pathlib import Path
 
 import pytest
+from conftest import SAMPLE, SMALL_XPROF
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 
-from conftest import SAMPLE, SMALL_XPROF
 from profscope.models.core.task import Cancelled, TaskState
 from profscope.viewer.workers import TaskRunner
 

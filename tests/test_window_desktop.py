@@ -93,16 +93,20 @@ def test_install_desktop_entry_writes_the_files(tmp_path, monkeypatch, capsys):
     assert lines["Exec"].endswith("profscope %f") and lines["Icon"] == "profscope"
     assert set(lines["MimeType"].rstrip(";").split(";")) == {
         "application/json", "application/x-xplane+protobuf", "application/x-pytorch-trace+gzip"}
-    assert (share / "icons" / "hicolor" / "256x256" / "apps" / "profscope.png").read_bytes() == desktop.ICON_PNG.read_bytes()
+    assert (
+        share / "icons" / "hicolor" / "256x256" / "apps" / "profscope.png"
+    ).read_bytes() == desktop.ICON_PNG.read_bytes()
     assert (share / "icons" / "hicolor" / "scalable" / "apps" / "profscope.svg").exists()
     mime = (share / "mime" / "packages" / "profscope.xml").read_text()
     assert 'glob pattern="*.xplane.pb"' in mime and 'glob pattern="*.pt.trace.json.gz"' in mime
     import xml.dom.minidom
+
     xml.dom.minidom.parseString(mime)  # well-formed
     assert str(share / "applications" / "profscope.desktop") in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------- layout (offscreen geometry)
+
 
 def _open(qtbot, window, path):
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
@@ -111,8 +115,10 @@ def _open(qtbot, window, path):
 
 
 def _widest_top_level(tree) -> int:
-    return max(tree.sizeHintForIndex(tree.indexFromItem(tree.topLevelItem(i))).width() + tree.indentation()
-               for i in range(tree.topLevelItemCount()))
+    return max(
+        tree.sizeHintForIndex(tree.indexFromItem(tree.topLevelItem(i))).width() + tree.indentation()
+        for i in range(tree.topLevelItemCount())
+    )
 
 
 @pytest.mark.parametrize("size", [(1280, 800), (1920, 1080)])
@@ -160,8 +166,9 @@ def test_hparams_filters_are_never_clipped(qtbot, window):
     qtbot.waitUntil(lambda: view.filters.width() >= view.filters.minimumWidth())
     panel = view.filters
     assert panel.widget().width() >= panel.widget().minimumSizeHint().width()  # no horizontal clipping
-    widgets = [f for f in panel.filters.values()] + [w for f in panel.filters.values()
-                                                     for w in f.findChildren(QWidget) if w.isVisible()]
+    widgets = [f for f in panel.filters.values()] + [
+        w for f in panel.filters.values() for w in f.findChildren(QWidget) if w.isVisible()
+    ]
     assert panel.filters
     for w in widgets:
         if w.isVisible():

@@ -8,18 +8,18 @@ import shutil
 
 import numpy as np
 import pytest
-
 from conftest import DATA
+
+from profscope.models.core.task import Cancelled, ProfileError, TaskState
 from profscope.models.data import _nesting
 from profscope.models.data.memory_profile import to_xprof_json
-from profscope.models.repository.locations import open_repository
-from profscope.models.repository.registry import MEMORY_PROFILE, TRACE_VIEWER
-from profscope.models.core.task import Cancelled, ProfileError, TaskState
-from profscope.models.formats.xspace.xplane import read_xspace, xprof_order
 from profscope.models.formats.xspace.groups import group_events
 from profscope.models.formats.xspace.memory import data_type_string, memory_profile_of, xplane_memory_profile
 from profscope.models.formats.xspace.timeline import load_xplane_timeline
 from profscope.models.formats.xspace.trace import trace_viewer_json
+from profscope.models.formats.xspace.xplane import read_xspace, xprof_order
+from profscope.models.repository.locations import open_repository
+from profscope.models.repository.registry import MEMORY_PROFILE, TRACE_VIEWER
 from profscope.protos import xplane_pb2
 from profscope.viewer.cli import main
 
@@ -262,7 +262,7 @@ def test_trace_export_equals_xprofs_trace_viewer(tmp_path, name):
 
 
 def test_span_arguments_of_the_wrong_shape_are_refused():
-    from profscope.models.formats import _protowire as wire
+    from profscope.models.core import _protowire as wire
 
     bad = np.zeros((3, 1), np.int64)
     for call in (lambda: wire.intern_strings(b"abc", bad), lambda: wire.gather_spans(b"abc", bad),
@@ -379,7 +379,17 @@ def edge_case_space(seed: int) -> xplane_pb2.XSpace:
     rng = random.Random(seed)
     space = xplane_pb2.XSpace()
     plane = space.planes.add(id=0, name="/host:CPU")
-    texts = ["", "plain", 'q"uote', "back\\slash", "caf\u00e9", "\u2603", "tab\there\n", "ctl\x01\x1f\x7f", "\U0001F600"]
+    texts = [
+        "",
+        "plain",
+        'q"uote',
+        "back\\slash",
+        "caf\u00e9",
+        "\u2603",
+        "tab\there\n",
+        "ctl\x01\x1f\x7f",
+        "\U0001f600",
+    ]
     keys = ["note", "long_name", "step_name", "flops", "_p", "z", "\u00e9", ""] + texts[1:4]
     for i, key in enumerate(keys, 1):
         plane.stat_metadata[i].id, plane.stat_metadata[i].name = i, key
@@ -391,11 +401,17 @@ def edge_case_space(seed: int) -> xplane_pb2.XSpace:
         if rng.random() < 0.3:
             md.stats.add(metadata_id=rng.randint(1, len(keys)), str_value=rng.choice(texts))
     for li in range(3):
-        line = plane.lines.add(id=li - 1, display_id=rng.choice([0, 7, 2**40]), name="l",
-                               timestamp_ns=rng.choice([0, 1000, 1_700_000_000_123_456_789, 18_000_000_000_000_000]))
+        line = plane.lines.add(
+            id=li - 1,
+            display_id=rng.choice([0, 7, 2**40]),
+            name="l",
+            timestamp_ns=rng.choice([0, 1000, 1_700_000_000_123_456_789, 18_000_000_000_000_000]),
+        )
         for _ in range(300):
-            e = line.events.add(metadata_id=rng.randint(0, len(texts) + 2), offset_ps=rng.choice(
-                [0, 1, 999_999, 10**12 + rng.randrange(10**9), rng.randrange(2**62)]))
+            e = line.events.add(
+                metadata_id=rng.randint(0, len(texts) + 2),
+                offset_ps=rng.choice([0, 1, 999_999, 10**12 + rng.randrange(10**9), rng.randrange(2**62)]),
+            )
             e.duration_ps = rng.choice([0, 1, 5, 1_000_000, rng.randrange(10**15), -3])
             for _ in range(rng.choice([0, 1, 3, 6])):
                 st = e.stats.add(metadata_id=rng.randint(1, len(keys) + 2))
@@ -411,7 +427,7 @@ def edge_case_space(seed: int) -> xplane_pb2.XSpace:
                 elif kind == 4:
                     st.uint64_value = rng.choice([0, 2**64 - 1])
                 elif kind == 5:
-                    st.int64_value = rng.choice([-2**63, -1, 0, 2**63 - 1])
+                    st.int64_value = rng.choice([-(2**63), -1, 0, 2**63 - 1])
                 # else: a stat without a value, which writes nothing
     return space
 
@@ -445,8 +461,14 @@ def test_trace_times_are_float_reprs_of_microseconds(tmp_path):
     of 2^53, from a picosecond to centuries)."""
     rng = np.random.default_rng(7)
     spread = lambda k: (10 ** rng.uniform(0, 18.9, k)).astype(np.int64)  # noqa: E731
-    offsets = np.concatenate([rng.integers(0, 2**62, 3000), rng.integers(0, 10**9, 3000), spread(3000),
-                              [0, 1, 9, 10, 99, 100, 2**53, 2**53 + 1]])
+    offsets = np.concatenate(
+        [
+            rng.integers(0, 2**62, 3000),
+            rng.integers(0, 10**9, 3000),
+            spread(3000),
+            [0, 1, 9, 10, 99, 100, 2**53, 2**53 + 1],
+        ]
+    )
     durations = np.concatenate([rng.integers(1, 10**7, 6000), spread(3008)])
     space = plane_with([])
     plane = space.planes[0]
@@ -454,9 +476,13 @@ def test_trace_times_are_float_reprs_of_microseconds(tmp_path):
     line = plane.lines.add(id=1, timestamp_ns=0)
     for o, d in zip(offsets.tolist(), durations.tolist()):
         line.events.add(metadata_id=1, offset_ps=o, duration_ps=d)
-    rows = [r for r in b"".join(trace_viewer_json(write(tmp_path, space))).decode().split("\n") if r.startswith('{"dur"')]
-    assert rows == [f'{{"dur": {d / 1e6!r}, "name": "", "ph": "X", "pid": 701, "tid": 1, "ts": {o / 1e6!r}}},'
-                    for o, d in zip(offsets.tolist(), durations.tolist())]
+    rows = [
+        r for r in b"".join(trace_viewer_json(write(tmp_path, space))).decode().split("\n") if r.startswith('{"dur"')
+    ]
+    assert rows == [
+        f'{{"dur": {d / 1e6!r}, "name": "", "ph": "X", "pid": 701, "tid": 1, "ts": {o / 1e6!r}}},'
+        for o, d in zip(offsets.tolist(), durations.tolist())
+    ]
 
 
 def test_trace_export_streams_chunks_and_joins_for_callers_needing_bytes(tmp_path):

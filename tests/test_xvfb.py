@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, SAMPLE
+
 from profscope.viewer import startup
 
 TOOLS = ("xvfb-run", "xwininfo", "import", "identify")

@@ -38,11 +38,11 @@ import os
 import sys
 from pathlib import Path
 
+from profscope.models.core.task import Cancelled, ProfileError
+from profscope.models.core.units import format_bytes
+from profscope.models.data.tool_data import ToolData
 from profscope.models.hparams.experiment import TOOLS as HPARAMS_TOOLS
 from profscope.models.hparams.experiment import load_hparams, tool_json
-from profscope.models.core.task import Cancelled, ProfileError
-from profscope.models.data.tool_data import ToolData
-from profscope.models.core.units import format_bytes
 from profscope.viewer import crashlog
 from profscope.viewer.progress import CountingWriter, TerminalProgress
 from profscope.viewer.query_output import FORMATS as RESULT_FORMATS
@@ -118,13 +118,20 @@ def _side_options(parser, tag: bool) -> None:
     --baseline-X / --candidate-X for one side."""
     for side in ("", "baseline-", "candidate-"):
         which = f"the {side[:-1]}'s" if side else "both sides'"
-        parser.add_argument(f"--{side}session", default="", help=f"{which} session (default: the only or the latest one)")
+        parser.add_argument(
+            f"--{side}session", default="", help=f"{which} session (default: the only or the latest one)"
+        )
         parser.add_argument(f"--{side}host", default="", help=f"{which} host (default: the only one, or every rank)")
         if tag:
-            parser.add_argument(f"--{side}tag", default="",
-                                help=f"{which} traced step of a StepStats event file (run metadata tag)")
-        parser.add_argument(f"--{side}steps", default="", metavar="A[-B]|median",
-                            help=f"{which} ProfilerStep range (default: the whole trace)")
+            parser.add_argument(
+                f"--{side}tag", default="", help=f"{which} traced step of a StepStats event file (run metadata tag)"
+            )
+        parser.add_argument(
+            f"--{side}steps",
+            default="",
+            metavar="A[-B]|median",
+            help=f"{which} ProfilerStep range (default: the whole trace)",
+        )
 
 
 def _side(args, side: str, name: str) -> str:
@@ -153,15 +160,25 @@ def _progress(path: str) -> TerminalProgress:
 
 
 def cmd_sessions(args) -> int:
-    from profscope.models.repository.locations import open_repository  # the profile formats load only for profile commands
+    from profscope.models.repository.locations import (
+        open_repository,  # the profile formats load only for profile commands
+    )
 
     progress = _progress(args.path)
     repo = open_repository(args.path, progress.task())
     sessions = repo.enum_sessions()
     progress.close()
     if args.json:
-        print(json.dumps({"sessions": [{"sessionId": s.name, "hosts": list(s.hosts), "availableTools": list(s.tools)}
-                                       for s in sessions]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "sessions": [
+                        {"sessionId": s.name, "hosts": list(s.hosts), "availableTools": list(s.tools)} for s in sessions
+                    ]
+                },
+                indent=2,
+            )
+        )
     else:
         for s in sessions:
             print(f"{s.name}\n  hosts: {', '.join(s.hosts)}\n  tools: {', '.join(s.tools)}")
@@ -179,7 +196,9 @@ def cmd_export(args) -> int:
             data = ToolData(tool_json(load_hparams(args.path, progress.task()), args.tool, _params(args.param)), "json")
             what = args.tool
         else:
-            from profscope.models.repository.locations import open_repository  # the profile formats load only for profile tools
+            from profscope.models.repository.locations import (
+                open_repository,  # the profile formats load only for profile tools
+            )
 
             repo = open_repository(args.path, progress.task())
             session = repo.session_or_latest(args.session)
@@ -244,8 +263,19 @@ def cmd_diff(args) -> int:
         location = getattr(args, side)
         progress = _progress(location)
         try:
-            sides.append(_diff_side(repos, side, location, pick("session"), pick("host"), pick("tag"), pick("steps"),
-                                    args.tool, progress.task()))
+            sides.append(
+                _diff_side(
+                    repos,
+                    side,
+                    location,
+                    pick("session"),
+                    pick("host"),
+                    pick("tag"),
+                    pick("steps"),
+                    args.tool,
+                    progress.task(),
+                )
+            )
         finally:
             progress.close()
     (base, base_info), (cand, cand_info) = sides
@@ -263,10 +293,14 @@ def cmd_diff(args) -> int:
         summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no rows"
         if not len(full) and args.tool != "op_types":
             what = "cpu_op operators" if args.tool == "op_stats" else "GPU activity"
-            print(f"profscope: note: neither profile has {what} (PyTorch traces do); --tool op_types compares "
-                  "every event by device and op type", file=sys.stderr)
-    doc = json.dumps({"tool": args.tool, "baseline": base_info, "candidate": cand_info, **body},
-                     separators=(",", ":")).encode()
+            print(
+                f"profscope: note: neither profile has {what} (PyTorch traces do); --tool op_types compares "
+                "every event by device and op type",
+                file=sys.stderr,
+            )
+    doc = json.dumps(
+        {"tool": args.tool, "baseline": base_info, "candidate": cand_info, **body}, separators=(",", ":")
+    ).encode()
     if args.output == "-":
         sys.stdout.buffer.write(doc + b"\n")
     else:
@@ -295,8 +329,10 @@ def _diff_side(repos: dict, side: str, location: str, session: str, host: str, t
         if not host and not repo.combines_hosts(session):
             hosts = repo.hosts_with(session, TRACE_VIEWER)
             if len(hosts) > 1:
-                raise ProfileError(f"session {session!r} has several hosts; choose one with --{side}-host or --host "
-                                   f"({', '.join(hosts)})")
+                raise ProfileError(
+                    f"session {session!r} has several hosts; choose one with --{side}-host or --host "
+                    f"({', '.join(hosts)})"
+                )
             host = repo.resolve_host(session, host, TRACE_VIEWER)
         timeline = repo.step_timeline(session, host, tag, task)
         window = diff.step_window_of(timeline, steps)
@@ -326,8 +362,12 @@ def cmd_report(args) -> int:
         return _report_compare(args)
     if not args.path:
         raise ProfileError("report needs a PATH (or --compare A B)")
-    chosen = [o for o in ("session", "host", "steps") for side in ("", "baseline_", "candidate_")
-              if getattr(args, side + o, "")]  # (the main command's report has none of them)
+    chosen = [
+        o
+        for o in ("session", "host", "steps")
+        for side in ("", "baseline_", "candidate_")
+        if getattr(args, side + o, "")
+    ]  # (the main command's report has none of them)
     if chosen or getattr(args, "align_step", None) is not None:
         raise ProfileError("--session, --host, --steps and --align-step go with report --compare A B")
     progress = _progress(args.path)
@@ -347,8 +387,10 @@ def _report_compare(args) -> int:
 
     if args.path:
         raise ProfileError("report --compare A B takes no PATH")
-    places = [Place(location, _side(args, side, "session"), _side(args, side, "host"))
-              for side, location in zip(("baseline", "candidate"), args.compare)]
+    places = [
+        Place(location, _side(args, side, "session"), _side(args, side, "host"))
+        for side, location in zip(("baseline", "candidate"), args.compare)
+    ]
     steps = (_side(args, "baseline", "steps"), _side(args, "candidate", "steps"))
     progress = _progress(args.compare[0])
     try:
@@ -368,7 +410,9 @@ def cmd_serve(args) -> int:
 
     limit_malloc_arenas()  # before the server's threads exist
     server, port, _ = make_server(Path(args.path), args.bind, args.port, args.max_message_mb << 20)
-    print(f"profscope: serving {Path(args.path).resolve()} on grpc://{args.bind}:{port} (Ctrl+C stops)", file=sys.stderr)
+    print(
+        f"profscope: serving {Path(args.path).resolve()} on grpc://{args.bind}:{port} (Ctrl+C stops)", file=sys.stderr
+    )
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):  # also when started in the background (SIGINT ignored)
         signal.signal(sig, lambda *_: done.set())
@@ -385,15 +429,19 @@ def cmd_capture(args) -> int:
     if args.address.startswith(SCHEME):
         hosts = [h for h in args.hosts.split(",") if h]
         session, empty = new_session(args.address, hosts, args.duration_ms, args.session)
-        print(f"profscope: captured session {session} on {args.address}{' (empty trace)' if empty else ''}",
-              file=sys.stderr)
+        print(
+            f"profscope: captured session {session} on {args.address}{' (empty trace)' if empty else ''}",
+            file=sys.stderr,
+        )
         print(session)
         return 0
     if not args.output:
         raise ProfileError("capture needs -o DIR (for example <logdir>/plugins/profile)")
     folder, empty = capture(args.address, args.duration_ms, Path(args.output), args.session)
-    print(f"profscope: captured {folder}{' (the trace is empty: was the program running?)' if empty else ''}",
-          file=sys.stderr)
+    print(
+        f"profscope: captured {folder}{' (the trace is empty: was the program running?)' if empty else ''}",
+        file=sys.stderr,
+    )
     print(folder)
     return 0
 
@@ -421,11 +469,16 @@ def cmd_window(path: str | None, window: bool = False, check=None) -> int:
             print(f"profscope: cannot open the window: {problem}", file=sys.stderr)
             return 1
         if path is None:
-            print(f"profscope: cannot open the window: {problem}\nprofscope: no path given; nothing to do",
-                  file=sys.stderr)
+            print(
+                f"profscope: cannot open the window: {problem}\nprofscope: no path given; nothing to do",
+                file=sys.stderr,
+            )
             return 2
-        print(f"profscope: {problem}\nprofscope: writing the report of {path} to {DEFAULT_REPORT_DIR}/ instead "
-              "(profscope --window exits instead)", file=sys.stderr)
+        print(
+            f"profscope: {problem}\nprofscope: writing the report of {path} to {DEFAULT_REPORT_DIR}/ instead "
+            "(profscope --window exits instead)",
+            file=sys.stderr,
+        )
         rc = cmd_report(argparse.Namespace(path=path, output=DEFAULT_REPORT_DIR))
         print(f"profscope: report written to {Path(DEFAULT_REPORT_DIR).resolve() / 'index.html'}", file=sys.stderr)
         return rc
@@ -442,13 +495,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] in COMMANDS:
             args = _parser().parse_args(argv)
-            return {"sessions": cmd_sessions, "export": cmd_export, "query": cmd_query, "diff": cmd_diff,
-                    "report": cmd_report,
-                    "serve": cmd_serve, "capture": cmd_capture, "formats": cmd_formats}[args.command](args)
+            return {
+                "sessions": cmd_sessions,
+                "export": cmd_export,
+                "query": cmd_query,
+                "diff": cmd_diff,
+                "report": cmd_report,
+                "serve": cmd_serve,
+                "capture": cmd_capture,
+                "formats": cmd_formats,
+            }[args.command](args)
         if argv and argv[0] in ("-h", "--help"):
             _parser().print_help()
-            print("\nprofscope [--window] [PATH]: the window (--window: exit 1 rather than write the report when "
-                  "it cannot open)\nprofscope --install-desktop-entry: add Profscope to the launcher")
+            print(
+                "\nprofscope [--window] [PATH]: the window (--window: exit 1 rather than write the report when "
+                "it cannot open)\nprofscope --install-desktop-entry: add Profscope to the launcher"
+            )
             return 0
         if argv == ["--install-desktop-entry"]:
             from profscope.viewer.desktop import install_desktop_entry

@@ -4,8 +4,17 @@ the opened location, or another folder or file)."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QInputDialog,
-                               QLineEdit, QPushButton, QWidget)
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QInputDialog,
+    QLineEdit,
+    QPushButton,
+    QWidget,
+)
 
 from profscope.models.analysis.comparison import Place
 from profscope.models.formats import file_patterns

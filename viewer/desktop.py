@@ -6,10 +6,10 @@ launcher and opens .xplane.pb and .pt.trace.json.gz files. Imports no Qt."""
 from __future__ import annotations
 
 import os
-from importlib import resources
 import shutil
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 
 ICONS = resources.files("profscope.resources") / "icons"  # package data, also in a wheel

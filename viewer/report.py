@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 
 from profscope.models.analysis import trace_stats
-from profscope.models.repository.registry import KERNEL_STATS, MEMORY_PROFILE, TRACE_VIEWER
-from profscope.models.repository.profile_repository import ProfileRepository
-from profscope.protos import api_pb2
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.core.units import format_bytes, format_time_ps
+from profscope.models.repository.profile_repository import ProfileRepository
+from profscope.models.repository.registry import KERNEL_STATS, MEMORY_PROFILE, TRACE_VIEWER
+from profscope.protos import api_pb2
 
 VIEW_SIZE = (1400, 900)
 
@@ -46,8 +46,10 @@ def _model_table(model, top: int, skip: tuple[int, ...] = ()) -> str:
 
     columns = [c for c in range(model.columnCount()) if c not in skip]
     head = "".join(f"<th>{html.escape(str(model.headerData(c, Qt.Horizontal)))}</th>" for c in columns)
-    rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(model.data(model.index(r, c)) or ''))}</td>" for c in columns)
-                   + "</tr>" for r in range(min(top, model.rowCount())))
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(model.data(model.index(r, c)) or ''))}</td>" for c in columns) + "</tr>"
+        for r in range(min(top, model.rowCount()))
+    )
     return f"<table><tr>{head}</tr>{rows}</table>"
 
 
@@ -69,28 +71,43 @@ def _statistics_section(title: str, view, stats, save, top: int = 20) -> str:
     ops.set_stats(stats)
     ops.sort(3, Qt.DescendingOrder)
     devices = "".join(
-        f"<p>{html.escape(o.host or 'host')}: " + html.escape(", ".join(
-            f"GPU {d.get('id', '?')} {d.get('name', '')}" for d in (o.properties or {}).get("deviceProperties") or []
-            if isinstance(d, dict) and d.get("id") in stats.devices_used.get(o.host, []))) + "</p>"
-        for o in stats.overview if stats.devices_used.get(o.host))
-    return (f"<h2>Statistics: {html.escape(title)}</h2><p>{html.escape(view.range_label.text())}</p>"
-            f"{_model_table(overview, len(stats.overview))}{devices}"
-            f"<img src='{html.escape(png.name)}' alt='statistics overview'>"
-            f"<h3>Kernels (top {min(top, len(stats.kernels))} of {len(stats.kernels):,} by total time)</h3>"
-            f"{_model_table(kernels, top, one_host)}"
-            f"<h3>Operators (top {min(top, len(stats.ops))} of {len(stats.ops):,} by host total time)</h3>"
-            f"{_model_table(ops, top, one_host)}")
+        f"<p>{html.escape(o.host or 'host')}: "
+        + html.escape(
+            ", ".join(
+                f"GPU {d.get('id', '?')} {d.get('name', '')}"
+                for d in (o.properties or {}).get("deviceProperties") or []
+                if isinstance(d, dict) and d.get("id") in stats.devices_used.get(o.host, [])
+            )
+        )
+        + "</p>"
+        for o in stats.overview
+        if stats.devices_used.get(o.host)
+    )
+    return (
+        f"<h2>Statistics: {html.escape(title)}</h2><p>{html.escape(view.range_label.text())}</p>"
+        f"{_model_table(overview, len(stats.overview))}{devices}"
+        f"<img src='{html.escape(png.name)}' alt='statistics overview'>"
+        f"<h3>Kernels (top {min(top, len(stats.kernels))} of {len(stats.kernels):,} by total time)</h3>"
+        f"{_model_table(kernels, top, one_host)}"
+        f"<h3>Operators (top {min(top, len(stats.ops))} of {len(stats.ops):,} by host total time)</h3>"
+        f"{_model_table(ops, top, one_host)}"
+    )
 
 
 def _kernel_section(log, memory_id: str, top: int = 20) -> str:
     """What a LogMemory log says beyond the plot: its counts and the kernels
     that allocated the most bytes."""
     k = log.kernels(memory_id)
-    rows = "".join(f"<tr><td>{html.escape(k.kernel[i])}</td><td>{k.count[i]:,}</td><td>{k.tracked[i]:,}</td>"
-                   f"<td>{format_bytes(int(k.bytes[i]))}</td></tr>" for i in range(min(top, len(k))))
-    return (f"<p>{html.escape(log.skipped_text())}</p><h3>Bytes allocated per kernel (top {min(top, len(k))} "
-            f"of {len(k):,})</h3><table><tr><th>Kernel</th><th>Allocations</th><th>With allocation_id</th>"
-            f"<th>Bytes</th></tr>{rows}</table>")
+    rows = "".join(
+        f"<tr><td>{html.escape(k.kernel[i])}</td><td>{k.count[i]:,}</td><td>{k.tracked[i]:,}</td>"
+        f"<td>{format_bytes(int(k.bytes[i]))}</td></tr>"
+        for i in range(min(top, len(k)))
+    )
+    return (
+        f"<p>{html.escape(log.skipped_text())}</p><h3>Bytes allocated per kernel (top {min(top, len(k))} "
+        f"of {len(k):,})</h3><table><tr><th>Kernel</th><th>Allocations</th><th>With allocation_id</th>"
+        f"<th>Bytes</th></tr>{rows}</table>"
+    )
 
 
 def _hparams_section(view, data, save, top: int = 20, charts: int = 3) -> str:
@@ -119,16 +136,23 @@ def _hparams_section(view, data, save, top: int = 20, charts: int = 3) -> str:
         view.select_row(rank)
         pngs.append(save(view, f"hparams_group_{rank + 1}.png"))
     columns = list(range(len(view.columns)))
-    rows = "".join("<tr>" + "".join(f"<td>{html.escape(format_value(view.model.value(int(g), c)))}</td>" for c in columns)
-                   + "</tr>" for g in view.order[:top])
+    rows = "".join(
+        "<tr>"
+        + "".join(f"<td>{html.escape(format_value(view.model.value(int(g), c)))}</td>" for c in columns)
+        + "</tr>"
+        for g in view.order[:top]
+    )
     head = "".join(f"<th>{html.escape(view.columns.title(c))}</th>" for c in columns)
     images = "".join(f"<img src='{html.escape(p.name)}' alt='hparams'>" for p in pngs)
-    return (f"<h2>HParams: {len(view.order):,} session groups</h2><p>Sorted by {html.escape(title)}; "
-            f"the top {min(top, len(view.order))}:</p><table><tr>{head}</tr>{rows}</table>{images}")
+    return (
+        f"<h2>HParams: {len(view.order):,} session groups</h2><p>Sorted by {html.escape(title)}; "
+        f"the top {min(top, len(view.order))}:</p><table><tr>{head}</tr>{rows}</table>{images}"
+    )
 
 
-def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, location: str = "",
-                 task: TaskState | None = None) -> list[Path]:
+def write_report(
+    repo: ProfileRepository | None, out_dir: Path, hparams=None, location: str = "", task: TaskState | None = None
+) -> list[Path]:
     """Renders the memory view of every session, host and allocator, the
     timeline and op statistics of every host with a step timeline, the
     Statistics (overview, top kernels and operators) of GPU traces per host
@@ -142,12 +166,12 @@ def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, lo
     from PySide6.QtCore import QEvent
 
     from profscope.viewer.app import application
+    from profscope.viewer.window import ALL_HOSTS
     from profscope.widgets.hparams.view import HParamsView
     from profscope.widgets.memory.summary import summary_items
     from profscope.widgets.memory.view import MemoryView
-    from profscope.widgets.timeline.view import TimelineView
     from profscope.widgets.stats.trace_stats_view import TraceStatsView
-    from profscope.viewer.window import ALL_HOSTS
+    from profscope.widgets.timeline.view import TimelineView
 
     app = application(offscreen_without_display=True)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -210,13 +234,15 @@ def write_report(repo: ProfileRepository | None, out_dir: Path, hparams=None, lo
                 view.allocator_box.setCurrentText(memory_id)
                 png = save(view, f"memory_{_slug(info.name, host, memory_id)}.png")
                 allocator = data.allocators[memory_id]
-                rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
-                               for k, v in summary_items(allocator))
+                rows = "".join(
+                    f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in summary_items(allocator)
+                )
                 sections.append(
                     f"<h2>Memory: {html.escape(title)} / {html.escape(memory_id)}</h2>"
                     f"<table>{rows}</table><img src='{html.escape(png.name)}' alt='memory view'>"
                     f"<p>{len(allocator.peak_allocations):,} rows in the table of active allocations at the peak.</p>"
-                    + (_kernel_section(data.log, memory_id) if data.log is not None else ""))
+                    + (_kernel_section(data.log, memory_id) if data.log is not None else "")
+                )
     # Delete the widgets now, while Qt is fully alive, not at interpreter exit.
     for widget in (view, timeline_view, hparams_view, stats_view):
         widget.close()
@@ -234,7 +260,8 @@ def _write_index(out_dir: Path, title: str, sections: list[str]) -> Path:
         "<style>body{font-family:sans-serif;margin:2em}img{max-width:100%;border:1px solid #ccc}"
         "th{text-align:left;padding-right:1em;color:#555}td{padding-right:1em}.error{color:#b71c1c}</style>"
         f"<h1>{html.escape(title)}</h1>" + "".join(sections),
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     return index
 
 
@@ -256,6 +283,7 @@ def write_compare_report(comparison, out_dir: Path, top: int = 30) -> list[Path]
     view.set_comparison(comparison)
     view.show()
     c = comparison
+
     def side(loaded, steps: str) -> str:
         return html.escape(loaded.place.label() + (f" (steps {steps})" if steps else ""))
 
@@ -278,9 +306,11 @@ def write_compare_report(comparison, out_dir: Path, top: int = 30) -> list[Path]
         if not len(d):
             sections.append(f"<h2>{html.escape(title)}</h2><p>Neither profile has rows in this table.</p>")
             continue
-        sections.append(f"<h2>{html.escape(title)}: {len(d):,} rows</h2><p>{html.escape(page.counts.text())}; "
-                        f"the top {min(top, len(d))} by |Δ total|:</p>{_model_table(page.model, top)}"
-                        + save(f"compare_{table}.png", title))
+        sections.append(
+            f"<h2>{html.escape(title)}: {len(d):,} rows</h2><p>{html.escape(page.counts.text())}; "
+            f"the top {min(top, len(d))} by |Δ total|:</p>{_model_table(page.model, top)}"
+            + save(f"compare_{table}.png", title)
+        )
     if c.overview is not None:
         view.pages.setCurrentWidget(view.overview_page)
         sections.append("<h2>Overview</h2>" + save("compare_overview.png", "overview"))
@@ -289,8 +319,10 @@ def write_compare_report(comparison, out_dir: Path, top: int = 30) -> list[Path]
         view.pages.setCurrentWidget(memory)
         for k, a in enumerate(c.memory.allocators):
             memory.allocator_box.setCurrentIndex(k)
-            sections.append(f"<h2>Memory: {html.escape(a.memory_id)}</h2><p>{memory.peaks.text()}</p>"
-                            + save(f"compare_memory_{_slug(a.memory_id)}.png", "memory curves"))
+            sections.append(
+                f"<h2>Memory: {html.escape(a.memory_id)}</h2><p>{memory.peaks.text()}</p>"
+                + save(f"compare_memory_{_slug(a.memory_id)}.png", "memory curves")
+            )
     view.close()
     view.deleteLater()
     del view

@@ -4,26 +4,49 @@ progress, a cancel button and errors."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from pathlib import Path
-
 import importlib.metadata
 import json
 import re
+from dataclasses import replace
+from pathlib import Path
 
 import PySide6
 from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, qVersion
 from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QDockWidget, QFileDialog, QFormLayout, QHBoxLayout,
-                               QInputDialog, QLabel, QLineEdit, QMainWindow, QMenu, QMessageBox, QProgressBar, QPushButton,
-                               QSpinBox, QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QDockWidget,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QMenu,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QTabWidget,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
-from profscope.models.analysis import trace_stats
+from profscope.models.analysis import diff, trace_stats
+from profscope.models.analysis.comparison import Place, compare, stats_over
+from profscope.models.core.task import ProfileError
+from profscope.models.data.timeline import Timeline
+from profscope.models.formats import file_patterns
 from profscope.models.hparams.experiment import load_hparams
+from profscope.models.hparams.logdir import logdir_signature
 from profscope.models.remote import SCHEME
 from profscope.models.remote.client import capture
-from profscope.models.formats import file_patterns
 from profscope.models.repository.locations import open_location
+from profscope.models.repository.profile_repository import ProfileRepository
 from profscope.models.repository.registry import (
     KERNEL_STATS,
     MEMORY_PROFILE,
@@ -32,12 +55,11 @@ from profscope.models.repository.registry import (
     TIMELINE_TOOLS,
     TRACE_VIEWER,
 )
-from profscope.models.repository.profile_repository import ProfileRepository
-from profscope.models.core.task import ProfileError
-from profscope.models.hparams.logdir import logdir_signature
-from profscope.models.data.timeline import Timeline
-from profscope.models.analysis import diff
-from profscope.models.analysis.comparison import Place, compare, stats_over
+from profscope.viewer import crashlog
+from profscope.viewer.app import app_icon
+from profscope.viewer.compare_dialog import CompareDialog, ask_other_side
+from profscope.viewer.query_runner import QueryRunner
+from profscope.viewer.workers import TaskRunner
 from profscope.widgets.compare.view import CompareView
 from profscope.widgets.hparams.layout import settings_key
 from profscope.widgets.hparams.view import HParamsView
@@ -45,13 +67,8 @@ from profscope.widgets.memory.plot import prepare_series
 from profscope.widgets.memory.view import MemoryView
 from profscope.widgets.palette import Scheme
 from profscope.widgets.query.view import QueryView
-from profscope.widgets.timeline.view import KEYS_HELP, TimelineView
 from profscope.widgets.stats.trace_stats_view import TraceStatsView, describe_range
-from profscope.viewer.app import app_icon
-from profscope.viewer.compare_dialog import CompareDialog, ask_other_side
-from profscope.viewer import crashlog
-from profscope.viewer.query_runner import QueryRunner
-from profscope.viewer.workers import TaskRunner
+from profscope.widgets.timeline.view import KEYS_HELP, TimelineView
 
 MAX_RECENT = 8
 ROLE_TARGET = Qt.UserRole  # (session, host, tool) of a tree item
@@ -82,7 +99,9 @@ class CaptureDialog(QDialog):
                                 "or jax.profiler.start_server(port)")
         self.duration = QSpinBox(minimum=100, maximum=600_000, singleStep=500, suffix=" ms",
                                  value=int(settings.value("capture_ms", 2000)))
-        self.folder = QLineEdit(settings.value("capture_folder", str(Path.home() / "profscope-logs" / "plugins" / "profile")))
+        self.folder = QLineEdit(
+            settings.value("capture_folder", str(Path.home() / "profscope-logs" / "plugins" / "profile"))
+        )
         browse = QPushButton("…")
         browse.clicked.connect(self._browse)
         row = QHBoxLayout()
@@ -102,7 +121,9 @@ class CaptureDialog(QDialog):
         self.settings = settings
 
     def _browse(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Repository folder (<logdir>/plugins/profile)", self.folder.text())
+        path = QFileDialog.getExistingDirectory(
+            self, "Repository folder (<logdir>/plugins/profile)", self.folder.text()
+        )
         if path:
             self.folder.setText(path)
 
@@ -167,8 +188,11 @@ class ShortcutsDialog(QDialog):
         self.resize(640, 520)
 
     def visible_rows(self) -> list[tuple[str, str, str]]:
-        return [tuple(item.text(c) for c in range(3)) for i in range(self.list.topLevelItemCount())
-                if not (item := self.list.topLevelItem(i)).isHidden()]
+        return [
+            tuple(item.text(c) for c in range(3))
+            for i in range(self.list.topLevelItemCount())
+            if not (item := self.list.topLevelItem(i)).isHidden()
+        ]
 
     def apply_filter(self, text: str) -> None:
         words = text.lower().split()
@@ -239,19 +263,26 @@ class MainWindow(QMainWindow):
         self.tree.itemClicked.connect(self._on_tree_item)
         self.tree.setContextMenuPolicy(Qt.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(
-            lambda pos: (menu := self.tree_menu(self.tree.itemAt(pos))) and menu.exec(self.tree.viewport().mapToGlobal(pos)))
+            lambda pos: (
+                (menu := self.tree_menu(self.tree.itemAt(pos))) and menu.exec(self.tree.viewport().mapToGlobal(pos))
+            )
+        )
         self.compare_view.align_requested.connect(self.realign_memory)
         self.compare_view.steps_requested.connect(self.restep_comparison)
         self.compare_view.host_requested.connect(self.rehost_comparison)
-        self.memory_view.host_requested.connect(lambda host: self.load_memory(self.current[0], host) if self.current else None)
+        self.memory_view.host_requested.connect(
+            lambda host: self.load_memory(self.current[0], host) if self.current else None
+        )
         self.timeline_view.step_requested.connect(
-            lambda step: self.load_timeline(*self.current_timeline, step) if self.current_timeline else None)
+            lambda step: self.load_timeline(*self.current_timeline, step) if self.current_timeline else None
+        )
         self.stats_view.step_range_requested.connect(self.recompute_stats)
         self.query_view.jump_requested.connect(self.show_jump)
         self.query_runner.progress.connect(self._on_progress)
         self.query_runner.busy_changed.connect(self._set_busy)
         self.query_runner.finished.connect(
-            lambda o: self.set_status(f"Query: {(n := o.result.table.num_rows):,} row{'s' if n != 1 else ''}."))
+            lambda o: self.set_status(f"Query: {(n := o.result.table.num_rows):,} row{'s' if n != 1 else ''}.")
+        )
         self.query_runner.failed.connect(lambda message, _: self.set_status(message.splitlines()[0], error=True))
         self.hparams_view.watch_toggled.connect(self.set_watching)
         self.hparams_view.run_job = self.curves_runner.start
@@ -308,8 +339,13 @@ class MainWindow(QMainWindow):
             menu = menu_action.menu()
             for action in menu.actions() if menu is not None else ():
                 if action.menu() is None and not action.isSeparator() and not action.shortcut().isEmpty():
-                    rows.append((_plain(action.text()), action.shortcut().toString(QKeySequence.NativeText),
-                                 f"{_plain(menu_action.text())} menu"))
+                    rows.append(
+                        (
+                            _plain(action.text()),
+                            action.shortcut().toString(QKeySequence.NativeText),
+                            f"{_plain(menu_action.text())} menu",
+                        )
+                    )
         rows += [(what, keys, "Timeline") for keys, what in timeline_keys()]
         return rows
 
@@ -318,15 +354,18 @@ class MainWindow(QMainWindow):
         self.shortcuts_dialog.open()
 
     def about_text(self) -> str:
-        return (f"<h3>Profscope {app_version()}</h3>"
-                "<p>A desktop viewer for TensorFlow, Keras, JAX and PyTorch profiles and TensorBoard HParams sweeps.</p>"
-                f"<p>Qt {qVersion()} · PySide6 {PySide6.__version__}</p>"
-                f"<p>Settings: {self.settings.fileName()}</p>"
-                f"<p>Log folder: {crashlog.log_folder()}</p>")
+        return (
+            f"<h3>Profscope {app_version()}</h3>"
+            "<p>A desktop viewer for TensorFlow, Keras, JAX and PyTorch profiles and TensorBoard HParams sweeps.</p>"
+            f"<p>Qt {qVersion()} · PySide6 {PySide6.__version__}</p>"
+            f"<p>Settings: {self.settings.fileName()}</p>"
+            f"<p>Log folder: {crashlog.log_folder()}</p>"
+        )
 
     def show_about(self) -> None:
-        self.about_box = QMessageBox(QMessageBox.Information, "About Profscope", self.about_text(),
-                                     QMessageBox.Close, self)
+        self.about_box = QMessageBox(
+            QMessageBox.Information, "About Profscope", self.about_text(), QMessageBox.Close, self
+        )
         self.about_box.setTextFormat(Qt.RichText)
         if not self.windowIcon().isNull():
             self.about_box.setIconPixmap(self.windowIcon().pixmap(64, 64))
@@ -365,19 +404,29 @@ class MainWindow(QMainWindow):
         self._update_recent_menu()
 
     def open_folder_dialog(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Open log dir or profile folder", self.settings.value("last_folder", ""))
+        path = QFileDialog.getExistingDirectory(
+            self, "Open log dir or profile folder", self.settings.value("last_folder", "")
+        )
         if path:
             self.open_path(path)
 
     def open_file_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open profile file", self.settings.value("last_folder", ""),
-                                              f"Profiles ({' '.join(file_patterns())});;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(
+            self,
+            "Open profile file",
+            self.settings.value("last_folder", ""),
+            f"Profiles ({' '.join(file_patterns())});;All files (*)",
+        )
         if path:
             self.open_path(path)
 
     def open_server_dialog(self) -> None:
-        address, ok = QInputDialog.getText(self, "Open a ProfileAnalysis server", "Address (host:port):",
-                                           text=self.settings.value("last_server", "localhost:50051"))
+        address, ok = QInputDialog.getText(
+            self,
+            "Open a ProfileAnalysis server",
+            "Address (host:port):",
+            text=self.settings.value("last_server", "localhost:50051"),
+        )
         if ok and address.strip():
             self.settings.setValue("last_server", address.strip())
             self.open_path(SCHEME + address.strip().removeprefix(SCHEME))
@@ -421,14 +470,17 @@ class MainWindow(QMainWindow):
         self.query_runner.set_location(repo, hparams[0] if hparams else None)
         again = hparams is not None and self.hparams_path == self.opened_path  # F5: keep what the user set
         self.hparams_path = self.opened_path if hparams else None
-        self.hparams_view.set_data(hparams[0] if hparams else None,
-                                   None if again else self._hparams_layout(self.hparams_path))
+        self.hparams_view.set_data(
+            hparams[0] if hparams else None, None if again else self._hparams_layout(self.hparams_path)
+        )
         self.hparams_signature = hparams[1] if hparams else None
         self.tabs.setTabVisible(self.tabs.indexOf(self.hparams_view), hparams is not None)
         for view in (self.memory_view, self.timeline_view):
             self.tabs.setTabVisible(self.tabs.indexOf(view), repo is not None)
-        self.tabs.setTabVisible(self.tabs.indexOf(self.stats_view), repo is not None and any(
-            KERNEL_STATS in s.tools for s in repo.enum_sessions()))
+        self.tabs.setTabVisible(
+            self.tabs.indexOf(self.stats_view),
+            repo is not None and any(KERNEL_STATS in s.tools for s in repo.enum_sessions()),
+        )
         self.stats_view.set_stats(None)
         self.stats_timeline = None
         self.current_timeline = None  # a reopened path may hold other data under the same names
@@ -447,7 +499,9 @@ class MainWindow(QMainWindow):
             warnings = data.logdir.warnings
             self.hparams_view.show_message(
                 f"{len(warnings):,} problem(s) reading the log dir; skipped what could not be read. First: {warnings[0]}"
-                if warnings else "")
+                if warnings
+                else ""
+            )
             if repo is None or not repo.enum_sessions():
                 self.tree.setCurrentItem(item)
                 self.tabs.setCurrentWidget(self.hparams_view)
@@ -509,8 +563,12 @@ class MainWindow(QMainWindow):
         if tool not in TIMELINE_VIEWS:
             self.load_memory(session, host)
             return
-        if self.runner.busy and self.requested and tuple(self.requested[:2]) == (session, host) \
-                and self.requested[2] in TIMELINE_VIEWS:
+        if (
+            self.runner.busy
+            and self.requested
+            and tuple(self.requested[:2]) == (session, host)
+            and self.requested[2] in TIMELINE_VIEWS
+        ):
             # That timeline is loading (or its statistics are): show this tool when it is there.
             self.requested = (session, host, tool)
             if tool in TIMELINE_TOOLS and self.stats_timeline is not None and self.current_timeline == (session, host):
@@ -557,11 +615,14 @@ class MainWindow(QMainWindow):
             return
         timeline, (session, host) = self.stats_timeline, self.current_timeline
         self.requested = (session, host, self.stats_view.current_page())
-        self.set_status(f"Computing the statistics of {session} / {host or ALL_HOSTS} for {describe_range(step_range)}…")
+        self.set_status(
+            f"Computing the statistics of {session} / {host or ALL_HOSTS} for {describe_range(step_range)}…"
+        )
         known = self.stats_view.stats.launch_by_kernel() if self.stats_view.stats is not None else {}
-        self.runner.start(lambda task: (session, host, timeline,
-                                        trace_stats.compute(timeline, step_range, task, known_launch=known)),
-                          self._show_stats)
+        self.runner.start(
+            lambda task: (session, host, timeline, trace_stats.compute(timeline, step_range, task, known_launch=known)),
+            self._show_stats,
+        )
 
     def load_memory(self, session: str, host: str) -> None:
         repo = self.repo
@@ -595,8 +656,11 @@ class MainWindow(QMainWindow):
 
     def compare_with(self, session: str, host: str) -> None:
         """Asks for the other side of (session, host) of the opened location."""
-        choices = [(s.name, h) for s in sorted(self.repo.enum_sessions(), key=lambda s: s.name)
-                   for h in ("", *(s.hosts if len(s.hosts) > 1 else ()))]
+        choices = [
+            (s.name, h)
+            for s in sorted(self.repo.enum_sessions(), key=lambda s: s.name)
+            for h in ("", *(s.hosts if len(s.hosts) > 1 else ()))
+        ]
         other = ask_other_side(self, self.opened_path, choices, (session, host))
         if other is not None:
             self.compare_places(Place(self.opened_path, session, host), other)
@@ -635,8 +699,10 @@ class MainWindow(QMainWindow):
         self.tabs.setTabVisible(self.tabs.indexOf(self.compare_view), True)
         self.tabs.setCurrentWidget(self.compare_view)
         rows = {t: len(d) for t, d in comparison.stats.items()}
-        self.set_status(f"Compared: {rows.get('kernel_stats', 0):,} kernels, {rows.get('op_stats', 0):,} operators, "
-                        f"{rows.get('op_types', 0):,} op types" + (", memory" if comparison.memory else ""))
+        self.set_status(
+            f"Compared: {rows.get('kernel_stats', 0):,} kernels, {rows.get('op_stats', 0):,} operators, "
+            f"{rows.get('op_types', 0):,} op types" + (", memory" if comparison.memory else "")
+        )
 
     def realign_memory(self, step) -> None:
         c = self.compare_view.comparison
@@ -706,8 +772,10 @@ class MainWindow(QMainWindow):
         else:
             self.tabs.setCurrentWidget(self.timeline_view)
         warn = f" Warnings: {'; '.join(timeline.warnings)}" if timeline.warnings else ""
-        self.set_status(f"{session} / {host or ALL_HOSTS}{' / ' + step if step else ''}: {len(timeline):,} events on "
-                        f"{len(timeline.groups)} device(s).{warn}")
+        self.set_status(
+            f"{session} / {host or ALL_HOSTS}{' / ' + step if step else ''}: {len(timeline):,} events on "
+            f"{len(timeline.groups)} device(s).{warn}"
+        )
         self._apply_jump()
 
     def _show_stats(self, result) -> None:
@@ -739,8 +807,12 @@ class MainWindow(QMainWindow):
                 self._apply_jump()
             else:
                 self.load_memory(session, host)
-        elif self.current_timeline == (session, host) and self.current_step == jump.tag and not self.runner.busy \
-                and self.timeline_view.timeline is not None:
+        elif (
+            self.current_timeline == (session, host)
+            and self.current_step == jump.tag
+            and not self.runner.busy
+            and self.timeline_view.timeline is not None
+        ):
             self._apply_jump()
         else:
             self.load_timeline(session, host, jump.tag)
@@ -753,14 +825,20 @@ class MainWindow(QMainWindow):
         if session is None and len(sessions) == 1:
             session = sessions[0]
         if session not in sessions:
-            return (f"No session {session!r} with a {what} here." if session is not None else
-                    f"The row has no session column and {len(sessions)} sessions have a {what}: select session too.")
+            return (
+                f"No session {session!r} with a {what} here."
+                if session is not None
+                else f"The row has no session column and {len(sessions)} sessions have a {what}: select session too."
+            )
         hosts = self.repo.hosts_with(session, tool)
         if host is None and len(hosts) == 1:
             host = hosts[0]
         if host not in hosts:
-            return (f"{session} has no host {host!r} with a {what}." if host is not None else
-                    f"The row has no host column and {session} has {len(hosts)} hosts: select host too.")
+            return (
+                f"{session} has no host {host!r} with a {what}."
+                if host is not None
+                else f"The row has no host column and {session} has {len(hosts)} hosts: select host too."
+            )
         return session, host
 
     def _apply_jump(self) -> None:
@@ -778,8 +856,11 @@ class MainWindow(QMainWindow):
             if self.current_timeline != (session, host) or self.current_step != jump.tag:
                 return
             self.tabs.setCurrentWidget(self.timeline_view)
-            problem = (self.timeline_view.show_event(jump.event) if jump.kind == "slice"
-                       else self.timeline_view.show_time(jump.start_ns, jump.dur_ns))
+            problem = (
+                self.timeline_view.show_event(jump.event)
+                if jump.kind == "slice"
+                else self.timeline_view.show_time(jump.start_ns, jump.dur_ns)
+            )
         self._mark_in_tree((session, host, MEMORY_PROFILE if jump.kind == "memory" else TRACE_VIEWER))
         if problem:
             self.set_status(problem, error=True)

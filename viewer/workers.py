@@ -7,8 +7,9 @@ signals on the GUI thread.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import count
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 

@@ -19,7 +19,7 @@ pyqtgraph plots and styled labels are restyled from `follow(widget, apply)`.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
@@ -60,7 +60,7 @@ class Scheme:
         self.tooltip_text = palette.color(QPalette.ToolTipText)
 
     @classmethod
-    def of(cls, widget: QWidget | None = None) -> "Scheme":
+    def of(cls, widget: QWidget | None = None) -> Scheme:
         """The scheme of a widget's palette (the application's without one)."""
         return cls(widget.palette() if widget is not None else QGuiApplication.palette())
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from profscope.models.analysis import diff
-from profscope.models.data.memory_profile import MemoryProfileData
-from profscope.models.repository.registry import MEMORY_PROFILE, TRACE_VIEWER
-from profscope.models.repository.profile_repository import ProfileRepository
 from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.data.memory_profile import MemoryProfileData
 from profscope.models.data.timeline import Timeline
+from profscope.models.repository.profile_repository import ProfileRepository
+from profscope.models.repository.registry import MEMORY_PROFILE, TRACE_VIEWER
 
 
 @dataclass

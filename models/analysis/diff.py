@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from profscope.models.analysis import trace_stats
-from profscope.models.data.memory_profile import AllocationRows, AllocatorProfile, MemoryProfileData
 from profscope.models.core.task import ProfileError
+from profscope.models.data.memory_profile import AllocationRows, AllocatorProfile, MemoryProfileData
 from profscope.models.data.timeline import Timeline
 
 STATUSES = ("same", "changed", "added", "removed")
@@ -529,8 +529,9 @@ def _allocation_diff(b: AllocatorProfile | None, c: AllocatorProfile | None) -> 
     status = np.select([bn == 0, cn == 0, cb > bb, cb < bb], [3, 4, 1, 2], 0).astype(np.int8)  # GROWTH codes
     order = _largest_change_first(bb, cb)
     op_shape = [k.partition("\x1f") for k in uniq[order].tolist()]
-    return AllocationDiff([k[0] for k in op_shape], [k[2] for k in op_shape], bb[order], cb[order], bn[order],
-                          cn[order], status[order])
+    return AllocationDiff(
+        [k[0] for k in op_shape], [k[2] for k in op_shape], bb[order], cb[order], bn[order], cn[order], status[order]
+    )
 
 
 def _curves(b: AllocatorProfile | None, c: AllocatorProfile | None, ob: int, oc: int, points: int) -> Curves:
@@ -562,7 +563,7 @@ def _resample(p: AllocatorProfile | None, origin: int, edges: np.ndarray) -> np.
     if inside.any():
         # Bins are contiguous and the snapshots end with the last one: each
         # non-empty bin's run ends where the next one starts.
-        peaks[inside] = np.maximum.reduceat(v[:idx[-1]], idx[:-1][inside])
+        peaks[inside] = np.maximum.reduceat(v[: idx[-1]], idx[:-1][inside])
     out = np.fmax(carried, peaks)
     out[edges[:-1] > t[-1]] = np.nan  # after the side's profile ended
     return out

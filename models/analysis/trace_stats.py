@@ -516,6 +516,15 @@ def compute(timeline: Timeline, step_range: tuple[int, int] | None = None, task:
             task.report(0.96, f"Reading launch parameters of kernel {rows + 1:,} of {wanted:,}" if rows % 10 == 0 else "")
             launch[rows] = launch_parameters(timeline, kernels.first_event[rows])
         rows += 1
-    return TraceStats(kernels, ops, hosts, launch, rows,
-                      np.unique(steps(timeline).number), step_range, window,
-                      {h: sorted(ids) for h, ids in used.items()}, ops_by_shape)
+    return TraceStats(
+        kernels,
+        ops,
+        hosts,
+        launch,
+        rows,
+        np.unique(steps(timeline).number),
+        step_range,
+        window,
+        {h: sorted(ids) for h, ids in used.items()},
+        ops_by_shape,
+    )

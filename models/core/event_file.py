@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from profscope.models.formats import _protowire as wire
+from profscope.models.core import _protowire as wire
 from profscope.models.core import _tfrecord
 from profscope.models.core.task import ProfileError, TaskState
 

@@ -8,7 +8,7 @@ the window, or the command line) owns it and may cancel from another thread.
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 
 class Cancelled(Exception):

@@ -11,15 +11,15 @@ other snapshot.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterator
 
 import numpy as np
 
-from profscope.models.data import _jsonrows
 from profscope.models.core.task import ProfileError
+from profscope.models.data import _jsonrows
 
 # MemoryActivity enum of memory_profile.proto.
 ACTIVITY_NAMES = ("UNKNOWN_ACTIVITY", "ALLOCATION", "DEALLOCATION", "RESERVATION", "EXPANSION")
@@ -347,7 +347,10 @@ def merge_rows(tl: Snapshots, live: np.ndarray, specials: list[Metadata], freed:
         for name, value in zip(STRING_COLUMNS, (sp.op, sp.region, sp.dtype, sp.shape)):
             extra[name].append(len(strings))
             strings.append(value)
-    cols = {name: np.r_[getattr(tl, name)[live], np.asarray(extra[name], np.int64)].astype(np.int64) for name in STRING_COLUMNS}
+    cols = {
+        name: np.r_[getattr(tl, name)[live], np.asarray(extra[name], np.int64)].astype(np.int64)
+        for name in STRING_COLUMNS
+    }
     # Only the texts the rows use are ranked (a table can hold millions).
     used = np.unique(np.concatenate(list(cols.values())))
     rank = np.zeros(len(strings), np.int64)
@@ -371,10 +374,16 @@ def merge_rows(tl: Snapshots, live: np.ndarray, specials: list[Metadata], freed:
     counts = np.diff(np.r_[starts, len(order)])
     first = order[starts]
     return AllocationRows(
-        op=[strings[i] for i in cols["op"][first]], region=[strings[i] for i in cols["region"][first]],
-        dtype=[strings[i] for i in cols["dtype"][first]], shape=[strings[i] for i in cols["shape"][first]],
-        allocation=alloc[first], requested=req[first], occurrences=counts.astype(np.int64),
-        step=step[first], snapshot=snap[first], freed=fr[first],
+        op=[strings[i] for i in cols["op"][first]],
+        region=[strings[i] for i in cols["region"][first]],
+        dtype=[strings[i] for i in cols["dtype"][first]],
+        shape=[strings[i] for i in cols["shape"][first]],
+        allocation=alloc[first],
+        requested=req[first],
+        occurrences=counts.astype(np.int64),
+        step=step[first],
+        snapshot=snap[first],
+        freed=fr[first],
     )
 
 
@@ -390,10 +399,9 @@ def sample_timeline(tl: Snapshots, points: int = XPROF_TIMELINE_POINTS) -> np.nd
     out = []
     for w, count, start in ((width, narrow, 0), (width + 1, points - narrow, width * narrow)):
         if count:
-            boxes = in_use[start:start + w * count].reshape(count, w)
+            boxes = in_use[start : start + w * count].reshape(count, w)
             out.append(start + np.arange(count) * w + np.argmax(boxes, axis=1))
     return np.concatenate(out)
-
 
 
 # ---------------------------------------------------------------- export
@@ -420,8 +428,15 @@ def xprof_json_chunks(profile: MemoryProfileData, xprof_form: bool = False) -> I
         yield (b"," if i else b"") + _dumps(memory_id) + b":"
         yield from _allocator_chunks(a, xprof_form)
     version = 1 if xprof_form else profile.version
-    yield (b'},"numHosts":' + _dumps(profile.num_hosts or 1) + b',"memoryIds":' + _dumps(sorted(profile.allocators))
-           + b',"version":' + _dumps(version) + b',"hloModules":[]}')
+    yield (
+        b'},"numHosts":'
+        + _dumps(profile.num_hosts or 1)
+        + b',"memoryIds":'
+        + _dumps(sorted(profile.allocators))
+        + b',"version":'
+        + _dumps(version)
+        + b',"hloModules":[]}'
+    )
 
 
 def _dumps(value) -> bytes:
@@ -430,9 +445,12 @@ def _dumps(value) -> bytes:
 
 def _allocator_chunks(a: AllocatorProfile, xprof_form: bool) -> Iterator[bytes]:
     s = a.summary
-    summary = {"peakBytesUsageLifetime": str(s.peak_bytes_lifetime),
-               "peakStats": _stats_json(s.peak_stack, s.peak_heap, s.peak_free, s.peak_fragmentation, s.peak_in_use),
-               "peakStatsTimePs": str(s.peak_time_ps), "memoryCapacity": str(s.memory_capacity)}
+    summary = {
+        "peakBytesUsageLifetime": str(s.peak_bytes_lifetime),
+        "peakStats": _stats_json(s.peak_stack, s.peak_heap, s.peak_free, s.peak_fragmentation, s.peak_in_use),
+        "peakStatsTimePs": str(s.peak_time_ps),
+        "memoryCapacity": str(s.memory_capacity),
+    }
     if a.peak_rows_given:
         snapshots = a.stored_snapshots
         rows = a.stored_rows
@@ -445,8 +463,19 @@ def _allocator_chunks(a: AllocatorProfile, xprof_form: bool) -> Iterator[bytes]:
             if pk.snapshot[i] >= 0:
                 rows.append((int(pk.snapshot[i]), -1, int(pk.occurrences[i])))
             else:
-                special.append(Metadata(ALLOCATION, int(pk.requested[i]), int(pk.allocation[i]), 0, pk.op[i],
-                                        int(pk.step[i]), pk.region[i], pk.dtype[i], pk.shape[i]))
+                special.append(
+                    Metadata(
+                        ALLOCATION,
+                        int(pk.requested[i]),
+                        int(pk.allocation[i]),
+                        0,
+                        pk.op[i],
+                        int(pk.step[i]),
+                        pk.region[i],
+                        pk.dtype[i],
+                        pk.shape[i],
+                    )
+                )
                 rows.append((-len(special), len(special) - 1, int(pk.occurrences[i])))
         snapshots, sampled = a.timeline, None
         if xprof_form:
@@ -458,32 +487,66 @@ def _allocator_chunks(a: AllocatorProfile, xprof_form: bool) -> Iterator[bytes]:
     yield b'{"memoryProfileSnapshots":'
     yield from _snapshot_chunks(snapshots)
     active = [{"snapshotIndex": str(i), "specialIndex": str(sp), "numOccurrences": str(n)} for i, sp, n in rows]
-    specials = [_metadata_json(m.activity, m.requested, m.allocation, m.address, m.op, m.step, m.region, m.dtype, m.shape)
-                for m in special]
-    yield (b',"profileSummary":' + _dumps(summary) + b',"activeAllocations":' + _dumps(active)
-           + b',"specialAllocations":' + _dumps(specials) + b',"sampledTimelineSnapshots":')
+    specials = [
+        _metadata_json(m.activity, m.requested, m.allocation, m.address, m.op, m.step, m.region, m.dtype, m.shape)
+        for m in special
+    ]
+    yield (
+        b',"profileSummary":'
+        + _dumps(summary)
+        + b',"activeAllocations":'
+        + _dumps(active)
+        + b',"specialAllocations":'
+        + _dumps(specials)
+        + b',"sampledTimelineSnapshots":'
+    )
     yield from _snapshot_chunks(sampled)
     yield b"}"
 
 
 def _stats_json(stack, heap, free, frag, peak) -> dict:
-    return {"stackReservedBytes": str(stack), "heapAllocatedBytes": str(heap), "freeMemoryBytes": str(free),
-            "fragmentation": float(frag), "peakBytesInUse": str(peak)}
+    return {
+        "stackReservedBytes": str(stack),
+        "heapAllocatedBytes": str(heap),
+        "freeMemoryBytes": str(free),
+        "fragmentation": float(frag),
+        "peakBytesInUse": str(peak),
+    }
 
 
 def _metadata_json(activity, requested, allocation, address, op, step, region, dtype, shape) -> dict:
     name = ACTIVITY_NAMES[activity] if 0 <= activity < len(ACTIVITY_NAMES) else activity
-    return {"memoryActivity": name, "requestedBytes": str(requested), "allocationBytes": str(allocation),
-            "address": str(address), "tfOpName": op, "stepId": str(step), "regionType": region,
-            "dataType": dtype, "tensorShape": shape}
+    return {
+        "memoryActivity": name,
+        "requestedBytes": str(requested),
+        "allocationBytes": str(allocation),
+        "address": str(address),
+        "tfOpName": op,
+        "stepId": str(step),
+        "regionType": region,
+        "dataType": dtype,
+        "tensorShape": shape,
+    }
 
 
 # One snapshot's JSON around its 15 values, as _stats_json and _metadata_json write them.
 _SNAPSHOT_PARTS = [
-    b'{"timeOffsetPs":"', b'","aggregationStats":{"stackReservedBytes":"', b'","heapAllocatedBytes":"',
-    b'","freeMemoryBytes":"', b'","fragmentation":', b',"peakBytesInUse":"',
-    b'"},"activityMetadata":{"memoryActivity":', b',"requestedBytes":"', b'","allocationBytes":"', b'","address":"',
-    b'","tfOpName":', b',"stepId":"', b'","regionType":', b',"dataType":', b',"tensorShape":', b"}}",
+    b'{"timeOffsetPs":"',
+    b'","aggregationStats":{"stackReservedBytes":"',
+    b'","heapAllocatedBytes":"',
+    b'","freeMemoryBytes":"',
+    b'","fragmentation":',
+    b',"peakBytesInUse":"',
+    b'"},"activityMetadata":{"memoryActivity":',
+    b',"requestedBytes":"',
+    b'","allocationBytes":"',
+    b'","address":"',
+    b'","tfOpName":',
+    b',"stepId":"',
+    b'","regionType":',
+    b',"dataType":',
+    b',"tensorShape":',
+    b"}}",
 ]
 _ACTIVITY_JSON = [_dumps(name) for name in ACTIVITY_NAMES]
 SNAPSHOT_CHUNK = 16384  # rows per chunk: about 8 MB of JSON
@@ -501,13 +564,26 @@ def _snapshot_chunks(tl: Snapshots | None) -> Iterator[bytes]:
     strings = [b""] * len(tl.strings)
     for i in np.flatnonzero(used).tolist():
         strings[i] = _dumps(tl.strings[i])
-    columns = [("i", tl.time_ps), ("i", tl.stack), ("i", tl.heap), ("i", tl.free), ("f", tl.fragmentation),
-               ("i", tl.peak_in_use), ("s", tl.activity, _ACTIVITY_JSON), ("i", tl.requested), ("i", tl.allocation),
-               ("u" if tl.address.dtype == np.uint64 else "i", tl.address), ("s", tl.op, strings), ("i", tl.step), ("s", tl.region, strings),
-               ("s", tl.dtype, strings), ("s", tl.shape, strings)]
+    columns = [
+        ("i", tl.time_ps),
+        ("i", tl.stack),
+        ("i", tl.heap),
+        ("i", tl.free),
+        ("f", tl.fragmentation),
+        ("i", tl.peak_in_use),
+        ("s", tl.activity, _ACTIVITY_JSON),
+        ("i", tl.requested),
+        ("i", tl.allocation),
+        ("u" if tl.address.dtype == np.uint64 else "i", tl.address),
+        ("s", tl.op, strings),
+        ("i", tl.step),
+        ("s", tl.region, strings),
+        ("s", tl.dtype, strings),
+        ("s", tl.shape, strings),
+    ]
 
     def text(a: int) -> bytes:
-        rows = [(kind, values[a:a + SNAPSHOT_CHUNK], *table) for kind, values, *table in columns]
+        rows = [(kind, values[a : a + SNAPSHOT_CHUNK], *table) for kind, values, *table in columns]
         return _jsonrows.json_rows(_SNAPSHOT_PARTS, rows, 0, min(SNAPSHOT_CHUNK, len(tl) - a), b",")
 
     # The next chunk is formatted on a thread while the consumer writes this one.

@@ -3,7 +3,7 @@ own: the command line's HParams export needs it without the profile formats)."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 
 class ToolData:

@@ -23,6 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from profscope.models.core.files import readable_errors, return_large_buffers_to_the_os
+from profscope.models.core.guards import inflate_limit, inflate_refused
+from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.formats._chrome_json import (  # the flag bits, re-exported
     ARGS_PRESENT,
     BP_E,
@@ -37,9 +40,6 @@ from profscope.models.formats._chrome_json import (  # the flag bits, re-exporte
     TS_MISSING,
     Scanner,
 )
-from profscope.models.core.files import readable_errors, return_large_buffers_to_the_os
-from profscope.models.core.guards import inflate_limit, inflate_refused
-from profscope.models.core.task import ProfileError, TaskState
 
 try:  # zlib-ng inflates about twice as fast as zlib, with the same API (copy() included)
     from zlib_ng import zlib_ng as zlib
@@ -429,4 +429,4 @@ def _sparse_args(r: dict, keys: list[str]) -> dict[str, tuple[np.ndarray, np.nda
     by_key = np.argsort(r["arg_keys"], kind="stable")  # rows stay ascending within a key
     bounds = np.searchsorted(r["arg_keys"][by_key], np.arange(len(keys) + 1))
     rows, values = r["arg_rows"][by_key], r["arg_values"][by_key]
-    return {key: (rows[bounds[k]:bounds[k + 1]], values[bounds[k]:bounds[k + 1]]) for k, key in enumerate(keys)}
+    return {key: (rows[bounds[k] : bounds[k + 1]], values[bounds[k] : bounds[k + 1]]) for k, key in enumerate(keys)}

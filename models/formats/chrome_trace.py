@@ -25,11 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from profscope.models.data import _lanes, _nesting
 from profscope.models.analysis import trace_stats
 from profscope.models.core.files import read_bytes, read_head
-from profscope.models.formats import chrome_json as cj
-from profscope.models.formats.chrome_json import ScannedTrace, scan_trace
+from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.data import _lanes, _nesting
 from profscope.models.data.memory_profile import (
     ALLOCATION,
     DEALLOCATION,
@@ -39,9 +38,10 @@ from profscope.models.data.memory_profile import (
     merge_rows,
     summarize,
 )
-from profscope.models.repository.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TRACE_VIEWER, Format, strip_suffix
-from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.timeline import Counter, Flows, StringTable, Timeline, distinct
+from profscope.models.formats import chrome_json as cj
+from profscope.models.formats.chrome_json import ScannedTrace, scan_trace
+from profscope.models.repository.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TRACE_VIEWER, Format, strip_suffix
 
 # Numeric args read into columns while scanning.
 ARG_KEYS = (b"correlation", b"Bytes", b"Addr", b"Total Allocated", b"Total Reserved", b"Device Type", b"Device Id")
@@ -238,8 +238,10 @@ def _times(traces: list[tuple[str, ScannedTrace]]) -> tuple[list[_Host], int]:
         absurd = _timed(t) & ((t.ts_us > MAX_TS_US) | (t.ts_us < -MAX_TS_US))
         if absurd.any():
             t.flags[absurd] |= cj.TS_BAD
-            t.warnings.append(f"{int(absurd.sum()):,} event(s) with a ts beyond ±{MAX_TS_US:,} µs (285 years); "
-                              "their times are taken as invalid")
+            t.warnings.append(
+                f"{int(absurd.sum()):,} event(s) with a ts beyond ±{MAX_TS_US:,} µs (285 years); "
+                "their times are taken as invalid"
+            )
         ok = _timed(t)
         base_us, base_rem_ns = divmod(_base_ns(t), 1000)
         if ok.any() and int(t.ts_us[ok].max()) - int(t.ts_us[ok].min()) > MAX_SPAN_US:
@@ -247,8 +249,10 @@ def _times(traces: list[tuple[str, ScannedTrace]]) -> tuple[list[_Host], int]:
             far = ok & (np.abs(t.ts_us - middle) > MAX_SPAN_US // 2)
             if far.any():
                 t.flags[far] |= cj.TS_BAD
-                t.warnings.append(f"{int(far.sum()):,} event(s) more than {MAX_SPAN_US // 2 // 86_400_000_000} days "
-                                  "from the others; their times are taken as invalid")
+                t.warnings.append(
+                    f"{int(far.sum()):,} event(s) more than {MAX_SPAN_US // 2 // 86_400_000_000} days "
+                    "from the others; their times are taken as invalid"
+                )
                 ok &= ~far
         firsts.append(int(t.ts_us[ok].min()) + base_us if ok.any() else None)
         shifts.append((base_us, base_rem_ns))
@@ -259,8 +263,10 @@ def _times(traces: list[tuple[str, ScannedTrace]]) -> tuple[list[_Host], int]:
     for (host, t), (base_us, base_rem_ns), first in zip(traces, shifts, firsts):
         ok = _timed(t)
         if first is not None and first - origin_us > MAX_SPAN_US:  # unrelated clocks: start together
-            t.warnings.append(f"the times are {(first - origin_us) // 86_400_000_000:,} days after the other hosts'; "
-                              "shown from the same start")
+            t.warnings.append(
+                f"the times are {(first - origin_us) // 86_400_000_000:,} days after the other hosts'; "
+                "shown from the same start"
+            )
             base_us = origin_us - (first - base_us)
         rel_us = np.where(ok, t.ts_us + (base_us - origin_us), 0)  # within MAX_SPAN_US of 0: no overflow below
         hosts.append(_Host(host, t, np.where(ok, rel_us * 1_000_000 + t.ts_ps + base_rem_ns * 1000, 0)))
@@ -310,8 +316,9 @@ def _matched_begin_end(t: ScannedTrace, thread: np.ndarray, start: np.ndarray, w
     return begins, ends_t
 
 
-def build_timeline(traces: list[tuple[str, ScannedTrace]], task: TaskState | None = None,
-                   release: bool = False) -> Timeline:
+def build_timeline(
+    traces: list[tuple[str, ScannedTrace]], task: TaskState | None = None, release: bool = False
+) -> Timeline:
     """One Timeline of one or more traces (several ranks: one host each).
     With release, each scan keeps only what the details panel reads once
     its events are placed (the timeline owns the scans then)."""
@@ -336,7 +343,8 @@ class _TimelineBuilder:
         self.lane_group: list[int] = []
         self.lane_names: list[str] = []
         self.parts: dict[str, list[np.ndarray]] = {
-            k: [] for k in ("lane", "start", "dur", "name", "cat", "rec", "file", "parent", "shape")}
+            k: [] for k in ("lane", "start", "dur", "name", "cat", "rec", "file", "parent", "shape")
+        }
         self.names: dict[str, int] = {}
         self.cats: dict[str, int] = {}
         self.shapes: dict[str, int] = {"": 0}
@@ -408,8 +416,13 @@ class _TimelineBuilder:
             title = f"{name} (pid {text})" if isinstance(name, str) and name else f"Process {text}"
             return f"{labels}: {title}" if isinstance(labels, str) and labels else title
 
-        proc_order = sorted(procs.tolist(), key=lambda p: (_sort_index(names["process_sort_index"].get((p,))),
-                                                           _number_or_text(_s(t, p) if p >= 0 else "")))
+        proc_order = sorted(
+            procs.tolist(),
+            key=lambda p: (
+                _sort_index(names["process_sort_index"].get((p,))),
+                _number_or_text(_s(t, p) if p >= 0 else ""),
+            ),
+        )
         max_depth = np.full(len(keys), -1, np.int64)
         if len(sthread):  # slices are grouped by thread
             first = np.flatnonzero(np.r_[True, sthread[1:] != sthread[:-1]])
@@ -426,8 +439,12 @@ class _TimelineBuilder:
             self.groups.append(prefix + proc_title(p))
             self.group_host.append(h.host)
             ks = np.flatnonzero(proc_of_key == p).tolist()
-            ks.sort(key=lambda k: (_sort_index(names["thread_sort_index"].get((p, _tid_id(keys, k)))),
-                                   _number_or_text(_thread_text(t, keys, k))))
+            ks.sort(
+                key=lambda k: (
+                    _sort_index(names["thread_sort_index"].get((p, _tid_id(keys, k)))),
+                    _number_or_text(_thread_text(t, keys, k)),
+                )
+            )
             if p in proc_instants:
                 proc_lane[p] = len(self.lane_names)
                 self.lane_group.append(group)
@@ -453,8 +470,11 @@ class _TimelineBuilder:
         else:
             global_lane = -1
         proc_lane_of_key = np.array([proc_lane.get(int(v), -1) for v in proc_of_key.tolist()], np.int64)
-        ilane = np.where(scope == ord("g"), global_lane,
-                         np.where(scope == ord("p"), proc_lane_of_key[ithread], instant_lane[ithread]))
+        ilane = np.where(
+            scope == ord("g"),
+            global_lane,
+            np.where(scope == ord("p"), proc_lane_of_key[ithread], instant_lane[ithread]),
+        )
         lane = np.r_[lane_of_depth0[sthread] + depth, ilane].astype(np.int32)
         del depth, lane_of_depth0, ilane
         offset = self.events
@@ -479,16 +499,22 @@ class _TimelineBuilder:
         p["name"].append(self._intern(self.names, t.strings, t.name[rows]))
         p["cat"].append(self._intern(self.cats, t.strings, t.cat[rows]))
         dims = t.arg(A_INPUT_DIMS, rows) if A_INPUT_DIMS in t.args else np.zeros(0, np.int64)
-        p["shape"].append(self._intern(self.shapes, t.strings, np.where(dims == NONE, -1, dims).astype(np.int32))
-                          if len(dims) else np.zeros(len(rows), np.int32))
+        p["shape"].append(
+            self._intern(self.shapes, t.strings, np.where(dims == NONE, -1, dims).astype(np.int32))
+            if len(dims)
+            else np.zeros(len(rows), np.int32)
+        )
         p["file"].append(np.full(len(rows), len(self.files), np.int32))
         p["rec"].append(rows)
         self.files.append(t)
         self.events += len(rows)
         self._counters(h, proc_group, warnings)
         self.warnings += [prefix + w for w in warnings]
-        props = {k: v for k in ("deviceProperties", "distributedInfo", "traceName", "displayTimeUnit")
-                 if (v := _meta(t, k)) is not None}
+        props = {
+            k: v
+            for k in ("deviceProperties", "distributedInfo", "traceName", "displayTimeUnit")
+            if (v := _meta(t, k)) is not None
+        }
         if props:
             self.properties[h.host] = props
 
@@ -504,8 +530,14 @@ class _TimelineBuilder:
             key_cat, key_id = t.cat[frows], t.id[frows]
             order = np.lexsort((frows, start[frows], key_id, key_cat))
             a, b = order[:-1], order[1:]
-            link = ((key_cat[a] == key_cat[b]) & (key_id[a] == key_id[b]) & (ph[frows][a] != ord("f"))
-                    & (ph[frows][b] != ord("s")) & (bound[a] >= 0) & (bound[b] >= 0))
+            link = (
+                (key_cat[a] == key_cat[b])
+                & (key_id[a] == key_id[b])
+                & (ph[frows][a] != ord("f"))
+                & (ph[frows][b] != ord("s"))
+                & (bound[a] >= 0)
+                & (bound[b] >= 0)
+            )
             src_parts.append(bound[a][link])
             dst_parts.append(bound[b][link])
             cat_parts.append(self._intern(self.cats, t.strings, key_cat[a][link]))
@@ -516,7 +548,11 @@ class _TimelineBuilder:
             inn = np.flatnonzero((bid >= 0) & ((t.flags[srows] & cj.FLOW_IN) != 0))
             s_ids, s_pos = np.unique(bid[out], return_index=True)
             k = np.searchsorted(s_ids, bid[inn])
-            ok = (k < len(s_ids)) & (s_ids[np.minimum(k, len(s_ids) - 1)] == bid[inn]) if len(s_ids) else np.zeros(0, bool)
+            ok = (
+                (k < len(s_ids)) & (s_ids[np.minimum(k, len(s_ids) - 1)] == bid[inn])
+                if len(s_ids)
+                else np.zeros(0, bool)
+            )
             src_parts.append(out[s_pos[k[ok]]])
             dst_parts.append(inn[ok])
             cat_parts.append(np.full(int(ok.sum()), self.cats.setdefault("flow", len(self.cats)), np.int32))
@@ -560,8 +596,11 @@ class _TimelineBuilder:
                     values.append(float(value))
         for (pid, label), (times, values) in sorted(series.items(), key=lambda kv: kv[0][1]):
             order = np.argsort(times, kind="stable")
-            self.counters.append(Counter(proc_group[pid], label, np.asarray(times, np.int64)[order],
-                                         np.asarray(values, np.float64)[order]))
+            self.counters.append(
+                Counter(
+                    proc_group[pid], label, np.asarray(times, np.int64)[order], np.asarray(values, np.float64)[order]
+                )
+            )
 
     def _column(self, key: str, order: np.ndarray, dtype=None) -> np.ndarray:
         """One column of every host's events in timeline order; the parts are
@@ -597,7 +636,9 @@ class _TimelineBuilder:
         dur = self._column("dur", order)
         category = self._column("cat", order, np.int32)
         shape = self._column("shape", order, np.int32)
-        source = TraceSource(files=self.files, file=self._column("file", order, np.int32), rec=self._column("rec", order))
+        source = TraceSource(
+            files=self.files, file=self._column("file", order, np.int32), rec=self._column("rec", order)
+        )
         flows = None
         if self.flow_parts:
             src = inverse[np.concatenate([f[0] for f in self.flow_parts])]
@@ -611,12 +652,24 @@ class _TimelineBuilder:
             lane_group=np.array([group_map[self.lane_group[k]] for k in np.flatnonzero(used).tolist()], np.int32),
             lane_names=[self.lane_names[k] for k in np.flatnonzero(used).tolist()],
             lane_offsets=np.r_[0, np.cumsum(counts)].astype(np.int64),
-            start_ps=start, duration_ps=dur, kind=name_ids, kinds=names,
-            names=StringTable(names, name_ids), origin_ns=origin_ns,
-            source=", ".join(str(t.path) for _, t in traces), warnings=self.warnings,
-            category=category, categories=list(self.cats), parent=parent, flows=flows,
-            counters=self.counters, group_host=[self.group_host[g] for g in group_ids], properties=self.properties,
-            input_shape=shape if len(self.shapes) > 1 else None, input_shapes=list(self.shapes))
+            start_ps=start,
+            duration_ps=dur,
+            kind=name_ids,
+            kinds=names,
+            names=StringTable(names, name_ids),
+            origin_ns=origin_ns,
+            source=", ".join(str(t.path) for _, t in traces),
+            warnings=self.warnings,
+            category=category,
+            categories=list(self.cats),
+            parent=parent,
+            flows=flows,
+            counters=self.counters,
+            group_host=[self.group_host[g] for g in group_ids],
+            properties=self.properties,
+            input_shape=shape if len(self.shapes) > 1 else None,
+            input_shapes=list(self.shapes),
+        )
         st = trace_stats.steps(timeline)
         timeline.markers_ps = np.unique(np.r_[st.start_ps, st.end_ps])
         timeline.details = lambda i: event_details(timeline, source, i)
@@ -689,8 +742,15 @@ def _pack_by_thread(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> n
     return lanes
 
 
-def _bind(thread: np.ndarray, at: np.ndarray, next_slice: np.ndarray, sthread: np.ndarray, sstart: np.ndarray,
-          send: np.ndarray, parent: np.ndarray) -> np.ndarray:
+def _bind(
+    thread: np.ndarray,
+    at: np.ndarray,
+    next_slice: np.ndarray,
+    sthread: np.ndarray,
+    sstart: np.ndarray,
+    send: np.ndarray,
+    parent: np.ndarray,
+) -> np.ndarray:
     """The slice (index into the sorted slices) each flow point binds to:
     the deepest slice of its thread enclosing its time, or for next_slice
     points the first slice starting at or after it; -1 for none."""
@@ -745,8 +805,12 @@ def event_details(timeline: Timeline, source: TraceSource, i: int) -> list[tuple
         f = timeline.flows
         for k in f.of_event(i).tolist():
             other, arrow = (int(f.dst[k]), "flow to") if f.src[k] == i else (int(f.src[k]), "flow from")
-            rows.append((f"{arrow} ({f.categories[f.category[k]]})",
-                         f"{timeline.names[other]} at {timeline.start_ps[other] / 1e6:.3f} µs"))
+            rows.append(
+                (
+                    f"{arrow} ({f.categories[f.category[k]]})",
+                    f"{timeline.names[other]} at {timeline.start_ps[other] / 1e6:.3f} µs",
+                )
+            )
     return rows
 
 
@@ -773,8 +837,10 @@ def trace_memory_profile(trace: ScannedTrace, host: str) -> MemoryProfileData:
     rows = np.flatnonzero((t.name == name_id) & _timed(t))
     rows = rows[t.arg(A_BYTES, rows) != NONE]
     if not len(rows):
-        raise ProfileError(f"{t.path}: the trace has no [memory] events; PyTorch records them with "
-                           "torch.profiler.profile(profile_memory=True)")
+        raise ProfileError(
+            f"{t.path}: the trace has no [memory] events; PyTorch records them with "
+            "torch.profiler.profile(profile_memory=True)"
+        )
     timeline = build_timeline([("", t)])
     src: TraceSource = timeline.records
     event_of_row = np.full(len(t.ph), -1, np.int64)
@@ -796,13 +862,15 @@ def trace_memory_profile(trace: ScannedTrace, host: str) -> MemoryProfileData:
         sel = sel[np.argsort(time_ps[sel], kind="stable")]
         kind = DEVICE_TYPES.get(dev, f"device type {dev}") if dev != NONE else "unknown"
         memory_id = kind if kind == "CPU" else f"{kind}:{idx if idx != NONE else 0}"
-        allocators[memory_id] = _allocator(memory_id, t, rows[sel], time_ps[sel], [op_names[k] for k in sel.tolist()],
-                                           steps[sel])
+        allocators[memory_id] = _allocator(
+            memory_id, t, rows[sel], time_ps[sel], [op_names[k] for k in sel.tolist()], steps[sel]
+        )
     return MemoryProfileData(host=host or t.path.name, allocators=allocators, source=str(t.path))
 
 
-def _allocator(memory_id: str, t: ScannedTrace, rows: np.ndarray, time_ps: np.ndarray, ops: list[str],
-               steps: np.ndarray) -> AllocatorProfile:
+def _allocator(
+    memory_id: str, t: ScannedTrace, rows: np.ndarray, time_ps: np.ndarray, ops: list[str], steps: np.ndarray
+) -> AllocatorProfile:
     size = t.arg(A_BYTES, rows)
     allocated = t.arg(A_ALLOCATED, rows)
     reserved = t.arg(A_RESERVED, rows)
@@ -815,19 +883,38 @@ def _allocator(memory_id: str, t: ScannedTrace, rows: np.ndarray, time_ps: np.nd
     zeros = np.zeros(len(rows), np.int64)
     address = t.arg(A_ADDR, rows)
     timeline = Snapshots(
-        time_ps=time_ps, stack=zeros, heap=heap, free=free, fragmentation=np.zeros(len(rows)),
-        peak_in_use=np.maximum.accumulate(heap), activity=np.where(size >= 0, ALLOCATION, DEALLOCATION),
-        requested=np.abs(size), allocation=np.abs(size), address=np.where(address != NONE, address, 0).view(np.uint64),
-        step=steps, op=op, region=np.zeros(len(rows), np.int32), dtype=np.zeros(len(rows), np.int32),
-        shape=np.zeros(len(rows), np.int32), strings=strings)
+        time_ps=time_ps,
+        stack=zeros,
+        heap=heap,
+        free=free,
+        fragmentation=np.zeros(len(rows)),
+        peak_in_use=np.maximum.accumulate(heap),
+        activity=np.where(size >= 0, ALLOCATION, DEALLOCATION),
+        requested=np.abs(size),
+        allocation=np.abs(size),
+        address=np.where(address != NONE, address, 0).view(np.uint64),
+        step=steps,
+        op=op,
+        region=np.zeros(len(rows), np.int32),
+        dtype=np.zeros(len(rows), np.int32),
+        shape=np.zeros(len(rows), np.int32),
+        strings=strings,
+    )
     summary = summarize(timeline)
     counts = np.bincount(timeline.activity, minlength=3)
     summary.num_allocations, summary.num_deallocations = int(counts[ALLOCATION]), int(counts[DEALLOCATION])
     summary.memory_capacity = int(reserved[reserved != NONE].max()) if (reserved != NONE).any() else 0
-    profile = AllocatorProfile(memory_id=memory_id, timeline=timeline, summary=summary, peak_allocations=None,
-                               complete=True, stored_snapshots=timeline)
-    profile.peak_allocations = (profile.allocations_at(profile.peak_index) if len(timeline)
-                                else merge_rows(timeline, np.zeros(0, np.int64), []))
+    profile = AllocatorProfile(
+        memory_id=memory_id,
+        timeline=timeline,
+        summary=summary,
+        peak_allocations=None,
+        complete=True,
+        stored_snapshots=timeline,
+    )
+    profile.peak_allocations = (
+        profile.allocations_at(profile.peak_index) if len(timeline) else merge_rows(timeline, np.zeros(0, np.int64), [])
+    )
     return profile
 
 

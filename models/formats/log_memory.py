@@ -23,7 +23,6 @@ counted; deallocations that match no allocation are counted as unmatched.
 from __future__ import annotations
 
 import gzip
-import os
 import re
 import zlib
 from collections import deque
@@ -34,13 +33,13 @@ from pathlib import Path
 import numpy as np
 from google.protobuf import text_format
 
-from profscope.models.formats import _logscan
 from profscope.models.core.files import GZIP_MAGIC, read_head
 from profscope.models.core.guards import inflate_limit, inflate_refused, parse_text
-from profscope.models.data.memory_profile import AllocatorProfile, MemoryProfileData, Snapshots, merge_rows, summarize
-from profscope.models.repository.registry import MEMORY_PROFILE, Format, strip_suffix
 from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.data.memory_profile import AllocatorProfile, MemoryProfileData, Snapshots, merge_rows, summarize
+from profscope.models.formats import _logscan
 from profscope.models.formats.xspace.memory import data_type_string
+from profscope.models.repository.registry import MEMORY_PROFILE, Format, strip_suffix
 from profscope.protos import log_memory_pb2, tensor_shape_pb2, types_pb2
 
 MARKER = b"__LOG_MEMORY__"
@@ -157,10 +156,14 @@ class LogMemoryInfo:
         t, rows = self.allocations, self._rows(allocator, None)
         uniq, inverse = np.unique(t["step"][rows], return_inverse=True)
         spans = [self.step_span_ps.get(int(s), (0, 0)) for s in uniq]
-        return StepRows(step=uniq, handle=[self.step_handles.get(int(s), "") for s in uniq],
-                        start_ps=np.array([s[0] for s in spans], np.int64), end_ps=np.array([s[1] for s in spans], np.int64),
-                        count=np.bincount(inverse, minlength=len(uniq)).astype(np.int64),
-                        bytes=np.bincount(inverse, t["bytes"][rows], len(uniq)).astype(np.int64))
+        return StepRows(
+            step=uniq,
+            handle=[self.step_handles.get(int(s), "") for s in uniq],
+            start_ps=np.array([s[0] for s in spans], np.int64),
+            end_ps=np.array([s[1] for s in spans], np.int64),
+            count=np.bincount(inverse, minlength=len(uniq)).astype(np.int64),
+            bytes=np.bincount(inverse, t["bytes"][rows], len(uniq)).astype(np.int64),
+        )
 
 
 # ---------------------------------------------------------------- reading
@@ -205,8 +208,9 @@ def load_memory_log(path: Path, host: str = "", task: TaskState | None = None) -
             while pending:
                 reader.add(*pending.popleft())
         if not is_gzip and raw.tell() < size:
-            reader.problems.insert(0, f"the file shrank to {raw.tell():,} bytes while it was read (rotated?); "
-                                      "read up to there")
+            reader.problems.insert(
+                0, f"the file shrank to {raw.tell():,} bytes while it was read (rotated?); read up to there"
+            )
     task.report(0.9, "Replaying allocations")
     return reader.result(host or path.name, str(path))
 
@@ -229,7 +233,7 @@ def _blocks(f, problems: list[str], free: list[bytearray]):
         block = free.pop() if free else b""
         if len(block) < len(carry) + BLOCK:  # a long last line carried over: a bigger buffer
             block = bytearray(len(carry) + BLOCK)
-        block[:len(carry)] = carry
+        block[: len(carry)] = carry
         end, failed = len(carry), False
         with memoryview(block) as view:
             try:  # readinto1: a broken gzip stream still gives the data before the break
@@ -293,7 +297,9 @@ class _Reader:
         self.counts += b["counts"]
         self.untracked_deallocations += b["untracked"]
         # Block-local string ids as ids into the log's table.
-        remap = dict(zip(STRING_COLUMNS, (np.array([self._id(s) for s in strings], np.int32) for strings in b["strings"])))
+        remap = dict(
+            zip(STRING_COLUMNS, (np.array([self._id(s) for s in strings], np.int32) for strings in b["strings"]))
+        )
         events = {c: b[c] for c in EVENT_COLUMNS}
         events["allocator"] = remap["allocator"][events["allocator"]]
         allocations = b["allocations"]
@@ -307,7 +313,9 @@ class _Reader:
         self.runs.append(runs)
         if len(events["time"]):
             lo, hi = int(events["time"].min()), int(events["time"].max())
-            self.event_times = (min(lo, self.event_times[0]), max(hi, self.event_times[1])) if self.event_times else (lo, hi)
+            self.event_times = (
+                (min(lo, self.event_times[0]), max(hi, self.event_times[1])) if self.event_times else (lo, hi)
+            )
         self.events.append(events)
         self.allocations.append(allocations)
         self.allocators.update(np.unique(allocations["allocator"]).tolist())
@@ -319,7 +327,7 @@ class _Reader:
         runs, new_events, new_allocations, at_event, at_allocation = [], [], [], [], []
         for event_pos, allocation_pos, start, length, time, flags in slow.tolist():
             time = max(time, last) if flags & NO_TIME else time
-            parsed = self._slow_line(bytes(buf[start:start + length]))
+            parsed = self._slow_line(bytes(buf[start : start + length]))
             if parsed is None:
                 continue
             k, ints, strings = parsed
@@ -336,10 +344,19 @@ class _Reader:
                 at_event.append(event_pos)
             if k in (TENSOR_ALLOCATION, RAW_ALLOCATION):
                 has_allocated = k == RAW_ALLOCATION or ints[I_FLAGS] & HAS_ALLOCATED
-                new_allocations.append((allocator, ints[I_STEP], name, ints[I_ID] != 0,
-                                        ints[I_BYTES] if has_allocated else ints[I_REQUESTED],
-                                        ints[I_BYTES] if k == RAW_ALLOCATION else ints[I_REQUESTED],
-                                        ints[I_PTR], dtype, shape))
+                new_allocations.append(
+                    (
+                        allocator,
+                        ints[I_STEP],
+                        name,
+                        ints[I_ID] != 0,
+                        ints[I_BYTES] if has_allocated else ints[I_REQUESTED],
+                        ints[I_BYTES] if k == RAW_ALLOCATION else ints[I_REQUESTED],
+                        ints[I_PTR],
+                        dtype,
+                        shape,
+                    )
+                )
                 at_allocation.append(allocation_pos)
         steps.sort(key=lambda s: s[0])
         for columns, rows, at in ((events, new_events, at_event), (allocations, new_allocations, at_allocation)):
@@ -350,14 +367,14 @@ class _Reader:
 
     def _slow_line(self, text: bytes):
         """A line the scanner left: (kind, ints, strings) or None (counted)."""
-        body = text[text.index(MARKER) + len(MARKER):].decode("utf-8", "replace").strip()
+        body = text[text.index(MARKER) + len(MARKER) :].decode("utf-8", "replace").strip()
         match = re.match(r"(\w+)\s*", body)
         name = match.group(1) if match else ""
         if name not in MESSAGE_NAMES:
             self.unknown += 1
             self._problem(f"unknown message {name or body[:40]!r}")
             return None
-        rest = body[match.end():]
+        rest = body[match.end() :]
         if not (rest.startswith("{") and rest.endswith("}")):
             self.garbled += 1
             self._problem(f"{name}: the line is cut or garbled")
@@ -403,7 +420,11 @@ class _Reader:
         strings = list(self.index_of)
         lines = int(self.counts.sum())
         if lines == 0:
-            detail = f" (skipped {self.garbled:,} garbled lines and {self.unknown:,} unknown messages)" if self.garbled or self.unknown else ""
+            detail = (
+                f" (skipped {self.garbled:,} garbled lines and {self.unknown:,} unknown messages)"
+                if self.garbled or self.unknown
+                else ""
+            )
             raise ProfileError(f"{source}: no readable __LOG_MEMORY__ lines{detail}. {ENABLE_HINT}")
         events, allocations = self.events.take(), self.allocations.take()
         span_steps, span_lo, span_hi = self._step_spans()
@@ -441,8 +462,11 @@ class _Reader:
             times -= t0
             del times  # the replay lets the events go
         if outside:
-            self.problems.insert(0, f"{outside:,} time(s) lie more than {MAX_SPAN_US // 86_400_000_000:,} days "
-                                    "from the others; shown at the edge of the log's span")
+            self.problems.insert(
+                0,
+                f"{outside:,} time(s) lie more than {MAX_SPAN_US // 86_400_000_000:,} days "
+                "from the others; shown at the edge of the log's span",
+            )
         span_ps = [(np.clip(t, t0, last) - t0) * 1_000_000 for t in (span_lo, span_hi)]
         step_span_ps = dict(zip(span_steps.tolist(), zip(span_ps[0].tolist(), span_ps[1].tolist())))
         # Display strings: shapes as TensorFlow prints them, dtypes as XProf does.
@@ -462,24 +486,37 @@ class _Reader:
                 deferred += deferred_count
                 if unmatched_count:
                     unmatched[memory_id] = unmatched_count
-            allocations = {"allocator": allocations["allocator"], "step": allocations["step"],
-                           "kernel": allocations["name"], "tracked": allocations["tracked"],
-                           "bytes": allocations["bytes"], "requested": allocations["requested"]}
+            allocations = {
+                "allocator": allocations["allocator"],
+                "step": allocations["step"],
+                "kernel": allocations["name"],
+                "tracked": allocations["tracked"],
+                "bytes": allocations["bytes"],
+                "requested": allocations["requested"],
+            }
         else:
             allocations = {k: np.zeros(0, np.int64) for k in ("allocator", "step", "kernel", "bytes", "requested")}
             allocations["tracked"] = np.zeros(0, bool)
         info = LogMemoryInfo(
             messages={name: int(n) for name, n in zip(MESSAGE_NAMES, self.counts)},
-            untracked_deallocations=self.untracked_deallocations, unmatched_deallocations=unmatched,
-            deferred_deallocations=deferred, garbled=self.garbled, unknown=self.unknown,
-            text_format_lines=self.slow, problems=self.problems, strings=display, allocations=allocations,
+            untracked_deallocations=self.untracked_deallocations,
+            unmatched_deallocations=unmatched,
+            deferred_deallocations=deferred,
+            garbled=self.garbled,
+            unknown=self.unknown,
+            text_format_lines=self.slow,
+            problems=self.problems,
+            strings=display,
+            allocations=allocations,
             allocator_ids=allocator_ids,
             step_handles=self.step_handles,
             step_span_ps=step_span_ps,
         )
         if not allocators:
-            raise ProfileError(f"{source}: {lines:,} __LOG_MEMORY__ lines, but none allocates memory "
-                               f"(only steps, outputs or deallocations). {info.skipped_text()}")
+            raise ProfileError(
+                f"{source}: {lines:,} __LOG_MEMORY__ lines, but none allocates memory "
+                f"(only steps, outputs or deallocations). {info.skipped_text()}"
+            )
         return MemoryProfileData(host=host, allocators=allocators, num_hosts=1, source=source, log=info)
 
 
@@ -498,13 +535,23 @@ def _message_row(kind: int, m):
         ints[I_FLAGS] = SINGLE_REFERENCE * d.has_single_reference + HAS_ALLOCATED * (d.allocated_bytes != 0)
         if kind == TENSOR_OUTPUT:
             ints[I_INDEX] = m.index
-        dtype = types_pb2.DataType.Name(m.tensor.dtype) if m.tensor.dtype in types_pb2.DataType.values() else str(m.tensor.dtype)
+        dtype = (
+            types_pb2.DataType.Name(m.tensor.dtype)
+            if m.tensor.dtype in types_pb2.DataType.values()
+            else str(m.tensor.dtype)
+        )
         if m.tensor.HasField("shape"):
             shape = "{ " + text_format.MessageToString(m.tensor.shape, as_one_line=True) + " }"
     elif kind == TENSOR_DEALLOCATION:
         ints[I_ID], allocator = m.allocation_id, m.allocator_name
     elif kind == RAW_ALLOCATION:
-        ints[I_STEP], name, ints[I_BYTES], ints[I_ID], allocator = m.step_id, m.operation, m.num_bytes, m.allocation_id, m.allocator_name
+        ints[I_STEP], name, ints[I_BYTES], ints[I_ID], allocator = (
+            m.step_id,
+            m.operation,
+            m.num_bytes,
+            m.allocation_id,
+            m.allocator_name,
+        )
         ints[I_PTR] = np.uint64(m.ptr).view(np.int64)
     else:
         ints[I_STEP], name, ints[I_ID], allocator = m.step_id, m.operation, m.allocation_id, m.allocator_name
@@ -533,23 +580,28 @@ class _Columns:
             self.rows = max(self.rows, 2 * (self.n + m))
             for c, values in block.items():
                 grown = np.empty(self.rows, values.dtype)
-                grown[:self.n] = self.arrays.pop(c, grown)[:self.n]
+                grown[: self.n] = self.arrays.pop(c, grown)[: self.n]
                 self.arrays[c] = grown
         for c, values in block.items():
-            self.arrays[c][self.n:self.n + m] = values
+            self.arrays[c][self.n : self.n + m] = values
         self.n += m
 
     def take(self) -> dict[str, np.ndarray] | None:
         """The columns (None if nothing was appended)."""
         arrays, self.arrays = self.arrays, {}
-        return {c: a[:self.n] for c, a in arrays.items()} if arrays else None
+        return {c: a[: self.n] for c, a in arrays.items()} if arrays else None
 
 
 # ---------------------------------------------------------------- replay
 
 
-def _replay(events: dict[str, np.ndarray], allocations: dict[str, np.ndarray], allocators: list[int],
-            memory_ids: list[str], strings: list[str]) -> list[tuple[AllocatorProfile, int, int]]:
+def _replay(
+    events: dict[str, np.ndarray],
+    allocations: dict[str, np.ndarray],
+    allocators: list[int],
+    memory_ids: list[str],
+    strings: list[str],
+) -> list[tuple[AllocatorProfile, int, int]]:
     """Each allocator's tracked events (with an allocation_id) as a complete memory timeline
     (times in us since the log's first), paired in C (_logscan.replay).
 
@@ -566,7 +618,9 @@ def _replay(events: dict[str, np.ndarray], allocations: dict[str, np.ndarray], a
         if done is None:  # times go back somewhere: replay in time, then log order
             sel, row = _logscan.select_events(*columns, a)
             order = np.argsort(events["time"][sel], kind="stable")
-            done = _logscan.replay(*columns, events["time"], allocations["bytes"], a, raw, tensor, sel[order], row[order])
+            done = _logscan.replay(
+                *columns, events["time"], allocations["bytes"], a, raw, tensor, sel[order], row[order]
+            )
             del sel, row, order
         n, selected, deferred, *timeline, allocs, frees = done
         r = dict(zip(("time_ps", "source", "activity", "heap", "peak_in_use", "region"), timeline))
@@ -576,8 +630,15 @@ def _replay(events: dict[str, np.ndarray], allocations: dict[str, np.ndarray], a
     # Each column is gathered for every allocator, then let go: at the peak the
     # timelines are held with what is left of the allocations.
     events.clear()
-    for c, name in (("requested", "requested"), ("bytes", "allocation"), ("ptr", "address"), ("step", "step"),
-                    ("name", "op"), ("dtype", "dtype"), ("shape", "shape")):
+    for c, name in (
+        ("requested", "requested"),
+        ("bytes", "allocation"),
+        ("ptr", "address"),
+        ("step", "step"),
+        ("name", "op"),
+        ("dtype", "dtype"),
+        ("shape", "shape"),
+    ):
         column = allocations.pop(c) if c in ("ptr", "dtype", "shape") else allocations[c]
         for r in replays:
             r[name] = column[r["source"]]
@@ -588,17 +649,46 @@ def _replay(events: dict[str, np.ndarray], allocations: dict[str, np.ndarray], a
     for memory_id, r in zip(memory_ids, replays):
         n, allocs = r["n"], r["lifetimes"][0]
         zeros = np.zeros(n, np.int64)
-        timeline = Snapshots(stack=zeros, free=zeros, fragmentation=np.zeros(n), address=r["address"].view(np.uint64),
-                             strings=strings, **{c: r[c] for c in ("time_ps", "heap", "peak_in_use", "activity",
-                                                                   "requested", "allocation", "step", "op", "region",
-                                                                   "dtype", "shape")})
+        timeline = Snapshots(
+            stack=zeros,
+            free=zeros,
+            fragmentation=np.zeros(n),
+            address=r["address"].view(np.uint64),
+            strings=strings,
+            **{
+                c: r[c]
+                for c in (
+                    "time_ps",
+                    "heap",
+                    "peak_in_use",
+                    "activity",
+                    "requested",
+                    "allocation",
+                    "step",
+                    "op",
+                    "region",
+                    "dtype",
+                    "shape",
+                )
+            },
+        )
         summary = summarize(timeline)
         summary.num_allocations, summary.num_deallocations = len(allocs), n - len(allocs)
         summary.memory_capacity = 0  # logs do not say how much memory the allocator had
-        profile = AllocatorProfile(memory_id=memory_id, timeline=timeline, summary=summary, peak_allocations=None,
-                                   complete=True, stored_snapshots=timeline, lifetimes=r["lifetimes"])
-        profile.peak_allocations = (profile.allocations_at(profile.peak_index) if len(timeline)
-                                    else merge_rows(timeline, np.zeros(0, np.int64), []))
+        profile = AllocatorProfile(
+            memory_id=memory_id,
+            timeline=timeline,
+            summary=summary,
+            peak_allocations=None,
+            complete=True,
+            stored_snapshots=timeline,
+            lifetimes=r["lifetimes"],
+        )
+        profile.peak_allocations = (
+            profile.allocations_at(profile.peak_index)
+            if len(timeline)
+            else merge_rows(timeline, np.zeros(0, np.int64), [])
+        )
         out.append((profile, r["unmatched"], r["deferred"]))
     return out
 
@@ -606,14 +696,18 @@ def _replay(events: dict[str, np.ndarray], allocations: dict[str, np.ndarray], a
 class LogMemoryFormat(Format):
     name = "log_memory"
     title = "TensorFlow logs with `__LOG_MEMORY__` lines (`log_memory.proto`), plain or gzipped"
-    where = ("a single file of any name, or `*.log`, `*.txt`, `*.out`, `*.err`, `*.stderr` (`.gz` too) in a folder "
-             "whose first 4 MB hold such lines; host = file name")
+    where = (
+        "a single file of any name, or `*.log`, `*.txt`, `*.out`, `*.err`, `*.stderr` (`.gz` too) in a folder "
+        "whose first 4 MB hold such lines; host = file name"
+    )
     patterns = tuple(f"*{s}" for s in LOG_SUFFIXES)
     tools = (MEMORY_PROFILE,)
     rank = 2
 
     def host_in_folder(self, path: Path) -> str | None:
-        return strip_suffix(path.name, LOG_SUFFIXES) if path.name.endswith(LOG_SUFFIXES) and is_memory_log(path) else None
+        return (
+            strip_suffix(path.name, LOG_SUFFIXES) if path.name.endswith(LOG_SUFFIXES) and is_memory_log(path) else None
+        )
 
     def lone_file(self, path: Path) -> tuple[str, str] | None:
         if is_memory_log(path):

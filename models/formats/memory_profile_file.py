@@ -30,10 +30,10 @@ from pathlib import Path
 
 import numpy as np
 
-from profscope.models.formats import _protowire as wire
+from profscope.models.core import _protowire as wire
 from profscope.models.core.files import read_bytes
 from profscope.models.core.guards import max_nesting, nesting_refused
-from profscope.models.formats import _memory_json
+from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.memory_profile import (
     ALLOCATION,
     DEALLOCATION,
@@ -48,8 +48,8 @@ from profscope.models.data.memory_profile import (
     summarize,
     xprof_peak_rows,
 )
+from profscope.models.formats import _memory_json
 from profscope.models.repository.registry import MEMORY_PROFILE, Format, strip_suffix
-from profscope.models.core.task import ProfileError, TaskState
 
 # File name endings of MemoryProfile files in a session folder (<host><suffix>).
 SESSION_SUFFIXES = (".memory_profile.json.gz", ".memory_profile.json", ".memory_profile.pb")
@@ -67,13 +67,15 @@ def load_memory_profile(path: Path, host: str = "", task: TaskState | None = Non
     return parse_memory_profile(data, host=host or Path(path).name, task=task, source=str(path))
 
 
-def parse_memory_profile(data: bytes, host: str = "", task: TaskState | None = None, source: str = "") -> MemoryProfileData:
+def parse_memory_profile(
+    data: bytes, host: str = "", task: TaskState | None = None, source: str = ""
+) -> MemoryProfileData:
     task = task or TaskState()
     name = source or "input"
     first = re.compile(rb"\s*").match(data).end()  # no copy of a large buffer
     if first == len(data):
         raise ProfileError(f"{name}: the file is empty")
-    if data[first:first + 1] == b"{":
+    if data[first : first + 1] == b"{":
         stored = _from_json(data, name, task)
     else:
         stored = _from_binary(data, name, task)
@@ -90,8 +92,9 @@ def parse_memory_profile(data: bytes, host: str = "", task: TaskState | None = N
             f"{name}: the memory profile has no allocator with memory activity. TensorFlow records "
             "memory events for GPU allocators, and for the CPU when TF_CPU_ALLOCATOR_USE_BFC=true is set."
         )
-    return MemoryProfileData(host=host, allocators=allocators, num_hosts=stored["num_hosts"],
-                             version=stored["version"], source=name)
+    return MemoryProfileData(
+        host=host, allocators=allocators, num_hosts=stored["num_hosts"], version=stored["version"], source=name
+    )
 
 
 def _build_allocator(memory_id: str, raw: dict) -> AllocatorProfile:
@@ -110,9 +113,17 @@ def _build_allocator(memory_id: str, raw: dict) -> AllocatorProfile:
     summary = raw["summary"] or summarize(timeline)
     counts = np.bincount(timeline.activity, minlength=5)
     summary.num_allocations, summary.num_deallocations = int(counts[ALLOCATION]), int(counts[DEALLOCATION])
-    profile = AllocatorProfile(memory_id=memory_id, timeline=timeline, summary=summary, peak_allocations=None,
-                               complete=complete, stored_snapshots=stored, stored_sampled=sampled,
-                               stored_rows=raw["active"], special=raw["special"])
+    profile = AllocatorProfile(
+        memory_id=memory_id,
+        timeline=timeline,
+        summary=summary,
+        peak_allocations=None,
+        complete=complete,
+        stored_snapshots=stored,
+        stored_sampled=sampled,
+        stored_rows=raw["active"],
+        special=raw["special"],
+    )
     if profile.peak_rows_given:
         profile.peak_allocations = _given_rows(profile, stored, raw["active"], raw["special"])
     elif complete:
@@ -136,7 +147,21 @@ def _given_rows(profile: AllocatorProfile, stored: Snapshots, rows: list, specia
     """The peak table a file carries, resolved to metadata and timeline indices."""
     tl = profile.timeline
     same_list = stored is tl
-    out = {k: [] for k in ("op", "region", "dtype", "shape", "allocation", "requested", "occurrences", "step", "snapshot", "freed")}
+    out = {
+        k: []
+        for k in (
+            "op",
+            "region",
+            "dtype",
+            "shape",
+            "allocation",
+            "requested",
+            "occurrences",
+            "step",
+            "snapshot",
+            "freed",
+        )
+    }
     for snapshot_index, special_index, occurrences in rows:
         if snapshot_index >= 0:
             if snapshot_index >= len(stored):
@@ -147,8 +172,15 @@ def _given_rows(profile: AllocatorProfile, stored: Snapshots, rows: list, specia
             if not 0 <= special_index < len(special):
                 raise ProfileError(f"active allocation refers to special allocation {special_index} of {len(special)}")
             sp = special[special_index]
-            m = {"op": sp.op, "region": sp.region, "dtype": sp.dtype, "shape": sp.shape,
-                 "allocation": sp.allocation, "requested": sp.requested, "step": sp.step}
+            m = {
+                "op": sp.op,
+                "region": sp.region,
+                "dtype": sp.dtype,
+                "shape": sp.shape,
+                "allocation": sp.allocation,
+                "requested": sp.requested,
+                "step": sp.step,
+            }
             at = -1
         for k in ("op", "region", "dtype", "shape", "allocation", "requested", "step"):
             out[k].append(m[k])
@@ -156,8 +188,14 @@ def _given_rows(profile: AllocatorProfile, stored: Snapshots, rows: list, specia
         out["snapshot"].append(at)
         out["freed"].append(profile.freed_at(at) if at >= 0 and profile.complete else -1)
     return AllocationRows(
-        op=out["op"], region=out["region"], dtype=out["dtype"], shape=out["shape"],
-        **{k: np.asarray(out[k], np.int64) for k in ("allocation", "requested", "occurrences", "step", "snapshot", "freed")},
+        op=out["op"],
+        region=out["region"],
+        dtype=out["dtype"],
+        shape=out["shape"],
+        **{
+            k: np.asarray(out[k], np.int64)
+            for k in ("allocation", "requested", "occurrences", "step", "snapshot", "freed")
+        },
     )
 
 
@@ -174,14 +212,16 @@ def _from_binary(data: bytes, name: str, task: TaskState) -> dict:
         key_spans, value_spans = wire.decode_messages(data, entries, [(1, "s"), (2, "s")])
         (num_hosts,), (version,) = wire.decode_messages(data, np.array([[0, len(data)]]), [(2, "i"), (5, "i")])
     except ValueError as e:
-        raise ProfileError(f"{name}: not a MemoryProfile protobuf ({e}); the file may be truncated or of another type") from None
+        raise ProfileError(
+            f"{name}: not a MemoryProfile protobuf ({e}); the file may be truncated or of another type"
+        ) from None
     if not len(entries) or (key_spans[:, 0] < 0).any():
         raise ProfileError(f"{name}: not a MemoryProfile (no allocator entries); is it another kind of file?")
     allocators = {}
     for i, ((k0, k1), (v0, v1)) in enumerate(zip(key_spans, value_spans)):
         task.report(0.5 + 0.3 * i / len(entries), "Decoding snapshots")
         try:
-            key = data[k0:k0 + k1].decode("utf-8")
+            key = data[k0 : k0 + k1].decode("utf-8")
         except UnicodeDecodeError:
             raise ProfileError(f"{name}: not a MemoryProfile (allocator id is not text)") from None
         try:
@@ -195,7 +235,9 @@ def _allocator_from_binary(data: bytes, start: int, length: int) -> dict:
     if start < 0:
         start, length = 0, 0
     end = start + length
-    snapshot_spans, summary_span, active_spans, special_spans, sampled_spans = wire.find_fields(data, start, end, [1, 2, 3, 4, 5])
+    snapshot_spans, summary_span, active_spans, special_spans, sampled_spans = wire.find_fields(
+        data, start, end, [1, 2, 3, 4, 5]
+    )
     summary_span = summary_span[-1:]  # the last occurrence wins
     snapshots = _snapshots_from_binary(data, snapshot_spans)
     sampled = _snapshots_from_binary(data, sampled_spans) if len(sampled_spans) else None
@@ -203,17 +245,38 @@ def _allocator_from_binary(data: bytes, start: int, length: int) -> dict:
     special = [Metadata(**m) for m in _metadata_dicts(data, special_spans)]
     summary = None
     if len(summary_span):
-        lifetime, stats_span, peak_time, capacity = wire.decode_messages(data, summary_span, [(1, "i"), (2, "s"), (3, "i"), (4, "i")])
+        lifetime, stats_span, peak_time, capacity = wire.decode_messages(
+            data, summary_span, [(1, "i"), (2, "s"), (3, "i"), (4, "i")]
+        )
         st, hp, fr, frag, _ = wire.decode_messages(data, stats_span, [(1, "i"), (2, "i"), (3, "i"), (4, "d"), (5, "i")])
-        summary = MemorySummary(0, 0, int(capacity[0]), int(lifetime[0]), int(peak_time[0]), int(st[0]), int(hp[0]), int(fr[0]), float(frag[0]))
-    return {"snapshots": snapshots, "sampled": sampled, "summary": summary, "special": special,
-            "active": [tuple(int(x) for x in row) for row in zip(*active)]}
+        summary = MemorySummary(
+            0,
+            0,
+            int(capacity[0]),
+            int(lifetime[0]),
+            int(peak_time[0]),
+            int(st[0]),
+            int(hp[0]),
+            int(fr[0]),
+            float(frag[0]),
+        )
+    return {
+        "snapshots": snapshots,
+        "sampled": sampled,
+        "summary": summary,
+        "special": special,
+        "active": [tuple(int(x) for x in row) for row in zip(*active)],
+    }
 
 
 def _snapshots_from_binary(data: bytes, spans: np.ndarray) -> Snapshots:
     time_ps, stats, meta = wire.decode_messages(data, spans, [(1, "i"), (2, "s"), (3, "s")])
-    stack, heap, free, frag, peak = wire.decode_messages(data, stats, [(1, "i"), (2, "i"), (3, "i"), (4, "d"), (5, "i")])
-    m = wire.decode_messages(data, meta, [(1, "i"), (2, "i"), (3, "i"), (4, "i"), (5, "s"), (6, "i"), (7, "s"), (8, "s"), (9, "s")])
+    stack, heap, free, frag, peak = wire.decode_messages(
+        data, stats, [(1, "i"), (2, "i"), (3, "i"), (4, "d"), (5, "i")]
+    )
+    m = wire.decode_messages(
+        data, meta, [(1, "i"), (2, "i"), (3, "i"), (4, "i"), (5, "s"), (6, "i"), (7, "s"), (8, "s"), (9, "s")]
+    )
     index_of = {"": 0}
     ids = []
     for spans_ in (m[4], m[6], m[7], m[8]):
@@ -222,19 +285,42 @@ def _snapshots_from_binary(data: bytes, spans: np.ndarray) -> Snapshots:
         ids.append(remap[local_ids])
     strings = list(index_of)
     return Snapshots(
-        time_ps=time_ps, stack=stack, heap=heap, free=free, fragmentation=frag, peak_in_use=peak,
-        activity=m[0], requested=m[1], allocation=m[2], address=m[3].view(np.uint64), step=m[5],
-        op=ids[0], region=ids[1], dtype=ids[2], shape=ids[3], strings=strings,
+        time_ps=time_ps,
+        stack=stack,
+        heap=heap,
+        free=free,
+        fragmentation=frag,
+        peak_in_use=peak,
+        activity=m[0],
+        requested=m[1],
+        allocation=m[2],
+        address=m[3].view(np.uint64),
+        step=m[5],
+        op=ids[0],
+        region=ids[1],
+        dtype=ids[2],
+        shape=ids[3],
+        strings=strings,
     )
 
 
 def _metadata_dicts(data: bytes, spans: np.ndarray) -> list[dict]:
-    m = wire.decode_messages(data, spans, [(1, "i"), (2, "i"), (3, "i"), (4, "i"), (5, "s"), (6, "i"), (7, "s"), (8, "s"), (9, "s")])
-    text = lambda span: data[span[0]:span[0] + span[1]].decode("utf-8", "replace") if span[0] >= 0 else ""
+    m = wire.decode_messages(
+        data, spans, [(1, "i"), (2, "i"), (3, "i"), (4, "i"), (5, "s"), (6, "i"), (7, "s"), (8, "s"), (9, "s")]
+    )
+    text = lambda span: data[span[0] : span[0] + span[1]].decode("utf-8", "replace") if span[0] >= 0 else ""
     return [
-        {"activity": int(m[0][i]), "requested": int(m[1][i]), "allocation": int(m[2][i]),
-         "address": int(m[3][i]) & (2**64 - 1), "op": text(m[4][i]), "step": int(m[5][i]),
-         "region": text(m[6][i]), "dtype": text(m[7][i]), "shape": text(m[8][i])}
+        {
+            "activity": int(m[0][i]),
+            "requested": int(m[1][i]),
+            "allocation": int(m[2][i]),
+            "address": int(m[3][i]) & (2**64 - 1),
+            "op": text(m[4][i]),
+            "step": int(m[5][i]),
+            "region": text(m[6][i]),
+            "dtype": text(m[7][i]),
+            "shape": text(m[8][i]),
+        }
         for i in range(len(spans))
     ]
 
@@ -255,7 +341,9 @@ def _from_json(data, name: str, task: TaskState) -> dict:
             "snapshots": _snapshots_from_columns(cols, *snapshots),
             "sampled": _snapshots_from_columns(cols, *sampled) if sampled[1] > sampled[0] else None,
             "summary": MemorySummary(0, 0, *summary) if summary else None,
-            "special": [Metadata(*m) for m in special], "active": active}
+            "special": [Metadata(*m) for m in special],
+            "active": active,
+        }
     return {"allocators": allocators, "num_hosts": r["num_hosts"], "version": r["version"]}
 
 
@@ -270,7 +358,9 @@ def _json_error(r: dict, data, name: str, limit: int) -> ProfileError:
         hint = "; the file may be truncated" if r["offset"] >= len(data) else ""
         return ProfileError(f"{name}: invalid JSON ({r['message']} at {where}){hint}")
     if kind == "depth":
-        return nesting_refused(f"{name}: the JSON at {where} (a MemoryProfile needs {MEMORY_PROFILE_DEPTH} levels)", limit)
+        return nesting_refused(
+            f"{name}: the JSON at {where} (a MemoryProfile needs {MEMORY_PROFILE_DEPTH} levels)", limit
+        )
     if kind == "not_profile":
         return ProfileError(f"{name}: this JSON is not a MemoryProfile (no memoryProfilePerAllocator)")
     if kind == "memory":
@@ -283,8 +373,10 @@ def _json_error(r: dict, data, name: str, limit: int) -> ProfileError:
 class MemoryProfileFormat(Format):
     name = "memory_profile"
     title = "`MemoryProfile` as proto3 JSON (XProf, TensorFlow 2.2-2.3), `.json` or `.json.gz`, or binary protobuf"
-    where = ("`<host>.memory_profile.json[.gz]` or `<host>.memory_profile.pb` in a session, "
-             "or any single `.json[.gz]` / `.pb[.gz]` file no other format claims")
+    where = (
+        "`<host>.memory_profile.json[.gz]` or `<host>.memory_profile.pb` in a session, "
+        "or any single `.json[.gz]` / `.pb[.gz]` file no other format claims"
+    )
     patterns = ("*.json", "*.json.gz", "*.pb", "*.pb.gz")
     tools = (MEMORY_PROFILE,)
     rank = 1

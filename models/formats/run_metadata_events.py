@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from profscope.models.core.event_file import host_of_event_file, is_event_file, tagged_run_metadata
-from profscope.models.formats.step_stats import StepStatsFormat, locate
 from profscope.models.core.task import ProfileError
+from profscope.models.formats.step_stats import StepStatsFormat, locate
 
 # path -> ((mtime, size), tags): a folder is scanned again on every reload.
 _tag_cache: dict[Path, tuple[tuple[int, int], list[str]]] = {}

@@ -22,19 +22,19 @@ import mmap
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
-from profscope.models.data import _jsonrows, _lanes
-from profscope.models.formats import _protowire as wire
+from profscope.models.core import _protowire as wire
 from profscope.models.core.event_file import is_event_file, mapped, tagged_run_metadata
 from profscope.models.core.files import read_bytes, read_head
-from profscope.models.formats import _labels, _stepstats
 from profscope.models.core.guards import decode, parse_text
+from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.data import _jsonrows, _lanes
 from profscope.models.data.memory_profile import (
     ALLOCATION,
     DEALLOCATION,
@@ -43,9 +43,9 @@ from profscope.models.data.memory_profile import (
     MemorySummary,
     Snapshots,
 )
-from profscope.models.repository.registry import MEMORY_PROFILE, TRACE_VIEWER, Format, strip_suffix
-from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.timeline import StringColumn, Timeline
+from profscope.models.formats import _labels, _stepstats
+from profscope.models.repository.registry import MEMORY_PROFILE, TRACE_VIEWER, Format, strip_suffix
 from profscope.protos import config_pb2, step_stats_pb2, types_pb2
 
 # Field numbers of step_stats.proto and config.proto.
@@ -447,7 +447,11 @@ def lay_out(buf, steps: StepNodes, start_ns: np.ndarray, dur_ns: np.ndarray, thr
         lane_key = np.argsort(seg_index * (int(sub.max()) + 1) + sub, kind="stable")
         del seg_index
         idx, dev_of, thread_of, sub = idx[lane_key], dev_of[lane_key], thread_of[lane_key], sub[lane_key]
-    new_lane = np.r_[True, (dev_of[1:] != dev_of[:-1]) | (thread_of[1:] != thread_of[:-1]) | (sub[1:] != sub[:-1])] if len(idx) else np.zeros(0, bool)
+    new_lane = (
+        np.r_[True, (dev_of[1:] != dev_of[:-1]) | (thread_of[1:] != thread_of[:-1]) | (sub[1:] != sub[:-1])]
+        if len(idx)
+        else np.zeros(0, bool)
+    )
     firsts = np.flatnonzero(new_lane)
     lane_names = []
     for f in firsts:
@@ -476,15 +480,28 @@ def _build_timeline(buf, start: int, end: int, source: StepStatsFile, task: Task
     names = StringColumn.from_utf8(*wire.gather_spans(buf, nodes.event_name[idx]))
     in_memory = not isinstance(buf, mmap.mmap)
     spans = nodes.steps.spans
-    detail = NodeSource(source.path, spans[idx, 0].copy(), spans[idx, 1].astype(np.int32),
-                        data=bytes(buf[start:end]) if in_memory else None)
+    detail = NodeSource(
+        source.path,
+        spans[idx, 0].copy(),
+        spans[idx, 1].astype(np.int32),
+        data=bytes(buf[start:end]) if in_memory else None,
+    )
     if in_memory:
         detail.offsets -= start
     timeline = Timeline(
-        groups=nodes.steps.devices, lane_group=lanes.lane_group, lane_names=lanes.lane_names,
-        lane_offsets=lanes.lane_offsets, start_ps=(nodes.start_ns[idx] - origin_ns) * 1000,
-        duration_ps=np.maximum(nodes.dur_ns[idx], 0) * 1000, kind=kind[idx].astype(np.int32), kinds=kinds,
-        names=names, origin_ns=origin_ns, source=_source_name(source), warnings=list(source.warnings) + lanes.warnings)
+        groups=nodes.steps.devices,
+        lane_group=lanes.lane_group,
+        lane_names=lanes.lane_names,
+        lane_offsets=lanes.lane_offsets,
+        start_ps=(nodes.start_ns[idx] - origin_ns) * 1000,
+        duration_ps=np.maximum(nodes.dur_ns[idx], 0) * 1000,
+        kind=kind[idx].astype(np.int32),
+        kinds=kinds,
+        names=names,
+        origin_ns=origin_ns,
+        source=_source_name(source),
+        warnings=list(source.warnings) + lanes.warnings,
+    )
     timeline.details = lambda i: node_details(timeline, detail, i)
     timeline.records = detail
     return timeline
@@ -511,7 +528,7 @@ def _thread_names(buf, thread_dev: np.ndarray, spans: np.ndarray) -> dict[int, d
     if len(spans):
         keys, values = wire.decode_messages(buf, spans, [(1, "i"), (2, "s")])
         for d, k, (o, n) in zip(thread_dev, keys, values):
-            names.setdefault(int(d), {})[int(k)] = bytes(buf[o:o + n]).decode("utf-8", "replace") if o >= 0 else ""
+            names.setdefault(int(d), {})[int(k)] = bytes(buf[o : o + n]).decode("utf-8", "replace") if o >= 0 else ""
     return names
 
 
@@ -540,20 +557,32 @@ def node_details(timeline: Timeline, source: NodeSource, i: int) -> list[tuple[s
     if node.scheduled_micros or node.scheduled_nanos:
         rows.append(("scheduled", rel(node.scheduled_nanos or node.scheduled_micros * 1000)))
     rows.append(("all start", rel(start_ns)))
-    for label, ns_field, us_field in (("op start", "op_start_rel_nanos", "op_start_rel_micros"),
-                                      ("op end", "op_end_rel_nanos", "op_end_rel_micros"),
-                                      ("all end", "all_end_rel_nanos", "all_end_rel_micros")):
+    for label, ns_field, us_field in (
+        ("op start", "op_start_rel_nanos", "op_start_rel_micros"),
+        ("op end", "op_end_rel_nanos", "op_end_rel_micros"),
+        ("all end", "all_end_rel_nanos", "all_end_rel_micros"),
+    ):
         offset = getattr(node, ns_field) if unit == 1 else getattr(node, us_field) * 1000
         rows.append((label, f"+{offset / 1000:,.3f} us ({rel(start_ns + offset)})"))
     for k, out in enumerate(node.output):
         desc = out.tensor_description
         alloc = desc.allocation_description
         allocated = f", {alloc.allocated_bytes:,} allocated" if alloc.allocated_bytes else ""
-        rows.append((f"output {out.slot}", f"{dtype_name(desc.dtype)} {shape_text(desc.shape)}, "
-                     f"{alloc.requested_bytes:,} bytes requested{allocated} on {alloc.allocator_name or '?'}"))
+        rows.append(
+            (
+                f"output {out.slot}",
+                f"{dtype_name(desc.dtype)} {shape_text(desc.shape)}, "
+                f"{alloc.requested_bytes:,} bytes requested{allocated} on {alloc.allocator_name or '?'}",
+            )
+        )
     for mem in node.memory:
-        rows.append((f"memory {mem.allocator_name}", f"total {mem.total_bytes:,} B, peak {mem.peak_bytes:,} B, "
-                     f"live {mem.live_bytes:,} B, in use {mem.allocator_bytes_in_use:,} B"))
+        rows.append(
+            (
+                f"memory {mem.allocator_name}",
+                f"total {mem.total_bytes:,} B, peak {mem.peak_bytes:,} B, "
+                f"live {mem.live_bytes:,} B, in use {mem.allocator_bytes_in_use:,} B",
+            )
+        )
     rows += [(path, value) for path, value in flatten_fields(node)]
     return rows
 
@@ -572,13 +601,16 @@ def flatten_fields(message, prefix: str = ""):
                 sub = list(flatten_fields(item, p + "."))
                 yield from sub if sub else [(p, "{}")]
             elif fd.enum_type is not None:
-                yield p, fd.enum_type.values_by_number[item].name if item in fd.enum_type.values_by_number else str(item)
+                yield (
+                    p,
+                    fd.enum_type.values_by_number[item].name if item in fd.enum_type.values_by_number else str(item),
+                )
             else:
                 yield p, str(item)
 
 
 def dtype_name(dtype: int) -> str:
-    """"float" for DT_FLOAT, as XProf writes data types."""
+    """ "float" for DT_FLOAT, as XProf writes data types."""
     try:
         return types_pb2.DataType.Name(dtype).removeprefix("DT_").lower()
     except ValueError:
@@ -628,13 +660,15 @@ def tensor_columns(buf, steps: StepNodes, full: bool = True) -> Tensors:
     nodes that are neither GPU kernels nor RecvTensor; an input naming no
     tensor is tried without its last `/_` suffix (partitioning inserts
     Send/Recv)."""
-    (allocator, alloc_names, requested, allocated, dtype, shape, shapes, create, unref,
-     (blob, offsets)) = _stepstats.tensor_lifetimes(buf, steps.spans, ~steps.kernel, full)
+    (allocator, alloc_names, requested, allocated, dtype, shape, shapes, create, unref, (blob, offsets)) = (
+        _stepstats.tensor_lifetimes(buf, steps.spans, ~steps.kernel, full)
+    )
     # Two spellings may decode to one name (invalid UTF-8): group by the text.
     allocators = sorted(set(alloc_names))
     alloc_rank = np.array([allocators.index(a) for a in alloc_names], np.int64)
-    return Tensors(alloc_rank[allocator], allocators, requested, allocated, dtype, shape, shapes, create, unref,
-                   blob, offsets)
+    return Tensors(
+        alloc_rank[allocator], allocators, requested, allocated, dtype, shape, shapes, create, unref, blob, offsets
+    )
 
 
 @dataclass
@@ -665,7 +699,7 @@ def allocator_events(tensors: Tensors, by_name: bool = True) -> dict[str, Alloca
     bounds = np.searchsorted(tensors.allocator[by_allocator], np.arange(len(tensors.allocators) + 1))
     out = {}
     for a, name in enumerate(tensors.allocators):
-        rows = by_allocator[bounds[a]:bounds[a + 1]]
+        rows = by_allocator[bounds[a] : bounds[a + 1]]
         if not len(rows):
             continue
         n = len(rows)
@@ -725,19 +759,36 @@ def _allocator_profile(memory_id: str, tensors: Tensors, e: AllocatorEvents, ori
     first_shape = first_dtype + len(dtypes)
     zeros = np.zeros(n, np.int64)
     tl = Snapshots(
-        time_ps=(e.time_us - origin_us) * 1_000_000, stack=zeros, heap=e.total, free=zeros,
-        fragmentation=np.zeros(n), peak_in_use=np.maximum.accumulate(e.total),
-        activity=np.where(e.is_alloc, ALLOCATION, DEALLOCATION).astype(np.int64), requested=np.abs(e.delta),
-        allocation=tensors.allocated[e.rows][e.tensor], address=e.tensor.astype(np.int64) + 1, step=zeros,
-        op=1 + e.tensor.astype(np.int64), region=np.full(n, len(strings) - 1, np.int64),
+        time_ps=(e.time_us - origin_us) * 1_000_000,
+        stack=zeros,
+        heap=e.total,
+        free=zeros,
+        fragmentation=np.zeros(n),
+        peak_in_use=np.maximum.accumulate(e.total),
+        activity=np.where(e.is_alloc, ALLOCATION, DEALLOCATION).astype(np.int64),
+        requested=np.abs(e.delta),
+        allocation=tensors.allocated[e.rows][e.tensor],
+        address=e.tensor.astype(np.int64) + 1,
+        step=zeros,
+        op=1 + e.tensor.astype(np.int64),
+        region=np.full(n, len(strings) - 1, np.int64),
         dtype=first_dtype + dtype_of.reshape(-1)[e.tensor].astype(np.int64),
-        shape=first_shape + shape_of.reshape(-1)[e.tensor].astype(np.int64), strings=strings)
+        shape=first_shape + shape_of.reshape(-1)[e.tensor].astype(np.int64),
+        strings=strings,
+    )
     peak_i = e.peak_index
     peak = int(e.total[peak_i]) if peak_i >= 0 else 0
     summary = MemorySummary(
-        num_allocations=len(e.rows), num_deallocations=len(e.rows), memory_capacity=0, peak_bytes_lifetime=peak,
-        peak_time_ps=int(tl.time_ps[peak_i]) if peak_i >= 0 else 0, peak_stack=0, peak_heap=peak, peak_free=0,
-        peak_fragmentation=0.0)
+        num_allocations=len(e.rows),
+        num_deallocations=len(e.rows),
+        memory_capacity=0,
+        peak_bytes_lifetime=peak,
+        peak_time_ps=int(tl.time_ps[peak_i]) if peak_i >= 0 else 0,
+        peak_stack=0,
+        peak_heap=peak,
+        peak_free=0,
+        peak_fragmentation=0.0,
+    )
     # Each tensor is allocated and freed once, so the events pair by tensor (a free
     # before its allocation, from a negative duration, frees nothing).
     free_at = np.empty(len(e.rows), np.int64)
@@ -745,8 +796,15 @@ def _allocator_profile(memory_id: str, tensors: Tensors, e: AllocatorEvents, ori
     free_at[e.tensor[frees]] = frees
     allocs = np.flatnonzero(e.is_alloc)
     freed = free_at[e.tensor[allocs]]
-    profile = AllocatorProfile(memory_id=memory_id, timeline=tl, summary=summary, peak_allocations=None,
-                               complete=True, stored_snapshots=tl, lifetimes=(allocs, np.where(freed > allocs, freed, n)))
+    profile = AllocatorProfile(
+        memory_id=memory_id,
+        timeline=tl,
+        summary=summary,
+        peak_allocations=None,
+        complete=True,
+        stored_snapshots=tl,
+        lifetimes=(allocs, np.where(freed > allocs, freed, n)),
+    )
     # timeline.py's peak is the first snapshot reaching the maximum, not the last.
     profile.__dict__["peak_index"] = max(peak_i, 0)
     profile.peak_allocations = profile.allocations_at(max(peak_i, 0)) if n else None
@@ -793,14 +851,18 @@ def _chrome_chunks(source: StepStatsFile, task: TaskState) -> Iterator[bytes]:
             raise ProfileError(f"{source.path}: corrupt StepStats: {e}") from None
         dumps = lambda value: json.dumps(value, separators=(",", ":"))
         meta = [{"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "Allocators"}}]
-        meta += [{"ph": "M", "name": "process_name", "pid": g + 1, "args": {"name": device}}
-                 for g, device in enumerate(steps.devices)]
+        meta += [
+            {"ph": "M", "name": "process_name", "pid": g + 1, "args": {"name": device}}
+            for g, device in enumerate(steps.devices)
+        ]
         # thread ids: a lane's place in its device (lanes are grouped by device)
         num_lanes = len(lanes.lane_names)
         group_first = np.r_[0, np.flatnonzero(np.diff(lanes.lane_group)) + 1]
         tid_of_lane = np.arange(num_lanes) - np.repeat(group_first, np.diff(np.r_[group_first, num_lanes]))
-        meta += [{"ph": "M", "name": "thread_name", "pid": int(g) + 1, "tid": int(k), "args": {"name": lane_name}}
-                 for g, k, lane_name in zip(lanes.lane_group, tid_of_lane, lanes.lane_names)]
+        meta += [
+            {"ph": "M", "name": "thread_name", "pid": int(g) + 1, "tid": int(k), "args": {"name": lane_name}}
+            for g, k, lane_name in zip(lanes.lane_group, tid_of_lane, lanes.lane_names)
+        ]
         yield b'{"traceEvents":[' + ",".join(map(dumps, meta)).encode()
 
         order, kernel = lanes.order, steps.kernel
@@ -809,10 +871,12 @@ def _chrome_chunks(source: StepStatsFile, task: TaskState) -> Iterator[bytes]:
         for a in range(0, len(order), ROWS_PER_CHUNK):
             task.raise_if_cancelled()
             task.report(0.5 + 0.4 * a / len(order), "Writing trace events")
-            rows = order[a:a + ROWS_PER_CHUNK]
+            rows = order[a : a + ROWS_PER_CHUNK]
             lane = np.searchsorted(lanes.lane_offsets, np.arange(a, a + len(rows)), side="right") - 1
             try:
-                yield _stepstats.trace_events(buf, steps.spans[rows], kernel[rows], pid_of_lane[lane], tid_of_lane[lane])
+                yield _stepstats.trace_events(
+                    buf, steps.spans[rows], kernel[rows], pid_of_lane[lane], tid_of_lane[lane]
+                )
             except ValueError as e:
                 raise ProfileError(f"{source.path}: corrupt StepStats: {e}") from None
             current = int(lanes.lane_group[lane[-1]]) if a + len(rows) < len(order) else len(steps.devices)
@@ -822,11 +886,16 @@ def _chrome_chunks(source: StepStatsFile, task: TaskState) -> Iterator[bytes]:
     del steps, lanes, order, kernel
     for name, time_us, total in counters:
         name_json = dumps(name).encode()
-        parts = [b',{"ph":"C","cat":"Memory","name":' + name_json + b',"pid":0,"tid":0,"ts":',
-                 b',"args":{' + name_json + b":", b"}}"]
+        parts = [
+            b',{"ph":"C","cat":"Memory","name":' + name_json + b',"pid":0,"tid":0,"ts":',
+            b',"args":{' + name_json + b":",
+            b"}}",
+        ]
         for a in range(0, len(total), ROWS_PER_CHUNK):
             task.raise_if_cancelled()
-            yield _jsonrows.json_rows(parts, [("i", time_us), ("i", total)], a, min(a + ROWS_PER_CHUNK, len(total)), b"")
+            yield _jsonrows.json_rows(
+                parts, [("i", time_us), ("i", total)], a, min(a + ROWS_PER_CHUNK, len(total)), b""
+            )
     yield b'],"otherData":' + dumps({"source": _source_name(source), "producer": "profscope"}).encode() + b"}"
 
 

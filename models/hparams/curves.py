@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from profscope.models.hparams.experiment import reservoir_indices
 from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.hparams.experiment import reservoir_indices
 from profscope.models.hparams.logdir import read_logdir
 
 

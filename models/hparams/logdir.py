@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from profscope.models.formats import _protowire as wire
+from profscope.models.core import _protowire as wire
 from profscope.models.core import _tfrecord
 from profscope.models.core.event_file import record_warnings, scan_records
 from profscope.models.core.files import stays_inside
@@ -323,10 +323,11 @@ def _fill_runs(runs: dict[str, Run], names: list[str], buf, v: _Values, value_ru
     scalar_keys = first_keys[v.plugin[first_rows] == scalars_id]
     # Python lists, not numpy scalars, in the loops over tens of thousands of runs.
     other = first_rows[v.plugin[first_rows] != scalars_id]
-    for run, plugin, tag, (start, length) in zip(value_run[other].tolist(), v.plugin[other].tolist(),
-                                                 v.tag[other].tolist(), v.content[other].tolist()):
+    for run, plugin, tag, (start, length) in zip(
+        value_run[other].tolist(), v.plugin[other].tolist(), v.tag[other].tolist(), v.content[other].tolist()
+    ):
         if v.plugins[plugin]:
-            content = bytes(buf[start:start + length]) if start >= 0 else b""
+            content = bytes(buf[start : start + length]) if start >= 0 else b""
             runs[names[run]].plugin_content.setdefault(v.plugins[plugin], {})[v.tags[tag]] = content
     scalar_rows = first_rows[v.plugin[first_rows] == scalars_id]
     for run, tag in zip(value_run[scalar_rows].tolist(), v.tag[scalar_rows].tolist()):
@@ -375,7 +376,9 @@ def _read_run_files(name: str, files: list[str], warnings: list[str]) -> Run:
                 if plugin:
                     plugin_of[tag] = plugin
                     start, length = v.content[row]
-                    run.plugin_content.setdefault(plugin, {})[tag] = bytes(data[start:start + length]) if start >= 0 else b""
+                    run.plugin_content.setdefault(plugin, {})[tag] = (
+                        bytes(data[start : start + length]) if start >= 0 else b""
+                    )
         purges = _purges(v, tags, file_version, seen_start, most_recent_step)
         if v.event_start.any():
             seen_start = True
@@ -394,13 +397,16 @@ def _purges(v: _Values, tags: list[str], file_version, seen_start: bool, most_re
     out = []
     if file_version is not None and file_version >= 2:
         starts = np.flatnonzero(v.event_start)
-        for e in starts[0 if seen_start else 1:]:
+        for e in starts[0 if seen_start else 1 :]:
             out.append((int(e), int(v.event_step[e]), None))
         return out
     steps = v.event_step
     summaries = np.flatnonzero(v.event_summary)
-    previous = np.r_[most_recent_step if most_recent_step is not None else np.iinfo(np.int64).min,
-                     steps[summaries][:-1]] if len(summaries) else np.zeros(0, np.int64)
+    previous = (
+        np.r_[most_recent_step if most_recent_step is not None else np.iinfo(np.int64).min, steps[summaries][:-1]]
+        if len(summaries)
+        else np.zeros(0, np.int64)
+    )
     events = summaries[steps[summaries] < previous]
     # The rows of each purging event: one sort, not a scan of every row per purge.
     order = np.argsort(v.event, kind="stable")
@@ -454,8 +460,10 @@ def _tensor_scalars(buf, spans: np.ndarray) -> np.ndarray:
     if not len(spans):
         return out
     dtype, shape, content, floats, doubles = wire.decode_messages(
-        buf, spans, [(TENSOR_DTYPE, "i"), (TENSOR_SHAPE, "s"), (TENSOR_CONTENT, "s"), (TENSOR_FLOAT, "s"),
-                     (TENSOR_DOUBLE, "s")])
+        buf,
+        spans,
+        [(TENSOR_DTYPE, "i"), (TENSOR_SHAPE, "s"), (TENSOR_CONTENT, "s"), (TENSOR_FLOAT, "s"), (TENSOR_DOUBLE, "s")],
+    )
     ((dim_parent, dims),) = wire.find_children(buf, shape, [SHAPE_DIM])
     (size,) = wire.decode_messages(buf, dims, [(DIM_SIZE, "i")])
     count = np.ones(len(spans), np.int64)
@@ -468,7 +476,7 @@ def _tensor_scalars(buf, spans: np.ndarray) -> np.ndarray:
                 blob, _ = wire.gather_spans(buf, source[rows])
                 out[rows] = np.frombuffer(blob, fmt)
     for i in np.flatnonzero(one & np.isnan(out)).tolist():  # other types, or NaN itself: parse it
-        out[i] = _tensor_item(bytes(buf[spans[i, 0]:spans[i, 0] + spans[i, 1]]))
+        out[i] = _tensor_item(bytes(buf[spans[i, 0] : spans[i, 0] + spans[i, 1]]))
     return out
 
 
@@ -478,15 +486,33 @@ def _tensor_item(data: bytes) -> float:
         t = decode(tensor_pb2.TensorProto, data, "a summary's tensor")
     except ProfileError:
         return np.nan  # a corrupt value is no number, as a non-numeric one
-    numpy_type = {1: "<f4", 2: "<f8", 3: "<i4", 4: "<u1", 5: "<i2", 6: "<i1", 9: "<i8", 10: "?", 17: "<u2",
-                  19: "<f2", 22: "<u4", 23: "<u8"}.get(t.dtype)
+    numpy_type = {
+        1: "<f4",
+        2: "<f8",
+        3: "<i4",
+        4: "<u1",
+        5: "<i2",
+        6: "<i1",
+        9: "<i8",
+        10: "?",
+        17: "<u2",
+        19: "<f2",
+        22: "<u4",
+        23: "<u8",
+    }.get(t.dtype)
     if numpy_type is None:
         return np.nan
     if t.tensor_content:
         values = np.frombuffer(t.tensor_content, numpy_type)
     else:
-        field_values = {1: t.float_val, 2: t.double_val, 9: t.int64_val, 10: t.bool_val, 22: t.uint32_val,
-                        23: t.uint64_val}.get(t.dtype)
+        field_values = {
+            1: t.float_val,
+            2: t.double_val,
+            9: t.int64_val,
+            10: t.bool_val,
+            22: t.uint32_val,
+            23: t.uint64_val,
+        }.get(t.dtype)
         if field_values is None:
             field_values = t.half_val if t.dtype == 19 else t.int_val
         values = np.asarray(list(field_values))

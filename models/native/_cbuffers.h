@@ -1,4 +1,4 @@
-/* Small helpers shared by the C extensions (profscope.models.formats._protowire,
+/* Small helpers shared by the C extensions (profscope.models.core._protowire,
  * profscope.models.core._tfrecord, profscope.models.data._lanes, profscope.models.data._nesting, profscope.models.formats._labels,
  * profscope.models.formats._stepstats, profscope.models.formats._logscan, profscope.models.data._jsonrows,
  * profscope.models.formats._memory_json, profscope.models.sql._parquet): the bytes of a buffer,

@@ -23,14 +23,15 @@ from pathlib import Path
 
 import grpc
 
-from profscope.models.formats.memory_profile_file import parse_memory_profile
+from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.memory_profile import MemoryProfileData
+from profscope.models.data.timeline import Timeline
+from profscope.models.formats.memory_profile_file import parse_memory_profile
 from profscope.models.remote import SCHEME
 from profscope.models.repository.profile_repository import LocalRepository, ProfileRepository, SessionInfo, ToolData
-from profscope.models.core.task import ProfileError, TaskState
-from profscope.models.data.timeline import Timeline
 from profscope.protos import profiler_analysis_pb2 as pa
-from profscope.protos import profiler_options_pb2, profiler_service_pb2 as ps
+from profscope.protos import profiler_options_pb2
+from profscope.protos import profiler_service_pb2 as ps
 
 ANALYSIS = "tensorflow.ProfileAnalysis"
 PROFILER = "tensorflow.ProfilerService"
@@ -234,13 +235,16 @@ def capture(address: str, duration_ms: int, repository_root: Path, session_id: s
         if safe_file_name(name):
             (folder / name).write_bytes(tool.data)
     if not any(folder.iterdir()) and not response.empty_trace:
-        raise ProfileError(f"{address}: the profiler returned no data and saved none under {folder} "
-                           "(is the program on another machine? capture through a ProfileAnalysis server there)")
+        raise ProfileError(
+            f"{address}: the profiler returned no data and saved none under {folder} "
+            "(is the program on another machine? capture through a ProfileAnalysis server there)"
+        )
     return folder, response.empty_trace
 
 
-def new_session(address: str, hosts: list[str], duration_ms: int, session_id: str = "",
-                task: TaskState | None = None) -> tuple[str, bool]:
+def new_session(
+    address: str, hosts: list[str], duration_ms: int, session_id: str = "", task: TaskState | None = None
+) -> tuple[str, bool]:
     """Asks a ProfileAnalysis server to capture from profiler servers near it (NewSession)."""
     target = address.removeprefix(SCHEME)
     if not hosts:

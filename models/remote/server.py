@@ -30,6 +30,7 @@ from pathlib import Path
 
 import grpc
 
+from profscope.models.core.task import Cancelled, ProfileError, TaskState
 from profscope.models.remote.client import (
     ANALYSIS,
     FILE_TOOL,
@@ -43,9 +44,8 @@ from profscope.models.remote.client import (
     channel,
     safe_file_name,
 )
-from profscope.models.repository.registry import TOOLS
 from profscope.models.repository.profile_repository import LocalRepository
-from profscope.models.core.task import Cancelled, ProfileError, TaskState
+from profscope.models.repository.registry import TOOLS
 from profscope.protos import profiler_analysis_pb2 as pa
 from profscope.protos import profiler_service_pb2 as ps
 
@@ -146,19 +146,29 @@ class AnalysisService:
         self._check_root(request.repository_root)
         repo = self.rescan()
         return pa.EnumProfileSessionsAndToolsResponse(
-            sessions=[pa.ProfileSessionInfo(session_id=s.name, available_tools=list(s.tools))
-                      for s in sorted(repo.enum_sessions(), key=lambda s: s.name)])
+            sessions=[
+                pa.ProfileSessionInfo(session_id=s.name, available_tools=list(s.tools))
+                for s in sorted(repo.enum_sessions(), key=lambda s: s.name)
+            ]
+        )
 
-    def get_session_tool_data(self, request: pa.ProfileSessionDataRequest, task: TaskState) -> pa.ProfileSessionDataResponse:
+    def get_session_tool_data(
+        self, request: pa.ProfileSessionDataRequest, task: TaskState
+    ) -> pa.ProfileSessionDataResponse:
         self._check_root(request.repository_root)
         session, repo = request.session_id, self._session(request.session_id)
         _check_text("host_name", request.host_name, allow_empty=True)
         _check_text("tool_name", request.tool_name)
-        if len(request.parameters) > MAX_PARAMETERS or sum(len(k) + len(v) for k, v in request.parameters.items()) > MAX_PARAMETER_BYTES:
+        if (
+            len(request.parameters) > MAX_PARAMETERS
+            or sum(len(k) + len(v) for k, v in request.parameters.items()) > MAX_PARAMETER_BYTES
+        ):
             raise Refused(grpc.StatusCode.INVALID_ARGUMENT, "too many or too large parameters")
         tool = request.tool_name
         if tool == FILES_TOOL:
-            return pa.ProfileSessionDataResponse(output_format="json", output=json.dumps(_listing(repo, session)).encode())
+            return pa.ProfileSessionDataResponse(
+                output_format="json", output=json.dumps(_listing(repo, session)).encode()
+            )
         if tool == FILE_TOOL:
             name = request.parameters.get("name", "")
             files = {p.name: p for h in repo.session(session).hosts for p in repo.host_paths(session, h)}
@@ -226,11 +236,13 @@ class _Collected:
 
 def _listing(repo: LocalRepository, session: str) -> dict:
     info = repo.session(session)
-    return {"hosts": list(info.hosts),
-            "tools": {t: repo.hosts_with(session, t) for t in info.tools},
-            "files": {h: [p.name for p in repo.host_paths(session, h)] for h in info.hosts},
-            "steps": {h: repo.steps(session, h) for h in repo.hosts_with(session, "trace_viewer")},
-            "combines_hosts": repo.combines_hosts(session)}
+    return {
+        "hosts": list(info.hosts),
+        "tools": {t: repo.hosts_with(session, t) for t in info.tools},
+        "files": {h: [p.name for p in repo.host_paths(session, h)] for h in info.hosts},
+        "steps": {h: repo.steps(session, h) for h in repo.hosts_with(session, "trace_viewer")},
+        "combines_hosts": repo.combines_hosts(session),
+    }
 
 
 def _has_profiles(root: Path) -> bool:
@@ -249,8 +261,10 @@ def _check_text(field: str, value: str, allow_empty: bool = False, allow_slash: 
     parts = value.split("/") if allow_slash else [value]
     if not all(SAFE_NAME.match(p) and p not in (".", "..") for p in parts) or len(value) > 200:
         shown = value if len(value) < 80 else value[:80] + "…"
-        raise Refused(grpc.StatusCode.INVALID_ARGUMENT,
-                      f"{field} {shown!r} is not allowed: 1 to 200 letters, digits and . _ : - only")
+        raise Refused(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"{field} {shown!r} is not allowed: 1 to 200 letters, digits and . _ : - only",
+        )
 
 
 def _handler(fn, slots: Slots, request_type, response_type):
@@ -269,8 +283,10 @@ def _handler(fn, slots: Slots, request_type, response_type):
             context.abort(e.code, str(e))
         except Cancelled:  # an ended call: a status nobody reads, and no traceback in the log
             context.abort(grpc.StatusCode.CANCELLED, "the call ended before its answer was ready")
-    return grpc.unary_unary_rpc_method_handler(run, request_deserializer=request_type.FromString,
-                                               response_serializer=response_type.SerializeToString)
+
+    return grpc.unary_unary_rpc_method_handler(
+        run, request_deserializer=request_type.FromString, response_serializer=response_type.SerializeToString
+    )
 
 
 class Server:
@@ -303,24 +319,47 @@ def limit_malloc_arenas(arenas: int = 2) -> None:
         pass
 
 
-def make_server(path: Path, bind: str = "127.0.0.1", port: int = 0, max_message: int = MAX_MESSAGE,
-                workers: int = WORKERS) -> tuple[Server, int, AnalysisService]:
+def make_server(
+    path: Path, bind: str = "127.0.0.1", port: int = 0, max_message: int = MAX_MESSAGE, workers: int = WORKERS
+) -> tuple[Server, int, AnalysisService]:
     """A started server and its port (port 0: a free one)."""
     service = AnalysisService(path, workers)
     executor = futures.ThreadPoolExecutor(max_workers=MAX_CALLS, thread_name_prefix="profscope-serve")
-    server = grpc.server(executor, maximum_concurrent_rpcs=MAX_CALLS,
-                         options=[("grpc.max_receive_message_length", MAX_REQUEST),
-                                  ("grpc.max_send_message_length", max_message),
-                                  # a port in use is an error, not shared with the other server
-                                  ("grpc.so_reuseport", 0)])
+    server = grpc.server(
+        executor,
+        maximum_concurrent_rpcs=MAX_CALLS,
+        options=[
+            ("grpc.max_receive_message_length", MAX_REQUEST),
+            ("grpc.max_send_message_length", max_message),
+            # a port in use is an error, not shared with the other server
+            ("grpc.so_reuseport", 0),
+        ],
+    )
     slots = service.slots
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(ANALYSIS, {
-        "EnumSessions": _handler(service.enum_sessions, slots, pa.EnumProfileSessionsAndToolsRequest,
-                                 pa.EnumProfileSessionsAndToolsResponse),
-        "GetSessionToolData": _handler(service.get_session_tool_data, slots, pa.ProfileSessionDataRequest,
-                                       pa.ProfileSessionDataResponse),
-        "NewSession": _handler(service.new_session, slots, pa.NewProfileSessionRequest, pa.NewProfileSessionResponse),
-    }),))
+    server.add_generic_rpc_handlers(
+        (
+            grpc.method_handlers_generic_handler(
+                ANALYSIS,
+                {
+                    "EnumSessions": _handler(
+                        service.enum_sessions,
+                        slots,
+                        pa.EnumProfileSessionsAndToolsRequest,
+                        pa.EnumProfileSessionsAndToolsResponse,
+                    ),
+                    "GetSessionToolData": _handler(
+                        service.get_session_tool_data,
+                        slots,
+                        pa.ProfileSessionDataRequest,
+                        pa.ProfileSessionDataResponse,
+                    ),
+                    "NewSession": _handler(
+                        service.new_session, slots, pa.NewProfileSessionRequest, pa.NewProfileSessionResponse
+                    ),
+                },
+            ),
+        )
+    )
     address = f"[{bind}]:{port}" if ":" in bind else f"{bind}:{port}"
     try:
         bound = server.add_insecure_port(address)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.hparams.experiment import load_hparams
 from profscope.models.remote import SCHEME
 from profscope.models.repository.profile_repository import LocalRepository, ProfileRepository
-from profscope.models.core.task import ProfileError, TaskState
 
 
 def open_location(path: str | os.PathLike, task: TaskState | None = None):

@@ -21,18 +21,18 @@ import os
 import threading
 import weakref
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
-from profscope.models.core.files import stays_inside
-from profscope.models.formats import FORMATS, looked_for
-from profscope.models.data.memory_profile import MemoryProfileData, xprof_json_chunks
 from profscope.models.analysis import trace_stats
-from profscope.models.repository.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TOOLS, TRACE_VIEWER, Format
+from profscope.models.core.files import stays_inside
 from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.data.memory_profile import MemoryProfileData, xprof_json_chunks
 from profscope.models.data.timeline import Timeline
 from profscope.models.data.tool_data import ToolData
+from profscope.models.formats import FORMATS, looked_for
+from profscope.models.repository.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TOOLS, TRACE_VIEWER, Format
 
 MAX_DEPTH = 6  # how deep to look below an opened folder
 
@@ -94,7 +94,9 @@ class ProfileRepository(ABC):
         hosts = self.hosts_with(session, tool)
         if host:
             if host not in hosts:
-                raise ProfileError(f"session {session!r} has no {tool} data for host {host!r} (hosts: {', '.join(hosts)})")
+                raise ProfileError(
+                    f"session {session!r} has no {tool} data for host {host!r} (hosts: {', '.join(hosts)})"
+                )
             return host
         if len(hosts) > 1:
             raise ProfileError(f"{tool} shows one host at a time; choose one of: {', '.join(hosts)}")
@@ -105,8 +107,14 @@ class ProfileRepository(ABC):
         info = self.session(session)
         return list(info.hosts) if tool in info.tools else []
 
-    def tool_data(self, session: str, tool: str, host: str = "", params: dict[str, str] | None = None,
-                  task: TaskState | None = None) -> ToolData:
+    def tool_data(
+        self,
+        session: str,
+        tool: str,
+        host: str = "",
+        params: dict[str, str] | None = None,
+        task: TaskState | None = None,
+    ) -> ToolData:
         """GetSessionToolData: the tool's output for a session and host."""
         params = params or {}
         if tool == MEMORY_PROFILE:
@@ -129,8 +137,9 @@ class ProfileRepository(ABC):
         raise ProfileError(f"unknown tool {tool!r}; Profscope offers: {', '.join(TOOLS)}")
 
     @abstractmethod
-    def chrome_trace(self, session: str, host: str, step: str = "",
-                     task: TaskState | None = None) -> bytes | Iterable[bytes]:
+    def chrome_trace(
+        self, session: str, host: str, step: str = "", task: TaskState | None = None
+    ) -> bytes | Iterable[bytes]:
         """Chrome trace-event JSON of a host's step timeline (whole or in chunks)."""
 
 
@@ -214,8 +223,11 @@ class LocalRepository(ProfileRepository):
         else:
             host, fmt, files = self._source(session, host, TRACE_VIEWER)
             hosts = [(host, files)]
-        return self._shared((TRACE_VIEWER, session, host, step), [p for _, files in hosts for p in files],
-                            lambda: fmt.timeline(hosts, step, task))
+        return self._shared(
+            (TRACE_VIEWER, session, host, step),
+            [p for _, files in hosts for p in files],
+            lambda: fmt.timeline(hosts, step, task),
+        )
 
     def _shared(self, key: tuple, files: list[Path], read):
         """read()'s result, or the same one read before if something still
@@ -247,8 +259,9 @@ class LocalRepository(ProfileRepository):
                 return fmt
         return None
 
-    def chrome_trace(self, session: str, host: str, step: str = "",
-                     task: TaskState | None = None) -> bytes | Iterable[bytes]:
+    def chrome_trace(
+        self, session: str, host: str, step: str = "", task: TaskState | None = None
+    ) -> bytes | Iterable[bytes]:
         host, fmt, files = self._source(session, host, TRACE_VIEWER)
         return fmt.chrome_trace(files, host, step, task or TaskState())
 

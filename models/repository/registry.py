@@ -11,8 +11,8 @@ and nothing else, so a new format touches one module.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from profscope.models.core.task import ProfileError, TaskState
 

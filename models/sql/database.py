@@ -33,14 +33,13 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from profscope.models.sql import parquet
 from profscope.models.analysis import trace_stats
-from profscope.models.data.memory_profile import ACTIVITY_NAMES
-from profscope.models.repository.registry import MEMORY_PROFILE, TRACE_VIEWER
 from profscope.models.core.task import Cancelled, ProfileError, TaskState
+from profscope.models.data.memory_profile import ACTIVITY_NAMES
 from profscope.models.data.timeline import StringTable, Timeline
+from profscope.models.repository.registry import MEMORY_PROFILE, TRACE_VIEWER
+from profscope.models.sql import parquet
 
 _SLICE = (("session", "VARCHAR"), ("host", "VARCHAR"), ("tag", "VARCHAR"), ("process", "VARCHAR"),
           ("thread", "VARCHAR"), ("lane", "INTEGER"), ("depth", "INTEGER"), ("id", "BIGINT"), ("name", "VARCHAR"),
@@ -331,10 +330,20 @@ class ProfileDatabase:
             task.raise_if_cancelled()
             columns = slice_columns(tl)
             exprs = {c: c for c in columns.column_names} | {
-                "start_ns": _Ns("start_ps", int(tl.origin_ns)), "dur_ns": _Ns("dur_ps"),
-                "parent": _NullIf("parent"), "step": _NullIf("step")}
-            parts.append(self._part(columns, {c: e for c, e in exprs.items() if c in columns.column_names
-                                              or c in ("start_ns", "dur_ns")}, session=session, host=host, tag=tag))
+                "start_ns": _Ns("start_ps", int(tl.origin_ns)),
+                "dur_ns": _Ns("dur_ps"),
+                "parent": _NullIf("parent"),
+                "step": _NullIf("step"),
+            }
+            parts.append(
+                self._part(
+                    columns,
+                    {c: e for c, e in exprs.items() if c in columns.column_names or c in ("start_ns", "dur_ns")},
+                    session=session,
+                    host=host,
+                    tag=tag,
+                )
+            )
         self._view("slices", parts)
 
     def _load_flows(self, task: TaskState) -> None:
@@ -342,7 +351,9 @@ class ProfileDatabase:
         for session, host, tag, tl in self._timeline_list(task):
             if tl.flows is not None and len(tl.flows):
                 f = tl.flows
-                columns = pa.table({"from_id": f.src, "to_id": f.dst, "category": _dictionary(f.category, f.categories)})
+                columns = pa.table(
+                    {"from_id": f.src, "to_id": f.dst, "category": _dictionary(f.category, f.categories)}
+                )
                 exprs = {"from_id": "from_id", "to_id": "to_id", "category": "category"}
                 parts.append(self._part(columns, exprs, session=session, host=host, tag=tag))
         self._view("flows", parts)
@@ -354,13 +365,16 @@ class ProfileDatabase:
                 columns = pa.table({"time_ps": c.time_ps, "value": c.value})
                 exprs = {"time_ns": _Ns("time_ps", int(tl.origin_ns)), "value": "value"}
                 process = tl.groups[c.group] if 0 <= c.group < len(tl.groups) else ""
-                parts.append(self._part(columns, exprs, session=session, host=host, tag=tag, process=process,
-                                        name=c.name))
+                parts.append(
+                    self._part(columns, exprs, session=session, host=host, tag=tag, process=process, name=c.name)
+                )
         self._view("counters", parts)
 
     def _load_kernels(self, task: TaskState) -> None:
-        self._con.execute(f"CREATE VIEW kernels AS SELECT *, {KERNEL_TYPE} AS type FROM slices "
-                          f"WHERE category IN ({', '.join(map(_literal, trace_stats.GPU_CATEGORIES))})")
+        self._con.execute(
+            f"CREATE VIEW kernels AS SELECT *, {KERNEL_TYPE} AS type FROM slices "
+            f"WHERE category IN ({', '.join(map(_literal, trace_stats.GPU_CATEGORIES))})"
+        )
 
     def _load_ops(self, task: TaskState) -> None:
         parts = []
@@ -370,27 +384,50 @@ class ProfileDatabase:
             if times is None:
                 continue
             ops = np.flatnonzero(times.is_op)
-            columns = pa.table({"id": ops, "self_ps": times.self_ps[ops], "device_self_ps": times.device_self_ps[ops],
-                                "device_total_ps": times.device_total_ps[ops]})
-            exprs = {"id": "id", "self_ns": _Ns("self_ps"), "device_self_ns": _Ns("device_self_ps"),
-                     "device_total_ns": _Ns("device_total_ps")}
+            columns = pa.table(
+                {
+                    "id": ops,
+                    "self_ps": times.self_ps[ops],
+                    "device_self_ps": times.device_self_ps[ops],
+                    "device_total_ps": times.device_total_ps[ops],
+                }
+            )
+            exprs = {
+                "id": "id",
+                "self_ns": _Ns("self_ps"),
+                "device_self_ns": _Ns("device_self_ps"),
+                "device_total_ns": _Ns("device_total_ps"),
+            }
             parts.append(self._part(columns, exprs, session=session, host=host, tag=tag))
         keys = (("session", "VARCHAR"), ("host", "VARCHAR"), ("tag", "VARCHAR"), ("id", "BIGINT"))
-        self._view("_op_times", parts, keys + SCHEMA["ops"][len(_SLICE):])
-        self._con.execute("CREATE VIEW ops AS SELECT s.*, o.self_ns, o.device_self_ns, o.device_total_ns "
-                          "FROM slices s JOIN _op_times o USING (session, host, tag, id)")
+        self._view("_op_times", parts, keys + SCHEMA["ops"][len(_SLICE) :])
+        self._con.execute(
+            "CREATE VIEW ops AS SELECT s.*, o.self_ns, o.device_self_ns, o.device_total_ns "
+            "FROM slices s JOIN _op_times o USING (session, host, tag, id)"
+        )
 
     def _load_memory_snapshots(self, task: TaskState) -> None:
         parts = []
         for session, host, memory_id, a in self._allocator_list(task):
             s = a.timeline
             strings = pa.array(s.strings, pa.string())
-            columns = pa.table({
-                "snapshot": np.arange(len(s)), "time_ps": s.time_ps, "stack_bytes": s.stack, "heap_bytes": s.heap,
-                "free_bytes": s.free, "fragmentation": s.fragmentation, "peak_bytes_in_use": s.peak_in_use,
-                "activity": s.activity, "requested_bytes": s.requested, "allocation_bytes": s.allocation,
-                "address": _unsigned(s.address), "step": s.step,
-                **{name: _dictionary(getattr(s, name), strings) for name, _ in _ACTIVITY}})
+            columns = pa.table(
+                {
+                    "snapshot": np.arange(len(s)),
+                    "time_ps": s.time_ps,
+                    "stack_bytes": s.stack,
+                    "heap_bytes": s.heap,
+                    "free_bytes": s.free,
+                    "fragmentation": s.fragmentation,
+                    "peak_bytes_in_use": s.peak_in_use,
+                    "activity": s.activity,
+                    "requested_bytes": s.requested,
+                    "allocation_bytes": s.allocation,
+                    "address": _unsigned(s.address),
+                    "step": s.step,
+                    **{name: _dictionary(getattr(s, name), strings) for name, _ in _ACTIVITY},
+                }
+            )
             exprs = {c: c for c in columns.column_names} | {"time_ns": _Ns("time_ps"), "kind": _activity("activity")}
             parts.append(self._part(columns, exprs, session=session, host=host, allocator=memory_id))
         self._view("memory_snapshots", parts)
@@ -406,16 +443,26 @@ class ProfileDatabase:
             freed = np.where(frees < len(s), frees, -1)
             at_free = np.minimum(frees, max(len(s) - 1, 0))
             strings = pa.array(s.strings, pa.string())
-            columns = pa.table({
-                "snapshot": allocs, "freed_snapshot": freed, "alloc_time_ps": s.time_ps[allocs],
-                "free_time_ps": s.time_ps[at_free], "allocation_bytes": s.allocation[allocs],
-                "requested_bytes": s.requested[allocs], "address": _unsigned(s.address[allocs]),
-                "step": s.step[allocs], "free_step": s.step[at_free],
-                **{name: _dictionary(getattr(s, name)[allocs], strings) for name, _ in _ACTIVITY}})
+            columns = pa.table(
+                {
+                    "snapshot": allocs,
+                    "freed_snapshot": freed,
+                    "alloc_time_ps": s.time_ps[allocs],
+                    "free_time_ps": s.time_ps[at_free],
+                    "allocation_bytes": s.allocation[allocs],
+                    "requested_bytes": s.requested[allocs],
+                    "address": _unsigned(s.address[allocs]),
+                    "step": s.step[allocs],
+                    "free_step": s.step[at_free],
+                    **{name: _dictionary(getattr(s, name)[allocs], strings) for name, _ in _ACTIVITY},
+                }
+            )
             exprs = {c: c for c in columns.column_names} | {
-                "freed_snapshot": _NullIf("freed_snapshot"), "alloc_time_ns": _Ns("alloc_time_ps"),
+                "freed_snapshot": _NullIf("freed_snapshot"),
+                "alloc_time_ns": _Ns("alloc_time_ps"),
                 "free_time_ns": "CASE WHEN freed_snapshot < 0 THEN NULL ELSE free_time_ps // 1000 END",
-                "free_step": "CASE WHEN freed_snapshot < 0 THEN NULL ELSE free_step END"}
+                "free_step": "CASE WHEN freed_snapshot < 0 THEN NULL ELSE free_step END",
+            }
             parts.append(self._part(columns, exprs, session=session, host=host, allocator=memory_id))
         self._view("allocations", parts)
 
@@ -426,33 +473,56 @@ class ProfileDatabase:
         from profscope.protos import api_pb2
 
         rows = self._hparams_sessions()
-        status = [api_pb2.Status.Name(s.status).removeprefix("STATUS_") if s.status in api_pb2.Status.values()
-                  else str(s.status) for s in rows]
-        self._python_table("sessions", {
-            "session": [s.name for s in rows], "group_name": [s.group for s in rows], "status": status,
-            "start_time": [s.start_time for s in rows], "end_time": [s.end_time for s in rows],
-            "model_uri": [s.model_uri for s in rows], "monitor_url": [s.monitor_url for s in rows]})
+        status = [
+            api_pb2.Status.Name(s.status).removeprefix("STATUS_")
+            if s.status in api_pb2.Status.values()
+            else str(s.status)
+            for s in rows
+        ]
+        self._python_table(
+            "sessions",
+            {
+                "session": [s.name for s in rows],
+                "group_name": [s.group for s in rows],
+                "status": status,
+                "start_time": [s.start_time for s in rows],
+                "end_time": [s.end_time for s in rows],
+                "model_uri": [s.model_uri for s in rows],
+                "monitor_url": [s.monitor_url for s in rows],
+            },
+        )
 
     def _load_hparams(self, task: TaskState) -> None:
         rows = [(s.name, name, value) for s in self._hparams_sessions() for name, value in sorted(s.hparams.items())]
-        self._python_table("hparams", {
-            "session": [r[0] for r in rows], "name": [r[1] for r in rows],
-            "value": [_hparam_text(r[2]) for r in rows],
-            "number": [float(r[2]) if isinstance(r[2], (bool, float, int)) else None for r in rows]})
+        self._python_table(
+            "hparams",
+            {
+                "session": [r[0] for r in rows],
+                "name": [r[1] for r in rows],
+                "value": [_hparam_text(r[2]) for r in rows],
+                "number": [float(r[2]) if isinstance(r[2], (bool, float, int)) else None for r in rows],
+            },
+        )
 
     def _load_metrics(self, task: TaskState) -> None:
         sessions = sorted((s.name for s in self._hparams_sessions()), key=len, reverse=True)
         parts = []
-        for run_name, run in (self.hparams.runs.items() if self.hparams is not None else ()):
+        for run_name, run in self.hparams.runs.items() if self.hparams is not None else ():
             # A session's runs: itself and the runs below it (train, validation ...).
             owner = next((s for s in sessions if run_name == s or run_name.startswith(s + "/")), None)
             if owner is None:
                 continue
             for tag, series in run.scalars.items():
-                columns = pa.table({"seq": np.arange(len(series)), "step": series.step, "wall_time": series.wall_time,
-                                    "value": series.value})
+                columns = pa.table(
+                    {
+                        "seq": np.arange(len(series)),
+                        "step": series.step,
+                        "wall_time": series.wall_time,
+                        "value": series.value,
+                    }
+                )
                 exprs = {c: c for c in columns.column_names}
-                parts.append(self._part(columns, exprs, session=owner, run=run_name[len(owner) + 1:], tag=tag))
+                parts.append(self._part(columns, exprs, session=owner, run=run_name[len(owner) + 1 :], tag=tag))
         self._view("metrics", parts)
 
     def _python_table(self, table: str, columns: dict[str, list]) -> None:
@@ -489,8 +559,15 @@ class ProfileDatabase:
             if not n:
                 continue
             # Made on the writer's threads, like their encoding.
-            yield n, [functools.partial(columns[c], at, n) if columns[c] is not None
-                      else functools.partial(parquet.from_arrow, batch.column(c), t) for c, t in schema]
+            yield (
+                n,
+                [
+                    functools.partial(columns[c], at, n)
+                    if columns[c] is not None
+                    else functools.partial(parquet.from_arrow, batch.column(c), t)
+                    for c, t in schema
+                ],
+            )
             at += n
         if at != rows:  # DuckDB keeps a scan's order; anything else would misalign the columns
             raise ProfileError(f"Parquet export: {at:,} rows computed for {rows:,}")
@@ -526,17 +603,21 @@ class ProfileDatabase:
             return None
         values = values.to_numpy()
         if isinstance(expr, _Ns):
-            return lambda a, n: parquet.Values(expr.numpy(values[a:a + n]))
+            return lambda a, n: parquet.Values(expr.numpy(values[a : a + n]))
         if isinstance(expr, _NullIf):
+
             def rows_of(a, n):
-                part = values[a:a + n]
+                part = values[a : a + n]
                 valid = part != expr.missing
                 nulls = n - int(np.count_nonzero(valid))
-                return parquet.Values(part, np.packbits(valid, bitorder="little") if nulls else None, 0, null_count=nulls)
+                return parquet.Values(
+                    part, np.packbits(valid, bitorder="little") if nulls else None, 0, null_count=nulls
+                )
+
             return rows_of
         # int32 stays int32 for BIGINT: the encoder widens as it goes
         keep = values.dtype == want or (want == np.int64 and values.dtype == np.int32)
-        return lambda a, n: parquet.Values(values[a:a + n] if keep else values[a:a + n].astype(want))
+        return lambda a, n: parquet.Values(values[a : a + n] if keep else values[a : a + n].astype(want))
 
     def write_parquet(self, folder: Path, tables, partition: str | None = None) -> list[tuple[Path, int]]:
         """Writes tables as folder/<table>[/host=<partition>]/part.parquet
@@ -589,8 +670,7 @@ def slice_columns(tl: Timeline) -> pa.Table:
     ends = pa.array(tl.lane_offsets[1:][keep].astype(np.int64))
 
     def per_lane(values, type_):
-        return pa.RunEndEncodedArray.from_arrays(ends, pa.array(np.asarray(values)[keep] if len(values) else [],
-                                                                type_))
+        return pa.RunEndEncodedArray.from_arrays(ends, pa.array(np.asarray(values)[keep] if len(values) else [], type_))
 
     columns = {
         "id": np.arange(n, dtype=np.int32 if n < 2**31 else np.int64),
@@ -646,8 +726,9 @@ def _names(names) -> pa.Array:
     if isinstance(names, StringTable):
         return _dictionary(names.ids, names.strings)
     # StringColumn: its blob and offsets are a large_string array's buffers.
-    return pa.LargeStringArray.from_buffers(len(names), pa.py_buffer(np.ascontiguousarray(names.offsets, np.int64)),
-                                            pa.py_buffer(names.blob))
+    return pa.LargeStringArray.from_buffers(
+        len(names), pa.py_buffer(np.ascontiguousarray(names.offsets, np.int64)), pa.py_buffer(names.blob)
+    )
 
 
 def _dictionary(ids: np.ndarray, strings) -> pa.DictionaryArray:
@@ -775,8 +856,10 @@ def _first_rows(reader: pa.RecordBatchReader, max_rows: int) -> QueryResult:
 def _query_error(e: duckdb.Error, sql: str, memory_limit: str = "") -> QueryError:
     message = str(e)
     if isinstance(e, duckdb.OutOfMemoryException):  # DuckDB's advice (SET ...) does not apply: the settings are locked
-        message = (f"{message.splitlines()[0]}\nThe query needs more than the {memory_limit} queries may use; "
-                   f"set {MEMORY_LIMIT_VARIABLE} (such as 8GB) to change the limit.")
+        message = (
+            f"{message.splitlines()[0]}\nThe query needs more than the {memory_limit} queries may use; "
+            f"set {MEMORY_LIMIT_VARIABLE} (such as 8GB) to change the limit."
+        )
     return QueryError(message, _position(message, sql))
 
 
@@ -803,8 +886,9 @@ def _position(message: str, sql: str) -> int | None:
 HOST_TABLES = tuple(t for t in TABLES if t not in HPARAMS_TABLES)
 
 
-def export_parquet(location, folder: Path, task: TaskState | None = None,
-                   workers: int | None = None) -> list[tuple[Path, int]]:
+def export_parquet(
+    location, folder: Path, task: TaskState | None = None, workers: int | None = None
+) -> list[tuple[Path, int]]:
     """Every table as Parquet under folder: <table>/host=<host>/part.parquet
     for each host (in parallel worker processes, one host each, at most one
     per core) and <table>/part.parquet for the HParams tables. Returns (path,

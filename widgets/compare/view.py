@@ -12,9 +12,24 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderView,
-                               QLabel, QLineEdit, QSpinBox, QSplitter, QTableView, QTableWidget, QTableWidgetItem,
-                               QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QSpinBox,
+    QSplitter,
+    QTableView,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from profscope.models.analysis import diff
 from profscope.models.analysis.comparison import Comparison
@@ -241,10 +256,19 @@ class StatsPage(QWidget):
         self.counts.setText(f"{len(shown):,} of {len(full):,} rows: {parts or 'none'}; Δ total {signed_time(delta)}")
 
 
-OVERVIEW_ROWS = (("step_count", "Steps"), ("step_mean_us", "Step time, mean"), ("step_median_us", "Step time, median"),
-                 ("step_min_us", "Step time, min"), ("step_max_us", "Step time, max"), ("span_us", "Span"),
-                 ("idle_us", "Idle"), ("compute_us", "Compute"), ("non_compute_us", "Non-compute"),
-                 ("busiest_device", "Busiest device"), ("busiest_device_busy_us", "Busiest device busy"))
+OVERVIEW_ROWS = (
+    ("step_count", "Steps"),
+    ("step_mean_us", "Step time, mean"),
+    ("step_median_us", "Step time, median"),
+    ("step_min_us", "Step time, min"),
+    ("step_max_us", "Step time, max"),
+    ("span_us", "Span"),
+    ("idle_us", "Idle"),
+    ("compute_us", "Compute"),
+    ("non_compute_us", "Non-compute"),
+    ("busiest_device", "Busiest device"),
+    ("busiest_device_busy_us", "Busiest device busy"),
+)
 
 
 def _overview_text(key: str, value) -> str:
@@ -290,8 +314,16 @@ class OverviewPage(QTableWidget):
         self.resizeColumnsToContents()
 
 
-ALLOCATION_COLUMNS = ("Op", "Shape", "Baseline bytes", "Baseline count", "Candidate bytes", "Candidate count",
-                      "Δ bytes", "Status")
+ALLOCATION_COLUMNS = (
+    "Op",
+    "Shape",
+    "Baseline bytes",
+    "Baseline count",
+    "Candidate bytes",
+    "Candidate count",
+    "Δ bytes",
+    "Status",
+)
 
 
 class MemoryPage(QWidget):
@@ -375,13 +407,21 @@ class MemoryPage(QWidget):
             style_plot(self.plot, scheme)
             return
         doc = a.peaks()
-        self.peaks.setText(" &nbsp; ".join(
-            f"{title}: {_bytes(doc[key]['baseline'])} → {_bytes(doc[key]['candidate'])} "
-            f"(<b>{_signed_bytes(doc[key]['delta'])}</b>)"
-            for key, title in (("lifetime_peak_bytes", "Lifetime peak"), ("window_peak_bytes", "Peak in the profile"))))
+        self.peaks.setText(
+            " &nbsp; ".join(
+                f"{title}: {_bytes(doc[key]['baseline'])} → {_bytes(doc[key]['candidate'])} "
+                f"(<b>{_signed_bytes(doc[key]['delta'])}</b>)"
+                for key, title in (
+                    ("lifetime_peak_bytes", "Lifetime peak"),
+                    ("window_peak_bytes", "Peak in the profile"),
+                )
+            )
+        )
         t = a.curves.time_ps / 1e9  # ms
-        for label, values, color in (("baseline", a.curves.baseline, BASELINE_COLOR),
-                                     ("candidate", a.curves.candidate, CANDIDATE_COLOR)):
+        for label, values, color in (
+            ("baseline", a.curves.baseline, BASELINE_COLOR),
+            ("candidate", a.curves.candidate, CANDIDATE_COLOR),
+        ):
             pen = pg.mkPen(scheme.data(color), width=1.5)
             line = self.plot.plot(t, values, name=label, pen=pen, connect="finite")
             self.lines.append(line)
@@ -394,8 +434,16 @@ class MemoryPage(QWidget):
         for r in range(len(rows)):
             status = diff.GROWTH[rows.status[r]]
             d = int(rows.cand_bytes[r] - rows.base_bytes[r])
-            cells = (rows.op[r], rows.shape[r], format_bytes(int(rows.base_bytes[r])), f"{int(rows.base_count[r]):,}",
-                     format_bytes(int(rows.cand_bytes[r])), f"{int(rows.cand_count[r]):,}", _signed_bytes(d), status)
+            cells = (
+                rows.op[r],
+                rows.shape[r],
+                format_bytes(int(rows.base_bytes[r])),
+                f"{int(rows.base_count[r]):,}",
+                format_bytes(int(rows.cand_bytes[r])),
+                f"{int(rows.cand_count[r]):,}",
+                _signed_bytes(d),
+                status,
+            )
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if 2 <= c <= 6:

@@ -102,7 +102,9 @@ class CurvesPanel(QWidget):
         """Curves of these sessions (their colours in this order) and metrics (one chart each)."""
         self.curves, self.metrics = curves, metrics
         self.colors = {s: session_color(i) for i, s in enumerate(sessions)}
-        self.show_message("" if curves or not sessions else "The selected sessions have no scalar data for the metrics.")
+        self.show_message(
+            "" if curves or not sessions else "The selected sessions have no scalar data for the metrics."
+        )
         self._draw()
 
     # ------------------------------------------------------------ drawing
@@ -123,8 +125,11 @@ class CurvesPanel(QWidget):
         per_row = 3 if len(self.metrics) > 4 else 2
         mode = self.x_axis()
         for i, metric in enumerate(self.metrics):
-            axes = {"bottom": pg.DateAxisItem()} if mode == "wall" else (
-                {"bottom": DurationAxis("bottom")} if mode == "relative" else {})
+            axes = (
+                {"bottom": pg.DateAxisItem()}
+                if mode == "wall"
+                else ({"bottom": DurationAxis("bottom")} if mode == "relative" else {})
+            )
             plot = self.charts.addPlot(row=i // per_row, col=i % per_row, title=metric_label(*metric), axisItems=axes)
             plot.showGrid(x=True, y=True, alpha=0.3)
             plot.setLabel("bottom", {"step": "step", "relative": "time since the run's first point"}.get(mode, ""))
@@ -195,16 +200,18 @@ class CurvesPanel(QWidget):
             d = ((self.x_values(curve) - point.x()) / px) ** 2 + ((curve.value - point.y()) / py) ** 2
             d[~np.isfinite(d)] = np.inf
             i = int(np.argmin(d))
-            if d[i] <= HOVER_PX ** 2 and (best is None or d[i] < best[0]):
+            if d[i] <= HOVER_PX**2 and (best is None or d[i] < best[0]):
                 best = (d[i], curve, i)
         return None if best is None else (best[1], best[2])
 
     def describe(self, curve: Curve, i: int) -> str:
         smoothed = smooth(curve.value, self.weight())[i]
         when = datetime.datetime.fromtimestamp(curve.wall_time[i]).strftime("%Y-%m-%d %H:%M:%S")
-        return (f"{curve.session}\n{metric_label(curve.group, curve.tag)}\nstep {int(curve.step[i]):,}\n"
-                f"value {curve.value[i]:.6g}\nsmoothed {smoothed:.6g}\n"
-                f"{duration_text(curve.wall_time[i] - curve.wall_time[0], 1.0)} since its first point, {when}")
+        return (
+            f"{curve.session}\n{metric_label(curve.group, curve.tag)}\nstep {int(curve.step[i]):,}\n"
+            f"value {curve.value[i]:.6g}\nsmoothed {smoothed:.6g}\n"
+            f"{duration_text(curve.wall_time[i] - curve.wall_time[0], 1.0)} since its first point, {when}"
+        )
 
     def _hover(self, scene_pos: QPointF) -> None:
         plot = next((p for p in self._plots.values() if p.sceneBoundingRect().contains(scene_pos)), None)

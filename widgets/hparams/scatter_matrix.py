@@ -17,9 +17,9 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QImage, QPainter, QPen
 from PySide6.QtWidgets import QToolTip, QWidget
 
+from profscope.widgets.hparams.parallel_coords import colormap
 from profscope.widgets.hparams.scales import Axis
 from profscope.widgets.palette import Scheme, argb
-from profscope.widgets.hparams.parallel_coords import colormap
 
 LEFT, RIGHT, TOP, BOTTOM = 86, 12, 10, 58  # room for tick labels and titles
 GAP, PAD = 10, 6  # between cells; inside a cell's frame, so discs are never cut

@@ -11,17 +11,36 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt, QTimer, Signal
 from PySide6.QtGui import QActionGroup, QGuiApplication, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
-                               QLabel, QMenu, QPushButton, QSplitter, QTableWidget, QTableWidgetItem,
-                               QTabWidget, QToolButton, QTreeView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMenu,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QToolButton,
+    QTreeView,
+    QVBoxLayout,
+    QWidget,
+)
 
-from profscope.models.hparams.experiment import NUMBER, STRING, HParamsData, HParamsError
-from profscope.models.hparams.curves import load_curves
 from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.hparams.curves import load_curves
+from profscope.models.hparams.experiment import NUMBER, STRING, HParamsData, HParamsError
 from profscope.protos import api_pb2
 from profscope.widgets.hparams.curves import CurvesPanel, session_color
 from profscope.widgets.hparams.filters import FilterPanel
 from profscope.widgets.hparams.layout import apply_after_columns, apply_before_columns, layout_state
+from profscope.widgets.hparams.parallel_coords import ParallelCoordinates
+from profscope.widgets.hparams.scales import LINEAR, SCALES, Axis, default_scale
+from profscope.widgets.hparams.scatter_matrix import ScatterMatrix
 from profscope.widgets.hparams.table import (
     FORMATS,
     STATUS_NAMES,
@@ -31,10 +50,7 @@ from profscope.widgets.hparams.table import (
     metric_label,
     table_rows,
 )
-from profscope.widgets.hparams.scales import LINEAR, SCALES, Axis, default_scale
 from profscope.widgets.palette import Scheme, follow
-from profscope.widgets.hparams.parallel_coords import ParallelCoordinates
-from profscope.widgets.hparams.scatter_matrix import ScatterMatrix
 
 PAGE_SIZES = (("50 per page", 50), ("100 per page", 100), ("500 per page", 500), ("Show all", 0))
 AGGREGATIONS = (("Average", api_pb2.AGGREGATION_AVG), ("Median", api_pb2.AGGREGATION_MEDIAN),
@@ -164,8 +180,9 @@ class HParamsView(QWidget):
         self._curves_key = None  # what the curves panel shows (or is loading)
         # How curves are read: the window hands its worker's start(job, on_finished); alone, at once.
         self.run_job = self._run_now
-        self.details_title = QLabel("Select groups or sessions to see their sessions and training curves.",
-                                    wordWrap=True)
+        self.details_title = QLabel(
+            "Select groups or sessions to see their sessions and training curves.", wordWrap=True
+        )
         self.details_title.setStyleSheet("font-weight: bold")
         details = QWidget()
         dl = QVBoxLayout(details)
@@ -388,14 +405,17 @@ class HParamsView(QWidget):
         if self.data is None:
             return None
         metric = self.aggregation_metric.currentData() or ("", "")
-        return self.data.groups(self.filters.allowed_statuses(), self.aggregation_box.currentData(), tuple(metric), True)
+        return self.data.groups(
+            self.filters.allowed_statuses(), self.aggregation_box.currentData(), tuple(metric), True
+        )
 
     # ------------------------------------------------------------ query
 
     def request(self) -> api_pb2.ListSessionGroupsRequest:
         """The current filters, sort keys and statuses as TensorBoard's request."""
-        req = api_pb2.ListSessionGroupsRequest(allowed_statuses=self.filters.allowed_statuses(),
-                                               aggregation_type=self.aggregation_box.currentData())
+        req = api_pb2.ListSessionGroupsRequest(
+            allowed_statuses=self.filters.allowed_statuses(), aggregation_type=self.aggregation_box.currentData()
+        )
         metric = self.aggregation_metric.currentData()
         if metric:
             req.aggregation_metric.group, req.aggregation_metric.tag = metric
@@ -452,12 +472,13 @@ class HParamsView(QWidget):
     def _show_page(self) -> None:
         size = self.page_size.currentData() or max(len(self.order), 1)
         start = self.page * size
-        self.model.set_rows(self.order[start:start + size])
+        self.model.set_rows(self.order[start : start + size])
         self._restore_selection()
         total = len(self.model.table) if self.model.table is not None else 0
         shown = self.model.rowCount()
-        self.page_label.setText(f"groups {start + 1 if shown else 0:,}–{start + shown:,} of {len(self.order):,} "
-                                f"matching ({total:,} in all)")
+        self.page_label.setText(
+            f"groups {start + 1 if shown else 0:,}–{start + shown:,} of {len(self.order):,} matching ({total:,} in all)"
+        )
         self.prev_button.setEnabled(self.page > 0)
         self.next_button.setEnabled(start + size < len(self.order))
 
@@ -472,7 +493,7 @@ class HParamsView(QWidget):
                 i = existing[0]
                 c, order = self.sort_keys[i]
                 flipped = (c, api_pb2.ORDER_DESC if order == api_pb2.ORDER_ASC else api_pb2.ORDER_ASC)
-                self.sort_keys = self.sort_keys[:i] + [flipped] + self.sort_keys[i + 1:] if shift else [flipped]
+                self.sort_keys = self.sort_keys[:i] + [flipped] + self.sort_keys[i + 1 :] if shift else [flipped]
             elif shift:
                 self.sort_keys.append((column, api_pb2.ORDER_ASC))
             else:
@@ -510,8 +531,9 @@ class HParamsView(QWidget):
     def _visible_plot_columns(self) -> list[int]:
         """Hparam and metric columns shown in the table, in its order."""
         header = self.table.header()
-        columns = [i for i, (kind, _) in enumerate(self.columns.items) if kind in ("hparam", "metric")
-                   and i not in self.hidden]
+        columns = [
+            i for i, (kind, _) in enumerate(self.columns.items) if kind in ("hparam", "metric") and i not in self.hidden
+        ]
         return sorted(columns, key=header.visualIndex)
 
     def _update_parallel(self) -> None:
@@ -539,8 +561,13 @@ class HParamsView(QWidget):
             down = [i for i in visible if self.columns.items[i] in self.scatter_y]
         else:
             table = self.model.table
-            down = [i for i in visible if self.columns.items[i][0] == "metric"
-                    and table is not None and (table.column_of(*self.columns.items[i]).kind != 0).any()][:4]
+            down = [
+                i
+                for i in visible
+                if self.columns.items[i][0] == "metric"
+                and table is not None
+                and (table.column_of(*self.columns.items[i]).kind != 0).any()
+            ][:4]
         return across, down
 
     def _update_scatter(self) -> None:
@@ -556,8 +583,10 @@ class HParamsView(QWidget):
     def _build_scatter_menu(self) -> None:
         self.scatter_menu.clear()
         across, down = self.scatter_columns()
-        for title, chosen, kinds, attr in (("Across (x)", across, ("hparam", "metric"), "scatter_x"),
-                                           ("Down (y, metrics)", down, ("metric",), "scatter_y")):
+        for title, chosen, kinds, attr in (
+            ("Across (x)", across, ("hparam", "metric"), "scatter_x"),
+            ("Down (y, metrics)", down, ("metric",), "scatter_y"),
+        ):
             self.scatter_menu.addSection(title)
             for i in self._visible_plot_columns():
                 if self.columns.items[i][0] in kinds:
@@ -576,8 +605,10 @@ class HParamsView(QWidget):
         """A rectangle sets both columns' filters, as brushing an axis of the
         parallel coordinates does (a click in its cell clears both)."""
         across, down = self._scatter_columns
-        for table_column, axis, span in ((across[column], self.scatter.columns[column], x_range),
-                                         (down[row], self.scatter.rows[row], y_range)):
+        for table_column, axis, span in (
+            (across[column], self.scatter.columns[column], x_range),
+            (down[row], self.scatter.rows[row], y_range),
+        ):
             f = self.filters.filters.get(self.columns.items[table_column])
             if f is not None:
                 self._brush_filter(f, axis, *(span or (None, None)))
@@ -683,8 +714,10 @@ class HParamsView(QWidget):
         wanted_groups, wanted_sessions = set(groups), set(sessions)
         index = {name: g for g, name in enumerate(table.names)}
         out = []
-        for g in sorted({index[n] for n in groups if n in index} | {
-                g for g, ss in enumerate(table.sessions) for s in ss if s.name in wanted_sessions}):
+        for g in sorted(
+            {index[n] for n in groups if n in index}
+            | {g for g, ss in enumerate(table.sessions) for s in ss if s.name in wanted_sessions}
+        ):
             out += [(g, s) for s in table.sessions[g] if table.names[g] in wanted_groups or s.name in wanted_sessions]
         return out
 
@@ -714,8 +747,13 @@ class HParamsView(QWidget):
         scheme = Scheme.of(self)
         for r, (g, s) in enumerate(chosen):
             values = {(m.group, m.tag): m.value for m in s.metrics}
-            cells = [s.name, table.names[g], STATUS_NAMES.get(s.status, str(s.status)), _time(s.start_time),
-                     _time(s.end_time)] + [format_value(values.get(m)) for m in metrics]
+            cells = [
+                s.name,
+                table.names[g],
+                STATUS_NAMES.get(s.status, str(s.status)),
+                _time(s.start_time),
+                _time(s.end_time),
+            ] + [format_value(values.get(m)) for m in metrics]
             for c, text in enumerate(cells):
                 self.sessions_table.setItem(r, c, QTableWidgetItem(text))
             self.sessions_table.item(r, 0).setData(Qt.DecorationRole, scheme.data(session_color(r)))  # its line
@@ -733,8 +771,10 @@ class HParamsView(QWidget):
             return
         self.curves.show_message(f"Reading the curves of {len(sessions):,} session(s)…")
         path = self.data.logdir.path
-        self.run_job(lambda task: load_curves(path, sessions, metrics, task),
-                     lambda curves: self._show_curves(key, curves, metrics, sessions))
+        self.run_job(
+            lambda task: load_curves(path, sessions, metrics, task),
+            lambda curves: self._show_curves(key, curves, metrics, sessions),
+        )
 
     def _show_curves(self, key, curves, metrics, sessions) -> None:
         if key == self._curves_key:  # not superseded meanwhile
@@ -762,8 +802,9 @@ class HParamsView(QWidget):
 
     def save_dialog(self, fmt: str) -> None:
         suffix = FORMATS[fmt][1]
-        path, _ = QFileDialog.getSaveFileName(self, f"Save table as {fmt}", f"session_groups.{suffix}",
-                                              f"{fmt} (*.{suffix})")
+        path, _ = QFileDialog.getSaveFileName(
+            self, f"Save table as {fmt}", f"session_groups.{suffix}", f"{fmt} (*.{suffix})"
+        )
         if path:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(self.export_text(fmt))

@@ -10,11 +10,21 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-                               QSpinBox, QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QSpinBox,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
 
-from profscope.models.data.memory_profile import AllocationRows
 from profscope.models.core.units import format_bytes
+from profscope.models.data.memory_profile import AllocationRows
 
 COLUMNS = ("Op name", "Allocation size", "Requested size", "Occurrences", "Region", "Data type", "Shape", "Step")
 SIZE_COLUMNS = (1, 2)

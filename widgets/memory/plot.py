@@ -19,9 +19,9 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QGraphicsItem
 
-from profscope.models.data.memory_profile import AllocatorProfile, MemoryProfileData
 from profscope.models.core.task import TaskState
 from profscope.models.core.units import byte_unit, format_bytes, time_unit
+from profscope.models.data.memory_profile import AllocatorProfile, MemoryProfileData
 from profscope.widgets.palette import Scheme, follow, style_plot
 
 STACK_COLOR = QColor(251, 140, 0)
@@ -227,7 +227,7 @@ class SeriesCanvas(pg.GraphicsObject):
     filled curves and grid cost 40-100 ms a frame offscreen; this ~2-4 ms.
     """
 
-    def __init__(self, plot: "MemoryPlot"):
+    def __init__(self, plot: MemoryPlot):
         vb = plot.plot.getViewBox()
         super().__init__(vb)
         self.plot, self.vb = plot, vb

@@ -5,8 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel
 
-from profscope.models.data.memory_profile import AllocatorProfile
 from profscope.models.core.units import format_bytes, format_time_ps
+from profscope.models.data.memory_profile import AllocatorProfile
 from profscope.widgets.palette import Scheme, follow
 
 

@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QSplitter, QTabWidget,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
-from profscope.models.formats.log_memory import SPECIAL_STEPS, LogMemoryInfo
-from profscope.models.data.memory_profile import AllocationRows, AllocatorProfile, MemoryProfileData
 from profscope.models.core.task import ProfileError
 from profscope.models.core.units import format_bytes, format_time_ps
+from profscope.models.data.memory_profile import AllocationRows, AllocatorProfile, MemoryProfileData
+from profscope.models.formats.log_memory import SPECIAL_STEPS, LogMemoryInfo
 from profscope.widgets.memory.allocation_table import AllocationTable
 from profscope.widgets.memory.kernel_table import KernelTable
 from profscope.widgets.memory.plot import MemoryPlot, PlotSeries
@@ -230,7 +239,9 @@ class MemoryView(QWidget):
             self._step_ids = steps.step.tolist()
             for step, handle, count, nbytes in zip(self._step_ids, steps.handle, steps.count.tolist(), steps.bytes.tolist()):
                 name = SPECIAL_STEPS.get(step) or handle
-                labels.append(f"{step}" + (f" ({name})" if name else "") + f": {count:,} allocations, {format_bytes(nbytes)}")
+                labels.append(
+                    f"{step}" + (f" ({name})" if name else "") + f": {count:,} allocations, {format_bytes(nbytes)}"
+                )
             self.log_info.setText(self._log_text(log, memory_id))
         self.step_box.blockSignals(True)
         self.step_box.clear()

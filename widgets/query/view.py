@@ -14,15 +14,36 @@ import re
 import numpy as np
 import pyarrow as pa
 from PySide6.QtCore import QEvent, QSettings, Qt, Signal
-from PySide6.QtGui import (QColor, QFont, QFontDatabase, QGuiApplication, QKeySequence, QSyntaxHighlighter,
-                           QTextCharFormat, QTextCursor)
-from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QInputDialog, QLabel, QLayout, QPlainTextEdit,
-                               QPushButton, QSplitter, QTableView, QTextEdit, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
-                               QWidget)
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontDatabase,
+    QGuiApplication,
+    QKeySequence,
+    QSyntaxHighlighter,
+    QTextCharFormat,
+    QTextCursor,
+)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QLayout,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QTextEdit,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
+from profscope.models.core.units import format_time_ps
 from profscope.models.sql.database import NEEDS, ProfileDatabase
 from profscope.models.sql.examples import EXAMPLES
-from profscope.models.core.units import format_time_ps
 from profscope.widgets.palette import Scheme, follow
 from profscope.widgets.query.chart import QueryChart
 from profscope.widgets.query.model import COPY_ROWS, ResultModel

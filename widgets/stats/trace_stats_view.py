@@ -17,13 +17,29 @@ import re
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter
-from PySide6.QtWidgets import (QCheckBox, QAbstractItemView, QComboBox, QGroupBox, QHBoxLayout, QHeaderView, QLabel,
-                               QLineEdit, QScrollArea, QSizePolicy, QSplitter, QStyledItemDelegate, QTableView, QTabWidget,
-                               QToolTip, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QScrollArea,
+    QSizePolicy,
+    QSplitter,
+    QStyledItemDelegate,
+    QTableView,
+    QTabWidget,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
 
-from profscope.models.repository.registry import KERNEL_STATS, OP_STATS, OVERVIEW
 from profscope.models.analysis.trace_stats import COMMUNICATION, COMPUTATION, MEMORY, OTHER, HostOverview, TraceStats
 from profscope.models.core.units import format_bytes, format_time_ps
+from profscope.models.repository.registry import KERNEL_STATS, OP_STATS, OVERVIEW
 from profscope.widgets.palette import Scheme, follow
 
 KERNEL_TYPES = (COMPUTATION, COMMUNICATION, MEMORY, OTHER)

@@ -36,8 +36,8 @@ from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPolygonF
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from profscope.models.data.timeline import WIDE_PIXELS, Timeline
 from profscope.models.core.units import format_time_ps
+from profscope.models.data.timeline import WIDE_PIXELS, Timeline
 from profscope.widgets.palette import Scheme, argb, mix
 
 RULER_H = 26
@@ -447,7 +447,9 @@ class TimelineCanvas(QWidget):
             row[((tl.start_ps[hl] - self.t0) / self.ps_per_px).astype(np.int64)] = self._colors[tl.kind[hl]]
         wide = index.wide(self.t0, t1, self.ps_per_px * WIDE_PIXELS) + index.base
         x0 = np.clip(np.floor((tl.start_ps[wide] - self.t0) / self.ps_per_px), 0, width).astype(np.int64)
-        x1 = np.clip(np.ceil((tl.start_ps[wide] + tl.duration_ps[wide] - self.t0) / self.ps_per_px), 0, width).astype(np.int64)
+        x1 = np.clip(np.ceil((tl.start_ps[wide] + tl.duration_ps[wide] - self.t0) / self.ps_per_px), 0, width).astype(
+            np.int64
+        )
         x1 = np.maximum(x1, np.minimum(x0 + 1, width))
         lengths = x1 - x0
         if len(wide):
@@ -482,7 +484,7 @@ class TimelineCanvas(QWidget):
             return lut[np.full(width, blank)].T
         hi = np.maximum(hi, 0)
         a, b = int(lo[0]), int(hi[-1])
-        values = self._counter_values[k][a:b + 1]
+        values = self._counter_values[k][a : b + 1]
         # min/max over [lo, hi] of each column: reduceat covers [lo[x], lo[x+1]) = [lo, hi),
         # the last column runs to the end of the slice (= hi); then add v[hi].
         vmin = np.fmin(np.fmin.reduceat(values, lo - a), values[hi - a])
@@ -513,8 +515,12 @@ class TimelineCanvas(QWidget):
             top, bottom = r[:, None, None], r[None, :, None]
             inside = (r >= top) & (r <= COUNTER_H - 2)
             shapes = np.where(inside, np.where(r <= bottom, line, fill), np.uint32(background))
-            lut = np.concatenate([shapes.reshape(COUNTER_H * COUNTER_H, COUNTER_H).astype(np.uint32),
-                                  np.full((1, COUNTER_H), background, np.uint32)])
+            lut = np.concatenate(
+                [
+                    shapes.reshape(COUNTER_H * COUNTER_H, COUNTER_H).astype(np.uint32),
+                    np.full((1, COUNTER_H), background, np.uint32),
+                ]
+            )
             self._lut_cache[key] = lut
         return lut
 
@@ -548,7 +554,9 @@ class TimelineCanvas(QWidget):
         tl = self.timeline
         if tl is None or (not len(tl) and not tl.counters):
             p.setPen(scheme.shade(0.53))
-            p.drawText(self.rect(), Qt.AlignCenter, "No timeline loaded" if tl is None else "This step has no timed nodes")
+            p.drawText(
+                self.rect(), Qt.AlignCenter, "No timeline loaded" if tl is None else "This step has no timed nodes"
+            )
             p.end()
             return
         width, height = self.lanes_width, self._lanes_height()
@@ -561,12 +569,12 @@ class TimelineCanvas(QWidget):
         for kind, ref, y, h in visible:
             top = y - self.scroll_y
             if kind == "header":
-                pixels[max(top, 0):max(top + h, 0)] = argb(scheme.shade(0.075))
+                pixels[max(top, 0) : max(top + h, 0)] = argb(scheme.shade(0.075))
                 continue
             if kind == "counter":
                 y0, y1 = max(top, 0), min(top + h, height)
                 if y1 > y0:
-                    pixels[y0:y1] = self.counter_pixels(ref, width, background)[y0 - top:y1 - top]
+                    pixels[y0:y1] = self.counter_pixels(ref, width, background)[y0 - top : y1 - top]
                     if top + h - 1 < height:
                         pixels[top + h - 1] = argb(scheme.shade(0.12))
                 continue
@@ -574,7 +582,7 @@ class TimelineCanvas(QWidget):
                 tri = self.instant_pixels(ref, width, h - 3)
                 y0, y1 = max(top + 1, 0), min(top + h - 2, height)
                 if y1 > y0:
-                    part = tri[y0 - top - 1:y1 - top - 1]
+                    part = tri[y0 - top - 1 : y1 - top - 1]
                     band = pixels[y0:y1]
                     band[part != 0] = part[part != 0]
                 continue
@@ -624,7 +632,9 @@ class TimelineCanvas(QWidget):
                     # Dark text on the fills; on a dark palette an event dimmed by a highlight is dark too.
                     dimmed = dark and self.highlight is not None and not _isin_sorted(np.array([i]), self.highlight)[0]
                     p.setPen(faint if dimmed else ink)
-                    p.drawText(QRectF(GUTTER_W + x0 + 3, RULER_H + top, w - 6, LANE_H), Qt.AlignVCenter | Qt.AlignLeft, text)
+                    p.drawText(
+                        QRectF(GUTTER_W + x0 + 3, RULER_H + top, w - 6, LANE_H), Qt.AlignVCenter | Qt.AlignLeft, text
+                    )
 
     def _draw_selection(self, p: QPainter, visible) -> None:
         tl = self.timeline
@@ -648,7 +658,9 @@ class TimelineCanvas(QWidget):
                     top = RULER_H + y - self.scroll_y
                     if self._instant_lane[lane]:
                         x, half = math.floor(xa) + 0.5, INSTANT_HALF + 1.5
-                        p.drawPolygon(QPolygonF([QPointF(x - half, top), QPointF(x + half, top), QPointF(x, top + h - 1)]))
+                        p.drawPolygon(
+                            QPolygonF([QPointF(x - half, top), QPointF(x + half, top), QPointF(x, top + h - 1)])
+                        )
                     else:
                         w = max(float(tl.duration_ps[self.selected]) / self.ps_per_px, 2.0)
                         p.drawRect(QRectF(xa, top, w, h))
@@ -734,8 +746,11 @@ class TimelineCanvas(QWidget):
             if kind == "header":
                 p.fillRect(0, top, GUTTER_W, h, scheme.shade(0.075))
                 x, mid = 8, top + h / 2
-                arrow = ([QPointF(x, mid - 4), QPointF(x + 7, mid), QPointF(x, mid + 4)] if ref in self.collapsed
-                         else [QPointF(x - 1, mid - 3), QPointF(x + 7, mid - 3), QPointF(x + 3, mid + 3)])
+                arrow = (
+                    [QPointF(x, mid - 4), QPointF(x + 7, mid), QPointF(x, mid + 4)]
+                    if ref in self.collapsed
+                    else [QPointF(x - 1, mid - 3), QPointF(x + 7, mid - 3), QPointF(x + 3, mid + 3)]
+                )
                 p.setBrush(scheme.shade(0.67))
                 p.setPen(Qt.NoPen)
                 p.drawPolygon(QPolygonF(arrow))
@@ -745,20 +760,30 @@ class TimelineCanvas(QWidget):
                 counters = len(self._counters_of.get(ref, ()))
                 if counters:
                     text += f", {counters} counter{'s' if counters != 1 else ''}"
-                p.drawText(QRectF(20, top, self.width() - 24, h), Qt.AlignVCenter | Qt.AlignLeft,
-                           fm.elidedText(text, Qt.ElideMiddle, self.width() - 24))
+                p.drawText(
+                    QRectF(20, top, self.width() - 24, h),
+                    Qt.AlignVCenter | Qt.AlignLeft,
+                    fm.elidedText(text, Qt.ElideMiddle, self.width() - 24),
+                )
             elif kind == "counter":
                 p.setPen(scheme.shade(0.12))
                 p.drawLine(0, top + h - 1, GUTTER_W - 1, top + h - 1)
                 p.setPen(scheme.shade(0.73))
-                p.drawText(QRectF(20, top + 2, GUTTER_W - 24, h / 2), Qt.AlignVCenter | Qt.AlignLeft,
-                           fm.elidedText(tl.counters[ref].name, Qt.ElideRight, GUTTER_W - 24))
+                p.drawText(
+                    QRectF(20, top + 2, GUTTER_W - 24, h / 2),
+                    Qt.AlignVCenter | Qt.AlignLeft,
+                    fm.elidedText(tl.counters[ref].name, Qt.ElideRight, GUTTER_W - 24),
+                )
                 lo, hi = self._counter_scale[ref]
                 p.setFont(self.label_font)
                 p.setPen(scheme.shade(0.47))
-                p.drawText(QRectF(20, top + h / 2, GUTTER_W - 24, h / 2 - 2), Qt.AlignVCenter | Qt.AlignLeft,
-                           QFontMetrics(self.label_font).elidedText(f"{format_value(lo)} to {format_value(hi)}",
-                                                                    Qt.ElideRight, GUTTER_W - 24))
+                p.drawText(
+                    QRectF(20, top + h / 2, GUTTER_W - 24, h / 2 - 2),
+                    Qt.AlignVCenter | Qt.AlignLeft,
+                    QFontMetrics(self.label_font).elidedText(
+                        f"{format_value(lo)} to {format_value(hi)}", Qt.ElideRight, GUTTER_W - 24
+                    ),
+                )
                 p.setFont(self.font())
             else:
                 p.setPen(scheme.shade(0.73))
@@ -766,10 +791,15 @@ class TimelineCanvas(QWidget):
                 if self._instant_lane[ref] and name.endswith(" instants"):
                     # Keep the suffix: the thread's name above reads the same when elided.
                     suffix = " instants"
-                    name = fm.elidedText(name[:-len(suffix)], Qt.ElideRight, GUTTER_W - 24 - fm.horizontalAdvance(suffix))
+                    name = fm.elidedText(
+                        name[: -len(suffix)], Qt.ElideRight, GUTTER_W - 24 - fm.horizontalAdvance(suffix)
+                    )
                     name = name + suffix if name else suffix.strip()
-                p.drawText(QRectF(20, top, GUTTER_W - 24, h), Qt.AlignVCenter | Qt.AlignLeft,
-                           fm.elidedText(name, Qt.ElideRight, GUTTER_W - 24))
+                p.drawText(
+                    QRectF(20, top, GUTTER_W - 24, h),
+                    Qt.AlignVCenter | Qt.AlignLeft,
+                    fm.elidedText(name, Qt.ElideRight, GUTTER_W - 24),
+                )
 
     def _draw_ruler(self, p: QPainter) -> None:
         scheme = self._scheme
@@ -786,8 +816,11 @@ class TimelineCanvas(QWidget):
             p.drawLine(QPointF(x, RULER_H - 8), QPointF(x, RULER_H - 1))
             p.drawText(QPointF(x + 3, RULER_H - 10), _tick_label(t, step))
             t += step
-        p.drawText(QRectF(6, 0, GUTTER_W - 8, RULER_H), Qt.AlignVCenter | Qt.AlignLeft,
-                   f"{format_time_ps(self.ps_per_px * self.lanes_width)} shown")
+        p.drawText(
+            QRectF(6, 0, GUTTER_W - 8, RULER_H),
+            Qt.AlignVCenter | Qt.AlignLeft,
+            f"{format_time_ps(self.ps_per_px * self.lanes_width)} shown",
+        )
 
     # ------------------------------------------------------------ input
 
@@ -861,9 +894,9 @@ class TimelineCanvas(QWidget):
     def keyPressEvent(self, event) -> None:
         key = event.key()
         if key == Qt.Key_W:
-            self.zoom(ZOOM_STEP ** 2, self._key_anchor())
+            self.zoom(ZOOM_STEP**2, self._key_anchor())
         elif key == Qt.Key_S:
-            self.zoom(ZOOM_STEP ** -2, self._key_anchor())
+            self.zoom(ZOOM_STEP**-2, self._key_anchor())
         elif key == Qt.Key_A:
             self.pan(-self.lanes_width * PAN_FRACTION)
         elif key == Qt.Key_D:
@@ -888,8 +921,11 @@ class TimelineCanvas(QWidget):
     def event_summary(self, i: int) -> str:
         tl = self.timeline
         duration = float(tl.duration_ps[i])
-        when = (f"start {format_time_ps(float(tl.start_ps[i]))}, duration {format_time_ps(duration)}" if duration
-                else f"instant at {format_time_ps(float(tl.start_ps[i]))}")
+        when = (
+            f"start {format_time_ps(float(tl.start_ps[i]))}, duration {format_time_ps(duration)}"
+            if duration
+            else f"instant at {format_time_ps(float(tl.start_ps[i]))}"
+        )
         summary = f"<b>{_html(tl.kinds[tl.kind[i]])}</b><br>{_html(tl.names[i])}<br>{when}"
         if tl.flows is not None and i == self.selected and len(self._selected_flows):
             summary += f"<br><span style='color:{Scheme.of().tooltip_secondary()}'>] / [ follow its flows</span>"
@@ -899,16 +935,22 @@ class TimelineCanvas(QWidget):
 def _instant_lanes(tl: Timeline) -> np.ndarray:
     """Lanes drawn as instants: named "... instants" (or in a group of
     instants) and holding only zero-duration events."""
-    named = np.array([name.endswith("instants") or tl.groups[g].endswith("instants")
-                      for name, g in zip(tl.lane_names, tl.lane_group.tolist())], bool)
+    named = np.array(
+        [
+            name.endswith("instants") or tl.groups[g].endswith("instants")
+            for name, g in zip(tl.lane_names, tl.lane_group.tolist())
+        ],
+        bool,
+    )
     if not named.any():
         return named
     timed = np.r_[0, np.cumsum(tl.duration_ps > 0)]
     return named & (timed[tl.lane_offsets[1:]] == timed[tl.lane_offsets[:-1]])
 
 
-def _clip_segment(x0: float, y0: float, x1: float, y1: float, left: float, top: float, right: float,
-                  bottom: float) -> tuple[float, float, float, float] | None:
+def _clip_segment(
+    x0: float, y0: float, x1: float, y1: float, left: float, top: float, right: float, bottom: float
+) -> tuple[float, float, float, float] | None:
     """The part of a segment inside a rectangle (Liang-Barsky), or None."""
     dx, dy = x1 - x0, y1 - y0
     lo, hi = 0.0, 1.0

@@ -8,8 +8,8 @@ import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
-from profscope.models.data.timeline import KindStats, Timeline
 from profscope.models.core.units import format_time_ps
+from profscope.models.data.timeline import KindStats, Timeline
 
 COLUMNS = ("Device", "Op type", "Count", "Total", "Average", "Max", "Share")
 NUMERIC = {2, 3, 4, 5, 6}

@@ -9,15 +9,27 @@ import math
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QScrollBar, QSplitter,
-                               QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollBar,
+    QSplitter,
+    QTabWidget,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from profscope.models.core.task import ProfileError
-from profscope.models.data.timeline import Timeline
 from profscope.models.core.units import format_time_ps
-from profscope.widgets.timeline.kind_stats_table import KindStatsTable
+from profscope.models.data.timeline import Timeline
 from profscope.widgets.palette import Scheme, follow
 from profscope.widgets.timeline.canvas import TimelineCanvas
+from profscope.widgets.timeline.kind_stats_table import KindStatsTable
 
 HINT = ("Wheel: zoom · drag: pan · drag on the ruler or Shift+drag: select a range · "
         "W/S zoom · A/D pan · F fit selection · 0 show all · ] / [ follow the selection's flow out / in")

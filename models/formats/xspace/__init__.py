@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.formats.xspace.memory import xplane_memory_profile
 from profscope.models.formats.xspace.timeline import load_xplane_timeline
 from profscope.models.formats.xspace.trace import trace_viewer_json
 from profscope.models.formats.xspace.xplane import host_of_xplane
 from profscope.models.repository.registry import MEMORY_PROFILE, TRACE_VIEWER, Format
-from profscope.models.core.task import ProfileError, TaskState
 
 
 class XSpaceFormat(Format):

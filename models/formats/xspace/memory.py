@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.memory_profile import (
     ALLOCATION,
     DEALLOCATION,
@@ -25,7 +26,7 @@ from profscope.models.data.memory_profile import (
     Snapshots,
     xprof_peak_rows,
 )
-from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.formats.xspace.groups import group_events
 from profscope.models.formats.xspace.xplane import (
     HOST_PLANE,
     MEMORY_ALLOCATION,
@@ -35,7 +36,6 @@ from profscope.models.formats.xspace.xplane import (
     XSpaceData,
     read_xspace,
 )
-from profscope.models.formats.xspace.groups import group_events
 from profscope.protos import types_pb2
 
 # Stat names XProf reads from memory events (xplane_schema).

@@ -14,20 +14,20 @@ from pathlib import Path
 
 import numpy as np
 
-from profscope.models.data import _lanes
 from profscope.models.core.guards import decode
 from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.data import _lanes
 from profscope.models.data.timeline import StringTable, Timeline
+from profscope.models.formats.xspace.groups import group_events
 from profscope.models.formats.xspace.xplane import (
     HOST_PLANE,
+    LINELESS_PLANES,
     MEMORY_ALLOCATION,
     MEMORY_DEALLOCATION,
-    LINELESS_PLANES,
     XSpaceData,
     read_xspace,
     xprof_order,
 )
-from profscope.models.formats.xspace.groups import group_events
 from profscope.protos import xplane_pb2
 
 STEPS_LINE = "Steps"  # XProf's derived line of step events on device planes
@@ -51,7 +51,9 @@ class EventSource:
     def event(self, i: int, lane: int):
         with open(self.paths[self.lane_file[lane]], "rb") as f:
             f.seek(int(self.offsets[i]))
-            return decode(xplane_pb2.XEvent, f.read(int(self.lengths[i])), f"{self.paths[self.lane_file[lane]]}: event {i}")
+            return decode(
+                xplane_pb2.XEvent, f.read(int(self.lengths[i])), f"{self.paths[self.lane_file[lane]]}: event {i}"
+            )
 
 
 def stat_text(stat, stat_names: dict[int, str]) -> tuple[str, str]:
@@ -92,7 +94,9 @@ class _Builder:
         self.paths = paths
         self.groups: list[str] = []
         self.lane_group, self.lane_names, self.lane_file, self.lane_ts, self.lane_plane = [], [], [], [], []
-        self.columns: dict[str, list[np.ndarray]] = {k: [] for k in ("start", "dur", "kind", "name", "off", "len", "count")}
+        self.columns: dict[str, list[np.ndarray]] = {
+            k: [] for k in ("start", "dur", "kind", "name", "off", "len", "count")
+        }
         self.kinds: dict[str, int] = {}
         self.names: dict[str, int] = {}
         self.stat_names: list[dict[int, str]] = []
@@ -123,7 +127,9 @@ class _Builder:
         if missing:
             self.warnings.append(f"{missing} event(s) refer to event metadata the plane does not have; shown by id")
 
-    def _add_line(self, space: XSpaceData, p, li: int, a: int, b: int, group: int, file_index: int, plane_key: int) -> int:
+    def _add_line(
+        self, space: XSpaceData, p, li: int, a: int, b: int, group: int, file_index: int, plane_key: int
+    ) -> int:
         """Adds one line's events as lanes (one per nesting depth); returns how
         many events name metadata the plane lacks."""
         ev = space.events
@@ -132,7 +138,9 @@ class _Builder:
         inverse = inverse.ravel()
         ids = ids.tolist()
         known = np.array([mid in p.event_metadata for mid in ids], bool)
-        memory = np.array([p.event_metadata.get(mid, ("",))[0] in (MEMORY_ALLOCATION, MEMORY_DEALLOCATION) for mid in ids], bool)
+        memory = np.array(
+            [p.event_metadata.get(mid, ("",))[0] in (MEMORY_ALLOCATION, MEMORY_DEALLOCATION) for mid in ids], bool
+        )
         keep = np.flatnonzero(~ev.aggregated[a:b] & ~memory[inverse])
         if not len(keep):
             return 0
@@ -173,24 +181,39 @@ class _Builder:
     def timeline(self) -> Timeline:
         c = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in self.columns.items()}
         if not len(c["start"]):
-            raise ProfileError(f"{', '.join(str(p) for p in self.paths)}: the profile holds no timed events "
-                               "(no lines with events on any plane)")
+            raise ProfileError(
+                f"{', '.join(str(p) for p in self.paths)}: the profile holds no timed events "
+                "(no lines with events on any plane)"
+            )
         origin_ns = int(c["start"].min() // 1000)
         origin_ps = origin_ns * 1000
         lane_group = np.asarray(self.lane_group, np.int32)
         used = np.unique(lane_group)  # planes without events (metadata, empty) get no header
-        source = EventSource(paths=self.paths, offsets=c["off"], lengths=c["len"].astype(np.int32),
-                             lane_file=np.asarray(self.lane_file, np.int32),
-                             lane_timestamp_ns=np.asarray(self.lane_ts, np.int64),
-                             lane_plane=np.asarray(self.lane_plane, np.int32), stat_names=self.stat_names,
-                             metadata_stats=self.metadata_stats)
+        source = EventSource(
+            paths=self.paths,
+            offsets=c["off"],
+            lengths=c["len"].astype(np.int32),
+            lane_file=np.asarray(self.lane_file, np.int32),
+            lane_timestamp_ns=np.asarray(self.lane_ts, np.int64),
+            lane_plane=np.asarray(self.lane_plane, np.int32),
+            stat_names=self.stat_names,
+            metadata_stats=self.metadata_stats,
+        )
         timeline = Timeline(
-            groups=[self.groups[g] for g in used.tolist()], lane_group=np.searchsorted(used, lane_group).astype(np.int32),
-            lane_names=self.lane_names, lane_offsets=np.r_[0, np.cumsum(c["count"])].astype(np.int64),
-            start_ps=c["start"] - origin_ps, duration_ps=c["dur"], kind=c["kind"].astype(np.int32), kinds=list(self.kinds),
-            names=StringTable(list(self.names), c["name"].astype(np.int32)), origin_ns=origin_ns,
-            source=", ".join(str(p) for p in self.paths), warnings=self.warnings,
-            markers_ps=np.unique(np.concatenate(self.markers) - origin_ps))
+            groups=[self.groups[g] for g in used.tolist()],
+            lane_group=np.searchsorted(used, lane_group).astype(np.int32),
+            lane_names=self.lane_names,
+            lane_offsets=np.r_[0, np.cumsum(c["count"])].astype(np.int64),
+            start_ps=c["start"] - origin_ps,
+            duration_ps=c["dur"],
+            kind=c["kind"].astype(np.int32),
+            kinds=list(self.kinds),
+            names=StringTable(list(self.names), c["name"].astype(np.int32)),
+            origin_ns=origin_ns,
+            source=", ".join(str(p) for p in self.paths),
+            warnings=self.warnings,
+            markers_ps=np.unique(np.concatenate(self.markers) - origin_ps),
+        )
         timeline.details = lambda i: event_details(timeline, source, i)
         timeline.records = source
         return timeline
@@ -204,7 +227,7 @@ def _metadata_stats(space: XSpaceData, plane: int) -> dict[int, list[tuple[str, 
         if spans:
             o, n = spans[0]
             try:
-                md = decode(xplane_pb2.XEventMetadata, space.buf[o:o + n], f"event metadata {mid}")
+                md = decode(xplane_pb2.XEventMetadata, space.buf[o : o + n], f"event metadata {mid}")
             except ProfileError as e:  # only the details panel needs these: it shows the problem
                 out[mid] = [("error", str(e))]
                 continue
@@ -233,19 +256,23 @@ def _step_markers(space: XSpaceData) -> np.ndarray:
 def event_details(timeline: Timeline, source: EventSource, i: int) -> list[tuple[str, str]]:
     """Name, where, when, then every stat of the event and of its metadata."""
     lane = timeline.lane_of(i)
-    rows = [("plane", timeline.groups[timeline.lane_group[lane]]),
-            ("line", _lane_line_name(timeline, lane))]
+    rows = [("plane", timeline.groups[timeline.lane_group[lane]]), ("line", _lane_line_name(timeline, lane))]
     try:
         event = source.event(i, lane)
     except (OSError, ProfileError) as e:
         return rows + [("error", f"could not read the event back from the file: {e}")]
     plane = source.lane_plane[lane]
     names = source.stat_names[plane]
-    rows += [("metadata id", str(event.metadata_id)), ("offset", f"{event.offset_ps} ps"),
-             ("line timestamp", f"{source.lane_timestamp_ns[lane]} ns")]
+    rows += [
+        ("metadata id", str(event.metadata_id)),
+        ("offset", f"{event.offset_ps} ps"),
+        ("line timestamp", f"{source.lane_timestamp_ns[lane]} ns"),
+    ]
     rows += [stat_text(s, names) for s in event.stats]
     own = {name for name, _ in rows}
-    rows += [(name, value) for name, value in source.metadata_stats[plane].get(event.metadata_id, []) if name not in own]
+    rows += [
+        (name, value) for name, value in source.metadata_stats[plane].get(event.metadata_id, []) if name not in own
+    ]
     return rows
 
 
@@ -253,4 +280,3 @@ def _lane_line_name(timeline: Timeline, lane: int) -> str:
     while lane > 0 and not timeline.lane_names[lane] and timeline.lane_group[lane - 1] == timeline.lane_group[lane]:
         lane -= 1
     return timeline.lane_names[lane]
-

@@ -19,15 +19,15 @@ the stats' bytes (as `json.dumps(row, sort_keys=True)` would, byte for byte).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
-from profscope.models.data import _nesting
 from profscope.models.core.task import TaskState
-from profscope.models.formats.xspace.xplane import HOST_PLANE, Plane, XSpaceData, read_xspace
+from profscope.models.data import _nesting
 from profscope.models.formats.xspace.groups import group_events
+from profscope.models.formats.xspace.xplane import HOST_PLANE, Plane, XSpaceData, read_xspace
 
 HOST_PID = 701
 FIRST_DEVICE_PID = 1
@@ -67,7 +67,9 @@ def trace_viewer_json(path: Path, host: str = "", task: TaskState | None = None)
         del groups
     planes = [(host_index, HOST_PID)] if host_index >= 0 else []
     for prefix in DEVICE_PREFIXES:
-        devices = [(k, (FIRST_DEVICE_PID + p.id) % U32) for k, p in enumerate(space.planes) if p.name.startswith(prefix)]
+        devices = [
+            (k, (FIRST_DEVICE_PID + p.id) % U32) for k, p in enumerate(space.planes) if p.name.startswith(prefix)
+        ]
         planes += devices
         if devices:
             break
@@ -75,8 +77,15 @@ def trace_viewer_json(path: Path, host: str = "", task: TaskState | None = None)
     return _document(space, planes, group, step, step_names, not grouped, task)
 
 
-def _document(space: XSpaceData, planes: list[tuple[int, int]], group, step, step_names: list[str],
-              add_regions: bool, task: TaskState) -> Iterator[bytes]:
+def _document(
+    space: XSpaceData,
+    planes: list[tuple[int, int]],
+    group,
+    step,
+    step_names: list[str],
+    add_regions: bool,
+    task: TaskState,
+) -> Iterator[bytes]:
     processes = {}
     for k, pid in planes:
         p = space.planes[k]
@@ -117,10 +126,14 @@ def _metadata(processes: dict) -> str:
         out.append(dump({"args": {"sort_index": pid}, "name": "process_sort_index", "ph": "M", "pid": pid}) + ",\n")
         for tid in sorted(threads):
             if threads[tid]:
-                out.append(dump({"args": {"name": threads[tid]}, "name": "thread_name", "ph": "M", "pid": pid,
-                                 "tid": tid}) + ",\n")
-            out.append(dump({"args": {"sort_index": tid}, "name": "thread_sort_index", "ph": "M", "pid": pid,
-                             "tid": tid}) + ",\n")
+                out.append(
+                    dump({"args": {"name": threads[tid]}, "name": "thread_name", "ph": "M", "pid": pid, "tid": tid})
+                    + ",\n"
+                )
+            out.append(
+                dump({"args": {"sort_index": tid}, "name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid})
+                + ",\n"
+            )
     return "".join(out)
 
 
@@ -143,11 +156,23 @@ class _PlaneTables:
         stat_ids = sorted(p.stat_names)
         keys = sorted({"", "long_name", "group_id", "step_name"} | set(p.stat_names.values()))
         rank = {k: r for r, k in enumerate(keys)}
-        stat_key = np.array([-1 if p.stat_names[i] in INTERNAL_STATS else rank[p.stat_names[i]] for i in stat_ids],
-                            np.int32)
-        self.tables = (md_spans, names, longs, np.array(stat_ids, np.int64), stat_key,
-                       [_dumps(p.stat_names[i]) for i in stat_ids], [_dumps(k) + b": " for k in keys],
-                       rank[""], rank["long_name"], rank["group_id"], rank["step_name"], steps_json)
+        stat_key = np.array(
+            [-1 if p.stat_names[i] in INTERNAL_STATS else rank[p.stat_names[i]] for i in stat_ids], np.int32
+        )
+        self.tables = (
+            md_spans,
+            names,
+            longs,
+            np.array(stat_ids, np.int64),
+            stat_key,
+            [_dumps(p.stat_names[i]) for i in stat_ids],
+            [_dumps(k) + b": " for k in keys],
+            rank[""],
+            rank["long_name"],
+            rank["group_id"],
+            rank["step_name"],
+            steps_json,
+        )
         self.c_ids = np.array([i for i in stat_ids if p.stat_names[i] == "_c"], np.int64)
 
     def named(self, name: str) -> np.ndarray:
@@ -162,12 +187,15 @@ class _PlaneTables:
         return np.where(self.md_ids[at] == metadata_id, at, self.unknown).astype(np.int32)
 
     def plane(self, pid: int, tid: int) -> tuple:
-        return self.tables + (f', "ph": "X", "pid": {pid}, "tid": {tid}, "ts": '.encode(),
-                              f', "ph": "i", "pid": {pid}, "s": "t", "tid": {tid}, "ts": '.encode())
+        return self.tables + (
+            f', "ph": "X", "pid": {pid}, "tid": {tid}, "ts": '.encode(),
+            f', "ph": "i", "pid": {pid}, "s": "t", "tid": {tid}, "ts": '.encode(),
+        )
 
 
-def _plane_rows(space: XSpaceData, k: int, pid: int, group, step, steps_json: list[bytes],
-                add_regions: bool) -> Iterator[bytes]:
+def _plane_rows(
+    space: XSpaceData, k: int, pid: int, group, step, steps_json: list[bytes], add_regions: bool
+) -> Iterator[bytes]:
     p = space.planes[k]
     ev = space.events
     tables = _PlaneTables(p, steps_json)
@@ -185,20 +213,21 @@ def _plane_rows(space: XSpaceData, k: int, pid: int, group, step, steps_json: li
         regions = _regions(space, tables, md, a, base) if has_regions else None
         if regions is not None:
             starts, stops = regions
-            order = np.lexsort((~np.r_[ev.duration_ps[rows].view(np.uint64), stops - starts],
-                                np.r_[offset[rows], starts - base]))
+            order = np.lexsort(
+                (~np.r_[ev.duration_ps[rows].view(np.uint64), stops - starts], np.r_[offset[rows], starts - base])
+            )
         tid = (line.display_id or line.id) % U32
         plane = tables.plane(pid, tid)
         for c in range(0, len(rows) + (len(regions[0]) if regions is not None else 0), ROWS_PER_CALL):
             if regions is None:
-                sel = rows[c:c + ROWS_PER_CALL]
+                sel = rows[c : c + ROWS_PER_CALL]
                 ts = base + offset[sel]
                 dur = ev.duration_ps[sel].view(np.uint64)
                 spans, mds = ev.spans(sel), md[sel - a]
                 g = group[sel] if group is not None else np.full(len(sel), -1, np.int32)
                 s = step[sel] if group is not None else np.full(len(sel), -1, np.int32)
             else:  # events and regions mixed in the line's new order
-                pick = order[c:c + ROWS_PER_CALL]
+                pick = order[c : c + ROWS_PER_CALL]
                 is_event = pick < len(rows)
                 sel = rows[np.where(is_event, pick, 0)]
                 r = np.where(is_event, 0, pick - len(rows))
@@ -209,8 +238,9 @@ def _plane_rows(space: XSpaceData, k: int, pid: int, group, step, steps_json: li
                 g = np.where(is_event, group[sel], -1) if group is not None else np.full(len(sel), -1, np.int32)
                 s = np.where(is_event, step[sel], -1) if group is not None else np.full(len(sel), -1, np.int32)
             try:
-                out = _nesting.trace_rows(space.buf, spans, mds, ts.astype(np.float64) / 1e6,
-                                          dur.astype(np.float64) / 1e6, g, s, plane)
+                out = _nesting.trace_rows(
+                    space.buf, spans, mds, ts.astype(np.float64) / 1e6, dur.astype(np.float64) / 1e6, g, s, plane
+                )
             except ValueError as e:
                 raise space.corrupt_stats(e) from None
             space.release_spans(spans[spans[:, 0] >= 0] if regions is not None else spans)

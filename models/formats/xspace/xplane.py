@@ -26,17 +26,25 @@ from pathlib import Path
 
 import numpy as np
 
-from profscope.models.data import _nesting
-from profscope.models.formats import _protowire as wire
+from profscope.models.core import _protowire as wire
 from profscope.models.core.files import GZIP_MAGIC, read_bytes, readable_errors
 from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.data import _nesting
 
 SUFFIX = ".xplane.pb"
 
 # Field numbers of xplane.proto.
 SPACE_PLANES, SPACE_ERRORS, SPACE_WARNINGS, SPACE_HOSTNAMES = 1, 2, 3, 4
 PLANE_ID, PLANE_NAME, PLANE_LINES, PLANE_EVENT_METADATA, PLANE_STAT_METADATA, PLANE_STATS = 1, 2, 3, 4, 5, 6
-LINE_ID, LINE_DISPLAY_ID, LINE_NAME, LINE_DISPLAY_NAME, LINE_TIMESTAMP_NS, LINE_DURATION_PS, LINE_EVENTS = 1, 10, 2, 11, 3, 9, 4
+LINE_ID, LINE_DISPLAY_ID, LINE_NAME, LINE_DISPLAY_NAME, LINE_TIMESTAMP_NS, LINE_DURATION_PS, LINE_EVENTS = (
+    1,
+    10,
+    2,
+    11,
+    3,
+    9,
+    4,
+)
 EVENT_METADATA_ID, EVENT_OFFSET_PS, EVENT_DURATION_PS, EVENT_STATS, EVENT_NUM_OCCURRENCES = 1, 2, 3, 4, 5
 MAP_KEY, MAP_VALUE = 1, 2
 EVENT_METADATA_NAME, EVENT_METADATA_DISPLAY_NAME, EVENT_METADATA_STATS = 2, 4, 5
@@ -180,7 +188,7 @@ class XSpaceData:
         ids = np.asarray([sid for sid, _ in wanted], np.int64)
         found: dict[str, list] = {name: [] for name in names}
         for a in range(0, len(rows) if len(ids) else 0, chunk):
-            part = self.events.spans(rows[a:a + chunk])
+            part = self.events.spans(rows[a : a + chunk])
             cases, values, lengths = self._stat_columns(part, ids)
             self.release_spans(part)
             for k, (_sid, name) in enumerate(wanted):
@@ -197,27 +205,32 @@ class XSpaceData:
         n = len(spans)
         wanted = [(sid, name) for name in names for sid in p.stat_ids(name)]
         known = {name for _sid, name in wanted}
-        out = DenseStats(n, case={k: np.zeros(n, np.int8) for k in known}, value={k: np.zeros(n, np.int64) for k in known},
-                         string={}, table=[""])
+        out = DenseStats(
+            n,
+            case={k: np.zeros(n, np.int8) for k in known},
+            value={k: np.zeros(n, np.int64) for k in known},
+            string={},
+            table=[""],
+        )
         index = {"": 0}
         ids = np.asarray([sid for sid, _ in wanted], np.int64)
         alone = {name for name in known if sum(other == name for _sid, other in wanted) == 1}
         for a in range(0, n if len(ids) else 0, chunk):
-            part = spans[a:a + chunk]
+            part = spans[a : a + chunk]
             cases, values, lengths = self._stat_columns(part, ids)
             for k, (_sid, name) in enumerate(wanted):
                 if name in alone:  # the usual case: one metadata id per name, copied whole
                     here = slice(None)
-                    out.case[name][a:a + chunk] = cases[:, k]
-                    out.value[name][a:a + chunk] = values[:, k]
+                    out.case[name][a : a + chunk] = cases[:, k]
+                    out.value[name][a : a + chunk] = values[:, k]
                 else:
                     here = cases[:, k] != 0
-                    out.case[name][a:a + chunk][here] = cases[here, k]
-                    out.value[name][a:a + chunk][here] = values[here, k]
+                    out.case[name][a : a + chunk][here] = cases[here, k]
+                    out.value[name][a : a + chunk][here] = values[here, k]
                 strs = (cases[:, k] == STAT_STR) | (cases[:, k] == STAT_REF)
                 if strs.any():
                     col = out.string.setdefault(name, np.zeros(n, np.int32))
-                    col[a:a + chunk][strs] = self._intern(cases[strs, k], values[strs, k], lengths[strs, k], p, index)
+                    col[a : a + chunk][strs] = self._intern(cases[strs, k], values[strs, k], lengths[strs, k], p, index)
             self.release_spans(part)
         out.table = list(index)
         return out
@@ -322,7 +335,9 @@ def read_xspace(path: Path, task: TaskState | None = None, host: str = "") -> XS
     try:
         space = parse_xspace(buf, path, host or host_of_xplane(path.name) or path.name, task)
     except ValueError as e:
-        raise ProfileError(f"{path}: not a readable XSpace ({e}); the file may be truncated or not an xplane.pb") from None
+        raise ProfileError(
+            f"{path}: not a readable XSpace ({e}); the file may be truncated or not an xplane.pb"
+        ) from None
     return space
 
 
@@ -361,33 +376,64 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
     if not len(buf):
         raise ProfileError(f"{path}: the file is empty")
     plane_spans, error_spans, warning_spans, hostname_spans = wire.find_fields(
-        buf, 0, len(buf), [SPACE_PLANES, SPACE_ERRORS, SPACE_WARNINGS, SPACE_HOSTNAMES])
+        buf, 0, len(buf), [SPACE_PLANES, SPACE_ERRORS, SPACE_WARNINGS, SPACE_HOSTNAMES]
+    )
     texts = [[_text(buf, s) for s in spans] for spans in (error_spans, warning_spans, hostname_spans)]
     if not len(plane_spans):
         raise ProfileError(f"{path}: the XSpace holds no planes; is it an xplane.pb?")
     task.report(0.45, "Decoding planes")
     plane_id, plane_name = wire.decode_messages(buf, plane_spans, [(PLANE_ID, "i"), (PLANE_NAME, "s")])
     (line_plane, line_spans), (emd_plane, emd_spans), (smd_plane, smd_spans) = wire.find_children(
-        buf, plane_spans, [PLANE_LINES, PLANE_EVENT_METADATA, PLANE_STAT_METADATA])
-    line_cols = wire.decode_messages(buf, line_spans, [
-        (LINE_ID, "i"), (LINE_DISPLAY_ID, "i"), (LINE_NAME, "s"), (LINE_DISPLAY_NAME, "s"),
-        (LINE_TIMESTAMP_NS, "i"), (LINE_DURATION_PS, "i")])
-    lines = [Line(int(i), int(d), _text(buf, n), _text(buf, dn), int(t), int(dp)) for i, d, n, dn, t, dp in zip(
-        line_cols[0], line_cols[1], line_cols[2], line_cols[3], line_cols[4], line_cols[5])]
+        buf, plane_spans, [PLANE_LINES, PLANE_EVENT_METADATA, PLANE_STAT_METADATA]
+    )
+    line_cols = wire.decode_messages(
+        buf,
+        line_spans,
+        [
+            (LINE_ID, "i"),
+            (LINE_DISPLAY_ID, "i"),
+            (LINE_NAME, "s"),
+            (LINE_DISPLAY_NAME, "s"),
+            (LINE_TIMESTAMP_NS, "i"),
+            (LINE_DURATION_PS, "i"),
+        ],
+    )
+    lines = [
+        Line(int(i), int(d), _text(buf, n), _text(buf, dn), int(t), int(dp))
+        for i, d, n, dn, t, dp in zip(
+            line_cols[0], line_cols[1], line_cols[2], line_cols[3], line_cols[4], line_cols[5]
+        )
+    ]
     planes = []
     event_md = _metadata_maps(buf, emd_plane, emd_spans, len(plane_spans), events=True)
     stat_md = _metadata_maps(buf, smd_plane, smd_spans, len(plane_spans), events=False)
     _release(buf)  # finding the lines' fields read every page
     for k in range(len(plane_spans)):
-        planes.append(Plane(
-            id=int(plane_id[k]), name=_text(buf, plane_name[k]),
-            lines=[lines[i] for i in np.flatnonzero(line_plane == k)],
-            event_metadata=event_md[k], stat_names=stat_md[k]))
+        planes.append(
+            Plane(
+                id=int(plane_id[k]),
+                name=_text(buf, plane_name[k]),
+                lines=[lines[i] for i in np.flatnonzero(line_plane == k)],
+                event_metadata=event_md[k],
+                stat_names=stat_md[k],
+            )
+        )
     task.raise_if_cancelled()
     task.report(0.55, "Decoding events")
     events, line_rows = _decode_events(buf, line_spans)
-    return XSpaceData(path=path, host=host, buf=buf, planes=planes, lines=lines, line_plane=line_plane.astype(np.int32),
-                      events=events, line_rows=line_rows, errors=texts[0], warnings=texts[1], hostnames=texts[2])
+    return XSpaceData(
+        path=path,
+        host=host,
+        buf=buf,
+        planes=planes,
+        lines=lines,
+        line_plane=line_plane.astype(np.int32),
+        events=events,
+        line_rows=line_rows,
+        errors=texts[0],
+        warnings=texts[1],
+        hostnames=texts[2],
+    )
 
 
 def _decode_events(buf, line_spans: np.ndarray, chunk_bytes: int = 16 << 20) -> tuple[Events, np.ndarray]:
@@ -395,18 +441,32 @@ def _decode_events(buf, line_spans: np.ndarray, chunk_bytes: int = 16 << 20) -> 
     of the file given back when done) and joined column by column, so
     neither the whole file nor a second copy of the columns is held."""
     ends = np.cumsum(line_spans[:, 1])
-    cuts = np.unique(np.r_[0, np.searchsorted(ends, np.arange(chunk_bytes, ends[-1] if len(ends) else 0, chunk_bytes),
-                                              side="right"), len(line_spans)])
-    parts: dict[str, list] = {k: [] for k in ("metadata_id", "offset_ps", "duration_ps", "byte_offset",
-                                               "byte_length", "aggregated")}
+    cuts = np.unique(
+        np.r_[
+            0,
+            np.searchsorted(ends, np.arange(chunk_bytes, ends[-1] if len(ends) else 0, chunk_bytes), side="right"),
+            len(line_spans),
+        ]
+    )
+    parts: dict[str, list] = {
+        k: [] for k in ("metadata_id", "offset_ps", "duration_ps", "byte_offset", "byte_length", "aggregated")
+    }
     counts = []
     for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
         ((owner, spans),) = wire.find_children(buf, line_spans[a:b], [LINE_EVENTS])
-        md, offset, duration, occurrences = wire.decode_messages(buf, spans, [
-            (EVENT_METADATA_ID, "i"), (EVENT_OFFSET_PS, "i"), (EVENT_DURATION_PS, "i"), (EVENT_NUM_OCCURRENCES, "i")])
-        for key, col in (("metadata_id", md), ("offset_ps", offset), ("duration_ps", duration),
-                         ("byte_offset", spans[:, 0].copy()), ("byte_length", spans[:, 1].astype(np.int32)),
-                         ("aggregated", occurrences != 0)):
+        md, offset, duration, occurrences = wire.decode_messages(
+            buf,
+            spans,
+            [(EVENT_METADATA_ID, "i"), (EVENT_OFFSET_PS, "i"), (EVENT_DURATION_PS, "i"), (EVENT_NUM_OCCURRENCES, "i")],
+        )
+        for key, col in (
+            ("metadata_id", md),
+            ("offset_ps", offset),
+            ("duration_ps", duration),
+            ("byte_offset", spans[:, 0].copy()),
+            ("byte_length", spans[:, 1].astype(np.int32)),
+            ("aggregated", occurrences != 0),
+        ):
             parts[key].append(col)
         counts.append(np.bincount(owner, minlength=b - a))
         del owner, spans, md, offset, duration, occurrences
@@ -414,11 +474,17 @@ def _decode_events(buf, line_spans: np.ndarray, chunk_bytes: int = 16 << 20) -> 
         if len(present):
             _release(buf, int(present[0, 0]), int(present[-1, 0] + present[-1, 1]))
     columns = {}
-    for key, dtype in (("metadata_id", np.int64), ("offset_ps", np.int64), ("duration_ps", np.int64),
-                       ("byte_offset", np.int64), ("byte_length", np.int32), ("aggregated", bool)):
+    for key, dtype in (
+        ("metadata_id", np.int64),
+        ("offset_ps", np.int64),
+        ("duration_ps", np.int64),
+        ("byte_offset", np.int64),
+        ("byte_length", np.int32),
+        ("aggregated", bool),
+    ):
         columns[key] = np.concatenate(parts.pop(key)) if counts else np.zeros(0, dtype)  # one column's parts at a time
     md = columns["metadata_id"]
-    if len(md) and -2**31 <= int(md.min()) and int(md.max()) < 2**31:
+    if len(md) and -(2**31) <= int(md.min()) and int(md.max()) < 2**31:
         columns["metadata_id"] = md.astype(np.int32)
     del md
     counts = np.concatenate(counts) if counts else np.zeros(0, np.int64)
@@ -439,7 +505,7 @@ def _release(buf, start: int = 0, end: int | None = None) -> None:
 
 def _text(buf, span) -> str:
     o, n = int(span[0]), int(span[1])
-    return bytes(buf[o:o + n]).decode("utf-8", "replace") if o >= 0 else ""
+    return bytes(buf[o : o + n]).decode("utf-8", "replace") if o >= 0 else ""
 
 
 def _metadata_maps(buf, owner: np.ndarray, entries: np.ndarray, num_planes: int, events: bool) -> list[dict]:
@@ -449,9 +515,13 @@ def _metadata_maps(buf, owner: np.ndarray, entries: np.ndarray, num_planes: int,
         return maps
     keys, values = wire.decode_messages(buf, entries, [(MAP_KEY, "i"), (MAP_VALUE, "s")])
     if events:
-        names, display = wire.decode_messages(buf, values, [(EVENT_METADATA_NAME, "s"), (EVENT_METADATA_DISPLAY_NAME, "s")])
+        names, display = wire.decode_messages(
+            buf, values, [(EVENT_METADATA_NAME, "s"), (EVENT_METADATA_DISPLAY_NAME, "s")]
+        )
         has_value = values[:, 0] >= 0
-        ((stat_owner, _stat_spans),) = wire.find_children(buf, np.where(has_value[:, None], values, [-1, 0]), [EVENT_METADATA_STATS])
+        ((stat_owner, _stat_spans),) = wire.find_children(
+            buf, np.where(has_value[:, None], values, [-1, 0]), [EVENT_METADATA_STATS]
+        )
         with_stats = set(stat_owner.tolist())
         for k in range(len(entries)):
             stats = [(int(values[k, 0]), int(values[k, 1]))] if k in with_stats else []

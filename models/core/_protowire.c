@@ -1,4 +1,4 @@
-/* profscope.models.formats._protowire: column decoding of protobuf wire data.
+/* profscope.models.core._protowire: column decoding of protobuf wire data.
  *
  * Python's protobuf builds one object per message; a profile with millions of
  * snapshots or events then spends most of its time in attribute access. These
