@@ -105,6 +105,26 @@ def test_install_desktop_entry_writes_the_files(tmp_path, monkeypatch, capsys):
     assert str(share / "applications" / "profscope.desktop") in capsys.readouterr().out
 
 
+def test_install_desktop_entry_writes_nothing_without_its_icons(tmp_path, monkeypatch, capsys):
+    from profscope.viewer import desktop
+    from profscope.viewer.cli import main
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    monkeypatch.setattr(desktop, "ICON_PNG", tmp_path / "missing.png")
+    assert main(["--install-desktop-entry"]) == 1
+    assert "lacks Profscope's icons" in capsys.readouterr().err
+    assert not (tmp_path / "share").exists()
+
+
+def test_install_desktop_entry_is_for_linux_only(tmp_path, monkeypatch, capsys):
+    from profscope.viewer.cli import main
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    monkeypatch.setattr("sys.platform", "darwin")
+    assert main(["--install-desktop-entry"]) == 1
+    assert "for Linux desktops" in capsys.readouterr().err and not (tmp_path / "share").exists()
+
+
 # ---------------------------------------------------------------- layout (offscreen geometry)
 
 

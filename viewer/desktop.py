@@ -12,6 +12,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+from profscope.models.core.task import ProfileError
+
 ICONS = resources.files("profscope.resources") / "icons"  # package data, also in a wheel
 ICON_SVG = ICONS / "profscope.svg"
 ICON_PNG = ICONS / "profscope.png"  # 256 px, rendered from the SVG
@@ -65,20 +67,25 @@ def desktop_file() -> str:
 
 def install_desktop_entry(home: Path | None = None) -> list[Path]:
     """Writes the .desktop file, the icons and the MIME types; returns the
-    paths written. Refreshes the desktop and MIME databases when their tools exist."""
+    paths written. Refreshes the desktop and MIME databases when their tools exist.
+    Everything copied is read first, so a broken install writes nothing."""
+    if not sys.platform.startswith("linux"):
+        raise ProfileError("--install-desktop-entry is for Linux desktops (freedesktop.org launchers)")
     home = home or data_home()
-    written = []
-
-    def write(path: Path, data: bytes) -> None:
+    try:
+        icons = ICON_PNG.read_bytes(), ICON_SVG.read_bytes()
+    except OSError as e:
+        raise ProfileError(f"this installation lacks Profscope's icons ({e.strerror or e}); nothing written") from None
+    files = {
+        home / "applications" / f"{APP_ID}.desktop": desktop_file().encode(),
+        home / "icons" / "hicolor" / "256x256" / "apps" / f"{APP_ID}.png": icons[0],
+        home / "icons" / "hicolor" / "scalable" / "apps" / f"{APP_ID}.svg": icons[1],
+        home / "mime" / "packages" / f"{APP_ID}.xml": MIME_XML.encode(),
+    }
+    for path, data in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-        written.append(path)
-
-    write(home / "applications" / f"{APP_ID}.desktop", desktop_file().encode())
-    write(home / "icons" / "hicolor" / "256x256" / "apps" / f"{APP_ID}.png", ICON_PNG.read_bytes())
-    write(home / "icons" / "hicolor" / "scalable" / "apps" / f"{APP_ID}.svg", ICON_SVG.read_bytes())
-    write(home / "mime" / "packages" / f"{APP_ID}.xml", MIME_XML.encode())
     for tool, folder in (("update-mime-database", home / "mime"), ("update-desktop-database", home / "applications")):
         if shutil.which(tool):
             subprocess.run([tool, str(folder)], capture_output=True, timeout=60)
-    return written
+    return list(files)
