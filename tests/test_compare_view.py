@@ -205,8 +205,8 @@ def test_compare_with_from_the_session_tree(qtbot, window, monkeypatch):
         pass  # the latest session's timeline
     session = window.tree.topLevelItem(0)
     host = session.child(0)
-    assert window.tree_menu(host.child(0)) is None  # a tool: no menu
-    menu = window.tree_menu(host)
+    assert window.compare.tree_menu(host.child(0)) is None  # a tool: no menu
+    menu = window.compare.tree_menu(host)
     asked = []
 
     def get_item(parent, title, label, items, *args):
@@ -223,12 +223,12 @@ def test_compare_with_from_the_session_tree(qtbot, window, monkeypatch):
     assert view.comparison.baseline.place.location == str(PAIR / "baseline")
     assert view.comparison.candidate.place.location == str(PAIR / "candidate")
     assert "added" in shown(view, STATUS)
-    assert window.tree_menu(session) is not None  # a session compares too
+    assert window.compare.tree_menu(session) is not None  # a session compares too
 
 
 def test_memory_realigned_at_a_step_in_the_worker(qtbot, window):
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
-        window.compare_places(Place(str(XPROF / "small.xplane.pb")), Place(str(XPROF / "keras.xplane.pb")))
+        window.compare.compare_places(Place(str(XPROF / "small.xplane.pb")), Place(str(XPROF / "keras.xplane.pb")))
     page = window.compare_view.memory_page
     assert window.compare_view.pages.isTabEnabled(2)
     start = page.lines[1].getData()[0].copy()
@@ -253,7 +253,7 @@ def totals(view):
 
 def test_step_range_and_median_on_each_side_recompute_in_the_worker(qtbot, window):
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
-        window.compare_places(Place(str(PAIR / "baseline")), Place(str(PAIR / "candidate")))
+        window.compare.compare_places(Place(str(PAIR / "baseline")), Place(str(PAIR / "candidate")))
     view = window.compare_view
     c = view.comparison
     base, cand = view.sides
@@ -295,7 +295,7 @@ def test_step_range_and_median_on_each_side_recompute_in_the_worker(qtbot, windo
 def test_host_picker_compares_the_chosen_ranks(qtbot, window):
     ranks = str(DATA / "chrome_trace" / "two_ranks")
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
-        window.compare_places(Place(ranks), Place(ranks))
+        window.compare.compare_places(Place(ranks), Place(ranks))
     view = window.compare_view
     base, cand = view.sides
     assert not base.host_box.isHidden()

@@ -215,16 +215,16 @@ def test_window_opens_a_sweep_and_watching_picks_up_new_sessions(window, qtbot, 
     source = next(p for p in KERAS.iterdir() if p.name.startswith("units8_lr0.01"))
     shutil.copytree(source, logdir / "units8_lr0.01_rep9")
     window.hparams_view.watch_box.setChecked(True)
-    assert window.watch_timer.isActive()
+    assert window.hparams.watch_timer.isActive()
     with qtbot.waitSignal(window.hparams_runner.finished, timeout=20000):
-        window._check_for_new_data()
+        window.hparams.check_for_new_data()
     groups = window.hparams_view.model.table
     assert sum(len(s) for s in groups.sessions) == 5
     with qtbot.waitSignal(window.hparams_runner.finished, timeout=20000):
-        window._check_for_new_data()  # nothing changed: nothing reloaded
+        window.hparams.check_for_new_data()  # nothing changed: nothing reloaded
     assert window.hparams_view.model.table is groups
     window.hparams_view.watch_box.setChecked(False)
-    assert not window.watch_timer.isActive()
+    assert not window.hparams.watch_timer.isActive()
 
 
 def test_profiles_and_sweeps_in_one_log_dir_show_both(window, qtbot, tmp_path):

@@ -305,7 +305,7 @@ def test_pyramid_gives_exact_minimum_and_maximum_of_any_range():
 def test_the_window_builds_the_plot_data_in_its_worker(qtbot, window, monkeypatch):
     import threading
 
-    import profscope.viewer.window
+    import profscope.viewer.controllers.loading
     from profscope.widgets.memory.plot import prepare_series
 
     threads = []
@@ -314,7 +314,7 @@ def test_the_window_builds_the_plot_data_in_its_worker(qtbot, window, monkeypatc
         threads.append(threading.current_thread())
         return prepare_series(data, task)
 
-    monkeypatch.setattr(profscope.viewer.window, "prepare_series", recording)
+    monkeypatch.setattr(profscope.viewer.controllers.loading, "prepare_series", recording)
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
         window.open_path(str(SMALL_XPROF))  # scan
     with qtbot.waitSignal(window.runner.finished, timeout=20000):

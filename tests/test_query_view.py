@@ -284,12 +284,12 @@ def test_double_clicking_a_slice_row_selects_it_in_the_timeline(qtbot, win):
     sql = LONGEST.replace("FROM slices", "FROM slices WHERE host = 'rank-1'")
     run(qtbot, view, sql)
     row = view.model.table.slice(0, 1).to_pylist()[0]
-    assert win.current_timeline != ("gpu", "rank-1")
+    assert win.loading.current_timeline != ("gpu", "rank-1")
     with qtbot.waitSignal(win.runner.finished, timeout=30000):  # that host's timeline loads
         _double_click_row(qtbot, view, 0)
     assert win.tabs.currentWidget() is win.timeline_view
     canvas = win.timeline_view.canvas
-    assert win.current_timeline == ("gpu", "rank-1") and canvas.selected == row["id"]
+    assert win.loading.current_timeline == ("gpu", "rank-1") and canvas.selected == row["id"]
     tl = win.timeline_view.timeline
     assert tl.names[row["id"]] == row["name"] and tl.origin_ns + tl.start_ps[row["id"]] // 1000 == row["start_ns"]
     start, end = float(tl.start_ps[row["id"]]), float(tl.start_ps[row["id"]] + tl.duration_ps[row["id"]])

@@ -24,7 +24,7 @@ def test_open_log_dir_shows_latest_session(qtbot, window):
     open_and_wait(qtbot, window, SAMPLE)
     assert window.tree.topLevelItemCount() == 3
     # "train" (an event file with run metadata) sorts last: its timeline shows.
-    assert window.current_timeline == ("train", "vm")
+    assert window.loading.current_timeline == ("train", "vm")
     assert window.tabs.currentWidget() is window.timeline_view
     assert len(window.timeline_view.timeline) == 40
     assert window.timeline_view.step_box.currentText() == "step_1"
@@ -37,20 +37,20 @@ def test_clicking_sessions_tools_and_steps_loads_them(qtbot, window):
     small = window.tree.topLevelItem(1).child(0)  # the small session's host
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
         window._on_tree_item(small)
-    assert window.current == (SMALL_SESSION, "vm")
+    assert window.loading.current == (SMALL_SESSION, "vm")
     assert window.memory_view.allocator.memory_id == "bfc_cpu_allocator_for_gpu"
     assert window.memory_view.table.model.rowCount() == 11
     assert "memory profile with 1 allocator" in window.status.text()
     other = window.tree.topLevelItem(0).child(0)  # the Keras session's host
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
         window._on_tree_item(other)
-    assert window.current == ("2026_11_22_02_48_21", "vm")
+    assert window.loading.current == ("2026_11_22_02_48_21", "vm")
     assert not window.memory_view.allocator.complete
     train_memory = window.tree.topLevelItem(2).child(0).child(0)  # train / vm / Memory
     assert train_memory.text(0) == "Memory"
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
         window._on_tree_item(train_memory)
-    assert window.current == ("train", "vm") and window.memory_view.allocator.memory_id == "mklcpu"
+    assert window.loading.current == ("train", "vm") and window.memory_view.allocator.memory_id == "mklcpu"
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
         window.timeline_view.step_requested.emit("step_2")
     assert window.timeline_view.step_box.currentText() == "step_2"
@@ -134,13 +134,13 @@ def test_xplane_session_with_two_hosts(qtbot, window, tmp_path):
     open_and_wait(qtbot, window, tmp_path / "logs")
     item = window.tree.topLevelItem(0)
     assert [item.child(i).text(0) for i in range(item.childCount())] == ["a", "b", "All hosts"]
-    assert window.current_timeline == ("2026_11_22_09_00_00", "a")
+    assert window.loading.current_timeline == ("2026_11_22_09_00_00", "a")
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
         window._on_tree_item(item.child(0).child(0))  # a / Memory
     assert window.memory_view.table.model.rowCount() == 11
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
         window._on_tree_item(item.child(2))
-    assert window.current_timeline == ("2026_11_22_09_00_00", "")
+    assert window.loading.current_timeline == ("2026_11_22_09_00_00", "")
     assert window.timeline_view.timeline.groups == ["a /host:CPU", "b /host:CPU"]
     assert "All hosts" in window.status.text()
     memory_b = item.child(1).child(0)
@@ -163,9 +163,9 @@ def test_gpu_traces_statistics_per_rank_and_all_hosts(qtbot, window):
     assert [hosts[2].child(i).text(0) for i in range(hosts[2].childCount())] == [
         "Timeline", "Kernels", "Operators", "Overview"]
     # The first host's timeline loaded, with its statistics from the same timeline.
-    assert window.current_timeline == ("gpu", "rank-0") and window.tabs.currentWidget() is window.timeline_view
+    assert window.loading.current_timeline == ("gpu", "rank-0") and window.tabs.currentWidget() is window.timeline_view
     stats = window.stats_view.stats
-    assert stats is not None and stats.hosts == ["rank-0"] and window.stats_timeline is window.timeline_view.timeline
+    assert stats is not None and stats.hosts == ["rank-0"] and window.loading.stats_timeline is window.timeline_view.timeline
     assert window.tabs.isTabVisible(window.tabs.indexOf(window.stats_view))
     # Kernels of the loaded host: shown at once, nothing loads.
     with qtbot.assertNotEmitted(window.runner.busy_changed):
@@ -179,13 +179,13 @@ def test_gpu_traces_statistics_per_rank_and_all_hosts(qtbot, window):
     # Kernels of the other host: its timeline loads, then the Kernels page shows.
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
         window._on_tree_item(hosts[1].child(2))
-    assert window.current_timeline == ("gpu", "rank-1")
+    assert window.loading.current_timeline == ("gpu", "rank-1")
     assert window.tabs.currentWidget() is window.stats_view and window.stats_view.stats.hosts == ["rank-1"]
     assert window.stats_view.current_page() == "kernel_stats"
     # All hosts / Overview: both ranks side by side.
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
         window._on_tree_item(hosts[2].child(3))
-    assert window.current_timeline == ("gpu", "")
+    assert window.loading.current_timeline == ("gpu", "")
     assert window.stats_view.current_page() == "overview" and window.tabs.currentWidget() is window.stats_view
     overview = window.stats_view.overview.model
     assert [overview.value(r, 0) for r in range(overview.rowCount())] == ["rank-0", "rank-1"]
@@ -194,7 +194,7 @@ def test_gpu_traces_statistics_per_rank_and_all_hosts(qtbot, window):
     # The host item itself: its timeline loads and shows.
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
         window._on_tree_item(hosts[0])
-    assert window.tabs.currentWidget() is window.timeline_view and window.current_timeline == ("gpu", "rank-0")
+    assert window.tabs.currentWidget() is window.timeline_view and window.loading.current_timeline == ("gpu", "rank-0")
 
 
 def test_gpu_traces_step_range_recomputes_in_the_worker(qtbot, window):
@@ -213,13 +213,13 @@ def test_gpu_traces_step_range_recomputes_in_the_worker(qtbot, window):
     assert view.stats.kernels.count.sum() < whole.kernels.count.sum()
     assert view.first_box.currentText() == "3" and view.current_page() == "kernel_stats"
     assert "statistics of step 3" in window.status.text()
-    assert window.stats_timeline is window.timeline_view.timeline  # no new read
+    assert window.loading.stats_timeline is window.timeline_view.timeline  # no new read
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
         view.select_steps(None)
     assert view.stats.step_range is None and view.kernels.model.rowCount() == 42
     # A range the trace lacks: the message shows, the statistics stay.
     with qtbot.waitSignal(window.runner.failed, timeout=20000) as failed:
-        window.recompute_stats((7, 9))
+        window.loading.recompute_stats((7, 9))
     assert "no ProfilerStep between 7 and 9" in failed.args[0]
     assert view.message.isVisibleTo(view) and view.stats is not None
     assert window.tabs.currentWidget() is view

@@ -5,7 +5,8 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QApplication, QWidget
 
-from profscope.viewer.window import MainWindow, timeline_keys
+from profscope.viewer.help_menu import timeline_keys
+from profscope.viewer.window import MainWindow
 
 
 def test_help_menu_has_its_actions(window):

@@ -7,7 +7,6 @@ import signal
 import sys
 
 from PySide6.QtCore import QTimer, qInstallMessageHandler
-from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from profscope.viewer import desktop, startup
@@ -39,18 +38,12 @@ def application(offscreen_without_display: bool = False) -> QApplication:
     app.setOrganizationName("Profscope")
     app.setApplicationName("Profscope")
     app.setDesktopFileName(desktop.APP_ID)  # Wayland: matches the installed profscope.desktop
-    app.setWindowIcon(app_icon())
+    app.setWindowIcon(desktop.app_icon())
     return app
 
 
-def app_icon() -> QIcon:
-    icon = QIcon(str(desktop.ICON_SVG))
-    icon.addFile(str(desktop.ICON_PNG))
-    return icon
-
-
 def run_window(path: str | None = None) -> int:
-    from profscope.viewer.window import MainWindow
+    from profscope.viewer.window import MainWindow  # here: the report and --help need not load the window
 
     app = application()
     window = MainWindow()

@@ -1,7 +1,8 @@
 """The icon and `profscope --install-desktop-entry`: a freedesktop .desktop
 file, the icon and the MIME types of profile files in the user's local data
 folder ($XDG_DATA_HOME or ~/.local/share), so Profscope appears in the
-launcher and opens .xplane.pb and .pt.trace.json.gz files. Imports no Qt."""
+launcher and opens .xplane.pb and .pt.trace.json.gz files. Imports Qt only
+to make the icon, so the command line's --install-desktop-entry needs no Qt."""
 
 from __future__ import annotations
 
@@ -36,6 +37,15 @@ MIME_XML = f"""<?xml version="1.0" encoding="UTF-8"?>
   </mime-type>
 </mime-info>
 """
+
+
+def app_icon():
+    """The application's QIcon (the SVG, and the PNG where SVG cannot be drawn)."""
+    from PySide6.QtGui import QIcon
+
+    icon = QIcon(str(ICON_SVG))
+    icon.addFile(str(ICON_PNG))
+    return icon
 
 
 def data_home() -> Path:

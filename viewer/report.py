@@ -166,7 +166,7 @@ def write_report(
     from PySide6.QtCore import QEvent
 
     from profscope.viewer.app import application
-    from profscope.viewer.window import ALL_HOSTS
+    from profscope.viewer.session_tree import ALL_HOSTS
     from profscope.widgets.hparams.view import HParamsView
     from profscope.widgets.memory.summary import summary_items
     from profscope.widgets.memory.view import MemoryView

@@ -1,0 +1,204 @@
+"""Loading what the session tree asks for: a host's memory profile, or its
+timeline (one host or all) with the trace statistics computed from that same
+timeline, in the worker; then its tab shows it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QTabWidget
+
+from profscope.models.analysis import trace_stats
+from profscope.models.data.timeline import Timeline
+from profscope.models.repository.profile_repository import ProfileRepository
+from profscope.models.repository.registry import KERNEL_STATS, MEMORY_PROFILE, TIMELINE_TOOLS, TRACE_VIEWER
+from profscope.viewer.session_tree import ALL_HOSTS
+from profscope.viewer.workers import TaskRunner
+from profscope.widgets.memory.plot import prepare_series
+from profscope.widgets.memory.view import MemoryView
+from profscope.widgets.stats.trace_stats_view import TraceStatsView, describe_range
+from profscope.widgets.timeline.view import TimelineView
+
+TIMELINE_VIEWS = (TRACE_VIEWER, *TIMELINE_TOOLS)  # tools shown from a loaded timeline
+
+
+class LoadController(QObject):
+    """Loads a (session, host, tool) of the repository in `runner` and shows it
+    in the Memory, Timeline or Statistics tab; `shown` follows each load shown."""
+
+    shown = Signal()
+
+    def __init__(self, runner: TaskRunner, tabs: QTabWidget, memory_view: MemoryView, timeline_view: TimelineView,
+                 stats_view: TraceStatsView, set_status: Callable[..., None], parent: QObject | None = None):
+        super().__init__(parent)
+        self.runner = runner
+        self.tabs = tabs
+        self.memory_view = memory_view
+        self.timeline_view = timeline_view
+        self.stats_view = stats_view
+        self.set_status = set_status
+        self.repo: ProfileRepository | None = None
+        self.current: tuple[str, str] | None = None  # (session, host) of the memory tab
+        self.current_timeline: tuple[str, str] | None = None  # (session, host) of the timeline tab
+        self.current_step = ""  # the step (run metadata tag) of the timeline tab
+        self.stats_timeline: Timeline | None = None  # the timeline the Statistics tab was computed from
+        self.requested: tuple | None = None  # (session, host, tool) last asked for
+
+    @property
+    def busy(self) -> bool:
+        return self.runner.busy
+
+    def set_repository(self, repo: ProfileRepository | None) -> None:
+        """A newly opened location: a reopened path may hold other data under the same names."""
+        self.stats_view.set_stats(None)
+        self.stats_timeline = None
+        self.current_timeline = None
+        self.repo = repo
+
+    def pick(self, target: tuple) -> None:
+        """A tree item's (session, host, tool) was clicked: loads it unless it is what was last asked for
+        (a statistics page is shown again)."""
+        if self.repo is not None and (tuple(target) != self.requested or target[2] in TIMELINE_TOOLS):
+            self.load(*target)
+
+    def load(self, session: str, host: str, tool: str) -> None:
+        if tool not in TIMELINE_VIEWS:
+            self.load_memory(session, host)
+            return
+        if (
+            self.runner.busy
+            and self.requested
+            and tuple(self.requested[:2]) == (session, host)
+            and self.requested[2] in TIMELINE_VIEWS
+        ):
+            # That timeline is loading (or its statistics are): show this tool when it is there.
+            self.requested = (session, host, tool)
+            if tool in TIMELINE_TOOLS and self.stats_timeline is not None and self.current_timeline == (session, host):
+                self.show_statistics(tool)
+            return
+        loaded = self.current_timeline == (session, host) and not self.runner.busy
+        if loaded and tool in TIMELINE_TOOLS and self.stats_timeline is not None:
+            self.requested = (session, host, tool)  # computed with the timeline: just show it
+            self.show_statistics(tool)
+        elif loaded and tool == TRACE_VIEWER and self.timeline_view.timeline is not None:
+            self.requested = (session, host, tool)
+            self.tabs.setCurrentWidget(self.timeline_view)
+        else:
+            self.load_timeline(session, host, show=tool)
+
+    def _has_stats(self, session: str, host: str) -> bool:
+        """Whether the repository offers the trace statistics for a host (or all hosts)."""
+        info = self.repo.session(session)
+        if KERNEL_STATS not in info.tools:
+            return False
+        return self.repo.combines_hosts(session) if not host else host in self.repo.hosts_with(session, KERNEL_STATS)
+
+    def load_timeline(self, session: str, host: str, step: str = "", show: str = TRACE_VIEWER) -> None:
+        """Loads a host's (or all hosts') timeline and, where the source has
+        them, its statistics from the same timeline; then shows `show`."""
+        repo = self.repo
+        self.requested = (session, host, show)
+        with_stats = self._has_stats(session, host)
+        self.set_status(f"Loading the timeline of {session} / {host or ALL_HOSTS}…")
+
+        def job(task):
+            steps = repo.steps(session, host)
+            timeline = repo.step_timeline(session, host, step, task)
+            timeline.all_kind_stats  # noqa: B018 -- the op statistics tab's table, here rather than on the GUI thread
+            stats = trace_stats.compute(timeline, None, task) if with_stats else None
+            return session, host, steps, step or (steps[0] if steps else ""), timeline, stats
+
+        self.runner.start(job, self._show_timeline)
+
+    def load_step(self, step: str) -> None:
+        """Another step of the timeline shown."""
+        if self.current_timeline:
+            self.load_timeline(*self.current_timeline, step)
+
+    def load_memory(self, session: str, host: str) -> None:
+        repo = self.repo
+        self.requested = (session, host, MEMORY_PROFILE)
+        self.set_status(f"Loading memory profile of {session} / {host}…")
+
+        def job(task):
+            data = repo.memory_profile(session, host, task)
+            return session, host, data, prepare_series(data, task)  # the plot's pyramids, off the GUI thread
+
+        self.runner.start(job, self._show_memory)
+
+    def load_memory_host(self, host: str) -> None:
+        """Another host of the session whose memory profile is shown."""
+        if self.current:
+            self.load_memory(self.current[0], host)
+
+    def recompute_stats(self, step_range: tuple[int, int] | None) -> None:
+        """The Statistics tab for a range of ProfilerSteps (None: the whole
+        capture), computed in the worker from the loaded timeline."""
+        if self.stats_timeline is None or self.current_timeline is None:
+            return
+        timeline, (session, host) = self.stats_timeline, self.current_timeline
+        self.requested = (session, host, self.stats_view.current_page())
+        self.set_status(
+            f"Computing the statistics of {session} / {host or ALL_HOSTS} for {describe_range(step_range)}…"
+        )
+        known = self.stats_view.stats.launch_by_kernel() if self.stats_view.stats is not None else {}
+        self.runner.start(
+            lambda task: (session, host, timeline, trace_stats.compute(timeline, step_range, task, known_launch=known)),
+            self._show_stats,
+        )
+
+    def show_statistics(self, tool: str) -> None:
+        """The Statistics tab on the page of a tool (overview, kernel_stats, op_stats)."""
+        self.stats_view.show_page(tool)
+        self.tabs.setCurrentWidget(self.stats_view)
+
+    def show_error(self, message: str) -> None:
+        """A failure, in the status bar and in the tab of what was asked for."""
+        self.set_status(message, error=True)
+        if self.requested and self.requested[2] in TIMELINE_TOOLS:
+            self.stats_view.show_message(message)
+            self.tabs.setCurrentWidget(self.stats_view)
+        elif self.requested and self.requested[2] == TRACE_VIEWER:
+            self.timeline_view.show_message(message)
+        else:
+            self.memory_view.show_message(message)
+
+    def _show_memory(self, result) -> None:
+        session, host, data, series = result
+        self.current = (session, host)
+        self.memory_view.set_hosts(list(self.repo.session(session).hosts), host)
+        self.memory_view.set_profile(data, series)
+        self.tabs.setCurrentWidget(self.memory_view)
+        ids = ", ".join(data.memory_ids)
+        self.set_status(f"{session} / {host}: memory profile with {len(data.allocators)} allocator(s): {ids}")
+        self.shown.emit()
+
+    def _show_timeline(self, result) -> None:
+        session, host, steps, step, timeline, stats = result
+        # What to show: the tool last asked for, if it is this timeline's (clicked while it loaded).
+        r = self.requested
+        show = r[2] if r and tuple(r[:2]) == (session, host) and r[2] in TIMELINE_VIEWS else TRACE_VIEWER
+        self.current_timeline = (session, host)
+        self.current_step = step
+        self.timeline_view.set_steps(steps, step)
+        self.timeline_view.set_timeline(timeline)
+        self.stats_timeline = timeline if stats is not None else None
+        self.stats_view.set_stats(stats)
+        if show in TIMELINE_TOOLS and stats is not None:
+            self.show_statistics(show)
+        else:
+            self.tabs.setCurrentWidget(self.timeline_view)
+        warn = f" Warnings: {'; '.join(timeline.warnings)}" if timeline.warnings else ""
+        self.set_status(
+            f"{session} / {host or ALL_HOSTS}{' / ' + step if step else ''}: {len(timeline):,} events on "
+            f"{len(timeline.groups)} device(s).{warn}"
+        )
+        self.shown.emit()
+
+    def _show_stats(self, result) -> None:
+        session, host, timeline, stats = result
+        if timeline is not self.stats_timeline:
+            return  # another timeline was loaded meanwhile
+        self.stats_view.set_stats(stats)
+        self.set_status(f"{session} / {host or ALL_HOSTS}: statistics of {describe_range(stats.step_range)}.")

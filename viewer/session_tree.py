@@ -1,0 +1,72 @@
+"""The Sessions tree: session > host > tool items, an "All hosts" entry where a
+session's hosts combine, and an HParams entry. Each item carries the
+(session, host, tool) that clicking it shows."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
+
+from profscope.models.repository.profile_repository import ProfileRepository
+from profscope.models.repository.registry import (
+    KERNEL_STATS,
+    MEMORY_PROFILE,
+    OP_STATS,
+    OVERVIEW,
+    TIMELINE_TOOLS,
+    TRACE_VIEWER,
+)
+
+ROLE_TARGET = Qt.UserRole  # (session, host, tool) of a tree item
+HPARAMS = "hparams"  # tree target of the HParams entry
+TOOL_TITLES = {MEMORY_PROFILE: "Memory", TRACE_VIEWER: "Timeline", KERNEL_STATS: "Kernels", OP_STATS: "Operators",
+               OVERVIEW: "Overview"}
+ALL_HOSTS = "All hosts"  # tree entry: the timeline of every host of a session
+
+
+def preferred_tool(tools: list[str]) -> str:
+    """What clicking a host shows: its timeline when it has one."""
+    return TRACE_VIEWER if TRACE_VIEWER in tools else MEMORY_PROFILE
+
+
+def fill(tree: QTreeWidget, repo: ProfileRepository) -> QTreeWidgetItem | None:
+    """Adds the repository's sessions, sorted by name; returns the latest
+    session's first host (None when no session has a host)."""
+    latest = None
+    for info in sorted(repo.enum_sessions(), key=lambda s: s.name):
+        item = QTreeWidgetItem(tree, [info.name])
+        item.setToolTip(0, info.name)
+        for host in info.hosts:
+            host_item = QTreeWidgetItem(item, [host])
+            host_item.setToolTip(0, host)
+            tools = [t for t in info.tools if host in repo.hosts_with(info.name, t)]
+            for tool in tools:
+                tool_item = QTreeWidgetItem(host_item, [TOOL_TITLES.get(tool, tool)])
+                tool_item.setData(0, ROLE_TARGET, (info.name, host, tool))
+            host_item.setData(0, ROLE_TARGET, (info.name, host, preferred_tool(tools)))
+        if repo.combines_hosts(info.name):
+            all_item = QTreeWidgetItem(item, [ALL_HOSTS])
+            all_item.setData(0, ROLE_TARGET, (info.name, "", TRACE_VIEWER))
+            if KERNEL_STATS in info.tools:  # the statistics of every host side by side
+                for tool in (TRACE_VIEWER, *TIMELINE_TOOLS):
+                    if tool in info.tools:
+                        tool_item = QTreeWidgetItem(all_item, [TOOL_TITLES[tool]])
+                        tool_item.setData(0, ROLE_TARGET, (info.name, "", tool))
+        if info.hosts:
+            latest = item.child(0)
+    tree.expandAll()
+    return latest
+
+
+def add_hparams_entry(tree: QTreeWidget, sessions: int) -> QTreeWidgetItem:
+    """The HParams entry, first in the tree."""
+    item = QTreeWidgetItem([f"HParams ({sessions:,} sessions)"])
+    item.setData(0, ROLE_TARGET, (HPARAMS,))
+    tree.insertTopLevelItem(0, item)
+    return item
+
+
+def find_item(tree: QTreeWidget, target: tuple) -> QTreeWidgetItem | None:
+    """The item that shows `target` (session, host, tool)."""
+    found = tree.findItems("*", Qt.MatchWildcard | Qt.MatchRecursive)
+    return next((i for i in found if tuple(i.data(0, ROLE_TARGET) or ()) == target), None)
