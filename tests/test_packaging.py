@@ -34,3 +34,13 @@ def test_resources_are_package_data():
     assert (icons / "profscope.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     sample = resources.files("profscope.resources") / "samples" / "tf_logdir"
     assert sample.is_dir() and (ROOT / "resources" / "samples" / "tf_logdir").is_dir()
+
+
+def test_every_package_folder_is_listed_in_pyproject():
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {"profscope." + ".".join(init.parent.relative_to(ROOT).parts)
+               for top in ("viewer", "widgets", "models", "protos", "resources")
+               for init in (ROOT / top).rglob("__init__.py")}
+    assert listed == folders, "pyproject.toml's packages differ from the folders: the wheel would miss code"
