@@ -39,8 +39,10 @@ from PySide6.QtWidgets import (
 from profscope.models.analysis import diff, trace_stats
 from profscope.models.analysis.comparison import Place, compare, stats_over
 from profscope.models.core.task import ProfileError
+from profscope.models.data.peak_pyramid import prepare_series
 from profscope.models.data.timeline import Timeline
 from profscope.models.formats import file_patterns
+from profscope.models.hparams.curves import curves_job
 from profscope.models.hparams.experiment import load_hparams
 from profscope.models.hparams.logdir import logdir_signature
 from profscope.models.remote import SCHEME
@@ -63,7 +65,6 @@ from profscope.viewer.workers import TaskRunner
 from profscope.widgets.compare.view import CompareView
 from profscope.widgets.hparams.layout import settings_key
 from profscope.widgets.hparams.view import HParamsView
-from profscope.widgets.memory.plot import prepare_series
 from profscope.widgets.memory.view import MemoryView
 from profscope.widgets.palette import Scheme
 from profscope.widgets.query.view import QueryView
@@ -285,7 +286,8 @@ class MainWindow(QMainWindow):
         )
         self.query_runner.failed.connect(lambda message, _: self.set_status(message.splitlines()[0], error=True))
         self.hparams_view.watch_toggled.connect(self.set_watching)
-        self.hparams_view.run_job = self.curves_runner.start
+        self.hparams_view.request_curves = lambda data, sessions, metrics, done: self.curves_runner.start(
+            curves_job(data, sessions, metrics), done)
         self.hparams_view.layout_changed.connect(self._save_hparams_layout)
         self.curves_runner.failed.connect(self.hparams_view.curves.show_message)
         self.hparams_runner.failed.connect(self.show_error)

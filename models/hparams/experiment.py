@@ -354,6 +354,20 @@ def _non_finite(v: struct_pb2.Value) -> bool:
     return v.WhichOneof("kind") == "number_value" and not math.isfinite(v.number_value)
 
 
+def format_value(value) -> str:
+    """An hparam or metric value as the table, filters and axes show it (whole
+    floats without a decimal point, others to 6 significant digits)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.6g}"
+    return str(value)
+
+
 def _hparam_info(name: str, values: list[struct_pb2.Value]) -> api_pb2.HParamInfo | None:
     kinds = {"number_value": api_pb2.DATA_TYPE_FLOAT64, "string_value": api_pb2.DATA_TYPE_STRING,
              "bool_value": api_pb2.DATA_TYPE_BOOL}
