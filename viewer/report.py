@@ -58,7 +58,7 @@ def _statistics_section(title: str, view, stats, save, top: int = 20) -> str:
     and the top kernels and operators by total time."""
     from PySide6.QtCore import Qt
 
-    from profscope.widgets.stats.trace_stats_view import KernelModel, OpModel, OverviewModel
+    from profscope.widgets.stats.table_models import KernelModel, OpModel, OverviewModel
 
     view.set_stats(stats)
     view.show_page("overview")
