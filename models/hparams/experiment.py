@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-import re2
 from google.protobuf import json_format, struct_pb2
 
+from profscope.models.core import guards
 from profscope.models.core.guards import decode
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.hparams.logdir import Logdir, gc_paused, read_logdir
@@ -600,15 +600,9 @@ def _filter(col: Column, cp) -> tuple[np.ndarray, np.ndarray, callable]:
 
 
 def compile_regexp(pattern: str):
-    """A linear-time (RE2) pattern; a hostile expression cannot stall the program.
-    RE2 has no backreferences or lookaround: such patterns are refused."""
-    options = re2.Options()
-    options.log_errors = False
-    try:
-        return re2.compile(pattern, options)
-    except re2.error as e:
-        detail = e.args[0].decode() if e.args and isinstance(e.args[0], bytes) else str(e)
-        raise HParamsError(f"Invalid regular expression {pattern!r}: {detail}") from None
+    """A linear-time (RE2) pattern (core.guards); an invalid one raises
+    HParamsError, as TensorBoard's plugin refuses it."""
+    return guards.compile_regexp(pattern, HParamsError)
 
 
 def _type_name(v) -> str:
