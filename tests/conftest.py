@@ -77,11 +77,13 @@ def window(qtbot, tmp_path):
 @pytest.fixture
 def open_hparams_view(qtbot):
     """An HParamsView of 1500x950 px showing a log dir's sweep, exposed."""
+    from profscope.models.hparams.curves import read_curves_now
     from profscope.models.hparams.experiment import load_hparams
     from profscope.widgets.hparams.view import HParamsView
 
     def make(path):
         v = HParamsView()
+        v.request_curves = read_curves_now
         qtbot.addWidget(v)
         v.resize(1500, 950)
         v.set_data(load_hparams(path))

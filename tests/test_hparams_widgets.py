@@ -11,10 +11,10 @@ import pytest
 from conftest import DATA
 from PySide6.QtCore import QPointF, Qt
 
-from profscope.models.hparams.experiment import _column
+from profscope.models.hparams.experiment import _column, format_value
 from profscope.protos import api_pb2
 from profscope.widgets.hparams.filters import ColumnFilter
-from profscope.widgets.hparams.table import GroupModel, format_value
+from profscope.widgets.hparams.table import GroupModel
 from profscope.widgets.hparams.view import HParamsView
 
 API_CONFIG = DATA / "hparams" / "api_config"

@@ -286,7 +286,7 @@ def test_time_axis_names_the_unit_of_its_labels(qtbot):
 
 
 def test_pyramid_gives_exact_minimum_and_maximum_of_any_range():
-    from profscope.widgets.memory.plot import PeakPyramid
+    from profscope.models.data.peak_pyramid import PeakPyramid
 
     rng = np.random.default_rng(7)
     for n in (1, 2, 3, 1000, 4097):
@@ -306,7 +306,7 @@ def test_the_window_builds_the_plot_data_in_its_worker(qtbot, window, monkeypatc
     import threading
 
     import profscope.viewer.controllers.loading
-    from profscope.widgets.memory.plot import prepare_series
+    from profscope.models.data.peak_pyramid import prepare_series
 
     threads = []
 

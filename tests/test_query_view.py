@@ -16,8 +16,8 @@ from PySide6.QtGui import QGuiApplication, QTextCursor
 from profscope.models.repository.locations import open_location
 from profscope.models.sql.database import ProfileDatabase
 from profscope.models.sql.examples import EXAMPLES
+from profscope.models.sql.result_chart import chart_data
 from profscope.viewer.query_runner import QueryRunner
-from profscope.widgets.query.chart import chart_data
 from profscope.widgets.query.model import ResultModel, row_jump
 from profscope.widgets.query.view import QueryView, SqlEditor
 

@@ -12,16 +12,9 @@ from PySide6.QtGui import QColor
 from profscope.models.analysis import trace_stats
 from profscope.models.core.task import Cancelled, ProfileError, TaskState
 from profscope.models.formats.chrome_trace import build_timeline, scan
-from profscope.widgets.stats.trace_stats_view import (
-    BREAKDOWN,
-    DeviceModel,
-    KernelModel,
-    OpModel,
-    OverviewModel,
-    TraceStatsView,
-    describe_range,
-    natural_key,
-)
+from profscope.widgets.stats.breakdown_bars import BREAKDOWN
+from profscope.widgets.stats.table_models import DeviceModel, KernelModel, OpModel, OverviewModel, natural_key
+from profscope.widgets.stats.trace_stats_view import TraceStatsView, describe_range
 
 GPU = DATA / "chrome_trace" / "gpu"
 

@@ -13,9 +13,9 @@ import pyarrow as pa
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from profscope.models.sql.database import ProfileDatabase, QueryError, QueryResult
+from profscope.models.sql.result_chart import ChartData, chart_data
+from profscope.models.sql.result_order import sort_order
 from profscope.viewer.workers import TaskRunner
-from profscope.widgets.query.chart import ChartData, chart_data
-from profscope.widgets.query.model import sort_order
 
 MAX_ROWS = 5_000_000  # rows fetched for the table; more are left in DuckDB (the result says so)
 POLL_MS = 200

@@ -58,7 +58,7 @@ def _statistics_section(title: str, view, stats, save, top: int = 20) -> str:
     and the top kernels and operators by total time."""
     from PySide6.QtCore import Qt
 
-    from profscope.widgets.stats.trace_stats_view import KernelModel, OpModel, OverviewModel
+    from profscope.widgets.stats.table_models import KernelModel, OpModel, OverviewModel
 
     view.set_stats(stats)
     view.show_page("overview")
@@ -110,11 +110,27 @@ def _kernel_section(log, memory_id: str, top: int = 20) -> str:
     )
 
 
+def _curves_at_once(view):
+    """The HParams view's request_curves for the report: read at once (no
+    worker), a reading error shown in the curves panel."""
+    from profscope.models.hparams.curves import load_curves
+
+    def request(data, sessions, metrics, on_curves) -> None:
+        try:
+            curves = load_curves(data.logdir.path, sessions, metrics)
+        except ProfileError as e:
+            view.curves.show_message(str(e))
+        else:
+            on_curves(curves)
+
+    return request
+
+
 def _hparams_section(view, data, save, top: int = 20, charts: int = 3) -> str:
     """The sweep: the table sorted by its first metric, the top groups in
     HTML, the parallel coordinates, the scatter matrix of that metric against
     the hparams, and the training curves of the best groups."""
-    from profscope.widgets.hparams.table import format_value
+    from profscope.models.hparams.experiment import format_value
 
     view.set_data(data)
     metrics = [i for i, (kind, _) in enumerate(view.columns.items) if kind == "metric"]
@@ -194,6 +210,7 @@ def write_report(
         return png
 
     hparams_view = HParamsView()
+    hparams_view.request_curves = _curves_at_once(hparams_view)
     hparams_view.resize(*VIEW_SIZE)
     if hparams is not None:
         sections.append(_hparams_section(hparams_view, hparams, save))

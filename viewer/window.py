@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QTreeWidgetItem,
 )
 
+from profscope.models.hparams.curves import curves_job
 from profscope.models.repository.profile_repository import ProfileRepository
 from profscope.models.repository.registry import KERNEL_STATS
 from profscope.viewer import help_menu, session_tree
@@ -136,7 +137,9 @@ class MainWindow(QMainWindow):
         )
         self.query_runner.failed.connect(lambda message, _: self.set_status(message.splitlines()[0], error=True))
         self.hparams_view.watch_toggled.connect(self.hparams.set_watching)
-        self.hparams_view.run_job = self.curves_runner.start
+        self.hparams_view.request_curves = lambda data, sessions, metrics, done: self.curves_runner.start(
+            curves_job(data, sessions, metrics), done
+        )
         self.hparams_view.layout_changed.connect(self.hparams.save_layout)
         self.hparams.reloaded.connect(lambda data: self.query_runner.set_location(self.loading.repo, data))
         self.curves_runner.failed.connect(self.hparams_view.curves.show_message)

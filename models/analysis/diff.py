@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from profscope.models.analysis import trace_stats
+from profscope.models.core.guards import compile_regexp  # RE2: linear time whatever the pattern
 from profscope.models.core.task import ProfileError
 from profscope.models.data.memory_profile import AllocationRows, AllocatorProfile, MemoryProfileData
 from profscope.models.data.timeline import Timeline
@@ -231,8 +232,6 @@ def _counts(count, total_ps, mean_ps) -> dict:
 def _name_matches(names: list[str], text: str, regex: bool) -> np.ndarray:
     """Per name: whether it matches (names are distinct rows, not events)."""
     if regex:
-        from profscope.models.hparams.experiment import compile_regexp  # RE2: linear time whatever the pattern
-
         pattern = compile_regexp(text)
         return np.array([pattern.search(n) is not None for n in names], bool)
     folded = text.casefold()

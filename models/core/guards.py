@@ -131,3 +131,18 @@ def decode(message_type: type[Message], data, what: str) -> Message:
         return message
     except (DecodeError, RecursionError, ValueError) as e:
         raise ProfileError(f"{what}: a corrupt {message_type.DESCRIPTOR.name} ({e or 'cannot be decoded'})") from None
+
+
+def compile_regexp(pattern: str, error: type[ProfileError] = ProfileError):
+    """A linear-time (RE2) pattern; a hostile expression cannot stall the program.
+    RE2 has no backreferences or lookaround: such patterns are refused (with
+    `error`)."""
+    import re2  # only filters use it
+
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as e:
+        detail = e.args[0].decode() if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise error(f"Invalid regular expression {pattern!r}: {detail}") from None

@@ -20,6 +20,7 @@ import numpy as np
 
 from profscope.models.core.task import ProfileError
 from profscope.models.data import _jsonrows
+from profscope.models.data.allocation_log import AllocationLog
 
 # MemoryActivity enum of memory_profile.proto.
 ACTIVITY_NAMES = ("UNKNOWN_ACTIVITY", "ALLOCATION", "DEALLOCATION", "RESERVATION", "EXPANSION")
@@ -245,9 +246,8 @@ class MemoryProfileData:
     num_hosts: int = 1
     version: int = 0
     source: str = ""
-    # A profscope.models.formats.log_memory.LogMemoryInfo for TensorFlow LogMemory logs (typed loosely: the
-    # generic model does not import a format).
-    log: object = None
+    # What a log of allocations held beyond the timelines (TensorFlow LogMemory logs fill it).
+    log: AllocationLog | None = None
 
     @property
     def memory_ids(self) -> list[str]:

@@ -27,7 +27,6 @@ import re
 import zlib
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +35,7 @@ from google.protobuf import text_format
 from profscope.models.core.files import GZIP_MAGIC, read_head
 from profscope.models.core.guards import inflate_limit, inflate_refused, parse_text
 from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.data.allocation_log import AllocationLog
 from profscope.models.data.memory_profile import AllocatorProfile, MemoryProfileData, Snapshots, merge_rows, summarize
 from profscope.models.formats import _logscan
 from profscope.models.formats.xspace.memory import data_type_string
@@ -70,100 +70,6 @@ ENABLE_HINT = ("TensorFlow writes them when started with TF_CPP_MIN_LOG_LEVEL=0 
 REGION_TENSOR, REGION_RAW = "tensor", "raw"
 DATA_TYPE_NAMES = frozenset(types_pb2.DataType.keys())
 DTYPE_TOKENS = tuple(sorted(name.encode() for name in DATA_TYPE_NAMES))
-# LogMemory::SpecialStepIds: allocations outside any step.
-SPECIAL_STEPS = {-1: "constant folding", -2: "op kernel construction", -3: "external tensor allocation",
-                 -4: "network buffer", -5: "proto buffer", -6: "unknown step"}
-
-
-@dataclass
-class KernelRows:
-    """Allocation totals per kernel (or raw operation), largest first."""
-
-    kernel: list[str]
-    count: np.ndarray
-    tracked: np.ndarray  # allocations with an allocation_id (on the timeline)
-    bytes: np.ndarray  # allocated bytes (requested when not reported)
-    requested: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.kernel)
-
-
-@dataclass
-class StepRows:
-    """Per step: time span and allocation totals of one allocator."""
-
-    step: np.ndarray
-    handle: list[str]
-    start_ps: np.ndarray
-    end_ps: np.ndarray
-    count: np.ndarray
-    bytes: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.step)
-
-
-@dataclass
-class LogMemoryInfo:
-    """What a log held beyond the timelines: counts, and every allocation
-    (tracked or not) for the per-kernel and per-step totals."""
-
-    messages: dict[str, int]  # lines read, by message name
-    untracked_deallocations: int
-    unmatched_deallocations: dict[str, int]  # by allocator
-    deferred_deallocations: int
-    garbled: int  # lines with the marker that could not be parsed
-    unknown: int  # lines naming another message
-    text_format_lines: int  # lines the fast scanner handed to text_format
-    problems: list[str]  # the first few bad lines, for messages
-    strings: list[str]
-    # One row per allocation: allocator, step, kernel (string ids), tracked, bytes, requested.
-    allocations: dict[str, np.ndarray]
-    allocator_ids: dict[str, int]  # memory id -> string id in allocations["allocator"]
-    step_handles: dict[int, str]  # from MemoryLogStep
-    step_span_ps: dict[int, tuple[int, int]]  # first and last line naming each step
-
-    @property
-    def untracked_allocations(self) -> int:
-        return int((~self.allocations["tracked"]).sum())
-
-    def skipped_text(self) -> str:
-        parts = [f"{n:,} {what}" for n, what in ((self.garbled, "garbled memory lines"),
-                                                  (self.unknown, "lines with unknown message names")) if n]
-        return "Skipped " + " and ".join(parts) + "." if parts else ""
-
-    def _rows(self, allocator: str, step: int | None) -> np.ndarray:
-        t = self.allocations
-        sel = t["allocator"] == self.allocator_ids.get(allocator, -1)
-        if step is not None:
-            sel &= t["step"] == step
-        return np.flatnonzero(sel)
-
-    def kernels(self, allocator: str, step: int | None = None) -> KernelRows:
-        """Allocations per kernel of one allocator (and step), most bytes first."""
-        t, rows = self.allocations, self._rows(allocator, step)
-        uniq, inverse = np.unique(t["kernel"][rows], return_inverse=True)
-        sums = {k: np.bincount(inverse, t[c][rows], len(uniq)).astype(np.int64)
-                for k, c in (("tracked", "tracked"), ("bytes", "bytes"), ("requested", "requested"))}
-        count = np.bincount(inverse, minlength=len(uniq)).astype(np.int64)
-        order = np.lexsort((uniq, -sums["bytes"]))
-        return KernelRows(kernel=[self.strings[i] or "(none)" for i in uniq[order]], count=count[order],
-                          **{k: v[order] for k, v in sums.items()})
-
-    def steps(self, allocator: str) -> StepRows:
-        """Steps of one allocator's allocations with their totals, in step order."""
-        t, rows = self.allocations, self._rows(allocator, None)
-        uniq, inverse = np.unique(t["step"][rows], return_inverse=True)
-        spans = [self.step_span_ps.get(int(s), (0, 0)) for s in uniq]
-        return StepRows(
-            step=uniq,
-            handle=[self.step_handles.get(int(s), "") for s in uniq],
-            start_ps=np.array([s[0] for s in spans], np.int64),
-            end_ps=np.array([s[1] for s in spans], np.int64),
-            count=np.bincount(inverse, minlength=len(uniq)).astype(np.int64),
-            bytes=np.bincount(inverse, t["bytes"][rows], len(uniq)).astype(np.int64),
-        )
 
 
 # ---------------------------------------------------------------- reading
@@ -497,7 +403,7 @@ class _Reader:
         else:
             allocations = {k: np.zeros(0, np.int64) for k in ("allocator", "step", "kernel", "bytes", "requested")}
             allocations["tracked"] = np.zeros(0, bool)
-        info = LogMemoryInfo(
+        info = AllocationLog(
             messages={name: int(n) for name, n in zip(MESSAGE_NAMES, self.counts)},
             untracked_deallocations=self.untracked_deallocations,
             unmatched_deallocations=unmatched,

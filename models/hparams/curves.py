@@ -94,3 +94,16 @@ def smooth(values: np.ndarray, weight: float) -> np.ndarray:
     out = values.copy()
     out[finite] = ema / debias
     return out
+
+
+def curves_job(data, sessions: list[str], metrics: list[tuple[str, str]]):
+    """The worker job reading the sessions' curves from an HParamsData's log
+    dir: a function of the job's TaskState (HParamsView.request_curves)."""
+    path = data.logdir.path
+    return lambda task: load_curves(path, sessions, metrics, task)
+
+
+def read_curves_now(data, sessions: list[str], metrics: list[tuple[str, str]], on_curves) -> None:
+    """HParamsView.request_curves without a worker (tests, benchmarks): the
+    curves read at once."""
+    on_curves(load_curves(data.logdir.path, sessions, metrics))

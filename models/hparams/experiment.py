@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-import re2
 from google.protobuf import json_format, struct_pb2
 
+from profscope.models.core import guards
 from profscope.models.core.guards import decode
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.hparams.logdir import Logdir, gc_paused, read_logdir
@@ -354,6 +354,20 @@ def _non_finite(v: struct_pb2.Value) -> bool:
     return v.WhichOneof("kind") == "number_value" and not math.isfinite(v.number_value)
 
 
+def format_value(value) -> str:
+    """An hparam or metric value as the table, filters and axes show it (whole
+    floats without a decimal point, others to 6 significant digits)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.6g}"
+    return str(value)
+
+
 def _hparam_info(name: str, values: list[struct_pb2.Value]) -> api_pb2.HParamInfo | None:
     kinds = {"number_value": api_pb2.DATA_TYPE_FLOAT64, "string_value": api_pb2.DATA_TYPE_STRING,
              "bool_value": api_pb2.DATA_TYPE_BOOL}
@@ -586,15 +600,9 @@ def _filter(col: Column, cp) -> tuple[np.ndarray, np.ndarray, callable]:
 
 
 def compile_regexp(pattern: str):
-    """A linear-time (RE2) pattern; a hostile expression cannot stall the program.
-    RE2 has no backreferences or lookaround: such patterns are refused."""
-    options = re2.Options()
-    options.log_errors = False
-    try:
-        return re2.compile(pattern, options)
-    except re2.error as e:
-        detail = e.args[0].decode() if e.args and isinstance(e.args[0], bytes) else str(e)
-        raise HParamsError(f"Invalid regular expression {pattern!r}: {detail}") from None
+    """A linear-time (RE2) pattern (core.guards); an invalid one raises
+    HParamsError, as TensorBoard's plugin refuses it."""
+    return guards.compile_regexp(pattern, HParamsError)
 
 
 def _type_name(v) -> str:

@@ -10,12 +10,12 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QTabWidget
 
 from profscope.models.analysis import trace_stats
+from profscope.models.data.peak_pyramid import prepare_series
 from profscope.models.data.timeline import Timeline
 from profscope.models.repository.profile_repository import ProfileRepository
 from profscope.models.repository.registry import KERNEL_STATS, MEMORY_PROFILE, TIMELINE_TOOLS, TRACE_VIEWER
 from profscope.viewer.session_tree import ALL_HOSTS
 from profscope.viewer.workers import TaskRunner
-from profscope.widgets.memory.plot import prepare_series
 from profscope.widgets.memory.view import MemoryView
 from profscope.widgets.stats.trace_stats_view import TraceStatsView, describe_range
 from profscope.widgets.timeline.view import TimelineView

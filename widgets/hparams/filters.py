@@ -23,10 +23,18 @@ from PySide6.QtWidgets import (
 )
 from superqt import QDoubleRangeSlider
 
-from profscope.models.hparams.experiment import BOOL, MISSING, NUMBER, STRING, Column, HParamsError, compile_regexp
+from profscope.models.hparams.experiment import (
+    BOOL,
+    MISSING,
+    NUMBER,
+    STRING,
+    Column,
+    HParamsError,
+    compile_regexp,
+    format_value,
+)
 from profscope.protos import api_pb2
 from profscope.widgets.hparams.scales import LINEAR, Scale, make_scale
-from profscope.widgets.hparams.table import format_value
 from profscope.widgets.palette import Scheme
 
 MAX_CHECKBOXES = 12  # more distinct values than this: a regexp field or a range

@@ -14,8 +14,7 @@ import math
 
 import numpy as np
 
-from profscope.models.hparams.experiment import BOOL, MISSING, NUMBER, OTHER, STRING, Column
-from profscope.widgets.hparams.table import format_value
+from profscope.models.hparams.experiment import BOOL, MISSING, NUMBER, OTHER, STRING, Column, format_value
 
 LINEAR, LOG, QUANTILE = "linear", "log", "quantile"
 SCALES = ((LINEAR, "Linear"), (LOG, "Logarithmic"), (QUANTILE, "Quantile"))

@@ -14,7 +14,7 @@ import numpy as np
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, Qt
 from PySide6.QtGui import QBrush
 
-from profscope.models.hparams.experiment import MISSING, STRING, GroupTable
+from profscope.models.hparams.experiment import MISSING, STRING, GroupTable, format_value
 from profscope.protos import api_pb2
 from profscope.widgets.palette import Scheme
 
@@ -24,18 +24,6 @@ STATUS_NAMES = {api_pb2.STATUS_UNKNOWN: "unknown", api_pb2.STATUS_SUCCESS: "succ
 
 def metric_label(group: str, tag: str) -> str:
     return f"{group}/{tag}" if group else tag
-
-
-def format_value(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
-            return str(int(value))
-        return f"{value:.6g}"
-    return str(value)
 
 
 class Columns:

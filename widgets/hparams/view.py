@@ -31,9 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from profscope.models.core.task import ProfileError, TaskState
-from profscope.models.hparams.curves import load_curves
-from profscope.models.hparams.experiment import NUMBER, STRING, HParamsData, HParamsError
+from profscope.models.hparams.experiment import NUMBER, STRING, HParamsData, HParamsError, format_value
 from profscope.protos import api_pb2
 from profscope.widgets.hparams.curves import CurvesPanel, session_color
 from profscope.widgets.hparams.filters import FilterPanel
@@ -46,7 +44,6 @@ from profscope.widgets.hparams.table import (
     STATUS_NAMES,
     Columns,
     GroupModel,
-    format_value,
     metric_label,
     table_rows,
 )
@@ -178,8 +175,10 @@ class HParamsView(QWidget):
         self.curves = CurvesPanel()
         self.selected: tuple[list[str], list[str]] = ([], [])  # group names, session names picked alone
         self._curves_key = None  # what the curves panel shows (or is loading)
-        # How curves are read: the window hands its worker's start(job, on_finished); alone, at once.
-        self.run_job = self._run_now
+        # Where the selected sessions' curves come from: request_curves(data, sessions, metrics, on_curves)
+        # hands them to on_curves once read (the window reads them in its worker; tests and the report at
+        # once). The view reads no files. None: no curves.
+        self.request_curves = None
         self.details_title = QLabel(
             "Select groups or sessions to see their sessions and training curves.", wordWrap=True
         )
@@ -761,33 +760,22 @@ class HParamsView(QWidget):
         self._load_curves([s.name for _, s in chosen], metrics)
 
     def _load_curves(self, sessions: list[str], metrics: list[tuple[str, str]]) -> None:
-        """Reads the sessions' curves in a worker (through run_job) unless shown already."""
+        """Asks for the sessions' curves (through request_curves) unless shown already."""
         key = (id(self.data), tuple(sessions), tuple(metrics))
         if key == self._curves_key:
             return
         self._curves_key = key
-        if not sessions:
+        if not sessions or self.request_curves is None:
             self.curves.set_curves([], metrics, [])
             return
         self.curves.show_message(f"Reading the curves of {len(sessions):,} session(s)…")
-        path = self.data.logdir.path
-        self.run_job(
-            lambda task: load_curves(path, sessions, metrics, task),
-            lambda curves: self._show_curves(key, curves, metrics, sessions),
+        self.request_curves(
+            self.data, sessions, metrics, lambda curves: self._show_curves(key, curves, metrics, sessions)
         )
 
     def _show_curves(self, key, curves, metrics, sessions) -> None:
         if key == self._curves_key:  # not superseded meanwhile
             self.curves.set_curves(curves, metrics, sessions)
-
-    def _run_now(self, job, on_finished) -> None:
-        """run_job without a window's worker (tests, the report): at once."""
-        try:
-            result = job(TaskState())
-        except ProfileError as e:
-            self.curves.show_message(str(e))
-        else:
-            on_finished(result)
 
     # ------------------------------------------------------------ export
 

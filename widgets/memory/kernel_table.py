@@ -8,7 +8,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
 from profscope.models.core.units import format_bytes
-from profscope.models.formats.log_memory import KernelRows
+from profscope.models.data.allocation_log import KernelRows
 
 COLUMNS = ("Kernel / operation", "Allocations", "Tracked", "Bytes allocated", "Bytes requested", "Share")
 TOOLTIPS = {2: "Allocations with an allocation_id (on the timeline); the others are only counted",

@@ -19,8 +19,8 @@ from PySide6.QtWidgets import (
 
 from profscope.models.core.task import ProfileError
 from profscope.models.core.units import format_bytes, format_time_ps
+from profscope.models.data.allocation_log import SPECIAL_STEPS, AllocationLog
 from profscope.models.data.memory_profile import AllocationRows, AllocatorProfile, MemoryProfileData
-from profscope.models.formats.log_memory import SPECIAL_STEPS, LogMemoryInfo
 from profscope.widgets.memory.allocation_table import AllocationTable
 from profscope.widgets.memory.kernel_table import KernelTable
 from profscope.widgets.memory.plot import MemoryPlot, PlotSeries
@@ -137,7 +137,7 @@ class MemoryView(QWidget):
         self.message.setVisible(bool(text))
 
     @property
-    def log(self) -> LogMemoryInfo | None:
+    def log(self) -> AllocationLog | None:
         return self.data.log if self.data is not None else None
 
     def _show_log_parts(self, visible: bool) -> None:
@@ -250,7 +250,7 @@ class MemoryView(QWidget):
         self.kernel_table.set_rows(log.kernels(memory_id) if log is not None and memory_id else None)
 
     @staticmethod
-    def _log_text(log: LogMemoryInfo, memory_id: str) -> str:
+    def _log_text(log: AllocationLog, memory_id: str) -> str:
         a = log.allocations
         untracked = int((~a["tracked"] & (a["allocator"] == log.allocator_ids.get(memory_id, -1))).sum())
         parts = [f"{sum(log.messages.values()):,} memory lines"]

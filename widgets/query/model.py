@@ -12,7 +12,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 
-from profscope.models.core.task import ProfileError
 from profscope.models.sql.database import is_number
 from profscope.widgets.palette import Scheme
 
@@ -21,18 +20,6 @@ COPY_ROWS = 1_000_000  # at most this many rows go to the clipboard
 DISPLAY, TOOLTIP, ALIGNMENT, FOREGROUND = (int(r) for r in (Qt.DisplayRole, Qt.ToolTipRole, Qt.TextAlignmentRole,
                                                             Qt.ForegroundRole))
 RIGHT = int(Qt.AlignRight | Qt.AlignVCenter)
-
-
-def sort_order(table: pa.Table, column: int, descending: bool) -> np.ndarray:
-    """Row indices ordering a column (stable, NULLs last), by Arrow's sort."""
-    values = table.column(column)
-    if pa.types.is_dictionary(values.type):
-        values = values.cast(values.type.value_type)
-    try:
-        order = pc.sort_indices(pa.table({"k": values}), sort_keys=[("k", "descending" if descending else "ascending")])
-    except pa.ArrowNotImplementedError:
-        raise ProfileError(f"Cannot sort {table.column_names[column]}: its type {values.type} has no order") from None
-    return order.to_numpy()
 
 
 def as_tsv(table: pa.Table) -> str:
