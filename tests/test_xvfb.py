@@ -3,6 +3,7 @@ drawn, and exits cleanly on SIGTERM. Skipped where xvfb-run, ImageMagick or
 Qt's xcb libraries are missing (CI machines)."""
 
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -33,7 +34,9 @@ def test_window_under_xvfb(tmp_path, size, scale):
     env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY")}
     env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_CACHE_HOME=str(tmp_path / "cache"),
                QT_SCALE_FACTOR=str(scale))  # 2: a high-DPI screen (1280x800 logical on 2560x1600)
-    result = subprocess.run(["xvfb-run", "-a", "-s", f"-screen 0 {size}x24", sys.executable,
+    # -a alone starts looking at :99, so suites running side by side race for one display; start elsewhere
+    first = str(random.randrange(100, 30000))
+    result = subprocess.run(["xvfb-run", "-n", first, "-a", "-s", f"-screen 0 {size}x24", sys.executable,
                              str(ROOT / "tests" / "xvfb_session.py"), str(out), str(SAMPLE)],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr
