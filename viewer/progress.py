@@ -18,8 +18,9 @@ class TerminalProgress:
     """Feeds on TaskState reports (fraction, phase) of reading a path of
     `total_bytes`, then on bytes written by an export."""
 
-    def __init__(self, total_bytes: int = 0, stream=None, clock=time.monotonic):
+    def __init__(self, total_bytes: int = 0, stream=None, clock=time.monotonic, on_task=None):
         self.stream = stream or sys.stderr
+        self.on_task = on_task  # hears of each TaskState handed out (the command line cancels them on Ctrl+C)
         self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
         self.total = total_bytes
         self.clock = clock
@@ -29,7 +30,10 @@ class TerminalProgress:
         self.write_started = None
 
     def task(self) -> TaskState:
-        return TaskState(on_progress=self.update)
+        task = TaskState(on_progress=self.update)
+        if self.on_task is not None:
+            self.on_task(task)
+        return task
 
     def update(self, fraction: float, phase: str) -> None:
         if not self._due():
