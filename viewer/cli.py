@@ -581,6 +581,7 @@ def cmd_window(path: str | None, window: bool = False, check=None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    program = argv is None  # the process's own command line, not a caller's
     argv = sys.argv[1:] if argv is None else argv
     if "--debug" in argv:  # tracebacks of unexpected errors also on the console
         crashlog.echo_to_console = True
@@ -631,6 +632,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # the safety net: one line here, the traceback in the log
         print(f"profscope: error: {crashlog.one_line(e, 'profscope ' + ' '.join(argv))}", file=sys.stderr)
         return 2
+    finally:
+        if program and threading.current_thread() is threading.main_thread():
+            # Done or given up: Ctrl+C while the interpreter tears down (a report's Qt, a big timeline freed)
+            # would only turn the exit status into death by SIGINT.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from profscope.models.core.units import format_bytes
 
 BAR = 24
 INTERVAL = 0.1  # seconds between redraws
+PIECE = 16 << 20  # bytes written at a time
 
 
 class TerminalProgress:
@@ -82,6 +83,10 @@ class CountingWriter:
         self.f, self.progress, self.name = f, progress, name
 
     def write(self, data) -> int:
-        n = self.f.write(data)
-        self.progress.wrote(len(data), self.name)
-        return n
+        # In pieces: the progress moves and Ctrl+C is seen within a huge chunk too.
+        with memoryview(data) as view, view.cast("B") as view:
+            for start in range(0, len(view), PIECE):
+                piece = view[start:start + PIECE]
+                self.f.write(piece)
+                self.progress.wrote(len(piece), self.name)
+        return len(data)
