@@ -298,6 +298,9 @@ def cmd_query(args) -> int:
         result = db.query(args.sql, progress.task())
     finally:
         progress.close()
+    if db.failed_reads and not db.reads:  # every table the query needs came out empty
+        more = f" (and {db.failed_reads - 1} more)" if db.failed_reads > 1 else ""
+        raise ProfileError(f"no table could be read: {db.warnings[0]}{more}")
     for warning in db.warnings:
         print(f"profscope: warning: {warning}", file=sys.stderr)
     write_output(args.output, lambda f: write_result(result.table, args.format, f))
@@ -466,9 +469,17 @@ def cmd_report(args) -> int:
     progress = _progress(args.path)
     try:
         repo, hparams = open_location(args.path, progress.task())
-        written = write_report(repo, Path(args.output), hparams, location=args.path, task=progress.task())
+        errors: list[str] = []
+        written = write_report(repo, Path(args.output), hparams, location=args.path, task=progress.task(),
+                               errors=errors)
     finally:
         progress.close()
+    if len(written) == 1:  # index.html alone
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        reason = f": {errors[0]}{more}" if errors else ": nothing in it has a view"
+        raise ProfileError(f"no view could be drawn{reason}; see {written[0]}")
+    for error in errors:
+        print(f"profscope: warning: {error}", file=sys.stderr)
     for path in written:
         print(path)
     return 0
