@@ -56,6 +56,33 @@ def test_a_fifo_is_written_in_place(tmp_path):
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.listdir(tmp_path) == ["pipe"]
 
 
+def test_dev_stdout_through_a_pipe():
+    command = [sys.executable, "-m", "profscope.viewer.cli", "query", str(SAMPLE), "SELECT 7 AS n", "--format", "csv"]
+    result = subprocess.run([*command, "-o", "/dev/stdout"], capture_output=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 0 and result.stdout.split() == [b'"n"', b"7"], result.stderr
+
+
+def test_a_unix_socket_is_connected_to(tmp_path):
+    import socket
+    import threading
+
+    received = []
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(tmp_path / "sock"))
+        server.listen(1)
+
+        def serve():
+            connection, _ = server.accept()
+            with connection, connection.makefile("rb") as f:
+                received.append(f.read())
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        assert main(["query", str(SAMPLE), "SELECT 7 AS n", "--format", "csv", "-o", str(tmp_path / "sock")]) == 0
+        thread.join(60)
+    assert received[0].split() == [b'"n"', b"7"]
+
+
 def test_a_symlink_writes_its_target_and_keeps_permissions(tmp_path):
     real = tmp_path / "real.json"
     real.write_text("old")

@@ -404,9 +404,8 @@ def write_output(target: str, write) -> None:
         write(sys.stdout.buffer)
         sys.stdout.buffer.flush()
         return
-    path = Path(os.path.realpath(target))
     try:
-        st = path.stat()
+        st = os.stat(target)  # through links, /proc's too (/dev/stdout as a pipe)
     except FileNotFoundError:
         st = None
     except OSError as e:
@@ -414,9 +413,10 @@ def write_output(target: str, write) -> None:
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise ProfileError(f"cannot write {target}: it is a folder")
     if st is not None and not stat.S_ISREG(st.st_mode):
-        with _opened_special(path, st, target) as f:
+        with _opened_special(target, st) as f:
             write(f)
         return
+    path = Path(os.path.realpath(target))  # the file a link names is replaced, not the link
     part = path.with_name(f".{path.name}.{os.getpid()}.part")
     try:
         # A new file gets the umask's permissions; an existing one keeps its own (and owner, where allowed).
@@ -426,9 +426,9 @@ def write_output(target: str, write) -> None:
     try:
         with open(fd, "wb") as f:
             if st is not None:
-                os.fchmod(fd, stat.S_IMODE(st.st_mode))
                 with contextlib.suppress(OSError):
                     os.fchown(fd, st.st_uid, st.st_gid)
+                os.fchmod(fd, stat.S_IMODE(st.st_mode))  # after fchown, which may clear set-id bits
             write(f)
         os.replace(part, path)
     except BaseException:
@@ -436,16 +436,16 @@ def write_output(target: str, write) -> None:
         raise
 
 
-def _opened_special(path: Path, st: os.stat_result, target: str):
+def _opened_special(target: str, st: os.stat_result):
     """A character device or FIFO opened for writing, or a Unix socket connected to."""
     try:
         if stat.S_ISSOCK(st.st_mode):
             import socket
 
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                sock.connect(str(path))
+                sock.connect(target)
                 return sock.makefile("wb")  # closing it closes the socket
-        return open(path, "wb")
+        return open(target, "wb")
     except OSError as e:
         raise ProfileError(f"cannot write {target}: {e.strerror or e}") from None
 
