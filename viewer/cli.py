@@ -33,9 +33,14 @@ PATH may also be grpc://host:port (a `profscope serve` or other ProfileAnalysis 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
+import stat
 import sys
+import threading
+import weakref
 from pathlib import Path
 
 from profscope.models.core.task import Cancelled, ProfileError
@@ -156,7 +161,55 @@ def _params(items: list[str]) -> dict[str, str]:
 
 def _progress(path: str) -> TerminalProgress:
     """Progress on stderr for reading `path` (a file's size gives the amounts)."""
-    return TerminalProgress(os.path.getsize(path) if os.path.isfile(path) else 0)
+    return TerminalProgress(os.path.getsize(path) if os.path.isfile(path) else 0, on_task=_INTERRUPT.watch)
+
+
+class _Interrupt:
+    """Ctrl+C for work that never sees KeyboardInterrupt: a DuckDB query, a
+    reader's thread. CPython's C signal handler writes to the wakeup fd at
+    once, even while the main thread is blocked in C, and a thread reading it
+    cancels every task the command handed out (the main thread still gets
+    KeyboardInterrupt when it next runs Python)."""
+
+    def __init__(self):
+        self.tasks = weakref.WeakSet()
+        self.interrupted = False
+
+    def watch(self, task) -> None:
+        self.tasks.add(task)
+        if self.interrupted:
+            task.cancel()
+
+    @contextlib.contextmanager
+    def installed(self):
+        if threading.current_thread() is not threading.main_thread() or (
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler  # ignored in the background
+        ):
+            yield
+            return
+        self.interrupted = False
+        r, w = os.pipe()
+        os.set_blocking(w, False)
+        old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+        watcher = threading.Thread(target=self._watch, args=(r,), name="profscope-interrupt", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            signal.set_wakeup_fd(old)
+            os.close(w)  # the watcher reads the end of the pipe and returns
+            watcher.join()
+            os.close(r)
+
+    def _watch(self, r: int) -> None:
+        while data := os.read(r, 64):
+            if signal.SIGINT in data:
+                self.interrupted = True
+                for task in list(self.tasks):
+                    task.cancel()
+
+
+_INTERRUPT = _Interrupt()
 
 
 def cmd_sessions(args) -> int:
@@ -204,12 +257,15 @@ def cmd_export(args) -> int:
             session = repo.session_or_latest(args.session)
             data = repo.tool_data(session, args.tool, args.host, _params(args.param), progress.task())
             what = f"{args.tool}, session {session}"
-        if args.output == "-":
-            data.write_to(sys.stdout.buffer)
-            sys.stdout.buffer.write(b"\n")
-        else:
-            name = Path(args.output).name
-            write_whole(Path(args.output), lambda f: data.write_to(CountingWriter(f, progress, name)))
+
+        def write(f):
+            if args.output == "-":
+                data.write_to(f)
+                f.write(b"\n")
+            else:
+                data.write_to(CountingWriter(f, progress, Path(args.output).name))
+
+        write_output(args.output, write)
     finally:
         progress.close()
     if args.output != "-":
@@ -240,16 +296,14 @@ def cmd_query(args) -> int:
     try:
         db = ProfileDatabase.open(args.path, progress.task())
         result = db.query(args.sql, progress.task())
-    except Cancelled:
-        return 130
     finally:
         progress.close()
+    if db.failed_reads and not db.reads:  # every table the query needs came out empty
+        more = f" (and {db.failed_reads - 1} more)" if db.failed_reads > 1 else ""
+        raise ProfileError(f"no table could be read: {db.warnings[0]}{more}")
     for warning in db.warnings:
         print(f"profscope: warning: {warning}", file=sys.stderr)
-    if args.output == "-":
-        write_result(result.table, args.format, sys.stdout.buffer)
-    else:
-        write_whole(Path(args.output), lambda f: write_result(result.table, args.format, f))
+    write_output(args.output, lambda f: write_result(result.table, args.format, f))
     return 0
 
 
@@ -301,10 +355,8 @@ def cmd_diff(args) -> int:
     doc = json.dumps(
         {"tool": args.tool, "baseline": base_info, "candidate": cand_info, **body}, separators=(",", ":")
     ).encode()
-    if args.output == "-":
-        sys.stdout.buffer.write(doc + b"\n")
-    else:
-        write_whole(Path(args.output), lambda f: f.write(doc))
+    write_output(args.output, lambda f: f.write(doc + b"\n" if args.output == "-" else doc))
+    if args.output != "-":
         print(f"wrote {args.output} ({args.tool} diff: {summary})", file=sys.stderr)
     return 0
 
@@ -341,17 +393,61 @@ def _diff_side(repos: dict, side: str, location: str, session: str, host: str, t
     return diff.Side(timeline, window=window), {**info, "host": host, "tag": tag, "steps": steps}
 
 
-def write_whole(path: Path, write) -> None:
-    """Runs write(f) into a file beside `path`, renamed to it when complete:
-    an error or Ctrl+C leaves no partial output (and an old file intact)."""
-    part = path.with_name(f".{path.name}.part")
+def write_output(target: str, write) -> None:
+    """Runs write(f) into what -o names. "-": standard output. A character
+    device, FIFO or socket: opened and written as it is, never replaced. A
+    regular file or a new path: a temporary file beside it, renamed over it
+    when complete (an existing file's permissions kept), so an error or
+    Ctrl+C leaves no partial file and an old one intact. A symlink: its
+    target by the same rules, the link stays a link."""
+    if target == "-":
+        write(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return
     try:
-        with open(part, "wb") as f:
+        st = os.stat(target)  # through links, /proc's too (/dev/stdout as a pipe)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise ProfileError(f"cannot write {target}: {e.strerror or e}") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise ProfileError(f"cannot write {target}: it is a folder")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with _opened_special(target, st) as f:
+            write(f)
+        return
+    path = Path(os.path.realpath(target))  # the file a link names is replaced, not the link
+    part = path.with_name(f".{path.name}.{os.getpid()}.part")
+    try:
+        # A new file gets the umask's permissions; an existing one keeps its own (and owner, where allowed).
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666 if st is None else st.st_mode & 0o777)
+    except OSError as e:
+        raise ProfileError(f"cannot write {target}: {e.strerror or e}") from None
+    try:
+        with open(fd, "wb") as f:
+            if st is not None:
+                with contextlib.suppress(OSError):
+                    os.fchown(fd, st.st_uid, st.st_gid)
+                os.fchmod(fd, stat.S_IMODE(st.st_mode))  # after fchown, which may clear set-id bits
             write(f)
         os.replace(part, path)
     except BaseException:
         part.unlink(missing_ok=True)
         raise
+
+
+def _opened_special(target: str, st: os.stat_result):
+    """A character device or FIFO opened for writing, or a Unix socket connected to."""
+    try:
+        if stat.S_ISSOCK(st.st_mode):
+            import socket
+
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.connect(target)
+                return sock.makefile("wb")  # closing it closes the socket
+        return open(target, "wb")
+    except OSError as e:
+        raise ProfileError(f"cannot write {target}: {e.strerror or e}") from None
 
 
 def cmd_report(args) -> int:
@@ -373,9 +469,17 @@ def cmd_report(args) -> int:
     progress = _progress(args.path)
     try:
         repo, hparams = open_location(args.path, progress.task())
-        written = write_report(repo, Path(args.output), hparams, location=args.path, task=progress.task())
+        errors: list[str] = []
+        written = write_report(repo, Path(args.output), hparams, location=args.path, task=progress.task(),
+                               errors=errors)
     finally:
         progress.close()
+    if len(written) == 1:  # index.html alone
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        reason = f": {errors[0]}{more}" if errors else ": nothing in it has a view"
+        raise ProfileError(f"no view could be drawn{reason}; see {written[0]}")
+    for error in errors:
+        print(f"profscope: warning: {error}", file=sys.stderr)
     for path in written:
         print(path)
     return 0
@@ -488,6 +592,7 @@ def cmd_window(path: str | None, window: bool = False, check=None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    program = argv is None  # the process's own command line, not a caller's
     argv = sys.argv[1:] if argv is None else argv
     if "--debug" in argv:  # tracebacks of unexpected errors also on the console
         crashlog.echo_to_console = True
@@ -495,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] in COMMANDS:
             args = _parser().parse_args(argv)
-            return {
+            run = {
                 "sessions": cmd_sessions,
                 "export": cmd_export,
                 "query": cmd_query,
@@ -504,7 +609,11 @@ def main(argv: list[str] | None = None) -> int:
                 "serve": cmd_serve,
                 "capture": cmd_capture,
                 "formats": cmd_formats,
-            }[args.command](args)
+            }[args.command]
+            if args.command == "serve":  # it stops on SIGINT itself
+                return run(args)
+            with _INTERRUPT.installed():
+                return run(args)
         if argv and argv[0] in ("-h", "--help"):
             _parser().print_help()
             print(
@@ -529,11 +638,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Cancelled):  # Ctrl+C (it cancels the tasks too)
         return 130
     except Exception as e:  # the safety net: one line here, the traceback in the log
         print(f"profscope: error: {crashlog.one_line(e, 'profscope ' + ' '.join(argv))}", file=sys.stderr)
         return 2
+    finally:
+        if program and threading.current_thread() is threading.main_thread():
+            # Done or given up: Ctrl+C while the interpreter tears down (a report's Qt, a big timeline freed)
+            # would only turn the exit status into death by SIGINT.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,16 @@ from profscope.models.core.units import format_bytes
 
 BAR = 24
 INTERVAL = 0.1  # seconds between redraws
+PIECE = 16 << 20  # bytes written at a time
 
 
 class TerminalProgress:
     """Feeds on TaskState reports (fraction, phase) of reading a path of
     `total_bytes`, then on bytes written by an export."""
 
-    def __init__(self, total_bytes: int = 0, stream=None, clock=time.monotonic):
+    def __init__(self, total_bytes: int = 0, stream=None, clock=time.monotonic, on_task=None):
         self.stream = stream or sys.stderr
+        self.on_task = on_task  # hears of each TaskState handed out (the command line cancels them on Ctrl+C)
         self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
         self.total = total_bytes
         self.clock = clock
@@ -29,7 +31,10 @@ class TerminalProgress:
         self.write_started = None
 
     def task(self) -> TaskState:
-        return TaskState(on_progress=self.update)
+        task = TaskState(on_progress=self.update)
+        if self.on_task is not None:
+            self.on_task(task)
+        return task
 
     def update(self, fraction: float, phase: str) -> None:
         if not self._due():
@@ -78,6 +83,10 @@ class CountingWriter:
         self.f, self.progress, self.name = f, progress, name
 
     def write(self, data) -> int:
-        n = self.f.write(data)
-        self.progress.wrote(len(data), self.name)
-        return n
+        # In pieces: the progress moves and Ctrl+C is seen within a huge chunk too.
+        with memoryview(data) as view, view.cast("B") as view:
+            for start in range(0, len(view), PIECE):
+                piece = view[start:start + PIECE]
+                self.f.write(piece)
+                self.progress.wrote(len(piece), self.name)
+        return len(data)

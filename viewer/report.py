@@ -167,7 +167,12 @@ def _hparams_section(view, data, save, top: int = 20, charts: int = 3) -> str:
 
 
 def write_report(
-    repo: ProfileRepository | None, out_dir: Path, hparams=None, location: str = "", task: TaskState | None = None
+    repo: ProfileRepository | None,
+    out_dir: Path,
+    hparams=None,
+    location: str = "",
+    task: TaskState | None = None,
+    errors: list[str] | None = None,
 ) -> list[Path]:
     """Renders the memory view of every session, host and allocator, the
     timeline and op statistics of every host with a step timeline, the
@@ -177,7 +182,7 @@ def write_report(
 
     Returns the written paths, index.html last. Sessions that fail to load
     are listed in the page with their error instead of stopping the report.
-    `task` hears of each load's progress.
+    `task` hears of each load's progress; `errors` gets "title: error" of each.
     """
     from PySide6.QtCore import QEvent
 
@@ -193,6 +198,12 @@ def write_report(
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     sections = []
+    errors = [] if errors is None else errors
+
+    def error_section(title: str, error: Exception) -> str:
+        errors.append(f"{title}: {error}")
+        return _error_section(title, error)
+
     view = MemoryView()
     view.resize(*VIEW_SIZE)
     timeline_view = TimelineView()
@@ -222,7 +233,7 @@ def write_report(
                 timeline = repo.step_timeline(info.name, host, task=task)
                 stats = trace_stats.compute(timeline) if host in with_stats else None
             except ProfileError as e:
-                sections.append(_error_section(title, e))
+                sections.append(error_section(title, e))
                 continue
             timeline_view.set_timeline(timeline)
             timeline_view.bottom.setCurrentIndex(2)  # op statistics
@@ -235,7 +246,7 @@ def write_report(
             try:
                 stats = trace_stats.compute(repo.step_timeline(info.name, "", task=task))
             except ProfileError as e:
-                sections.append(_error_section(title, e))
+                sections.append(error_section(title, e))
             else:
                 sections.append(_statistics_section(title, stats_view, stats, save))
         for host in repo.hosts_with(info.name, MEMORY_PROFILE):
@@ -243,7 +254,7 @@ def write_report(
             try:
                 data = repo.memory_profile(info.name, host, task)
             except ProfileError as e:
-                sections.append(_error_section(title, e))
+                sections.append(error_section(title, e))
                 continue
             view.set_hosts(list(info.hosts), host)
             view.set_profile(data)

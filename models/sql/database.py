@@ -123,6 +123,7 @@ class ProfileDatabase:
                  threads: int | None = None):
         self.repo, self.hparams, self.hosts = repo, hparams, hosts
         self.warnings: list[str] = []
+        self.reads = self.failed_reads = 0  # sources read, and those unusable (a warning each)
         self.memory_limit = memory_limit or default_memory_limit()
         config = {"temp_directory": "", "memory_limit": self.memory_limit,
                   "autoload_known_extensions": False, "autoinstall_known_extensions": False,
@@ -301,10 +302,13 @@ class ProfileDatabase:
         """A reader's result, or None with a warning when the input is unusable
         (a trace without memory events, say): the other hosts still load."""
         try:
-            return read()
+            result = read()
         except ProfileError as e:
             self.warnings.append(str(e))
+            self.failed_reads += 1
             return None
+        self.reads += 1
+        return result
 
     def _part(self, source: pa.Table, exprs: dict, **constants: str) -> _Part:
         """Registers one source's Arrow columns as a relation of a table."""
