@@ -5,6 +5,20 @@ source sits in that package's folder; the shared headers are in models/native/."
 
 import numpy
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+WARNINGS = ["-Wall", "-Wextra"]  # GCC and Clang spellings; MSVC gets its defaults
+
+
+class BuildExt(build_ext):
+    """Adds the warning flags when the compiler understands them (GCC, Clang: compiler_type "unix")."""
+
+    def build_extensions(self):
+        if self.compiler.compiler_type in ("unix", "mingw32", "cygwin"):
+            for ext in self.extensions:
+                ext.extra_compile_args = [*ext.extra_compile_args, *WARNINGS]
+        super().build_extensions()
+
 
 EXTENSIONS = [  # (module, source, what it does)
     ("profscope.models.core._protowire", "models/core/_protowire.c"),  # protobuf wire decoding
@@ -26,5 +40,6 @@ setup(
         Extension(name, [source], include_dirs=[numpy.get_include(), "models/native"], depends=HEADERS,
                   extra_compile_args=["-O2"])
         for name, source in EXTENSIONS
-    ]
+    ],
+    cmdclass={"build_ext": BuildExt},
 )

@@ -183,7 +183,7 @@ done:
     return result;
 }
 
-static PyObject *find_fields(PyObject *self, PyObject *args) {
+static PyObject *find_fields(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *numbers_obj;
     Py_ssize_t start, end;
     if (!PyArg_ParseTuple(args, "OnnO", &obj, &start, &end, &numbers_obj)) return NULL;
@@ -197,7 +197,7 @@ static PyObject *find_fields(PyObject *self, PyObject *args) {
 
 /* find_fields over many messages at once; each span found carries the index
  * of the message it was found in. */
-static PyObject *find_children(PyObject *self, PyObject *args) {
+static PyObject *find_children(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *spans_obj, *numbers_obj;
     if (!PyArg_ParseTuple(args, "OOO", &obj, &spans_obj, &numbers_obj)) return NULL;
     PyArrayObject *spans = as_spans(spans_obj);
@@ -207,7 +207,7 @@ static PyObject *find_children(PyObject *self, PyObject *args) {
     return result;
 }
 
-static PyObject *decode_messages(PyObject *self, PyObject *args) {
+static PyObject *decode_messages(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *spans_obj, *fields_obj;
     if (!PyArg_ParseTuple(args, "OOO", &obj, &spans_obj, &fields_obj)) return NULL;
     PyArrayObject *spans = as_spans(spans_obj);
@@ -318,7 +318,7 @@ fail:
     return NULL;
 }
 
-static PyObject *intern_strings(PyObject *self, PyObject *args) {
+static PyObject *intern_strings(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *spans_obj;
     if (!PyArg_ParseTuple(args, "OO", &obj, &spans_obj)) return NULL;
     Py_buffer view;
@@ -422,7 +422,7 @@ fail:
 }
 
 /* Copies the spans into one bytes object; returns (blob, int64 offsets[n+1]). */
-static PyObject *gather_spans(PyObject *self, PyObject *args) {
+static PyObject *gather_spans(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *spans_obj;
     if (!PyArg_ParseTuple(args, "OO", &obj, &spans_obj)) return NULL;
     Py_buffer view;
@@ -463,7 +463,7 @@ done:
  * Returns (case int8[n, k]: the value's field number, 0 when absent;
  * value int64[n, k]: the number, the double's bits, the ref id or the
  * string's offset; length int64[n, k]: the string's length). */
-static PyObject *stat_columns(PyObject *self, PyObject *args) {
+static PyObject *stat_columns(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *spans_obj, *ids_obj;
     int field;
     if (!PyArg_ParseTuple(args, "OOiO", &obj, &spans_obj, &field, &ids_obj)) return NULL;
@@ -567,7 +567,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_protowire", "Column decoding of protobuf wire data into numpy arrays.", -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_protowire", .m_doc = "Column decoding of protobuf wire data into numpy arrays.", .m_size = -1, .m_methods = methods};
 
 PyMODINIT_FUNC PyInit__protowire(void) {
     import_array();

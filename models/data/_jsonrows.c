@@ -77,7 +77,7 @@ static char *put_float(char *w, Column *c, double v) {
     return w + c->last_len;
 }
 
-static PyObject *json_rows(PyObject *self, PyObject *args) {
+static PyObject *json_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *parts, *columns_obj;
     Py_ssize_t start, stop;
     Py_buffer sep;
@@ -205,7 +205,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_jsonrows", NULL, -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_jsonrows", .m_doc = NULL, .m_size = -1, .m_methods = methods};
 
 PyMODINIT_FUNC PyInit__jsonrows(void) {
     import_array();

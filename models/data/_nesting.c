@@ -20,7 +20,7 @@
  * (async) neither get a parent nor become one; order None means the events
  * are in that order already. Returns int32 parent per event (by event
  * index, -1 for none). */
-static PyObject *nest_parents(PyObject *self, PyObject *args) {
+static PyObject *nest_parents(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *order_obj, *seg_obj, *starts_obj, *ends_obj, *skip_obj;
     if (!PyArg_ParseTuple(args, "OOOOO", &order_obj, &seg_obj, &starts_obj, &ends_obj, &skip_obj)) return NULL;
     PyArrayObject *order = order_obj == Py_None ? NULL
@@ -121,7 +121,7 @@ static void sort_timed(Timed *buf, npy_intp m) {
  * permutation that puts them in it (ties in index order). Events of one
  * segment must be contiguous (segment None: all one); only segments out of
  * order are sorted. */
-static PyObject *xprof_order(PyObject *self, PyObject *args) {
+static PyObject *xprof_order(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *starts_obj, *ends_obj, *seg_obj;
     if (!PyArg_ParseTuple(args, "OOO", &starts_obj, &ends_obj, &seg_obj)) return NULL;
     PyArrayObject *starts = as_column(starts_obj, NPY_INT64), *ends = as_column(ends_obj, NPY_INT64);
@@ -201,7 +201,7 @@ done:
  * num_events on are contexts: any root may pass one, once. The edges are put
  * in adjacency order by a counting sort; the walk is depth first (the set
  * reached is the same as breadth first). */
-static PyObject *claim_groups(PyObject *self, PyObject *args) {
+static PyObject *claim_groups(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *src_obj, *dst_obj, *roots_obj;
     Py_ssize_t num_nodes, num_events;
     if (!PyArg_ParseTuple(args, "OOnnO", &src_obj, &dst_obj, &num_nodes, &num_events, &roots_obj)) return NULL;
@@ -703,7 +703,7 @@ static int plane_from(PyObject *t, Plane *pl, PyArrayObject **md_spans, PyArrayO
  * Args are long_name, the metadata's stats, the event's stats, group_id and
  * step_name, the last of a key winning, written in key order; a step_name
  * arg also names the event. */
-static PyObject *trace_rows(PyObject *self, PyObject *args_in) {
+static PyObject *trace_rows(PyObject *Py_UNUSED(self), PyObject *args_in) {
     PyObject *buf_obj, *spans_obj, *md_obj, *ts_obj, *dur_obj, *group_obj, *step_obj, *plane_obj;
     if (!PyArg_ParseTuple(args_in, "OOOOOOOO!", &buf_obj, &spans_obj, &md_obj, &ts_obj, &dur_obj, &group_obj,
                           &step_obj, &PyTuple_Type, &plane_obj))
@@ -846,7 +846,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_nesting", "Parents of trace events by time containment, and step groups over them.", -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_nesting", .m_doc = "Parents of trace events by time containment, and step groups over them.", .m_size = -1, .m_methods = methods};
 
 PyMODINIT_FUNC PyInit__nesting(void) {
     import_array();

@@ -2213,7 +2213,8 @@ static PyTypeObject ScannerType = {
     .tp_getset = Scanner_getset,
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_chrome_json", NULL, -1, NULL};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_chrome_json", .m_doc = NULL, .m_size = -1, .m_methods = NULL};
 
 PyMODINIT_FUNC PyInit__chrome_json(void) {
     import_array();

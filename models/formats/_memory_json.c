@@ -1577,8 +1577,7 @@ static PyObject *result(Parser *P, int32_t **ids, int32_t *nids) {
     return r;
 }
 
-static PyObject *read_json(PyObject *module, PyObject *args) {
-    (void)module;
+static PyObject *read_json(PyObject *Py_UNUSED(module), PyObject *args) {
     PyObject *data;
     int max_depth;
     if (!PyArg_ParseTuple(args, "Oi", &data, &max_depth)) return NULL;
@@ -1644,7 +1643,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_memory_json", NULL, -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_memory_json", .m_doc = NULL, .m_size = -1, .m_methods = methods};
 
 PyMODINIT_FUNC PyInit__memory_json(void) {
     import_array();

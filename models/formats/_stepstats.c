@@ -573,7 +573,7 @@ static void resolve_inputs(Tensors *t, const Input *batch, int count) {
     }
 }
 
-static PyObject *tensor_lifetimes(PyObject *self, PyObject *args) {
+static PyObject *tensor_lifetimes(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *nodes_obj, *consumer_obj;
     int full;
     if (!PyArg_ParseTuple(args, "OOOp", &obj, &nodes_obj, &consumer_obj, &full)) return NULL;
@@ -707,7 +707,7 @@ done:
 
 /* ---------------------------------------------------------------- times */
 
-static PyObject *node_times(PyObject *self, PyObject *args) {
+static PyObject *node_times(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *nodes_obj;
     if (!PyArg_ParseTuple(args, "OO", &obj, &nodes_obj)) return NULL;
     PyArrayObject *nodes = as_spans(nodes_obj);
@@ -766,7 +766,7 @@ static int compare_ties(const void *a, const void *b) {
     return x->event < y->event ? -1 : x->event > y->event;
 }
 
-static PyObject *sort_ties(PyObject *self, PyObject *args) {
+static PyObject *sort_ties(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *order_obj, *time_obj, *delta_obj, *tensor_obj, *names_obj, *offsets_obj;
     if (!PyArg_ParseTuple(args, "OOOOOO", &order_obj, &time_obj, &delta_obj, &tensor_obj, &names_obj, &offsets_obj))
         return NULL;
@@ -1007,7 +1007,7 @@ static PyObject *finish(Bytes *b, int ok) {
     return out;
 }
 
-static PyObject *trace_events(PyObject *self, PyObject *args) {
+static PyObject *trace_events(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *nodes_obj, *kernel_obj, *pid_obj, *tid_obj;
     if (!PyArg_ParseTuple(args, "OOOOO", &obj, &nodes_obj, &kernel_obj, &pid_obj, &tid_obj)) return NULL;
     PyArrayObject *nodes = as_spans(nodes_obj), *kernel = as_column(kernel_obj, NPY_BOOL);
@@ -1050,7 +1050,7 @@ done:
     return result;
 }
 
-static PyObject *decode_spans(PyObject *self, PyObject *args) {
+static PyObject *decode_spans(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *spans_obj;
     if (!PyArg_ParseTuple(args, "OO", &obj, &spans_obj)) return NULL;
     Py_buffer view;
@@ -1071,7 +1071,7 @@ static PyObject *decode_spans(PyObject *self, PyObject *args) {
     return out;
 }
 
-static PyObject *trim_heap(PyObject *self, PyObject *args) {
+static PyObject *trim_heap(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(args)) {
 #ifdef __GLIBC__
     Py_BEGIN_ALLOW_THREADS
     malloc_trim(0);
@@ -1095,9 +1095,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_stepstats",
-                                    "timeline.py's memory analysis and Chrome trace rows over StepStats columns.", -1,
-                                    methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_stepstats", .m_doc = "timeline.py's memory analysis and Chrome trace rows over StepStats columns.", .m_size = -1, .m_methods = methods};
 
 PyMODINIT_FUNC PyInit__stepstats(void) {
     import_array();
