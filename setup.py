@@ -31,9 +31,11 @@ EXTENSIONS = [  # (module, source, what it does)
     ("profscope.models.formats._logscan", "models/formats/_logscan.c"),  # __LOG_MEMORY__ lines, their replay
     ("profscope.models.formats._memory_json", "models/formats/_memory_json.c"),  # MemoryProfile JSON into columns
     ("profscope.models.formats._chrome_json", "models/formats/_chrome_json.c"),  # Chrome trace JSON into columns
+    ("profscope.models.formats.xspace._steps", "models/formats/xspace/_steps.c"),  # XProf's event order, step groups
+    ("profscope.models.formats.xspace._trace", "models/formats/xspace/_trace.c"),  # trace_viewer JSON rows of XEvents
     ("profscope.models.sql._parquet", "models/sql/_parquet.c"),  # Parquet value encodings
 ]
-HEADERS = ["models/native/_cbuffers.h", "models/formats/_labels.h"]
+HEADERS = ["models/native/_cbuffers.h", "models/native/protowire.h", "models/native/json_write.h", "models/formats/_labels.h"]
 
 setup(
     ext_modules=[

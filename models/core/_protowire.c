@@ -29,51 +29,12 @@
  *
  * Other native helpers live in modules named for what they do:
  * profscope.models.core._tfrecord (TFRecord framing, CRC-32C), profscope.models.data._lanes (lane
- * packing), profscope.models.data._nesting (parents by time containment) and
+ * packing), profscope.models.data._nesting (parents by time containment),
+ * profscope.models.formats.xspace._steps (XProf's step groups) and
  * profscope.models.formats._labels (TensorFlow timeline labels).
  */
 #include "_cbuffers.h"
-
-typedef struct {
-    const uint8_t *p;
-    const uint8_t *end;
-} Cursor;
-
-/* Reads one varint; returns 0 on truncation or overlong encoding. */
-static int read_varint(Cursor *c, uint64_t *out) {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (c->p >= c->end) return 0;
-        uint8_t b = *c->p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *out = v;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* Skips a field's payload of the given wire type; returns 0 if malformed. */
-static int skip_field(Cursor *c, int wire) {
-    uint64_t n;
-    switch (wire) {
-    case 0: return read_varint(c, &n);
-    case 1:
-        if (c->end - c->p < 8) return 0;
-        c->p += 8;
-        return 1;
-    case 2:
-        if (!read_varint(c, &n) || n > (uint64_t)(c->end - c->p)) return 0;
-        c->p += n;
-        return 1;
-    case 5:
-        if (c->end - c->p < 4) return 0;
-        c->p += 4;
-        return 1;
-    default: return 0; /* groups (3, 4) are not used by these schemas */
-    }
-}
+#include "protowire.h"
 
 static PyObject *malformed(Py_ssize_t offset) {
     PyErr_Format(PyExc_ValueError, "malformed protobuf data at byte %zd", offset);

@@ -9,19 +9,11 @@
  * None for none. Encodings: parquet-format's Encodings.md. */
 
 #include "_cbuffers.h"
+#include "protowire.h"
 
 #define MINIBLOCK 32
 #define MINIBLOCKS 4
 #define BLOCK (MINIBLOCK * MINIBLOCKS)
-
-static inline uint8_t *put_varint(uint8_t *w, uint64_t v) {
-    while (v >= 0x80) {
-        *w++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *w++ = (uint8_t)v;
-    return w;
-}
 
 static inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 
