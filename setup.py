@@ -35,7 +35,8 @@ EXTENSIONS = [  # (module, source, what it does)
     ("profscope.models.formats.xspace._trace", "models/formats/xspace/_trace.c"),  # trace_viewer JSON rows of XEvents
     ("profscope.models.sql._parquet", "models/sql/_parquet.c"),  # Parquet value encodings
 ]
-HEADERS = ["models/native/_cbuffers.h", "models/native/protowire.h", "models/native/json_write.h", "models/formats/_labels.h"]
+HEADERS = ["models/native/_cbuffers.h", "models/native/protowire.h", "models/native/json_write.h",
+           "models/native/json_lex.h", "models/formats/_labels.h"]
 
 setup(
     ext_modules=[
