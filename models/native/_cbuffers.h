@@ -6,7 +6,7 @@
  * beside them), a seeded hash of short byte strings, a growable list of span
  * triples. The other shared headers here are each for one thing:
  * protowire.h (protobuf wire format), json_write.h (json.dumps-identical
- * text), json_lex.h (reading JSON strings), intern.h (string interning).
+ * text), json_lex.h (reading JSON strings).
  *
  * Every function is static inline, so each extension that includes this
  * header gets its own copy and the modules stay independent. Include it
