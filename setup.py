@@ -5,6 +5,20 @@ source sits in that package's folder; the shared headers are in models/native/."
 
 import numpy
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+WARNINGS = ["-Wall", "-Wextra"]  # GCC and Clang spellings; MSVC gets its defaults
+
+
+class BuildExt(build_ext):
+    """Adds the warning flags when the compiler understands them (GCC, Clang: compiler_type "unix")."""
+
+    def build_extensions(self):
+        if self.compiler.compiler_type in ("unix", "mingw32", "cygwin"):
+            for ext in self.extensions:
+                ext.extra_compile_args = [*ext.extra_compile_args, *WARNINGS]
+        super().build_extensions()
+
 
 EXTENSIONS = [  # (module, source, what it does)
     ("profscope.models.core._protowire", "models/core/_protowire.c"),  # protobuf wire decoding
@@ -17,14 +31,18 @@ EXTENSIONS = [  # (module, source, what it does)
     ("profscope.models.formats._logscan", "models/formats/_logscan.c"),  # __LOG_MEMORY__ lines, their replay
     ("profscope.models.formats._memory_json", "models/formats/_memory_json.c"),  # MemoryProfile JSON into columns
     ("profscope.models.formats._chrome_json", "models/formats/_chrome_json.c"),  # Chrome trace JSON into columns
+    ("profscope.models.formats.xspace._steps", "models/formats/xspace/_steps.c"),  # XProf's event order, step groups
+    ("profscope.models.formats.xspace._trace", "models/formats/xspace/_trace.c"),  # trace_viewer JSON rows of XEvents
     ("profscope.models.sql._parquet", "models/sql/_parquet.c"),  # Parquet value encodings
 ]
-HEADERS = ["models/native/_cbuffers.h", "models/formats/_labels.h"]
+HEADERS = ["models/native/_cbuffers.h", "models/native/protowire.h", "models/native/json_write.h",
+           "models/native/json_lex.h", "models/formats/_labels.h"]
 
 setup(
     ext_modules=[
         Extension(name, [source], include_dirs=[numpy.get_include(), "models/native"], depends=HEADERS,
                   extra_compile_args=["-O2"])
         for name, source in EXTENSIONS
-    ]
+    ],
+    cmdclass={"build_ext": BuildExt},
 )

@@ -11,8 +11,8 @@ import pytest
 from conftest import DATA
 
 from profscope.models.core.task import Cancelled, ProfileError, TaskState
-from profscope.models.data import _nesting
 from profscope.models.data.memory_profile import to_xprof_json
+from profscope.models.formats.xspace import _steps
 from profscope.models.formats.xspace.groups import group_events
 from profscope.models.formats.xspace.memory import data_type_string, memory_profile_of, xplane_memory_profile
 from profscope.models.formats.xspace.timeline import load_xplane_timeline
@@ -324,11 +324,11 @@ def test_claim_groups_matches_the_rule_on_random_graphs():
         edges = [(rng.randrange(nodes), rng.randrange(nodes)) for _ in range(rng.randint(0, 80))]
         roots = [rng.randrange(events) for _ in range(rng.randint(0, 8))]
         src, dst = (np.array([e[k] for e in edges], np.int32) for k in (0, 1))
-        group, kept = _nesting.claim_groups(src, dst, nodes, events, np.array(roots, np.int64))
+        group, kept = _steps.claim_groups(src, dst, nodes, events, np.array(roots, np.int64))
         want_group, want_kept = claims_by_walking(edges, nodes, events, roots)
         assert group.tolist() == want_group and kept.tolist() == want_kept
     with pytest.raises(ValueError):
-        _nesting.claim_groups(np.array([0], np.int32), np.array([5], np.int32), 3, 2, np.zeros(0, np.int64))
+        _steps.claim_groups(np.array([0], np.int32), np.array([5], np.int32), 3, 2, np.zeros(0, np.int64))
 
 
 # ---------------------------------------------------------------- trace export, row by row

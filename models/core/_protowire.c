@@ -29,51 +29,12 @@
  *
  * Other native helpers live in modules named for what they do:
  * profscope.models.core._tfrecord (TFRecord framing, CRC-32C), profscope.models.data._lanes (lane
- * packing), profscope.models.data._nesting (parents by time containment) and
+ * packing), profscope.models.data._nesting (parents by time containment),
+ * profscope.models.formats.xspace._steps (XProf's step groups) and
  * profscope.models.formats._labels (TensorFlow timeline labels).
  */
 #include "_cbuffers.h"
-
-typedef struct {
-    const uint8_t *p;
-    const uint8_t *end;
-} Cursor;
-
-/* Reads one varint; returns 0 on truncation or overlong encoding. */
-static int read_varint(Cursor *c, uint64_t *out) {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (c->p >= c->end) return 0;
-        uint8_t b = *c->p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *out = v;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* Skips a field's payload of the given wire type; returns 0 if malformed. */
-static int skip_field(Cursor *c, int wire) {
-    uint64_t n;
-    switch (wire) {
-    case 0: return read_varint(c, &n);
-    case 1:
-        if (c->end - c->p < 8) return 0;
-        c->p += 8;
-        return 1;
-    case 2:
-        if (!read_varint(c, &n) || n > (uint64_t)(c->end - c->p)) return 0;
-        c->p += n;
-        return 1;
-    case 5:
-        if (c->end - c->p < 4) return 0;
-        c->p += 4;
-        return 1;
-    default: return 0; /* groups (3, 4) are not used by these schemas */
-    }
-}
+#include "protowire.h"
 
 static PyObject *malformed(Py_ssize_t offset) {
     PyErr_Format(PyExc_ValueError, "malformed protobuf data at byte %zd", offset);
@@ -183,7 +144,7 @@ done:
     return result;
 }
 
-static PyObject *find_fields(PyObject *self, PyObject *args) {
+static PyObject *find_fields(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *numbers_obj;
     Py_ssize_t start, end;
     if (!PyArg_ParseTuple(args, "OnnO", &obj, &start, &end, &numbers_obj)) return NULL;
@@ -197,7 +158,7 @@ static PyObject *find_fields(PyObject *self, PyObject *args) {
 
 /* find_fields over many messages at once; each span found carries the index
  * of the message it was found in. */
-static PyObject *find_children(PyObject *self, PyObject *args) {
+static PyObject *find_children(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *spans_obj, *numbers_obj;
     if (!PyArg_ParseTuple(args, "OOO", &obj, &spans_obj, &numbers_obj)) return NULL;
     PyArrayObject *spans = as_spans(spans_obj);
@@ -207,7 +168,7 @@ static PyObject *find_children(PyObject *self, PyObject *args) {
     return result;
 }
 
-static PyObject *decode_messages(PyObject *self, PyObject *args) {
+static PyObject *decode_messages(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *spans_obj, *fields_obj;
     if (!PyArg_ParseTuple(args, "OOO", &obj, &spans_obj, &fields_obj)) return NULL;
     PyArrayObject *spans = as_spans(spans_obj);
@@ -318,7 +279,7 @@ fail:
     return NULL;
 }
 
-static PyObject *intern_strings(PyObject *self, PyObject *args) {
+static PyObject *intern_strings(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *spans_obj;
     if (!PyArg_ParseTuple(args, "OO", &obj, &spans_obj)) return NULL;
     Py_buffer view;
@@ -422,7 +383,7 @@ fail:
 }
 
 /* Copies the spans into one bytes object; returns (blob, int64 offsets[n+1]). */
-static PyObject *gather_spans(PyObject *self, PyObject *args) {
+static PyObject *gather_spans(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *spans_obj;
     if (!PyArg_ParseTuple(args, "OO", &obj, &spans_obj)) return NULL;
     Py_buffer view;
@@ -463,7 +424,7 @@ done:
  * Returns (case int8[n, k]: the value's field number, 0 when absent;
  * value int64[n, k]: the number, the double's bits, the ref id or the
  * string's offset; length int64[n, k]: the string's length). */
-static PyObject *stat_columns(PyObject *self, PyObject *args) {
+static PyObject *stat_columns(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *spans_obj, *ids_obj;
     int field;
     if (!PyArg_ParseTuple(args, "OOiO", &obj, &spans_obj, &field, &ids_obj)) return NULL;
@@ -567,7 +528,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_protowire", "Column decoding of protobuf wire data into numpy arrays.", -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_protowire", .m_doc = "Column decoding of protobuf wire data into numpy arrays.", .m_size = -1, .m_methods = methods};
 
 PyMODINIT_FUNC PyInit__protowire(void) {
     import_array();

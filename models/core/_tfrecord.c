@@ -128,7 +128,7 @@ static int span_columns(const SpanList *list, PyObject **spans, PyObject **ok, P
 
 /* scan_records(buf) -> (int64[k, 2] data spans, bool[k] data crc ok,
  * bytes skipped over corrupt headers, offset of a partial last record or -1). */
-static PyObject *scan_records(PyObject *self, PyObject *args) {
+static PyObject *scan_records(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *spans, *ok;
     if (!PyArg_ParseTuple(args, "O", &obj)) return NULL;
     Py_buffer view;
@@ -155,7 +155,7 @@ static PyObject *scan_records(PyObject *self, PyObject *args) {
  * int64[k] file of each record, int64[n] bytes skipped per file, int64[n]
  * partial last record offset per file or -1): scan_records of each of the
  * files laid end to end in buf, with spans into buf. */
-static PyObject *scan_files(PyObject *self, PyObject *args) {
+static PyObject *scan_files(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *sizes_obj, *spans, *ok, *file;
     if (!PyArg_ParseTuple(args, "OO", &obj, &sizes_obj)) return NULL;
     Py_buffer view;
@@ -201,7 +201,7 @@ static PyObject *scan_files(PyObject *self, PyObject *args) {
  * file that ends a run (ends: increasing file counts) once the buffer holds
  * budget bytes. A file that cannot be opened or read has size 0 and its
  * errno. A short read ends a file, as it does for regular files. */
-static PyObject *read_files(PyObject *self, PyObject *args) {
+static PyObject *read_files(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *paths, *ends_obj;
     Py_ssize_t first;
     long long budget;
@@ -281,7 +281,7 @@ static PyObject *read_files(PyObject *self, PyObject *args) {
     return out;
 }
 
-static PyObject *py_masked_crc32c(PyObject *self, PyObject *args) {
+static PyObject *py_masked_crc32c(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer view;
     if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
     uint32_t c = masked_crc(view.buf, (size_t)view.len);
@@ -301,7 +301,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_tfrecord", "TFRecord framing: record scanning and masked CRC-32C.", -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_tfrecord", .m_doc = "TFRecord framing: record scanning and masked CRC-32C.", .m_size = -1, .m_methods = methods};
 
 PyMODINIT_FUNC PyInit__tfrecord(void) {
     import_array();

@@ -11,7 +11,7 @@
  *             outside the table is written as its decimal number.
  */
 #include "_cbuffers.h"
-#include <math.h>
+#include "json_write.h"
 
 typedef struct {
     char kind;
@@ -19,7 +19,7 @@ typedef struct {
     PyObject *table;  /* borrowed list of bytes, for "s" */
     Py_ssize_t width; /* the most bytes one value takes */
     double last;      /* "f": the last value formatted and its text (columns repeat values) */
-    char last_text[40];
+    char last_text[JSON_FLOAT_ROOM];
     int last_len;
 } Column;
 
@@ -54,30 +54,20 @@ static char *put_part(char *w, const Part *p) {
     return w + p->len;
 }
 
-/* As float.__repr__, which json.dumps uses for finite numbers; NULL on failure. */
+/* As json.dumps writes a float; NULL on failure. Columns repeat values:
+ * the last one's text is kept. */
 static char *put_float(char *w, Column *c, double v) {
-    if (v != v) return memcpy(w, "NaN", 3), w + 3;
-    if (v == HUGE_VAL) return memcpy(w, "Infinity", 8), w + 8;
-    if (v == -HUGE_VAL) return memcpy(w, "-Infinity", 9), w + 9;
     if (c->last_len == 0 || memcmp(&v, &c->last, sizeof v) != 0) {
-        char *text = PyOS_double_to_string(v, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
-        if (!text) return NULL;
-        size_t n = strlen(text);
-        if (n >= sizeof c->last_text) { /* never for a double's repr */
-            PyMem_Free(text);
-            PyErr_SetString(PyExc_ValueError, "a float's text is too long");
-            return NULL;
-        }
-        memcpy(c->last_text, text, n);
-        PyMem_Free(text);
+        char *end = json_float(c->last_text, v);
+        if (!end) return NULL;
         c->last = v;
-        c->last_len = (int)n;
+        c->last_len = (int)(end - c->last_text);
     }
     memcpy(w, c->last_text, (size_t)c->last_len);
     return w + c->last_len;
 }
 
-static PyObject *json_rows(PyObject *self, PyObject *args) {
+static PyObject *json_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *parts, *columns_obj;
     Py_ssize_t start, stop;
     Py_buffer sep;
@@ -119,7 +109,7 @@ static PyObject *json_rows(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "a column is shorter than stop");
             goto done;
         }
-        cols[j].width = kind[0] == 'f' ? 40 : 24; /* an id outside the table is written as a number */
+        cols[j].width = kind[0] == 'f' ? JSON_FLOAT_ROOM : 24; /* an id outside the table is written as a number */
         for (Py_ssize_t t = 0; table && t < PyList_GET_SIZE(table); t++) {
             PyObject *text = PyList_GET_ITEM(table, t);
             if (!PyBytes_Check(text)) {
@@ -205,7 +195,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_jsonrows", NULL, -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_jsonrows", .m_doc = NULL, .m_size = -1, .m_methods = methods};
 
 PyMODINIT_FUNC PyInit__jsonrows(void) {
     import_array();

@@ -16,7 +16,7 @@
  * opened yet when none is free; with n intervals at most n lanes open, so
  * one always exists. This is the same answer as scanning the lanes in
  * order, whatever the order of the starts. */
-static PyObject *pack_lanes(PyObject *self, PyObject *args) {
+static PyObject *pack_lanes(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *starts_obj, *ends_obj;
     if (!PyArg_ParseTuple(args, "OO", &starts_obj, &ends_obj)) return NULL;
     PyArrayObject *starts = as_column(starts_obj, NPY_INT64);
@@ -88,7 +88,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_lanes", "First-fit packing of intervals into lanes.", -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_lanes", .m_doc = "First-fit packing of intervals into lanes.", .m_size = -1, .m_methods = methods};
 
 PyMODINIT_FUNC PyInit__lanes(void) {
     import_array();

@@ -50,6 +50,7 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#include "json_lex.h"
 
 #define MAX_ARGS 16
 #define MAX_ARG_KEY 255
@@ -170,107 +171,6 @@ ALWAYS_INLINE const uint8_t *string_end(const uint8_t *p, const uint8_t *end, in
         *esc = 1;
         p += 2;
     }
-}
-
-static inline size_t put_utf8(uint8_t *o, uint32_t cp) {
-    if (cp < 0x80) {
-        o[0] = (uint8_t)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (uint8_t)(0xC0 | (cp >> 6));
-        o[1] = (uint8_t)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (uint8_t)(0xE0 | (cp >> 12));
-        o[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (uint8_t)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (uint8_t)(0xF0 | (cp >> 18));
-    o[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (uint8_t)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-static inline int hex4(const uint8_t *p, const uint8_t *end, uint32_t *out) {
-    if (end - p < 4) return 0;
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) {
-        uint8_t c = p[i];
-        if (!(CLS[c] & C_HEX)) return 0;
-        v = v * 16 + (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
-    }
-    *out = v;
-    return 1;
-}
-
-/* Decodes the JSON string body [p, q) into out, writing at most cap bytes
- * (whole characters only). Returns the bytes written; *all is 0 when the
- * output was cut. Lone surrogates become U+FFFD, unknown escapes keep the
- * escaped byte. */
-static size_t unescape(const uint8_t *p, const uint8_t *q, uint8_t *out, size_t cap, int *all) {
-    size_t n = 0;
-    *all = 1;
-    while (p < q) {
-        uint8_t tmp[8];
-        size_t k;
-        const uint8_t *bs = memchr(p, '\\', (size_t)(q - p));
-        const uint8_t *stop = bs ? bs : q;
-        size_t run = (size_t)(stop - p);
-        if (n + run > cap) {
-            memcpy(out + n, p, cap - n);
-            n = cap;
-            *all = 0;
-            return n;
-        }
-        memcpy(out + n, p, run);
-        n += run;
-        p = stop;
-        if (p >= q) break;
-        p++; /* backslash */
-        if (p >= q) {
-            k = put_utf8(tmp, 0xFFFD);
-        } else {
-            uint8_t c = *p++;
-            uint32_t cp, lo;
-            switch (c) {
-            case 'b': tmp[0] = '\b'; k = 1; break;
-            case 'f': tmp[0] = '\f'; k = 1; break;
-            case 'n': tmp[0] = '\n'; k = 1; break;
-            case 'r': tmp[0] = '\r'; k = 1; break;
-            case 't': tmp[0] = '\t'; k = 1; break;
-            case 'u':
-                if (!hex4(p, q, &cp)) {
-                    cp = 0xFFFD;
-                } else {
-                    p += 4;
-                    if (cp >= 0xD800 && cp < 0xDC00) {
-                        if (q - p >= 6 && p[0] == '\\' && p[1] == 'u' && hex4(p + 2, q, &lo) && lo >= 0xDC00 && lo < 0xE000) {
-                            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                            p += 6;
-                        } else {
-                            cp = 0xFFFD;
-                        }
-                    } else if (cp >= 0xDC00 && cp < 0xE000) {
-                        cp = 0xFFFD;
-                    }
-                }
-                k = put_utf8(tmp, cp);
-                break;
-            default: tmp[0] = c; k = 1; break; /* \" \\ \/ and lax others */
-            }
-        }
-        if (n + k > cap) {
-            *all = 0;
-            return n;
-        }
-        memcpy(out + n, tmp, k);
-        n += k;
-    }
-    return n;
 }
 
 /* Largest length <= limit that does not split a UTF-8 character of p[0..len). */
@@ -1096,7 +996,7 @@ static const uint8_t *value_text(Scanner *s, const Val *v, size_t *n) {
     size_t len = (size_t)(v->e - v->b);
     if (v->esc) {
         int all;
-        len = unescape(v->b, v->e, s->dec, MAX_TEXT + 4, &all);
+        len = json_unescape(v->b, v->e, s->dec, MAX_TEXT + 4, &all, 0);
         t = s->dec;
         if (!all && len <= MAX_TEXT) s->cut_in_event++;
     }
@@ -1126,7 +1026,7 @@ static uint8_t first_byte(const Val *v) {
     if (!v->esc) return v->b[0];
     uint8_t out[8];
     int all;
-    size_t n = unescape(v->b, v->e, out, sizeof out, &all);
+    size_t n = json_unescape(v->b, v->e, out, sizeof out, &all, 0);
     return n ? out[0] : 0;
 }
 
@@ -1160,7 +1060,7 @@ ALWAYS_INLINE int read_key(Scanner *s, const uint8_t **pp, const uint8_t *end, u
     if (!q) return PE_MORE;
     if (esc) {
         int all;
-        *klen = unescape(p + 1, q, kbuf, kcap, &all);
+        *klen = json_unescape(p + 1, q, kbuf, kcap, &all, 0);
         if (!all) *klen = SIZE_MAX;
         *k = kbuf;
     } else {
@@ -1525,7 +1425,7 @@ static void decode_key(Scanner *s) {
         s->oom = 1;
         return;
     }
-    size_t n = unescape(s->key.data, s->key.data + s->key.len, out, s->key.len + 8, &all);
+    size_t n = json_unescape(s->key.data, s->key.data + s->key.len, out, s->key.len + 8, &all, 0);
     memcpy(s->key.data, out, n);
     s->key.len = n;
     PyMem_RawFree(out);
@@ -2213,7 +2113,8 @@ static PyTypeObject ScannerType = {
     .tp_getset = Scanner_getset,
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_chrome_json", NULL, -1, NULL};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_chrome_json", .m_doc = NULL, .m_size = -1, .m_methods = NULL};
 
 PyMODINIT_FUNC PyInit__chrome_json(void) {
     import_array();

@@ -11,7 +11,7 @@
 /* Out: per label (op offset, op length, inputs/name offset, length), -1 when
  * the pattern does not match (timeline.py's "unknown"); for GPU stream
  * labels the node name and op (match_kernel_label). */
-static PyObject *parse_labels(PyObject *self, PyObject *args) {
+static PyObject *parse_labels(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *labels_obj, *names_obj;
     int kernel;
     if (!PyArg_ParseTuple(args, "OOOp", &obj, &labels_obj, &names_obj, &kernel)) return NULL;
@@ -70,7 +70,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_labels", "TensorFlow timeline.py's label pattern over StepStats labels.", -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_labels", .m_doc = "TensorFlow timeline.py's label pattern over StepStats labels.", .m_size = -1, .m_methods = methods};
 
 PyMODINIT_FUNC PyInit__labels(void) {
     import_array();

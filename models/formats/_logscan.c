@@ -382,7 +382,7 @@ static const char *scan_line(const char *base, const char *lo, const char *end, 
     return eol;
 }
 
-static PyObject *scan_memory_log(PyObject *self, PyObject *args) {
+static PyObject *scan_memory_log(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj;
     int final;
     if (!PyArg_ParseTuple(args, "Op", &obj, &final)) return NULL;
@@ -792,7 +792,7 @@ static int put(PyObject *d, const char *key, PyObject *value) {
     return ok;
 }
 
-static PyObject *scan_block(PyObject *self, PyObject *args) {
+static PyObject *scan_block(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *names_obj;
     Py_ssize_t start, stop;
     if (!PyArg_ParseTuple(args, "OnnO!", &obj, &start, &stop, &PyTuple_Type, &names_obj)) return NULL;
@@ -941,11 +941,11 @@ static void events_release(Events *ev) {
 #define DEFERRED_FREE(ev, i) ((ev)->kind[i] == 5 && ((ev)->flags[i] & 1))
 #define TRACKED(ev, i, a) ((ev)->allocator[i] == (a) && (ev)->id[i] != 0)
 
-static PyObject *select_events(PyObject *self, PyObject *args) {
+static PyObject *select_events(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *objs[4];
     long long a;
     if (!PyArg_ParseTuple(args, "OOOOL", &objs[0], &objs[1], &objs[2], &objs[3], &a)) return NULL;
-    Events ev = {{NULL}};
+    Events ev = {0};
     PyObject *sel = NULL, *row = NULL, *out = NULL;
     if (!events_get(&ev, objs, 4)) goto done;
     npy_intp m = 0;
@@ -1067,18 +1067,18 @@ static int replay_event(Replay *p, int64_t e, int64_t r) {
     return 1;
 }
 
-static PyObject *replay(PyObject *self, PyObject *args) {
+static PyObject *replay(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *objs[5], *bytes_obj, *sel_obj = NULL, *row_obj = NULL;
     long long a;
     int raw_region, tensor_region;
     if (!PyArg_ParseTuple(args, "OOOOOOLii|OO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &bytes_obj, &a,
                           &raw_region, &tensor_region, &sel_obj, &row_obj))
         return NULL;
-    Events ev = {{NULL}};
+    Events ev = {0};
     PyArrayObject *bytes = NULL, *sel = NULL, *row = NULL;
     PyObject *outs[8] = {NULL}, *result = NULL;
     static const int out_types[8] = {NPY_INT64, NPY_INT64, NPY_INT64, NPY_INT64, NPY_INT64, NPY_INT32, NPY_INT64, NPY_INT64};
-    Replay p = {{PyMem_RawCalloc(1024, sizeof(Entry)), 1023, 0}};
+    Replay p = {.map = {PyMem_RawCalloc(1024, sizeof(Entry)), 1023, 0}};
     if (!p.map.slots) return PyErr_NoMemory();
     if (!events_get(&ev, objs, 5) || !(bytes = column_arg(bytes_obj, NPY_INT64, -1))) goto done;
     if (sel_obj && (!(sel = column_arg(sel_obj, NPY_INT64, -1)) || !(row = column_arg(row_obj, NPY_INT64, PyArray_DIM(sel, 0)))))
@@ -1174,7 +1174,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_logscan", NULL, -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_logscan", .m_doc = NULL, .m_size = -1, .m_methods = methods};
 
 PyMODINIT_FUNC PyInit__logscan(void) {
     import_array();

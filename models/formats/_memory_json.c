@@ -32,6 +32,7 @@
  * is refused: protobuf's JSON parser refuses repeated keys too.
  */
 #include "_cbuffers.h"
+#include "json_lex.h"
 #include <locale.h>
 #include <math.h>
 #include <setjmp.h>
@@ -384,25 +385,6 @@ static inline const uint8_t *find_special(const uint8_t *p, const uint8_t *end) 
     return p;
 }
 
-static inline int hex_value(uint8_t c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    c |= 0x20;
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-}
-
-/* The \uXXXX value at p (the 'u'), or -1. */
-static inline int32_t hex4(const uint8_t *p, const uint8_t *end) {
-    if (end - p < 5) return -1;
-    int32_t v = 0;
-    for (int i = 1; i <= 4; i++) {
-        int h = hex_value(p[i]);
-        if (h < 0) return -1;
-        v = v * 16 + h;
-    }
-    return v;
-}
-
 /* Length of the UTF-8 character at p (non-ASCII), 0 if invalid. Surrogates
  * pass, as json.loads decodes bytes with 'surrogatepass'. */
 static inline int utf8_length(const uint8_t *p, const uint8_t *end) {
@@ -444,7 +426,7 @@ static void scan_string(Parser *P, const uint8_t **s, size_t *n, int *esc) {
                 p += 2;
                 break;
             case 'u':
-                if (hex4(p + 1, end) < 0) syntax(P, end - p < 6 ? end : p, "invalid \\uXXXX escape");
+                if (json_hex4(p + 2, end) < 0) syntax(P, end - p < 6 ? end : p, "invalid \\uXXXX escape");
                 p += 6;
                 break;
             default:
@@ -462,68 +444,6 @@ static void scan_string(Parser *P, const uint8_t **s, size_t *n, int *esc) {
     P->p = p + 1;
 }
 
-static inline size_t put_utf8(uint8_t *o, uint32_t cp) {
-    if (cp < 0x80) {
-        o[0] = (uint8_t)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (uint8_t)(0xC0 | (cp >> 6));
-        o[1] = (uint8_t)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) { /* lone surrogates too, as 'surrogatepass' reads them back */
-        o[0] = (uint8_t)(0xE0 | (cp >> 12));
-        o[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (uint8_t)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (uint8_t)(0xF0 | (cp >> 18));
-    o[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (uint8_t)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* Decodes a checked string body with escapes into out (at least n bytes:
- * text never grows when unescaped); returns the length. A high surrogate
- * escape followed by a low one is one character, as in json.loads. */
-static size_t unescape(const uint8_t *p, size_t n, uint8_t *out) {
-    const uint8_t *end = p + n;
-    size_t k = 0;
-    while (p < end) {
-        const uint8_t *bs = memchr(p, '\\', (size_t)(end - p));
-        const uint8_t *stop = bs ? bs : end;
-        memcpy(out + k, p, (size_t)(stop - p));
-        k += (size_t)(stop - p);
-        if (!bs) break;
-        p = bs + 1;
-        uint8_t c = *p++;
-        switch (c) {
-        case 'b': out[k++] = '\b'; break;
-        case 'f': out[k++] = '\f'; break;
-        case 'n': out[k++] = '\n'; break;
-        case 'r': out[k++] = '\r'; break;
-        case 't': out[k++] = '\t'; break;
-        case 'u': {
-            uint32_t cp = (uint32_t)hex4(p - 1, end);
-            p += 4;
-            if (cp >= 0xD800 && cp < 0xDC00 && end - p >= 6 && p[0] == '\\' && p[1] == 'u') {
-                int32_t lo = hex4(p + 1, end);
-                if (lo >= 0xDC00 && lo < 0xE000) {
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
-                    p += 6;
-                }
-            }
-            k += put_utf8(out + k, cp);
-            break;
-        }
-        default: out[k++] = c; /* " \ / */
-        }
-    }
-    return k;
-}
-
 /* The text of the string at P->p (moved past it), unescaped into the
  * scratch buffer when needed. */
 static const uint8_t *read_text(Parser *P, size_t *n) {
@@ -533,7 +453,8 @@ static const uint8_t *read_text(Parser *P, size_t *n) {
     if (!esc) return s;
     P->scratch.len = 0;
     if (!buf_reserve(&P->scratch, *n + 1)) out_of_memory(P);
-    *n = unescape(s, *n, P->scratch.data);
+    int all;
+    *n = json_unescape(s, s + *n, P->scratch.data, *n, &all, 1);
     return P->scratch.data;
 }
 
@@ -1577,8 +1498,7 @@ static PyObject *result(Parser *P, int32_t **ids, int32_t *nids) {
     return r;
 }
 
-static PyObject *read_json(PyObject *module, PyObject *args) {
-    (void)module;
+static PyObject *read_json(PyObject *Py_UNUSED(module), PyObject *args) {
     PyObject *data;
     int max_depth;
     if (!PyArg_ParseTuple(args, "Oi", &data, &max_depth)) return NULL;
@@ -1644,7 +1564,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_memory_json", NULL, -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_memory_json", .m_doc = NULL, .m_size = -1, .m_methods = methods};
 
 PyMODINIT_FUNC PyInit__memory_json(void) {
     import_array();

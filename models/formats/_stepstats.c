@@ -29,74 +29,11 @@
  */
 #include "_cbuffers.h"
 #include "_labels.h"
+#include "protowire.h"
+#include "json_write.h"
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
-
-/* ---------------------------------------------------------------- wire */
-
-typedef struct {
-    const uint8_t *p, *end;
-} Cursor;
-
-static int read_varint(Cursor *c, uint64_t *out) {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (c->p >= c->end) return 0;
-        uint8_t b = *c->p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *out = v;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static int skip_field(Cursor *c, int wire) {
-    uint64_t n;
-    switch (wire) {
-    case 0: return read_varint(c, &n);
-    case 1:
-        if (c->end - c->p < 8) return 0;
-        c->p += 8;
-        return 1;
-    case 2:
-        if (!read_varint(c, &n) || n > (uint64_t)(c->end - c->p)) return 0;
-        c->p += n;
-        return 1;
-    case 5:
-        if (c->end - c->p < 4) return 0;
-        c->p += 4;
-        return 1;
-    default: return 0;
-    }
-}
-
-/* Reads one field's tag and, for length-delimited fields, its payload as a
- * sub-cursor; anything else is read into *value (varints) or skipped. */
-typedef struct {
-    uint64_t number;
-    int wire;
-    uint64_t value;
-    Cursor sub;
-} Field;
-
-static int next_field(Cursor *c, Field *f) {
-    uint64_t tag, n;
-    if (!read_varint(c, &tag)) return 0;
-    f->number = tag >> 3;
-    f->wire = (int)(tag & 7);
-    if (f->wire == 0) return read_varint(c, &f->value);
-    if (f->wire == 2) {
-        if (!read_varint(c, &n) || n > (uint64_t)(c->end - c->p)) return 0;
-        f->sub.p = c->p;
-        f->sub.end = c->p + n;
-        c->p += n;
-        return 1;
-    }
-    return skip_field(c, f->wire);
-}
 
 /* ---------------------------------------------------------------- growable bytes */
 
@@ -346,7 +283,7 @@ static int read_node(const uint8_t *base, const int64_t *span, Py_ssize_t size, 
         return 0;
     }
     Cursor c = {base + span[0], base + span[0] + span[1]};
-    Field f;
+    WireField f;
     n->name = n->name_end = n->label = n->label_end = base;
     n->start_us = n->rel_us = 0;
     if (outputs) outputs->len = 0;
@@ -401,12 +338,12 @@ typedef struct {
 
 /* Returns 1, 0 when malformed, -1 when out of memory. */
 static int read_shape(Cursor c, Output *o) {
-    Field f;
+    WireField f;
     while (c.p < c.end) {
         if (!next_field(&c, &f)) return 0;
         if (f.number == 2 && f.wire == 2) { /* Dim: size = 1 */
             int64_t size = 0;
-            Field d;
+            WireField d;
             while (f.sub.p < f.sub.end) {
                 if (!next_field(&f.sub, &d)) return 0;
                 if (d.number == 1 && d.wire == 0) size = (int64_t)d.value;
@@ -420,7 +357,7 @@ static int read_shape(Cursor c, Output *o) {
 }
 
 static int read_output(Cursor c, const uint8_t *base, Output *o) {
-    Field f, g, h;
+    WireField f, g, h;
     o->dtype = o->requested = o->allocated = 0;
     o->allocator = o->allocator_end = base;
     o->unknown_rank = 0;
@@ -573,7 +510,7 @@ static void resolve_inputs(Tensors *t, const Input *batch, int count) {
     }
 }
 
-static PyObject *tensor_lifetimes(PyObject *self, PyObject *args) {
+static PyObject *tensor_lifetimes(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *nodes_obj, *consumer_obj;
     int full;
     if (!PyArg_ParseTuple(args, "OOOp", &obj, &nodes_obj, &consumer_obj, &full)) return NULL;
@@ -707,7 +644,7 @@ done:
 
 /* ---------------------------------------------------------------- times */
 
-static PyObject *node_times(PyObject *self, PyObject *args) {
+static PyObject *node_times(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *nodes_obj;
     if (!PyArg_ParseTuple(args, "OO", &obj, &nodes_obj)) return NULL;
     PyArrayObject *nodes = as_spans(nodes_obj);
@@ -726,7 +663,7 @@ static PyObject *node_times(PyObject *self, PyObject *args) {
     for (npy_intp k = 0; k < n; k++) {
         if (!span_ok(ns[2 * k], ns[2 * k + 1], view.len)) { bad_at = ns[2 * k] > 0 ? ns[2 * k] : 0; break; }
         Cursor c = {base + ns[2 * k], base + ns[2 * k] + ns[2 * k + 1]};
-        Field f;
+        WireField f;
         int64_t v[17] = {0}; /* by field number: 2, 5 micros; 10 thread; 13, 16 nanos */
         while (c.p < c.end) {
             if (!next_field(&c, &f)) { bad_at = c.p - base; break; }
@@ -766,7 +703,7 @@ static int compare_ties(const void *a, const void *b) {
     return x->event < y->event ? -1 : x->event > y->event;
 }
 
-static PyObject *sort_ties(PyObject *self, PyObject *args) {
+static PyObject *sort_ties(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *order_obj, *time_obj, *delta_obj, *tensor_obj, *names_obj, *offsets_obj;
     if (!PyArg_ParseTuple(args, "OOOOOO", &order_obj, &time_obj, &delta_obj, &tensor_obj, &names_obj, &offsets_obj))
         return NULL;
@@ -838,106 +775,19 @@ done:
 /* Writers append at a cursor into room reserved for a row's worst case (at
  * most 6 bytes of JSON per byte of text: "\u0001"), so they check no bounds. */
 
-static const char HEX[] = "0123456789abcdef";
-
 #define W_LITERAL(w, s) (memcpy((w), (s), sizeof(s) - 1), (w) + sizeof(s) - 1)
-
-/* One code point as json.dumps(ensure_ascii=True) writes it. */
-static char *w_escaped(char *w, uint32_t cp) {
-    switch (cp) {
-    case '"': return W_LITERAL(w, "\\\"");
-    case '\\': return W_LITERAL(w, "\\\\");
-    case '\n': return W_LITERAL(w, "\\n");
-    case '\r': return W_LITERAL(w, "\\r");
-    case '\t': return W_LITERAL(w, "\\t");
-    case '\b': return W_LITERAL(w, "\\b");
-    case '\f': return W_LITERAL(w, "\\f");
-    }
-    if (cp >= 0x20 && cp < 0x7f) {
-        *w++ = (char)cp;
-        return w;
-    }
-    if (cp >= 0x10000) { /* a surrogate pair */
-        uint32_t v = cp - 0x10000;
-        return w_escaped(w_escaped(w, 0xd800 | (v >> 10)), 0xdc00 | (v & 0x3ff));
-    }
-    w[0] = '\\';
-    w[1] = 'u';
-    w[2] = HEX[(cp >> 12) & 15];
-    w[3] = HEX[(cp >> 8) & 15];
-    w[4] = HEX[(cp >> 4) & 15];
-    w[5] = HEX[cp & 15];
-    return w + 6;
-}
-
-/* Bytes json.dumps writes as they are: printable ASCII but '"' and '\\'. */
-static const uint8_t PLAIN[256] = {
-    ['\x20'] = 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x20-0x2f, '"' at 0x22 */
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,            /* 0x30-0x3f */
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,            /* 0x40-0x4f */
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,            /* 0x50-0x5f, '\\' at 0x5c */
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,            /* 0x60-0x6f */
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0,            /* 0x70-0x7f, DEL escaped */
-};
-
-/* Length of the valid UTF-8 sequence at p (strict, as Python decodes), 0 if invalid. */
-static int utf8_sequence(const uint8_t *p, const uint8_t *end, uint32_t *cp) {
-    uint8_t c = p[0];
-    int n;
-    uint8_t lo = 0x80, hi = 0xbf;
-    if (c >= 0xc2 && c <= 0xdf) {
-        n = 2;
-        *cp = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        n = 3;
-        *cp = c & 0x0f;
-        if (c == 0xe0) lo = 0xa0;
-        if (c == 0xed) hi = 0x9f; /* no surrogates */
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4;
-        *cp = c & 0x07;
-        if (c == 0xf0) lo = 0x90;
-        if (c == 0xf4) hi = 0x8f;
-    } else {
-        return 0;
-    }
-    if (end - p < n || p[1] < lo || p[1] > hi) return 0;
-    for (int i = 1; i < n; i++) {
-        if (i > 1 && (p[i] < 0x80 || p[i] > 0xbf)) return 0;
-        *cp = (*cp << 6) | (p[i] & 0x3f);
-    }
-    return n;
-}
 
 /* The JSON string (quoted) of bytes decoded as UTF-8; invalid sequences
  * become U+FFFD as Python's "replace" makes them (needs the GIL). NULL on
  * a Python error. Writes at most 6 * len + 2 bytes. */
 static char *w_string(char *w, const uint8_t *s, int64_t len) {
-    char *start = w;
-    const uint8_t *p = s, *end = s + len;
-    *w++ = '"';
-    while (p < end) {
-        const uint8_t *run = p; /* printable ASCII goes as it is */
-        while (p < end && PLAIN[*p]) p++;
-        memcpy(w, run, (size_t)(p - run));
-        w += p - run;
-        if (p == end) break;
-        uint32_t cp = *p;
-        uint8_t c = *p;
-        int n = 1;
-        if (c >= 0x80 && !(n = utf8_sequence(p, end, &cp))) goto replace;
-        w = w_escaped(w, cp);
-        p += n;
-    }
-    *w++ = '"';
-    return w;
-replace:
-    w = start;
+    char *end = json_utf8(w, s, (size_t)len);
+    if (end) return end;
     PyObject *text = PyUnicode_DecodeUTF8((const char *)s, (Py_ssize_t)len, "replace");
     if (!text) return NULL;
     *w++ = '"';
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    for (Py_ssize_t i = 0; i < n; i++) w = w_escaped(w, PyUnicode_READ_CHAR(text, i));
+    for (Py_ssize_t i = 0; i < n; i++) w = json_escaped(w, PyUnicode_READ_CHAR(text, i));
     Py_DECREF(text);
     *w++ = '"';
     return w;
@@ -1007,7 +857,7 @@ static PyObject *finish(Bytes *b, int ok) {
     return out;
 }
 
-static PyObject *trace_events(PyObject *self, PyObject *args) {
+static PyObject *trace_events(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *nodes_obj, *kernel_obj, *pid_obj, *tid_obj;
     if (!PyArg_ParseTuple(args, "OOOOO", &obj, &nodes_obj, &kernel_obj, &pid_obj, &tid_obj)) return NULL;
     PyArrayObject *nodes = as_spans(nodes_obj), *kernel = as_column(kernel_obj, NPY_BOOL);
@@ -1050,7 +900,7 @@ done:
     return result;
 }
 
-static PyObject *decode_spans(PyObject *self, PyObject *args) {
+static PyObject *decode_spans(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *spans_obj;
     if (!PyArg_ParseTuple(args, "OO", &obj, &spans_obj)) return NULL;
     Py_buffer view;
@@ -1071,7 +921,7 @@ static PyObject *decode_spans(PyObject *self, PyObject *args) {
     return out;
 }
 
-static PyObject *trim_heap(PyObject *self, PyObject *args) {
+static PyObject *trim_heap(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(args)) {
 #ifdef __GLIBC__
     Py_BEGIN_ALLOW_THREADS
     malloc_trim(0);
@@ -1095,9 +945,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_stepstats",
-                                    "timeline.py's memory analysis and Chrome trace rows over StepStats columns.", -1,
-                                    methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_stepstats", .m_doc = "timeline.py's memory analysis and Chrome trace rows over StepStats columns.", .m_size = -1, .m_methods = methods};
 
 PyMODINIT_FUNC PyInit__stepstats(void) {
     import_array();

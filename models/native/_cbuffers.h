@@ -4,7 +4,9 @@
  * profscope.models.formats._memory_json, profscope.models.sql._parquet): the bytes of a buffer,
  * numpy columns and spans taken from Python objects (with a buffer argument
  * beside them), a seeded hash of short byte strings, a growable list of span
- * triples, and integers written as decimal text.
+ * triples. The other shared headers here are each for one thing:
+ * protowire.h (protobuf wire format), json_write.h (json.dumps-identical
+ * text), json_lex.h (reading JSON strings).
  *
  * Every function is static inline, so each extension that includes this
  * header gets its own copy and the modules stay independent. Include it
@@ -96,32 +98,6 @@ static inline int span_push(SpanList *l, int64_t tag, int64_t off, int64_t len) 
     t[1] = off;
     t[2] = len;
     return 1;
-}
-
-/* Decimal text of integers into room already reserved (20 digits and a sign
- * at most), two digits at a time; each returns the end of what it wrote. */
-static const char DIGIT_PAIRS[] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
-
-static inline char *write_uint(char *w, uint64_t v, int negative) {
-    if (negative) *w++ = '-';
-    int n = 1; /* the digits, written from the last pair back */
-    for (uint64_t p = 10; n < 20 && v >= p; p *= 10) n++;
-    char *d = w + n;
-    while (v >= 100) {
-        d -= 2;
-        memcpy(d, DIGIT_PAIRS + 2 * (v % 100), 2);
-        v /= 100;
-    }
-    if (v >= 10) memcpy(d - 2, DIGIT_PAIRS + 2 * v, 2);
-    else d[-1] = (char)('0' + v);
-    return w + n;
-}
-
-static inline char *write_int(char *w, int64_t v) {
-    return v < 0 ? write_uint(w, (uint64_t)0 - (uint64_t)v, 1) : write_uint(w, (uint64_t)v, 0);
 }
 
 #endif

@@ -9,19 +9,11 @@
  * None for none. Encodings: parquet-format's Encodings.md. */
 
 #include "_cbuffers.h"
+#include "protowire.h"
 
 #define MINIBLOCK 32
 #define MINIBLOCKS 4
 #define BLOCK (MINIBLOCK * MINIBLOCKS)
-
-static inline uint8_t *put_varint(uint8_t *w, uint64_t v) {
-    while (v >= 0x80) {
-        *w++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *w++ = (uint8_t)v;
-    return w;
-}
 
 static inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 
@@ -248,7 +240,7 @@ static PyObject *end_page(PyObject *page, uint8_t *end) {
 /* Room for the levels of n rows. */
 #define LEVELS_ROOM(n) (16 + (n) / 8)
 
-static PyObject *encode_ints(PyObject *self, PyObject *args) {
+static PyObject *encode_ints(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *values, *bitmap;
     long long offset;
     int width32, is_unsigned;
@@ -290,7 +282,7 @@ static PyObject *encode_ints(PyObject *self, PyObject *args) {
     return Py_BuildValue("(NnLL)", page, non_null, (long long)range[0], (long long)range[1]);
 }
 
-static PyObject *encode_doubles(PyObject *self, PyObject *args) {
+static PyObject *encode_doubles(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *values, *bitmap;
     long long offset;
     if (!PyArg_ParseTuple(args, "OOL", &values, &bitmap, &offset)) return NULL;
@@ -322,7 +314,7 @@ static PyObject *encode_doubles(PyObject *self, PyObject *args) {
     return page ? Py_BuildValue("(Nnn)", page, non_null, nans) : NULL;
 }
 
-static PyObject *encode_indices(PyObject *self, PyObject *args) {
+static PyObject *encode_indices(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *values, *bitmap;
     long long offset;
     int width;
@@ -376,7 +368,7 @@ static PyObject *encode_indices(PyObject *self, PyObject *args) {
 
 /* Runs of equal values, written as runs: the levels one run per stretch of
  * valid or null runs, the indices one RLE run per valid run. */
-static PyObject *encode_runs(PyObject *self, PyObject *args) {
+static PyObject *encode_runs(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *lengths_obj, *indices_obj, *valid_obj;
     int width;
     if (!PyArg_ParseTuple(args, "OOOi", &lengths_obj, &indices_obj, &valid_obj, &width)) return NULL;
@@ -474,7 +466,7 @@ static void close_strings(Strings *s) {
 
 /* PLAIN BYTE_ARRAY values (4-byte length, bytes) of an Arrow string array's
  * offsets (int32 or int64, n + 1 of them) and data. */
-static PyObject *plain_strings(PyObject *self, PyObject *args) {
+static PyObject *plain_strings(PyObject *Py_UNUSED(self), PyObject *args) {
     Strings s;
     if (!open_strings(args, &s)) return NULL;
     uint8_t *w;
@@ -520,7 +512,7 @@ static Slot *grow_slots(Slot *slots, size_t *cap) {
  * `distinct` entries). Distinct strings are compared in a copy of their
  * own, so the table and what it compares with stay in the cache however
  * large the data is. */
-static PyObject *intern_strings(PyObject *self, PyObject *args) {
+static PyObject *intern_strings(PyObject *Py_UNUSED(self), PyObject *args) {
     Strings s;
     if (!open_strings(args, &s)) return NULL;
     PyObject *result = NULL;
@@ -633,7 +625,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_parquet", NULL, -1, methods};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_parquet", .m_doc = NULL, .m_size = -1, .m_methods = methods};
 
 PyMODINIT_FUNC PyInit__parquet(void) {
     import_array();

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from profscope.models.data import _nesting
+from profscope.models.formats.xspace import _steps
 from profscope.models.formats.xspace.xplane import StatColumn, XSpaceData, xprof_order
 
 EXECUTOR_STATE_PROCESS = "ExecutorState::Process"
@@ -103,7 +104,7 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
 
     # Each root in turn claims what it reaches among the unclaimed (in C: one
     # walk over all edges instead of a numpy pass per frontier of each root).
-    local, kept_roots = _nesting.claim_groups(src, dst, n + num_contexts, n, roots)
+    local, kept_roots = _steps.claim_groups(src, dst, n + num_contexts, n, roots)
     del src, dst
     return Groups(rows, local, rows[kept_roots], _group_names(space, plane, rows, kept_roots))
 

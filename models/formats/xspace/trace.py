@@ -12,7 +12,7 @@ Not written: XProf's `flow` args (its flow ids are salted hashes that differ
 from run to run) and `is_eager`.
 
 The document is streamed: the metadata events, then the events line by line
-in chunks whose rows `_nesting.trace_rows` writes from the event columns and
+in chunks whose rows `_trace.trace_rows` writes from the event columns and
 the stats' bytes (as `json.dumps(row, sort_keys=True)` would, byte for byte).
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from profscope.models.core.task import TaskState
-from profscope.models.data import _nesting
+from profscope.models.formats.xspace import _trace
 from profscope.models.formats.xspace.groups import group_events
 from profscope.models.formats.xspace.xplane import HOST_PLANE, Plane, XSpaceData, read_xspace
 
@@ -238,7 +238,7 @@ def _plane_rows(
                 g = np.where(is_event, group[sel], -1) if group is not None else np.full(len(sel), -1, np.int32)
                 s = np.where(is_event, step[sel], -1) if group is not None else np.full(len(sel), -1, np.int32)
             try:
-                out = _nesting.trace_rows(
+                out = _trace.trace_rows(
                     space.buf, spans, mds, ts.astype(np.float64) / 1e6, dur.astype(np.float64) / 1e6, g, s, plane
                 )
             except ValueError as e:

@@ -29,7 +29,7 @@ import numpy as np
 from profscope.models.core import _protowire as wire
 from profscope.models.core.files import GZIP_MAGIC, read_bytes, readable_errors
 from profscope.models.core.task import ProfileError, TaskState
-from profscope.models.data import _nesting
+from profscope.models.formats.xspace import _steps
 
 SUFFIX = ".xplane.pb"
 
@@ -323,7 +323,7 @@ def xprof_order(start: np.ndarray, end: np.ndarray, line: np.ndarray | None = No
     the longest first; each line's events contiguous), or None when they are
     in it already (the usual case: events come line by line, mostly sorted).
     Sorted in C, per line, only where a line is out of order."""
-    return _nesting.xprof_order(start, end, None if line is None else line.astype(np.int32, copy=False))
+    return _steps.xprof_order(start, end, None if line is None else line.astype(np.int32, copy=False))
 
 
 def read_xspace(path: Path, task: TaskState | None = None, host: str = "") -> XSpaceData:

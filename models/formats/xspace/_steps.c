@@ -1,0 +1,240 @@
+/* profscope.models.formats.xspace._steps: XProf's step groups over an
+ * XSpace's events (xplane.py, groups.py).
+ *
+ *   xprof_order(starts, ends, segment) -> None or the int64 permutation into
+ *       (segment, start, longest first) order
+ *   claim_groups(src, dst, num_nodes, num_events, roots) -> (int32 group per
+ *       event, -1 for none; int64 the roots that got a group)
+ */
+#include "_cbuffers.h"
+
+typedef struct {
+    int64_t start, end, index;
+} Timed;
+
+static int timed_order(const void *x, const void *y) {
+    const Timed *a = x, *b = y;
+    if (a->start != b->start) return a->start < b->start ? -1 : 1;
+    if (a->end != b->end) return a->end > b->end ? -1 : 1; /* the longest first */
+    return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/* Sorts buf[0..m) by timed_order: by insertion first, linear for events that
+ * come nearly in order (the usual line), qsort once too many moves show they
+ * do not. Both give the one order timed_order defines. */
+static void sort_timed(Timed *buf, npy_intp m) {
+    int64_t moves = 0, budget = 16 * (int64_t)m + 1024;
+    for (npy_intp i = 1; i < m; i++) {
+        Timed x = buf[i];
+        npy_intp j = i;
+        while (j > 0 && timed_order(&buf[j - 1], &x) > 0) {
+            buf[j] = buf[j - 1];
+            j--;
+            if (++moves > budget) {
+                buf[j] = x;
+                qsort(buf, m, sizeof(Timed), timed_order);
+                return;
+            }
+        }
+        buf[j] = x;
+    }
+}
+
+/* xprof_order(starts, ends, segment) -> None when the events are in XProf's
+ * order already (by segment, start, then the longest first), else the int64
+ * permutation that puts them in it (ties in index order). Events of one
+ * segment must be contiguous (segment None: all one); only segments out of
+ * order are sorted. */
+static PyObject *xprof_order(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *starts_obj, *ends_obj, *seg_obj;
+    if (!PyArg_ParseTuple(args, "OOO", &starts_obj, &ends_obj, &seg_obj)) return NULL;
+    PyArrayObject *starts = as_column(starts_obj, NPY_INT64), *ends = as_column(ends_obj, NPY_INT64);
+    PyArrayObject *seg = seg_obj == Py_None ? NULL : as_column(seg_obj, NPY_INT32);
+    PyObject *out = NULL;
+    Timed *buf = NULL;
+    if (!starts || !ends || (!seg && seg_obj != Py_None)) goto done;
+    npy_intp n = PyArray_DIM(starts, 0);
+    if (PyArray_DIM(ends, 0) != n || (seg && PyArray_DIM(seg, 0) != n)) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    const int64_t *s = PyArray_DATA(starts), *e = PyArray_DATA(ends);
+    const int32_t *g = seg ? PyArray_DATA(seg) : NULL;
+    npy_intp unsorted = -1;
+    for (npy_intp i = 1; i < n && unsorted < 0; i++) {
+        if (g && g[i] != g[i - 1]) {
+            if (g[i] < g[i - 1]) {
+                PyErr_SetString(PyExc_ValueError, "segments must be contiguous and ascending");
+                goto done;
+            }
+            continue;
+        }
+        if (s[i] < s[i - 1] || (s[i] == s[i - 1] && e[i] > e[i - 1])) unsorted = i;
+    }
+    if (unsorted < 0) {
+        out = Py_None;
+        Py_INCREF(out);
+        goto done;
+    }
+    npy_intp dims[1] = {n};
+    out = PyArray_SimpleNew(1, dims, NPY_INT64);
+    if (!out) goto done;
+    int64_t *o = PyArray_DATA((PyArrayObject *)out);
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    npy_intp cap = 0;
+    for (npy_intp a = 0; a < n && !failed;) {
+        npy_intp b = a + 1, bad = 0;
+        for (; b < n && !(g && g[b] != g[a]); b++)
+            if (s[b] < s[b - 1] || (s[b] == s[b - 1] && e[b] > e[b - 1])) bad = 1;
+        if (g && b < n && g[b] < g[a]) failed = 2;
+        if (!bad) {
+            for (npy_intp i = a; i < b; i++) o[i] = i;
+        } else {
+            if (b - a > cap) {
+                Timed *grown = PyMem_RawRealloc(buf, sizeof(Timed) * (b - a));
+                if (!grown) {
+                    failed = 1;
+                    break;
+                }
+                buf = grown;
+                cap = b - a;
+            }
+            for (npy_intp i = a; i < b; i++) buf[i - a] = (Timed){s[i], e[i], i};
+            sort_timed(buf, b - a);
+            for (npy_intp i = a; i < b; i++) o[i] = buf[i - a].index;
+        }
+        a = b;
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        Py_CLEAR(out);
+        if (failed == 1) PyErr_NoMemory();
+        else PyErr_SetString(PyExc_ValueError, "segments must be contiguous and ascending");
+    }
+done:
+    PyMem_RawFree(buf);
+    Py_XDECREF(starts);
+    Py_XDECREF(ends);
+    Py_XDECREF(seg);
+    return out;
+}
+
+/* Each root in turn claims, as the next group, every event it reaches over
+ * the edges src -> dst through events no earlier root claimed. Nodes from
+ * num_events on are contexts: any root may pass one, once. The edges are put
+ * in adjacency order by a counting sort; the walk is depth first (the set
+ * reached is the same as breadth first). */
+static PyObject *claim_groups(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *src_obj, *dst_obj, *roots_obj;
+    Py_ssize_t num_nodes, num_events;
+    if (!PyArg_ParseTuple(args, "OOnnO", &src_obj, &dst_obj, &num_nodes, &num_events, &roots_obj)) return NULL;
+    PyArrayObject *src = as_column(src_obj, NPY_INT32);
+    PyArrayObject *dst = as_column(dst_obj, NPY_INT32);
+    PyArrayObject *roots = as_column(roots_obj, NPY_INT64);
+    PyObject *group = NULL, *kept = NULL, *out = NULL;
+    int32_t *first = NULL, *child = NULL, *local = NULL, *stack = NULL;
+    if (!src || !dst || !roots) goto done;
+    npy_intp e = PyArray_DIM(src, 0), r = PyArray_DIM(roots, 0);
+    if (PyArray_DIM(dst, 0) != e) {
+        PyErr_SetString(PyExc_ValueError, "src and dst differ in length");
+        goto done;
+    }
+    if (num_events < 0 || num_nodes < num_events || num_nodes >= INT32_MAX || e >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "bad node counts");
+        goto done;
+    }
+    const int32_t *s = PyArray_DATA(src), *d = PyArray_DATA(dst);
+    const int64_t *rt = PyArray_DATA(roots);
+    for (npy_intp i = 0; i < e; i++) {
+        if (s[i] < 0 || s[i] >= num_nodes || d[i] < 0 || d[i] >= num_nodes) {
+            PyErr_SetString(PyExc_ValueError, "edge outside the nodes");
+            goto done;
+        }
+    }
+    for (npy_intp i = 0; i < r; i++) {
+        if (rt[i] < 0 || rt[i] >= num_events) {
+            PyErr_SetString(PyExc_ValueError, "root outside the events");
+            goto done;
+        }
+    }
+    npy_intp dims[1] = {num_events};
+    group = PyArray_SimpleNew(1, dims, NPY_INT32);
+    dims[0] = r;
+    kept = PyArray_SimpleNew(1, dims, NPY_INT64);
+    first = PyMem_RawCalloc((size_t)num_nodes + 1, sizeof(int32_t));
+    child = PyMem_RawMalloc(sizeof(int32_t) * (e ? e : 1));
+    local = PyMem_RawMalloc(sizeof(int32_t) * (num_nodes ? num_nodes : 1));
+    /* A node enters the stack once per root at most: events once overall,
+     * contexts once per root, so num_nodes bounds its depth. */
+    stack = PyMem_RawMalloc(sizeof(int32_t) * (num_nodes ? num_nodes : 1));
+    if (!group || !kept || !first || !child || !local || !stack) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    int32_t *g = PyArray_DATA((PyArrayObject *)group);
+    int64_t *k = PyArray_DATA((PyArrayObject *)kept);
+    npy_intp num_kept = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp i = 0; i < e; i++) first[s[i] + 1]++;
+    for (Py_ssize_t v = 0; v < num_nodes; v++) first[v + 1] += first[v];
+    for (npy_intp i = 0; i < e; i++) child[first[s[i]]++] = d[i];  /* first[v] now ends v's run */
+    for (Py_ssize_t v = num_nodes; v > 0; v--) first[v] = first[v - 1];
+    first[0] = 0;
+    for (Py_ssize_t v = 0; v < num_nodes; v++) local[v] = -1;
+    for (npy_intp j = 0; j < r; j++) {
+        int32_t root = (int32_t)rt[j];
+        if (local[root] >= 0) continue;
+        int32_t gid = (int32_t)num_kept;
+        k[num_kept++] = root;
+        local[root] = gid;
+        npy_intp depth = 0;
+        stack[depth++] = root;
+        while (depth) {
+            int32_t u = stack[--depth];
+            for (int32_t a = first[u]; a < first[u + 1]; a++) {
+                int32_t v = child[a];
+                if (local[v] < 0 || (v >= num_events && local[v] != gid)) {
+                    local[v] = gid;
+                    stack[depth++] = v;
+                }
+            }
+        }
+    }
+    for (Py_ssize_t v = 0; v < num_events; v++) g[v] = local[v];
+    Py_END_ALLOW_THREADS
+    PyArray_Dims shape = {dims, 1};
+    dims[0] = num_kept;
+    PyObject *resized = PyArray_Resize((PyArrayObject *)kept, &shape, 0, NPY_CORDER);
+    if (!resized) goto done;
+    Py_DECREF(resized);
+    out = Py_BuildValue("(OO)", group, kept);
+done:
+    PyMem_RawFree(first);
+    PyMem_RawFree(child);
+    PyMem_RawFree(local);
+    PyMem_RawFree(stack);
+    Py_XDECREF(group);
+    Py_XDECREF(kept);
+    Py_XDECREF(src);
+    Py_XDECREF(dst);
+    Py_XDECREF(roots);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"xprof_order", xprof_order, METH_VARARGS,
+     "xprof_order(starts, ends, segment) -> None when in (segment, start, longest first) order, else int64 permutation"},
+    {"claim_groups", claim_groups, METH_VARARGS,
+     "claim_groups(src, dst, num_nodes, num_events, roots) -> (int32 group per event, int64 roots that got one)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_steps", .m_doc = "XProf's event order and step groups over XSpace events.",
+    .m_size = -1, .m_methods = methods};
+
+PyMODINIT_FUNC PyInit__steps(void) {
+    import_array();
+    return PyModule_Create(&module);
+}
