@@ -15,7 +15,7 @@ def first_fit(starts, ends):
     start ends at its start."""
     lane_end, lanes = [], []
     for s, e in zip(starts.tolist(), ends.tolist()):
-        lane = next((l for l, end in enumerate(lane_end) if end <= s), len(lane_end))
+        lane = next((k for k, end in enumerate(lane_end) if end <= s), len(lane_end))
         if lane == len(lane_end):
             lane_end.append(s)
         lane_end[lane] = max(e, s)

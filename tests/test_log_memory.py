@@ -451,7 +451,7 @@ def test_scanner_accepts_no_line_that_text_format_reads_differently():
     """Fuzz: mutated real lines either go to text_format (kind < 0) or, when
     the fast path reads them, text_format reads them too, with the same step."""
     rng = np.random.default_rng(7)
-    lines = [l for l in read_text(BFC_LOG).splitlines() if MARKER in l][:600]
+    lines = [line for line in read_text(BFC_LOG).splitlines() if MARKER in line][:600]
     alphabet = np.frombuffer(b' {}:"\\-0123456789abz_\n\x00\xff.', np.uint8)
     mutated = []
     for text in lines * 4:

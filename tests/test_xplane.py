@@ -356,7 +356,7 @@ def reference_trace(space: xplane_pb2.XSpace) -> bytes:
                     key = names.get(stat.metadata_id, "")
                     if case is None or key in ("_pt", "_p", "_ct", "_c", "_r", "flops"):
                         continue
-                    args[key] = ("%.6g" % stat.double_value if case == "double_value" else "<opaque bytes>"
+                    args[key] = (f"{stat.double_value:.6g}" if case == "double_value" else "<opaque bytes>"
                                  if case == "bytes_value" else names.get(stat.ref_value, "") if case == "ref_value"
                                  else str(getattr(stat, case)))
                 name = args.get("step_name", name)

@@ -602,7 +602,7 @@ class MainWindow(QMainWindow):
         def job(task):
             steps = repo.steps(session, host)
             timeline = repo.step_timeline(session, host, step, task)
-            timeline.all_kind_stats  # the op statistics tab's table, here rather than on the GUI thread
+            timeline.all_kind_stats  # noqa: B018 (a cached property) the op statistics tab's table, here rather than on the GUI thread
             stats = trace_stats.compute(timeline, None, task) if with_stats else None
             return session, host, steps, step or (steps[0] if steps else ""), timeline, stats
 

@@ -564,7 +564,7 @@ def node_details(timeline: Timeline, source: NodeSource, i: int) -> list[tuple[s
     ):
         offset = getattr(node, ns_field) if unit == 1 else getattr(node, us_field) * 1000
         rows.append((label, f"+{offset / 1000:,.3f} us ({rel(start_ns + offset)})"))
-    for k, out in enumerate(node.output):
+    for out in node.output:
         desc = out.tensor_description
         alloc = desc.allocation_description
         allocated = f", {alloc.allocated_bytes:,} allocated" if alloc.allocated_bytes else ""

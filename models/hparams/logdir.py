@@ -435,7 +435,7 @@ def _keep(kept: dict, v: _Values, tags: list[str], purges) -> None:
     everyone = _after_bound(events[for_all], steps[for_all])
     for tag in set(kept) | set(by_tag):
         mine = np.asarray(named.get(tag, []), np.int64)
-        bound = lambda at: np.minimum(everyone(at), _after_bound(events[mine], steps[mine])(at))  # noqa: E731
+        bound = lambda at, mine=mine: np.minimum(everyone(at), _after_bound(events[mine], steps[mine])(at))  # noqa: E731
         if len(purges) and tag in kept:  # earlier files' values come before every purge here
             first = bound(np.array([-1]))[0]
             kept[tag] = [tuple(a[p[0] < first] for a in p) for p in kept[tag]]

@@ -273,7 +273,7 @@ class LocalRepository(ProfileRepository):
         if self.path.name == "profile" and self.path.parent.name == "plugins":
             return self._scan_profile_root(self.path, prefix="")
         sessions = {}
-        for folder, depth in self._folders(self.path, 0):
+        for folder, _depth in self._folders(self.path, 0):
             if folder.name == "plugins" and (folder / "profile").is_dir():
                 run = folder.parent.relative_to(self.path).as_posix()
                 sessions.update(self._scan_profile_root(folder / "profile", prefix="" if run == "." else run + "/"))

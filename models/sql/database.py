@@ -181,7 +181,7 @@ class ProfileDatabase:
         try:
             task.raise_if_cancelled()
             for statement in statements[:-1]:
-                self._retry_loading(lambda: self._con.execute(statement).fetchall(), task)
+                self._retry_loading(lambda statement=statement: self._con.execute(statement).fetchall(), task)
             statement = statements[-1]
             relation = self._retry_loading(lambda: self._con.sql(statement), task)
             if relation is None:  # a statement without rows (CREATE, SET ...)
@@ -281,7 +281,7 @@ class ProfileDatabase:
             for session, host in list(self._sources(TRACE_VIEWER)):
                 for tag in self.repo.steps(session, host) or [""]:
                     task.report(0.0, f"Reading the timeline of {host}")
-                    if (tl := self._read(lambda: self.repo.step_timeline(session, host, tag, task))) is not None:
+                    if (tl := self._read(lambda s=session, h=host, t=tag: self.repo.step_timeline(s, h, t, task))) is not None:
                         found.append((session, host, tag, tl))
             self._timelines = found
         return self._timelines
@@ -292,7 +292,7 @@ class ProfileDatabase:
             found = []
             for session, host in list(self._sources(MEMORY_PROFILE)):
                 task.report(0.0, f"Reading the memory profile of {host}")
-                if (profile := self._read(lambda: self.repo.memory_profile(session, host, task))) is not None:
+                if (profile := self._read(lambda s=session, h=host: self.repo.memory_profile(s, h, task))) is not None:
                     found += [(session, host, mid, a) for mid, a in profile.allocators.items()]
             self._allocators = found
         return self._allocators
