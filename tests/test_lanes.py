@@ -152,7 +152,8 @@ def test_nest_parents_on_random_events():
         segment = rng.integers(0, 3, n).astype(np.int32)
         skip = rng.random(n) < 0.1
         order = np.lexsort((-ends, starts, segment))
-        assert _nesting.nest_parents(order, segment, starts, ends, skip).tolist() == nest(order.tolist(), segment, starts, ends, skip)
+        expected = nest(order.tolist(), segment, starts, ends, skip)
+        assert _nesting.nest_parents(order, segment, starts, ends, skip).tolist() == expected
 
 
 def test_nest_parents_refuses_bad_columns():

@@ -498,7 +498,8 @@ class MainWindow(QMainWindow):
             self._fit_dock()
             warnings = data.logdir.warnings
             self.hparams_view.show_message(
-                f"{len(warnings):,} problem(s) reading the log dir; skipped what could not be read. First: {warnings[0]}"
+                f"{len(warnings):,} problem(s) reading the log dir; skipped what could not be read. "
+                f"First: {warnings[0]}"
                 if warnings
                 else ""
             )

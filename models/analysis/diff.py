@@ -525,7 +525,9 @@ def _allocation_diff(b: AllocatorProfile | None, c: AllocatorProfile | None) -> 
     rows = [p.peak_allocations if p is not None else AllocationRows([], [], [], [], *[np.zeros(0, np.int64)] * 6)
             for p in (b, c)]
     keys = [[f"{op}\x1f{shape}" for op, shape in zip(r.op, r.shape)] for r in rows]
-    uniq, _, ((bb, cb), (bn, cn), _) = _join(*keys, *zip(*((r.allocation * r.occurrences, r.occurrences) for r in rows)))
+    uniq, _, ((bb, cb), (bn, cn), _) = _join(
+        *keys, *zip(*((r.allocation * r.occurrences, r.occurrences) for r in rows))
+    )
     status = np.select([bn == 0, cn == 0, cb > bb, cb < bb], [3, 4, 1, 2], 0).astype(np.int8)  # GROWTH codes
     order = _largest_change_first(bb, cb)
     op_shape = [k.partition("\x1f") for k in uniq[order].tolist()]

@@ -513,7 +513,8 @@ def compute(timeline: Timeline, step_range: tuple[int, int] | None = None, task:
         elif rows >= LAUNCH_ROWS_ALWAYS and time.perf_counter() - began > launch_budget_s:
             break
         else:
-            task.report(0.96, f"Reading launch parameters of kernel {rows + 1:,} of {wanted:,}" if rows % 10 == 0 else "")
+            task.report(0.96,
+                        f"Reading launch parameters of kernel {rows + 1:,} of {wanted:,}" if rows % 10 == 0 else "")
             launch[rows] = launch_parameters(timeline, kernels.first_event[rows])
         rows += 1
     return TraceStats(

@@ -332,7 +332,9 @@ def _special(op: str, region: str, size: int, step: int) -> Metadata:
     return Metadata(ALLOCATION, size, size, 0, op, step, region, "INVALID", "unknown")
 
 
-def merge_rows(tl: Snapshots, live: np.ndarray, specials: list[Metadata], freed: np.ndarray | None = None) -> AllocationRows:
+def merge_rows(
+    tl: Snapshots, live: np.ndarray, specials: list[Metadata], freed: np.ndarray | None = None
+) -> AllocationRows:
     """Merges identical allocations and sorts rows as XProf's table does:
     allocation and requested size descending, then op, region, data type and
     shape ascending. The merged row keeps its earliest allocation."""

@@ -219,7 +219,9 @@ def scan_trace(path, arg_keys=KINETO_ARG_KEYS, task: TaskState | None = None, te
     elif r["error"]:
         warnings.append(f"the JSON is malformed: {r['error']}; kept {events:,} events read before it")
     elif not complete:
-        warnings.append(f"the JSON ends early (at byte {r['end_offset']:,}): kept {events:,} events read before the cut")
+        warnings.append(
+            f"the JSON ends early (at byte {r['end_offset']:,}): kept {events:,} events read before the cut"
+        )
     key_names = [k.decode("utf-8", "replace") for k in keys]
     return ScannedTrace(
         path=path,

@@ -197,7 +197,9 @@ def _names(trace: ScannedTrace, warnings: list[str]) -> dict:
         args = trace.event_dict(i).get("args")
         if not isinstance(args, dict):
             continue
-        value = args.get("sort_index" if kind.endswith("sort_index") else "labels" if kind == "process_labels" else "name")
+        value = args.get(
+            "sort_index" if kind.endswith("sort_index") else "labels" if kind == "process_labels" else "name"
+        )
         key = (int(trace.pid[i]),) if kind.startswith("process") else (int(trace.pid[i]), int(trace.tid[i]))
         out[kind][key] = value
     return out

@@ -434,7 +434,11 @@ def lay_out(buf, steps: StepNodes, start_ns: np.ndarray, dur_ns: np.ndarray, thr
     del order, lane_thread, dev
     s = start_ns[idx]
     e = s + np.maximum(dur_ns[idx], 0)
-    seg = np.flatnonzero(np.r_[True, (dev_of[1:] != dev_of[:-1]) | (thread_of[1:] != thread_of[:-1])]) if len(idx) else np.zeros(0, np.int64)
+    seg = (
+        np.flatnonzero(np.r_[True, (dev_of[1:] != dev_of[:-1]) | (thread_of[1:] != thread_of[:-1])])
+        if len(idx)
+        else np.zeros(0, np.int64)
+    )
     seg_end = np.r_[seg[1:], len(idx)]
     sub = np.zeros(len(idx), np.int32)
     for a, b in zip(seg, seg_end):

@@ -312,7 +312,9 @@ def _runs_with_purges(v: _Values, event_run: np.ndarray, file_first: np.ndarray,
     return careful
 
 
-def _fill_runs(runs: dict[str, Run], names: list[str], buf, v: _Values, value_run: np.ndarray, keep: np.ndarray) -> None:
+def _fill_runs(
+    runs: dict[str, Run], names: list[str], buf, v: _Values, value_run: np.ndarray, keep: np.ndarray
+) -> None:
     """Plugin metadata (first per run and tag) and scalar series of the runs."""
     n_tags = max(len(v.tags), 1)
     key = value_run * n_tags + v.tag

@@ -142,7 +142,9 @@ class AnalysisService:
 
     # ------------------------------------------------------------ methods
 
-    def enum_sessions(self, request: pa.EnumProfileSessionsAndToolsRequest, task: TaskState) -> pa.EnumProfileSessionsAndToolsResponse:
+    def enum_sessions(
+        self, request: pa.EnumProfileSessionsAndToolsRequest, task: TaskState
+    ) -> pa.EnumProfileSessionsAndToolsResponse:
         self._check_root(request.repository_root)
         repo = self.rescan()
         return pa.EnumProfileSessionsAndToolsResponse(

@@ -281,7 +281,8 @@ class ProfileDatabase:
             for session, host in list(self._sources(TRACE_VIEWER)):
                 for tag in self.repo.steps(session, host) or [""]:
                     task.report(0.0, f"Reading the timeline of {host}")
-                    if (tl := self._read(lambda s=session, h=host, t=tag: self.repo.step_timeline(s, h, t, task))) is not None:
+                    read = lambda s=session, h=host, t=tag: self.repo.step_timeline(s, h, t, task)
+                    if (tl := self._read(read)) is not None:
                         found.append((session, host, tag, tl))
             self._timelines = found
         return self._timelines
@@ -320,7 +321,9 @@ class ProfileDatabase:
         schema = schema or SCHEMA[table]
         selects = [f"SELECT {', '.join(f'CAST({p.sql(c)} AS {t}) AS {c}' for c, t in schema)} FROM {p.relation}"
                    for p in parts]
-        body = " UNION ALL ".join(selects) or f"SELECT {', '.join(f'CAST(NULL AS {t}) AS {c}' for c, t in schema)} WHERE false"
+        body = " UNION ALL ".join(selects) or (
+            f"SELECT {', '.join(f'CAST(NULL AS {t}) AS {c}' for c, t in schema)} WHERE false"
+        )
         self._con.execute(f"CREATE VIEW {table} AS {body}")
         self._parts[table] = parts
 
