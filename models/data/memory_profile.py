@@ -344,7 +344,7 @@ def merge_rows(
     # let numpy sort by string order. Equal texts share a rank: a table may
     # hold one text twice (LogMemory shows two spellings of a shape alike).
     strings = list(tl.strings)
-    extra = {name: [] for name in STRING_COLUMNS}
+    extra: dict[str, list[int]] = {name: [] for name in STRING_COLUMNS}
     for sp in specials:
         for name, value in zip(STRING_COLUMNS, (sp.op, sp.region, sp.dtype, sp.shape)):
             extra[name].append(len(strings))

@@ -129,7 +129,9 @@ def _read_logdir(logdir: Path, task: TaskState) -> Logdir:
     names, file_lists = list(runs_files), list(runs_files.values())
     ends = np.cumsum([len(files) for files in file_lists], dtype=np.int64)  # each run's files end there
     paths = tuple(os.fsencode(p) for files in file_lists for p in files)
-    runs, warnings, first = {}, [], 0
+    runs: dict[str, Run] = {}
+    warnings: list[str] = []
+    first = 0
     while first < len(names):
         start = int(ends[first]) - len(file_lists[first])
         blob, sizes, errnos = _tfrecord.read_files(paths, start, ends, BATCH_BYTES)
@@ -396,7 +398,7 @@ def _read_run_files(name: str, files: list[str], warnings: list[str]) -> Run:
 
 def _purges(v: _Values, tags: list[str], file_version, seen_start: bool, most_recent_step) -> list:
     """(event index, step, tags or None for all) of each purge TensorBoard makes in this file."""
-    out = []
+    out: list[tuple[int, int, set[str] | None]] = []
     if file_version is not None and file_version >= 2:
         starts = np.flatnonzero(v.event_start)
         for e in starts[0 if seen_start else 1 :]:
@@ -517,7 +519,7 @@ def _tensor_item(data: bytes) -> float:
         }.get(t.dtype)
         if field_values is None:
             field_values = t.half_val if t.dtype == 19 else t.int_val
-        values = np.asarray(list(field_values))
+        values = np.asarray(list(field_values))  # type: ignore[call-overload]  # a repeated scalar field
         if t.dtype == 19:
             values = values.astype(np.uint16).view(np.float16)
     return float(values[0]) if len(values) >= 1 else np.nan

@@ -196,7 +196,9 @@ class LocalRepository(ProfileRepository):
 
     def _source(self, session: str, host: str, tool: str) -> tuple[str, Format, list[Path]]:
         host = self.resolve_host(session, host, tool)
-        fmt, files = self._sessions[session].source(host, tool)
+        found = self._sessions[session].source(host, tool)
+        assert found is not None  # resolve_host chose a host with the tool
+        fmt, files = found
         return host, fmt, files
 
     def memory_profile(self, session: str, host: str, task: TaskState | None = None) -> MemoryProfileData:

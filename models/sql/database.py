@@ -124,9 +124,10 @@ class ProfileDatabase:
         self.repo, self.hparams, self.hosts = repo, hparams, hosts
         self.warnings: list[str] = []
         self.memory_limit = memory_limit or default_memory_limit()
-        config = {"temp_directory": "", "memory_limit": self.memory_limit,
-                  "autoload_known_extensions": False, "autoinstall_known_extensions": False,
-                  "allow_community_extensions": False}
+        config: dict[str, str | bool | int | float | list[str]] = {
+            "temp_directory": "", "memory_limit": self.memory_limit,
+            "autoload_known_extensions": False, "autoinstall_known_extensions": False,
+            "allow_community_extensions": False}
         if threads:
             config["threads"] = threads
         self.threads = threads  # also the Parquet writer's (None: one per core)
@@ -720,7 +721,7 @@ def slice_steps(tl: Timeline):
         if a < b:
             ends.append(np.r_[a + np.searchsorted(tl.start_ps[a:b], markers, side="left"), b])
             steps.append(values)
-    ends, steps = np.concatenate(ends), np.concatenate(steps)
+    ends, steps = np.concatenate(ends), np.concatenate(steps)  # type: ignore[assignment]  # the lists as arrays
     keep = np.diff(np.r_[0, ends]) > 0  # runs cannot be empty
     return pa.RunEndEncodedArray.from_arrays(pa.array(ends[keep]), pa.array(steps[keep]))
 
