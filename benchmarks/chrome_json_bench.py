@@ -71,7 +71,7 @@ def step_events(step: int, t0_ns: int, corr0: int, ext0: int, rng: random.Random
     "args": {{
       "External id": {ext},"Record function id": 0, "Concrete Inputs": ["", "", "", "1"], "Input type": ["float", "float", "float", "Scalar"], "Input Strides": [[{cols}, 1], [1], [{rows}, 1], []], "Input Dims": [[{rows}, {cols}], [{cols}], [{rows}, {rows}], []], "Ev Idx": {ext}
     }}
-  }}''')
+  }}''')  # noqa: E501 (the args line as the profiler writes it, one line)
         if k % 2 == 0:
             t += r(1_000, 4_000)
             out.append(f"""  {{
@@ -116,7 +116,7 @@ def step_events(step: int, t0_ns: int, corr0: int, ext0: int, rng: random.Random
     "args": {{
       "Total Reserved": 2097152, "Total Allocated": {r(1 << 20, 1 << 34)}, "Bytes": {(1 if k % 8 == 1 else -1) * 4 * rows * cols}, "Addr": {139822469890048 + 512 * r(0, 1 << 24)}, "Device Type": 1, "Device Id": 0
     }}
-  }}""")
+  }}""")  # noqa: E501 (the args line as the profiler writes it, one line)
         ext += 1
     return out, t + r(100_000, 2_000_000), corr, ext
 

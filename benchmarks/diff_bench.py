@@ -68,10 +68,10 @@ def main() -> None:
     base, cand = sides
     total = 0.0
     for table in diff.TABLES:
-        s, d = median_s(a.runs, lambda: diff.stats_diff(base, cand, table))
+        s, d = median_s(a.runs, lambda table=table: diff.stats_diff(base, cand, table))
         total += s
         tables = [diff.stats_table(side, table) for side in sides]
-        join_s, _ = median_s(a.runs, lambda: diff.diff_tables(*tables, table))
+        join_s, _ = median_s(a.runs, lambda tables=tables, table=table: diff.diff_tables(*tables, table))
         print(f"{table:13} diff: {s * 1000:7.1f} ms ({len(d):,} rows; the join alone {join_s * 1000:.1f} ms)")
     s, d = median_s(a.runs, lambda: diff.overview_diff(base, cand))
     print(f"overview      diff: {s * 1000:7.1f} ms ({len(d.pairs)} host pair)")

@@ -85,7 +85,8 @@ def report(
     for name, t, m, c in rows:
         rate = f"{input_bytes / 2**20 / t:8.0f}" if input_bytes else ""
         print(
-            f"{name:<44}{t:8.2f}s{t / anchor[0]:9.2f}x{m:9.0f}MB{m / anchor[1]:9.2f}x{c:8.2f}s{c / anchor[2]:9.2f}x{rate}"
+            f"{name:<44}{t:8.2f}s{t / anchor[0]:9.2f}x{m:9.0f}MB{m / anchor[1]:9.2f}x"
+            f"{c:8.2f}s{c / anchor[2]:9.2f}x{rate}"
         )
 
 

@@ -1284,7 +1284,7 @@ def _exercise_window(repo, log: _Log) -> None:
     for info in log.call("enum_sessions", repo.enum_sessions) or []:
         s = info.name
         for host in info.hosts:
-            def has(tool: str) -> bool:
+            def has(tool: str, info=info, s=s, host=host) -> bool:
                 return tool in info.tools and host in (log.call("hosts_with", repo.hosts_with, s, tool) or [])
 
             if has(MEMORY_PROFILE):
@@ -1330,7 +1330,7 @@ def _exercise_memory(data, log: _Log) -> None:
     """The memory view's: each allocator's summary, the table at the peak and at clicked moments."""
     for memory_id in data.memory_ids[:4]:
         a = data.allocators[memory_id]
-        peak = log.call("memory peak_index", lambda: a.peak_index)
+        peak = log.call("memory peak_index", lambda a=a: a.peak_index)
         n = len(a.timeline)
         for index in sorted({0, n // 2, n - 1, peak if peak is not None else 0}):
             if 0 <= index < n:
@@ -1495,7 +1495,8 @@ def worker_main(root: str, tmp: str, timeout: float, limit_as: bool) -> None:
     sys.path.insert(0, root)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     faulthandler.enable()
-    for name in ("profscope.models.hparams.experiment", "profscope.models.repository.locations", "profscope.models.analysis.trace_stats", "profscope.models.sql.database"):
+    for name in ("profscope.models.hparams.experiment", "profscope.models.repository.locations",
+                 "profscope.models.analysis.trace_stats", "profscope.models.sql.database"):
         importlib.import_module(name)  # before the baseline memory is measured
     from profscope.models.core import _protowire
     from profscope.models.sql.database import ProfileDatabase
@@ -1662,7 +1663,7 @@ class Pool:
         root: str = str(ROOT),
         env: dict | None = None,
         limit_as: bool = True,
-        script: Path = Path(__file__).resolve(),
+        script: Path = Path(__file__).resolve(),  # noqa: B008 (an immutable Path, this file's, made once)
     ):
         self.n, self.timeout, self.root, self.limit_as, self.script = workers, timeout, root, limit_as, script
         self.env = dict(env or os.environ)
@@ -1785,7 +1786,7 @@ class Stats:
         cls = outcome(result)
         self.cases += 1
         self.per_reader[case.reader][cls] += 1
-        for (what, c), n in result["calls"].items():
+        for (_what, c), n in result["calls"].items():
             self.calls[c] += n
         if result["seconds"] is not None and result["seconds"] > self.slowest[0]:
             self.slowest = (result["seconds"], _describe(case))

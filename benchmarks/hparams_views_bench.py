@@ -52,7 +52,8 @@ class Timer:
 
     def text(self, target_ms: float) -> str:
         ms = [1000 * statistics.median(x) for x in (self.wall, self.cpu)]
-        return f"median {ms[0]:.1f} ms wall, {ms[1]:.1f} ms CPU (target {target_ms:g} ms), max {1000 * max(self.wall):.1f} ms"
+        return (f"median {ms[0]:.1f} ms wall, {ms[1]:.1f} ms CPU (target {target_ms:g} ms), "
+                f"max {1000 * max(self.wall):.1f} ms")
 
 
 def sweep(sessions: int, seed: int = 0):

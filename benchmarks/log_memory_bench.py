@@ -55,19 +55,23 @@ def generate(path: Path, lines: int) -> None:
                     + (
                         f'MemoryLogTensorAllocation {{ goo.gle/debugstr  step_id: {step} kernel_name: "{kernel}" '
                         f"tensor {{ dtype: DT_FLOAT shape {{ dim {{ size: {size // 4} }} }} allocation_description {{ "
-                        f'requested_bytes: {size} allocated_bytes: {size} allocator_name: "GPU_0_bfc" allocation_id: {k} '
+                        f'requested_bytes: {size} allocated_bytes: {size} allocator_name: "GPU_0_bfc" '
+                        f"allocation_id: {k} "
                         f"has_single_reference: true ptr: {140000000000 + 4096 * (k % 5000)} }} }} }}\n"
                     )
                 )
             elif k > live:
                 out.append(
                     PREFIX.format(t=t, tid=tid)
-                    + f'MemoryLogTensorDeallocation {{ goo.gle/debugstr  allocation_id: {k - live} allocator_name: "GPU_0_bfc" }}\n'
+                    + f"MemoryLogTensorDeallocation {{ goo.gle/debugstr  allocation_id: {k - live} "
+                    'allocator_name: "GPU_0_bfc" }\n'
                 )
             else:
                 out.append(
                     PREFIX.format(t=t, tid=tid)
-                    + f'MemoryLogTensorOutput {{ goo.gle/debugstr  step_id: {step} kernel_name: "x" index: 0 tensor {{ dtype: DT_FLOAT shape {{ }} allocation_description {{ requested_bytes: 4 allocator_name: "GPU_0_bfc" }} }} }}\n'
+                    + f'MemoryLogTensorOutput {{ goo.gle/debugstr  step_id: {step} kernel_name: "x" index: 0 tensor '
+                    '{ dtype: DT_FLOAT shape { } allocation_description { requested_bytes: 4 '
+                    'allocator_name: "GPU_0_bfc" } } }\n'
                 )
             if i % 4 == 3:
                 out.append(OTHER.format(t=t, tid=tid, step=step))

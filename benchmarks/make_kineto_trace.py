@@ -86,14 +86,14 @@ class Template:
         def ts_sub(mo: re.Match) -> str:
             us = int(mo.group(1))
             hi, lo = divmod(us, 10 ** self.d)
-            name = self.prefixes.setdefault(hi, "t%d" % len(self.prefixes))
-            return '"ts": %%(%s)s%0*d.%s' % (name, self.d, lo, mo.group(2))
+            name = self.prefixes.setdefault(hi, f"t{len(self.prefixes)}")
+            return f'"ts": %({name})s{lo:0{self.d}d}.{mo.group(2)}'
 
         def id_sub(mo: re.Match) -> str:
-            return "%s%%(id)s%0*d" % (mo.group(1), self.m, int(mo.group(2)))
+            return f"{mo.group(1)}%(id)s{int(mo.group(2)):0{self.m}d}"
 
         def step_sub(mo: re.Match) -> str:
-            return "ProfilerStep#%%(s%s)s" % mo.group(1)
+            return f"ProfilerStep#%(s{mo.group(1)})s"
 
         parts = []
         for e, _ in body:
@@ -110,7 +110,7 @@ class Template:
         v = {name: str(hi + k) for name, hi in self.hi.items()}
         v["id"] = str(k + 1)
         for s in self.steps:
-            v["s%d" % s] = str(s + k * self.nsteps)
+            v[f"s{s}"] = str(s + k * self.nsteps)
         return v
 
     def replica(self, k: int) -> str:
@@ -123,10 +123,10 @@ class Template:
         for e, p in self.tail:
             if p.get("cat") == "Trace":
                 dur = round(p["dur"] * 1000) + shift_ns
-                e = re.sub(r'"dur": \d+\.\d{3}', '"dur": %d.%03d' % divmod(dur, 1000), e)
+                e = re.sub(r'"dur": \d+\.\d{3}', f'"dur": {dur // 1000}.{dur % 1000:03d}', e)
             elif p.get("name") == "Record Window End":
                 ts = round(p["ts"] * 1000) + shift_ns
-                e = re.sub(r'"ts": \d+\.\d{3}', '"ts": %d.%03d' % divmod(ts, 1000), e)
+                e = re.sub(r'"ts": \d+\.\d{3}', f'"ts": {ts // 1000}.{ts % 1000:03d}', e)
             out.append(wrap(e))
         return ",\n".join(out)
 
@@ -151,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     opener = (lambda p: gzip.open(p, "wb", compresslevel=1)) if args.gzip else (lambda p: open(p, "wb"))
     written = 0
     n = 0
+    replica_len = 0  # read only once a replica is written (n > 0)
     with opener(args.output) as out:
         def w(s: str) -> None:
             nonlocal written
@@ -171,9 +172,9 @@ def main(argv: list[str] | None = None) -> int:
         w(",\n" + tpl.tail_text(n))
         w(tail)
     dt = time.perf_counter() - t_start
-    print("%s: %d replicas x %d events = %d events, %.1f MiB of JSON in %.1f s (%.0f MiB/s)%s"
-          % (args.output, n, tpl.n_events, n * tpl.n_events, written / 2 ** 20, dt, written / 2 ** 20 / dt,
-             ", gzip" if args.gzip else ""))
+    mib = written / 2**20
+    print(f"{args.output}: {n} replicas x {tpl.n_events} events = {n * tpl.n_events} events, {mib:.1f} MiB of JSON"
+          f" in {dt:.1f} s ({mib / dt:.0f} MiB/s){', gzip' if args.gzip else ''}")
     return 0
 
 

@@ -235,7 +235,8 @@ def run(n: int, png: Path | None, tag: str) -> None:
         every_wall += wall
         every_cpu += cpu
         print(f"  zoom at {name:>14}: wall {ms(wall)}; CPU {ms(cpu)}")
-    print(f"  all zoom frames ({len(every_wall)}): wall {ms(every_wall)}; CPU {ms(every_cpu)}  (target: median < 16 ms)")
+    print(f"  all zoom frames ({len(every_wall)}): wall {ms(every_wall)}; CPU {ms(every_cpu)}"
+          "  (target: median < 16 ms)")
     still, still_cpu = [], []
     for _ in range(10):
         t, c = time.perf_counter(), time.thread_time()

@@ -121,7 +121,8 @@ def main() -> None:
     t = time.perf_counter()
     generate(args.snapshots, pb_path)
     print(
-        f"generated {args.snapshots:,} snapshots: {pb_path.stat().st_size / 1e6:.0f} MB binary ({time.perf_counter() - t:.1f} s)"
+        f"generated {args.snapshots:,} snapshots: {pb_path.stat().st_size / 1e6:.0f} MB binary "
+        f"({time.perf_counter() - t:.1f} s)"
     )
 
     data = pb_path.read_bytes()
@@ -252,12 +253,13 @@ def json_bench(work: Path, megabytes: float, folder: Path | None = None) -> None
             f"\nJSON {name} {path.name}: {len(data) / 1e6:.0f} MB"
             + (f" (gzip {path.stat().st_size / 1e3:,.0f} KB)" if gz else "")
         )
-        _, cpu = best_wall_cpu(lambda: _memory_json.read(data, 64))
+        _, cpu = best_wall_cpu(lambda data=data: _memory_json.read(data, 64))
         print(f"  reader alone: the C pass {cpu * 1000:.0f} ms CPU ({len(data) / 1e6 / cpu:.0f} MB/s)", end="")
         data = None  # not held during the measurements below
-        wall, cpu = best_wall_cpu(lambda: load_memory_profile(path))
+        wall, cpu = best_wall_cpu(lambda path=path: load_memory_profile(path))
         print(
-            f"; open + analysis (read, inflate, parse, summary, peak table) {wall * 1000:.0f} ms ({cpu * 1000:.0f} ms CPU)"
+            f"; open + analysis (read, inflate, parse, summary, peak table) {wall * 1000:.0f} ms "
+            f"({cpu * 1000:.0f} ms CPU)"
         )
         src = repr(str(path))
         bare = process(
@@ -273,8 +275,9 @@ def json_bench(work: Path, megabytes: float, folder: Path | None = None) -> None
         ok = lambda w, c, r: "ok" if w < 3 and r < 600 else "MISSED"
         show = lambda w, c, r: f"{w:.2f} s ({c:.2f} s CPU) / {r:.0f} MiB"
         print(
-            f"  whole process, fresh (wall (CPU) / peak RSS): bare json.loads {show(*bare)}; open (load_memory_profile) "
-            f"{show(*opened)} [{ok(*opened)}: < 3 s, < 600 MB]; `profscope export --tool memory_profile` {show(*export)} "
+            f"  whole process, fresh (wall (CPU) / peak RSS): bare json.loads {show(*bare)}; "
+            f"open (load_memory_profile) {show(*opened)} [{ok(*opened)}: < 3 s, < 600 MB]; "
+            f"`profscope export --tool memory_profile` {show(*export)} "
             f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
         )
 
@@ -318,10 +321,12 @@ def redraw(allocator) -> None:
         plot.grab()
         still.append(time.perf_counter() - start)
     print(
-        f"  painting the 1600x600 plot without any change (software raster): median {statistics.median(still) * 1000:.1f} ms"
+        "  painting the 1600x600 plot without any change (software raster): "
+        f"median {statistics.median(still) * 1000:.1f} ms"
     )
     print(
-        f"plot redraw while zooming ({len(allocator.timeline):,} points): median {statistics.median(frames) * 1000:.1f} ms, "
+        f"plot redraw while zooming ({len(allocator.timeline):,} points): "
+        f"median {statistics.median(frames) * 1000:.1f} ms, "
         f"max {max(frames) * 1000:.1f} ms per frame (target < 16 ms)"
     )
     plot.close()

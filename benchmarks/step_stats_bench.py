@@ -182,7 +182,8 @@ def main() -> None:
         print(f"generated {path} in {time.perf_counter() - t:.0f} s")
     size = path.stat().st_size
     print(
-        f"file: {args.nodes:,} nodes over {DEVICES} devices, {size / 2**20:.0f} MiB ({size / args.nodes:.0f} bytes/node)"
+        f"file: {args.nodes:,} nodes over {DEVICES} devices, {size / 2**20:.0f} MiB "
+        f"({size / args.nodes:.0f} bytes/node)"
     )
     if args.only != "window":
         bench_processes(path, args.rounds)

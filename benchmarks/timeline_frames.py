@@ -78,7 +78,8 @@ def print_redraw_times(view) -> None:
         canvas.fit(x0, x1)
         frames = frame_times(canvas)
         print(
-            f"  redraw at {label:>9}: median {statistics.median(frames) * 1000:.1f} ms, max {max(frames) * 1000:.1f} ms "
+            f"  redraw at {label:>9}: median {statistics.median(frames) * 1000:.1f} ms, "
+            f"max {max(frames) * 1000:.1f} ms "
             f"per frame ({len(tl):,} events, {tl.num_lanes} lanes; target < 16 ms)"
         )
 

@@ -156,8 +156,12 @@ from xprof.convert import raw_to_tool_data as r
 folder = tempfile.mkdtemp()
 path = os.path.join(folder, "bench.xplane.pb")
 shutil.copy({path!r}, path)
-t = time.perf_counter(); mp, _ = r.xspace_to_tool_data([path], "memory_profile", {{"use_saved_result": False}}); m = time.perf_counter() - t
-t = time.perf_counter(); tv, _ = r.xspace_to_tool_data([path], "trace_viewer", {{"use_saved_result": False}}); l = time.perf_counter() - t
+t = time.perf_counter()
+mp, _ = r.xspace_to_tool_data([path], "memory_profile", {{"use_saved_result": False}})
+m = time.perf_counter() - t
+t = time.perf_counter()
+tv, _ = r.xspace_to_tool_data([path], "trace_viewer", {{"use_saved_result": False}})
+l = time.perf_counter() - t
 shutil.rmtree(folder)
 print(m, l, len(mp or ""), len(tv or ""))
 """

@@ -124,7 +124,8 @@ def main() -> None:
               flush=True)
         with tempfile.TemporaryDirectory() as scratch:
             scratch = Path(scratch)
-            rows = {"anchor: bare protobuf parse": ([python, "-c", BARE_PARSE.format(root=str(ROOT), path=str(path))], ROOT)}
+            bare = [python, "-c", BARE_PARSE.format(root=str(ROOT), path=str(path))]
+            rows = {"anchor: bare protobuf parse": (bare, ROOT)}
             if args.xprof_python:
                 for tool in ("memory_profile", "trace_viewer"):
                     code = XPROF.format(path=str(path), tool=tool, out=str(scratch / "xprof.json"))

@@ -174,7 +174,7 @@ def tensorboard_raw(logdir: str, route: str, request, method: str = "POST"):
 
 def _raw(logdir, route, request, method):
     if route not in ROUTES:
-        raise ValueError("route must be one of %s, not %r" % (ROUTES, route))
+        raise ValueError(f"route must be one of {ROUTES}, not {route!r}")
     from werkzeug import exceptions as wz_exceptions
     from werkzeug.test import Client
 
@@ -203,7 +203,7 @@ def tensorboard_answer(logdir: str, route: str, request, method: str = "POST"):
     if exc is not None:
         return 500, {
             "error": "Internal Server Error",
-            "exception": "%s: %s" % (type(exc).__name__, exc),
+            "exception": f"{type(exc).__name__}: {exc}",
         }
     text = data.decode("utf-8")
     if status == 200 and content_type.startswith("application/json"):

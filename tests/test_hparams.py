@@ -158,7 +158,9 @@ def test_median_of_a_metric_some_group_lacks_averages_that_group():
     lacking = next(g for n, g in groups.items() if n.startswith("5279d3cb"))  # session s10, no accuracy
     assert all(m["name"]["tag"] != "accuracy" for m in lacking["metricValues"])
     trial_a = groups["trial_a"]  # three sessions: the lower median's metrics are copied
-    accuracies = sorted(m["value"] for s in trial_a["sessions"] for m in s["metricValues"] if m["name"]["tag"] == "accuracy")
+    accuracies = sorted(
+        m["value"] for s in trial_a["sessions"] for m in s["metricValues"] if m["name"]["tag"] == "accuracy"
+    )
     assert [m["value"] for m in trial_a["metricValues"] if m["name"]["tag"] == "accuracy"] == [accuracies[1]]
 
 

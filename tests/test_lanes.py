@@ -15,7 +15,7 @@ def first_fit(starts, ends):
     start ends at its start."""
     lane_end, lanes = [], []
     for s, e in zip(starts.tolist(), ends.tolist()):
-        lane = next((l for l, end in enumerate(lane_end) if end <= s), len(lane_end))
+        lane = next((k for k, end in enumerate(lane_end) if end <= s), len(lane_end))
         if lane == len(lane_end):
             lane_end.append(s)
         lane_end[lane] = max(e, s)
@@ -152,7 +152,8 @@ def test_nest_parents_on_random_events():
         segment = rng.integers(0, 3, n).astype(np.int32)
         skip = rng.random(n) < 0.1
         order = np.lexsort((-ends, starts, segment))
-        assert _nesting.nest_parents(order, segment, starts, ends, skip).tolist() == nest(order.tolist(), segment, starts, ends, skip)
+        expected = nest(order.tolist(), segment, starts, ends, skip)
+        assert _nesting.nest_parents(order, segment, starts, ends, skip).tolist() == expected
 
 
 def test_nest_parents_refuses_bad_columns():

@@ -294,8 +294,8 @@ def test_lines_text_format_must_read_escapes_hex_and_field_order(tmp_path):
         log,
         [
             p
-            + r'MemoryLogTensorAllocation { kernel_name: "caf\303\251/\"q\"" step_id: 0x10 tensor { allocation_description '
-            r'{ allocation_id: 5 allocated_bytes: 16 allocator_name: "cpu" } } }' + "\n",
+            + r'MemoryLogTensorAllocation { kernel_name: "caf\303\251/\"q\"" step_id: 0x10 tensor { '
+            r'allocation_description { allocation_id: 5 allocated_bytes: 16 allocator_name: "cpu" } } }' + "\n",
             p
             + 'MemoryLogRawAllocation { step_id: 1 operation: "op" num_bytes: 8 allocation_id: 6 allocator_name: "cpu" '
             "a_future_field: 3 }\n",
@@ -451,7 +451,7 @@ def test_scanner_accepts_no_line_that_text_format_reads_differently():
     """Fuzz: mutated real lines either go to text_format (kind < 0) or, when
     the fast path reads them, text_format reads them too, with the same step."""
     rng = np.random.default_rng(7)
-    lines = [l for l in read_text(BFC_LOG).splitlines() if MARKER in l][:600]
+    lines = [line for line in read_text(BFC_LOG).splitlines() if MARKER in line][:600]
     alphabet = np.frombuffer(b' {}:"\\-0123456789abz_\n\x00\xff.', np.uint8)
     mutated = []
     for text in lines * 4:
@@ -488,8 +488,9 @@ def test_two_spellings_of_a_shape_merge_in_the_table(tmp_path):
     both spell [2], and the peak table merges them into one row."""
     p = "I0501 10:00:0{}.000000 1 log_memory.cc:34] __LOG_MEMORY__ "
     body = (
-        'MemoryLogTensorAllocation {{ step_id: 1 kernel_name: "a" tensor {{ dtype: DT_FLOAT shape {{ dim {{{space}size: 2 }} }} '
-        'allocation_description {{ requested_bytes: 8 allocated_bytes: 8 allocator_name: "cpu" allocation_id: {id} ptr: {ptr} }}{extra} }} }}\n'
+        'MemoryLogTensorAllocation {{ step_id: 1 kernel_name: "a" tensor {{ dtype: DT_FLOAT shape {{ dim '
+        "{{{space}size: 2 }} }} allocation_description {{ requested_bytes: 8 allocated_bytes: 8 "
+        'allocator_name: "cpu" allocation_id: {id} ptr: {ptr} }}{extra} }} }}\n'
     )
     write_log(
         tmp_path / "x.log",

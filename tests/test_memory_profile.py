@@ -242,7 +242,8 @@ def test_escapes_in_op_names_read_as_json_loads_reads_them():
     text = (
         rb'{"memoryProfilePerAllocator": {"GPU_0_bfc": {"memoryProfileSnapshots": [{"timeOffsetPs": "1", '
         rb'"aggregationStats": {"heapAllocatedBytes": "8"}, "activityMetadata": {"memoryActivity": "ALLO\u0043ATION", '
-        rb'"allocationBytes": "8", "tf\u004fpName": "Mat\u004dul/\"q\"\\\ud83d\ude00 \ud800 \u00e9\t", "regionType": "outp\u0075t"}}]}}}'
+        rb'"allocationBytes": "8", "tf\u004fpName": "Mat\u004dul/\"q\"\\\ud83d\ude00 \ud800 \u00e9\t", '
+        rb'"regionType": "outp\u0075t"}}]}}}'
     )
     tl = read_one(text)
     want = json.loads(text)["memoryProfilePerAllocator"]["GPU_0_bfc"]["memoryProfileSnapshots"][0]["activityMetadata"]
@@ -296,7 +297,8 @@ def test_numbers_as_json_loads_and_proto3_json_give_them():
     [
         (
             one_snapshot(stats={"heapAllocatedBytes": True}),
-            r'\["GPU_0_bfc"\]\.memoryProfileSnapshots\[0\]\.aggregationStats\.heapAllocatedBytes: expected a number, got a boolean '
+            r'\["GPU_0_bfc"\]\.memoryProfileSnapshots\[0\]\.aggregationStats\.heapAllocatedBytes: '
+            r"expected a number, got a boolean "
             r"\(line 1, column \d+ \(byte \d+\)\)$",
         ),
         (one_snapshot(metadata={"memoryActivity": "EATING"}), r".*memoryActivity: unknown memory activity 'EATING'"),
@@ -327,7 +329,8 @@ def test_a_field_given_twice_is_refused_as_protobuf_refuses_it():
     # json.loads would keep the last; protobuf's JSON parser refuses repeated keys
     for text in (
         b'{"memoryProfilePerAllocator": {"a": {}, "a": {}}}',
-        b'{"memoryProfilePerAllocator": {"a": {"memoryProfileSnapshots": [{"timeOffsetPs": "1", "time_offset_ps": "2"}]}}}',
+        b'{"memoryProfilePerAllocator": {"a": {"memoryProfileSnapshots": '
+        b'[{"timeOffsetPs": "1", "time_offset_ps": "2"}]}}}',
     ):
         with pytest.raises(ProfileError, match="given twice"):
             parse_memory_profile(text)

@@ -67,7 +67,6 @@ def test_copy_selected_rows(view):
 def test_clicking_a_moment_updates_the_table_and_selecting_a_row_marks_its_life(view, qtbot):
     a = view.allocator
     index = 300
-    vb = view.plot.plot.getViewBox()
     view.plot.moment_picked.emit(index)
     assert view.moment == index and "snapshot 300" in view.table_title.text()
     model = view.table.model

@@ -181,7 +181,8 @@ def test_interned_strings_are_the_strings_with_each_distinct_one_once():
 
 
 def test_text_that_is_not_utf8_is_refused_not_written(tmp_path):
-    bad = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, 2], np.int32)), pa.py_buffer(b"\xff\xfe")])
+    offsets = pa.py_buffer(np.array([0, 2], np.int32))
+    bad = pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(b"\xff\xfe")])
     with pytest.raises(ValueError, match="invalid text"):
         write(
             tmp_path / "t.parquet", [("t", "VARCHAR")], [[pa.DictionaryArray.from_arrays(np.zeros(1, np.int32), bad)]]

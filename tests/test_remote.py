@@ -309,7 +309,9 @@ def test_window_opens_a_server_and_captures(served, qtbot, tmp_path):
         try:
             target = tmp_path / "captures" / "plugins" / "profile"
             with qtbot.waitSignal(w.runner.finished, timeout=20000):
-                w.runner.start(lambda task: capture(profiler.address, 300, target, "cap", task=task), w.capture.captured)
+                w.runner.start(
+                    lambda task: capture(profiler.address, 300, target, "cap", task=task), w.capture.captured
+                )
             qtbot.waitUntil(lambda: not w.runner.busy, timeout=20000)
         finally:
             profiler.stop()

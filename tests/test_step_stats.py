@@ -144,7 +144,8 @@ def test_event_file_steps_and_details():
 
 def test_cli_exports_a_chosen_step(tmp_path, capsys):
     out = tmp_path / "trace.json"
-    assert main(["export", str(STEPS), "--tool", "trace_viewer", "--host", "vm", "--param", "step=step_2", "-o", str(out)]) == 0
+    args = ["export", str(STEPS), "--tool", "trace_viewer", "--host", "vm", "--param", "step=step_2", "-o", str(out)]
+    assert main(args) == 0
     doc = json.loads(out.read_text())
     xs = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     assert len(xs) == 40 and all(e["ts"] > 1795317160912741 + 1000 for e in xs)

@@ -303,5 +303,6 @@ def test_operators_split_by_input_shape(qtbot):
     shapes = shown(page.model, OpModel.SHAPE)
     assert any(s.startswith("[[") for s in shapes)
     # A trace without shapes turns the split off.
-    v.set_stats(trace_stats.compute(build_timeline([("jax", scan(DATA / "chrome_trace" / "jax" / "perfetto_trace.json.gz"))])))
+    jax = scan(DATA / "chrome_trace" / "jax" / "perfetto_trace.json.gz")
+    v.set_stats(trace_stats.compute(build_timeline([("jax", jax)])))
     assert not page.by_shape.isEnabled() and not page.by_shape.isChecked()

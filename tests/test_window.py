@@ -165,7 +165,8 @@ def test_gpu_traces_statistics_per_rank_and_all_hosts(qtbot, window):
     # The first host's timeline loaded, with its statistics from the same timeline.
     assert window.loading.current_timeline == ("gpu", "rank-0") and window.tabs.currentWidget() is window.timeline_view
     stats = window.stats_view.stats
-    assert stats is not None and stats.hosts == ["rank-0"] and window.loading.stats_timeline is window.timeline_view.timeline
+    assert stats is not None and stats.hosts == ["rank-0"]
+    assert window.loading.stats_timeline is window.timeline_view.timeline
     assert window.tabs.isTabVisible(window.tabs.indexOf(window.stats_view))
     # Kernels of the loaded host: shown at once, nothing loads.
     with qtbot.assertNotEmitted(window.runner.busy_changed):

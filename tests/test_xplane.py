@@ -356,11 +356,12 @@ def reference_trace(space: xplane_pb2.XSpace) -> bytes:
                     key = names.get(stat.metadata_id, "")
                     if case is None or key in ("_pt", "_p", "_ct", "_c", "_r", "flops"):
                         continue
-                    args[key] = ("%.6g" % stat.double_value if case == "double_value" else "<opaque bytes>"
+                    args[key] = (f"{stat.double_value:.6g}" if case == "double_value" else "<opaque bytes>"
                                  if case == "bytes_value" else names.get(stat.ref_value, "") if case == "ref_value"
                                  else str(getattr(stat, case)))
                 name = args.get("step_name", name)
-                row = {"pid": 701, "tid": tid, "name": name, "ts": (line.timestamp_ns * 1000 + e.offset_ps) % 2**64 / 1e6}
+                ts = (line.timestamp_ns * 1000 + e.offset_ps) % 2**64 / 1e6
+                row = {"pid": 701, "tid": tid, "name": name, "ts": ts}
                 dur = e.duration_ps % 2**64
                 if dur:
                     row["ph"], row["dur"] = "X", dur / 1e6

@@ -353,7 +353,7 @@ def write_compare_report(comparison, out_dir: Path, top: int = 30) -> list[Path]
             )
     view.close()
     view.deleteLater()
-    del view
+    view = None  # the wrapper too (save() shares this name, so not del), before the deferred delete
     app.sendPostedEvents(None, QEvent.DeferredDelete)
     title = f"Profscope comparison: {c.baseline.place.label()} vs {c.candidate.place.label()}"
     written.append(_write_index(out_dir, title, sections))

@@ -86,6 +86,7 @@ def stats_over(base: Loaded, cand: Loaded, steps: tuple[str, str] = ("", ""),
     choice (diff.step_window_of); a step a side lacks raises, naming the side."""
     sides = []
     for name, loaded, spec in zip(("baseline", "candidate"), (base, cand), steps):
+        assert loaded.timeline is not None  # compared only where both sides have one
         try:
             sides.append(diff.Side(loaded.timeline, window=diff.step_window_of(loaded.timeline, spec)))
         except ProfileError as e:
@@ -95,14 +96,15 @@ def stats_over(base: Loaded, cand: Loaded, steps: tuple[str, str] = ("", ""),
         if task is not None:
             task.raise_if_cancelled()
             task.report(i / 4, f"Comparing {table}…")
-        stats[table] = diff.stats_diff(*sides, table)
+        stats[table] = diff.stats_diff(sides[0], sides[1], table)
     return stats, diff.overview_diff(*sides)
 
 
 def compare_loaded(base: Loaded, cand: Loaded, align_step: int | None = None,
                    task: TaskState | None = None, steps: tuple[str, str] = ("", "")) -> Comparison:
     notes = base.notes + cand.notes
-    stats, overview, memory = {}, None, None
+    stats: dict[str, diff.StatsDiff] = {}
+    overview, memory = None, None
     if base.timeline is not None and cand.timeline is not None:
         stats, overview = stats_over(base, cand, steps, task)
     if base.memory is not None and cand.memory is not None:
@@ -112,6 +114,7 @@ def compare_loaded(base: Loaded, cand: Loaded, align_step: int | None = None,
 
 def memory_diff(base: Loaded, cand: Loaded, align_step: int | None, notes: list[str] | None = None):
     """The memory diff aligned at a step; a step a side lacks falls back to the start (with a note)."""
+    assert base.memory is not None and cand.memory is not None  # compared only where both sides have one
     try:
         return diff.memory_diff(base.memory, cand.memory, align_step)
     except ProfileError as e:
@@ -130,4 +133,4 @@ def compare(base: Place, cand: Place, task: TaskState | None = None, align_step:
             loaded.append(load_side(place, task, repos.get(place.location)))
         except ProfileError as e:
             raise ProfileError(f"{side}: {e}") from None
-    return compare_loaded(*loaded, align_step, task, steps)
+    return compare_loaded(loaded[0], loaded[1], align_step, task, steps)

@@ -127,16 +127,16 @@ def stats_table(side: Side, table: str) -> StatsTable:
         s = trace_stats.kernel_stats(tl, window)
         t = StatsTable(s.host, [""] * len(s), s.name, s.type, s.count, s.total_ps)
     elif table == "op_stats":
-        s = trace_stats.op_stats(tl, window)
-        t = StatsTable(s.host, [""] * len(s), s.name, [trace_stats.CPU_OP] * len(s), s.calls, s.host_total_ps)
+        o = trace_stats.op_stats(tl, window)
+        t = StatsTable(o.host, [""] * len(o), o.name, [trace_stats.CPU_OP] * len(o), o.calls, o.host_total_ps)
     elif table == "op_types":
         selection = None
         if window is not None:
             selection = np.flatnonzero((tl.start_ps >= window[0]) & (tl.start_ps <= window[1]))
-        s = tl.kind_stats(selection)
-        group_host = [tl.group_host[g] if tl.group_host else "" for g in s.group.tolist()]
-        t = StatsTable(group_host, [device_name(tl.groups[g], h) for g, h in zip(s.group.tolist(), group_host)],
-                       [tl.kinds[k] for k in s.kind.tolist()], ["op_type"] * len(s), s.count, s.total_ps)
+        k = tl.kind_stats(selection)
+        group_host = [tl.group_host[g] if tl.group_host else "" for g in k.group.tolist()]
+        t = StatsTable(group_host, [device_name(tl.groups[g], h) for g, h in zip(k.group.tolist(), group_host)],
+                       [tl.kinds[i] for i in k.kind.tolist()], ["op_type"] * len(k), k.count, k.total_ps)
     else:
         raise ProfileError(f"unknown statistics table {table!r} (tables: {', '.join(TABLES)})")
     return t.only_host(side.host, hosts)
@@ -211,7 +211,7 @@ class StatsDiff:
         ratio, d_total, d_count = self.ratio, self.delta_total_ps, self.delta_count
         b_mean, c_mean = self.base_mean_ps, self.cand_mean_ps
         for i in range(len(self)):
-            row = {"host": self.host[i]} if self.by_host else {}
+            row: dict[str, object] = {"host": self.host[i]} if self.by_host else {}
             if self.table == "op_types":
                 row["device"] = self.device[i]
             row.update({
@@ -363,7 +363,8 @@ class OverviewDiff:
             steps = lambda f, fn: _us(fn(f.step_ps)) if f is not None and len(f.step_ps) else None
             value = lambda f, name: getattr(f, name) if f is not None else None
             hosts.append({
-                "host": (b or c).host, "baseline_host": value(b, "host"), "candidate_host": value(c, "host"),
+                "host": (b or c).host,  # type: ignore[union-attr]  # a pair has one side at least
+                "baseline_host": value(b, "host"), "candidate_host": value(c, "host"),
                 "status": "added" if b is None else "removed" if c is None else "compared",
                 "step_count": _triple(len(b.step_ps) if b else None, len(c.step_ps) if c else None),
                 **{f"step_{name}_us": _triple(steps(b, fn), steps(c, fn))
@@ -380,7 +381,7 @@ class OverviewDiff:
 def overview_diff(base: Side, cand: Side) -> OverviewDiff:
     b = {f.host: f for f in host_facts(base)}
     c = {f.host: f for f in host_facts(cand)}
-    return OverviewDiff([(b.get(x), c.get(y)) for x, y in pair_names(list(b), list(c))])
+    return OverviewDiff([(b.get(x), c.get(y)) for x, y in pair_names(list(b), list(c))])  # type: ignore[arg-type]
 
 
 def pair_names(a: list[str], b: list[str]) -> list[tuple[str | None, str | None]]:
@@ -501,7 +502,9 @@ def memory_diff(base: MemoryProfileData, cand: MemoryProfileData, align_step: in
         c = cand.allocators[y] if y is not None else None
         ob = _origin(b, align_step, "baseline", x)
         oc = _origin(c, align_step, "candidate", y)
-        out.append(AllocatorDiff(y if x is None else x, b, c, x, y, _allocation_diff(b, c),
+        name = y if x is None else x  # a pair has one side at least
+        assert name is not None
+        out.append(AllocatorDiff(name, b, c, x, y, _allocation_diff(b, c),
                                  _curves(b, c, ob, oc, points), ob, oc))
     return MemoryDiff(out, align_step)
 
@@ -524,7 +527,9 @@ def _allocation_diff(b: AllocatorProfile | None, c: AllocatorProfile | None) -> 
     rows = [p.peak_allocations if p is not None else AllocationRows([], [], [], [], *[np.zeros(0, np.int64)] * 6)
             for p in (b, c)]
     keys = [[f"{op}\x1f{shape}" for op, shape in zip(r.op, r.shape)] for r in rows]
-    uniq, _, ((bb, cb), (bn, cn), _) = _join(*keys, *zip(*((r.allocation * r.occurrences, r.occurrences) for r in rows)))
+    uniq, _, ((bb, cb), (bn, cn), _) = _join(
+        *keys, *zip(*((r.allocation * r.occurrences, r.occurrences) for r in rows))
+    )
     status = np.select([bn == 0, cn == 0, cb > bb, cb < bb], [3, 4, 1, 2], 0).astype(np.int8)  # GROWTH codes
     order = _largest_change_first(bb, cb)
     op_shape = [k.partition("\x1f") for k in uniq[order].tolist()]

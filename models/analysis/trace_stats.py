@@ -101,7 +101,9 @@ def steps(tl: Timeline, host: int | None = None) -> Steps:
         ev = ev[~np.isin(tl.category[ev], _category_ids(tl, ("gpu_user_annotation",)))]
     if host is not None and len(ev):
         ev = ev[event_host(tl)[ev] == host]
-    number = np.array([int(STEP_PATTERN.fullmatch(tl.kinds[k]).group(1)) for k in tl.kind[ev].tolist()], np.int64)
+    # every kind in ids matched STEP_PATTERN
+    number = np.array([int(STEP_PATTERN.fullmatch(tl.kinds[k]).group(1)) for k in tl.kind[ev].tolist()],  # type: ignore[union-attr]
+                      np.int64)
     order = np.argsort(tl.start_ps[ev], kind="stable")
     ev = ev[order]
     return Steps(number[order], tl.start_ps[ev], tl.start_ps[ev] + tl.duration_ps[ev])
@@ -166,7 +168,8 @@ class KernelStats:
     @cached_property
     def share(self) -> np.ndarray:
         """Each row's part of its host's total GPU activity time."""
-        hosts, host = np.unique(np.array(self.host, dtype=object), return_inverse=True) if len(self) else ([], [])
+        hosts, host = (np.unique(np.array(self.host, dtype=object), return_inverse=True) if len(self)
+                       else (np.zeros(0, object), np.zeros(0, np.intp)))
         totals = np.bincount(host, weights=self.total_ps, minlength=len(hosts))
         return self.total_ps / np.maximum(totals[host], 1) if len(self) else np.zeros(0)
 
@@ -197,7 +200,7 @@ def kernel_stats(tl: Timeline, window: tuple[int, int] | None = None) -> KernelS
     np.maximum.at(maxs, inverse, dur)
     order = np.lexsort((uniq, -total))
     kinds = tl.kind[ev][first][order].tolist()
-    cats = tl.category[ev][first][order].tolist() if len(ev) else []
+    cats = tl.category[ev][first][order].tolist() if len(ev) else []  # type: ignore[index]  # set where GPU events are
     names = [tl.kinds[k] for k in kinds]
     return KernelStats(host=[hosts[h] for h in (uniq // max(len(tl.kinds), 1))[order].tolist()], name=names,
                        type=[kernel_type(n, tl.categories[c]) for n, c in zip(names, cats)],
@@ -240,6 +243,7 @@ class OpStats:
 
 def cpu_op_ancestor(tl: Timeline, events: np.ndarray, is_op: np.ndarray, include_self: bool) -> np.ndarray:
     """The nearest cpu_op at or above each event (-1 for none)."""
+    assert tl.parent is not None  # the callers' timelines have cpu_ops, so parents
     cur = events.copy() if include_self else tl.parent[events].astype(np.int64)
     for _ in range(100_000):
         todo = (cur >= 0) & ~is_op[np.maximum(cur, 0)]
@@ -306,7 +310,7 @@ def op_stats(tl: Timeline, window: tuple[int, int] | None = None, by_shape: bool
     shapes = max(len(tl.input_shapes), 1)
     split = by_shape and tl.input_shape is not None
     if split:
-        key = key * shapes + tl.input_shape[ops]
+        key = key * shapes + tl.input_shape[ops]  # type: ignore[index]  # split: not None
     uniq, inverse = distinct(key, len(hosts) * max(len(tl.kinds), 1) * (shapes if split else 1))
     first = _first_of(inverse, len(uniq))
 
@@ -318,7 +322,9 @@ def op_stats(tl: Timeline, window: tuple[int, int] | None = None, by_shape: bool
     name_key = uniq // shapes if split else uniq
     return OpStats(host=[hosts[h] for h in (name_key // max(len(tl.kinds), 1))[order].tolist()],
                    name=[tl.kinds[k] for k in tl.kind[ops][first][order].tolist()],
-                   input_shape=([tl.input_shapes[k] for k in tl.input_shape[ops][first][order].tolist()] if split
+                   input_shape=([tl.input_shapes[k]
+                                 for k in tl.input_shape[ops][first][order].tolist()]  # type: ignore[index]  # split
+                                if split
                                 else [""] * len(uniq)),
                    calls=np.bincount(inverse, minlength=len(uniq))[order], host_total_ps=host_total[order],
                    host_self_ps=host_self[order], device_self_ps=total(device_self)[order],
@@ -497,7 +503,7 @@ def compute(timeline: Timeline, step_range: tuple[int, int] | None = None, task:
     hosts = overview(timeline, window)
     # The GPUs each host's activity ran on, from Kineto's process names ("GPU 0").
     used: dict[str, set[int]] = {}
-    gpu_groups = np.unique(timeline.event_group[gpu_events(timeline)]) if len(timeline) else []
+    gpu_groups = np.unique(timeline.event_group[gpu_events(timeline)]) if len(timeline) else np.zeros(0, np.int64)
     for g in gpu_groups.tolist() if len(gpu_groups) else []:
         if m := GPU_GROUP.search(timeline.groups[g]):
             used.setdefault(timeline.group_host[g] if timeline.group_host else "", set()).add(int(m.group(1)))
@@ -513,7 +519,8 @@ def compute(timeline: Timeline, step_range: tuple[int, int] | None = None, task:
         elif rows >= LAUNCH_ROWS_ALWAYS and time.perf_counter() - began > launch_budget_s:
             break
         else:
-            task.report(0.96, f"Reading launch parameters of kernel {rows + 1:,} of {wanted:,}" if rows % 10 == 0 else "")
+            task.report(0.96,
+                        f"Reading launch parameters of kernel {rows + 1:,} of {wanted:,}" if rows % 10 == 0 else "")
             launch[rows] = launch_parameters(timeline, kernels.first_event[rows])
         rows += 1
     return TraceStats(

@@ -13,9 +13,9 @@ from pathlib import Path
 try:
     from zlib_ng import gzip_ng as gzip_reader  # a C reader: a 180 MB gzip bomb is refused in 0.05 s, not 1 s
     from zlib_ng import zlib_ng
-    GZIP_ERRORS = (gzip.BadGzipFile, zlib.error, zlib_ng.error)
+    GZIP_ERRORS: tuple[type[Exception], ...] = (gzip.BadGzipFile, zlib.error, zlib_ng.error)  # type: ignore[assignment]
 except ImportError:  # pragma: no cover - a dependency; gzip still works
-    gzip_reader, GZIP_ERRORS = gzip, (gzip.BadGzipFile, zlib.error)
+    gzip_reader, GZIP_ERRORS = gzip, (gzip.BadGzipFile, zlib.error)  # type: ignore[misc]  # same API
 
 from profscope.models.core.guards import inflate_limit, inflate_refused
 from profscope.models.core.task import ProfileError, TaskState

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TypeVar
 
 import numpy as np
 from google.protobuf import text_format
@@ -25,6 +26,8 @@ MIN_INFLATE_LIMIT = 64 << 20  # inflating this much is always allowed (a bomb un
 MAX_NESTING = 100  # default; PROFSCOPE_MAX_NESTING raises it
 
 NESTING_CHUNK = 16 << 20
+
+M = TypeVar("M", bound=Message)
 
 
 def _setting(name: str, default: float) -> float:
@@ -121,13 +124,13 @@ def parse_text(text: bytes | str, message: Message, what: str) -> Message:
     return message
 
 
-def decode(message_type: type[Message], data, what: str) -> Message:
+def decode(message_type: type[M], data, what: str) -> M:
     """A binary protobuf payload found inside another record (a stat, an
     event's metadata, a summary's plugin data or tensor). Corrupt bytes and
     nesting beyond protobuf's own limit (100) are a ProfileError naming `what`."""
     message = message_type()
     try:
-        message.ParseFromString(data if isinstance(data, bytes) else memoryview(data))  # no copy
+        message.ParseFromString(data if isinstance(data, bytes) else memoryview(data))  # type: ignore[arg-type]  # no copy
         return message
     except (DecodeError, RecursionError, ValueError) as e:
         raise ProfileError(f"{what}: a corrupt {message_type.DESCRIPTOR.name} ({e or 'cannot be decoded'})") from None

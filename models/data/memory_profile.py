@@ -332,7 +332,9 @@ def _special(op: str, region: str, size: int, step: int) -> Metadata:
     return Metadata(ALLOCATION, size, size, 0, op, step, region, "INVALID", "unknown")
 
 
-def merge_rows(tl: Snapshots, live: np.ndarray, specials: list[Metadata], freed: np.ndarray | None = None) -> AllocationRows:
+def merge_rows(
+    tl: Snapshots, live: np.ndarray, specials: list[Metadata], freed: np.ndarray | None = None
+) -> AllocationRows:
     """Merges identical allocations and sorts rows as XProf's table does:
     allocation and requested size descending, then op, region, data type and
     shape ascending. The merged row keeps its earliest allocation."""
@@ -342,7 +344,7 @@ def merge_rows(tl: Snapshots, live: np.ndarray, specials: list[Metadata], freed:
     # let numpy sort by string order. Equal texts share a rank: a table may
     # hold one text twice (LogMemory shows two spellings of a shape alike).
     strings = list(tl.strings)
-    extra = {name: [] for name in STRING_COLUMNS}
+    extra: dict[str, list[int]] = {name: [] for name in STRING_COLUMNS}
     for sp in specials:
         for name, value in zip(STRING_COLUMNS, (sp.op, sp.region, sp.dtype, sp.shape)):
             extra[name].append(len(strings))

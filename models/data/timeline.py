@@ -324,7 +324,9 @@ class LaneIndex:
         bounds = np.searchsorted(sorted_cls, np.r_[classes, classes[-1] + 1 if len(classes) else 0]).tolist()
         # (upper duration bound, first, end) per class as plain Python numbers:
         # wide() loops over them every frame, and numpy scalars cost microseconds each.
-        self.class_ranges = [(2.0 ** c, lo, hi) for c, lo, hi in zip(classes.tolist(), bounds, bounds[1:])]
+        self.class_ranges = [
+            (2.0 ** c, lo, hi) for c, lo, hi in zip(classes.tolist(), bounds, bounds[1:])  # type: ignore[call-overload,index]
+        ]
 
     def wide(self, t0: float, t1: float, min_duration: float) -> np.ndarray:
         """Lane-local indices of events overlapping [t0, t1) lasting at least

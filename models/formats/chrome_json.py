@@ -20,6 +20,7 @@ import queue
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,10 +42,13 @@ from profscope.models.formats._chrome_json import (  # the flag bits, re-exporte
     Scanner,
 )
 
-try:  # zlib-ng inflates about twice as fast as zlib, with the same API (copy() included)
-    from zlib_ng import zlib_ng as zlib
-except ImportError:  # pragma: no cover - a dependency; zlib still works
+if TYPE_CHECKING:  # zlib's types: zlib_ng's stub lacks copy() and declares error as an instance
     import zlib
+else:
+    try:  # zlib-ng inflates about twice as fast as zlib, with the same API (copy() included)
+        from zlib_ng import zlib_ng as zlib
+    except ImportError:  # pragma: no cover - a dependency; zlib still works
+        import zlib
 
 __all__ = [
     "ARGS_PRESENT", "BP_E", "DUR_BAD", "DUR_NEG", "FLOW_IN", "FLOW_OUT", "LENGTH_OVERFLOW", "PID_STR", "TID_STR",
@@ -73,7 +77,7 @@ class Checkpoint:
 
     compressed: int
     uncompressed: int
-    state: object = field(default=None, repr=False)
+    state: Any = field(default=None, repr=False)
 
 
 @dataclass
@@ -219,7 +223,9 @@ def scan_trace(path, arg_keys=KINETO_ARG_KEYS, task: TaskState | None = None, te
     elif r["error"]:
         warnings.append(f"the JSON is malformed: {r['error']}; kept {events:,} events read before it")
     elif not complete:
-        warnings.append(f"the JSON ends early (at byte {r['end_offset']:,}): kept {events:,} events read before the cut")
+        warnings.append(
+            f"the JSON ends early (at byte {r['end_offset']:,}): kept {events:,} events read before the cut"
+        )
     key_names = [k.decode("utf-8", "replace") for k in keys]
     return ScannedTrace(
         path=path,

@@ -188,7 +188,7 @@ def _names(trace: ScannedTrace, warnings: list[str]) -> dict:
     if len(rows) > MAX_METADATA_EVENTS:
         warnings.append(f"{len(rows):,} metadata events; only the first {MAX_METADATA_EVENTS:,} are read")
         rows = rows[:MAX_METADATA_EVENTS]
-    out = {"process_name": {}, "thread_name": {}, "process_sort_index": {}, "thread_sort_index": {},
+    out: dict[str, dict] = {"process_name": {}, "thread_name": {}, "process_sort_index": {}, "thread_sort_index": {},
            "process_labels": {}}
     for i in rows.tolist():
         kind = _s(trace, int(trace.name[i]))
@@ -197,7 +197,9 @@ def _names(trace: ScannedTrace, warnings: list[str]) -> dict:
         args = trace.event_dict(i).get("args")
         if not isinstance(args, dict):
             continue
-        value = args.get("sort_index" if kind.endswith("sort_index") else "labels" if kind == "process_labels" else "name")
+        value = args.get(
+            "sort_index" if kind.endswith("sort_index") else "labels" if kind == "process_labels" else "name"
+        )
         key = (int(trace.pid[i]),) if kind.startswith("process") else (int(trace.pid[i]), int(trace.tid[i]))
         out[kind][key] = value
     return out
@@ -331,7 +333,7 @@ def build_timeline(
         b.add(h)
         if release:
             h.trace.keep_only_event_spans()
-            h.start_ps = None
+            h.start_ps = None  # type: ignore[assignment]  # released: not read again
     return b.timeline(origin_ns, traces)
 
 
@@ -842,13 +844,14 @@ def trace_memory_profile(trace: ScannedTrace, host: str) -> MemoryProfileData:
             "torch.profiler.profile(profile_memory=True)"
         )
     timeline = build_timeline([("", t)])
-    src: TraceSource = timeline.records
+    src: TraceSource = timeline.records  # type: ignore[assignment]  # a Chrome trace's
     event_of_row = np.full(len(t.ph), -1, np.int64)
     event_of_row[src.rec] = np.arange(len(src.rec))
     ev = event_of_row[rows]
     rows, ev = rows[ev >= 0], ev[ev >= 0]
     time_ps = timeline.start_ps[ev]
     # The op: the nearest cpu_op around the event, else whatever slice is around it.
+    assert timeline.category is not None and timeline.parent is not None  # a Chrome trace's timeline has both
     is_op = timeline.category == (timeline.categories.index("cpu_op") if "cpu_op" in timeline.categories else -2)
     op = trace_stats.cpu_op_ancestor(timeline, ev, is_op, include_self=False)
     op = np.where(op >= 0, op, timeline.parent[ev])
@@ -908,7 +911,7 @@ def _allocator(
         memory_id=memory_id,
         timeline=timeline,
         summary=summary,
-        peak_allocations=None,
+        peak_allocations=None,  # type: ignore[arg-type]  # set below, from the profile
         complete=True,
         stored_snapshots=timeline,
     )

@@ -102,7 +102,8 @@ def load_memory_log(path: Path, host: str = "", task: TaskState | None = None) -
             # Blocks are read, not mapped: a log cut short while it is read
             # (logrotate's copytruncate) ends early instead of killing the
             # process with SIGBUS on a page past the new end.
-            pending, free = deque(), []
+            pending: deque = deque()
+            free: list[bytearray] = []
             f = gzip.GzipFile(fileobj=raw, mode="rb") if is_gzip else raw
             for buf, stop in _blocks(f, reader.problems, free):
                 if is_gzip and f.tell() > inflate_limit(size):
@@ -136,7 +137,7 @@ def _blocks(f, problems: list[str], free: list[bytearray]):
     the data it gave, with a note in problems."""
     carry = b""
     while True:
-        block = free.pop() if free else b""
+        block = free.pop() if free else bytearray()
         if len(block) < len(carry) + BLOCK:  # a long last line carried over: a bigger buffer
             block = bytearray(len(carry) + BLOCK)
         block[: len(carry)] = carry
@@ -280,7 +281,7 @@ class _Reader:
             self.unknown += 1
             self._problem(f"unknown message {name or body[:40]!r}")
             return None
-        rest = body[match.end() :]
+        rest = body[match.end() :]  # type: ignore[union-attr]  # matched: name is a message name
         if not (rest.startswith("{") and rest.endswith("}")):
             self.garbled += 1
             self._problem(f"{name}: the line is cut or garbled")
@@ -384,6 +385,7 @@ class _Reader:
                 display[i] = data_type_string(types_pb2.DataType.Value(s))
         allocators, allocator_ids, unmatched, deferred = {}, {}, {}, 0
         if events is not None:
+            assert allocations is not None  # a log without allocations was refused above
             ids = sorted(self.allocators, key=lambda i: strings[i])
             names = [strings[a] or "(unnamed allocator)" for a in ids]
             replays = _replay(events, allocations, ids, names, display)
@@ -477,6 +479,8 @@ class _Columns:
     are let go once copied, so freed blocks do not pile up in the heap; room
     never written takes no memory."""
 
+    arrays: dict[str, np.ndarray]
+
     def __init__(self, rows: int):
         self.rows, self.n, self.arrays = max(rows, 1 << 16), 0, {}
 
@@ -518,7 +522,7 @@ def _replay(
     """
     raw, tensor = strings.index(REGION_RAW), strings.index(REGION_TENSOR)
     replays = []
-    columns = [events[c] for c in ("kind", "flags", "allocator", "id")]
+    columns = (events["kind"], events["flags"], events["allocator"], events["id"])
     for a in allocators:
         done = _logscan.replay(*columns, events["time"], allocations["bytes"], a, raw, tensor)
         if done is None:  # times go back somewhere: replay in time, then log order
@@ -528,10 +532,10 @@ def _replay(
                 *columns, events["time"], allocations["bytes"], a, raw, tensor, sel[order], row[order]
             )
             del sel, row, order
-        n, selected, deferred, *timeline, allocs, frees = done
-        r = dict(zip(("time_ps", "source", "activity", "heap", "peak_in_use", "region"), timeline))
+        n, selected, deferred, *series, allocs, frees = done
+        r = dict(zip(("time_ps", "source", "activity", "heap", "peak_in_use", "region"), series))
         replays.append(dict(r, n=n, unmatched=selected - n, deferred=deferred, lifetimes=(allocs, frees)))
-        del done, timeline
+        del done, series
     del columns
     # Each column is gathered for every allocator, then let go: at the peak the
     # timelines are held with what is left of the allocations.
@@ -585,7 +589,7 @@ def _replay(
             memory_id=memory_id,
             timeline=timeline,
             summary=summary,
-            peak_allocations=None,
+            peak_allocations=None,  # type: ignore[arg-type]  # set below, from the profile
             complete=True,
             stored_snapshots=timeline,
             lifetimes=r["lifetimes"],

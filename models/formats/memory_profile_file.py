@@ -68,11 +68,11 @@ def load_memory_profile(path: Path, host: str = "", task: TaskState | None = Non
 
 
 def parse_memory_profile(
-    data: bytes, host: str = "", task: TaskState | None = None, source: str = ""
+    data: bytes | bytearray, host: str = "", task: TaskState | None = None, source: str = ""
 ) -> MemoryProfileData:
     task = task or TaskState()
     name = source or "input"
-    first = re.compile(rb"\s*").match(data).end()  # no copy of a large buffer
+    first = re.compile(rb"\s*").match(data).end()  # type: ignore[union-attr]  # always matches; no copy of a large buffer
     if first == len(data):
         raise ProfileError(f"{name}: the file is empty")
     if data[first : first + 1] == b"{":
@@ -117,7 +117,7 @@ def _build_allocator(memory_id: str, raw: dict) -> AllocatorProfile:
         memory_id=memory_id,
         timeline=timeline,
         summary=summary,
-        peak_allocations=None,
+        peak_allocations=None,  # type: ignore[arg-type]  # set below, from the profile
         complete=complete,
         stored_snapshots=stored,
         stored_sampled=sampled,
@@ -147,7 +147,7 @@ def _given_rows(profile: AllocatorProfile, stored: Snapshots, rows: list, specia
     """The peak table a file carries, resolved to metadata and timeline indices."""
     tl = profile.timeline
     same_list = stored is tl
-    out = {
+    out: dict[str, list] = {
         k: []
         for k in (
             "op",
@@ -206,7 +206,7 @@ def _find_on_timeline(tl: Snapshots, stored: Snapshots, i: int) -> int:
     return int(lo + hits[0]) if len(hits) else -1
 
 
-def _from_binary(data: bytes, name: str, task: TaskState) -> dict:
+def _from_binary(data: bytes | bytearray, name: str, task: TaskState) -> dict:
     try:
         (entries,) = wire.find_fields(data, 0, len(data), [1])
         key_spans, value_spans = wire.decode_messages(data, entries, [(1, "s"), (2, "s")])
@@ -231,7 +231,7 @@ def _from_binary(data: bytes, name: str, task: TaskState) -> dict:
     return {"allocators": allocators, "num_hosts": int(num_hosts), "version": int(version)}
 
 
-def _allocator_from_binary(data: bytes, start: int, length: int) -> dict:
+def _allocator_from_binary(data: bytes | bytearray, start: int, length: int) -> dict:
     if start < 0:
         start, length = 0, 0
     end = start + length
@@ -269,7 +269,7 @@ def _allocator_from_binary(data: bytes, start: int, length: int) -> dict:
     }
 
 
-def _snapshots_from_binary(data: bytes, spans: np.ndarray) -> Snapshots:
+def _snapshots_from_binary(data: bytes | bytearray, spans: np.ndarray) -> Snapshots:
     time_ps, stats, meta = wire.decode_messages(data, spans, [(1, "i"), (2, "s"), (3, "s")])
     stack, heap, free, frag, peak = wire.decode_messages(
         data, stats, [(1, "i"), (2, "i"), (3, "i"), (4, "d"), (5, "i")]
@@ -304,7 +304,7 @@ def _snapshots_from_binary(data: bytes, spans: np.ndarray) -> Snapshots:
     )
 
 
-def _metadata_dicts(data: bytes, spans: np.ndarray) -> list[dict]:
+def _metadata_dicts(data: bytes | bytearray, spans: np.ndarray) -> list[dict]:
     m = wire.decode_messages(
         data, spans, [(1, "i"), (2, "i"), (3, "i"), (4, "i"), (5, "s"), (6, "i"), (7, "s"), (8, "s"), (9, "s")]
     )

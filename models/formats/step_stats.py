@@ -42,6 +42,7 @@ from profscope.models.data.memory_profile import (
     MemoryProfileData,
     MemorySummary,
     Snapshots,
+    merge_rows,
 )
 from profscope.models.data.timeline import StringColumn, Timeline
 from profscope.models.formats import _labels, _stepstats
@@ -233,13 +234,13 @@ def _text_to_binary(path: Path, message: str) -> bytes:
     except OSError:
         key = None  # read_bytes says what is wrong
     with _CONVERTED_LOCK:
-        if key in _CONVERTED:
+        if key is not None and key in _CONVERTED:
             _CONVERTED.move_to_end(key)
             return _CONVERTED[key]
     text = read_bytes(path).decode("utf-8", "replace")
     msg = config_pb2.RunMetadata() if message == "RunMetadata" else step_stats_pb2.StepStats()
     parse_text(text, msg, str(path))  # RunMetadata's graphs are not in Profscope's schema: skipped
-    step_stats = msg.step_stats if message == "RunMetadata" else msg
+    step_stats = msg.step_stats if isinstance(msg, config_pb2.RunMetadata) else msg
     data = step_stats.SerializeToString()
     if key is not None and len(data) <= _CONVERTED_BYTES:
         with _CONVERTED_LOCK:
@@ -434,7 +435,11 @@ def lay_out(buf, steps: StepNodes, start_ns: np.ndarray, dur_ns: np.ndarray, thr
     del order, lane_thread, dev
     s = start_ns[idx]
     e = s + np.maximum(dur_ns[idx], 0)
-    seg = np.flatnonzero(np.r_[True, (dev_of[1:] != dev_of[:-1]) | (thread_of[1:] != thread_of[:-1])]) if len(idx) else np.zeros(0, np.int64)
+    seg = (
+        np.flatnonzero(np.r_[True, (dev_of[1:] != dev_of[:-1]) | (thread_of[1:] != thread_of[:-1])])
+        if len(idx)
+        else np.zeros(0, np.int64)
+    )
     seg_end = np.r_[seg[1:], len(idx)]
     sub = np.zeros(len(idx), np.int32)
     for a, b in zip(seg, seg_end):
@@ -543,7 +548,7 @@ def node_details(timeline: Timeline, source: NodeSource, i: int) -> list[tuple[s
     device = timeline.groups[timeline.lane_group[lane]]
     if is_gputrace_device(device):
         node_name, op = parse_kernel_label(node.timeline_label, node.node_name)
-        inputs = []
+        inputs: list[str] = []
     else:
         _, op, inputs = parse_op_label(node.timeline_label)
         node_name = node.node_name
@@ -564,7 +569,7 @@ def node_details(timeline: Timeline, source: NodeSource, i: int) -> list[tuple[s
     ):
         offset = getattr(node, ns_field) if unit == 1 else getattr(node, us_field) * 1000
         rows.append((label, f"+{offset / 1000:,.3f} us ({rel(start_ns + offset)})"))
-    for k, out in enumerate(node.output):
+    for out in node.output:
         desc = out.tensor_description
         alloc = desc.allocation_description
         allocated = f", {alloc.allocated_bytes:,} allocated" if alloc.allocated_bytes else ""
@@ -649,6 +654,7 @@ class Tensors:
         return len(self.requested)
 
     def name_spans(self, rows: np.ndarray) -> np.ndarray:
+        assert self.name_offsets is not None  # full columns (tensor_columns(full=True))
         return np.c_[self.name_offsets[rows], self.name_offsets[rows + 1] - self.name_offsets[rows]]
 
 
@@ -742,8 +748,8 @@ def step_memory_profile(source: StepStatsFile, host: str = "", task: TaskState |
     events = allocator_events(tensors)
     origin_us = min((int(e.time_us[0]) for e in events.values()), default=0)
     allocators = {}
-    for name, e in events.items():
-        profile = _allocator_profile(name or "(no allocator)", tensors, e, origin_us)
+    for name, ev in events.items():
+        profile = _allocator_profile(name or "(no allocator)", tensors, ev, origin_us)
         allocators[profile.memory_id] = profile
     return MemoryProfileData(host=host, allocators=allocators, source=str(source.path))
 
@@ -751,6 +757,7 @@ def step_memory_profile(source: StepStatsFile, host: str = "", task: TaskState |
 def _allocator_profile(memory_id: str, tensors: Tensors, e: AllocatorEvents, origin_us: int) -> AllocatorProfile:
     n = len(e.total)
     # Strings: "", the tensors' names (op), data types, shapes, "output".
+    assert tensors.names is not None  # full columns (tensor_columns(full=True))
     names = _stepstats.decode_spans(tensors.names, tensors.name_spans(e.rows))
     dtypes, dtype_of = np.unique(tensors.dtype[e.rows], return_inverse=True)
     shapes, shape_of = np.unique(tensors.shape[e.rows], return_inverse=True)
@@ -800,14 +807,16 @@ def _allocator_profile(memory_id: str, tensors: Tensors, e: AllocatorEvents, ori
         memory_id=memory_id,
         timeline=tl,
         summary=summary,
-        peak_allocations=None,
+        peak_allocations=None,  # type: ignore[arg-type]  # set below, from the profile
         complete=True,
         stored_snapshots=tl,
         lifetimes=(allocs, np.where(freed > allocs, freed, n)),
     )
     # timeline.py's peak is the first snapshot reaching the maximum, not the last.
     profile.__dict__["peak_index"] = max(peak_i, 0)
-    profile.peak_allocations = profile.allocations_at(max(peak_i, 0)) if n else None
+    profile.peak_allocations = (
+        profile.allocations_at(max(peak_i, 0)) if n else merge_rows(tl, np.zeros(0, np.int64), [])
+    )
     return profile
 
 

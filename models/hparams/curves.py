@@ -68,7 +68,7 @@ def load_curves(logdir, sessions: list[str], metrics: list[tuple[str, str]],
     """Every (session, metric) series the sessions have, sessions in the
     order given (a worker's job: it reads files)."""
     task = task or TaskState()
-    curves = []
+    curves: list[Curve] = []
     for i, session in enumerate(sessions):
         task.raise_if_cancelled()
         curves += read_session_scalars(logdir, session, metrics).values()  # in the metrics' order

@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -73,6 +74,7 @@ def tool_json(data: HParamsData, tool: str, params: dict[str, str]) -> bytes:
     import json
 
     text = params.get("request", "{}")
+    doc: dict | list
     if tool == "hparams_experiment":
         r = request_from_json(text, api_pb2.GetExperimentRequest)
         doc = to_json(data.experiment(not r.HasField("include_metrics") or r.include_metrics, r.hparams_limit))
@@ -374,8 +376,8 @@ def _hparam_info(name: str, values: list[struct_pb2.Value]) -> api_pb2.HParamInf
     typed = [v for v in values if v.WhichOneof("kind") in kinds]
     if not typed:
         return None
-    types = {kinds[v.WhichOneof("kind")] for v in typed}
-    dtype = kinds[typed[0].WhichOneof("kind")] if len(types) == 1 else api_pb2.DATA_TYPE_STRING
+    types = {kinds[v.WhichOneof("kind")] for v in typed}  # type: ignore[index]  # typed: kinds in `kinds`
+    dtype = kinds[typed[0].WhichOneof("kind")] if len(types) == 1 else api_pb2.DATA_TYPE_STRING  # type: ignore[index]
     info = api_pb2.HParamInfo(name=name, type=dtype)
     if dtype == api_pb2.DATA_TYPE_FLOAT64:
         numbers = sorted(v.number_value for v in typed)
@@ -485,6 +487,7 @@ class GroupTable:
             reached = keep & bad  # a group errors where it reaches this filter with a wrong type
             if reached.any():
                 g = int(np.flatnonzero(reached)[0])
+                assert message is not None  # a filter that can fail has a message
                 errors.append((g, k, message(g)))
             keep &= passed
         if errors:
@@ -515,7 +518,7 @@ class GroupTable:
 def _value_proto(v) -> struct_pb2.Value:
     out = struct_pb2.Value()
     if isinstance(v, (list, dict)) or v is None:
-        json_format.ParseDict(v, out)
+        json_format.ParseDict(v, out)  # type: ignore[arg-type]  # a Value takes any JSON value
     elif isinstance(v, bool):
         out.bool_value = v
     elif isinstance(v, float):
@@ -558,7 +561,7 @@ def _aggregate(sessions: list[Session], aggregation: int, metric: tuple[str, str
             for (g, t), (total, count, steps, wall) in stats.items()]
 
 
-def _filter(col: Column, cp) -> tuple[np.ndarray, np.ndarray, callable]:
+def _filter(col: Column, cp) -> tuple[np.ndarray, np.ndarray, Callable[[int], str] | None]:
     """(passes, wrong type for this filter, message for a group) of one col_param."""
     include_missing = not cp.exclude_missing_values
     missing = col.kind == MISSING

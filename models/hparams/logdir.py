@@ -129,7 +129,9 @@ def _read_logdir(logdir: Path, task: TaskState) -> Logdir:
     names, file_lists = list(runs_files), list(runs_files.values())
     ends = np.cumsum([len(files) for files in file_lists], dtype=np.int64)  # each run's files end there
     paths = tuple(os.fsencode(p) for files in file_lists for p in files)
-    runs, warnings, first = {}, [], 0
+    runs: dict[str, Run] = {}
+    warnings: list[str] = []
+    first = 0
     while first < len(names):
         start = int(ends[first]) - len(file_lists[first])
         blob, sizes, errnos = _tfrecord.read_files(paths, start, ends, BATCH_BYTES)
@@ -312,7 +314,9 @@ def _runs_with_purges(v: _Values, event_run: np.ndarray, file_first: np.ndarray,
     return careful
 
 
-def _fill_runs(runs: dict[str, Run], names: list[str], buf, v: _Values, value_run: np.ndarray, keep: np.ndarray) -> None:
+def _fill_runs(
+    runs: dict[str, Run], names: list[str], buf, v: _Values, value_run: np.ndarray, keep: np.ndarray
+) -> None:
     """Plugin metadata (first per run and tag) and scalar series of the runs."""
     n_tags = max(len(v.tags), 1)
     key = value_run * n_tags + v.tag
@@ -394,7 +398,7 @@ def _read_run_files(name: str, files: list[str], warnings: list[str]) -> Run:
 
 def _purges(v: _Values, tags: list[str], file_version, seen_start: bool, most_recent_step) -> list:
     """(event index, step, tags or None for all) of each purge TensorBoard makes in this file."""
-    out = []
+    out: list[tuple[int, int, set[str] | None]] = []
     if file_version is not None and file_version >= 2:
         starts = np.flatnonzero(v.event_start)
         for e in starts[0 if seen_start else 1 :]:
@@ -435,7 +439,7 @@ def _keep(kept: dict, v: _Values, tags: list[str], purges) -> None:
     everyone = _after_bound(events[for_all], steps[for_all])
     for tag in set(kept) | set(by_tag):
         mine = np.asarray(named.get(tag, []), np.int64)
-        bound = lambda at: np.minimum(everyone(at), _after_bound(events[mine], steps[mine])(at))  # noqa: E731
+        bound = lambda at, mine=mine: np.minimum(everyone(at), _after_bound(events[mine], steps[mine])(at))  # noqa: E731
         if len(purges) and tag in kept:  # earlier files' values come before every purge here
             first = bound(np.array([-1]))[0]
             kept[tag] = [tuple(a[p[0] < first] for a in p) for p in kept[tag]]
@@ -515,7 +519,7 @@ def _tensor_item(data: bytes) -> float:
         }.get(t.dtype)
         if field_values is None:
             field_values = t.half_val if t.dtype == 19 else t.int_val
-        values = np.asarray(list(field_values))
+        values = np.asarray(list(field_values))  # type: ignore[call-overload]  # a repeated scalar field
         if t.dtype == 19:
             values = values.astype(np.uint16).view(np.float16)
     return float(values[0]) if len(values) >= 1 else np.nan

@@ -224,7 +224,8 @@ def capture(address: str, duration_ms: int, repository_root: Path, session_id: s
             raise ProfileError(f"{value!r}: use letters, digits and . _ : - only")
     repository_root = Path(repository_root)
     request = profile_request(duration_ms)
-    request.repository_root, request.session_id, request.host_name = str(repository_root.resolve()), session_id, host_name
+    request.repository_root = str(repository_root.resolve())
+    request.session_id, request.host_name = session_id, host_name
     with channel(address) as ch:
         profile = _stub(ch, PROFILER, "Profile", ps.ProfileRequest, ps.ProfileResponse)
         response = call(profile, request, address, task, timeout=duration_ms / 1000 + DEADLINE_S)

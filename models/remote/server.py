@@ -68,6 +68,8 @@ class Slots:
     a slot leaves the queue as soon as its task is cancelled (call `wake` then).
     `changed` is notified whenever a slot or the queue changes."""
 
+    _queue: deque
+
     def __init__(self, n: int):
         self._free, self._queue, self.changed = n, deque(), threading.Condition()
 
@@ -142,7 +144,9 @@ class AnalysisService:
 
     # ------------------------------------------------------------ methods
 
-    def enum_sessions(self, request: pa.EnumProfileSessionsAndToolsRequest, task: TaskState) -> pa.EnumProfileSessionsAndToolsResponse:
+    def enum_sessions(
+        self, request: pa.EnumProfileSessionsAndToolsRequest, task: TaskState
+    ) -> pa.EnumProfileSessionsAndToolsResponse:
         self._check_root(request.repository_root)
         repo = self.rescan()
         return pa.EnumProfileSessionsAndToolsResponse(
@@ -227,7 +231,8 @@ class _Collected:
     """A tool's output chunks, taken until the call ends (a cancellation point per chunk)."""
 
     def __init__(self, task: TaskState):
-        self.chunks, self._task = [], task
+        self.chunks: list[bytes] = []
+        self._task = task
 
     def write(self, chunk: bytes) -> None:
         self._task.raise_if_cancelled()

@@ -26,6 +26,7 @@ def open_location(path: str | os.PathLike, task: TaskState | None = None):
         except ProfileError:
             pass
     if repo is None and hparams is None:
+        assert error is not None  # open_repository raised it
         raise error
     return repo, hparams
 

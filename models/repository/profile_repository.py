@@ -196,7 +196,9 @@ class LocalRepository(ProfileRepository):
 
     def _source(self, session: str, host: str, tool: str) -> tuple[str, Format, list[Path]]:
         host = self.resolve_host(session, host, tool)
-        fmt, files = self._sessions[session].source(host, tool)
+        found = self._sessions[session].source(host, tool)
+        assert found is not None  # resolve_host chose a host with the tool
+        fmt, files = found
         return host, fmt, files
 
     def memory_profile(self, session: str, host: str, task: TaskState | None = None) -> MemoryProfileData:
@@ -273,7 +275,7 @@ class LocalRepository(ProfileRepository):
         if self.path.name == "profile" and self.path.parent.name == "plugins":
             return self._scan_profile_root(self.path, prefix="")
         sessions = {}
-        for folder, depth in self._folders(self.path, 0):
+        for folder, _depth in self._folders(self.path, 0):
             if folder.name == "plugins" and (folder / "profile").is_dir():
                 run = folder.parent.relative_to(self.path).as_posix()
                 sessions.update(self._scan_profile_root(folder / "profile", prefix="" if run == "." else run + "/"))

@@ -125,9 +125,10 @@ class ProfileDatabase:
         self.warnings: list[str] = []
         self.reads = self.failed_reads = 0  # sources read, and those unusable (a warning each)
         self.memory_limit = memory_limit or default_memory_limit()
-        config = {"temp_directory": "", "memory_limit": self.memory_limit,
-                  "autoload_known_extensions": False, "autoinstall_known_extensions": False,
-                  "allow_community_extensions": False}
+        config: dict[str, str | bool | int | float | list[str]] = {
+            "temp_directory": "", "memory_limit": self.memory_limit,
+            "autoload_known_extensions": False, "autoinstall_known_extensions": False,
+            "allow_community_extensions": False}
         if threads:
             config["threads"] = threads
         self.threads = threads  # also the Parquet writer's (None: one per core)
@@ -182,7 +183,7 @@ class ProfileDatabase:
         try:
             task.raise_if_cancelled()
             for statement in statements[:-1]:
-                self._retry_loading(lambda: self._con.execute(statement).fetchall(), task)
+                self._retry_loading(lambda statement=statement: self._con.execute(statement).fetchall(), task)
             statement = statements[-1]
             relation = self._retry_loading(lambda: self._con.sql(statement), task)
             if relation is None:  # a statement without rows (CREATE, SET ...)
@@ -282,7 +283,8 @@ class ProfileDatabase:
             for session, host in list(self._sources(TRACE_VIEWER)):
                 for tag in self.repo.steps(session, host) or [""]:
                     task.report(0.0, f"Reading the timeline of {host}")
-                    if (tl := self._read(lambda: self.repo.step_timeline(session, host, tag, task))) is not None:
+                    read = lambda s=session, h=host, t=tag: self.repo.step_timeline(s, h, t, task)
+                    if (tl := self._read(read)) is not None:
                         found.append((session, host, tag, tl))
             self._timelines = found
         return self._timelines
@@ -293,7 +295,7 @@ class ProfileDatabase:
             found = []
             for session, host in list(self._sources(MEMORY_PROFILE)):
                 task.report(0.0, f"Reading the memory profile of {host}")
-                if (profile := self._read(lambda: self.repo.memory_profile(session, host, task))) is not None:
+                if (profile := self._read(lambda s=session, h=host: self.repo.memory_profile(s, h, task))) is not None:
                     found += [(session, host, mid, a) for mid, a in profile.allocators.items()]
             self._allocators = found
         return self._allocators
@@ -324,7 +326,9 @@ class ProfileDatabase:
         schema = schema or SCHEMA[table]
         selects = [f"SELECT {', '.join(f'CAST({p.sql(c)} AS {t}) AS {c}' for c, t in schema)} FROM {p.relation}"
                    for p in parts]
-        body = " UNION ALL ".join(selects) or f"SELECT {', '.join(f'CAST(NULL AS {t}) AS {c}' for c, t in schema)} WHERE false"
+        body = " UNION ALL ".join(selects) or (
+            f"SELECT {', '.join(f'CAST(NULL AS {t}) AS {c}' for c, t in schema)} WHERE false"
+        )
         self._con.execute(f"CREATE VIEW {table} AS {body}")
         self._parts[table] = parts
 
@@ -721,7 +725,7 @@ def slice_steps(tl: Timeline):
         if a < b:
             ends.append(np.r_[a + np.searchsorted(tl.start_ps[a:b], markers, side="left"), b])
             steps.append(values)
-    ends, steps = np.concatenate(ends), np.concatenate(steps)
+    ends, steps = np.concatenate(ends), np.concatenate(steps)  # type: ignore[assignment]  # the lists as arrays
     keep = np.diff(np.r_[0, ends]) > 0  # runs cannot be empty
     return pa.RunEndEncodedArray.from_arrays(pa.array(ends[keep]), pa.array(steps[keep]))
 

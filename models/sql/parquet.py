@@ -41,7 +41,7 @@ _OPTIONAL = 1
 _UTF8, _UINT_64 = 0, 14
 
 # Column types by DuckDB name: physical type and SchemaElement annotations (converted type, logical type).
-_TYPES = {
+_TYPES: dict[str, tuple[int, int | None, list | None]] = {
     "BIGINT": (_INT64, None, None),
     "INTEGER": (_INT32, None, None),
     "UBIGINT": (_INT64, _UINT_64, [(10, _STRUCT, [(1, _I8, 64), (2, _BOOL, False)])]),  # IntType(64, unsigned)
@@ -114,7 +114,7 @@ class Values:
     bit offset, or None for none."""
 
     values: np.ndarray
-    bitmap: object = None
+    bitmap: pa.Buffer | None = None
     offset: int = 0
     dictionary: pa.Array | None = None
     null_count: int = 0
@@ -132,7 +132,7 @@ class Runs:
 
     lengths: np.ndarray
     indices: np.ndarray
-    dictionary: object
+    dictionary: pa.Array | np.ndarray
     valid: np.ndarray | None = None
 
     def __len__(self) -> int:
@@ -146,7 +146,7 @@ class RunColumn:
 
     ends: np.ndarray
     indices: np.ndarray
-    dictionary: object
+    dictionary: pa.Array | np.ndarray
     valid: np.ndarray | None = None
 
     @classmethod
@@ -305,15 +305,16 @@ def _encode_texts(v: Values) -> _Chunk:
     rows, indices, dictionary = len(v.values), v.values, v.dictionary
     if v.null_count == rows:  # no values, no dictionary
         return _null_chunk(_parquet.encode_indices(indices, v.bitmap, v.offset, 1)[0], rows)
+    assert dictionary is not None  # texts with values have one
     valid = None
     if v.null_count:  # indices under nulls may be anything: not checked, not kept
-        bits = np.unpackbits(np.frombuffer(v.bitmap, np.uint8), bitorder="little")
+        bits = np.unpackbits(np.frombuffer(v.bitmap, np.uint8), bitorder="little")  # type: ignore[arg-type,call-overload]
         valid = bits[v.offset:v.offset + rows].astype(bool)
     used_indices = indices if valid is None else indices[valid]
     if used_indices.min() < 0 or used_indices.max() >= len(dictionary):
         raise ValueError("a text column's index is outside its dictionary")
     if len(dictionary) > 1024 and len(dictionary) * 8 > rows:  # a big dictionary: keep the entries used here
-        used = np.zeros(len(dictionary), bool)
+        used = np.zeros(len(dictionary), np.bool_)
         used[used_indices] = True
         renumber = np.cumsum(used, dtype=np.int64) - 1
         indices = renumber[np.where(valid, indices, 0) if valid is not None else indices].astype(np.int32)
@@ -414,7 +415,7 @@ class Writer:
                 physical, converted, logical = _TYPES[sql_type]
                 schema.append([(1, _I32, physical), (3, _I32, _OPTIONAL), (4, _BINARY, name),
                                (6, _I32, converted), (10, _STRUCT, logical)])
-            orders = [[(1, _STRUCT, [])] for _ in self.schema]  # TypeDefinedOrder: min/max as the type compares
+            orders: list = [[(1, _STRUCT, [])] for _ in self.schema]  # TypeDefinedOrder: min/max as the type compares
             footer = _struct([(1, _I32, 1), (2, _LIST, (_STRUCT, schema)), (3, _I64, self._rows),
                               (4, _LIST, (_STRUCT, self._row_groups)), (6, _BINARY, CREATED_BY),
                               (7, _LIST, (_STRUCT, orders))])

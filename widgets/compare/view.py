@@ -235,7 +235,8 @@ class StatsPage(QWidget):
         self._count()
 
     def _filters(self) -> tuple:
-        return self.filter_edit.text(), self.regex_box.isChecked(), self.min_delta.value(), self.min_change.value() / 100
+        return (self.filter_edit.text(), self.regex_box.isChecked(), self.min_delta.value(),
+                self.min_change.value() / 100)
 
     def refilter(self, *_) -> None:
         try:

@@ -128,7 +128,9 @@ class ParallelCoordinates(QWidget):
             rows = ys[keys == key]
             y0, y1 = rows[:, :-1], rows[:, 1:]
             ok = ~(np.isnan(y0) | np.isnan(y1))
-            segments = np.stack([np.broadcast_to(x0, y0.shape)[ok], y0[ok], np.broadcast_to(x1, y1.shape)[ok], y1[ok]], 1)
+            segments = np.stack(
+                [np.broadcast_to(x0, y0.shape)[ok], y0[ok], np.broadcast_to(x1, y1.shape)[ok], y1[ok]], 1
+            )
             color = scheme.data(QColor(key >> 16, (key >> 8) & 255, key & 255))  # viridis' dark end, lighter on dark
             color.setAlpha(alpha)
             lp.setPen(QPen(color, 1))

@@ -148,7 +148,7 @@ class ScatterMatrix(QWidget):
         p.setPen(QPen(scheme.data(SELECTED), 2))
         p.setBrush(Qt.NoBrush)
         for g in self.highlight & shown:  # the table's selection, in every cell
-            for (c, r), (xs, ys, gs) in self._points.items():
+            for xs, ys, gs in self._points.values():
                 for i in np.flatnonzero(gs == g).tolist():
                     p.drawEllipse(QPointF(xs[i], ys[i]), RADIUS + 3, RADIUS + 3)
         if self._hover is not None:

@@ -124,7 +124,9 @@ class HParamsView(QWidget):
             self.aggregation_box.addItem(name, value)
         self.aggregation_metric = QComboBox(minimumContentsLength=12,
                                             sizeAdjustPolicy=QComboBox.AdjustToMinimumContentsLengthWithIcon)
-        self.aggregation_metric.setToolTip("The metric that picks the representative session (median, minimum, maximum)")
+        self.aggregation_metric.setToolTip(
+            "The metric that picks the representative session (median, minimum, maximum)"
+        )
         self.missing_first = QCheckBox("Missing values first")
         self.page_size = QComboBox()
         for name, size in PAGE_SIZES:

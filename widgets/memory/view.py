@@ -237,7 +237,9 @@ class MemoryView(QWidget):
         if log is not None and memory_id:
             steps = log.steps(memory_id)
             self._step_ids = steps.step.tolist()
-            for step, handle, count, nbytes in zip(self._step_ids, steps.handle, steps.count.tolist(), steps.bytes.tolist()):
+            for step, handle, count, nbytes in zip(
+                self._step_ids, steps.handle, steps.count.tolist(), steps.bytes.tolist()
+            ):
                 name = SPECIAL_STEPS.get(step) or handle
                 labels.append(
                     f"{step}" + (f" ({name})" if name else "") + f": {count:,} allocations, {format_bytes(nbytes)}"

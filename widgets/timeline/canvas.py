@@ -413,7 +413,8 @@ class TimelineCanvas(QWidget):
         j, value = found
         lo, hi = self._counter_scale[k]
         return (f"<b>{_html(c.name)}</b><br>{format_value(value)} since {format_time_ps(float(c.time_ps[j]))}"
-                f"<br><span style='color:{Scheme.of().tooltip_secondary()}'>range {format_value(lo)} to {format_value(hi)}</span>")
+                f"<br><span style='color:{Scheme.of().tooltip_secondary()}'>"
+                f"range {format_value(lo)} to {format_value(hi)}</span>")
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

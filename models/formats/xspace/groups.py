@@ -96,7 +96,7 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
     roots, loop_src, loop_dst = _loop_roots(space, plane, rows, start, stats)
     src.append(loop_src.astype(np.int32))
     dst.append(loop_dst.astype(np.int32))
-    src, dst = np.concatenate(src), np.concatenate(dst)
+    src, dst = np.concatenate(src), np.concatenate(dst)  # type: ignore[assignment]  # the parts let go
     if not len(roots):  # every event with a root level (even 0), highest level first, then by time
         r = stats["_r"]
         roots = r.rows[np.lexsort((start[r.rows], -r.ints_present()))]
@@ -104,7 +104,7 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
 
     # Each root in turn claims what it reaches among the unclaimed (in C: one
     # walk over all edges instead of a numpy pass per frontier of each root).
-    local, kept_roots = _steps.claim_groups(src, dst, n + num_contexts, n, roots)
+    local, kept_roots = _steps.claim_groups(src, dst, n + num_contexts, n, roots)  # type: ignore[arg-type]
     del src, dst
     return Groups(rows, local, rows[kept_roots], _group_names(space, plane, rows, kept_roots))
 

@@ -77,7 +77,7 @@ def memory_profile_of(space: XSpaceData, task: TaskState | None = None) -> Memor
     activity = np.where(np.isin(ev.metadata_id[rows], allocation_md), ALLOCATION, DEALLOCATION).astype(np.int64)
     spans = ev.spans(rows)
     del ev, rows
-    space.events = None  # from here on only the memory events' bytes are read
+    space.events = None  # type: ignore[assignment]  # from here on only the memory events' bytes are read
     st = space.dense_stats(spans, plane, list(INT_STATS + STRING_STATS) + ["fragmentation", "group_id"])
     del spans
     steps = np.where(st.present("group_id"), st.ints("group_id"), steps)

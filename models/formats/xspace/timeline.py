@@ -93,7 +93,11 @@ class _Builder:
     def __init__(self, paths: list[Path]):
         self.paths = paths
         self.groups: list[str] = []
-        self.lane_group, self.lane_names, self.lane_file, self.lane_ts, self.lane_plane = [], [], [], [], []
+        self.lane_group: list[int] = []
+        self.lane_names: list[str] = []
+        self.lane_file: list[int] = []
+        self.lane_ts: list[int] = []
+        self.lane_plane: list[int] = []
         self.columns: dict[str, list[np.ndarray]] = {
             k: [] for k in ("start", "dur", "kind", "name", "off", "len", "count")
         }

@@ -487,7 +487,7 @@ def _decode_events(buf, line_spans: np.ndarray, chunk_bytes: int = 16 << 20) -> 
     if len(md) and -(2**31) <= int(md.min()) and int(md.max()) < 2**31:
         columns["metadata_id"] = md.astype(np.int32)
     del md
-    counts = np.concatenate(counts) if counts else np.zeros(0, np.int64)
+    counts = np.concatenate(counts) if counts else np.zeros(0, np.int64)  # type: ignore[assignment]  # as an array
     line = np.repeat(np.arange(len(line_spans), dtype=np.int32), counts)
     return Events(line=line, **columns), np.r_[0, np.cumsum(counts)].astype(np.int64)
 
