@@ -112,6 +112,13 @@ def device_list(properties: dict | None) -> list[dict]:
     return []
 
 
+def _not_device_activity(category: str) -> bool:
+    """Kineto's categories of what is not the device's own work, even where
+    it is drawn on a device's process (HTA's CPU and annotation categories)."""
+    return category.endswith("_runtime") or category in (
+        "cpu_op", "user_annotation", "gpu_user_annotation", "cuda_driver", "cuda_sync", "python_function")
+
+
 def unclassified_note(tl: Timeline) -> str:
     """A sentence for a trace with events on device processes ("GPU 0",
     "GPU0", "MTIA 17") but none of the GPU categories: what its statistics
@@ -122,13 +129,18 @@ def unclassified_note(tl: Timeline) -> str:
     ev = np.flatnonzero(np.isin(tl.event_group, device_groups)) if device_groups else np.zeros(0, np.int64)
     if not len(ev):
         return ""
-    if tl.category is None:
-        cats = ['none (events without "cat")']
+    if tl.category is not None:  # less what is known not to be device activity (runtime calls, annotations)
+        ev = ev[~np.isin(tl.category[ev], [k for k, c in enumerate(tl.categories) if _not_device_activity(c)])]
+        if not len(ev):
+            return ""
+    ids = np.unique(tl.category[ev]).tolist() if tl.category is not None else []
+    cats = [f'"{tl.categories[c]}"' for c in ids if tl.categories[c]]
+    if not cats:
+        what = 'have no category ("cat")'
     else:
-        cats = [f'"{tl.categories[c]}"' if tl.categories[c] else 'none (events without "cat")'
-                for c in np.unique(tl.category[ev]).tolist()]
-    return (f"this trace's device events ({len(ev):,}) are of categories {', '.join(cats)}, which Profscope does "
-            f"not classify: its kernel statistics and overview leave them out")
+        what = f"are of categories {', '.join(cats)}" + (' or have none ("cat")' if len(cats) < len(ids) else "")
+    return (f"this trace's device events ({len(ev):,} on {', '.join(tl.groups[g] for g in device_groups)}) {what}, "
+            "which Profscope does not classify: its kernel statistics and overview leave them out")
 
 
 # ---------------------------------------------------------------- steps
