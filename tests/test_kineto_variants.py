@@ -165,21 +165,21 @@ def write_rocprof_v1_trace(path: Path) -> Path:
         fd.write('{ "traceEvents":[{}\n')
     for k, (pid, label) in enumerate(((2, "CPU HIP API"), (0, "COPY"), (6, "GPU0"), (518, "GPU Barriers0"))):
         with open(path, "a") as fd:  # label_json
-            fd.write(',{"args":{"name":"%s"},"ph":"M","pid":%s,"name":"process_name","sort_index":%d}\n'
-                     % (label, pid, k))
+            fd.write(f',{{"args":{{"name":"{label}"}},"ph":"M","pid":{pid},"name":"process_name","sort_index":{k}}}\n')
     kernels = [("Cijk_Alik_Bljk_SB_MT64x64x8_SN_1LDSB0_APM1", 6, 0, 1000, 40),
                ("void at::native::vectorized_elementwise_kernel<4>(int)", 6, 0, 1050, 5),
                ("Cijk_Alik_Bljk_SB_MT64x64x8_SN_1LDSB0_APM1", 6, 0, 1100, 41)]
-    api = [("hipLaunchKernel", 2, 7001, 990, 6), ("hipLaunchKernel", 2, 7001, 1045, 4), ("hipLaunchKernel", 2, 7001, 1090, 5)]
+    api = [("hipLaunchKernel", 2, 7001, 990, 6), ("hipLaunchKernel", 2, 7001, 1045, 4),
+           ("hipLaunchKernel", 2, 7001, 1090, 5)]
     with open(path, "a") as fd:  # dump_json: every value quoted, args from the data table
         for index, (name, pid, tid, ts, dur) in enumerate(kernels + api):
-            vals = ",".join('"%s":"%s"' % kv for kv in (("name", name), ("pid", pid), ("tid", tid), ("ts", ts),
-                                                          ("dur", dur)))
-            fd.write(',{"ph":"%s",%s,\n  "args":{\n    %s\n  }\n}\n' % ("X", vals, '"Index":"%d"' % index))
+            vals = ",".join(f'"{k}":"{v}"' for k, v in (("name", name), ("pid", pid), ("tid", tid), ("ts", ts),
+                                                      ("dur", dur)))
+            fd.write(f',{{"ph":"X",{vals},\n  "args":{{\n    "Index":"{index}"\n  }}\n}}\n')
     with open(path, "a") as fd:  # flow_json
         for k, ((_, _, tid, ts, _), (_, _, _, to_ts, _)) in enumerate(zip(api, kernels)):
-            fd.write(',{"ts":%d,"ph":"s","cat":"DataFlow","id":%d,"pid":%d,"tid":%d,"name":"dep"}\n' % (ts, k, 2, tid))
-            fd.write(',{"ts":%d,"ph":"t","cat":"DataFlow","id":%d,"pid":%d,"tid":%d,"name":"dep"}\n' % (to_ts, k, 6, 0))
+            fd.write(f',{{"ts":{ts},"ph":"s","cat":"DataFlow","id":{k},"pid":2,"tid":{tid},"name":"dep"}}\n')
+            fd.write(f',{{"ts":{to_ts},"ph":"t","cat":"DataFlow","id":{k},"pid":6,"tid":0,"name":"dep"}}\n')
     with open(path, "a") as fd:  # metadata_json
         fd.write("],\n")
         fd.write('"otherData": {\n')
