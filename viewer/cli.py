@@ -268,6 +268,8 @@ def cmd_export(args) -> int:
         write_output(args.output, write)
     finally:
         progress.close()
+    for warning in data.warnings:
+        print(f"profscope: warning: {warning}", file=sys.stderr)
     if args.output != "-":
         print(f"wrote {args.output} ({what})", file=sys.stderr)
     return 0

@@ -75,7 +75,7 @@ def _statistics_section(title: str, view, stats, save, top: int = 20) -> str:
         + html.escape(
             ", ".join(
                 f"GPU {d.get('id', '?')} {d.get('name', '')}"
-                for d in (o.properties or {}).get("deviceProperties") or []
+                for d in trace_stats.device_list(o.properties)
                 if isinstance(d, dict) and d.get("id") in stats.devices_used.get(o.host, [])
             )
         )
@@ -85,7 +85,8 @@ def _statistics_section(title: str, view, stats, save, top: int = 20) -> str:
     )
     return (
         f"<h2>Statistics: {html.escape(title)}</h2><p>{html.escape(view.range_label.text())}</p>"
-        f"{_model_table(overview, len(stats.overview))}{devices}"
+        + (f"<p class='note'>{html.escape(stats.note[0].upper() + stats.note[1:])}.</p>" if stats.note else "")
+        + f"{_model_table(overview, len(stats.overview))}{devices}"
         f"<img src='{html.escape(png.name)}' alt='statistics overview'>"
         f"<h3>Kernels (top {min(top, len(stats.kernels))} of {len(stats.kernels):,} by total time)</h3>"
         f"{_model_table(kernels, top, one_host)}"

@@ -5,9 +5,13 @@ those gets them.
 
 Definitions follow HolisticTraceAnalysis (HTA) and PyTorch's former
 TensorBoard plugin:
-- GPU activity: events of categories `kernel`, `gpu_memcpy`, `gpu_memset`.
-- Kernel type by name: COMMUNICATION (NCCL), MEMORY (Memcpy, Memset, DMA),
-  COMPUTATION (other kernels), OTHER (other GPU activity).
+- GPU activity: events of categories `kernel`, `gpu_memcpy`, `gpu_memset`,
+  `mtia_ccp_events` (PyTorch 1.8-1.10's `Kernel`, `Memcpy`, `Memset` are
+  renamed to these when the trace is read).
+- Kernel type by name, HTA's patterns: COMMUNICATION (`nccl...`, `hip...`,
+  `hccl...`, `...ncclKernel...`), MEMORY (`Memcpy...`, `Memset...`, their
+  `hip` forms, `dma...`), OTHER (what HTA excludes from computation: syncs,
+  waits, launches, MTIA's `pe_exe` ...), COMPUTATION (the rest).
 - Temporal breakdown per host: span = last end - first start of GPU
   activity; idle = span - the union of GPU activity; compute = the union of
   computation kernels; non-compute = the rest of the union.
@@ -30,7 +34,8 @@ import numpy as np
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.timeline import Timeline, distinct
 
-GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+# GPU (device) activity: Kineto's categories, and MTIA's command processor events (as HTA reads them).
+GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset", "mtia_ccp_events")
 COMPUTATION, COMMUNICATION, MEMORY, OTHER = "COMPUTATION", "COMMUNICATION", "MEMORY", "OTHER"
 CPU_OP = "cpu_op"
 LAUNCH_FLOW = "ac2g"
@@ -41,18 +46,30 @@ PS_PER_US = 1e6
 LAUNCH_ROWS = 200  # kernels (largest total first) whose launch parameters are read from the file
 LAUNCH_ROWS_ALWAYS = 20  # read whatever the time; the others while LAUNCH_BUDGET_S lasts
 LAUNCH_BUDGET_S = 2.0
-GPU_GROUP = re.compile(r"\bGPU (\d+)")  # Kineto's GPU process names: "GPU 0", "rank-1: GPU 1: python ..."
+# Device process names: Kineto's "GPU 0", "rank-1: GPU 1: python ...", "MTIA 17", rocprof's "GPU0".
+GPU_GROUP = re.compile(r"\b(?:GPU|MTIA) ?(\d+)\b")
+# Where Kineto lists its devices: deviceProperties, or computeProperties (PyTorch 1.8).
+DEVICE_PROPERTIES = ("deviceProperties", "computeProperties")
 
 
-def kernel_type(name: str, category: str) -> str:
-    """HTA's classification of GPU activity by name."""
-    if "nccl" in name.lower():
-        return COMMUNICATION
-    if "Memcpy" in name or "Memset" in name or "dma" in name.lower() or category in ("gpu_memcpy", "gpu_memset"):
-        return MEMORY
-    if category == "kernel":
-        return COMPUTATION
-    return OTHER
+# HolisticTraceAnalysis' kernel type patterns (hta/common/types.py), each
+# matched at the start of the name as HTA's re.match does; the computation
+# pattern lists what is not computation.
+COMMUNICATION_PATTERN = r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)"
+MEMORY_PATTERN = r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)"
+NOT_COMPUTATION_PATTERN = (r"(^nccl)|(.*Memcpy)|(.*Memset)|(.*dma)|(^.*Sync)|(^Stream Wait Event)|(cuda.*LaunchKernel)"
+                           r"|(^runFunction)|(^hip)|(^job_exe)|(^packet)|(^pe_exe)|(^cpum_exe_subgraph)|(^hccl)"
+                           r"|(^collective_subgraph_execution)")
+KERNEL_TYPE_PATTERNS = ((COMMUNICATION, re.compile(COMMUNICATION_PATTERN)), (MEMORY, re.compile(MEMORY_PATTERN)))
+_NOT_COMPUTATION = re.compile(NOT_COMPUTATION_PATTERN)
+
+
+def kernel_type(name: str) -> str:
+    """HTA's classification of GPU activity by name (get_kernel_type)."""
+    for kind, pattern in KERNEL_TYPE_PATTERNS:
+        if pattern.match(name):
+            return kind
+    return OTHER if _NOT_COMPUTATION.match(name) else COMPUTATION
 
 
 def _category_ids(tl: Timeline, names) -> np.ndarray:
@@ -75,6 +92,55 @@ def event_host(tl: Timeline) -> np.ndarray:
 
 def host_names(tl: Timeline) -> list[str]:
     return list(dict.fromkeys(tl.group_host)) if tl.group_host else [""]
+
+
+def device_list(properties: dict | None) -> list[dict]:
+    """The devices a trace's properties list (deviceProperties, else PyTorch
+    1.8's computeProperties, whose major/minor become computeMajor/computeMinor)."""
+    for key in DEVICE_PROPERTIES:
+        devices = (properties or {}).get(key)
+        if isinstance(devices, list) and devices:
+            out = []
+            for d in devices:
+                if isinstance(d, dict):
+                    d = dict(d)
+                    for old, new in (("major", "computeMajor"), ("minor", "computeMinor")):
+                        if old in d:
+                            d.setdefault(new, d[old])
+                    out.append(d)
+            return out
+    return []
+
+
+def _not_device_activity(category: str) -> bool:
+    """Kineto's categories of what is not the device's own work, even where
+    it is drawn on a device's process (HTA's CPU and annotation categories)."""
+    return category.endswith("_runtime") or category in (
+        "cpu_op", "user_annotation", "gpu_user_annotation", "cuda_driver", "cuda_sync", "python_function")
+
+
+def unclassified_note(tl: Timeline) -> str:
+    """A sentence for a trace with events on device processes ("GPU 0",
+    "GPU0", "MTIA 17") but none of the GPU categories: what its statistics
+    would otherwise leave out without a word ("" when nothing is left out)."""
+    if not len(tl) or len(gpu_events(tl)):
+        return ""
+    device_groups = [g for g, name in enumerate(tl.groups) if GPU_GROUP.search(name)]
+    ev = np.flatnonzero(np.isin(tl.event_group, device_groups)) if device_groups else np.zeros(0, np.int64)
+    if not len(ev):
+        return ""
+    if tl.category is not None:  # less what is known not to be device activity (runtime calls, annotations)
+        ev = ev[~np.isin(tl.category[ev], [k for k, c in enumerate(tl.categories) if _not_device_activity(c)])]
+        if not len(ev):
+            return ""
+    ids = np.unique(tl.category[ev]).tolist() if tl.category is not None else []
+    cats = [f'"{tl.categories[c]}"' for c in ids if tl.categories[c]]
+    if not cats:
+        what = 'have no category ("cat")'
+    else:
+        what = f"are of categories {', '.join(cats)}" + (' or have none ("cat")' if len(cats) < len(ids) else "")
+    return (f"this trace's device events ({len(ev):,} on {', '.join(tl.groups[g] for g in device_groups)}) {what}, "
+            "which Profscope does not classify: its kernel statistics and overview leave them out")
 
 
 # ---------------------------------------------------------------- steps
@@ -200,10 +266,9 @@ def kernel_stats(tl: Timeline, window: tuple[int, int] | None = None) -> KernelS
     np.maximum.at(maxs, inverse, dur)
     order = np.lexsort((uniq, -total))
     kinds = tl.kind[ev][first][order].tolist()
-    cats = tl.category[ev][first][order].tolist() if len(ev) else []  # type: ignore[index]  # set where GPU events are
     names = [tl.kinds[k] for k in kinds]
     return KernelStats(host=[hosts[h] for h in (uniq // max(len(tl.kinds), 1))[order].tolist()], name=names,
-                       type=[kernel_type(n, tl.categories[c]) for n, c in zip(names, cats)],
+                       type=[kernel_type(n) for n in names],
                        count=count[order], total_ps=total[order], min_ps=mins[order], max_ps=maxs[order],
                        first_event=ev[first][order])
 
@@ -362,13 +427,9 @@ class HostOverview:
 
 def _is_computation(tl: Timeline, events: np.ndarray) -> np.ndarray:
     """Whether each GPU event is a computation kernel (classified once per
-    distinct name and category, not per event)."""
-    if tl.category is None:  # no categories: no GPU activity (XSpace, StepStats)
-        return np.zeros(len(events), bool)
-    ncat = max(len(tl.categories), 1)
-    key = tl.kind[events].astype(np.int64) * ncat + tl.category[events]
-    uniq, inverse = distinct(key, max(len(tl.kinds), 1) * ncat)
-    kinds = [kernel_type(tl.kinds[int(k // ncat)], tl.categories[int(k % ncat)]) for k in uniq.tolist()]
+    distinct name, not per event)."""
+    uniq, inverse = distinct(tl.kind[events].astype(np.int64), max(len(tl.kinds), 1))
+    kinds = [kernel_type(tl.kinds[int(k)]) for k in uniq.tolist()]
     return (np.array(kinds, object) == COMPUTATION)[inverse] if len(uniq) else np.zeros(0, bool)
 
 
@@ -464,6 +525,7 @@ class TraceStats:
     window_ps: tuple[int, int] | None = None
     devices_used: dict[str, list[int]] = field(default_factory=dict)  # host -> GPU ids its activity ran on
     ops_by_shape: OpStats | None = None  # operators split by input shape (traces with record_shapes)
+    note: str = ""  # unclassified_note(): device activity the statistics leave out
 
     @property
     def hosts(self) -> list[str]:
@@ -534,4 +596,5 @@ def compute(timeline: Timeline, step_range: tuple[int, int] | None = None, task:
         window,
         {h: sorted(ids) for h, ids in used.items()},
         ops_by_shape,
+        unclassified_note(timeline),
     )

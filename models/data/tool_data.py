@@ -12,9 +12,10 @@ class ToolData:
     they are consumed (read once): write_to() streams a huge export to a
     file in little memory; `output` joins them."""
 
-    def __init__(self, output: bytes | Iterable[bytes], format: str):
+    def __init__(self, output: bytes | Iterable[bytes], format: str, warnings: list[str] | None = None):
         self._chunks = [output] if isinstance(output, (bytes, bytearray)) else output
         self.format = format
+        self.warnings = warnings or []  # what a reader should know of the output (the CLI prints them on stderr)
 
     @property
     def output(self) -> bytes:

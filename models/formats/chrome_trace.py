@@ -50,6 +50,11 @@ A_INPUT_DIMS = "Input Dims"  # kept as text (an operator's input shapes, with re
 NONE = np.iinfo(np.int64).min  # an arg the event does not have
 
 LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
+# PyTorch 1.8-1.10's Kineto categories under today's names (HTA reads both), and their
+# `async` launch flows (runtime call -> GPU activity) as today's `ac2g`.
+OLD_KINETO_CATEGORIES = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset", "Operator": "cpu_op",
+                         "Runtime": "cuda_runtime", "async": "ac2g"}
+KINETO_KEYS = ("schemaVersion", "deviceProperties", "computeProperties")
 MEMORY_EVENT = "[memory]"
 SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".trace.json.gz", ".trace.json", ".json.gz", ".json")
 # c10::DeviceType values Kineto writes as "Device Type".
@@ -154,6 +159,14 @@ def scan(path: Path, task: TaskState | None = None) -> ScannedTrace:
 def _s(t: ScannedTrace, k: int) -> str:
     """String k of a trace ("" for -1, an absent value)."""
     return t.strings[k] if k >= 0 else ""
+
+
+def _category_strings(t: ScannedTrace) -> list[str]:
+    """The trace's strings as categories: a Kineto trace of the older schema
+    (PyTorch 1.8-1.10: `Kernel`, `Runtime` ...) gets today's names."""
+    if not any(k in t.meta for k in KINETO_KEYS) or not any(c in t.strings for c in ("Kernel", "Runtime")):
+        return t.strings
+    return [OLD_KINETO_CATEGORIES.get(s, s) for s in t.strings]
 
 
 def _timed(t: ScannedTrace) -> np.ndarray:
@@ -499,7 +512,7 @@ class _TimelineBuilder:
         rows = np.r_[srows, irows]
         del srows
         p["name"].append(self._intern(self.names, t.strings, t.name[rows]))
-        p["cat"].append(self._intern(self.cats, t.strings, t.cat[rows]))
+        p["cat"].append(self._intern(self.cats, _category_strings(t), t.cat[rows]))
         dims = t.arg(A_INPUT_DIMS, rows) if A_INPUT_DIMS in t.args else np.zeros(0, np.int64)
         p["shape"].append(
             self._intern(self.shapes, t.strings, np.where(dims == NONE, -1, dims).astype(np.int32))
@@ -514,7 +527,7 @@ class _TimelineBuilder:
         self.warnings += [prefix + w for w in warnings]
         props = {
             k: v
-            for k in ("deviceProperties", "distributedInfo", "traceName", "displayTimeUnit")
+            for k in (*trace_stats.DEVICE_PROPERTIES, "distributedInfo", "traceName", "displayTimeUnit")
             if (v := _meta(t, k)) is not None
         }
         if props:
@@ -524,6 +537,7 @@ class _TimelineBuilder:
         """Flows between this host's slices (indices of its sorted slices, plus offset)."""
         t, start = h.trace, h.start_ps
         ph = t.ph
+        cat_strings = _category_strings(t)
         frows = np.flatnonzero(((ph == ord("s")) | (ph == ord("t")) | (ph == ord("f"))) & _timed(t) & (t.id >= 0))
         src_parts, dst_parts, cat_parts = [], [], []
         if len(frows):
@@ -542,7 +556,7 @@ class _TimelineBuilder:
             )
             src_parts.append(bound[a][link])
             dst_parts.append(bound[b][link])
-            cat_parts.append(self._intern(self.cats, t.strings, key_cat[a][link]))
+            cat_parts.append(self._intern(self.cats, cat_strings, key_cat[a][link]))
         # Flow v2: X events carrying bind_id with flow_out / flow_in.
         if (t.bind_id >= 0).any():
             bid = t.bind_id[srows]
@@ -559,11 +573,11 @@ class _TimelineBuilder:
             dst_parts.append(inn[ok])
             cat_parts.append(np.full(int(ok.sum()), self.cats.setdefault("flow", len(self.cats)), np.int32))
         # Kineto's launch -> kernel link by correlation id, when no ac2g flows were written.
-        ac2g = t.strings.index("ac2g") if "ac2g" in t.strings else -1
-        if ac2g < 0 or not (t.cat[frows] == ac2g).any():
+        ac2g = [k for k, c in enumerate(cat_strings) if c == "ac2g"]
+        if not np.isin(t.cat[frows], ac2g).any():
             corr = t.arg(A_CORRELATION, srows)
-            gpu_ids = [t.strings.index(c) for c in trace_stats.GPU_CATEGORIES if c in t.strings]
-            launch_ids = [t.strings.index(c) for c in LAUNCH_CATEGORIES if c in t.strings]
+            gpu_ids = [k for k, c in enumerate(cat_strings) if c in trace_stats.GPU_CATEGORIES]
+            launch_ids = [k for k, c in enumerate(cat_strings) if c in LAUNCH_CATEGORIES]
             scat = t.cat[srows]
             launch = np.flatnonzero(np.isin(scat, launch_ids) & (corr != NONE))
             kernel = np.flatnonzero(np.isin(scat, gpu_ids) & (corr != NONE))
@@ -859,21 +873,29 @@ def trace_memory_profile(trace: ScannedTrace, host: str) -> MemoryProfileData:
     steps = _step_of(timeline, time_ps)
     device = t.arg(A_DEVICE_TYPE, rows)
     device_id = t.arg(A_DEVICE_ID, rows)
+    # The devices' memory (Kineto's totalGlobalMem), by id.
+    listed = trace_stats.device_list({k: _meta(t, k) for k in trace_stats.DEVICE_PROPERTIES})
+    device_memory = {d.get("id"): d.get("totalGlobalMem") for d in listed}
     allocators = {}
     for dev, idx in sorted(set(zip(device.tolist(), device_id.tolist()))):
         sel = np.flatnonzero((device == dev) & (device_id == idx))
         sel = sel[np.argsort(time_ps[sel], kind="stable")]
         kind = DEVICE_TYPES.get(dev, f"device type {dev}") if dev != NONE else "unknown"
         memory_id = kind if kind == "CPU" else f"{kind}:{idx if idx != NONE else 0}"
+        memory = device_memory.get(idx if idx != NONE else 0) if kind != "CPU" else None
         allocators[memory_id] = _allocator(
-            memory_id, t, rows[sel], time_ps[sel], [op_names[k] for k in sel.tolist()], steps[sel]
+            memory_id, t, rows[sel], time_ps[sel], [op_names[k] for k in sel.tolist()], steps[sel],
+            int(memory) if isinstance(memory, (int, float)) and memory > 0 else 0,
         )
     return MemoryProfileData(host=host or t.path.name, allocators=allocators, source=str(t.path))
 
 
 def _allocator(
-    memory_id: str, t: ScannedTrace, rows: np.ndarray, time_ps: np.ndarray, ops: list[str], steps: np.ndarray
+    memory_id: str, t: ScannedTrace, rows: np.ndarray, time_ps: np.ndarray, ops: list[str], steps: np.ndarray,
+    device_memory: int = 0,
 ) -> AllocatorProfile:
+    """One device's allocations; its capacity is the most the allocator
+    reserved ("Total Reserved"), else the device's memory as the trace lists it."""
     size = t.arg(A_BYTES, rows)
     allocated = t.arg(A_ALLOCATED, rows)
     reserved = t.arg(A_RESERVED, rows)
@@ -906,7 +928,7 @@ def _allocator(
     summary = summarize(timeline)
     counts = np.bincount(timeline.activity, minlength=3)
     summary.num_allocations, summary.num_deallocations = int(counts[ALLOCATION]), int(counts[DEALLOCATION])
-    summary.memory_capacity = int(reserved[reserved != NONE].max()) if (reserved != NONE).any() else 0
+    summary.memory_capacity = int(reserved[reserved != NONE].max()) if (reserved != NONE).any() else device_memory
     profile = AllocatorProfile(
         memory_id=memory_id,
         timeline=timeline,

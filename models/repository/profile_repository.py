@@ -131,7 +131,8 @@ class ProfileRepository(ABC):
                 host = self.resolve_host(session, host, tool)
             timeline = self.step_timeline(session, host, params.get("step", ""), task)
             try:
-                return ToolData(trace_stats.tool_json(timeline, tool, params), "json")
+                note = trace_stats.unclassified_note(timeline)
+                return ToolData(trace_stats.tool_json(timeline, tool, params), "json", [note] if note else [])
             except ValueError as e:
                 raise ProfileError(str(e)) from None
         raise ProfileError(f"unknown tool {tool!r}; Profscope offers: {', '.join(TOOLS)}")

@@ -75,11 +75,11 @@ TABLES = tuple(SCHEMA)
 HPARAMS_TABLES = ("sessions", "hparams", "metrics")
 # The views built on other tables (loading them loads those first).
 NEEDS = {"kernels": ("slices",), "ops": ("slices",)}
-# trace_stats' kernel types in SQL (kernel_type(), the same tests in the same order).
-KERNEL_TYPE = ("CASE WHEN lower(name) LIKE '%nccl%' THEN 'COMMUNICATION' "
-               "WHEN name LIKE '%Memcpy%' OR name LIKE '%Memset%' OR lower(name) LIKE '%dma%' "
-               "OR category IN ('gpu_memcpy', 'gpu_memset') THEN 'MEMORY' "
-               "WHEN category = 'kernel' THEN 'COMPUTATION' ELSE 'OTHER' END")
+# trace_stats' kernel types in SQL (kernel_type(): HTA's patterns, anchored at the start as re.match anchors them).
+_RE = "regexp_matches(name, '^(?:{})')"
+KERNEL_TYPE = (f"CASE WHEN {_RE.format(trace_stats.COMMUNICATION_PATTERN)} THEN 'COMMUNICATION' "
+               f"WHEN {_RE.format(trace_stats.MEMORY_PATTERN)} THEN 'MEMORY' "
+               f"WHEN {_RE.format(trace_stats.NOT_COMPUTATION_PATTERN)} THEN 'OTHER' ELSE 'COMPUTATION' END")
 MEMORY_LIMIT_VARIABLE = "PROFSCOPE_SQL_MEMORY"
 _NUMPY_TYPES = {"BIGINT": np.int64, "INTEGER": np.int32, "UBIGINT": np.uint64, "DOUBLE": np.float64}
 

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from profscope.models.analysis import trace_stats
 from profscope.models.analysis.trace_stats import TraceStats
 from profscope.widgets.stats.breakdown_bars import BREAKDOWN_TINTS, BreakdownBars
 from profscope.widgets.stats.share_delegate import ShareDelegate
@@ -131,7 +132,7 @@ class OverviewPage(QWidget):
         o = self.model.overview(row)
         self.bars.set_selected(row)
         props = o.properties or {}
-        devices = props.get("deviceProperties") or []
+        devices = trace_stats.device_list(props)
         used = self.stats.devices_used.get(o.host, [])
         parts = [f"<b>{html.escape(str(o.host or 'host'))}</b>"]
         dist = props.get("distributedInfo")
@@ -140,7 +141,11 @@ class OverviewPage(QWidget):
                          + (f" ({html.escape(str(dist['backend']))})" if dist.get("backend") else ""))
         if used:
             parts.append("GPU activity on device " + ", ".join(str(d) for d in used))
-        if not devices:
+        if not devices and not used:
             parts.append("the trace lists no GPU devices (a CPU-only capture?)")
+        elif not devices:
+            parts.append("the trace lists no device properties")
+        if self.stats.note:
+            parts.append(html.escape(self.stats.note))
         self.device_label.setText(" · ".join(parts))
         self.devices.set_devices(devices, used)
