@@ -392,6 +392,15 @@ def load_seeds(data: Path = DATA) -> list[Seed]:
     msg = json_format.Parse(small_json, memory_profile_pb2.MemoryProfile(), ignore_unknown_fields=True)
     seeds.append(Seed("memory_profile", "xprof/small.memory_profile.json as binary", "proto", msg.SerializeToString(),
                       False, [f"{SESSION}/vm.memory_profile.pb", "mem/profile.pb"]))
+    old, _ = _gunzip(data / "xprof/keras.xprof-2.20.0.memory_profile.json.gz")  # no hloModules
+    seeds.append(Seed("memory_profile", "xprof/keras.xprof-2.20.0.memory_profile.json.gz", "json", old, True,
+                      [f"{SESSION}/vm.memory_profile.json", "mem/keras-2.20.json"]))
+    # Version 1 with the sampled list only: the table's rows point into a list the file lacks.
+    sampled_only = json.loads(small_json)
+    for allocator in sampled_only["memoryProfilePerAllocator"].values():
+        del allocator["memoryProfileSnapshots"]
+    seeds.append(Seed("memory_profile", "xprof/small.memory_profile.json without memoryProfileSnapshots", "json",
+                      json.dumps(sampled_only).encode(), False, [f"{SESSION}/vm.memory_profile.json", "mem/v1.json"]))
 
     for name in ("run_metadata.pb", "run_metadata.pbtxt", "step_stats.pbtxt"):
         d = (data / "step_stats" / name).read_bytes()

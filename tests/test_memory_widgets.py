@@ -322,3 +322,20 @@ def test_the_window_builds_the_plot_data_in_its_worker(qtbot, window, monkeypatc
     view = window.memory_view
     assert view.plot.series is view.series[ALLOCATOR]  # handed over, not made again
     assert view.plot.series.max("in_use") == view.allocator.summary.peak_in_use
+
+
+def test_rows_the_file_cannot_resolve_are_named_under_the_peak_table(qtbot, tmp_path):
+    # XProf's version-1 output without its memoryProfileSnapshots list: the
+    # table's rows pointing into it cannot be shown, and the view says so.
+    import json
+
+    doc = json.loads(SMALL_XPROF.read_text())
+    del doc["memoryProfilePerAllocator"][ALLOCATOR]["memoryProfileSnapshots"]
+    path = tmp_path / "sampled_only.memory_profile.json"
+    path.write_text(json.dumps(doc))
+    v = shown_view(qtbot, load_memory_profile(path))
+    assert v.table.model.rowCount() == 1
+    assert v.message.isVisibleTo(v) and "10 of the 11 rows" in v.message.text()
+    v.pick_moment(5)
+    v.peak_button.click()
+    assert "left out, as XProf's own view leaves them out" in v.message.text()

@@ -270,6 +270,7 @@ def write_report(
                     f"<h2>Memory: {html.escape(title)} / {html.escape(memory_id)}</h2>"
                     f"<table>{rows}</table><img src='{html.escape(png.name)}' alt='memory view'>"
                     f"<p>{len(allocator.peak_allocations):,} rows in the table of active allocations at the peak.</p>"
+                    + "".join(f"<p>{html.escape(note)}</p>" for note in data.problems + allocator.notes)
                     + (_kernel_section(data.log, memory_id) if data.log is not None else "")
                 )
     # Delete the widgets now, while Qt is fully alive, not at interpreter exit.

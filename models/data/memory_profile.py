@@ -172,6 +172,8 @@ class AllocatorProfile:
     # Allocation indices and the index freeing each (len(timeline) if never),
     # when the source pairs them itself; else paired by address.
     lifetimes: tuple[np.ndarray, np.ndarray] | None = None
+    # What the reader could not use (rows of a given table whose reference finds nothing), for the view.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def peak_rows_given(self) -> bool:
@@ -248,6 +250,8 @@ class MemoryProfileData:
     source: str = ""
     # What a log of allocations held beyond the timelines (TensorFlow LogMemory logs fill it).
     log: AllocationLog | None = None
+    # Allocators the reader had to leave out, with why.
+    problems: list[str] = field(default_factory=list)
 
     @property
     def memory_ids(self) -> list[str]:
@@ -420,8 +424,9 @@ def xprof_json_chunks(profile: MemoryProfileData, xprof_form: bool = False) -> I
     as they are consumed: the bytes of json.dumps(doc, separators=(",", ":")),
     without a dict per snapshot or the whole text in memory.
 
-    Peak tables carried by the input are kept as given. Otherwise the table
-    is computed by XProf's rules and, by default, every snapshot is written;
+    Peak tables carried by the input are kept as given, with the file's
+    snapshot lists and version, in both forms. Otherwise the table is
+    computed by XProf's rules and, by default, every snapshot is written;
     with xprof_form the snapshots are reduced the way XProf does (only those
     the table references, plus 1,000 sampled timeline points, version 1).
     """
@@ -429,7 +434,10 @@ def xprof_json_chunks(profile: MemoryProfileData, xprof_form: bool = False) -> I
     for i, (memory_id, a) in enumerate(profile.allocators.items()):
         yield (b"," if i else b"") + _dumps(memory_id) + b":"
         yield from _allocator_chunks(a, xprof_form)
-    version = 1 if xprof_form else profile.version
+    # Version 1 tells XProf to draw the sampled list; a given allocator keeps
+    # the lists (and so the version) it came with.
+    given = any(a.peak_rows_given for a in profile.allocators.values())
+    version = 1 if xprof_form and not given else profile.version
     yield (
         b'},"numHosts":'
         + _dumps(profile.num_hosts or 1)

@@ -7,6 +7,11 @@ Two kinds of files exist. Older ones hold every snapshot in
 snapshots its peak table references and puts at most 1,000 snapshots, sampled
 with a max filter, in `sampled_timeline_snapshots`. The timeline is the
 sampled list when present; it is complete when XProf did not need to sample.
+An active allocation's `snapshot_index` always indexes
+`memory_profile_snapshots` (in version 1 the short list of referenced
+snapshots, never the sampled one). A row whose index or `special_index` finds
+nothing is left out of the table, as XProf's own view does, and a note on the
+allocator says so; the export keeps it as given.
 
 JSON is read by the C extension _memory_json in one pass, straight into the
 snapshot columns (json.loads built an object per value, 2.3 GB at the peak
@@ -79,31 +84,39 @@ def parse_memory_profile(
         stored = _from_json(data, name, task)
     else:
         stored = _from_binary(data, name, task)
-    allocators = {}
+    allocators, problems = {}, []
     for i, (memory_id, raw) in enumerate(stored["allocators"].items()):
         task.report(0.8 + 0.2 * i / max(len(stored["allocators"]), 1), f"Analysing {memory_id}")
         try:
-            allocators[memory_id] = _build_allocator(memory_id, raw)
+            allocators[memory_id] = _build_allocator(memory_id, raw, stored["version"])
         except ValueError as e:
-            raise ProfileError(f"{name}: allocator {memory_id!r}: {e}") from None
+            problems.append(f"{name}: allocator {memory_id!r}: {e}")
     allocators = {k: v for k, v in allocators.items() if len(v.timeline) or len(v.peak_allocations)}
+    if problems and not allocators:
+        raise ProfileError(problems[0])
     if not allocators:
         raise ProfileError(
             f"{name}: the memory profile has no allocator with memory activity. TensorFlow records "
             "memory events for GPU allocators, and for the CPU when TF_CPU_ALLOCATOR_USE_BFC=true is set."
         )
     return MemoryProfileData(
-        host=host, allocators=allocators, num_hosts=stored["num_hosts"], version=stored["version"], source=name
+        host=host,
+        allocators=allocators,
+        num_hosts=stored["num_hosts"],
+        version=stored["version"],
+        source=name,
+        problems=[p + "; the other allocators are shown." for p in problems],
     )
 
 
-def _build_allocator(memory_id: str, raw: dict) -> AllocatorProfile:
+def _build_allocator(memory_id: str, raw: dict, version: int = 0) -> AllocatorProfile:
     stored: Snapshots = raw["snapshots"]
     sampled: Snapshots | None = raw["sampled"]
     _check_snapshots(stored)
-    if sampled is not None and len(sampled) >= len(stored):
-        # XProf version 1: the timeline is the sample; it has every snapshot
-        # unless XProf had more than it keeps.
+    if sampled is not None and (version == 1 or len(sampled) >= len(stored)):
+        # XProf version 1: the timeline is the sample (XProf's view draws it
+        # whatever the lengths: more snapshots than 1,000 can be referenced);
+        # it has every snapshot unless XProf had more than it keeps.
         _check_snapshots(sampled)
         timeline, complete = sampled, len(sampled) < XPROF_TIMELINE_POINTS
     else:
@@ -125,7 +138,7 @@ def _build_allocator(memory_id: str, raw: dict) -> AllocatorProfile:
         special=raw["special"],
     )
     if profile.peak_rows_given:
-        profile.peak_allocations = _given_rows(profile, stored, raw["active"], raw["special"])
+        profile.peak_allocations, profile.notes = _given_rows(profile, stored, raw["active"], raw["special"])
     elif complete:
         profile.peak_allocations = xprof_peak_rows(timeline, summary)
     else:
@@ -143,8 +156,11 @@ def _is_sorted(a: np.ndarray) -> bool:
     return len(a) < 2 or bool(np.all(a[1:] >= a[:-1]))
 
 
-def _given_rows(profile: AllocatorProfile, stored: Snapshots, rows: list, special: list[Metadata]) -> AllocationRows:
-    """The peak table a file carries, resolved to metadata and timeline indices."""
+def _given_rows(
+    profile: AllocatorProfile, stored: Snapshots, rows: list, special: list[Metadata]
+) -> tuple[AllocationRows, list[str]]:
+    """The peak table a file carries, resolved to metadata and timeline
+    indices, and notes on the rows whose reference finds nothing."""
     tl = profile.timeline
     same_list = stored is tl
     out: dict[str, list] = {
@@ -162,15 +178,18 @@ def _given_rows(profile: AllocatorProfile, stored: Snapshots, rows: list, specia
             "freed",
         )
     }
+    lost_snapshots, lost_special = [], []
     for snapshot_index, special_index, occurrences in rows:
         if snapshot_index >= 0:
             if snapshot_index >= len(stored):
-                raise ProfileError(f"active allocation refers to snapshot {snapshot_index} of {len(stored)}")
+                lost_snapshots.append(snapshot_index)
+                continue
             m = stored.metadata(snapshot_index)
             at = snapshot_index if same_list else _find_on_timeline(tl, stored, snapshot_index)
         else:
             if not 0 <= special_index < len(special):
-                raise ProfileError(f"active allocation refers to special allocation {special_index} of {len(special)}")
+                lost_special.append(special_index)
+                continue
             sp = special[special_index]
             m = {
                 "op": sp.op,
@@ -187,7 +206,18 @@ def _given_rows(profile: AllocatorProfile, stored: Snapshots, rows: list, specia
         out["occurrences"].append(occurrences)
         out["snapshot"].append(at)
         out["freed"].append(profile.freed_at(at) if at >= 0 and profile.complete else -1)
-    return AllocationRows(
+    notes = []
+    for lost, what, held in (
+        (lost_snapshots, "memoryProfileSnapshots", len(stored)),
+        (lost_special, "specialAllocations", len(special)),
+    ):
+        if lost:
+            notes.append(
+                f"{len(lost):,} of the {len(rows):,} rows of the file's table at the peak refer to entries of "
+                f"{what} it does not hold (index {_few(lost)}; it holds {held:,}); they are left out, "
+                "as XProf's own view leaves them out."
+            )
+    table = AllocationRows(
         op=out["op"],
         region=out["region"],
         dtype=out["dtype"],
@@ -197,6 +227,13 @@ def _given_rows(profile: AllocatorProfile, stored: Snapshots, rows: list, specia
             for k in ("allocation", "requested", "occurrences", "step", "snapshot", "freed")
         },
     )
+    return table, notes
+
+
+def _few(values: list[int]) -> str:
+    """The first few of a list of indices, for a message."""
+    text = ", ".join(str(v) for v in values[:5])
+    return text + (", ..." if len(values) > 5 else "")
 
 
 def _find_on_timeline(tl: Snapshots, stored: Snapshots, i: int) -> int:

@@ -182,7 +182,7 @@ class MemoryView(QWidget):
                 f"Active allocations at the peak ({format_time_ps(a.summary.peak_time_ps)}, "
                 f"{format_bytes(a.summary.peak_in_use)}), {how}")
             self.plot.mark_moment(a.peak_index)
-            self.show_message("")
+            self.show_message(" ".join((self.data.problems if self.data else []) + a.notes))
             return
         try:
             rows = a.allocations_at(index)
