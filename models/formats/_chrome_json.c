@@ -120,12 +120,6 @@ static inline uint64_t load64(const uint8_t *p) {
     return v;
 }
 
-static inline uint64_t load32(const uint8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
 /* First '"' or '\\' in [p, end), else a pointer >= end. */
 static inline __attribute__((always_inline)) const uint8_t *find_quote_bs(const uint8_t *p, const uint8_t *end) {
 #ifdef __SSE2__
