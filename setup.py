@@ -36,7 +36,7 @@ EXTENSIONS = [  # (module, source, what it does)
     ("profscope.models.sql._parquet", "models/sql/_parquet.c"),  # Parquet value encodings
 ]
 HEADERS = ["models/native/_cbuffers.h", "models/native/protowire.h", "models/native/json_write.h",
-           "models/native/json_lex.h", "models/formats/_labels.h"]
+           "models/native/json_lex.h", "models/native/intern.h", "models/formats/_labels.h"]
 
 setup(
     ext_modules=[

@@ -34,6 +34,7 @@
  * profscope.models.formats._labels (TensorFlow timeline labels).
  */
 #include "_cbuffers.h"
+#include "intern.h"
 #include "protowire.h"
 
 static PyObject *malformed(Py_ssize_t offset) {
@@ -285,101 +286,25 @@ static PyObject *intern_strings(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer view;
     PyArrayObject *spans = with_buffer(as_spans(spans_obj), obj, &view);
     if (!spans) return NULL;
-    npy_intp n = PyArray_DIM(spans, 0);
+    npy_intp dims[1] = {PyArray_DIM(spans, 0)};
     const int64_t *sp = PyArray_DATA(spans);
-    const uint8_t *base = (const uint8_t *)view.buf;
-    npy_intp dims[1] = {n};
-    PyObject *ids_arr = PyArray_SimpleNew(1, dims, NPY_INT32);
-    PyObject *strings = NULL;
-    /* Pass 1 without the GIL: ids by open addressing over (span index of
-     * first occurrence, id); first[id] remembers that span. Pass 2 makes the
-     * strings. */
-    size_t cap = 1024, used = 0; /* the table grows as unique strings arrive */
-    int64_t *slot_span = PyMem_RawMalloc(sizeof(int64_t) * cap);
-    int32_t *slot_id = PyMem_RawMalloc(sizeof(int32_t) * cap);
-    int64_t *first = PyMem_RawMalloc(sizeof(int64_t) * (cap / 2 + 1));
-    int error = 0; /* 1 out of memory, 2 span outside the buffer */
-    if (!ids_arr) goto fail;
-    int32_t *ids = PyArray_DATA((PyArrayObject *)ids_arr);
-    Py_BEGIN_ALLOW_THREADS
-    if (!slot_span || !slot_id || !first) error = 1;
-    for (size_t i = 0; !error && i < cap; i++) slot_span[i] = -1;
-    for (npy_intp k = 0; !error && k < n; k++) {
-        int64_t off = sp[2 * k], len = sp[2 * k + 1];
-        if (off < 0 || len <= 0) { ids[k] = 0; continue; } /* id 0 is "" */
-        if (off + len > view.len) { error = 2; break; }
-        const uint8_t *p = base + off;
-        size_t mask = cap - 1, h = (size_t)hash_bytes(p, len) & mask;
-        for (;;) {
-            int64_t other = slot_span[h];
-            if (other < 0) {
-                ids[k] = (int32_t)(++used);
-                slot_span[h] = k;
-                slot_id[h] = ids[k];
-                first[used] = k;
-                if (used * 2 >= cap) { /* grow and rehash */
-                    size_t ncap = cap * 2;
-                    int64_t *ns = PyMem_RawMalloc(sizeof(int64_t) * ncap);
-                    int32_t *ni = PyMem_RawMalloc(sizeof(int32_t) * ncap);
-                    int64_t *nf = PyMem_RawRealloc(first, sizeof(int64_t) * (ncap / 2 + 1));
-                    if (nf) first = nf;
-                    if (!ns || !ni || !nf) { PyMem_RawFree(ns); PyMem_RawFree(ni); error = 1; break; }
-                    for (size_t i = 0; i < ncap; i++) ns[i] = -1;
-                    for (size_t i = 0; i < cap; i++) {
-                        if (slot_span[i] < 0) continue;
-                        int64_t j = slot_span[i];
-                        size_t g = (size_t)hash_bytes(base + sp[2 * j], sp[2 * j + 1]) & (ncap - 1);
-                        while (ns[g] >= 0) g = (g + 1) & (ncap - 1);
-                        ns[g] = j;
-                        ni[g] = slot_id[i];
-                    }
-                    PyMem_RawFree(slot_span);
-                    PyMem_RawFree(slot_id);
-                    slot_span = ns;
-                    slot_id = ni;
-                    cap = ncap;
-                }
-                break;
-            }
-            if (sp[2 * other + 1] == len && memcmp(base + sp[2 * other], p, len) == 0) {
-                ids[k] = slot_id[h];
-                break;
-            }
-            h = (h + 1) & mask;
-        }
+    PyObject *ids = PyArray_SimpleNew(1, dims, NPY_INT32), *result = NULL;
+    Interner t = {.base = view.buf, .base_len = (size_t)view.len};
+    int rc = -1;
+    if (ids) {
+        Py_BEGIN_ALLOW_THREADS /* id 0 is "", also for absent spans; the strings stay in the buffer */
+        if (intern(&t, t.base, 0, 0) == 0)
+            rc = intern_spans(&t, sp, sp + 1, 2, 0, (size_t)dims[0], 0, PyArray_DATA((PyArrayObject *)ids), NULL);
+        Py_END_ALLOW_THREADS
+        if (rc == -1) PyErr_NoMemory();
+        if (rc == -2) PyErr_SetString(PyExc_ValueError, "string span outside the buffer");
     }
-    Py_END_ALLOW_THREADS
-    if (error == 1) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    if (error == 2) {
-        PyErr_SetString(PyExc_ValueError, "string span outside the buffer");
-        goto fail;
-    }
-    strings = PyList_New((Py_ssize_t)used + 1);
-    if (!strings) goto fail;
-    for (size_t i = 0; i <= used; i++) {
-        PyObject *s = i == 0 ? PyUnicode_FromStringAndSize("", 0)
-                             : PyUnicode_DecodeUTF8((const char *)base + sp[2 * first[i]], sp[2 * first[i] + 1], "replace");
-        if (!s) goto fail;
-        PyList_SET_ITEM(strings, (Py_ssize_t)i, s);
-    }
-    PyMem_RawFree(slot_span);
-    PyMem_RawFree(slot_id);
-    PyMem_RawFree(first);
+    if (rc == 0) result = Py_BuildValue("(ON)", ids, intern_list(&t, "replace"));
+    intern_free(&t);
+    Py_XDECREF(ids);
     PyBuffer_Release(&view);
     Py_DECREF(spans);
-    return Py_BuildValue("(NN)", ids_arr, strings);
-fail:
-    PyMem_RawFree(slot_span);
-    PyMem_RawFree(slot_id);
-    PyMem_RawFree(first);
-    Py_XDECREF(ids_arr);
-    Py_XDECREF(strings);
-    PyBuffer_Release(&view);
-    Py_DECREF(spans);
-    return NULL;
+    return result;
 }
 
 /* Copies the spans into one bytes object; returns (blob, int64 offsets[n+1]). */

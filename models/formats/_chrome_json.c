@@ -50,6 +50,8 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#include "_cbuffers.h"
+#include "intern.h"
 #include "json_lex.h"
 
 #define MAX_ARGS 16
@@ -115,12 +117,6 @@ ALWAYS_INLINE const uint8_t *skip_ws(const uint8_t *p, const uint8_t *end) {
 static inline uint64_t load64(const uint8_t *p) {
     uint64_t v;
     memcpy(&v, p, 8);
-    return v;
-}
-
-static inline uint64_t load32(const uint8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
     return v;
 }
 
@@ -341,143 +337,6 @@ static inline int eq_bytes(const uint8_t *a, const uint8_t *b, size_t n) {
     for (; n; n--)
         if (*a++ != *b++) return 0;
     return 1;
-}
-
-static inline uint64_t mum(uint64_t a, uint64_t b) {
-    unsigned __int128 r = (unsigned __int128)a * b;
-    return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
-
-#define K1 0xa0761d6478bd642fULL
-#define K2 0xe7037ed1a0b428dbULL
-#define K3 0x8ebc6af09c88c6e3ULL
-
-/* A seeded multiply-mix hash (the wyhash construction). */
-static inline uint64_t hash_bytes(const uint8_t *p, size_t n, uint64_t seed) {
-    uint64_t h = seed ^ mum(n ^ K1, K2);
-    size_t left = n;
-    while (left > 16) {
-        h = mum(load64(p) ^ K1, load64(p + 8) ^ h);
-        p += 16;
-        left -= 16;
-    }
-    uint64_t a = 0, b = 0;
-    if (left >= 8) {
-        a = load64(p);
-        b = load64(p + left - 8);
-    } else if (left >= 4) {
-        a = load32(p);
-        b = load32(p + left - 4);
-    } else if (left > 0) {
-        a = ((uint64_t)p[0] << 16) | ((uint64_t)p[left >> 1] << 8) | p[left - 1];
-    }
-    return mum(a ^ K2 ^ n, mum(b ^ K3, h ^ K1));
-}
-
-typedef struct {
-    int64_t off;
-    uint32_t len, pad;
-} Entry;
-
-/* One slot of the open-addressing table: a hit on a string of up to 8 bytes
- * (numbers as ids, pids, tids) is decided by this one slot, a longer one by
- * the slot and its bytes in the arena. */
-typedef struct {
-    uint32_t id1;  /* id + 1; 0: an empty slot */
-    uint16_t tag;  /* the hash's top 16 bits */
-    uint16_t len;  /* <= MAX_TEXT */
-    uint64_t data; /* the bytes when len <= 8, else the arena offset */
-} Slot;
-
-/* Strings in one arena (for finish), entries by id, slots by hash. */
-typedef struct {
-    Buf arena;
-    Entry *entries;
-    int32_t n, cap;
-    Slot *slots;
-    uint64_t mask;
-    uint64_t seed;
-} Interner;
-
-/* The bytes of a string of at most 8 bytes as one integer; one-to-one for
- * a given length (which the slot also compares). */
-static inline uint64_t small_key(const uint8_t *p, size_t n) {
-    if (n >= 4) return load32(p) | load32(p + n - 4) << 32;
-    if (n > 0) return (uint64_t)p[0] | (uint64_t)p[n >> 1] << 8 | (uint64_t)p[n - 1] << 16;
-    return 0;
-}
-
-static inline void slot_set(Slot *s, int32_t id, uint64_t h, const uint8_t *p, size_t n, int64_t off) {
-    s->id1 = (uint32_t)id + 1;
-    s->tag = (uint16_t)(h >> 48);
-    s->len = (uint16_t)n;
-    s->data = n <= 8 ? small_key(p, n) : (uint64_t)off;
-}
-
-static int interner_init(Interner *t, uint64_t seed) {
-    memset(t, 0, sizeof *t);
-    t->seed = seed;
-    t->mask = 4095;
-    t->slots = PyMem_RawCalloc(t->mask + 1, sizeof(Slot));
-    return t->slots != NULL;
-}
-
-static void interner_free(Interner *t) {
-    buf_free(&t->arena);
-    PyMem_RawFree(t->entries);
-    PyMem_RawFree(t->slots);
-    t->entries = NULL;
-    t->slots = NULL;
-}
-
-static int interner_grow_table(Interner *t) {
-    uint64_t mask = t->mask * 2 + 1;
-    Slot *slots = PyMem_RawCalloc(mask + 1, sizeof(Slot));
-    if (!slots) return 0;
-    for (int32_t id = 0; id < t->n; id++) {
-        const uint8_t *p = t->arena.data + t->entries[id].off;
-        size_t n = t->entries[id].len;
-        uint64_t h = hash_bytes(p, n, t->seed);
-        uint64_t i = h & mask;
-        while (slots[i].id1) i = (i + 1) & mask;
-        slot_set(&slots[i], id, h, p, n, t->entries[id].off);
-    }
-    PyMem_RawFree(t->slots);
-    t->slots = slots;
-    t->mask = mask;
-    return 1;
-}
-
-/* The id of the string p[0..n) (n <= MAX_TEXT), added if new; -2 when out
- * of memory. */
-static int32_t intern(Interner *t, const uint8_t *p, size_t n) {
-    uint64_t h = hash_bytes(p, n, t->seed);
-    uint16_t tag = (uint16_t)(h >> 48);
-    uint64_t key = n <= 8 ? small_key(p, n) : 0;
-    uint64_t i = h & t->mask;
-    for (;;) {
-        const Slot *s = &t->slots[i];
-        if (!s->id1) break;
-        if (s->tag == tag && s->len == n && (n <= 8 ? s->data == key : eq_bytes(t->arena.data + s->data, p, n)))
-            return (int32_t)(s->id1 - 1);
-        i = (i + 1) & t->mask;
-    }
-    if (t->n == INT32_MAX - 1) return -2;
-    if (t->n == t->cap) {
-        int32_t cap = t->cap ? (t->cap > INT32_MAX / 2 ? INT32_MAX - 1 : t->cap * 2) : 1024;
-        Entry *grown = PyMem_RawRealloc(t->entries, sizeof(Entry) * (size_t)cap);
-        if (!grown) return -2;
-        t->entries = grown;
-        t->cap = cap;
-    }
-    int64_t at = (int64_t)t->arena.len;
-    if (!buf_append(&t->arena, p, n)) return -2;
-    int32_t id = t->n++;
-    t->entries[id].off = at;
-    t->entries[id].len = (uint32_t)n;
-    slot_set(&t->slots[i], id, h, p, n, at);
-    if ((uint64_t)t->n * 2 > t->mask + 1 && !interner_grow_table(t)) return -2;
-    return id;
 }
 
 /* ---------------------------------------------------------------- skipping values */
@@ -1016,8 +875,8 @@ static int intern_value(Scanner *s, const Val *v, int tokens, int32_t *id) {
     }
     size_t n;
     const uint8_t *t = value_text(s, v, &n);
-    *id = intern(&s->strings, t, n);
-    return *id == -2 ? PE_OOM : PE_OK;
+    *id = intern(&s->strings, t, n, 1);
+    return *id < 0 ? PE_OOM : PE_OK;
 }
 
 /* First byte of a string value (decoded), 0 for others or "". */
@@ -1134,12 +993,13 @@ static int parse_args(Scanner *s, const uint8_t **pp, const uint8_t *end, Event 
         if (text) { /* the value's text: a string's body, else its JSON as written */
             size_t n;
             const uint8_t *t = value_text(s, &v, &n);
-            uint64_t h = hash_bytes(t, n, s->strings.seed);
+            uint64_t h = hash_bytes(t, n);
             int32_t id = s->text_cache[h & 255].id1 - 1;
-            const Entry *e = id >= 0 ? &s->strings.entries[id] : NULL;
-            if (!e || s->text_cache[h & 255].hash != h || e->len != n || memcmp(s->strings.arena.data + e->off, t, n)) {
-                id = intern(&s->strings, t, n);
-                if (id == -2) return PE_OOM;
+            size_t len = 0;
+            const uint8_t *known = id >= 0 ? intern_bytes(&s->strings, id, &len) : NULL;
+            if (!known || s->text_cache[h & 255].hash != h || len != n || memcmp(known, t, n)) {
+                id = intern(&s->strings, t, n, 1);
+                if (id < 0) return PE_OOM;
                 s->text_cache[h & 255].hash = h;
                 s->text_cache[h & 255].id1 = id + 1;
             }
@@ -1204,8 +1064,8 @@ static int parse_id2(Scanner *s, const uint8_t **pp, const uint8_t *end, Event *
         memcpy(buf, scope, m);
         memcpy(buf + m, t, n);
         n = utf8_cut(buf, n + m, MAX_TEXT);
-        ev->id = intern(&s->strings, buf, n);
-        if (ev->id == -2) return PE_OOM;
+        ev->id = intern(&s->strings, buf, n, 1);
+        if (ev->id < 0) return PE_OOM;
     }
     return PE_OK;
 }
@@ -1839,18 +1699,13 @@ static int Scanner_init(Scanner *s, PyObject *args, PyObject *kwds) {
     s->max_event = max_event;
     s->max_meta = max_meta;
     s->error_offset = -1;
-    uint64_t seed;
-    if (getentropy(&seed, sizeof seed) != 0) seed = (uint64_t)(uintptr_t)s ^ (uint64_t)time(NULL) * K2;
-    if (!interner_init(&s->strings, seed)) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    intern_free(&s->strings); /* empty (tp_alloc zeroed it), also when __init__ runs again */
     return 0;
 }
 
 static void Scanner_dealloc(Scanner *s) {
     free_columns(&s->col, s->nargs);
-    interner_free(&s->strings);
+    intern_free(&s->strings);
     buf_free(&s->key);
     buf_free(&s->tail);
     buf_free(&s->meta_value);
@@ -2001,20 +1856,8 @@ static PyObject *Scanner_finish(Scanner *s, PyObject *unused) {
         }
     }
     free_columns(c, s->nargs);
-    Interner *t = &s->strings;
-    PyObject *strings = PyList_New(t->n);
-    if (!set_item(r, "strings", strings)) goto fail;
-    Py_INCREF(strings);
-    for (int32_t i = 0; i < t->n; i++) {
-        PyObject *u = PyUnicode_DecodeUTF8((const char *)t->arena.data + t->entries[i].off, t->entries[i].len, "replace");
-        if (!u) {
-            Py_DECREF(strings);
-            goto fail;
-        }
-        PyList_SET_ITEM(strings, i, u);
-    }
-    Py_DECREF(strings);
-    interner_free(t);
+    if (!set_item(r, "strings", intern_list(&s->strings, "replace"))) goto fail;
+    intern_free(&s->strings);
     PyObject *meta = PyDict_New();
     if (!set_item(r, "meta", meta)) goto fail;
     for (Py_ssize_t i = 0; i < s->nmeta; i++) {

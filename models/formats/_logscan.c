@@ -30,6 +30,7 @@
  */
 #define _GNU_SOURCE /* memrchr */
 #include "_cbuffers.h"
+#include "intern.h"
 #include <stddef.h>
 
 #define MARKER "__LOG_MEMORY__"
@@ -494,74 +495,47 @@ typedef struct {
     int64_t off, len;
 } Span;
 
-/* One block's strings of one column, interned by content. */
+/* One block's strings of one column, interned by content (spans of the
+ * block's buffer; id 0 is ""). */
 typedef struct {
-    Span *items; /* by id; items[0] is "" */
+    Interner in;
     int8_t *state; /* dtype table: 0 not checked, 1 a known name, 2 unknown */
-    int32_t count, cap, last; /* last: the id found last (a column often repeats its value) */
-    int32_t *slots; /* open addressing over ids, 0 = empty */
-    size_t mask;
+    int32_t state_cap, last; /* last: the id found last (a column often repeats its value) */
 } Strings;
 
 static void strings_free(Strings *t) {
-    PyMem_RawFree(t->items);
+    intern_free(&t->in);
     PyMem_RawFree(t->state);
-    PyMem_RawFree(t->slots);
 }
 
 /* The id of base[off:off+len] (0 for an absent or empty span); -1 when out of memory. */
 static int32_t string_id(Strings *t, const char *base, int64_t off, int64_t len) {
     if (off < 0 || len <= 0) return 0;
-    if (t->last && t->items[t->last].len == len && same(base + t->items[t->last].off, base + off, (size_t)len)) return t->last;
-    if (t->count + 1 > (int32_t)(t->mask + 1) / 2) { /* grow the slots and rehash */
-        size_t cap = t->mask ? 2 * (t->mask + 1) : 256;
-        int32_t *slots = PyMem_RawCalloc(cap, sizeof(int32_t));
-        if (!slots) return -1;
-        for (int32_t id = 1; id < t->count; id++) {
-            size_t h = (size_t)hash_bytes((const uint8_t *)base + t->items[id].off, (size_t)t->items[id].len) & (cap - 1);
-            while (slots[h]) h = (h + 1) & (cap - 1);
-            slots[h] = id;
-        }
-        PyMem_RawFree(t->slots);
-        t->slots = slots;
-        t->mask = cap - 1;
+    const uint8_t *p = (const uint8_t *)base + off;
+    if (t->last) {
+        size_t n;
+        const uint8_t *q = intern_bytes(&t->in, t->last, &n);
+        if (n == (size_t)len && same((const char *)q, (const char *)p, n)) return t->last;
     }
-    const char *p = base + off;
-    size_t h = (size_t)hash_bytes((const uint8_t *)p, (size_t)len) & t->mask;
-    for (int32_t id; (id = t->slots[h]); h = (h + 1) & t->mask) {
-        if (t->items[id].len == len && same(base + t->items[id].off, p, (size_t)len)) return t->last = id;
-    }
-    if (t->count + 1 >= t->cap) {
-        int32_t cap = t->cap ? 2 * t->cap : 64;
-        Span *items = PyMem_RawRealloc(t->items, sizeof(Span) * (size_t)cap);
-        if (items) t->items = items;
+    t->in.base = (const uint8_t *)base;
+    if (t->in.n == 0 && intern(&t->in, p, 0, 0) != 0) return -1;
+    int32_t id = intern(&t->in, p, (size_t)len, 0);
+    if (id < 0) return -1;
+    if (id >= t->state_cap) {
+        int32_t cap = t->state_cap ? 2 * t->state_cap : 64;
         int8_t *state = PyMem_RawRealloc(t->state, (size_t)cap);
-        if (state) t->state = state;
-        if (!items || !state) return -1;
-        t->cap = cap;
+        if (!state) return -1;
+        memset(state + t->state_cap, 0, (size_t)(cap - t->state_cap));
+        t->state = state;
+        t->state_cap = cap;
     }
-    if (t->count == 0) t->count = 1; /* id 0 is "" */
-    int32_t id = t->count++;
-    t->items[id] = (Span){off, len};
-    t->state[id] = 0;
-    t->slots[h] = id;
     return t->last = id;
 }
 
-static PyObject *strings_list(const Strings *t, const char *base) {
-    Py_ssize_t n = t->count ? t->count : 1;
-    PyObject *list = PyList_New(n);
-    if (!list) return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *s = i == 0 ? PyUnicode_FromStringAndSize("", 0)
-                             : PyUnicode_DecodeUTF8(base + t->items[i].off, t->items[i].len, "replace");
-        if (!s) {
-            Py_DECREF(list);
-            return NULL;
-        }
-        PyList_SET_ITEM(list, i, s);
-    }
-    return list;
+static PyObject *strings_list(Strings *t, const char *base) {
+    t->in.base = (const uint8_t *)base;
+    if (t->in.n == 0 && intern(&t->in, t->in.base, 0, 0) != 0) return PyErr_NoMemory();
+    return intern_list(&t->in, "replace");
 }
 
 /* Columns that grow together, a row at a time, in raw memory (no GIL needed). */
@@ -708,7 +682,11 @@ static int scan_into(Block *b, const char *base, const char *lo, const char *end
         int32_t dtype = string_id(dt, base, strs[2 * S_DTYPE], strs[2 * S_DTYPE + 1]);
         if (dtype < 0) return 0;
         if (dtype > 0 && kind >= 0) {
-            if (!dt->state[dtype]) dt->state[dtype] = known_name(dtypes, base + dt->items[dtype].off, dt->items[dtype].len) ? 1 : 2;
+            if (!dt->state[dtype]) {
+                size_t len;
+                const char *name = (const char *)intern_bytes(&dt->in, dtype, &len);
+                dt->state[dtype] = known_name(dtypes, name, (int64_t)len) ? 1 : 2;
+            }
             if (dt->state[dtype] == 2) kind = -1; /* text_format judges enum names */
         }
         int is_alloc = kind == 1 || kind == 4, is_free = kind == 2 || kind == 5;

@@ -32,6 +32,7 @@
  * is refused: protobuf's JSON parser refuses repeated keys too.
  */
 #include "_cbuffers.h"
+#include "intern.h"
 #include "json_lex.h"
 #include <locale.h>
 #include <math.h>
@@ -82,83 +83,6 @@ static int buf_reserve(Buf *b, size_t extra) {
 static void buf_free(Buf *b) {
     PyMem_RawFree(b->data);
     memset(b, 0, sizeof *b);
-}
-
-/* ---------------------------------------------------------------- interning */
-
-typedef struct {
-    Buf arena;
-    int64_t *off; /* by id: offset in arena; length is off[id + 1] - off[id] */
-    int32_t n, cap;
-    int32_t *slots; /* id + 1, 0 when empty; open addressing */
-    uint64_t mask;
-} Interner;
-
-static int interner_init(Interner *t) {
-    memset(t, 0, sizeof *t);
-    t->mask = 1023;
-    t->slots = PyMem_RawCalloc(t->mask + 1, sizeof(int32_t));
-    t->cap = 1024;
-    t->off = PyMem_RawMalloc(sizeof(int64_t) * (size_t)(t->cap + 1));
-    if (!t->slots || !t->off) return 0;
-    t->off[0] = 0;
-    return 1;
-}
-
-static void interner_free(Interner *t) {
-    buf_free(&t->arena);
-    PyMem_RawFree(t->off);
-    PyMem_RawFree(t->slots);
-    t->off = NULL;
-    t->slots = NULL;
-}
-
-static inline const uint8_t *interned(const Interner *t, int32_t id, size_t *n) {
-    *n = (size_t)(t->off[id + 1] - t->off[id]);
-    return t->arena.data + t->off[id];
-}
-
-static int interner_grow(Interner *t) {
-    uint64_t mask = t->mask * 2 + 1;
-    int32_t *slots = PyMem_RawCalloc(mask + 1, sizeof(int32_t));
-    if (!slots) return 0;
-    for (int32_t id = 0; id < t->n; id++) {
-        size_t n;
-        const uint8_t *p = interned(t, id, &n);
-        uint64_t i = hash_bytes(p, n) & mask;
-        while (slots[i]) i = (i + 1) & mask;
-        slots[i] = id + 1;
-    }
-    PyMem_RawFree(t->slots);
-    t->slots = slots;
-    t->mask = mask;
-    return 1;
-}
-
-/* The id of p[0..n), added when new; -1 when out of memory. */
-static int32_t intern(Interner *t, const uint8_t *p, size_t n) {
-    uint64_t i = hash_bytes(p, n) & t->mask;
-    for (int32_t s; (s = t->slots[i]); i = (i + 1) & t->mask) {
-        size_t len;
-        const uint8_t *q = interned(t, s - 1, &len);
-        if (len == n && memcmp(p, q, n) == 0) return s - 1;
-    }
-    if (t->n >= INT32_MAX - 2) return -1;
-    if (t->n + 1 >= t->cap) {
-        int32_t cap = t->cap > INT32_MAX / 4 ? INT32_MAX - 1 : t->cap * 2;
-        int64_t *grown = PyMem_RawRealloc(t->off, sizeof(int64_t) * (size_t)(cap + 1));
-        if (!grown) return -1;
-        t->off = grown;
-        t->cap = cap;
-    }
-    if (!buf_reserve(&t->arena, n ? n : 1)) return -1;
-    memcpy(t->arena.data + t->arena.len, p, n);
-    t->arena.len += n;
-    int32_t id = t->n++;
-    t->off[id + 1] = (int64_t)t->arena.len;
-    t->slots[i] = id + 1;
-    if ((uint64_t)t->n * 2 > t->mask && !interner_grow(t)) return -1;
-    return id;
 }
 
 /* ---------------------------------------------------------------- rows */
@@ -298,7 +222,7 @@ static void format_path(Parser *P) {
             o += snprintf(o, (size_t)(end - o), "[%lld]", (long long)e->index);
         } else {
             size_t n;
-            const uint8_t *k = interned(&P->strings, e->key, &n);
+            const uint8_t *k = intern_bytes(&P->strings, e->key, &n);
             if (n > 100) n = 100; /* may cut a character: decoded with "replace" */
             o += snprintf(o, (size_t)(end - o), "[\"%.*s\"]", (int)n, (const char *)k);
         }
@@ -907,7 +831,7 @@ static int32_t get_text(Parser *P) {
         size_t n;
         const uint8_t *s = read_text(P, &n);
         if (n == 0) return 0;
-        int32_t id = intern(&P->strings, s, n);
+        int32_t id = intern(&P->strings, s, n, 1);
         if (id < 0) out_of_memory(P);
         return id;
     }
@@ -1166,7 +1090,7 @@ static void parse_allocators(Parser *P, int depth) {
         const uint8_t *key_at = P->p;
         size_t n;
         const uint8_t *k = read_text(P, &n);
-        int32_t id = intern(&P->strings, k, n);
+        int32_t id = intern(&P->strings, k, n, 1);
         if (id < 0) out_of_memory(P);
         ws(P);
         if (peek(P) != ':') syntax(P, P->p, "expected ':' after a key");
@@ -1316,7 +1240,7 @@ static int32_t *local_strings(Columns *c, Range r, int32_t *map, int32_t *count)
 /* ---------------------------------------------------------------- Python objects */
 
 static void parser_free(Parser *P) {
-    interner_free(&P->strings);
+    intern_free(&P->strings);
     columns_free(&P->snap);
     columns_free(&P->special);
     PyMem_RawFree(P->active);
@@ -1368,7 +1292,7 @@ typedef struct {
 static PyObject *text(Texts *x, int32_t id) {
     if (!x->cache[id]) {
         size_t n;
-        const uint8_t *s = interned(x->t, id, &n);
+        const uint8_t *s = intern_bytes(x->t, id, &n);
         x->cache[id] = PyUnicode_DecodeUTF8((const char *)s, (Py_ssize_t)n, "surrogatepass");
         if (!x->cache[id]) return NULL;
     }
@@ -1519,7 +1443,7 @@ static PyObject *read_json(PyObject *Py_UNUSED(module), PyObject *args) {
     P->stack = PyMem_RawMalloc((size_t)max_depth + 2);
     int32_t **ids = NULL, *nids = NULL;
     PyObject *r = NULL;
-    if (!P->stack || !interner_init(&P->strings) || intern(&P->strings, (const uint8_t *)"", 0) != 0) {
+    if (!P->stack || intern(&P->strings, (const uint8_t *)"", 0, 1) != 0) {
         PyErr_NoMemory();
         goto done;
     }

@@ -29,6 +29,7 @@
  */
 #include "_cbuffers.h"
 #include "_labels.h"
+#include "intern.h"
 #include "protowire.h"
 #include "json_write.h"
 #ifdef __GLIBC__
@@ -123,125 +124,11 @@ static PyObject *adopt(Column *c, int type) {
 
 /* ---------------------------------------------------------------- distinct keys */
 
-/* Distinct byte strings, numbered in the order they come: each lies in the
- * buffer (offset >= 0, so tensor names cost no copy) or in `built` (offset
- * < 0, at -offset - 1). The index's slots hold the key's hash in their
- * high 32 bits and row + 1 in the low ones (0: empty), so probes past
- * other keys rarely read their bytes. */
-typedef struct {
-    const uint8_t *base;
-    Bytes built;
-    Column off, len; /* int64 */
-    uint64_t *slots;
-    size_t cap;
-} Keys;
-
-static void keys_init(Keys *k, const uint8_t *base) {
-    memset(k, 0, sizeof(*k));
-    k->base = base;
-    k->off.item = k->len.item = sizeof(int64_t);
-}
-
-static void keys_free(Keys *k) {
-    PyMem_RawFree(k->built.p);
-    PyMem_RawFree(k->off.p);
-    PyMem_RawFree(k->len.p);
-    PyMem_RawFree(k->slots);
-}
-
-static const uint8_t *key_bytes(const Keys *k, size_t row) {
-    int64_t off = AT(k->off, int64_t, row);
-    return off >= 0 ? k->base + off : (const uint8_t *)k->built.p + (-off - 1);
-}
-
-/* The row of s, or -1 with where it would go in *slot and *tag. */
-static int64_t keys_find_hashed(const Keys *k, const uint8_t *s, size_t len, uint64_t hash, size_t *slot,
-                                uint32_t *tag) {
-    uint32_t high = (uint32_t)(hash >> 32);
-    size_t mask = k->cap - 1, h = (size_t)hash & mask;
-    for (;;) {
-        uint64_t entry = k->slots[h];
-        if (!entry) break;
-        if ((uint32_t)(entry >> 32) == high) {
-            size_t row = (size_t)(uint32_t)entry - 1;
-            if ((size_t)AT(k->len, int64_t, row) == len && memcmp(key_bytes(k, row), s, len) == 0)
-                return (int64_t)row;
-        }
-        h = (h + 1) & mask;
-    }
-    *slot = h;
-    *tag = high;
-    return -1;
-}
-
-static int64_t keys_find(const Keys *k, const uint8_t *s, size_t len, size_t *slot, uint32_t *tag) {
-    return keys_find_hashed(k, s, len, hash_bytes(s, len), slot, tag);
-}
-
-/* Where keys_find_hashed will look first, fetched ahead (lookups miss the cache). */
-static void keys_prefetch(const Keys *k, uint64_t hash) {
-#if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(k->slots + ((size_t)hash & (k->cap - 1)));
-#else
-    (void)k;
-    (void)hash;
-#endif
-}
-
-static int keys_grow(Keys *k) {
-    size_t cap = k->cap ? k->cap * 2 : 1024;
-    uint64_t *slots = PyMem_RawCalloc(cap, sizeof(uint64_t));
-    if (!slots) return 0;
-    for (size_t i = 0; i < k->cap; i++) {
-        uint64_t entry = k->slots[i];
-        if (!entry) continue;
-        size_t row = (size_t)(uint32_t)entry - 1;
-        size_t h = (size_t)hash_bytes(key_bytes(k, row), (size_t)AT(k->len, int64_t, row)) & (cap - 1);
-        while (slots[h]) h = (h + 1) & (cap - 1);
-        slots[h] = entry;
-    }
-    PyMem_RawFree(k->slots);
-    k->slots = slots;
-    k->cap = cap;
-    return 1;
-}
-
-/* Adds s (not yet there: keys_find gave slot and tag); -1 when out of memory. */
-static int64_t keys_add(Keys *k, const uint8_t *s, size_t len, int in_buffer, size_t slot, uint32_t tag) {
-    size_t row = k->off.len;
-    int64_t off = in_buffer ? s - k->base : -(int64_t)k->built.len - 1;
-    if (row >= UINT32_MAX || (!in_buffer && !bytes_put(&k->built, s, len))) return -1;
-    if (!push_i64(&k->off, off) || !push_i64(&k->len, (int64_t)len)) return -1;
-    k->slots[slot] = ((uint64_t)tag << 32) | (uint64_t)(row + 1);
-    if ((row + 1) * 2 >= k->cap && !keys_grow(k)) return -1;
-    return (int64_t)row;
-}
-
-/* The row of s, added if new; -1 when out of memory. */
-static int64_t keys_intern(Keys *k, const uint8_t *s, size_t len, int in_buffer) {
-    size_t slot;
-    uint32_t tag;
-    int64_t row = keys_find(k, s, len, &slot, &tag);
-    return row >= 0 ? row : keys_add(k, s, len, in_buffer, slot, tag);
-}
-
-/* The keys as str (UTF-8, errors replaced); needs the GIL. */
-static PyObject *keys_list(const Keys *k) {
-    PyObject *out = PyList_New((Py_ssize_t)k->off.len);
-    for (size_t row = 0; out && row < k->off.len; row++) {
-        PyObject *s = PyUnicode_DecodeUTF8((const char *)key_bytes(k, row), (Py_ssize_t)AT(k->len, int64_t, row),
-                                           "replace");
-        if (!s) Py_CLEAR(out);
-        else PyList_SET_ITEM(out, (Py_ssize_t)row, s);
-    }
-    return out;
-}
-
-/* The keys in one bytes object: (blob, int64 offsets[rows + 1]); needs the GIL. */
-static PyObject *keys_blob(const Keys *k) {
-    size_t total = 0, rows = k->off.len;
-    for (size_t row = 0; row < rows; row++) total += (size_t)AT(k->len, int64_t, row);
-    npy_intp dims[1] = {(npy_intp)rows + 1};
+/* The distinct keys in one bytes object: (blob, int64 offsets[n + 1]); needs the GIL. */
+static PyObject *keys_blob(const Interner *k) {
+    size_t total = 0, len;
+    for (int32_t id = 0; id < k->n; id++) total += (size_t)k->entries[id].len;
+    npy_intp dims[1] = {(npy_intp)k->n + 1};
     PyObject *blob = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
     PyObject *offsets = PyArray_SimpleNew(1, dims, NPY_INT64);
     if (!blob || !offsets) {
@@ -251,12 +138,13 @@ static PyObject *keys_blob(const Keys *k) {
     }
     char *dst = PyBytes_AS_STRING(blob);
     int64_t *o = PyArray_DATA((PyArrayObject *)offsets), at = 0;
-    for (size_t row = 0; row < rows; row++) {
-        o[row] = at;
-        memcpy(dst + at, key_bytes(k, row), (size_t)AT(k->len, int64_t, row));
-        at += AT(k->len, int64_t, row);
+    for (int32_t id = 0; id < k->n; id++) {
+        const uint8_t *p = intern_bytes(k, id, &len);
+        o[id] = at;
+        memcpy(dst + at, p, len);
+        at += (int64_t)len;
     }
-    o[rows] = at;
+    o[k->n] = at;
     return Py_BuildValue("(NN)", blob, offsets);
 }
 
@@ -404,7 +292,7 @@ static int put_shape(Bytes *b, const Output *o) {
  * (lean: only what the memory counters need, no sizes, types or shapes). */
 typedef struct {
     int lean;
-    Keys names, allocators, shapes;
+    Interner names, allocators, shapes; /* strings of the buffer, or copies (shapes, "name:index") */
     Column allocator, dtype, shape;                     /* int32 */
     Column requested, allocated, create, unref;         /* int64 */
     Bytes scratch;
@@ -413,17 +301,15 @@ typedef struct {
 
 static void tensors_init(Tensors *t, const uint8_t *base) {
     memset(t, 0, sizeof(*t));
-    keys_init(&t->names, base);
-    keys_init(&t->allocators, base);
-    keys_init(&t->shapes, base);
+    t->names.base = t->allocators.base = t->shapes.base = base;
     t->allocator.item = t->dtype.item = t->shape.item = sizeof(int32_t);
     t->requested.item = t->allocated.item = t->create.item = t->unref.item = sizeof(int64_t);
 }
 
 static void tensors_free(Tensors *t) {
-    keys_free(&t->names);
-    keys_free(&t->allocators);
-    keys_free(&t->shapes);
+    intern_free(&t->names);
+    intern_free(&t->allocators);
+    intern_free(&t->shapes);
     Column *columns[] = {&t->allocator, &t->dtype, &t->shape, &t->requested, &t->allocated, &t->create, &t->unref};
     for (size_t i = 0; i < sizeof(columns) / sizeof(*columns); i++) PyMem_RawFree(columns[i]->p);
     PyMem_RawFree(t->scratch.p);
@@ -436,13 +322,14 @@ static int store_output(Tensors *t, const uint8_t *name, size_t name_len, uint64
                         const Output *o, int64_t start, int64_t end) {
     int64_t shape = 0;
     if (!t->lean && (!put_shape(&t->scratch, o) ||
-                     (shape = keys_intern(&t->shapes, (const uint8_t *)t->scratch.p, t->scratch.len, 0)) < 0))
+                     (shape = intern(&t->shapes, (const uint8_t *)t->scratch.p, t->scratch.len, 1)) < 0))
         return 0;
     size_t alloc_len = (size_t)(o->allocator_end - o->allocator);
     int64_t allocator = t->last_allocator;
-    if (allocator < 0 || (size_t)AT(t->allocators.len, int64_t, allocator) != alloc_len ||
-        memcmp(key_bytes(&t->allocators, (size_t)allocator), o->allocator, alloc_len) != 0) {
-        if ((allocator = keys_intern(&t->allocators, o->allocator, alloc_len, 1)) < 0) return 0;
+    size_t last_len = 0;
+    const uint8_t *last = allocator >= 0 ? intern_bytes(&t->allocators, (int32_t)allocator, &last_len) : NULL;
+    if (!last || last_len != alloc_len || memcmp(last, o->allocator, alloc_len) != 0) {
+        if ((allocator = intern(&t->allocators, o->allocator, alloc_len, 0)) < 0) return 0;
         t->last_allocator = allocator;
     }
     const uint8_t *key = name;
@@ -458,8 +345,7 @@ static int store_output(Tensors *t, const uint8_t *name, size_t name_len, uint64
         }
         name_hash = hash_bytes(key, len);
     }
-    uint32_t tag = 0;
-    int64_t row = keys_find_hashed(&t->names, key, len, name_hash, &slot, &tag);
+    int64_t row = intern_find(&t->names, key, len, name_hash, &slot);
     int64_t allocated = o->allocated ? o->allocated : o->requested;
     if (row >= 0) { /* replaces the earlier tensor, keeping its place */
         AT(t->allocator, int32_t, row) = (int32_t)allocator;
@@ -473,7 +359,7 @@ static int store_output(Tensors *t, const uint8_t *name, size_t name_len, uint64
         }
         return 1;
     }
-    return keys_add(&t->names, key, len, index == 0, slot, tag) >= 0 && push_i32(&t->allocator, (int32_t)allocator) &&
+    return intern_add(&t->names, key, len, name_hash, slot, index != 0) >= 0 && push_i32(&t->allocator, (int32_t)allocator) &&
            push_i64(&t->requested, o->requested) && push_i64(&t->create, start) && push_i64(&t->unref, end) &&
            (t->lean || (push_i64(&t->allocated, allocated) && push_i32(&t->dtype, (int32_t)o->dtype) &&
                         push_i32(&t->shape, (int32_t)shape)));
@@ -498,13 +384,15 @@ static void resolve_inputs(Tensors *t, const Input *batch, int count) {
     for (int i = 0; i < count; i++) {
         const Input *in = batch + i;
         size_t slot;
-        uint32_t tag;
-        int64_t row = keys_find_hashed(&t->names, in->p, in->len, in->hash, &slot, &tag);
+        int64_t row = intern_find(&t->names, in->p, in->len, in->hash, &slot);
         if (row < 0) { /* Partitioning inserts Send/Recv: the data came from the original node. */
             const uint8_t *cut = NULL; /* the last "/_" after the first byte */
             for (size_t i = in->len >= 3 ? in->len - 2 : 0; i > 0; i--)
                 if (in->p[i] == '/' && in->p[i + 1] == '_') { cut = in->p + i; break; }
-            if (cut) row = keys_find(&t->names, in->p, (size_t)(cut - in->p), &slot, &tag);
+            if (cut) {
+                size_t cut_len = (size_t)(cut - in->p);
+                row = intern_find(&t->names, in->p, cut_len, hash_bytes(in->p, cut_len), &slot);
+            }
         }
         if (row >= 0 && AT(t->unref, int64_t, row) < in->last) AT(t->unref, int64_t, row) = in->last;
     }
@@ -541,7 +429,7 @@ static PyObject *tensor_lifetimes(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_ssize_t bad_at = -1;
     int nomem = 0;
     Py_BEGIN_ALLOW_THREADS
-    nomem = !keys_grow(&t.names) || !keys_grow(&t.allocators) || !keys_grow(&t.shapes);
+    nomem = !intern_grow(&t.names); /* before intern_prefetch */
     /* Pass 1: every output of every node, in file order. The slot of a
      * node's name a few nodes ahead is fetched early when the name comes
      * first in the node, as TensorFlow writes it (its hash kept for then). */
@@ -570,7 +458,7 @@ static PyObject *tensor_lifetimes(PyObject *Py_UNUSED(self), PyObject *args) {
                 ahead[k % AHEAD].name = c.p;
                 ahead[k % AHEAD].len = (size_t)len;
                 ahead[k % AHEAD].hash = hash_bytes(c.p, (size_t)len);
-                keys_prefetch(&t.names, ahead[k % AHEAD].hash);
+                intern_prefetch(&t.names, ahead[k % AHEAD].hash);
             }
         }
         int64_t end = add_wrapping(node.start_us, node.rel_us);
@@ -605,7 +493,7 @@ static PyObject *tensor_lifetimes(PyObject *Py_UNUSED(self), PyObject *args) {
                 queued = 0;
             }
             batch[queued] = (Input){p, (size_t)(q - p), hash_bytes(p, (size_t)(q - p)), last};
-            keys_prefetch(&t.names, batch[queued++].hash);
+            intern_prefetch(&t.names, batch[queued++].hash);
             if (q == end) break;
             p = q + 2;
         }
@@ -621,15 +509,15 @@ static PyObject *tensor_lifetimes(PyObject *Py_UNUSED(self), PyObject *args) {
         goto done;
     }
     if (t.lean) {
-        result = Py_BuildValue("(NNNOOOONN(OO))", adopt(&t.allocator, NPY_INT32), keys_list(&t.allocators),
+        result = Py_BuildValue("(NNNOOOONN(OO))", adopt(&t.allocator, NPY_INT32), intern_list(&t.allocators, "replace"),
                                adopt(&t.requested, NPY_INT64), Py_None, Py_None, Py_None, Py_None,
                                adopt(&t.create, NPY_INT64), adopt(&t.unref, NPY_INT64), Py_None, Py_None);
     } else {
         PyObject *names = keys_blob(&t.names);
         if (names)
-            result = Py_BuildValue("(NNNNNNNNNN)", adopt(&t.allocator, NPY_INT32), keys_list(&t.allocators),
+            result = Py_BuildValue("(NNNNNNNNNN)", adopt(&t.allocator, NPY_INT32), intern_list(&t.allocators, "replace"),
                                    adopt(&t.requested, NPY_INT64), adopt(&t.allocated, NPY_INT64),
-                                   adopt(&t.dtype, NPY_INT32), adopt(&t.shape, NPY_INT32), keys_list(&t.shapes),
+                                   adopt(&t.dtype, NPY_INT32), adopt(&t.shape, NPY_INT32), intern_list(&t.shapes, "replace"),
                                    adopt(&t.create, NPY_INT64), adopt(&t.unref, NPY_INT64), names);
     }
 done:

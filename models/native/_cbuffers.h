@@ -1,12 +1,14 @@
 /* Small helpers shared by the C extensions (profscope.models.core._protowire,
  * profscope.models.core._tfrecord, profscope.models.data._lanes, profscope.models.data._nesting, profscope.models.formats._labels,
  * profscope.models.formats._stepstats, profscope.models.formats._logscan, profscope.models.data._jsonrows,
- * profscope.models.formats._memory_json, profscope.models.sql._parquet): the bytes of a buffer,
+ * profscope.models.formats._memory_json, profscope.models.formats._chrome_json,
+ * profscope.models.sql._parquet): the bytes of a buffer,
  * numpy columns and spans taken from Python objects (with a buffer argument
  * beside them), a seeded hash of short byte strings, a growable list of span
  * triples. The other shared headers here are each for one thing:
  * protowire.h (protobuf wire format), json_write.h (json.dumps-identical
- * text), json_lex.h (reading JSON strings).
+ * text), json_lex.h (reading JSON strings), intern.h (the string interner,
+ * over hash_bytes).
  *
  * Every function is static inline, so each extension that includes this
  * header gets its own copy and the modules stay independent. Include it

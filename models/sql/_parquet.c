@@ -9,6 +9,7 @@
  * None for none. Encodings: parquet-format's Encodings.md. */
 
 #include "_cbuffers.h"
+#include "intern.h"
 #include "protowire.h"
 
 #define MINIBLOCK 32
@@ -485,27 +486,6 @@ static PyObject *plain_strings(PyObject *Py_UNUSED(self), PyObject *args) {
     return out;
 }
 
-typedef struct {
-    uint64_t hash;
-    int64_t index; /* distinct string + 1; 0: empty */
-} Slot;
-
-/* Doubles the table, placing each entry again by its hash. */
-static Slot *grow_slots(Slot *slots, size_t *cap) {
-    size_t bigger = *cap * 2;
-    Slot *grown = PyMem_RawCalloc(bigger, sizeof(Slot));
-    if (grown)
-        for (size_t k = 0; k < *cap; k++) {
-            if (!slots[k].index) continue;
-            size_t h = (size_t)slots[k].hash & (bigger - 1);
-            while (grown[h].index) h = (h + 1) & (bigger - 1);
-            grown[h] = slots[k];
-        }
-    PyMem_RawFree(slots);
-    *cap = bigger;
-    return grown;
-}
-
 /* Interns n strings given as offsets (n + 1, int64) into data: returns each
  * string's index among the distinct ones (numbered as they first appear)
  * and the row where each distinct string first appears (the first
@@ -527,74 +507,13 @@ static PyObject *intern_strings(PyObject *Py_UNUSED(self), PyObject *args) {
     indices = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT32);
     first = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
     if (!indices || !first) goto done;
-    Py_ssize_t distinct = 0;
+    Interner t = {.base = s.data.buf, .base_len = (size_t)s.data.len};
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS
-    size_t cap = 1024, arena_cap = 1 << 16, arena_used = 0, starts_cap = 1024;
-    Slot *slots = PyMem_RawCalloc(cap, sizeof(Slot));
-    uint8_t *arena = PyMem_RawMalloc(arena_cap);
-    int64_t *starts = PyMem_RawMalloc(sizeof(int64_t) * (starts_cap + 1)); /* distinct k: arena[starts[k]:starts[k+1]] */
-    const uint8_t *base = s.data.buf;
-    int32_t *index = PyArray_DATA(indices);
-    int64_t *row = PyArray_DATA(first);
-    failed = !slots || !arena || !starts;
-    if (!failed) starts[0] = 0;
-    /* Hashes are computed AHEAD rows early and their slots prefetched: the
-     * table lookups, cache misses each, overlap instead of queueing. */
-    enum { AHEAD = 16 };
-    uint64_t hashes[AHEAD];
-    for (Py_ssize_t i = 0; i < n && i < AHEAD; i++) {
-        hashes[i] = hash_bytes(base + o[i], (size_t)(o[i + 1] - o[i]));
-        __builtin_prefetch(&slots[hashes[i] & (cap - 1)]);
-    }
-    for (Py_ssize_t i = 0; !failed && i < n; i++) {
-        const uint8_t *p = base + o[i];
-        size_t len = (size_t)(o[i + 1] - o[i]);
-        uint64_t hash = hashes[i % AHEAD];
-        if (i + AHEAD < n) {
-            uint64_t next = hash_bytes(base + o[i + AHEAD], (size_t)(o[i + AHEAD + 1] - o[i + AHEAD]));
-            hashes[i % AHEAD] = next;
-            __builtin_prefetch(&slots[next & (cap - 1)]);
-        }
-        for (size_t h = (size_t)hash & (cap - 1);; h = (h + 1) & (cap - 1)) {
-            Slot *slot = &slots[h];
-            if (slot->index) {
-                int64_t k = slot->index - 1;
-                if (slot->hash == hash && (size_t)(starts[k + 1] - starts[k]) == len &&
-                    memcmp(arena + starts[k], p, len) == 0) {
-                    index[i] = (int32_t)k;
-                    break;
-                }
-                continue;
-            }
-            /* a new distinct string: copied to the arena */
-            if (arena_used + len > arena_cap) {
-                while (arena_used + len > arena_cap) arena_cap *= 2;
-                uint8_t *bigger = PyMem_RawRealloc(arena, arena_cap);
-                if (!bigger) { failed = 1; break; }
-                arena = bigger;
-            }
-            if ((size_t)distinct + 1 > starts_cap) {
-                starts_cap *= 2;
-                int64_t *bigger = PyMem_RawRealloc(starts, sizeof(int64_t) * (starts_cap + 1));
-                if (!bigger) { failed = 1; break; }
-                starts = bigger;
-            }
-            memcpy(arena + arena_used, p, len);
-            arena_used += len;
-            starts[distinct + 1] = (int64_t)arena_used;
-            row[distinct] = i;
-            index[i] = (int32_t)distinct;
-            slot->hash = hash;
-            slot->index = ++distinct;
-            if ((size_t)distinct * 2 > cap && !(slots = grow_slots(slots, &cap))) failed = 1;
-            break;
-        }
-    }
-    PyMem_RawFree(slots);
-    PyMem_RawFree(arena);
-    PyMem_RawFree(starts);
+    failed = intern_spans(&t, o, o + 1, 1, 1, (size_t)n, 1, PyArray_DATA(indices), PyArray_DATA(first)) < 0;
     Py_END_ALLOW_THREADS
+    Py_ssize_t distinct = t.n;
+    intern_free(&t);
     if (failed) PyErr_NoMemory();
     else result = Py_BuildValue("(OOn)", indices, first, distinct);
 done:
