@@ -16,7 +16,7 @@ from profscope.models.repository.profile_repository import ProfileRepository
 from profscope.models.repository.registry import KERNEL_STATS, MEMORY_PROFILE, TIMELINE_TOOLS, TRACE_VIEWER
 from profscope.viewer.session_tree import ALL_HOSTS
 from profscope.viewer.workers import TaskRunner
-from profscope.widgets.memory.view import NO_MEMORY_EVENTS, NOTHING_SHOWN, MemoryView
+from profscope.widgets.memory.view import NO_MEMORY_EVENTS, NOT_LOADED, NOTHING_SHOWN, MemoryView
 from profscope.widgets.stats.trace_stats_view import TraceStatsView, describe_range
 from profscope.widgets.timeline.view import TimelineView
 
@@ -204,9 +204,9 @@ class LoadController(QObject):
             self.tabs.setCurrentWidget(self.stats_view)
         elif self.requested and self.requested[2] == TRACE_VIEWER:
             self.timeline_view.show_message(message)
-        elif self.memory_view.data is None:
-            self.memory_view.show_empty(message)
         else:
+            if self.memory_view.data is None:
+                self.memory_view.show_empty(NOT_LOADED)
             self.memory_view.show_message(message)
 
     def _show_memory(self, result) -> None:

@@ -31,6 +31,7 @@ from profscope.widgets.palette import follow
 
 NOTHING_SHOWN = "No memory profile shown: open a profile (Ctrl+O), then pick a host."
 NO_MEMORY_EVENTS = "This host's profile has no memory events."
+NOT_LOADED = "No memory profile to show: it could not be loaded (the message above says why)."
 
 
 def largest_peak(data: MemoryProfileData) -> str:
