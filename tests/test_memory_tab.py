@@ -65,14 +65,15 @@ def drawn_labels(axis) -> list[tuple[str, float]]:
     return [(text, axis.mapToScene(rect.center()).y()) for rect, _flags, text in texts]
 
 
-def check_byte_labels(view: MemoryView) -> list[float]:
-    """Every label of the memory axis, read as a number of the unit in its
-    title, is a tick value in bytes and lies where the plot has that value;
-    returns the values."""
-    axis = view.plot.plot.getAxis("left")
-    vb = view.plot.plot.getViewBox()
-    view.plot.grab()  # lays out and draws: the ticks of this range and size
-    unit = re.fullmatch(r"memory \((\w+)\)", axis.labelText).group(1)
+def check_byte_labels(view: MemoryView, plot=None, title="memory") -> list[float]:
+    """Every label of the memory axis (of the view's plot, or of `plot` drawn
+    in `view`), read as a number of the unit in its title, is a tick value
+    in bytes and lies where the plot has that value; returns the values."""
+    (view if plot is not None else view.plot).grab()  # lays out and draws: the ticks of this range and size
+    plot = plot or view.plot.plot
+    axis = plot.getAxis("left")
+    vb = plot.getViewBox()
+    unit = re.fullmatch(title + r" \((\w+)\)", axis.labelText).group(1)
     levels = axis.tickValues(*axis.range, axis.height() + 2)
     ticks = levels[0][1]
     labels = drawn_labels(axis)
@@ -223,3 +224,21 @@ def test_small_xprof_file_is_shown_at_once(qtbot, window):
         window.open_path(str(SMALL_XPROF))
     qtbot.waitUntil(lambda: window.memory_view.data is not None, timeout=30000)
     assert window.tabs.currentWidget() is window.memory_view and window.memory_view.allocator_box.count() == 1
+
+
+def test_the_compare_tabs_memory_curves_use_the_same_axes(qtbot):
+    from profscope.models.analysis.comparison import Place, compare
+    from profscope.widgets.compare.view import CompareView
+
+    c = compare(Place(str(SMALL_XPLANE)), Place(str(DATA / "xprof" / "keras.xplane.pb")))
+    view = CompareView()
+    qtbot.addWidget(view)
+    view.resize(1200, 800)
+    view.set_comparison(c)
+    view.pages.setCurrentWidget(view.memory_page)
+    view.show()
+    qtbot.waitExposed(view)
+    page = view.memory_page
+    values = check_byte_labels(page.plot_widget, page.plot, title="in use")
+    assert page.plot.getAxis("left").labelText == "in use (MiB)" and 3 << 20 in values
+    assert page.plot.getAxis("bottom").labelText == "time from the alignment point (ms)"
