@@ -15,7 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QImage
-from PySide6.QtWidgets import QGraphicsItem
+from PySide6.QtWidgets import QGraphicsItem, QSizePolicy
 
 from profscope.models.core.units import format_bytes
 from profscope.models.data.memory_profile import AllocatorProfile
@@ -254,6 +254,8 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         # The legend in a row of its own above the plot, never over the data.
         self.legend = pg.LegendItem(colCount=4, verSpacing=-4)
         self.addItem(self.legend, row=0, col=0)
+        self.legend.setSizePolicy(QSizePolicy.Maximum, QSizePolicy.Maximum)  # its entries side by side, at the left
+        self.ci.layout.setAlignment(self.legend, Qt.AlignLeft | Qt.AlignVCenter)
         self.plot = self.addPlot(row=1, col=0, axisItems={"bottom": TimeAxis("bottom"), "left": BytesAxis("left")})
         self.plot.legend = self.legend  # styled with the plot (style_plot)
         # Labels of the finest ticks never fit; laying them out was a quarter of each zoom frame's axis.
