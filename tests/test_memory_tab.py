@@ -37,7 +37,8 @@ def profile(times_ps, heap, memory_id="GPU_0_bfc", host="test"):
     zeros = np.zeros(n, np.int64)
     tl = Snapshots(time_ps=np.asarray(times_ps, np.int64), stack=zeros, heap=heap, free=zeros,
                    fragmentation=np.zeros(n), peak_in_use=np.maximum.accumulate(heap),
-                   activity=np.ones(n, np.int32), requested=heap, allocation=heap, address=np.arange(n, dtype=np.uint64),
+                   activity=np.ones(n, np.int32), requested=heap, allocation=heap,
+                   address=np.arange(n, dtype=np.uint64),
                    step=zeros, op=zeros.astype(np.int32), region=zeros.astype(np.int32),
                    dtype=zeros.astype(np.int32), shape=zeros.astype(np.int32), strings=[""])
     a = AllocatorProfile(memory_id=memory_id, timeline=tl, summary=summarize(tl), peak_allocations=None,
@@ -87,7 +88,7 @@ def check_byte_labels(view: MemoryView, plot=None, title="memory") -> list[float
         assert abs(at - value) <= 2 * per_px, (text, unit, at)
         values.append(value)
     # Round values of the unit: 1, 2, 2.5 or 5 x 10^k apart.
-    step = (values[1] - values[0]) / UNIT_BYTES[unit] if values[0] < values[1] else (values[0] - values[1]) / UNIT_BYTES[unit]
+    step = abs(values[1] - values[0]) / UNIT_BYTES[unit]
     mantissa = step / 10 ** np.floor(np.log10(step))
     assert any(mantissa == pytest.approx(m) for m in (1, 2, 2.5, 5)), step
     return values

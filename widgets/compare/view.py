@@ -346,7 +346,8 @@ class MemoryPage(QWidget):
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
         # The Memory tab's axes: bytes at round values of the unit shown, time in round time units.
         self.plot_widget = pg.PlotWidget(
-            axisItems={"left": BytesAxis("left", "in use"), "bottom": TimeAxis("bottom", "time from the alignment point")}
+            axisItems={"left": BytesAxis("left", "in use"),
+                       "bottom": TimeAxis("bottom", "time from the alignment point")}
         )
         self.plot = self.plot_widget.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.2)

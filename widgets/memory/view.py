@@ -28,7 +28,6 @@ from profscope.widgets.memory.plot import MemoryPlot, PlotSeries
 from profscope.widgets.memory.summary import MemorySummaryCard
 from profscope.widgets.palette import follow
 
-
 NOTHING_SHOWN = "No memory profile shown: open a profile (Ctrl+O), then pick a host."
 NO_MEMORY_EVENTS = "This host's profile has no memory events."
 NOT_LOADED = "No memory profile to show: it could not be loaded (the message above says why)."
