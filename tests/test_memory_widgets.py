@@ -103,11 +103,12 @@ def test_screenshot_shows_the_plot_with_the_peak(view, tmp_path):
     blue = (pixels[..., 0] > 180) & (pixels[..., 2] < 200) & (pixels[..., 1] > 120)
     red = (pixels[..., 2] > 200) & (pixels[..., 1] < 90) & (pixels[..., 0] < 90)
     assert blue.mean() > 0.2 and red.sum() > 20
-    # The red marker sits at the peak (its label is above it, clear of these rows).
+    # The red marker sits at the peak (its label is beside it, clear of these columns).
     vb = view.plot.plot.getViewBox()
     peak = vb.mapViewToScene(QPointF(view.allocator.summary.peak_time_ps, view.allocator.summary.peak_in_use))
-    around = red[max(int(peak.y()) - 5, 0):int(peak.y()) + 6]
-    assert around.sum() > 40 and abs(int(np.argmax(around.sum(axis=0))) - peak.x()) < 4
+    x0 = int(peak.x()) - 8
+    around = red[max(int(peak.y()) - 5, 0):int(peak.y()) + 6, x0:x0 + 17]
+    assert around.sum() > 40 and abs(x0 + int(np.argmax(around.sum(axis=0))) - peak.x()) < 4
 
 
 # ---------------------------------------------------------------- LogMemory logs
@@ -265,7 +266,7 @@ def test_clicking_a_legend_entry_hides_its_series(qtbot):
     pos = plot.mapFromScene(sample.sceneBoundingRect().center())
     qtbot.mouseClick(plot.viewport(), Qt.LeftButton, pos=pos)
     assert not plot.heap_curve.isVisible()
-    assert shown > 0.2 and blue_share() < 0.02
+    assert shown > 0.15 and blue_share() < 0.02
     qtbot.mouseClick(plot.viewport(), Qt.LeftButton, pos=pos)
     assert blue_share() == pytest.approx(shown, abs=0.01)
 

@@ -127,6 +127,9 @@ class MainWindow(QMainWindow):
         self.compare_view.steps_requested.connect(self.compare.restep)
         self.compare_view.host_requested.connect(self.compare.rehost)
         self.memory_view.host_requested.connect(self.loading.load_memory_host)
+        self.tabs.currentChanged.connect(
+            lambda i: self.tabs.widget(i) is self.memory_view and self.loading.show_memory_tab()
+        )
         self.timeline_view.step_requested.connect(self.loading.load_step)
         self.stats_view.step_range_requested.connect(self.loading.recompute_stats)
         self.query_view.jump_requested.connect(self.jumps.show_jump)

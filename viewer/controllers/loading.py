@@ -16,7 +16,7 @@ from profscope.models.repository.profile_repository import ProfileRepository
 from profscope.models.repository.registry import KERNEL_STATS, MEMORY_PROFILE, TIMELINE_TOOLS, TRACE_VIEWER
 from profscope.viewer.session_tree import ALL_HOSTS
 from profscope.viewer.workers import TaskRunner
-from profscope.widgets.memory.view import MemoryView
+from profscope.widgets.memory.view import NO_MEMORY_EVENTS, NOT_LOADED, NOTHING_SHOWN, MemoryView
 from profscope.widgets.stats.trace_stats_view import TraceStatsView, describe_range
 from profscope.widgets.timeline.view import TimelineView
 
@@ -44,6 +44,8 @@ class LoadController(QObject):
         self.current_step = ""  # the step (run metadata tag) of the timeline tab
         self.stats_timeline: Timeline | None = None  # the timeline the Statistics tab was computed from
         self.requested: tuple | None = None  # (session, host, tool) last asked for
+        self.memory_wanted = False  # the Memory tab waits for the load under way to end, then loads its profile
+        runner.cancelled.connect(self._cancelled)
 
     @property
     def busy(self) -> bool:
@@ -54,6 +56,10 @@ class LoadController(QObject):
         self.stats_view.set_stats(None)
         self.stats_timeline = None
         self.current_timeline = None
+        # A reload (or another location) while the Memory tab is up: its profile follows the first load.
+        self.memory_wanted = self.repo is not None and self.tabs.currentWidget() is self.memory_view
+        self.current = None
+        self.memory_view.show_empty("Loading…" if self.memory_wanted else NOTHING_SHOWN)
         self.repo = repo
 
     def pick(self, target: tuple) -> None:
@@ -116,10 +122,47 @@ class LoadController(QObject):
         if self.current_timeline:
             self.load_timeline(*self.current_timeline, step)
 
+    def memory_target(self) -> tuple[str, str] | None:
+        """The (session, host) whose memory profile the Memory tab shows when
+        brought up: the host last asked for (All hosts: the session's first
+        host with one); None when it has none."""
+        if self.repo is None or not self.requested or len(self.requested) < 3:
+            return None
+        session, host = self.requested[:2]
+        hosts = self.repo.hosts_with(session, MEMORY_PROFILE)
+        if host in hosts or (not host and hosts):
+            return session, host or hosts[0]
+        return None
+
+    def show_memory_tab(self) -> None:
+        """The Memory tab was brought up: loads the current host's memory
+        profile when none is shown; says why when there is nothing to show."""
+        if self.memory_view.data is not None or self.repo is None:
+            return
+        if self.runner.busy:
+            if not (self.requested and self.requested[2] == MEMORY_PROFILE):  # else: that load shows it
+                self.memory_wanted = True
+                self.memory_view.show_empty("Loading… the memory profile follows what is loading now.")
+            return
+        target = self.memory_target()
+        if target is None:
+            where = " / ".join(h for h in (self.requested or ())[:2] if h) if self.requested else ""
+            self.memory_view.show_empty(f"{where + ': ' if where else ''}{NO_MEMORY_EVENTS}")
+            return
+        self.load_memory(*target)
+
+    def _cancelled(self) -> None:
+        if self.memory_view.data is None and not self.runner.busy:
+            self.memory_wanted = False
+            self.memory_view.show_empty(NOTHING_SHOWN)
+
     def load_memory(self, session: str, host: str) -> None:
         repo = self.repo
         self.requested = (session, host, MEMORY_PROFILE)
+        self.memory_wanted = False
         self.set_status(f"Loading memory profile of {session} / {host}…")
+        if self.memory_view.data is None:
+            self.memory_view.show_empty(f"Loading the memory profile of {session} / {host}…")
 
         def job(task):
             data = repo.memory_profile(session, host, task)
@@ -162,6 +205,8 @@ class LoadController(QObject):
         elif self.requested and self.requested[2] == TRACE_VIEWER:
             self.timeline_view.show_message(message)
         else:
+            if self.memory_view.data is None:
+                self.memory_view.show_empty(NOT_LOADED)
             self.memory_view.show_message(message)
 
     def _show_memory(self, result) -> None:
@@ -185,7 +230,9 @@ class LoadController(QObject):
         self.timeline_view.set_timeline(timeline)
         self.stats_timeline = timeline if stats is not None else None
         self.stats_view.set_stats(stats)
-        if show in TIMELINE_TOOLS and stats is not None:
+        if self.memory_wanted and self.tabs.currentWidget() is self.memory_view:
+            pass  # the user went to the Memory tab meanwhile: its profile loads next (below)
+        elif show in TIMELINE_TOOLS and stats is not None:
             self.show_statistics(show)
         else:
             self.tabs.setCurrentWidget(self.timeline_view)
@@ -195,6 +242,8 @@ class LoadController(QObject):
             f"{len(timeline.groups)} device(s).{warn}"
         )
         self.shown.emit()
+        if self.memory_wanted and self.tabs.currentWidget() is self.memory_view and not self.runner.busy:
+            self.show_memory_tab()
 
     def _show_stats(self, result) -> None:
         session, host, timeline, stats = result

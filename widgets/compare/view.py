@@ -37,6 +37,7 @@ from profscope.models.analysis.trace_stats import PS_PER_US
 from profscope.models.core.units import format_bytes, format_time_ps
 from profscope.widgets.compare.timelines import TimelinePair
 from profscope.widgets.palette import BASELINE_COLOR, CANDIDATE_COLOR, DIFF_COLORS, Scheme, follow, style_plot
+from profscope.widgets.plot_axes import BytesAxis, TimeAxis
 
 COLUMNS = ("Name", "Type", "Baseline count", "Baseline total", "Baseline mean", "Candidate count",
            "Candidate total", "Candidate mean", "Δ total", "Ratio", "Status")
@@ -343,12 +344,13 @@ class MemoryPage(QWidget):
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
-        self.plot_widget = pg.PlotWidget()
+        # The Memory tab's axes: bytes at round values of the unit shown, time in round time units.
+        self.plot_widget = pg.PlotWidget(
+            axisItems={"left": BytesAxis("left", "in use"),
+                       "bottom": TimeAxis("bottom", "time from the alignment point")}
+        )
         self.plot = self.plot_widget.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.2)
-        self.plot.getAxis("left").enableAutoSIPrefix(False)
-        self.plot.setLabel("bottom", "time from the alignment point", units="ms")
-        self.plot.getAxis("bottom").enableAutoSIPrefix(False)
         self.legend = self.plot.addLegend(offset=(-10, 10))
         self.lines: list[pg.PlotDataItem] = []
         bar = QHBoxLayout()
@@ -418,7 +420,7 @@ class MemoryPage(QWidget):
                 )
             )
         )
-        t = a.curves.time_ps / 1e9  # ms
+        t = a.curves.time_ps.astype(np.float64)
         for label, values, color in (
             ("baseline", a.curves.baseline, BASELINE_COLOR),
             ("candidate", a.curves.candidate, CANDIDATE_COLOR),
@@ -426,8 +428,6 @@ class MemoryPage(QWidget):
             pen = pg.mkPen(scheme.data(color), width=1.5)
             line = self.plot.plot(t, values, name=label, pen=pen, connect="finite")
             self.lines.append(line)
-        self.plot.setLabel("left", "in use", units="B")
-        self.plot.getAxis("left").enableAutoSIPrefix(True)
         style_plot(self.plot, scheme)
         self.plot.enableAutoRange()
         rows = a.allocations

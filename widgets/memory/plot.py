@@ -15,12 +15,13 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QImage
-from PySide6.QtWidgets import QGraphicsItem
+from PySide6.QtWidgets import QGraphicsItem, QSizePolicy
 
-from profscope.models.core.units import byte_unit, format_bytes, time_unit
+from profscope.models.core.units import format_bytes
 from profscope.models.data.memory_profile import AllocatorProfile
 from profscope.models.data.peak_pyramid import PlotSeries, plot_series
 from profscope.widgets.palette import Scheme, follow, style_plot
+from profscope.widgets.plot_axes import BytesAxis, TimeAxis
 
 STACK_COLOR = QColor(251, 140, 0)
 HEAP_COLOR = QColor(30, 136, 229)
@@ -38,68 +39,7 @@ HEAP_AREA, BOTH_AREAS = 1, 2
 FRAG_LINE = 4
 LINE_CODES = {"in_use": 8, "stack": 9, "free": 10}
 GRID_ALPHA = 51  # as pyqtgraph's showGrid(alpha=0.2)
-
-
-def _decimals(spacing: float) -> int:
-    return max(0, min(6, int(np.ceil(-np.log10(spacing))))) if spacing > 0 else 0
-
-
-class _TickAxis(pg.AxisItem):
-    """An axis whose labels use one unit, chosen from the major ticks, for
-    every tick level (and for its title, set only when the unit changes)."""
-
-    def __init__(self, orientation):
-        super().__init__(orientation)
-        self.enableAutoSIPrefix(False)
-        self._ticks_key = self._ticks = None
-        self._unit = self.unit_for(1.0, [1.0])
-        self.setLabel(self.title(self._unit[1]))  # its room is kept from the start: a unit change moves nothing
-
-    def tickValues(self, minVal, maxVal, size):
-        # Asked twice a frame, by the axis and by the plot's grid: computed once.
-        key = (minVal, maxVal, size)
-        if key != self._ticks_key:
-            self._ticks_key, self._ticks = key, super().tickValues(minVal, maxVal, size)
-            if self._ticks and self._ticks[0][1]:
-                unit = self.unit_for(*self._ticks[0])
-                if unit != self._unit:
-                    self._unit = unit
-                    self.setLabel(self.title(unit[1]))
-        return self._ticks
-
-    def grid_ticks(self) -> list[tuple[float, list[float]]]:
-        """The tick levels the axis draws at its current range and length."""
-        length = (self.width() if self.orientation in ("bottom", "top") else self.height()) + 2
-        return self.tickValues(self.range[0], self.range[1], length) if length > 2 else []
-
-    def tickStrings(self, values, scale, spacing):
-        size = self._unit[0]
-        digits = _decimals(spacing / size)
-        return [f"{v / size:.{digits}f}" for v in values]
-
-
-class TimeAxis(_TickAxis):
-    """Picosecond values shown in the unit that suits the tick spacing."""
-
-    @staticmethod
-    def unit_for(spacing, values):
-        return time_unit(spacing * 10)
-
-    @staticmethod
-    def title(unit):
-        return f"time ({unit})"
-
-
-class BytesAxis(_TickAxis):
-    """Byte values shown in KiB / MiB / GiB."""
-
-    @staticmethod
-    def unit_for(spacing, values):
-        return byte_unit(max(abs(v) for v in values))
-
-    @staticmethod
-    def title(unit):
-        return f"memory ({unit})"
+PEAK_LABEL_GAP_PX = 10  # between the peak's marker and its label
 
 
 class SeriesCanvas(pg.GraphicsObject):
@@ -311,12 +251,17 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.series: PlotSeries | None = None
         self._version = 0  # bumped when the data or the colours change
         self._lut_colors = None
-        self.plot = self.addPlot(axisItems={"bottom": TimeAxis("bottom"), "left": BytesAxis("left")})
+        # The legend in a row of its own above the plot, never over the data.
+        self.legend = pg.LegendItem(colCount=4, verSpacing=-4)
+        self.addItem(self.legend, row=0, col=0)
+        self.legend.setSizePolicy(QSizePolicy.Maximum, QSizePolicy.Maximum)  # its entries side by side, at the left
+        self.ci.layout.setAlignment(self.legend, Qt.AlignLeft | Qt.AlignVCenter)
+        self.plot = self.addPlot(row=1, col=0, axisItems={"bottom": TimeAxis("bottom"), "left": BytesAxis("left")})
+        self.plot.legend = self.legend  # styled with the plot (style_plot)
         # Labels of the finest ticks never fit; laying them out was a quarter of each zoom frame's axis.
         self.plot.getAxis("bottom").setStyle(maxTextLevel=1)
         self.plot.setMenuEnabled(False)
         self.plot.getViewBox().setMouseEnabled(x=True, y=False)  # zoom and pan in time
-        self.legend = self.plot.addLegend(offset=(60, 5))
         self.heap_curve = self._curve("heap (stacked on stack)")
         self.stack_curve = self._curve("stack")
         self.free_curve = self._curve("free")
@@ -331,6 +276,8 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.frag_view.setYRange(0, 100)
         self.frag_curve = self._curve("fragmentation (%)")
         self.plot.getViewBox().sigResized.connect(self._sync_views)
+        self.plot.getViewBox().sigResized.connect(self._place_peak_label)
+        self.plot.getViewBox().sigRangeChanged.connect(self._place_peak_label)
         self.canvas = SeriesCanvas(self)
         # What zooming in time leaves alone is blitted from a cache on each frame:
         # the byte and fragmentation axes, the axes' titles and the legend (drawn over the data).
@@ -341,7 +288,7 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
             curve.visibleChanged.connect(self.canvas.redraw)
 
         self.peak_marker = pg.ScatterPlotItem(size=11, symbol="o")
-        self.peak_label = pg.TextItem(anchor=(0.5, 1.2))
+        self.peak_label = pg.TextItem(anchor=(0, 0.5))  # beside the peak, inside the plot: see _place_peak_label
         self.moment_line = pg.InfiniteLine(angle=90)
         self.hover_line = pg.InfiniteLine(angle=90)
         self.lifetime = pg.LinearRegionItem(movable=False, brush=pg.mkBrush(255, 193, 7, 70), pen=pg.mkPen(255, 160, 0))
@@ -427,6 +374,24 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
     def _sync_views(self):
         self.frag_view.setGeometry(self.plot.getViewBox().sceneBoundingRect())
 
+    def _place_peak_label(self, *_args) -> None:
+        """The peak's label beside its marker (right of it, or left near the
+        right edge: off the moment line that starts on the peak), within the
+        plot's height."""
+        if self.series is None:
+            return
+        vb = self.plot.getViewBox()
+        box = vb.sceneBoundingRect()
+        text = self.peak_label.textItem.boundingRect()
+        w, h = max(text.width(), 1.0), max(text.height(), 1.0)
+        at = vb.mapViewToScene(self.peak_label.pos())
+        gap = PEAK_LABEL_GAP_PX / w
+        ax = -gap if at.x() + PEAK_LABEL_GAP_PX + w <= box.right() else 1 + gap
+        # Centred on the peak's height, moved up or down as far as the plot's top or bottom needs.
+        low, high = 1 - (box.bottom() - at.y()) / h, (at.y() - box.top()) / h
+        ay = min(max(0.5, low), high) if low <= high else 0.5
+        self.peak_label.setAnchor((ax, ay))
+
     # ------------------------------------------------------------ data
 
     def set_profile(self, profile: AllocatorProfile | None, series: PlotSeries | None = None) -> None:
@@ -451,6 +416,7 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.peak_label.setPos(float(tl.time_ps[i]), float(s.peak_in_use))
         self._changed()
         self.reset_zoom()
+        self._place_peak_label()
 
     def has_free(self) -> bool:
         return self.series is not None and self.series.has("free")

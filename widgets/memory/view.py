@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QSplitter,
+    QStackedWidget,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -27,8 +28,21 @@ from profscope.widgets.memory.plot import MemoryPlot, PlotSeries
 from profscope.widgets.memory.summary import MemorySummaryCard
 from profscope.widgets.palette import follow
 
+NOTHING_SHOWN = "No memory profile shown: open a profile (Ctrl+O), then pick a host."
+NO_MEMORY_EVENTS = "This host's profile has no memory events."
+NOT_LOADED = "No memory profile to show: it could not be loaded (the message above says why)."
+
+
+def largest_peak(data: MemoryProfileData) -> str:
+    """The memory id of the allocator with the highest peak (the first of
+    equal ones): what the view opens on, a GPU's rather than the host's."""
+    return max(data.memory_ids, key=lambda m: data.allocators[m].summary.peak_in_use, default="")
+
 
 class MemoryView(QWidget):
+    """Shows a host's memory profile; when there is none, a sentence saying
+    why (show_empty) in place of the summary, plot and tables."""
+
     host_requested = Signal(str)
 
     def __init__(self, parent=None):
@@ -91,12 +105,22 @@ class MemoryView(QWidget):
         log_layout.addWidget(QLabel("Step:"))
         log_layout.addWidget(self.step_box)
         log_layout.addWidget(self.log_info, 1)
+        content = QWidget()
+        content_layout = QVBoxLayout(content)
+        content_layout.setContentsMargins(0, 0, 0, 0)
+        content_layout.addWidget(self.summary)
+        content_layout.addWidget(splitter, 1)
+        self.empty = QLabel(NOTHING_SHOWN, wordWrap=True, alignment=Qt.AlignCenter)
+        self.empty.setStyleSheet("font-size: 14pt; padding: 24px")
+        self.pages = QStackedWidget()
+        self.pages.addWidget(content)
+        self.pages.addWidget(self.empty)
+        self.pages.setCurrentWidget(self.empty)
         layout = QVBoxLayout(self)
         layout.addLayout(bar)
         layout.addWidget(self.log_bar)
         layout.addWidget(self.message)
-        layout.addWidget(self.summary)
-        layout.addWidget(splitter, 1)
+        layout.addWidget(self.pages, 1)
         self._show_log_parts(False)
 
         self.host_box.activated.connect(lambda i: self.host_requested.emit(self.host_box.itemText(i)))
@@ -129,8 +153,19 @@ class MemoryView(QWidget):
         self.allocator_box.clear()
         if data is not None:
             self.allocator_box.addItems(data.memory_ids)
+            self.allocator_box.setCurrentText(largest_peak(data))
         self.allocator_box.blockSignals(False)
         self._show_allocator(self.allocator_box.currentText())
+        if data is None:
+            self.empty.setText(NOTHING_SHOWN)
+        elif not data.allocators:
+            self.empty.setText(NO_MEMORY_EVENTS)
+        self.pages.setCurrentIndex(0 if data is not None and data.allocators else 1)
+
+    def show_empty(self, text: str) -> None:
+        """No profile: `text` says why (loading, none in this host, an error) where the plot was."""
+        self.set_profile(None)
+        self.empty.setText(text)
 
     def show_message(self, text: str) -> None:
         self.message.setText(text)
