@@ -9,16 +9,16 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from conftest import DATA
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetrics
 
 from profscope.models.analysis.comparison import Place, compare
 from profscope.models.sql.result_chart import chart_data
 from profscope.widgets.compare.view import CompareView
-HASH_NAME = re.compile(r"[0-9a-f]{32,}")
 from profscope.widgets.query.chart import QueryChart
 
 HPARAMS = DATA / "hparams"
+HASH_NAME = re.compile(r"[0-9a-f]{32,}")  # TensorBoard's group names
 ROOM = {"1280x800": (1030, 700), "1920x1080": (1670, 980)}  # the tab's room in such a window
 
 
@@ -84,7 +84,7 @@ def test_scatter_matrix_row_titles_read_whole(open_hparams_view, qtbot):
     assert text.replace("\n", "") == "validation/epoch_accuracy"  # wrapped, not "va…cy"
     assert all(metrics.horizontalAdvance(line) <= box.width() for line in text.split("\n"))
     assert _disjoint([b for b, _, _ in v.scatter.titles])
-    for box, text, full in v.scatter.titles:
+    for box, text, _ in v.scatter.titles:
         assert "…" not in text or len(text) > 6  # elided in the middle keeps both ends
         assert box.right() < v.scatter.cell_rect(0, 0).left() or box.top() > v.scatter.cell_rect(0, 0).top()
 
