@@ -75,8 +75,9 @@ class GroupModel(QAbstractItemModel):
 
     def set_table(self, table: GroupTable | None, columns: Columns) -> None:
         self.beginResetModel()
+        if table is not self.table:  # a refresh re-sets the same table: its labels stay
+            self.labels = group_labels(table) if table is not None else []
         self.table, self.columns, self.rows = table, columns, np.zeros(0, np.int64)
-        self.labels = group_labels(table) if table is not None else []
         self.endResetModel()
 
     def set_rows(self, rows: np.ndarray) -> None:
