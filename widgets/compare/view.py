@@ -109,7 +109,8 @@ class DiffModel(QAbstractTableModel):
             return None
         if section == 1 and self.shown is not None and self.shown.table == "op_types":
             return "Device"
-        return COLUMNS[section]
+        # "Baseline" / "Candidate" over what: two lines, so the columns are as narrow as their values.
+        return COLUMNS[section].replace(" ", "\n", 1) if 2 <= section <= 7 else COLUMNS[section]
 
     def data(self, index, role=Qt.DisplayRole):
         if not index.isValid() or self.shown is None:
@@ -183,17 +184,20 @@ class StatsPage(QWidget):
         self.view.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.view.setSelectionMode(QAbstractItemView.SingleSelection)
         self.view.verticalHeader().hide()
-        self.view.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
-        self.view.setTextElideMode(Qt.ElideMiddle)
+        self.view.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)  # names take the room left
+        self.view.setTextElideMode(Qt.ElideMiddle)  # kernel names differ at their ends, not their starts
         self.view.setWordWrap(False)
+        self.filter_edit.setMinimumWidth(160)
+        self.table_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
         bar = QHBoxLayout()
         for w in (QLabel("Table"), self.table_box, self.filter_edit, self.regex_box, QLabel("Hide |Δ| below"),
                   self.min_delta, QLabel("and below"), self.min_change):
             bar.addWidget(w)
-        bar.addWidget(self.counts, 1)
+        bar.addStretch(1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
+        layout.addWidget(self.counts)  # a line of its own: the controls keep their width at 1280 px
         layout.addWidget(self.view, 1)
         self.table_box.currentIndexChanged.connect(self._show_table)
         self.filter_edit.textChanged.connect(self.refilter)
@@ -233,6 +237,8 @@ class StatsPage(QWidget):
         self.model.sorted_by = None
         self.view.horizontalHeader().setSortIndicatorShown(False)
         self.model.set_diff(self.stats.get(self.table_box.currentData()), *self._filters())
+        for column in range(1, len(COLUMNS)):  # each as wide as its values (the first 1,000 rows), the name the rest
+            self.view.resizeColumnToContents(column)
         self._count()
 
     def _filters(self) -> tuple:

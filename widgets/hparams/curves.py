@@ -75,6 +75,7 @@ class CurvesPanel(QWidget):
         self._plots: dict[tuple[str, str], pg.PlotItem] = {}
         self._plots_key = None
         self._lines: list[tuple[Curve, pg.PlotDataItem, pg.PlotDataItem]] = []  # curve, raw line, smoothed line
+        self.empty_notes: dict[tuple[str, str], pg.TextItem] = {}  # metric -> the sentence in its empty chart
         self.x_box.currentIndexChanged.connect(self._draw)
         self.smoothing.valueChanged.connect(self._smooth)
         self.charts.scene().sigMouseMoved.connect(self._hover)
@@ -159,8 +160,21 @@ class CurvesPanel(QWidget):
                 item.setClipToView(True)
             self._lines.append((curve, raw, line))
             self._style(curve, raw, line, scheme, weight)
-        for plot in self._plots.values():  # styled when built: clear() keeps axes and title
-            plot.enableAutoRange()
+        drawn = {(curve.group, curve.tag) for curve, _, _ in self._lines if len(curve)}
+        self.empty_notes = {}
+        for metric, plot in self._plots.items():  # styled when built: clear() keeps axes and title
+            for side in ("left", "bottom"):  # an empty chart has no values to tick
+                plot.getAxis(side).setStyle(showValues=metric in drawn or not self.colors)
+            if metric in drawn or not self.colors:
+                plot.enableAutoRange()
+                continue
+            note = pg.TextItem(f"no values of {metric_label(*metric)} for the selected sessions",
+                               color=scheme.secondary(), anchor=(0.5, 0.5))
+            note.setTextWidth(max(plot.getViewBox().width() - 8, 120))  # wrapped to the chart
+            plot.addItem(note, ignoreBounds=True)
+            note.setPos(0.5, 0.5)
+            plot.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
+            self.empty_notes[metric] = note
 
     def _style(self, curve: Curve, raw, line, scheme: Scheme, weight: float) -> None:
         """The session's colour: the smoothed line solid, the raw one faint behind it."""

@@ -6,14 +6,15 @@ Dragging along an axis brushes a range: `brushed(axis index, lo, hi)`
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QLineF, QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPolygonF
-from PySide6.QtWidgets import QWidget
+from PySide6.QtCore import QEvent, QLineF, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QFontMetrics, QImage, QPainter, QPen, QPolygonF
+from PySide6.QtWidgets import QToolTip, QWidget
 
 from profscope.widgets.hparams.scales import Axis
 from profscope.widgets.palette import Scheme
 
-MARGIN_TOP, MARGIN_BOTTOM, MARGIN_SIDE = 42, 28, 60
+MARGIN_TOP, MARGIN_BOTTOM, MARGIN_SIDE = 48, 28, 60
+TITLE_ROW = 18  # a row of axis titles; two rows when they do not fit side by side
 # viridis at 8 points: low values dark purple, high ones yellow.
 VIRIDIS = np.array([[68, 1, 84], [70, 50, 127], [54, 92, 141], [39, 127, 142], [31, 161, 135],
                     [74, 194, 109], [159, 218, 58], [253, 231, 37]], np.float64)
@@ -45,6 +46,8 @@ class ParallelCoordinates(QWidget):
         self.highlight: int | None = None
         self._lines: QImage | None = None  # the groups' lines, redrawn when the data, size or palette change
         self._lines_key = None
+        self.title_rects: list[QRectF] = []  # where each axis' title is drawn (hover shows its full name)
+        self.title_texts: list[str] = []  # the titles as drawn (elided in the middle when too long)
 
     def set_data(self, axes: list[Axis], groups: np.ndarray, color_values: np.ndarray | None, color_title: str) -> None:
         self.axes, self.groups, self.color_title = axes, groups, color_title
@@ -87,6 +90,7 @@ class ParallelCoordinates(QWidget):
             p.drawText(self.rect(), Qt.AlignCenter, "No groups to show")
             return
         xs = [self._x(i) for i in range(len(self.axes))]
+        self._layout_titles(QFontMetrics(self.font()))
         ys = np.stack([self._y(a.pos) for a in self.axes], axis=1)  # groups x axes, NaN for missing
         if self._lines is None or self._lines.size() != self.size() or self._lines_key != scheme.key:
             self._lines, self._lines_key = self._draw_lines(xs, ys, scheme), scheme.key
@@ -104,15 +108,86 @@ class ParallelCoordinates(QWidget):
                 t0, t1 = self.brushes[i]
                 p.fillRect(QRectF(x - 6, self._y(t1), 12, self._y(t0) - self._y(t1)), QColor(255, 160, 0, 110))
             p.setPen(scheme.shade(0.92))
-            p.drawText(QRectF(x - 70, 4, 140, 16), Qt.AlignCenter, axis.title)
-            p.setPen(scheme.shade(0.65))
-            step = max(1, len(axis.labels) // 12)
-            for t, text in axis.labels[::step]:
-                p.drawText(QRectF(x + 4, self._y(t) - 8, 120, 16), Qt.AlignLeft | Qt.AlignVCenter, text[:18])
+            p.drawText(self.title_rects[i], Qt.AlignCenter, self.title_texts[i])
+            self._draw_ticks(p, scheme, i, axis)
         p.setPen(scheme.shade(0.65))
+        footer = (f"{len(self.groups):,} groups; colour: {self.color_title or 'none'}; drag on an axis to filter, "
+                  "click an axis to clear")
         p.drawText(QRectF(0, self.height() - 20, self.width(), 18), Qt.AlignCenter,
-                   f"{len(self.groups):,} groups; colour: {self.color_title or 'none'}; drag on an axis to filter, "
-                   "click an axis to clear")
+                   QFontMetrics(self.font()).elidedText(footer, Qt.ElideRight, self.width() - 8))
+
+    def _layout_titles(self, metrics: QFontMetrics) -> None:
+        """The axes' titles side by side when they fit between the axes, else
+        in two staggered rows (twice the room each), elided in the middle
+        when even that is too little (hovering one shows it whole)."""
+        gap = (self.width() - 2 * MARGIN_SIDE) / max(len(self.axes) - 1, 1) if len(self.axes) > 1 else self.width()
+        widths = [metrics.horizontalAdvance(a.title) for a in self.axes]
+        rows = 1 if all(w <= gap - 8 for w in widths) else 2
+        self.title_rects, self.title_texts = [], []
+        for i, axis in enumerate(self.axes):
+            x = self._x(i)
+            room = int(min(rows * gap - 8, 2 * x - 4, 2 * (self.width() - x) - 4))
+            text = metrics.elidedText(axis.title, Qt.ElideMiddle, max(room, 8))
+            width = metrics.horizontalAdvance(text) + 2
+            top = 4 + (i % rows) * TITLE_ROW
+            self.title_rects.append(QRectF(x - width / 2, top, width, TITLE_ROW - 2))
+            self.title_texts.append(text)
+
+    def tick_rects(self, i: int, metrics: QFontMetrics) -> list[tuple[QRectF, str]]:
+        """An axis' tick labels and where they go: right of the axis, a
+        category's name within the room before the next axis (elided there;
+        hovering it shows it whole; numbers are never cut), every n-th one so
+        that they do not overlap each other."""
+        axis = self.axes[i]
+        x = self._x(i)
+        right = self._x(i + 1) - 2 if i + 1 < len(self.axes) else self.width() - 2
+        room = max(int(right - x - 4), 8) if axis.categorical else 1 << 20
+        height = metrics.height()
+        step = self._tick_step(i, height)
+        out = []
+        for t, text in self._ticks(i, step):
+            shown = metrics.elidedText(text, Qt.ElideRight, room)
+            width = metrics.horizontalAdvance(shown) + 2
+            out.append((QRectF(x + 4, self._y(t) - height / 2, width, height), shown))
+        return out
+
+    def _tick_step(self, i: int, height: int) -> int:
+        span = self._y(0) - self._y(1)
+        return max(1, -(-len(self.axes[i].labels) * (height + 2) // max(int(span) + height, 1)))
+
+    def _ticks(self, i: int, step: int | None = None) -> list[tuple[float, str]]:
+        """The tick labels shown on axis i."""
+        return self.axes[i].labels[:: step or self._tick_step(i, QFontMetrics(self.font()).height())]
+
+    def _draw_ticks(self, p: QPainter, scheme: Scheme, i: int, axis) -> None:
+        backing = QColor(scheme.base)
+        backing.setAlpha(190)  # the label reads over the lines behind it
+        p.setPen(scheme.shade(0.65))
+        for rect, text in self.tick_rects(i, QFontMetrics(self.font())):
+            p.fillRect(rect, backing)
+            p.drawText(rect, Qt.AlignLeft | Qt.AlignVCenter, text)
+
+    def tooltip_at(self, pos: QPointF) -> str:
+        """The full text of an axis title, or of an elided category, under a point ("" elsewhere)."""
+        for k, rect in enumerate(self.title_rects[: len(self.axes)]):
+            if rect.adjusted(-2, -2, 2, 2).contains(pos):
+                return self.axes[k].title
+        metrics = QFontMetrics(self.font())
+        for k in range(len(self.axes)):
+            for (rect, shown), (_, text) in zip(self.tick_rects(k, metrics), self._ticks(k)):
+                if rect.contains(pos) and shown != text:
+                    return text
+        return ""
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.ToolTip:
+            text = self.tooltip_at(QPointF(event.pos()))
+            if text:
+                QToolTip.showText(event.globalPos(), text, self)
+            else:
+                QToolTip.hideText()
+            return True
+        return super().event(event)
 
     def _draw_lines(self, xs: list[float], ys: np.ndarray, scheme: Scheme) -> QImage:
         """Every group's line, without antialiasing, one drawLines call per

@@ -12,6 +12,8 @@ in axis positions ((None, None) when a click clears it)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QImage, QPainter, QPen
@@ -21,13 +23,28 @@ from profscope.widgets.hparams.parallel_coords import colormap
 from profscope.widgets.hparams.scales import Axis
 from profscope.widgets.palette import Scheme, argb
 
-LEFT, RIGHT, TOP, BOTTOM = 86, 12, 10, 58  # room for tick labels and titles
+LEFT, RIGHT, TOP, BOTTOM = 64, 12, 10, 58  # room for tick labels (left of the rows' titles) and titles
+TITLE_MIN, TITLE_MAX = 110, 150  # the rows' titles column (a sixth of the widget at most)
 GAP, PAD = 10, 6  # between cells; inside a cell's frame, so discs are never cut
 RADIUS = 2  # a point's disc, plus a one-pixel rim
 HIT = 7  # how near (px) the pointer must be to a point to name it
 PLAIN = "#1e88e5"  # points without a colour metric
 MISSING_COLOR = "#aaaaaa"
 SELECTED = QColor(229, 57, 53)
+
+
+def wrap_title(text: str, metrics: QFontMetrics, width: int, height: float) -> str:
+    """A title in lines broken after its / and _ (as many as fit the height,
+    none wider than the width), else one line elided in the middle."""
+    lines: list[str] = []
+    for part in re.findall(r"[^/_]+[/_]?|[/_]", text):
+        if lines and metrics.horizontalAdvance(lines[-1] + part) <= width:
+            lines[-1] += part
+        else:
+            lines.append(part)
+    if len(lines) * metrics.height() <= height and all(metrics.horizontalAdvance(line) <= width for line in lines):
+        return "\n".join(lines)
+    return metrics.elidedText(text, Qt.ElideMiddle, width)
 
 
 def _disc(radius: int) -> tuple[np.ndarray, np.ndarray]:
@@ -77,6 +94,7 @@ class ScatterMatrix(QWidget):
         self._points: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # for hit tests
         self._hover: tuple[int, int, int] | None = None  # (column, row, group)
         self._drag: tuple[int, int, QPointF, QPointF] | None = None
+        self.titles: list[tuple[QRectF, str, str]] = []  # each title's rectangle, text as drawn, full text
 
     def set_data(self, columns: list[Axis], rows: list[Axis], groups: np.ndarray, color_values: np.ndarray | None,
                  color_title: str) -> None:
@@ -100,12 +118,21 @@ class ScatterMatrix(QWidget):
 
     # ------------------------------------------------------------ geometry
 
+    def title_width(self) -> int:
+        """The rows' titles column: the widest piece of a title between its / and _ (so a title wraps
+        into lines that fit), at most TITLE_MAX and a sixth of the widget."""
+        metrics = self.fontMetrics()
+        parts = [p for a in self.rows for p in re.findall(r"[^/_]+[/_]?|[/_]", a.title)]
+        widest = max((metrics.horizontalAdvance(p) for p in parts), default=0)
+        return int(min(max(widest + 8, TITLE_MIN), TITLE_MAX, self.width() / 6))
+
     def cell_rect(self, column: int, row: int) -> QRectF:
         """A cell's frame."""
         nc, nr = max(len(self.columns), 1), max(len(self.rows), 1)
-        w = (self.width() - LEFT - RIGHT - GAP * (nc - 1)) / nc
+        left = self.title_width() + LEFT
+        w = (self.width() - left - RIGHT - GAP * (nc - 1)) / nc
         h = (self.height() - TOP - BOTTOM - GAP * (nr - 1)) / nr
-        return QRectF(LEFT + column * (w + GAP), TOP + row * (h + GAP), w, h)
+        return QRectF(left + column * (w + GAP), TOP + row * (h + GAP), w, h)
 
     def to_pixels(self, column: int, row: int, tx, ty) -> tuple[np.ndarray, np.ndarray]:
         """Pixel coordinates of axis positions in a cell."""
@@ -230,6 +257,7 @@ class ScatterMatrix(QWidget):
         metrics = QFontMetrics(p.font())
         label, title = scheme.shade(0.65), scheme.shade(0.92)
         last = len(self.rows) - 1
+        self.titles = []
         for c, column in enumerate(self.columns):
             rect = self.cell_rect(c, last)
             p.setPen(label)
@@ -239,26 +267,32 @@ class ScatterMatrix(QWidget):
                 left = min(max(float(x) - width / 2, rect.left()), rect.right() - width)  # kept under its cell
                 p.drawText(QRectF(left, rect.bottom() + 2, width, 16), Qt.AlignHCenter | Qt.AlignTop, text)
             p.setPen(title)
-            p.drawText(QRectF(rect.left(), rect.bottom() + 18, rect.width(), 16), Qt.AlignCenter,
-                       metrics.elidedText(column.title, Qt.ElideMiddle, int(rect.width())))
+            text = metrics.elidedText(column.title, Qt.ElideMiddle, int(rect.width()))
+            box = QRectF(rect.center().x() - metrics.horizontalAdvance(text) / 2 - 1, rect.bottom() + 18,
+                         metrics.horizontalAdvance(text) + 2, 16)
+            p.drawText(box, Qt.AlignCenter, text)
+            self.titles.append((box, text, column.title))
+        title_width = self.title_width()
         for r, row in enumerate(self.rows):
             rect = self.cell_rect(0, r)
             p.setPen(label)
             for t, text in self._spaced(row.labels, rect.height(), metrics, horizontal=False):
                 _, y = self.to_pixels(0, r, 0.0, t)
-                p.drawText(QRectF(22, float(y) - 8, LEFT - 26, 16), Qt.AlignRight | Qt.AlignVCenter,
-                           metrics.elidedText(text, Qt.ElideRight, LEFT - 26))
-            p.save()  # the metric's name along the left edge, bottom to top
-            p.translate(4, rect.center().y())
-            p.rotate(-90)
+                p.drawText(QRectF(title_width, float(y) - 8, LEFT - 4, 16), Qt.AlignRight | Qt.AlignVCenter,
+                           metrics.elidedText(text, Qt.ElideRight, LEFT - 4))
+            # The metric's name left of its row, wrapped at its / and _ or elided in the middle.
+            text = wrap_title(row.title, metrics, title_width - 6, rect.height())
+            lines = text.split("\n")
+            width = max(metrics.horizontalAdvance(line) for line in lines) + 2
+            box = QRectF(4, rect.center().y() - len(lines) * metrics.height() / 2, width, len(lines) * metrics.height())
             p.setPen(title)
-            p.drawText(QRectF(-rect.height() / 2, 0, rect.height(), 16), Qt.AlignCenter,
-                       metrics.elidedText(row.title, Qt.ElideMiddle, int(rect.height())))
-            p.restore()
+            p.drawText(box, Qt.AlignLeft | Qt.AlignVCenter, text)
+            self.titles.append((box, text, row.title))
         p.setPen(label)
+        footer = (f"{len(self.groups):,} groups; colour: {self.color_title or 'none'}; drag a rectangle in a cell "
+                  "to filter both columns, click a point to select its group, click the rectangle's cell to clear")
         p.drawText(QRectF(0, self.height() - 20, self.width(), 18), Qt.AlignCenter,
-                   f"{len(self.groups):,} groups; colour: {self.color_title or 'none'}; drag a rectangle in a cell "
-                   "to filter both columns, click a point to select its group, click the rectangle's cell to clear")
+                   metrics.elidedText(footer, Qt.ElideRight, self.width() - 8))
 
     @staticmethod
     def _spaced(labels, length: float, metrics: QFontMetrics, horizontal: bool):
@@ -298,6 +332,10 @@ class ScatterMatrix(QWidget):
         cell = self.cell_at(pos) if self._image is not None else None
         group = self.nearest(*cell, pos) if cell is not None else None
         hover = (*cell, group) if group is not None else None
+        if cell is None:  # over a title: its full name
+            full = next((t for box, _, t in self.titles if box.contains(pos)), None)
+            if full is not None:
+                QToolTip.showText(event.globalPosition().toPoint(), full, self)
         if hover != self._hover:
             self._hover = hover
             self.update()

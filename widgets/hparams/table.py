@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import math
+import re
 
 import numpy as np
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, Qt
@@ -22,8 +23,26 @@ STATUS_NAMES = {api_pb2.STATUS_UNKNOWN: "unknown", api_pb2.STATUS_SUCCESS: "succ
                 api_pb2.STATUS_FAILURE: "failure", api_pb2.STATUS_RUNNING: "running"}
 
 
+HASH_NAME = re.compile(r"[0-9a-f]{32,}")  # TensorBoard names a group by the hash of its hparams
+
+
 def metric_label(group: str, tag: str) -> str:
     return f"{group}/{tag}" if group else tag
+
+
+def group_labels(table: GroupTable) -> list[str]:
+    """What the views call each group: a hash-named group by its hparams
+    that differ between groups ("lr=0.001, optimizer=adam"); a group with a
+    name of its own, or whose hparams leave it like another, by its name."""
+    texts = {k: [format_value(h[k]) if k in h else None for h in table.hparams] for k in table.hparam_names}
+    varying = [k for k, values in texts.items() if len(set(values)) > 1]
+    labels = [", ".join(f"{k}={texts[k][g]}" for k in varying if texts[k][g] is not None)
+              for g in range(len(table))]
+    counts: dict[str, int] = {}
+    for label in labels:
+        counts[label] = counts.get(label, 0) + 1
+    return [label if HASH_NAME.fullmatch(name) and label and counts[label] == 1 else name
+            for name, label in zip(table.names, labels)]
 
 
 class Columns:
@@ -51,10 +70,13 @@ class GroupModel(QAbstractItemModel):
         self.table: GroupTable | None = None
         self.columns = Columns([], [])
         self.rows = np.zeros(0, np.int64)  # group indices of the shown page, in order
+        self.labels: list[str] = []  # each group's label (group_labels): its hparams rather than a hash
         self.sort_keys: list[tuple[int, int]] = []  # (column, ORDER_ASC/DESC) shown in the header
 
     def set_table(self, table: GroupTable | None, columns: Columns) -> None:
         self.beginResetModel()
+        if table is not self.table:  # a refresh re-sets the same table: its labels stay
+            self.labels = group_labels(table) if table is not None else []
         self.table, self.columns, self.rows = table, columns, np.zeros(0, np.int64)
         self.endResetModel()
 
@@ -146,7 +168,11 @@ class GroupModel(QAbstractItemModel):
             return None
         group = self.group_at(index.row())
         if role == Qt.DisplayRole:
+            if self.columns.items[column][0] == "name":
+                return self.labels[group]
             return format_value(self.value(group, column))
+        if role == Qt.ToolTipRole and self.columns.items[column][0] == "name":
+            return f"{self.labels[group]}\ngroup {self.table.names[group]}"
         if role == Qt.ForegroundRole and self.columns.items[column][0] == "status":
             text = self.value(group, column)
             if text == "failure":

@@ -618,7 +618,7 @@ class HParamsView(QWidget):
     def _describe_group(self, group: int) -> str:
         """A group's name and the values the scatter matrix shows."""
         table = self.model.table
-        lines = [f"Group {table.names[group]} ({len(table.sessions[group])} session(s))"]
+        lines = [f"Group {self.model.labels[group]} ({len(table.sessions[group])} session(s))"]
         across, down = self._scatter_columns
         for c in dict.fromkeys(across + down):
             lines.append(f"{self.columns.title(c)}: {format_value(self.model.value(group, c))}")
@@ -732,11 +732,13 @@ class HParamsView(QWidget):
         self.parallel.update()
         self.scatter.highlight = groups
         self.scatter.update()
+        self.details_title.setToolTip("")
         if not chosen:
             self.details_title.setText("Select groups or sessions to see their sessions and training curves.")
         elif len(groups) == 1:
             g = next(iter(groups))
-            self.details_title.setText(f"Group {table.names[g]}: {len(chosen)} session(s)")
+            self.details_title.setText(f"Group {self.model.labels[g]}: {len(chosen)} session(s)")
+            self.details_title.setToolTip(f"group {table.names[g]}")
         else:
             self.details_title.setText(f"{len(groups)} groups, {len(chosen)} sessions")
         metrics = table.metric_names if table is not None else []
@@ -750,13 +752,14 @@ class HParamsView(QWidget):
             values = {(m.group, m.tag): m.value for m in s.metrics}
             cells = [
                 s.name,
-                table.names[g],
+                self.model.labels[g],
                 STATUS_NAMES.get(s.status, str(s.status)),
                 _time(s.start_time),
                 _time(s.end_time),
             ] + [format_value(values.get(m)) for m in metrics]
             for c, text in enumerate(cells):
                 self.sessions_table.setItem(r, c, QTableWidgetItem(text))
+            self.sessions_table.item(r, 1).setToolTip(f"group {table.names[g]}")
             self.sessions_table.item(r, 0).setData(Qt.DecorationRole, scheme.data(session_color(r)))  # its line
         self.sessions_table.resizeColumnsToContents()
         self._load_curves([s.name for _, s in chosen], metrics)

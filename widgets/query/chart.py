@@ -7,10 +7,12 @@ columns and sorts the points (profscope.models.sql.result_chart);
 from __future__ import annotations
 
 import math
+import re
 
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
+from profscope.models.core.units import byte_unit
 from profscope.models.sql.result_chart import ChartData
 from profscope.widgets.palette import Scheme, follow, style_plot
 
@@ -18,14 +20,71 @@ COLORS = ("#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00897b", "#6d
           "#7cb342", "#546e7a", "#fdd835")
 
 
-class _XAxis(pg.AxisItem):
-    """The x axis; with `integers` set its ticks fall on whole numbers only
-    (step 2, 3, 4, not 2.5)."""
+BYTE_COLUMN = re.compile(r"bytes|(^|_)size$|memory_limit", re.IGNORECASE)  # drawn in KiB, MiB, GiB
+TIME_UNITS = ((3600.0, "h"), (60.0, "min"), (1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+TICK_PX = {"bottom": 90, "left": 40}  # about one tick per this many pixels
+
+
+def nice_step(raw: float, sexagesimal: bool = False) -> float:
+    """The smallest of 1, 2, 5 times a power of ten that is at least raw
+    (15, 30 or 60 beyond 10 for seconds and minutes)."""
+    if sexagesimal and 10 < raw <= 60:
+        return next(m for m in (15.0, 30.0, 60.0) if m >= raw)
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    return next((m * magnitude for m in (1, 2, 5) if m * magnitude >= raw * (1 - 1e-9)), 10 * magnitude)
+
+
+class _Axis(pg.AxisItem):
+    """A chart axis whose tick labels equal their ticks' values: times (in
+    `seconds` per data unit) in one round unit (ns ... h), bytes in one
+    binary unit (KiB, MiB, GiB), each at round steps of it and named in the
+    title; with `integers` set ticks fall on whole numbers only (step 2, 3,
+    4, not 2.5); other numbers as pyqtgraph ticks them."""
 
     integers = False
+    kind = ""  # "time", "bytes" or "" (plain numbers)
+    seconds = 1.0  # a data unit in seconds, for times
+    title = ""
+
+    def __init__(self, orientation):
+        super().__init__(orientation)
+        self.enableAutoSIPrefix(False)
+        self.unit: tuple[float, str] = (1.0, "")
+
+    def set_kind(self, title: str, kind: str = "", seconds: float = 1.0, integers: bool = False) -> None:
+        self.title, self.kind, self.seconds, self.integers = title, kind, seconds, integers
+        self.unit = (1.0, "")
+        self.setLabel(title)
+
+    def _unit_for(self, span: float, top: float) -> tuple[float, str]:
+        if self.kind == "bytes":
+            return byte_unit(top)
+        seconds = span * self.seconds
+        size, name = next(((u, n) for u, n in TIME_UNITS if seconds >= 2 * u), TIME_UNITS[-1])
+        return size / self.seconds, name
 
     def tickValues(self, low, high, size):
-        levels = super().tickValues(low, high, size)
+        if not self.kind:
+            return self._whole(super().tickValues(low, high, size), low, high)
+        if not high > low or not math.isfinite(high - low):
+            return []
+        unit = self._unit_for(high - low, max(abs(low), abs(high)))
+        if unit != self.unit:
+            self.unit = unit
+            self.setLabel(f"{self.title} ({unit[1]})")
+        count = max(size / TICK_PX.get(self.orientation, 60), 1.5)
+        step = nice_step((high - low) / unit[0] / count, self.kind == "time" and unit[1] in ("s", "min")) * unit[0]
+        first, last = math.ceil(low / step - 1e-9), math.floor(high / step + 1e-9)
+        return [(step, [k * step for k in range(first, last + 1)])]
+
+    def tickStrings(self, values, scale, spacing):
+        if not self.kind:
+            return super().tickStrings(values, scale, spacing)
+        size = self.unit[0]
+        digits = max(0, math.ceil(-math.log10(spacing / size) - 1e-9)) if spacing > 0 else 0
+        return [f"{v / size:.{digits}f}" for v in values]
+
+    def _whole(self, levels, low, high):
         if not self.integers:
             return levels
         whole = [(spacing, [v for v in values if float(v).is_integer()]) for spacing, values in levels if spacing >= 1]
@@ -42,11 +101,10 @@ class QueryChart(QWidget):
         self.data: ChartData | None = None
         self.value_box = QComboBox(minimumContentsLength=12)
         self.title = QLabel()
-        self.x_axis = _XAxis("bottom")
-        self.plot_widget = pg.PlotWidget(axisItems={"bottom": self.x_axis})
+        self.x_axis, self.y_axis = _Axis("bottom"), _Axis("left")  # values as they are, not "(x0.001)"
+        self.plot_widget = pg.PlotWidget(axisItems={"bottom": self.x_axis, "left": self.y_axis})
         self.plot = self.plot_widget.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.2)
-        self.plot.getAxis("left").enableAutoSIPrefix(False)  # values as they are, not "(x0.001)"
         self.legend = self.plot.addLegend(offset=(-10, 10))
         self.lines: list[pg.PlotDataItem] = []
         bar = QHBoxLayout()
@@ -84,9 +142,9 @@ class QueryChart(QWidget):
             self.title.setText("")
             return
         x_label = f"{data.x_name} from {data.x_origin:,}" if data.x_units else data.x_name
-        self.plot.setLabel("bottom", x_label, units=data.x_units)
-        self.x_axis.integers = data.x_integers
-        self.plot.setLabel("left", value)
+        self.x_axis.set_kind(x_label, "time" if data.x_units == "s" else "", integers=data.x_integers)
+        y_kind = "bytes" if BYTE_COLUMN.search(value) else "time" if value.endswith("_ns") else ""
+        self.y_axis.set_kind(value, y_kind, seconds=1e-9)
         y = data.values[value]
         for k, (label, rows, x) in enumerate(data.groups):
             color = scheme.data(COLORS[k % len(COLORS)])
