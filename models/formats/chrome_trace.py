@@ -27,6 +27,7 @@ import numpy as np
 
 from profscope.models.analysis import trace_stats
 from profscope.models.core.files import read_bytes, read_head
+from profscope.models.core.sniff import head_of
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data import _lanes, _nesting
 from profscope.models.data.memory_profile import (
@@ -65,6 +66,23 @@ HEAD_BYTES = 1 << 16
 # ---------------------------------------------------------------- recognition
 
 
+def refused(head: bytes) -> str | None:
+    """Why a file's head is not a Chrome trace, or None when it is one: an
+    object with `traceEvents`, or events (objects with a `ph`) alone or in an
+    array. Other JSON (configs, PyTorch execution traces) is not."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if re.match(rb"\[\s*(\]|$)", text):
+        return None  # an empty trace
+    events = b'"ph"' in head
+    if text[:1] == b"[":
+        return None if re.match(rb"\[\s*\{", text) and events else "not a Chrome trace (no events with \"ph\")"
+    if text[:1] != b"{":
+        return "not a Chrome trace (not JSON)"
+    if b'"traceEvents"' in head or (events and re.match(rb'\{\s*"(ph|name|cat|pid)"', text)):
+        return None
+    return "not a Chrome trace (no \"traceEvents\")"
+
+
 def sniff(path: Path) -> dict | None:
     """A cheap look at a file's start (gunzipped): None when it is not a
     trace, else what the start tells ({"rank": N} when distributedInfo is there)."""
@@ -72,11 +90,7 @@ def sniff(path: Path) -> dict | None:
         head = read_head(path, HEAD_BYTES)
     except (OSError, ProfileError):
         return None
-    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if text[:1] == b"[":
-        if not re.match(rb"\[\s*(\{|\]|$)", text):
-            return None
-    elif text[:1] != b"{" or (b'"traceEvents"' not in head and not re.match(rb'\{\s*"(ph|name|cat|pid)"', text)):
+    if refused(head) is not None:
         return None
     found = {}
     if m := re.search(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(\d+)', head):
@@ -102,6 +116,11 @@ class ChromeTraceFormat(Format):
         if found is None:
             return None
         return f"rank-{found['rank']}" if "rank" in found else strip_suffix(path.name, SUFFIXES) or path.name
+
+    def refusal(self, path: Path) -> str | None:
+        if not path.name.endswith((".json", ".json.gz")) or (head := head_of(path, HEAD_BYTES)) is None:
+            return None
+        return refused(head)
 
     def lone_file(self, path: Path) -> tuple[str, str] | None:
         host = self.host_in_folder(path)

@@ -10,7 +10,11 @@ A local repository opens any of:
   as `<logdir>/train/plugins/profile` included);
 - a profile root `<logdir>/plugins/profile` (its subfolders are sessions);
 - one session folder holding `<host>.<tool file>` files;
-- a single file.
+- a single file;
+- an archive (`.tar`, `.tar.gz`, `.tgz`, `.zip`) of any of these, unpacked
+  into a temporary folder of its own (profscope.models.core.archives).
+Files whose name or content makes them look like profiles but that no format
+takes are kept with the reason (`not_profiles()`), not listed as hosts.
 Only paths found by listing the opened folder are read: a session or host
 name never becomes part of a path, and links leading out of it are skipped.
 """
@@ -18,6 +22,7 @@ name never becomes part of a path, and links leading out of it are skipped.
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import weakref
 from abc import ABC, abstractmethod
@@ -26,12 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from profscope.models.analysis import trace_stats
+from profscope.models.core import archives
 from profscope.models.core.files import stays_inside
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.memory_profile import MemoryProfileData, xprof_json_chunks
 from profscope.models.data.timeline import Timeline
 from profscope.models.data.tool_data import ToolData
-from profscope.models.formats import FORMATS, looked_for
+from profscope.models.formats import FORMATS, looked_for, not_a_profile
 from profscope.models.repository.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TOOLS, TRACE_VIEWER, Format
 
 MAX_DEPTH = 6  # how deep to look below an opened folder
@@ -53,6 +59,10 @@ class ProfileRepository(ABC):
 
     @abstractmethod
     def enum_sessions(self) -> list[SessionInfo]: ...
+
+    def not_profiles(self) -> list[tuple[str, str]]:
+        """(path, reason) of the files met that look like profiles but are not."""
+        return []
 
     @abstractmethod
     def memory_profile(self, session: str, host: str, task: TaskState | None = None) -> MemoryProfileData:
@@ -168,18 +178,42 @@ class _Session:
 class LocalRepository(ProfileRepository):
     """A folder or file on this machine."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, task: TaskState | None = None):
         self.path = Path(path).expanduser()
         self.location = str(self.path)
         if not self.path.exists():
             raise ProfileError(f"{self.path}: no such file or folder")
-        self._root = (self.path if self.path.is_dir() else self.path.parent).resolve()
+        # What is scanned: the path, or the folder an archive was unpacked into (removed with the repository).
+        self._folder, self._top = self.path, self.path.name
+        if archives.is_archive(self.path):
+            self._folder, self._top = archives.unpack(self.path, task), archives.stem(self.path)
+            weakref.finalize(self, shutil.rmtree, str(self._folder), True)
+        self._root = (self._folder if self._folder.is_dir() else self._folder.parent).resolve()
         # What was read and is still held somewhere (see _shared), by what and which files in which state.
         self._held: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
         self._held_lock = threading.Lock()
+        self._not_profiles: list[tuple[str, str]] = []
         self._sessions = self._scan()
         if not self._sessions:
-            raise ProfileError(f"{self.path}: found no profile data. Looked for {looked_for()}.")
+            raise ProfileError(self._nothing_found())
+
+    def _nothing_found(self) -> str:
+        if not self._not_profiles:
+            return f"{self.path}: found no profile data. Looked for {looked_for()}."
+        first, reason = self._not_profiles[0]
+        more = len(self._not_profiles) - 1
+        others = f" (and {more} more: {'files that are not profiles' if more > 1 else 'a file that is not one'} either)" if more else ""
+        return (f"{self.path}: found no profiles; {first} is not a profile: {reason}{others}. "
+                "`profscope formats` lists what Profscope reads.")
+
+    def not_profiles(self) -> list[tuple[str, str]]:
+        return list(self._not_profiles)
+
+    def _shown(self, path: Path) -> str:
+        """A path as the user knows it: inside an archive, the archive's path and the member's."""
+        if self._folder is self.path:
+            return str(path)
+        return f"{self.path}/{path.relative_to(self._folder).as_posix()}"
 
     def enum_sessions(self) -> list[SessionInfo]:
         return [s.info() for s in self._sessions.values()]
@@ -270,18 +304,19 @@ class LocalRepository(ProfileRepository):
     # ---------------------------------------------------------- scanning
 
     def _scan(self) -> dict[str, _Session]:
-        if self.path.is_file():
-            return self._scan_lone_file(self.path)
-        if self.path.name == "profile" and self.path.parent.name == "plugins":
-            return self._scan_profile_root(self.path, prefix="")
+        top = self._folder
+        if top.is_file():
+            return self._scan_lone_file(top)
+        if top.name == "profile" and top.parent.name == "plugins":
+            return self._scan_profile_root(top, prefix="")
         sessions = {}
-        for folder, _depth in self._folders(self.path, 0):
+        for folder, _depth in self._folders(top, 0):
             if folder.name == "plugins" and (folder / "profile").is_dir():
-                run = folder.parent.relative_to(self.path).as_posix()
+                run = folder.parent.relative_to(top).as_posix()
                 sessions.update(self._scan_profile_root(folder / "profile", prefix="" if run == "." else run + "/"))
                 continue
-            rel = folder.relative_to(self.path).as_posix()
-            s = self._scan_session(folder, self.path.name if rel == "." else rel)
+            rel = folder.relative_to(top).as_posix()
+            s = self._scan_session(folder, self._top if rel == "." else rel)
             if s.hosts:
                 sessions[s.name] = s
         return sessions
@@ -320,6 +355,9 @@ class LocalRepository(ProfileRepository):
                     if (host := fmt.host_in_folder(path)) is not None:
                         session.add(host, fmt, path)
                         break
+                else:
+                    if reason := not_a_profile(path):
+                        self._not_profiles.append((self._shown(path), reason))
         return session
 
     def _scan_lone_file(self, path: Path) -> dict[str, _Session]:
@@ -330,4 +368,6 @@ class LocalRepository(ProfileRepository):
                 return {session.name: session}
         for fmt in FORMATS:
             fmt.why_not(path)  # raises with a format's reason, if it has one
+        if reason := not_a_profile(path):
+            raise ProfileError(f"{path}: not a profile: {reason}. `profscope formats` lists what Profscope reads.")
         raise ProfileError(f"{path}: Profscope does not know this kind of file. Looked for {looked_for()}.")

@@ -68,6 +68,14 @@ class Format:
         host = self.host_in_folder(path)
         return None if host is None else (path.parent.name, host)
 
+    def refusal(self, path: Path) -> str | None:
+        """Why a file whose name fits this format is not of it, from a cheap
+        look at its content (e.g. "not a Chrome trace (no "traceEvents")"), or
+        None when its name does not fit or it is of this format. Asked about
+        files no format took, to list them as "not a profile" with the reason;
+        never raises."""
+        return None
+
     def why_not(self, path: Path) -> None:
         """Asked when no format took a lone file: raises ProfileError with the
         reason it is not of this format when its name suggests it is."""

@@ -1,0 +1,33 @@
+"""Files of other tools that look like profiles, named by what their content
+shows, so that "not a profile" says what a file is rather than only what it
+is not. Profscope reads none of them."""
+
+from __future__ import annotations
+
+import re
+
+from profscope.models.core.sniff import json_keys
+
+# (keys the JSON object starts with, what it is)
+JSON_KINDS = (
+    ({"schema", "nodes"}, "a PyTorch execution trace (ExecutionTraceObserver), not a profiler trace; "
+                          "open the Kineto trace (*.pt.trace.json) recorded beside it"),
+    ({"rocprofiler-sdk-tool"}, "rocprofv3 JSON output (rocprofiler-sdk), which Profscope does not read; "
+                               "PyTorch's profiler on ROCm writes a Chrome trace it does"),
+    ({"architectures", "model_type"}, "a model configuration (Hugging Face config.json)"),
+    ({"class_name", "config"}, "a model configuration (Keras to_json)"),
+)
+# PyTorch's profile.export_memory_timeline(*.raw.gz): rows [time, action, [device...]?, size]
+MEMORY_TIMELINE = re.compile(rb"\s*\[\s*\[\s*-?\d+\s*,\s*\d+\s*,")
+
+
+def what_it_is(head: bytes) -> str | None:
+    """What a file is when its head shows another tool's kind of file."""
+    keys = set(json_keys(head, 256))
+    for wanted, kind in JSON_KINDS:
+        if wanted <= keys:
+            return kind
+    if MEMORY_TIMELINE.match(head):
+        return ("PyTorch's memory timeline (export_memory_timeline's raw rows), which Profscope does not "
+                "read yet; export the profiler's Chrome trace with profile_memory=True instead")
+    return None
