@@ -18,6 +18,8 @@ NOT_PROFILES = DATA / "not_profiles"
 ET = NOT_PROFILES / "benchmark_simple_add_et.json.gz"
 KINETO = NOT_PROFILES / "benchmark_simple_add_trace.json.gz"
 MEMORY_TIMELINE = NOT_PROFILES / "memory_timeline.raw.gz"
+CONFIG = NOT_PROFILES / "config.json"
+OVERVIEW_PAGE = NOT_PROFILES / "vm.overview_page.pb"
 TWO_RANKS = DATA / "chrome_trace" / "two_ranks"
 
 
@@ -26,16 +28,20 @@ def test_a_folder_lists_profiles_and_the_files_that_are_not(capsys):
     out = json.loads(capsys.readouterr().out)
     assert [(s["sessionId"], s["hosts"]) for s in out["sessions"]] == [("not_profiles", ["rank-0"])]
     reasons = {item["path"]: item["reason"] for item in out["notProfiles"]}
-    assert sorted(reasons) == [str(ET), str(MEMORY_TIMELINE)]
+    assert sorted(reasons) == [str(ET), str(CONFIG), str(MEMORY_TIMELINE), str(OVERVIEW_PAGE)]
     assert "PyTorch execution trace" in reasons[str(ET)]
     assert "memory timeline" in reasons[str(MEMORY_TIMELINE)]
+    assert "model configuration" in reasons[str(CONFIG)]
+    assert "XProf's overview_page tool data" in reasons[str(OVERVIEW_PAGE)]
+    # The Kineto trace has no memory events: no memory_profile listed.
+    assert out["sessions"][0]["availableTools"] == ["trace_viewer", "kernel_stats", "op_stats", "overview"]
 
     assert main(["sessions", str(NOT_PROFILES)]) == 0
     text = capsys.readouterr().out
     assert "not profiles:\n" in text and f"{ET}: a PyTorch execution trace" in text
 
 
-@pytest.mark.parametrize("name", [ET.name, MEMORY_TIMELINE.name])
+@pytest.mark.parametrize("name", [ET.name, MEMORY_TIMELINE.name, CONFIG.name, OVERVIEW_PAGE.name])
 def test_nothing_but_files_that_are_not_profiles_exits_1_with_one_line(tmp_path, capsys, name):
     shutil.copy(NOT_PROFILES / name, tmp_path / name)
     for path in (tmp_path, tmp_path / name):
@@ -53,15 +59,26 @@ def test_export_and_query_of_a_file_that_is_not_a_profile_say_why(tmp_path, caps
 
 
 def test_json_that_is_not_a_trace_nor_a_memory_profile(tmp_path, capsys):
-    config = tmp_path / "trace" / "config.json"
-    config.parent.mkdir()
-    config.write_text(json.dumps({"name": "resnet", "layers": 50, "lr": 0.1}))
-    shutil.copy(TWO_RANKS / "rank-0.json.gz", config.parent)
-    (info,) = open_repository(config.parent).enum_sessions()
-    assert info.hosts == ("rank-0",)
-    assert main(["export", str(config), "--tool", "memory_profile"]) == 1
+    folder = tmp_path / "trace"
+    folder.mkdir()
+    notes = folder / "notes.json"  # what no known tool wrote: its first keys and why no format took it
+    notes.write_text(json.dumps({"name": "resnet", "layers": 50, "lr": 0.1}))
+    shutil.copy(TWO_RANKS / "rank-0.json.gz", folder)
+    shutil.copy(CONFIG, folder)
+    repo = open_repository(folder)
+    assert [s.hosts for s in repo.enum_sessions()] == [("rank-0",)]
+    assert [p for p, _ in repo.not_profiles()] == [str(folder / "config.json"), str(notes)]
+    assert main(["export", str(notes), "--tool", "memory_profile"]) == 1
     err = capsys.readouterr().err
     assert 'a JSON object with keys "name", "layers", "lr"' in err and "not a Chrome trace" in err
+    assert "not a MemoryProfile" in err
+
+
+def test_report_lists_the_files_that_are_not_profiles(tmp_path):
+    out = tmp_path / "report"
+    assert main(["report", str(NOT_PROFILES), "-o", str(out)]) == 0
+    index = (out / "index.html").read_text()
+    assert "Not profiles (4)" in index and "PyTorch execution trace" in index
 
 
 def test_a_binary_protobuf_of_another_message_is_not_a_memory_profile(tmp_path, capsys):

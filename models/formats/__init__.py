@@ -46,7 +46,7 @@ def not_a_profile(path: Path) -> str | None:
     head = head_of(path)
     if head is None:
         return None
-    if kind := others.what_it_is(head):
+    if kind := others.what_it_is(path.name, head):
         return kind
     if not reasons:
         return None

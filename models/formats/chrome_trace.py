@@ -61,6 +61,7 @@ MAX_TS_US = 2**53  # larger times are garbage (epoch µs are ~1.7e15); keeps the
 MAX_SPAN_US = 8 * 10**12  # about 92 days: picoseconds from the origin fit in int64
 MAX_METADATA_EVENTS = 100_000  # M and C events whose args are parsed one by one
 HEAD_BYTES = 1 << 16
+WHOLE_BYTES = 4 << 20  # a trace smaller than this (gunzipped) is looked through for memory events
 
 
 # ---------------------------------------------------------------- recognition
@@ -116,6 +117,13 @@ class ChromeTraceFormat(Format):
         if found is None:
             return None
         return f"rank-{found['rank']}" if "rank" in found else strip_suffix(path.name, SUFFIXES) or path.name
+
+    def tools_of(self, path: Path) -> tuple[str, ...]:
+        # A trace read whole in its first MiBs says whether it has memory events.
+        head = head_of(path, WHOLE_BYTES)
+        if head is not None and len(head) < WHOLE_BYTES and b'"[memory]"' not in head:
+            return tuple(t for t in self.tools if t != MEMORY_PROFILE)
+        return self.tools
 
     def refusal(self, path: Path) -> str | None:
         if not path.name.endswith((".json", ".json.gz")) or (head := head_of(path, HEAD_BYTES)) is None:

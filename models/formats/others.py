@@ -14,15 +14,23 @@ JSON_KINDS = (
                           "open the Kineto trace (*.pt.trace.json) recorded beside it"),
     ({"rocprofiler-sdk-tool"}, "rocprofv3 JSON output (rocprofiler-sdk), which Profscope does not read; "
                                "PyTorch's profiler on ROCm writes a Chrome trace it does"),
-    ({"architectures", "model_type"}, "a model configuration (Hugging Face config.json)"),
+    ({"model_type", "transformers_version"}, "a model configuration (Hugging Face config.json)"),
     ({"class_name", "config"}, "a model configuration (Keras to_json)"),
 )
 # PyTorch's profile.export_memory_timeline(*.raw.gz): rows [time, action, [device...]?, size]
 MEMORY_TIMELINE = re.compile(rb"\s*\[\s*\[\s*-?\d+\s*,\s*\d+\s*,")
 
 
-def what_it_is(head: bytes) -> str | None:
-    """What a file is when its head shows another tool's kind of file."""
+# Other tools' data TensorFlow 2.2-2.3 wrote into profile sessions beside the files Profscope reads.
+XPROF_TOOL_DATA = ("overview_page", "input_pipeline", "tensorflow_stats", "kernel_stats", "pod_viewer")
+
+
+def what_it_is(name: str, head: bytes) -> str | None:
+    """What a file is when its name or head shows another tool's kind of file."""
+    for tool in XPROF_TOOL_DATA:
+        if name.endswith((f".{tool}.pb", f".{tool}.pb.gz")) or name in (f"{tool}.pb", f"{tool}.pb.gz"):
+            return (f"XProf's {tool} tool data (TensorFlow 2.2-2.3 wrote it beside the profile), which "
+                    "Profscope does not read; it reads the session's xplane.pb, memory_profile and trace files")
     keys = set(json_keys(head, 256))
     for wanted, kind in JSON_KINDS:
         if wanted <= keys:

@@ -158,13 +158,16 @@ class _Session:
     name: str
     # host -> format -> that host's files of the format, in name order
     hosts: dict[str, dict[Format, list[Path]]] = field(default_factory=dict)
+    # (host, format) -> the tools its files have data for
+    offers: dict[tuple[str, Format], set[str]] = field(default_factory=dict)
 
-    def add(self, host: str, fmt: Format, path: Path) -> None:
+    def add(self, host: str, fmt: Format, path: Path, tools: tuple[str, ...] | None = None) -> None:
         self.hosts.setdefault(host, {}).setdefault(fmt, []).append(path)
+        self.offers.setdefault((host, fmt), set()).update(fmt.tools if tools is None else tools)
 
     def source(self, host: str, tool: str) -> tuple[Format, list[Path]] | None:
         """The format (and files) that serves a tool for a host: the lowest rank."""
-        offering = [(f, files) for f, files in self.hosts.get(host, {}).items() if tool in f.tools]
+        offering = [(f, files) for f, files in self.hosts.get(host, {}).items() if tool in self.offers[host, f]]
         return min(offering, key=lambda item: item[0].rank, default=None)
 
     def host_tools(self, host: str) -> list[str]:
@@ -353,7 +356,7 @@ class LocalRepository(ProfileRepository):
                 path = Path(entry.path)
                 for fmt in FORMATS:
                     if (host := fmt.host_in_folder(path)) is not None:
-                        session.add(host, fmt, path)
+                        session.add(host, fmt, path, fmt.tools_of(path))
                         break
                 else:
                     if reason := not_a_profile(path):
@@ -364,7 +367,7 @@ class LocalRepository(ProfileRepository):
         for fmt in FORMATS:
             if found := fmt.lone_file(path):
                 session = _Session(found[0])
-                session.add(found[1], fmt, path)
+                session.add(found[1], fmt, path, fmt.tools_of(path))
                 return {session.name: session}
         for fmt in FORMATS:
             fmt.why_not(path)  # raises with a format's reason, if it has one

@@ -60,6 +60,11 @@ class Format:
         file's start; never raises."""
         return None
 
+    def tools_of(self, path: Path) -> tuple[str, ...]:
+        """The tools a file of this format has data for: all of the format's,
+        or fewer when that is cheap to know (a small file without memory events)."""
+        return self.tools
+
     def lone_file(self, path: Path) -> tuple[str, str] | None:
         """(session, host) of a file opened on its own, or None when it is not
         of this format. A file named as in a session folder belongs to a
