@@ -149,3 +149,22 @@ def test_a_bomb_and_too_many_members_are_refused(tmp_path, own_temp, capsys, mon
     assert main(["sessions", str(_archives(tmp_path)[0])]) == 1
     assert "more than 1 members" in capsys.readouterr().err
     assert list(own_temp.iterdir()) == []
+
+
+def test_the_tree_shows_the_files_that_are_not_profiles_greyed(qtbot):
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QTreeWidget
+
+    from profscope.viewer.session_tree import fill
+
+    tree = QTreeWidget()
+    qtbot.addWidget(tree)
+    first = fill(tree, open_repository(NOT_PROFILES))
+    assert first is not None and first.text(0) == "rank-0"
+    top = tree.topLevelItem(tree.topLevelItemCount() - 1)
+    assert top.text(0) == "Not profiles (4)"
+    children = [top.child(i) for i in range(top.childCount())]
+    assert [c.text(0).split(":")[0] for c in children] == [ET.name, CONFIG.name, MEMORY_TIMELINE.name,
+                                                          OVERVIEW_PAGE.name]
+    assert not any(item.flags() & Qt.ItemFlag.ItemIsEnabled for item in [top, *children])
+    assert "PyTorch execution trace" in children[0].toolTip(0)

@@ -64,9 +64,13 @@ HPARAMS = ("HParams sweeps: `_hparams_/*` summaries and scalars in event files",
            "every run (folder with event files) below the opened log dir")
 
 
+ARCHIVES = ("`.tar`, `.tar.gz`, `.tgz` or `.zip` of any of these",
+            "opened as the folder it holds (unpacked into a temporary folder; member paths and sizes checked)")
+
+
 def formats_table() -> str:
     """The README's table of what Profscope reads (`profscope formats`)."""
-    rows = [f"| {f.title} | {f.where} |" for f in FORMATS] + ["| {} | {} |".format(*HPARAMS)]
+    rows = [f"| {f.title} | {f.where} |" for f in FORMATS] + ["| {} | {} |".format(*r) for r in (HPARAMS, ARCHIVES)]
     return "\n".join(["| input | where |", "|---|---|", *rows])
 
 

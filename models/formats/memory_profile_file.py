@@ -406,7 +406,7 @@ class MemoryProfileFormat(Format):
     title = "`MemoryProfile` as proto3 JSON (XProf, TensorFlow 2.2-2.3), `.json` or `.json.gz`, or binary protobuf"
     where = (
         "`<host>.memory_profile.json[.gz]` or `<host>.memory_profile.pb` in a session, "
-        "or any single `.json[.gz]` / `.pb[.gz]` file no other format claims"
+        "or any single `.json[.gz]` / `.pb[.gz]` file whose first keys or protobuf fields are a MemoryProfile's"
     )
     patterns = ("*.json", "*.json.gz", "*.pb", "*.pb.gz")
     tools = (MEMORY_PROFILE,)
