@@ -26,7 +26,8 @@ def json_keys(head: bytes, most: int = 12) -> list[str]:
     text = head.lstrip(JSON_START)
     if text[:1] != b"{":
         return []
-    keys, depth, i, n = [], 0, 0, len(text)
+    keys: list[str] = []
+    depth, i, n = 0, 0, len(text)
     while i < n and len(keys) < most:
         c = text[i]
         if c == 0x22:  # a string: a key when at depth 1 and followed by ':'
@@ -51,7 +52,8 @@ def proto_fields(head: bytes, most: int = 8) -> list[tuple[int, int]] | None:
     """(field number, wire type) of the first top-level fields of a binary
     protobuf message (at most `most`, fewer when the head ends inside one), or
     None when the bytes cannot be protobuf (a bad tag or wire type)."""
-    fields, p = [], 0
+    fields: list[tuple[int, int]] = []
+    p = 0
     while p < len(head) and len(fields) < most:
         tag, p = _varint(head, p)
         if tag is None:

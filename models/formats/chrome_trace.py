@@ -61,6 +61,7 @@ MAX_TS_US = 2**53  # larger times are garbage (epoch µs are ~1.7e15); keeps the
 MAX_SPAN_US = 8 * 10**12  # about 92 days: picoseconds from the origin fit in int64
 MAX_METADATA_EVENTS = 100_000  # M and C events whose args are parsed one by one
 HEAD_BYTES = 1 << 16
+NO_MEMORY_EVENTS = "the trace has no [memory] events; PyTorch records them with torch.profiler.profile(profile_memory=True)"
 WHOLE_BYTES = 4 << 20  # a trace smaller than this (gunzipped) is looked through for memory events
 
 
@@ -124,6 +125,9 @@ class ChromeTraceFormat(Format):
         if head is not None and len(head) < WHOLE_BYTES and b'"[memory]"' not in head:
             return tuple(t for t in self.tools if t != MEMORY_PROFILE)
         return self.tools
+
+    def lacking(self, tool: str) -> str:
+        return NO_MEMORY_EVENTS if tool == MEMORY_PROFILE else ""
 
     def refusal(self, path: Path) -> str | None:
         if not path.name.endswith((".json", ".json.gz")) or (head := head_of(path, HEAD_BYTES)) is None:
@@ -866,10 +870,7 @@ def trace_memory_profile(trace: ScannedTrace, host: str) -> MemoryProfileData:
     rows = np.flatnonzero((t.name == name_id) & _timed(t))
     rows = rows[t.arg(A_BYTES, rows) != NONE]
     if not len(rows):
-        raise ProfileError(
-            f"{t.path}: the trace has no [memory] events; PyTorch records them with "
-            "torch.profiler.profile(profile_memory=True)"
-        )
+        raise ProfileError(f"{t.path}: {NO_MEMORY_EVENTS}")
     timeline = build_timeline([("", t)])
     src: TraceSource = timeline.records  # type: ignore[assignment]  # a Chrome trace's
     event_of_row = np.full(len(t.ph), -1, np.int64)

@@ -64,6 +64,10 @@ class ProfileRepository(ABC):
         """(path, reason) of the files met that look like profiles but are not."""
         return []
 
+    def why_missing(self, session: str, tool: str) -> str:
+        """Why a session lists no data for a tool its files' formats offer ("" when unknown)."""
+        return ""
+
     @abstractmethod
     def memory_profile(self, session: str, host: str, task: TaskState | None = None) -> MemoryProfileData:
         """The decoded memory profile of one host, for in-process use."""
@@ -100,7 +104,9 @@ class ProfileRepository(ABC):
         """The host to use: the given one if the session has it, else the only one."""
         info = self.session(session)
         if tool not in info.tools:
-            raise ProfileError(f"session {session!r} has no {tool} data (tools: {', '.join(info.tools) or 'none'})")
+            why = f": {why}" if (why := self.why_missing(session, tool)) else ""
+            raise ProfileError(
+                f"session {session!r} has no {tool} data (tools: {', '.join(info.tools) or 'none'}){why}")
         hosts = self.hosts_with(session, tool)
         if host:
             if host not in hosts:
@@ -205,12 +211,18 @@ class LocalRepository(ProfileRepository):
             return f"{self.path}: found no profile data. Looked for {looked_for()}."
         first, reason = self._not_profiles[0]
         more = len(self._not_profiles) - 1
-        others = f" (and {more} more: {'files that are not profiles' if more > 1 else 'a file that is not one'} either)" if more else ""
+        what = "files that are not profiles" if more > 1 else "a file that is not one"
+        others = f" (and {more} more: {what} either)" if more else ""
         return (f"{self.path}: found no profiles; {first} is not a profile: {reason}{others}. "
                 "`profscope formats` lists what Profscope reads.")
 
     def not_profiles(self) -> list[tuple[str, str]]:
         return list(self._not_profiles)
+
+    def why_missing(self, session: str, tool: str) -> str:
+        s = self._sessions.get(session)
+        reasons = [f.lacking(tool) for (host, f), tools in (s.offers.items() if s else ()) if tool not in tools]
+        return next((r for r in reasons if r), "")
 
     def _shown(self, path: Path) -> str:
         """A path as the user knows it: inside an archive, the archive's path and the member's."""

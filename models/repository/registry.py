@@ -65,6 +65,10 @@ class Format:
         or fewer when that is cheap to know (a small file without memory events)."""
         return self.tools
 
+    def lacking(self, tool: str) -> str:
+        """Why a file of this format that tools_of left `tool` out of has no data for it."""
+        return ""
+
     def lone_file(self, path: Path) -> tuple[str, str] | None:
         """(session, host) of a file opened on its own, or None when it is not
         of this format. A file named as in a session folder belongs to a
