@@ -50,8 +50,8 @@ def test_nothing_but_files_that_are_not_profiles_exits_1_with_one_line(tmp_path,
         assert err.count("\n") == 1 and "not a profile" in err and "`profscope formats`" in err
 
 
-@pytest.mark.parametrize("command", [["export", "--tool", "memory_profile"], ["query", "SELECT 1"]])
-def test_export_and_query_of_a_file_that_is_not_a_profile_say_why(tmp_path, capsys, command):
+@pytest.mark.parametrize("command", [["export", "--tool", "memory_profile"], ["query", "SELECT 1"], ["report"]])
+def test_export_query_and_report_of_a_file_that_is_not_a_profile_say_why(tmp_path, capsys, command):
     out = tmp_path / "out"
     assert main([command[0], str(ET), *command[1:], "-o", str(out)]) == 1
     assert "not a profile: a PyTorch execution trace" in capsys.readouterr().err
