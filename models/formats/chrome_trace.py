@@ -61,7 +61,8 @@ MAX_TS_US = 2**53  # larger times are garbage (epoch µs are ~1.7e15); keeps the
 MAX_SPAN_US = 8 * 10**12  # about 92 days: picoseconds from the origin fit in int64
 MAX_METADATA_EVENTS = 100_000  # M and C events whose args are parsed one by one
 HEAD_BYTES = 1 << 16
-NO_MEMORY_EVENTS = "the trace has no [memory] events; PyTorch records them with torch.profiler.profile(profile_memory=True)"
+NO_MEMORY_EVENTS = ("the trace has no [memory] events; PyTorch records them with "
+                    "torch.profiler.profile(profile_memory=True)")
 WHOLE_BYTES = 4 << 20  # a trace smaller than this (gunzipped) is looked through for memory events
 
 
