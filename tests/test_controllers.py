@@ -338,8 +338,10 @@ def jumps(qtbot):
 
 
 def test_a_jump_loads_the_host_it_names_then_applies_once_shown(jumps):
-    jumps.show_jump(Jump("memory", "gpu", "rank-1", allocator="nope", snapshot=0))
-    assert jumps.loading.loads == [("memory", "gpu", "rank-1")] and jumps.pending is not None
+    jumps.show_jump(Jump("memory", "gpu", "rank-1", allocator="nope", snapshot=0))  # no [memory] events
+    assert jumps.loading.loads == [] and jumps.set_status.shown.pop() == ("No session 'gpu' with a memory here.", True)
+    jumps.show_jump(Jump("slice", "gpu", "rank-1", event=1))
+    assert jumps.loading.loads == [("timeline", "gpu", "rank-1", "")] and jumps.pending is not None
     jumps.apply()  # another host was shown meanwhile: the jump is dropped
     assert jumps.pending is None and jumps.set_status.shown == []
     jumps.show_jump(Jump("slice", "gpu", None, event=1))  # two hosts: the row must say which
@@ -356,6 +358,7 @@ def test_session_tree_finds_an_item_by_its_target(qtbot):
     qtbot.addWidget(tree)
     latest = session_tree.fill(tree, open_repository(GPU_TRACES))
     assert latest.text(0) == "rank-0" and latest.data(0, session_tree.ROLE_TARGET) == ("gpu", "rank-0", TRACE_VIEWER)
-    item = session_tree.find_item(tree, ("gpu", "rank-1", MEMORY_PROFILE))
-    assert item.text(0) == "Memory" and item.parent().text(0) == "rank-1"
-    assert session_tree.find_item(tree, ("gpu", "rank-9", MEMORY_PROFILE)) is None
+    item = session_tree.find_item(tree, ("gpu", "rank-1", "kernel_stats"))
+    assert item.text(0) == "Kernels" and item.parent().text(0) == "rank-1"
+    assert session_tree.find_item(tree, ("gpu", "rank-9", "kernel_stats")) is None
+    assert session_tree.find_item(tree, ("gpu", "rank-1", MEMORY_PROFILE)) is None  # the traces have no [memory]

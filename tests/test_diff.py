@@ -286,6 +286,9 @@ def test_cli_sides_hosts_steps_and_errors(tmp_path, capsys):
     (h,) = json.loads(out.read_text())["hosts"]
     assert (h["baseline_host"], h["candidate_host"], h["step_count"]["candidate"]) == ("rank-0", "rank-1", 2)
     assert main(["diff", str(GPU), str(GPU), "--tool", "memory_profile", "-o", str(out)]) == 1
+    assert "baseline: session 'gpu' has no memory_profile data" in capsys.readouterr().err  # no [memory] events
+    steps = DATA / "step_stats"
+    assert main(["diff", str(steps), str(steps), "--tool", "memory_profile", "-o", str(out)]) == 1
     assert "baseline: memory_profile shows one host at a time" in capsys.readouterr().err
     assert main(["diff", str(DATA / "step_stats"), str(GPU), "-o", str(out)]) == 1
     assert "choose one with --baseline-host or --host" in capsys.readouterr().err

@@ -159,7 +159,7 @@ def test_gpu_traces_statistics_per_rank_and_all_hosts(qtbot, window):
     hosts = [session.child(i) for i in range(session.childCount())]
     assert [h.text(0) for h in hosts] == ["rank-0", "rank-1", "All hosts"]
     assert [hosts[0].child(i).text(0) for i in range(hosts[0].childCount())] == [
-        "Memory", "Timeline", "Kernels", "Operators", "Overview"]
+        "Timeline", "Kernels", "Operators", "Overview"]  # no [memory] events: no Memory entry
     assert [hosts[2].child(i).text(0) for i in range(hosts[2].childCount())] == [
         "Timeline", "Kernels", "Operators", "Overview"]
     # The first host's timeline loaded, with its statistics from the same timeline.
@@ -170,16 +170,16 @@ def test_gpu_traces_statistics_per_rank_and_all_hosts(qtbot, window):
     assert window.tabs.isTabVisible(window.tabs.indexOf(window.stats_view))
     # Kernels of the loaded host: shown at once, nothing loads.
     with qtbot.assertNotEmitted(window.runner.busy_changed):
-        window._on_tree_item(hosts[0].child(2))
+        window._on_tree_item(hosts[0].child(1))
     assert window.tabs.currentWidget() is window.stats_view and window.stats_view.current_page() == "kernel_stats"
     assert window.stats_view.kernels.model.rowCount() == 20
     # Clicking it again after looking elsewhere shows it again.
     window.tabs.setCurrentWidget(window.timeline_view)
-    window._on_tree_item(hosts[0].child(2))
+    window._on_tree_item(hosts[0].child(1))
     assert window.tabs.currentWidget() is window.stats_view
     # Kernels of the other host: its timeline loads, then the Kernels page shows.
     with qtbot.waitSignal(window.runner.finished, timeout=20000):
-        window._on_tree_item(hosts[1].child(2))
+        window._on_tree_item(hosts[1].child(1))
     assert window.loading.current_timeline == ("gpu", "rank-1")
     assert window.tabs.currentWidget() is window.stats_view and window.stats_view.stats.hosts == ["rank-1"]
     assert window.stats_view.current_page() == "kernel_stats"

@@ -220,6 +220,7 @@ def cmd_sessions(args) -> int:
     progress = _progress(args.path)
     repo = open_repository(args.path, progress.task())
     sessions = repo.enum_sessions()
+    not_profiles = repo.not_profiles()
     progress.close()
     if args.json:
         print(
@@ -227,7 +228,8 @@ def cmd_sessions(args) -> int:
                 {
                     "sessions": [
                         {"sessionId": s.name, "hosts": list(s.hosts), "availableTools": list(s.tools)} for s in sessions
-                    ]
+                    ],
+                    "notProfiles": [{"path": path, "reason": reason} for path, reason in not_profiles],
                 },
                 indent=2,
             )
@@ -235,6 +237,10 @@ def cmd_sessions(args) -> int:
     else:
         for s in sessions:
             print(f"{s.name}\n  hosts: {', '.join(s.hosts)}\n  tools: {', '.join(s.tools)}")
+        if not_profiles:
+            print("not profiles:")
+            for path, reason in not_profiles:
+                print(f"  {path}: {reason}")
     return 0
 
 

@@ -279,6 +279,9 @@ def write_report(
         widget.deleteLater()
     del view, timeline_view, hparams_view, stats_view
     app.sendPostedEvents(None, QEvent.DeferredDelete)
+    if repo is not None and (files := repo.not_profiles()):
+        rows = "".join(f"<li>{html.escape(path)}: {html.escape(reason)}</li>" for path, reason in files)
+        sections.append(f"<h2>Not profiles ({len(files):,})</h2><ul>{rows}</ul>")
     written.append(_write_index(out_dir, f"Profscope report: {location or repo.location}", sections))
     return written
 

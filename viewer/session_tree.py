@@ -4,6 +4,8 @@ session's hosts combine, and an HParams entry. Each item carries the
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
 
@@ -54,8 +56,22 @@ def fill(tree: QTreeWidget, repo: ProfileRepository) -> QTreeWidgetItem | None:
                         tool_item.setData(0, ROLE_TARGET, (info.name, "", tool))
         if info.hosts:
             latest = item.child(0)
+    add_not_profiles(tree, repo.not_profiles())
     tree.expandAll()
     return latest
+
+
+def add_not_profiles(tree: QTreeWidget, files: list[tuple[str, str]]) -> None:
+    """A greyed "Not profiles" entry: each file that looks like a profile but
+    is not, its reason in the tooltip and beside its name."""
+    if not files:
+        return
+    top = QTreeWidgetItem(tree, [f"Not profiles ({len(files):,})"])
+    for path, reason in files:
+        item = QTreeWidgetItem(top, [f"{Path(path).name}: {reason}"])
+        item.setToolTip(0, f"{path}\n{reason}")
+    for item in (top, *(top.child(i) for i in range(top.childCount()))):
+        item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEnabled & ~Qt.ItemFlag.ItemIsSelectable)
 
 
 def add_hparams_entry(tree: QTreeWidget, sessions: int) -> QTreeWidgetItem:

@@ -76,7 +76,8 @@ def load_side(place: Place, task: TaskState | None = None, repo: ProfileReposito
         except ProfileError as e:  # a Chrome trace without [memory] events, say
             out.notes.append(str(e))
     else:
-        out.notes.append(f"{out.place.label()} has no memory profile")
+        why = repo.why_missing(session, MEMORY_PROFILE)
+        out.notes.append(f"{out.place.label()} has no memory profile" + (f": {why}" if why else ""))
     return out
 
 

@@ -50,10 +50,10 @@ def inflate_limit(compressed_size: int) -> int:
     return int(max(compressed_size * max_inflate_ratio(), MIN_INFLATE_LIMIT))
 
 
-def inflate_refused(path, compressed_size: int) -> ProfileError:
+def inflate_refused(path, compressed_size: int, what: str = "the gzip data") -> ProfileError:
     limit = inflate_limit(compressed_size)
     return ProfileError(
-        f"{path}: the gzip data inflates to more than {limit / (1 << 20):,.0f} MiB "
+        f"{path}: {what} inflates to more than {limit / (1 << 20):,.0f} MiB "
         f"({limit / max(compressed_size, 1):,.0f}x its compressed size); refusing to read further. "
         f"Raise the limit with the environment variable PROFSCOPE_MAX_INFLATE_RATIO (now {max_inflate_ratio():g})")
 

@@ -7,10 +7,15 @@ any remaining `.json` or `.pb`, comes last.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from profscope.models.core import archives
+from profscope.models.core.sniff import describe, head_of
 from profscope.models.formats import (
     chrome_trace,
     log_memory,
     memory_profile_file,
+    others,
     run_metadata_events,
     step_stats,
     xspace,
@@ -26,6 +31,28 @@ FORMATS = (
 )
 
 
+# Names of other tools' files worth naming when met (PyTorch's memory timeline).
+OTHER_SUFFIXES = (".raw", ".raw.gz")
+
+
+def not_a_profile(path: Path) -> str | None:
+    """Why a file that no format took is not a profile, when its name or
+    content makes it look like one (the recognition reason, for listings and
+    errors); None for files that do not (notes, checkpoints, event files
+    without run metadata). Reads the file's head only."""
+    reasons = [r for f in FORMATS if (r := f.refusal(path))]
+    if not reasons and not path.name.endswith(OTHER_SUFFIXES):
+        return None
+    head = head_of(path)
+    if head is None:
+        return None
+    if kind := others.what_it_is(path.name, head):
+        return kind
+    if not reasons:
+        return None
+    return f"{describe(head)}: " + "; ".join(dict.fromkeys(reasons))
+
+
 def looked_for() -> str:
     """What Profscope looks for, for "found nothing" messages."""
     return "; ".join(f"{f.title} ({f.where})" for f in FORMATS).replace("`", "")
@@ -37,12 +64,16 @@ HPARAMS = ("HParams sweeps: `_hparams_/*` summaries and scalars in event files",
            "every run (folder with event files) below the opened log dir")
 
 
+ARCHIVES = ("`.tar`, `.tar.gz`, `.tgz` or `.zip` of any of these",
+            "opened as the folder it holds (unpacked into a temporary folder; member paths and sizes checked)")
+
+
 def formats_table() -> str:
     """The README's table of what Profscope reads (`profscope formats`)."""
-    rows = [f"| {f.title} | {f.where} |" for f in FORMATS] + ["| {} | {} |".format(*HPARAMS)]
+    rows = [f"| {f.title} | {f.where} |" for f in FORMATS] + ["| {} | {} |".format(*r) for r in (HPARAMS, ARCHIVES)]
     return "\n".join(["| input | where |", "|---|---|", *rows])
 
 
 def file_patterns() -> list[str]:
     """Every file name pattern of every format (the window's open dialog)."""
-    return list(dict.fromkeys(p for f in FORMATS for p in f.patterns))
+    return list(dict.fromkeys([p for f in FORMATS for p in f.patterns] + list(archives.PATTERNS)))

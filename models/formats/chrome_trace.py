@@ -27,6 +27,7 @@ import numpy as np
 
 from profscope.models.analysis import trace_stats
 from profscope.models.core.files import read_bytes, read_head
+from profscope.models.core.sniff import head_of
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data import _lanes, _nesting
 from profscope.models.data.memory_profile import (
@@ -65,9 +66,29 @@ MAX_TS_US = 2**53  # larger times are garbage (epoch µs are ~1.7e15); keeps the
 MAX_SPAN_US = 8 * 10**12  # about 92 days: picoseconds from the origin fit in int64
 MAX_METADATA_EVENTS = 100_000  # M and C events whose args are parsed one by one
 HEAD_BYTES = 1 << 16
+NO_MEMORY_EVENTS = ("the trace has no [memory] events; PyTorch records them with "
+                    "torch.profiler.profile(profile_memory=True)")
+WHOLE_BYTES = 4 << 20  # a trace smaller than this (gunzipped) is looked through for memory events
 
 
 # ---------------------------------------------------------------- recognition
+
+
+def refused(head: bytes) -> str | None:
+    """Why a file's head is not a Chrome trace, or None when it is one: an
+    object with `traceEvents`, or events (objects with a `ph`) alone or in an
+    array. Other JSON (configs, PyTorch execution traces) is not."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if re.match(rb"\[\s*(\]|$)", text):
+        return None  # an empty trace
+    events = b'"ph"' in head
+    if text[:1] == b"[":
+        return None if re.match(rb"\[\s*\{", text) and events else "not a Chrome trace (no events with \"ph\")"
+    if text[:1] != b"{":
+        return "not a Chrome trace (not JSON)"
+    if b'"traceEvents"' in head or (events and re.match(rb'\{\s*"(ph|name|cat|pid)"', text)):
+        return None
+    return "not a Chrome trace (no \"traceEvents\")"
 
 
 def sniff(path: Path) -> dict | None:
@@ -77,11 +98,7 @@ def sniff(path: Path) -> dict | None:
         head = read_head(path, HEAD_BYTES)
     except (OSError, ProfileError):
         return None
-    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if text[:1] == b"[":
-        if not re.match(rb"\[\s*(\{|\]|$)", text):
-            return None
-    elif text[:1] != b"{" or (b'"traceEvents"' not in head and not re.match(rb'\{\s*"(ph|name|cat|pid)"', text)):
+    if refused(head) is not None:
         return None
     found = {}
     if m := re.search(rb'"distributedInfo"\s*:\s*\{[^{}]*?"rank"\s*:\s*(\d+)', head):
@@ -107,6 +124,21 @@ class ChromeTraceFormat(Format):
         if found is None:
             return None
         return f"rank-{found['rank']}" if "rank" in found else strip_suffix(path.name, SUFFIXES) or path.name
+
+    def tools_of(self, path: Path) -> tuple[str, ...]:
+        # A trace read whole in its first MiBs says whether it has memory events.
+        head = head_of(path, WHOLE_BYTES)
+        if head is not None and len(head) < WHOLE_BYTES and b'"[memory]"' not in head:
+            return tuple(t for t in self.tools if t != MEMORY_PROFILE)
+        return self.tools
+
+    def lacking(self, tool: str) -> str:
+        return NO_MEMORY_EVENTS if tool == MEMORY_PROFILE else ""
+
+    def refusal(self, path: Path) -> str | None:
+        if not path.name.endswith((".json", ".json.gz")) or (head := head_of(path, HEAD_BYTES)) is None:
+            return None
+        return refused(head)
 
     def lone_file(self, path: Path) -> tuple[str, str] | None:
         host = self.host_in_folder(path)
@@ -853,10 +885,7 @@ def trace_memory_profile(trace: ScannedTrace, host: str) -> MemoryProfileData:
     rows = np.flatnonzero((t.name == name_id) & _timed(t))
     rows = rows[t.arg(A_BYTES, rows) != NONE]
     if not len(rows):
-        raise ProfileError(
-            f"{t.path}: the trace has no [memory] events; PyTorch records them with "
-            "torch.profiler.profile(profile_memory=True)"
-        )
+        raise ProfileError(f"{t.path}: {NO_MEMORY_EVENTS}")
     timeline = build_timeline([("", t)])
     src: TraceSource = timeline.records  # type: ignore[assignment]  # a Chrome trace's
     event_of_row = np.full(len(t.ph), -1, np.int64)

@@ -619,6 +619,11 @@ class LogMemoryFormat(Format):
             strip_suffix(path.name, LOG_SUFFIXES) if path.name.endswith(LOG_SUFFIXES) and is_memory_log(path) else None
         )
 
+    def refusal(self, path: Path) -> str | None:
+        if path.name.endswith((".log", ".log.gz")) and not is_memory_log(path):
+            return "not a TensorFlow memory log (no __LOG_MEMORY__ lines near the start)"
+        return None
+
     def lone_file(self, path: Path) -> tuple[str, str] | None:
         if is_memory_log(path):
             return path.name, strip_suffix(path.name, LOG_SUFFIXES) or path.name

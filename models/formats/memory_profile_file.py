@@ -38,6 +38,7 @@ import numpy as np
 from profscope.models.core import _protowire as wire
 from profscope.models.core.files import read_bytes
 from profscope.models.core.guards import max_nesting, nesting_refused
+from profscope.models.core.sniff import head_of, json_keys, proto_fields
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.memory_profile import (
     ALLOCATION,
@@ -407,12 +408,42 @@ def _json_error(r: dict, data, name: str, limit: int) -> ProfileError:
     return ProfileError(f"{name}: not a valid MemoryProfile: {r['path'] or 'the document'}: {detail} ({where})")
 
 
+# MemoryProfile's top-level keys in proto3 JSON, and its fields in binary: number -> wire type.
+JSON_KEYS = {"memoryProfilePerAllocator", "memory_profile_per_allocator", "numHosts", "num_hosts", "memoryIds",
+             "memory_ids"}
+FIELDS = {1: 2, 2: 0, 3: 2, 5: 0, 6: 2}
+
+
+def refused(head: bytes) -> str | None:
+    """Why a file's head is not a MemoryProfile, or None when it starts as one:
+    JSON with its keys, or protobuf whose first fields are its fields (an
+    allocator entry, a map entry starting with its key)."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text[:1] in (b"{", b"["):
+        if JSON_KEYS & set(json_keys(head, 32)):
+            return None
+        return "not a MemoryProfile (no memoryProfilePerAllocator)"
+    fields = proto_fields(head)
+    if fields and all(FIELDS.get(n) == w for n, w in fields) and any(n in (1, 3) for n, _ in fields):
+        if fields[0][0] != 1 or _first_entry_has_key(head):
+            return None
+    return "not a MemoryProfile protobuf (its fields are not a MemoryProfile's)"
+
+
+def _first_entry_has_key(head: bytes) -> bool:
+    """Whether field 1 (a map entry) starts with its key, field 1 as text."""
+    p = 1
+    while p < len(head) and head[p] & 0x80:
+        p += 1
+    return head[p + 1 : p + 2] in (b"\x0a", b"")
+
+
 class MemoryProfileFormat(Format):
     name = "memory_profile"
     title = "`MemoryProfile` as proto3 JSON (XProf, TensorFlow 2.2-2.3), `.json` or `.json.gz`, or binary protobuf"
     where = (
         "`<host>.memory_profile.json[.gz]` or `<host>.memory_profile.pb` in a session, "
-        "or any single `.json[.gz]` / `.pb[.gz]` file no other format claims"
+        "or any single `.json[.gz]` / `.pb[.gz]` file whose first keys or protobuf fields are a MemoryProfile's"
     )
     patterns = ("*.json", "*.json.gz", "*.pb", "*.pb.gz")
     tools = (MEMORY_PROFILE,)
@@ -423,10 +454,16 @@ class MemoryProfileFormat(Format):
 
     def lone_file(self, path: Path) -> tuple[str, str] | None:
         # Asked last (see profscope.models.formats): a lone .json or .pb that no other
-        # format took is taken for a MemoryProfile named after the file.
+        # format took is a MemoryProfile named after the file when its content starts as one.
         if host := strip_suffix(path.name, SESSION_SUFFIXES):
             return path.parent.name, host
-        return (path.name, path.name) if path.name.endswith(LONE_SUFFIXES) else None
+        return (path.name, path.name) if self.refusal(path) is None and path.name.endswith(LONE_SUFFIXES) else None
+
+    def refusal(self, path: Path) -> str | None:
+        if not path.name.endswith(LONE_SUFFIXES) or ".memory_profile." in path.name:
+            return None  # a session's <host>.memory_profile.* is read, and its reader says what is wrong
+        head = head_of(path)
+        return None if head is None else refused(head)
 
     def memory_profile(self, files, host, task):
         return load_memory_profile(files[0], host=host, task=task)

@@ -946,6 +946,11 @@ class StepStatsFormat(Format):
         host = self.host_in_folder(path)
         return None if host is None else (path.name, host)
 
+    def refusal(self, path: Path) -> str | None:
+        if path.name.endswith((".pb", ".pb.gz", ".pbtxt", ".pbtxt.gz")) and not sniff(path):
+            return "not a StepStats or RunMetadata"
+        return None
+
     def why_not(self, path: Path) -> None:
         if path.name.endswith(TEXT_SUFFIXES):
             locate(path)  # raises with the reason

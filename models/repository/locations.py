@@ -37,4 +37,4 @@ def open_repository(location: str | os.PathLike, task: TaskState | None = None) 
         from profscope.models.remote.client import RemoteRepository  # grpc loads only when a server is named
 
         return RemoteRepository(str(location), task)
-    return LocalRepository(location)
+    return LocalRepository(location, task)

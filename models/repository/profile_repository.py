@@ -10,7 +10,11 @@ A local repository opens any of:
   as `<logdir>/train/plugins/profile` included);
 - a profile root `<logdir>/plugins/profile` (its subfolders are sessions);
 - one session folder holding `<host>.<tool file>` files;
-- a single file.
+- a single file;
+- an archive (`.tar`, `.tar.gz`, `.tgz`, `.zip`) of any of these, unpacked
+  into a temporary folder of its own (profscope.models.core.archives).
+Files whose name or content makes them look like profiles but that no format
+takes are kept with the reason (`not_profiles()`), not listed as hosts.
 Only paths found by listing the opened folder are read: a session or host
 name never becomes part of a path, and links leading out of it are skipped.
 """
@@ -18,6 +22,7 @@ name never becomes part of a path, and links leading out of it are skipped.
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import weakref
 from abc import ABC, abstractmethod
@@ -26,12 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from profscope.models.analysis import trace_stats
+from profscope.models.core import archives
 from profscope.models.core.files import stays_inside
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.memory_profile import MemoryProfileData, xprof_json_chunks
 from profscope.models.data.timeline import Timeline
 from profscope.models.data.tool_data import ToolData
-from profscope.models.formats import FORMATS, looked_for
+from profscope.models.formats import FORMATS, looked_for, not_a_profile
 from profscope.models.repository.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TOOLS, TRACE_VIEWER, Format
 
 MAX_DEPTH = 6  # how deep to look below an opened folder
@@ -53,6 +59,14 @@ class ProfileRepository(ABC):
 
     @abstractmethod
     def enum_sessions(self) -> list[SessionInfo]: ...
+
+    def not_profiles(self) -> list[tuple[str, str]]:
+        """(path, reason) of the files met that look like profiles but are not."""
+        return []
+
+    def why_missing(self, session: str, tool: str) -> str:
+        """Why a session lists no data for a tool its files' formats offer ("" when unknown)."""
+        return ""
 
     @abstractmethod
     def memory_profile(self, session: str, host: str, task: TaskState | None = None) -> MemoryProfileData:
@@ -90,7 +104,9 @@ class ProfileRepository(ABC):
         """The host to use: the given one if the session has it, else the only one."""
         info = self.session(session)
         if tool not in info.tools:
-            raise ProfileError(f"session {session!r} has no {tool} data (tools: {', '.join(info.tools) or 'none'})")
+            why = f": {why}" if (why := self.why_missing(session, tool)) else ""
+            raise ProfileError(
+                f"session {session!r} has no {tool} data (tools: {', '.join(info.tools) or 'none'}){why}")
         hosts = self.hosts_with(session, tool)
         if host:
             if host not in hosts:
@@ -149,13 +165,16 @@ class _Session:
     name: str
     # host -> format -> that host's files of the format, in name order
     hosts: dict[str, dict[Format, list[Path]]] = field(default_factory=dict)
+    # (host, format) -> the tools its files have data for
+    offers: dict[tuple[str, Format], set[str]] = field(default_factory=dict)
 
-    def add(self, host: str, fmt: Format, path: Path) -> None:
+    def add(self, host: str, fmt: Format, path: Path, tools: tuple[str, ...] | None = None) -> None:
         self.hosts.setdefault(host, {}).setdefault(fmt, []).append(path)
+        self.offers.setdefault((host, fmt), set()).update(fmt.tools if tools is None else tools)
 
     def source(self, host: str, tool: str) -> tuple[Format, list[Path]] | None:
         """The format (and files) that serves a tool for a host: the lowest rank."""
-        offering = [(f, files) for f, files in self.hosts.get(host, {}).items() if tool in f.tools]
+        offering = [(f, files) for f, files in self.hosts.get(host, {}).items() if tool in self.offers[host, f]]
         return min(offering, key=lambda item: item[0].rank, default=None)
 
     def host_tools(self, host: str) -> list[str]:
@@ -169,18 +188,48 @@ class _Session:
 class LocalRepository(ProfileRepository):
     """A folder or file on this machine."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, task: TaskState | None = None):
         self.path = Path(path).expanduser()
         self.location = str(self.path)
         if not self.path.exists():
             raise ProfileError(f"{self.path}: no such file or folder")
-        self._root = (self.path if self.path.is_dir() else self.path.parent).resolve()
+        # What is scanned: the path, or the folder an archive was unpacked into (removed with the repository).
+        self._folder, self._top = self.path, self.path.name
+        if archives.is_archive(self.path):
+            self._folder, self._top = archives.unpack(self.path, task), archives.stem(self.path)
+            weakref.finalize(self, shutil.rmtree, str(self._folder), True)
+        self._root = (self._folder if self._folder.is_dir() else self._folder.parent).resolve()
         # What was read and is still held somewhere (see _shared), by what and which files in which state.
         self._held: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
         self._held_lock = threading.Lock()
+        self._not_profiles: list[tuple[str, str]] = []
         self._sessions = self._scan()
         if not self._sessions:
-            raise ProfileError(f"{self.path}: found no profile data. Looked for {looked_for()}.")
+            raise ProfileError(self._nothing_found())
+
+    def _nothing_found(self) -> str:
+        if not self._not_profiles:
+            return f"{self.path}: found no profile data. Looked for {looked_for()}."
+        first, reason = self._not_profiles[0]
+        more = len(self._not_profiles) - 1
+        what = "files that are not profiles" if more > 1 else "a file that is not one"
+        others = f" (and {more} more: {what} either)" if more else ""
+        return (f"{self.path}: found no profiles; {first} is not a profile: {reason}{others}. "
+                "`profscope formats` lists what Profscope reads.")
+
+    def not_profiles(self) -> list[tuple[str, str]]:
+        return list(self._not_profiles)
+
+    def why_missing(self, session: str, tool: str) -> str:
+        s = self._sessions.get(session)
+        reasons = [f.lacking(tool) for (host, f), tools in (s.offers.items() if s else ()) if tool not in tools]
+        return next((r for r in reasons if r), "")
+
+    def _shown(self, path: Path) -> str:
+        """A path as the user knows it: inside an archive, the archive's path and the member's."""
+        if self._folder is self.path:
+            return str(path)
+        return f"{self.path}/{path.relative_to(self._folder).as_posix()}"
 
     def enum_sessions(self) -> list[SessionInfo]:
         return [s.info() for s in self._sessions.values()]
@@ -271,18 +320,19 @@ class LocalRepository(ProfileRepository):
     # ---------------------------------------------------------- scanning
 
     def _scan(self) -> dict[str, _Session]:
-        if self.path.is_file():
-            return self._scan_lone_file(self.path)
-        if self.path.name == "profile" and self.path.parent.name == "plugins":
-            return self._scan_profile_root(self.path, prefix="")
+        top = self._folder
+        if top.is_file():
+            return self._scan_lone_file(top)
+        if top.name == "profile" and top.parent.name == "plugins":
+            return self._scan_profile_root(top, prefix="")
         sessions = {}
-        for folder, _depth in self._folders(self.path, 0):
+        for folder, _depth in self._folders(top, 0):
             if folder.name == "plugins" and (folder / "profile").is_dir():
-                run = folder.parent.relative_to(self.path).as_posix()
+                run = folder.parent.relative_to(top).as_posix()
                 sessions.update(self._scan_profile_root(folder / "profile", prefix="" if run == "." else run + "/"))
                 continue
-            rel = folder.relative_to(self.path).as_posix()
-            s = self._scan_session(folder, self.path.name if rel == "." else rel)
+            rel = folder.relative_to(top).as_posix()
+            s = self._scan_session(folder, self._top if rel == "." else rel)
             if s.hosts:
                 sessions[s.name] = s
         return sessions
@@ -319,16 +369,21 @@ class LocalRepository(ProfileRepository):
                 path = Path(entry.path)
                 for fmt in FORMATS:
                     if (host := fmt.host_in_folder(path)) is not None:
-                        session.add(host, fmt, path)
+                        session.add(host, fmt, path, fmt.tools_of(path))
                         break
+                else:
+                    if reason := not_a_profile(path):
+                        self._not_profiles.append((self._shown(path), reason))
         return session
 
     def _scan_lone_file(self, path: Path) -> dict[str, _Session]:
         for fmt in FORMATS:
             if found := fmt.lone_file(path):
                 session = _Session(found[0])
-                session.add(found[1], fmt, path)
+                session.add(found[1], fmt, path, fmt.tools_of(path))
                 return {session.name: session}
         for fmt in FORMATS:
             fmt.why_not(path)  # raises with a format's reason, if it has one
+        if reason := not_a_profile(path):
+            raise ProfileError(f"{path}: not a profile: {reason}. `profscope formats` lists what Profscope reads.")
         raise ProfileError(f"{path}: Profscope does not know this kind of file. Looked for {looked_for()}.")

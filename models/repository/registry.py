@@ -60,6 +60,15 @@ class Format:
         file's start; never raises."""
         return None
 
+    def tools_of(self, path: Path) -> tuple[str, ...]:
+        """The tools a file of this format has data for: all of the format's,
+        or fewer when that is cheap to know (a small file without memory events)."""
+        return self.tools
+
+    def lacking(self, tool: str) -> str:
+        """Why a file of this format that tools_of left `tool` out of has no data for it."""
+        return ""
+
     def lone_file(self, path: Path) -> tuple[str, str] | None:
         """(session, host) of a file opened on its own, or None when it is not
         of this format. A file named as in a session folder belongs to a
@@ -67,6 +76,14 @@ class Format:
         is of this format but unusable, with the reason."""
         host = self.host_in_folder(path)
         return None if host is None else (path.parent.name, host)
+
+    def refusal(self, path: Path) -> str | None:
+        """Why a file whose name fits this format is not of it, from a cheap
+        look at its content (e.g. "not a Chrome trace (no "traceEvents")"), or
+        None when its name does not fit or it is of this format. Asked about
+        files no format took, to list them as "not a profile" with the reason;
+        never raises."""
+        return None
 
     def why_not(self, path: Path) -> None:
         """Asked when no format took a lone file: raises ProfileError with the
