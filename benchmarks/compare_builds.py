@@ -5,7 +5,7 @@ them: wall time and peak RSS, runs interleaved (A, B, A, B ...) so a busy machin
 
 BIN_A, BIN_B: the bin folders of two environments with Profscope installed (each has `profscope`).
 --inputs: the folder of sql_bench's generated files (step_stats_1000000.pb, bench.xplane.pb,
-bench.memory_profile.pb); made there first if missing.
+bench.memory_profile.pb) and a 300 MB Kineto trace (make_kineto_trace.py); made there first if missing.
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "tests" / "data" / "chrome_trace" / "train.pt.trace.json.gz"
+KINETO = "kineto_300mb.pt.trace.json"  # made by make_kineto_trace.py in --inputs when missing
 
 
 def commands(inputs: Path, out: Path) -> dict[str, list[str]]:
-    xspace, steps, memory = (inputs / n for n in ("bench.xplane.pb", "step_stats_1000000.pb",
-                                                    "bench.memory_profile.pb"))
+    xspace, steps, memory, kineto = (inputs / n for n in ("bench.xplane.pb", "step_stats_1000000.pb",
+                                                            "bench.memory_profile.pb", KINETO))
     return {
         "formats (start-up)": ["formats"],
         "XSpace 2M: trace_viewer": ["export", str(xspace), "--tool", "trace_viewer", "-o", str(out / "x.json")],
@@ -35,6 +36,7 @@ def commands(inputs: Path, out: Path) -> dict[str, list[str]]:
         "memory 1M: xprof_form": ["export", str(memory), "--tool", "memory_profile", "--param", "xprof_form=1",
                                   "-o", str(out / "mp.json")],
         "Kineto: kernel_stats": ["export", str(TRACE), "--tool", "kernel_stats", "-o", str(out / "k.json")],
+        "Kineto 300 MB: overview": ["export", str(kineto), "--tool", "overview", "-o", str(out / "o.json")],
         "XSpace 2M: query": ["query", str(xspace), "SELECT name, count(*) FROM slices GROUP BY 1 ORDER BY 2 DESC "
                                                    "LIMIT 5", "-o", str(out / "q.txt")],
     }
@@ -65,6 +67,9 @@ def main() -> None:
         import sql_bench
 
         sql_bench.inputs(args.inputs)
+    if not (args.inputs / KINETO).exists():
+        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_kineto_trace.py"), "--size-mb", "300",
+                        "-o", str(args.inputs / KINETO)], check=True)
     print(f"{'command':30} {'A s':>7} {'B s':>7} {'B/A':>6} {'A MiB':>7} {'B MiB':>7}   (medians of {args.repeat})")
     with tempfile.TemporaryDirectory() as tmp:
         for name, argv in commands(args.inputs, Path(tmp)).items():

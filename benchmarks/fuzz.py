@@ -437,7 +437,13 @@ def load_seeds(data: Path = DATA) -> list[Seed]:
               ("chrome_trace/two_ranks/rank-1.json.gz", ["ranks/rank-1.json"]),
               ("xprof/small.trace_viewer.json.gz", [f"{SESSION}/vm.trace.json", "traces/small.json"]),
               ("xprof/jax.trace_viewer.json.gz", [f"{SESSION}/vm.trace.json"]),
-              ("step_stats/timeline.json", ["traces/timeline.json", "traces/vm.trace.json"])]
+              ("step_stats/timeline.json", ["traces/timeline.json", "traces/vm.trace.json"]),
+              # older and other vendors' Kineto: PyTorch 1.8's categories on V100s, ROCm 6.2 on an MI250
+              ("chrome_trace/pytorch_1.8/gpu_metrics_input.json.gz", ["traces/worker0.pt.trace.json"]),
+              ("chrome_trace/rocm_mi250/mi250_minitoy_train_ROCm6_2_kineto.json.gz", ["traces/mi250.json"]),
+              # files that only look like profiles: each must be refused with its reason, never read as one
+              ("not_profiles/benchmark_simple_add_et.json.gz", ["traces/simple_add_et.json"]),
+              ("not_profiles/config.json", ["traces/config.json"])]
     for name, names in chrome:
         d, gz = _gunzip(data / name)
         seeds.append(Seed("chrome_trace", name, "json", d, gz, names))
