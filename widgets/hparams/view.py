@@ -72,6 +72,14 @@ class HParamsView(QWidget):
         self._fit_columns = False  # size the columns to their contents at the next refresh
         self.saved_widths: dict[int, int] = {}  # column -> width from a saved layout (not fitted)
 
+        self._build_table_and_plots()
+        self._build_controls()
+        self._build_details()
+        self._lay_out()
+        self._connect()
+
+    def _build_table_and_plots(self) -> None:
+        """The filter panel, the groups' table and the plots of the centre tabs, with their controls."""
         self.filters = FilterPanel()
         self.model = GroupModel(self)
         self.table = QTreeView()  # groups expand into their sessions
@@ -119,6 +127,9 @@ class HParamsView(QWidget):
         row.addWidget(self.scale_note, 1)
         self.plot_controls.hide()
 
+
+    def _build_controls(self) -> None:
+        """Aggregation, paging, columns, export and watching."""
         self.aggregation_box = QComboBox()
         for name, value in AGGREGATIONS:
             self.aggregation_box.addItem(name, value)
@@ -149,6 +160,37 @@ class HParamsView(QWidget):
         self.message = QLabel(wordWrap=True)
         self.message.hide()
 
+
+    def _build_details(self) -> None:
+        """The selected groups' sessions and one chart per metric."""
+        self.sessions_table = QTableWidget()
+        self.sessions_table.verticalHeader().hide()
+        self.sessions_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.curves = CurvesPanel()
+        self.selected: tuple[list[str], list[str]] = ([], [])  # group names, session names picked alone
+        self._curves_key = None  # what the curves panel shows (or is loading)
+        # Where the selected sessions' curves come from: request_curves(data, sessions, metrics, on_curves)
+        # hands them to on_curves once read (the window reads them in its worker; tests and the report at
+        # once). The view reads no files. None: no curves.
+        self.request_curves = None
+        self.details_title = QLabel(
+            "Select groups or sessions to see their sessions and training curves.", wordWrap=True
+        )
+        self.details_title.setStyleSheet("font-weight: bold")
+        details = self.details = QWidget()
+        dl = QVBoxLayout(details)
+        dl.setContentsMargins(0, 0, 0, 0)
+        dl.addWidget(self.details_title)
+        details_split = QSplitter(Qt.Horizontal)
+        details_split.addWidget(self.sessions_table)
+        details_split.addWidget(self.curves)
+        details_split.setStretchFactor(0, 2)
+        details_split.setStretchFactor(1, 3)
+        details_split.setSizes([480, 720])  # room for Session | Status | Started and a metric or two
+        dl.addWidget(details_split, 1)
+
+
+    def _lay_out(self) -> None:
         # Two rows, so the tab's minimum width stays small (the dock and the
         # filter panel get the room; nothing is clipped at 1280 px).
         bar = QVBoxLayout()
@@ -170,33 +212,6 @@ class HParamsView(QWidget):
         pager.addWidget(self.next_button)
         pager.addWidget(self.page_label, 1)
 
-        # Details of the selected group: its sessions and one chart per metric.
-        self.sessions_table = QTableWidget()
-        self.sessions_table.verticalHeader().hide()
-        self.sessions_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.curves = CurvesPanel()
-        self.selected: tuple[list[str], list[str]] = ([], [])  # group names, session names picked alone
-        self._curves_key = None  # what the curves panel shows (or is loading)
-        # Where the selected sessions' curves come from: request_curves(data, sessions, metrics, on_curves)
-        # hands them to on_curves once read (the window reads them in its worker; tests and the report at
-        # once). The view reads no files. None: no curves.
-        self.request_curves = None
-        self.details_title = QLabel(
-            "Select groups or sessions to see their sessions and training curves.", wordWrap=True
-        )
-        self.details_title.setStyleSheet("font-weight: bold")
-        details = QWidget()
-        dl = QVBoxLayout(details)
-        dl.setContentsMargins(0, 0, 0, 0)
-        dl.addWidget(self.details_title)
-        details_split = QSplitter(Qt.Horizontal)
-        details_split.addWidget(self.sessions_table)
-        details_split.addWidget(self.curves)
-        details_split.setStretchFactor(0, 2)
-        details_split.setStretchFactor(1, 3)
-        details_split.setSizes([480, 720])  # room for Session | Status | Started and a metric or two
-        dl.addWidget(details_split, 1)
-
         middle = QWidget()
         ml = QVBoxLayout(middle)
         ml.setContentsMargins(0, 0, 0, 0)
@@ -207,7 +222,7 @@ class HParamsView(QWidget):
         ml.addLayout(pager)
         vertical = QSplitter(Qt.Vertical)
         vertical.addWidget(middle)
-        vertical.addWidget(details)
+        vertical.addWidget(self.details)
         vertical.setSizes([520, 320])
         horizontal = QSplitter(Qt.Horizontal)
         horizontal.addWidget(self.filters)
@@ -217,6 +232,9 @@ class HParamsView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(horizontal)
 
+
+    def _connect(self) -> None:
+        header = self.table.header()
         # Typing in a filter restarts a short timer; the query runs once the user pauses.
         self._debounce = QTimer(self, singleShot=True, interval=120)
         self._debounce.timeout.connect(self.refresh)
