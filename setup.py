@@ -3,6 +3,8 @@
 Each extension is named after the package it serves (profscope.models.<feature>._name) and its
 source sits in that package's folder; the shared headers are in models/native/."""
 
+import sys
+
 import numpy
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -36,12 +38,14 @@ EXTENSIONS = [  # (module, source, what it does)
     ("profscope.models.sql._parquet", "models/sql/_parquet.c"),  # Parquet value encodings
 ]
 HEADERS = ["models/native/_cbuffers.h", "models/native/protowire.h", "models/native/json_write.h",
-           "models/native/json_lex.h", "models/native/intern.h", "models/formats/_labels.h"]
+           "models/native/json_lex.h", "models/native/intern.h", "models/native/portable.h", "models/formats/_labels.h"]
+
+WINDOWS_LIBRARIES = ["bcrypt"]  # portable.h's seed: BCryptGenRandom
 
 setup(
     ext_modules=[
         Extension(name, [source], include_dirs=[numpy.get_include(), "models/native"], depends=HEADERS,
-                  extra_compile_args=["-O2"])
+                  extra_compile_args=["-O2"], libraries=WINDOWS_LIBRARIES if sys.platform == "win32" else [])
         for name, source in EXTENSIONS
     ],
     cmdclass={"build_ext": BuildExt},

@@ -458,5 +458,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__protowire(void) {
     import_array();
+    draw_hash_seed();
     return PyModule_Create(&module);
 }

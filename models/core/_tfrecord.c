@@ -12,8 +12,6 @@
 #include "_cbuffers.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 /* Event files frame each record as uint64 length, uint32 masked crc32c of
  * the length, data, uint32 masked crc32c of the data (little endian). */
@@ -231,7 +229,7 @@ static PyObject *read_files(PyObject *Py_UNUSED(self), PyObject *args) {
         while (k < n) {
             size_t start = len;
             err[k] = 0;
-            int fd = open(PyBytes_AS_STRING(PyTuple_GET_ITEM(paths, first + k)), O_RDONLY | O_CLOEXEC);
+            int fd = pt_open_read(PyBytes_AS_STRING(PyTuple_GET_ITEM(paths, first + k)));
             if (fd < 0) err[k] = errno;
             while (fd >= 0) {
                 if (cap - len < (1 << 16)) { /* keep 64 KiB free to read into */
@@ -243,7 +241,7 @@ static PyObject *read_files(PyObject *Py_UNUSED(self), PyObject *args) {
                     buf = grown;
                     cap *= 2;
                 }
-                ssize_t got = read(fd, buf + len, cap - len);
+                int64_t got = pt_read(fd, buf + len, cap - len);
                 if (got < 0 && errno == EINTR) continue;
                 if (got < 0) {
                     err[k] = errno;
@@ -253,7 +251,7 @@ static PyObject *read_files(PyObject *Py_UNUSED(self), PyObject *args) {
                 len += (size_t)got;
                 if ((size_t)got < cap - (len - got)) break; /* short read: the end */
             }
-            if (fd >= 0) close(fd);
+            if (fd >= 0) pt_close(fd);
             if (oom) break;
             size[k++] = (int64_t)(len - start);
             while (j < n_ends && end_at[j] < first + k) j++;
@@ -306,6 +304,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__tfrecord(void) {
     import_array();
+    draw_hash_seed();
     crc_init();
     return PyModule_Create(&module);
 }

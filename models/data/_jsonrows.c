@@ -200,5 +200,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__jsonrows(void) {
     import_array();
+    draw_hash_seed();
     return PyModule_Create(&module);
 }

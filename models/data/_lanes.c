@@ -93,5 +93,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__lanes(void) {
     import_array();
+    draw_hash_seed();
     return PyModule_Create(&module);
 }

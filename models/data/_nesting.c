@@ -90,5 +90,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__nesting(void) {
     import_array();
+    draw_hash_seed();
     return PyModule_Create(&module);
 }

@@ -43,13 +43,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 #include "_cbuffers.h"
 #include "intern.h"
 #include "json_lex.h"
@@ -91,14 +84,14 @@ static void init_classes(void) {
     CLS['+'] = CLS['-'] = CLS['.'] = C_TOKEN;
 }
 
-#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#define ALWAYS_INLINE PT_INLINE_ALWAYS
 
 /* Whitespace runs are mostly 0 or 1 byte, or a newline and an indent. */
 ALWAYS_INLINE const uint8_t *skip_ws(const uint8_t *p, const uint8_t *end) {
     if (p >= end || *p > ' ' || !(CLS[*p] & C_WS)) return p;
     p++;
     if (p >= end || *p > ' ') return p;
-#ifdef __SSE2__
+#ifdef PT_SSE2
     const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'),
                   tab = _mm_set1_epi8('\t');
     while (end - p >= 16) {
@@ -106,7 +99,7 @@ ALWAYS_INLINE const uint8_t *skip_ws(const uint8_t *p, const uint8_t *end) {
         __m128i ws = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, sp), _mm_cmpeq_epi8(v, nl)),
                                   _mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, tab)));
         unsigned m = (unsigned)_mm_movemask_epi8(ws);
-        if (m != 0xFFFF) return p + __builtin_ctz(~m);
+        if (m != 0xFFFF) return p + pt_ctz32(~m);
         p += 16;
     }
 #endif
@@ -121,13 +114,13 @@ static inline uint64_t load64(const uint8_t *p) {
 }
 
 /* First '"' or '\\' in [p, end), else a pointer >= end. */
-static inline __attribute__((always_inline)) const uint8_t *find_quote_bs(const uint8_t *p, const uint8_t *end) {
-#ifdef __SSE2__
+ALWAYS_INLINE const uint8_t *find_quote_bs(const uint8_t *p, const uint8_t *end) {
+#ifdef PT_SSE2
     const __m128i q = _mm_set1_epi8('"'), b = _mm_set1_epi8('\\');
     while (end - p >= 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)p);
         int m = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, b)));
-        if (m) return p + __builtin_ctz((unsigned)m);
+        if (m) return p + pt_ctz32((unsigned)m);
         p += 16;
     }
 #endif
@@ -137,7 +130,7 @@ static inline __attribute__((always_inline)) const uint8_t *find_quote_bs(const 
 
 /* First of " { } [ ] in [p, end), else a pointer >= end. */
 static inline const uint8_t *find_struct(const uint8_t *p, const uint8_t *end) {
-#ifdef __SSE2__
+#ifdef PT_SSE2
     const __m128i q = _mm_set1_epi8('"'), m1 = _mm_set1_epi8((char)0xDF), br = _mm_set1_epi8('['),
                   bc = _mm_set1_epi8(']');
     while (end - p >= 16) {
@@ -145,7 +138,7 @@ static inline const uint8_t *find_struct(const uint8_t *p, const uint8_t *end) {
         __m128i u = _mm_and_si128(v, m1); /* '{' -> '[', '}' -> ']' */
         __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_or_si128(_mm_cmpeq_epi8(u, br), _mm_cmpeq_epi8(u, bc)));
         int m = _mm_movemask_epi8(hit);
-        if (m) return p + __builtin_ctz((unsigned)m);
+        if (m) return p + pt_ctz32((unsigned)m);
         p += 16;
     }
 #endif
@@ -179,15 +172,61 @@ static inline size_t utf8_cut(const uint8_t *p, size_t len, size_t limit) {
 
 /* ---------------------------------------------------------------- numbers */
 
-typedef __int128 i128;
-#define ACC_LIMIT ((i128)1000000000000000000LL * (i128)1000000000000LL) /* 1e30 */
+/* A number below 1e30 in magnitude, exactly: hi * 1e18 + lo (lo < 1e18) and
+ * a sign, so that no compiler needs 128-bit integers. */
+typedef struct {
+    int neg;
+    uint64_t hi, lo;
+} Wide;
+#define E18 1000000000000000000ULL
+#define WIDE_HI_LIMIT 1000000000000ULL /* hi * 1e18 = 1e30 */
+
+/* w = w * 10 + digit; 0 when it reaches 1e30. */
+static inline int wide_push_digit(Wide *w, int digit) {
+    uint64_t lo = w->lo * 10 + (uint64_t)digit;
+    w->hi = w->hi * 10 + lo / E18;
+    w->lo = lo % E18;
+    return w->hi < WIDE_HI_LIMIT;
+}
+
+/* The magnitude one more (a negative number floored). */
+static inline void wide_inc(Wide *w) {
+    if (++w->lo == E18) {
+        w->lo = 0;
+        w->hi++;
+    }
+}
+
+/* w as an int64; 0 when out of range. */
+static int wide_int64(const Wide *w, int64_t *out) {
+    if (w->hi > 9) return 0;
+    uint64_t m = w->hi * E18 + w->lo;
+    if (m > (uint64_t)INT64_MAX + (uint64_t)w->neg) return 0;
+    *out = w->neg && m ? -(int64_t)(m - 1) - 1 : (int64_t)m;
+    return 1;
+}
+
+/* w / 1e6 floored, and the remainder (0 <= *ps < 1e6); 0 when the quotient
+ * is out of int64's range. */
+static int wide_div_1e6(const Wide *w, int64_t *us, int32_t *ps) {
+    if (w->hi > 9223373) return 0; /* the quotient is above 2^63 */
+    uint64_t q = w->hi * 1000000000000ULL + w->lo / 1000000, r = w->lo % 1000000;
+    if (w->neg && r) {
+        q++;
+        r = 1000000 - r;
+    }
+    if (q > (uint64_t)INT64_MAX + (uint64_t)w->neg) return 0;
+    *us = w->neg && q ? -(int64_t)(q - 1) - 1 : (int64_t)q;
+    *ps = (int32_t)r;
+    return 1;
+}
 
 enum { NUM_OK = 0, NUM_BAD = 1, NUM_OVERFLOW = 2 };
 
 /* The decimal number text [p, q) times 10^scale, floored (trunc: toward zero)
  * into *out exactly, |value| < 1e30. Accepts JSON numbers plus a leading '+'
  * and forms like "1." or ".5" (numbers in strings are written freely). */
-static int parse_scaled(const uint8_t *p, const uint8_t *q, int scale, int trunc, i128 *out) {
+static int parse_scaled(const uint8_t *p, const uint8_t *q, int scale, int trunc, Wide *out) {
     int neg = 0;
     if (p < q && (*p == '-' || *p == '+')) neg = *p++ == '-';
     const uint8_t *i0 = p;
@@ -214,15 +253,14 @@ static int parse_scaled(const uint8_t *p, const uint8_t *q, int scale, int trunc
     if (p != q) return NUM_BAD;
     /* power of ten (after scaling) of the first digit */
     int64_t pw = (int64_t)(i1 - i0) - 1 + exp + scale;
-    i128 acc = 0;
+    Wide acc = {neg, 0, 0};
     int rem = 0;
     for (int part = 0; part < 2; part++) {
         const uint8_t *d = part ? f0 : i0, *de = part ? f1 : i1;
         for (; d < de; d++, pw--) {
             int v = *d - '0';
             if (pw >= 0) {
-                acc = acc * 10 + v;
-                if (acc >= ACC_LIMIT) return NUM_OVERFLOW;
+                if (!wide_push_digit(&acc, v)) return NUM_OVERFLOW;
             } else if (v) {
                 rem = 1;
                 break;
@@ -230,13 +268,11 @@ static int parse_scaled(const uint8_t *p, const uint8_t *q, int scale, int trunc
         }
         if (rem) break;
     }
-    if (!rem && pw >= 0 && acc) {
-        for (int64_t k = 0; k <= pw; k++) {
-            acc *= 10;
-            if (acc >= ACC_LIMIT) return NUM_OVERFLOW;
-        }
+    if (!rem && pw >= 0 && (acc.hi || acc.lo)) {
+        for (int64_t k = 0; k <= pw; k++)
+            if (!wide_push_digit(&acc, 0)) return NUM_OVERFLOW;
     }
-    if (neg) acc = -acc - (rem && !trunc ? 1 : 0);
+    if (neg && rem && !trunc) wide_inc(&acc);
     *out = acc;
     return NUM_OK;
 }
@@ -294,9 +330,10 @@ static int64_t arg_int(const uint8_t *p, const uint8_t *q, int is_str) {
     uint64_t ip;
     uint32_t frac;
     if (quick_decimal(p, q, &neg, &ip, &frac, &rem)) return neg ? -(int64_t)ip : (int64_t)ip;
-    i128 v;
-    if (parse_scaled(p, q, 0, 1, &v) != NUM_OK || v > INT64_MAX || v <= INT64_MIN) return INT64_MIN;
-    return (int64_t)v;
+    Wide w;
+    int64_t v;
+    if (parse_scaled(p, q, 0, 1, &w) != NUM_OK || !wide_int64(&w, &v)) return INT64_MIN;
+    return v;
 }
 
 /* ---------------------------------------------------------------- growable buffer */
@@ -578,7 +615,7 @@ static void fail_at(Scanner *s, int64_t offset, const char *reason) {
  * column gets an anonymous mapping of its own (a header holds its size),
  * advised to use huge pages before it is touched and grown by mremap: the
  * page faults of filling ~100 bytes per event are then 512x fewer. */
-#if defined(__linux__) && defined(MREMAP_FIXED) && defined(MADV_HUGEPAGE)
+#ifdef PT_HAVE_MREMAP
 #define HAVE_MAPPED_COLUMNS 1
 #define BIG_COLUMN ((size_t)4 << 20)
 #define HUGE_PAGE ((size_t)2 << 20)
@@ -632,6 +669,7 @@ static void *col_realloc(void *p, size_t old_bytes, size_t new_bytes, int *mappe
     }
 #endif
     (void)old_bytes;
+    (void)mapped;
     return PyMem_RawRealloc(p, new_bytes ? new_bytes : 1);
 }
 
@@ -719,7 +757,7 @@ typedef struct {
     uint32_t frac;      /* first six decimals, as millionths */
 } Val;
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#ifdef PT_LITTLE_ENDIAN
 #define SWAR_DIGITS 1
 static inline int is_8_digits(uint64_t x) {
     return ((x & 0xF0F0F0F0F0F0F0F0ULL) | (((x + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) ==
@@ -895,14 +933,16 @@ static int value_is(const Val *v, const char *text) {
 }
 
 /* A number value (token, or string holding a number) times 10^6, floored. */
-static int value_number(const Val *v, i128 *out) {
+static int value_number(const Val *v, Wide *out) {
     if (v->kind == V_OTHER || v->esc) return NUM_BAD;
     int neg, rem;
     uint64_t ip;
     uint32_t frac;
     if (quick_decimal(v->b, v->e, &neg, &ip, &frac, &rem)) {
-        i128 x = (i128)ip * 1000000 + frac;
-        *out = neg ? -x - rem : x;
+        out->neg = neg;
+        out->hi = ip / 1000000000000ULL;
+        out->lo = ip % 1000000000000ULL * 1000000 + frac;
+        if (neg && rem) wide_inc(out);
         return NUM_OK;
     }
     return parse_scaled(v->b, v->e, 6, 0, out);
@@ -981,7 +1021,7 @@ static int parse_args(Scanner *s, const uint8_t **pp, const uint8_t *end, Event 
         int match = -1;
         if (klen <= MAX_ARG_KEY) {
             for (unsigned m = s->args_by_len[klen]; m; m &= m - 1) {
-                int a = __builtin_ctz(m);
+                int a = pt_ctz32(m);
                 if (eq_bytes(s->argkey[a], k, klen)) {
                     match = a;
                     break;
@@ -1121,7 +1161,7 @@ static int parse_event(Scanner *s, const uint8_t *p, const uint8_t *end, int64_t
     for (int a = 0; a < s->nargs; a++) ev.args[a] = INT64_MIN;
     int rc;
     Val v = {NULL, NULL, V_OTHER, 0, 0, 0, 0, 0, 0};
-    i128 num;
+    Wide num;
     s->cut_in_event = 0;
     p = skip_ws(p + 1, end);
     NEED(p);
@@ -1184,18 +1224,7 @@ static int parse_event(Scanner *s, const uint8_t *p, const uint8_t *end, int64_t
                     }
                     break;
                 }
-                if (value_number(&v, &num) == NUM_OK) {
-                    i128 us = num / 1000000, ps = num % 1000000;
-                    if (ps < 0) {
-                        ps += 1000000;
-                        us -= 1;
-                    }
-                    if (us >= INT64_MIN && us <= INT64_MAX) {
-                        ev.ts_us = (int64_t)us;
-                        ev.ts_ps = (int32_t)ps;
-                        break;
-                    }
-                }
+                if (value_number(&v, &num) == NUM_OK && wide_div_1e6(&num, &ev.ts_us, &ev.ts_ps)) break;
                 ev.flags |= F_TS_BAD;
                 break;
             case K_DUR:
@@ -1205,9 +1234,8 @@ static int parse_event(Scanner *s, const uint8_t *p, const uint8_t *end, int64_t
                     int64_t d = (int64_t)v.ip * 1000000 + v.frac;
                     ev.dur_ps = v.neg ? -d - v.rem : d;
                     if (v.neg && ev.dur_ps) ev.flags |= F_DUR_NEG;
-                } else if (value_number(&v, &num) == NUM_OK && num >= INT64_MIN && num <= INT64_MAX) {
-                    ev.dur_ps = (int64_t)num;
-                    if (num < 0) ev.flags |= F_DUR_NEG;
+                } else if (value_number(&v, &num) == NUM_OK && wide_int64(&num, &ev.dur_ps)) {
+                    if (ev.dur_ps < 0) ev.flags |= F_DUR_NEG;
                 } else {
                     ev.flags |= F_DUR_BAD;
                 }
@@ -1961,6 +1989,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__chrome_json(void) {
     import_array();
+    draw_hash_seed();
     init_classes();
     if (PyType_Ready(&ScannerType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);

@@ -75,5 +75,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__labels(void) {
     import_array();
+    draw_hash_seed();
     return PyModule_Create(&module);
 }

@@ -28,7 +28,6 @@
  * One row per line, however many markers it holds. Lines end at '\n'. Unless `final`, the text after the last newline is left
  * for the next block: `consumed` says how many bytes were read.
  */
-#define _GNU_SOURCE /* memrchr */
 #include "_cbuffers.h"
 #include "intern.h"
 #include <stddef.h>
@@ -368,7 +367,7 @@ static void read_line(const char *base, const char *line, const char *marker, co
  * marker on the same line is part of this line). */
 static const char *scan_line(const char *base, const char *lo, const char *end, const char *p, int8_t *kind,
                              int64_t *time_us, int64_t *line, int64_t *ints, int64_t *strs) {
-    const char *line_start = p > lo ? memrchr(lo, '\n', (size_t)(p - lo)) : NULL;
+    const char *line_start = p > lo ? pt_memrchr(lo, '\n', (size_t)(p - lo)) : NULL;
     line_start = line_start ? line_start + 1 : lo;
     const char *eol = memchr(p, '\n', (size_t)(end - p));
     if (!eol) eol = end;
@@ -391,7 +390,7 @@ static PyObject *scan_memory_log(PyObject *Py_UNUSED(self), PyObject *args) {
     if (get_buffer(obj, &view) < 0) return NULL;
     const char *base = view.buf, *end = base + view.len;
     if (!final) { /* stop after the last complete line */
-        const char *last = view.len ? memrchr(base, '\n', (size_t)view.len) : NULL;
+        const char *last = view.len ? pt_memrchr(base, '\n', (size_t)view.len) : NULL;
         end = last ? last + 1 : base;
     }
     /* Rows grow in raw memory while the GIL is released, then become arrays. */
@@ -1157,6 +1156,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__logscan(void) {
     import_array();
+    draw_hash_seed();
     init_classes();
     return PyModule_Create(&module);
 }

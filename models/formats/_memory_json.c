@@ -34,7 +34,6 @@
 #include "_cbuffers.h"
 #include "intern.h"
 #include "json_lex.h"
-#include <locale.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stddef.h>
@@ -42,12 +41,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __APPLE__
-#include <xlocale.h>
-#endif
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 #define PATH_ENTRIES 8
 #define VALUE_CAP 200 /* bytes of a bad value quoted in a message */
@@ -59,8 +52,6 @@ static const char *ERROR_KINDS[] = {"", "syntax", "depth", "not_profile", "inval
 
 /* MemoryActivity names, by number. */
 static const char *ACTIVITIES[] = {"UNKNOWN_ACTIVITY", "ALLOCATION", "DEALLOCATION", "RESERVATION", "EXPANSION"};
-
-static locale_t C_NUMERIC; /* strtod must read '.' whatever locale Qt set */
 
 /* ---------------------------------------------------------------- buffers */
 
@@ -196,18 +187,18 @@ typedef struct {
     int err_has_value, err_quote;
 } Parser;
 
-static __attribute__((noreturn)) void fail(Parser *P, int kind, const uint8_t *at, const char *message) {
+PT_NORETURN static void fail(Parser *P, int kind, const uint8_t *at, const char *message) {
     P->err = kind;
     P->err_offset = (int64_t)((at < P->end ? at : P->end) - P->start);
     P->err_message = message;
     longjmp(P->jump, 1);
 }
 
-static __attribute__((noreturn)) void syntax(Parser *P, const uint8_t *at, const char *message) {
+PT_NORETURN static void syntax(Parser *P, const uint8_t *at, const char *message) {
     fail(P, E_SYNTAX, at, at >= P->end ? "the document ends early" : message);
 }
 
-static __attribute__((noreturn)) void out_of_memory(Parser *P) {
+PT_NORETURN static void out_of_memory(Parser *P) {
     fail(P, E_MEMORY, P->p, "out of memory");
 }
 
@@ -232,7 +223,7 @@ static void format_path(Parser *P) {
 
 /* A value of the wrong type or range. value (n bytes), when given, is quoted
  * in the message (repr() when quote, else as is). */
-static __attribute__((noreturn)) void invalid(Parser *P, const uint8_t *at, const char *message, const uint8_t *value,
+PT_NORETURN static void invalid(Parser *P, const uint8_t *at, const char *message, const uint8_t *value,
                                               size_t n, int quote) {
     format_path(P);
     P->err_has_value = value != NULL;
@@ -272,7 +263,7 @@ static inline int is_ws(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' |
 static inline void ws(Parser *P) {
     const uint8_t *p = P->p, *end = P->end;
     if (p < end && !is_ws(*p)) return; /* compact JSON: the common case */
-#ifdef __SSE2__
+#ifdef PT_SSE2
     const __m128i sp = _mm_set1_epi8(' '), nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'), tab = _mm_set1_epi8('\t');
     while (end - p >= 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)p);
@@ -280,7 +271,7 @@ static inline void ws(Parser *P) {
                                  _mm_or_si128(_mm_cmpeq_epi8(v, cr), _mm_cmpeq_epi8(v, tab)));
         unsigned m = (unsigned)_mm_movemask_epi8(w);
         if (m != 0xFFFF) {
-            P->p = p + __builtin_ctz(~m);
+            P->p = p + pt_ctz32(~m);
             return;
         }
         p += 16;
@@ -294,14 +285,14 @@ static inline int peek(const Parser *P) { return P->p < P->end ? *P->p : -1; }
 
 /* First '"', '\\', control character or non-ASCII byte in [p, end), else end. */
 static inline const uint8_t *find_special(const uint8_t *p, const uint8_t *end) {
-#ifdef __SSE2__
+#ifdef PT_SSE2
     const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), sp = _mm_set1_epi8(0x20);
     while (end - p >= 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)p);
         /* signed compare: bytes >= 0x80 are negative, so below 0x20 too */
         __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, bs)), _mm_cmplt_epi8(v, sp));
         int m = _mm_movemask_epi8(hit);
-        if (m) return p + __builtin_ctz((unsigned)m);
+        if (m) return p + pt_ctz32((unsigned)m);
         p += 16;
     }
 #endif
@@ -461,7 +452,7 @@ static inline int is_number_start(const Parser *P) {
 
 /* ---------------------------------------------------------------- skipping */
 
-static __attribute__((noreturn)) void too_deep(Parser *P) {
+PT_NORETURN static void too_deep(Parser *P) {
     fail(P, E_DEPTH, P->p, "nested too deeply");
 }
 
@@ -669,11 +660,7 @@ static double to_double(Parser *P, const uint8_t *s, size_t n) {
     if (!buf_reserve(&P->number, n + 1)) out_of_memory(P);
     memcpy(P->number.data, s, n);
     P->number.data[n] = 0;
-#if defined(__GLIBC__) || defined(__APPLE__)
-    return strtod_l((const char *)P->number.data, NULL, C_NUMERIC);
-#else
-    return strtod((const char *)P->number.data, NULL);
-#endif
+    return pt_strtod_c((const char *)P->number.data, NULL); /* '.' whatever locale Qt set */
 }
 
 /* sign and magnitude as an int64 (or a uint64 when is_unsigned) into *out;
@@ -1493,9 +1480,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__memory_json(void) {
     import_array();
-#if defined(__GLIBC__) || defined(__APPLE__)
-    if (!C_NUMERIC) C_NUMERIC = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-    if (!C_NUMERIC) return PyErr_NoMemory();
-#endif
+    draw_hash_seed();
+    if (!pt_c_numeric_init()) return PyErr_NoMemory();
     return PyModule_Create(&module);
 }

@@ -32,9 +32,6 @@
 #include "intern.h"
 #include "protowire.h"
 #include "json_write.h"
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 /* ---------------------------------------------------------------- growable bytes */
 
@@ -810,11 +807,9 @@ static PyObject *decode_spans(PyObject *Py_UNUSED(self), PyObject *args) {
 }
 
 static PyObject *trim_heap(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(args)) {
-#ifdef __GLIBC__
     Py_BEGIN_ALLOW_THREADS
-    malloc_trim(0);
+    pt_malloc_trim();
     Py_END_ALLOW_THREADS
-#endif
     Py_RETURN_NONE;
 }
 
@@ -838,5 +833,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__stepstats(void) {
     import_array();
+    draw_hash_seed();
     return PyModule_Create(&module);
 }

@@ -23,7 +23,8 @@
 #include <numpy/arrayobject.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
+
+#include "portable.h"
 
 /* The bytes of obj (bytes, bytearray, memoryview, mmap, ...). */
 static inline int get_buffer(PyObject *obj, Py_buffer *view) {
@@ -53,12 +54,12 @@ static inline PyArrayObject *as_spans(PyObject *obj) {
     return a;
 }
 
-/* Drawn when the module loads, before any thread hashes: the strings of a
+/* Drawn by each module's PyInit, before any thread hashes: the strings of a
  * file cannot be chosen to fall on one slot of a table when the hash they
  * meet differs from process to process. */
 static uint64_t hash_seed;
-__attribute__((constructor)) static void draw_hash_seed(void) {
-    hash_seed = ((uint64_t)(uintptr_t)&hash_seed ^ (uint64_t)time(NULL)) * 0x9e3779b97f4a7c15ULL;
+static inline void draw_hash_seed(void) {
+    if (!hash_seed) hash_seed = pt_seed64() | 1;
 }
 
 /* A fast seeded hash of a short byte string, for open-addressing tables (8

@@ -92,12 +92,7 @@ static inline int32_t intern_find(const Interner *t, const uint8_t *p, size_t le
 
 /* Fetches the slot where a string of this hash is looked for first. */
 static inline void intern_prefetch(const Interner *t, uint64_t hash) {
-#if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(t->slots + ((uint32_t)hash & t->mask));
-#else
-    (void)t;
-    (void)hash;
-#endif
+    pt_prefetch(t->slots + ((uint32_t)hash & t->mask));
 }
 
 /* Doubles the slots (1024 at first), placing each again by its kept hash. */

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "portable.h"
+
 /* Decimal text of integers (20 digits and a sign at most), two digits at a
  * time. */
 static const char DIGIT_PAIRS[] =
@@ -36,6 +38,45 @@ static inline char *write_int(char *w, int64_t v) {
     return v < 0 ? write_uint(w, (uint64_t)0 - (uint64_t)v, 1) : write_uint(w, (uint64_t)v, 0);
 }
 
+/* Unsigned 128-bit integers for json_repr, modulo 2^128 (MSVC has no
+ * __int128; pt_mul64 gives the 64 x 64 products). */
+typedef struct {
+    uint64_t hi, lo;
+} U128;
+
+static inline U128 u128_mul(uint64_t x, U128 y) { /* x * y */
+    U128 r;
+    r.lo = pt_mul64(x, y.lo, &r.hi);
+    r.hi += x * y.hi;
+    return r;
+}
+
+static inline U128 u128_shr(U128 x, int s) { /* x >> s, 0 < s < 128 */
+    U128 r;
+    r.hi = s >= 64 ? 0 : x.hi >> s;
+    r.lo = s >= 64 ? x.hi >> (s - 64) : (x.lo >> s) | (x.hi << (64 - s));
+    return r;
+}
+
+static inline int u128_low_zero(U128 x, int s) { /* (x & (2^s - 1)) == 0, 0 < s < 128 */
+    if (s < 64) return !(x.lo & ((1ULL << s) - 1));
+    return !x.lo && !(x.hi & ((1ULL << (s - 64)) - 1));
+}
+
+static inline U128 u128_add(U128 x, uint64_t y) { /* x + y */
+    x.lo += y;
+    x.hi += x.lo < y;
+    return x;
+}
+
+static inline U128 u128_sub(U128 x, uint64_t y) { /* x - y */
+    x.hi -= x.lo < y;
+    x.lo -= y;
+    return x;
+}
+
+static inline int u128_lt(U128 x, U128 y) { return x.hi < y.hi || (x.hi == y.hi && x.lo < y.lo); }
+
 /* The most json_repr and json_float write. */
 #define JSON_FLOAT_ROOM 32
 
@@ -54,19 +95,23 @@ static inline char *json_repr(char *w, double v) {
     /* The interval of reals that read back as v, scaled by 2^(q + 2):
      * half an ulp each side (a quarter below a power of two), ends included
      * when m is even (ties read back to the even mantissa). */
-    unsigned __int128 lo = 4 * (unsigned __int128)m - (m == (1ULL << 52) ? 1 : 2);
-    unsigned __int128 hi = 4 * (unsigned __int128)m + 2, mid = 4 * (unsigned __int128)m;
+    uint64_t lo = 4 * m - (m == (1ULL << 52) ? 1 : 2), hi = 4 * m + 2, mid = 4 * m;
     int shift = q + 2, inclusive = !(m & 1);
-    unsigned __int128 scale = 1, digits = 0;
+    U128 scale = {0, 1};
+    uint64_t digits = 0;
     int k = 0;
-    for (;; k++, scale *= 10) {
-        unsigned __int128 a = lo * scale, b = hi * scale, mask = ((unsigned __int128)1 << shift) - 1;
-        unsigned __int128 dmin = (a >> shift) + ((a & mask) != 0 || !inclusive);
-        unsigned __int128 dmax = (b >> shift) - ((b & mask) == 0 && !inclusive);
-        if (dmin <= dmax) {
-            unsigned __int128 c = mid * scale, d = c >> shift, rest = c & mask, half = (unsigned __int128)1 << (shift - 1);
-            if (rest > half || (rest == half && (d & 1))) d++; /* the nearest, ties to even */
-            digits = d < dmin ? dmin : d > dmax ? dmax : d;
+    for (;; k++, scale = u128_mul(10, scale)) {
+        U128 a = u128_mul(lo, scale), b = u128_mul(hi, scale);
+        U128 dmin = u128_add(u128_shr(a, shift), !u128_low_zero(a, shift) || !inclusive);
+        U128 dmax = u128_sub(u128_shr(b, shift), u128_low_zero(b, shift) && !inclusive);
+        if (!u128_lt(dmax, dmin)) {
+            /* the nearest, ties to even: the bits below d are above or at a half */
+            U128 c = u128_mul(mid, scale), d = u128_shr(c, shift);
+            int half_bit = (int)(u128_shr(c, shift - 1).lo & 1), below_half = !u128_low_zero(c, shift - 1);
+            if (half_bit && (below_half || (d.lo & 1))) d = u128_add(d, 1);
+            U128 pick = u128_lt(d, dmin) ? dmin : u128_lt(dmax, d) ? dmax : d;
+            if (pick.hi) goto python; /* never: 17 digits are enough */
+            digits = pick.lo;
             break;
         }
         if (k == 22) goto python;

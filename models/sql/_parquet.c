@@ -18,7 +18,7 @@
 
 static inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 
-static inline int bits_for(uint64_t v) { return v ? 64 - __builtin_clzll(v) : 0; }
+static inline int bits_for(uint64_t v) { return v ? 64 - pt_clz64(v) : 0; }
 
 /* count values (a multiple of 8) of w bits each, LSB first: count * w / 8 bytes. */
 static inline uint8_t *pack(uint8_t *w, const uint64_t *v, int count, int width) {
@@ -53,7 +53,7 @@ static uint8_t *put_levels(uint8_t *w, Py_ssize_t n, const uint8_t *bitmap, int6
     if (aligned) {
         bitmap += offset / 8;
         valid = 0;
-        for (Py_ssize_t i = 0; i < n / 8; i++) valid += __builtin_popcount(bitmap[i]);
+        for (Py_ssize_t i = 0; i < n / 8; i++) valid += pt_popcount64(bitmap[i]);
         for (Py_ssize_t i = n / 8 * 8; i < n; i++) valid += is_valid(bitmap, i);
     } else if (bitmap) {
         valid = 0;
@@ -549,5 +549,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__parquet(void) {
     import_array();
+    draw_hash_seed();
     return PyModule_Create(&module);
 }

@@ -236,5 +236,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__steps(void) {
     import_array();
+    draw_hash_seed();
     return PyModule_Create(&module);
 }

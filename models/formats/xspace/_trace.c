@@ -423,5 +423,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__trace(void) {
     import_array();
+    draw_hash_seed();
     return PyModule_Create(&module);
 }
