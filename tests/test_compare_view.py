@@ -377,3 +377,54 @@ def test_timelines_together_zoom_pan_align_and_highlight(qtbot, pair):
     assert len(bottom.highlight) == 3
     assert all(pair.candidate.timeline.names[i] == "aten::tanh" for i in bottom.highlight.tolist())
     assert "0 events in the baseline, 3 in the candidate" in page.highlight_label.text()
+
+
+def compare_via_menu(qtbot, window, monkeypatch, base, cand):
+    from profscope.viewer.compare_dialog import CompareDialog
+
+    def fill(dialog):
+        dialog.edits[0].setText(str(base))
+        dialog.edits[1].setText(str(cand))
+        return True
+
+    monkeypatch.setattr(CompareDialog, "exec", fill)
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        menu_action(window, "Compare Profiles…").trigger()
+    qtbot.waitUntil(lambda: not window.runner.busy, timeout=20000)
+
+
+def click_tab(qtbot, tabs, widget):
+    bar = tabs.tabBar()
+    qtbot.mouseClick(bar, Qt.LeftButton, pos=bar.tabRect(tabs.indexOf(widget)).center())
+    assert tabs.currentWidget() is widget
+
+
+def test_compare_timelines_axis_ends_at_the_longer_sides_data(qtbot, window, monkeypatch):
+    """The issue: the axis ran to 1.9 s for 0.75 s of data (the fit was made
+    while the hidden tab was narrow); zooming out went past the data."""
+    window.resize(1280, 800)
+    window.show()
+    qtbot.waitExposed(window)
+    compare_via_menu(qtbot, window, monkeypatch, XPROF / "small.xplane.pb", XPROF / "keras.xplane.pb")
+    view = window.compare_view
+    page = view.timelines_page
+    click_tab(qtbot, view.pages, page)
+    top, bottom = page.canvases
+    qtbot.waitUntil(lambda: top.isVisible() and top.width() > 600)
+    ends = [float(tl.span_ps[1]) - o for tl, o in zip(page.timelines, page.origins)]
+    assert ends[1] > 2 * ends[0]  # the candidate is the longer side
+    margin = max(ends) * 0.03
+    for canvas, origin in zip(page.canvases, page.origins):
+        t0 = canvas.t0 - origin
+        assert (t0, t0 + canvas.lanes_width * canvas.ps_per_px) == pytest.approx((-margin, max(ends) + margin),
+                                                                                 abs=2 * canvas.ps_per_px)
+    for canvas in (bottom, top):  # either side zooms out to the longer side's data, no further
+        canvas.setFocus()
+        for _ in range(3):
+            qtbot.keyClick(canvas, Qt.Key_W)
+        for _ in range(15):
+            qtbot.keyClick(canvas, Qt.Key_S)
+        t0 = top.t0 - page.origins[0]
+        assert (t0, t0 + top.lanes_width * top.ps_per_px) == pytest.approx((-margin, max(ends) + margin),
+                                                                           abs=2 * top.ps_per_px)
+        assert top.t0 - page.origins[0] == pytest.approx(bottom.t0 - page.origins[1])

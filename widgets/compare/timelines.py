@@ -96,6 +96,12 @@ class TimelinePair(QWidget):
             spans = [steps[step] for steps in self.steps]
             self.origins = [a for a, _ in spans]
         relative = [(a - o, b - o) for s, o in zip(spans, self.origins) if s for a, b in [s]]
+        whole = [(a - o, b - o) for tl, o in zip(self.timelines, self.origins) if tl is not None and len(tl)
+                 for a, b in [tl.span_ps]]
+        if whole:  # either side zooms out and pans as far as the longer side's data, from its own origin
+            lo, hi = min(r[0] for r in whole), max(r[1] for r in whole)
+            for canvas, origin in zip(self.canvases, self.origins):
+                canvas.bounds = (lo + origin, hi + origin)
         if relative:
             lo, hi = min(r[0] for r in relative), max(r[1] for r in relative)
             self.canvases[0].fit(lo + self.origins[0], hi + self.origins[0])  # view_changed: the other follows
@@ -109,7 +115,7 @@ class TimelinePair(QWidget):
         try:
             b.ps_per_px = a.ps_per_px
             b.t0 = a.t0 - self.origins[k] + self.origins[1 - k]
-            b._showing_all = False  # noqa: SLF001 - keep this view when resized, as a user's zoom is kept
+            b._fitted = None  # noqa: SLF001 - keep this view when resized, as a user's zoom is kept
             b.update()
         finally:
             self._syncing = False
