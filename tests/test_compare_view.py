@@ -428,3 +428,50 @@ def test_compare_timelines_axis_ends_at_the_longer_sides_data(qtbot, window, mon
         assert (t0, t0 + top.lanes_width * top.ps_per_px) == pytest.approx((-margin, max(ends) + margin),
                                                                            abs=2 * top.ps_per_px)
         assert top.t0 - page.origins[0] == pytest.approx(bottom.t0 - page.origins[1])
+
+
+def test_compare_keeps_the_sessions_dock_width_and_a_restart_widens_a_narrow_one(qtbot, window, monkeypatch):
+    """The issue: after File > Compare Profiles the Sessions dock shrank to
+    ~70 px (the Compare tab's minimum width) and the saved state kept it."""
+    from conftest import SAMPLE
+    from PySide6.QtCore import QSettings
+
+    from profscope.viewer.window import MainWindow
+
+    window.resize(1280, 800)
+    window.show()
+    qtbot.waitExposed(window)
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.open_path(str(SAMPLE))
+    qtbot.waitUntil(lambda: not window.runner.busy, timeout=20000)
+    dock = window.sessions_dock
+    qtbot.waitUntil(lambda: dock.width() >= window.dock_width_wanted() - 2)
+    before = dock.width()
+    compare_via_menu(qtbot, window, monkeypatch, PAIR / "baseline", PAIR / "candidate")
+    view = window.compare_view
+    stats = view.stats_page
+    names = [stats.model.name(r) for r in range(stats.model.rowCount())]
+    stats.view.selectRow(max(range(len(names)), key=lambda r: len(names[r])))  # a ~570-character kernel name
+    for page in (view.timelines_page, view.memory_page, view.overview_page, view.stats_page):
+        if view.pages.isTabEnabled(view.pages.indexOf(page)):
+            click_tab(qtbot, view.pages, page)
+            qtbot.wait(1)  # the layout request is handled
+            assert dock.width() >= before - 2 and window.width() <= 1280, (page, dock.width(), window.width())
+    assert window.tabs.minimumSizeHint().width() + before <= 1280
+
+    # A saved state with a too-narrow dock (as the defect left it) is widened on restart.
+    window.resizeDocks([dock], [70], Qt.Horizontal)
+    qtbot.waitUntil(lambda: dock.width() < 100)
+    window.close()
+    settings = QSettings(window.settings.fileName(), QSettings.IniFormat)
+    again = MainWindow(settings)
+    qtbot.addWidget(again)
+    again.resize(1280, 800)  # as restored on a 1280x800 screen (the offscreen one is 800x600)
+    again.show()
+    qtbot.waitExposed(again)
+    with qtbot.waitSignal(again.runner.finished, timeout=20000):
+        again.open_path(str(SAMPLE))
+    qtbot.waitUntil(lambda: not again.runner.busy, timeout=20000)
+    qtbot.waitUntil(lambda: again.sessions_dock.width() >= again.dock_width_wanted() - 2)
+    again.runner.cancel()
+    assert again.runner.wait(10000)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollBar, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollBar, QSizePolicy, QSplitter, QVBoxLayout, QWidget
 
 from profscope.models.analysis import diff
 from profscope.models.data.timeline import Timeline
@@ -36,7 +36,9 @@ class TimelinePair(QWidget):
         self.canvases = [TimelineCanvas(), TimelineCanvas()]
         self.titles = [QLabel(), QLabel()]
         self.align_box = QComboBox(minimumContentsLength=18)
-        self.highlight_label = QLabel()
+        self.highlight_label = QLabel(textFormat=Qt.PlainText)
+        self.highlight_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # a long kernel name is cut,
+        # not the window widened (its minimum width was the whole name's)
         self._syncing = False
         bar = QHBoxLayout()
         bar.addWidget(self.align_box)
@@ -126,5 +128,6 @@ class TimelinePair(QWidget):
             hits = events_named(tl, name) if tl is not None and name else None
             canvas.set_highlight(hits)
             counts.append(0 if hits is None else len(hits))
-        self.highlight_label.setText(f"{name}: {counts[0]:,} events in the baseline, {counts[1]:,} in the candidate"
-                                     if name else "")
+        text = f"{counts[0]:,} events in the baseline, {counts[1]:,} in the candidate: {name}" if name else ""
+        self.highlight_label.setText(text)
+        self.highlight_label.setToolTip(text)

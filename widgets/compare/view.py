@@ -175,7 +175,7 @@ class StatsPage(QWidget):
         self.min_change = QDoubleSpinBox(decimals=1, maximum=1e6, suffix=" %", singleStep=1)
         self.min_change.setToolTip("Hide rows whose total moved by less than this share of the baseline's "
                                    "(added and removed rows stay)")
-        self.counts = QLabel()
+        self.counts = QLabel(wordWrap=True)
         self.model = DiffModel(self)
         self.view = QTableView()
         self.view.setModel(self.model)
@@ -190,14 +190,19 @@ class StatsPage(QWidget):
         self.filter_edit.setMinimumWidth(160)
         self.table_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
         bar = QHBoxLayout()
-        for w in (QLabel("Table"), self.table_box, self.filter_edit, self.regex_box, QLabel("Hide |Δ| below"),
-                  self.min_delta, QLabel("and below"), self.min_change):
+        for w in (QLabel("Table"), self.table_box, self.filter_edit, self.regex_box):
             bar.addWidget(w)
         bar.addStretch(1)
+        # The thresholds share the counts' line: one row of every control was ~800 px wide at least, and the
+        # Compare tab's minimum width squeezed the Sessions dock.
+        thresholds = QHBoxLayout()
+        for w in (QLabel("Hide |Δ| below"), self.min_delta, QLabel("and below"), self.min_change):
+            thresholds.addWidget(w)
+        thresholds.addWidget(self.counts, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
-        layout.addWidget(self.counts)  # a line of its own: the controls keep their width at 1280 px
+        layout.addLayout(thresholds)
         layout.addWidget(self.view, 1)
         self.table_box.currentIndexChanged.connect(self._show_table)
         self.filter_edit.textChanged.connect(self.refilter)
@@ -537,7 +542,7 @@ class CompareView(QWidget):
         self.notes = QLabel(textFormat=Qt.PlainText)
         self.notes.setWordWrap(True)
         self.sides = [SideBar("Baseline"), SideBar("Candidate")]
-        self.steps_error = QLabel(textFormat=Qt.PlainText)
+        self.steps_error = QLabel(textFormat=Qt.PlainText, wordWrap=True)
         self.stats_page = StatsPage()
         self.overview_page = OverviewPage()
         self.memory_page = MemoryPage()
