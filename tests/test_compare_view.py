@@ -475,3 +475,15 @@ def test_compare_keeps_the_sessions_dock_width_and_a_restart_widens_a_narrow_one
     qtbot.waitUntil(lambda: again.sessions_dock.width() >= again.dock_width_wanted() - 2)
     again.runner.cancel()
     assert again.runner.wait(10000)
+
+
+def test_compare_memory_legend_is_outside_the_data(qtbot, xprof_pair):
+    """The issue: the legend sat inside the plot, over the curves."""
+    view = make_view(qtbot, xprof_pair, shown=True)
+    page = view.memory_page
+    click_tab(qtbot, view.pages, page)
+    page.plot_widget.grab()  # laid out
+    names = [label.text for _, label in page.legend.items]
+    assert names == ["baseline", "candidate"]
+    legend = page.legend.sceneBoundingRect()
+    assert legend.height() > 0 and not legend.intersects(page.plot.getViewBox().sceneBoundingRect())

@@ -36,6 +36,7 @@ from profscope.models.analysis.comparison import Comparison
 from profscope.models.analysis.trace_stats import PS_PER_US
 from profscope.models.core.units import format_bytes, format_time_ps
 from profscope.widgets.compare.timelines import TimelinePair
+from profscope.widgets.memory.plot import legend_row
 from profscope.widgets.palette import BASELINE_COLOR, CANDIDATE_COLOR, DIFF_COLORS, Scheme, follow, style_plot
 from profscope.widgets.plot_axes import BytesAxis, TimeAxis
 
@@ -356,13 +357,15 @@ class MemoryPage(QWidget):
         self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
         # The Memory tab's axes: bytes at round values of the unit shown, time in round time units.
-        self.plot_widget = pg.PlotWidget(
-            axisItems={"left": BytesAxis("left", "in use"),
-                       "bottom": TimeAxis("bottom", "time from the alignment point")}
+        # The legend in a row above the plot (as the Memory tab's), not over the curves.
+        self.plot_widget = pg.GraphicsLayoutWidget()
+        self.legend = legend_row(self.plot_widget, columns=2)
+        self.plot = self.plot_widget.addPlot(
+            row=1, col=0, axisItems={"left": BytesAxis("left", "in use"),
+                                     "bottom": TimeAxis("bottom", "time from the alignment point")}
         )
-        self.plot = self.plot_widget.getPlotItem()
+        self.plot.legend = self.legend  # plot(name=...) adds its entry; styled with the plot (style_plot)
         self.plot.showGrid(x=True, y=True, alpha=0.2)
-        self.legend = self.plot.addLegend(offset=(-10, 10))
         self.lines: list[pg.PlotDataItem] = []
         bar = QHBoxLayout()
         for w in (QLabel("Allocator"), self.allocator_box, self.align_box, self.step_box):
@@ -405,8 +408,6 @@ class MemoryPage(QWidget):
 
     def _apply_scheme(self, scheme: Scheme) -> None:
         self.plot_widget.setBackground(scheme.base)
-        self.legend.setBrush(pg.mkBrush(scheme.shade(0.0, 210)))
-        self.legend.setPen(pg.mkPen(scheme.shade(0.27)))
         self._show_allocator()
 
     def _show_allocator(self) -> None:
