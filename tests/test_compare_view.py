@@ -377,3 +377,113 @@ def test_timelines_together_zoom_pan_align_and_highlight(qtbot, pair):
     assert len(bottom.highlight) == 3
     assert all(pair.candidate.timeline.names[i] == "aten::tanh" for i in bottom.highlight.tolist())
     assert "0 events in the baseline, 3 in the candidate" in page.highlight_label.text()
+
+
+def compare_via_menu(qtbot, window, monkeypatch, base, cand):
+    from profscope.viewer.compare_dialog import CompareDialog
+
+    def fill(dialog):
+        dialog.edits[0].setText(str(base))
+        dialog.edits[1].setText(str(cand))
+        return True
+
+    monkeypatch.setattr(CompareDialog, "exec", fill)
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        menu_action(window, "Compare Profiles…").trigger()
+    qtbot.waitUntil(lambda: not window.runner.busy, timeout=20000)
+
+
+def click_tab(qtbot, tabs, widget):
+    bar = tabs.tabBar()
+    qtbot.mouseClick(bar, Qt.LeftButton, pos=bar.tabRect(tabs.indexOf(widget)).center())
+    assert tabs.currentWidget() is widget
+
+
+def test_compare_timelines_axis_ends_at_the_longer_sides_data(qtbot, window, monkeypatch):
+    """The issue: the axis ran to 1.9 s for 0.75 s of data (the fit was made
+    while the hidden tab was narrow); zooming out went past the data."""
+    window.resize(1280, 800)
+    window.show()
+    qtbot.waitExposed(window)
+    compare_via_menu(qtbot, window, monkeypatch, XPROF / "small.xplane.pb", XPROF / "keras.xplane.pb")
+    view = window.compare_view
+    page = view.timelines_page
+    click_tab(qtbot, view.pages, page)
+    top, bottom = page.canvases
+    qtbot.waitUntil(lambda: top.isVisible() and top.width() > 600)
+    ends = [float(tl.span_ps[1]) - o for tl, o in zip(page.timelines, page.origins)]
+    assert ends[1] > 2 * ends[0]  # the candidate is the longer side
+    margin = max(ends) * 0.03
+    for canvas, origin in zip(page.canvases, page.origins):
+        t0 = canvas.t0 - origin
+        assert (t0, t0 + canvas.lanes_width * canvas.ps_per_px) == pytest.approx((-margin, max(ends) + margin),
+                                                                                 abs=2 * canvas.ps_per_px)
+    for canvas in (bottom, top):  # either side zooms out to the longer side's data, no further
+        canvas.setFocus()
+        for _ in range(3):
+            qtbot.keyClick(canvas, Qt.Key_W)
+        for _ in range(15):
+            qtbot.keyClick(canvas, Qt.Key_S)
+        t0 = top.t0 - page.origins[0]
+        assert (t0, t0 + top.lanes_width * top.ps_per_px) == pytest.approx((-margin, max(ends) + margin),
+                                                                           abs=2 * top.ps_per_px)
+        assert top.t0 - page.origins[0] == pytest.approx(bottom.t0 - page.origins[1])
+
+
+def test_compare_keeps_the_sessions_dock_width_and_a_restart_widens_a_narrow_one(qtbot, window, monkeypatch):
+    """The issue: after File > Compare Profiles the Sessions dock shrank to
+    ~70 px (the Compare tab's minimum width) and the saved state kept it."""
+    from conftest import SAMPLE
+    from PySide6.QtCore import QSettings
+
+    from profscope.viewer.window import MainWindow
+
+    window.resize(1280, 800)
+    window.show()
+    qtbot.waitExposed(window)
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.open_path(str(SAMPLE))
+    qtbot.waitUntil(lambda: not window.runner.busy, timeout=20000)
+    dock = window.sessions_dock
+    qtbot.waitUntil(lambda: dock.width() >= window.dock_width_wanted() - 2)
+    before = dock.width()
+    compare_via_menu(qtbot, window, monkeypatch, PAIR / "baseline", PAIR / "candidate")
+    view = window.compare_view
+    stats = view.stats_page
+    names = [stats.model.name(r) for r in range(stats.model.rowCount())]
+    stats.view.selectRow(max(range(len(names)), key=lambda r: len(names[r])))  # a ~570-character kernel name
+    for page in (view.timelines_page, view.memory_page, view.overview_page, view.stats_page):
+        if view.pages.isTabEnabled(view.pages.indexOf(page)):
+            click_tab(qtbot, view.pages, page)
+            qtbot.wait(1)  # the layout request is handled
+            assert dock.width() >= before - 2 and window.width() <= 1280, (page, dock.width(), window.width())
+    assert window.tabs.minimumSizeHint().width() + before <= 1280
+
+    # A saved state with a too-narrow dock (as the defect left it) is widened on restart.
+    window.resizeDocks([dock], [70], Qt.Horizontal)
+    qtbot.waitUntil(lambda: dock.width() < 100)
+    window.close()
+    settings = QSettings(window.settings.fileName(), QSettings.IniFormat)
+    again = MainWindow(settings)
+    qtbot.addWidget(again)
+    again.resize(1280, 800)  # as restored on a 1280x800 screen (the offscreen one is 800x600)
+    again.show()
+    qtbot.waitExposed(again)
+    with qtbot.waitSignal(again.runner.finished, timeout=20000):
+        again.open_path(str(SAMPLE))
+    qtbot.waitUntil(lambda: not again.runner.busy, timeout=20000)
+    qtbot.waitUntil(lambda: again.sessions_dock.width() >= again.dock_width_wanted() - 2)
+    again.runner.cancel()
+    assert again.runner.wait(10000)
+
+
+def test_compare_memory_legend_is_outside_the_data(qtbot, xprof_pair):
+    """The issue: the legend sat inside the plot, over the curves."""
+    view = make_view(qtbot, xprof_pair, shown=True)
+    page = view.memory_page
+    click_tab(qtbot, view.pages, page)
+    page.plot_widget.grab()  # laid out
+    names = [label.text for _, label in page.legend.items]
+    assert names == ["baseline", "candidate"]
+    legend = page.legend.sceneBoundingRect()
+    assert legend.height() > 0 and not legend.intersects(page.plot.getViewBox().sceneBoundingRect())

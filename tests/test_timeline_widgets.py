@@ -95,6 +95,7 @@ def test_dragging_on_the_ruler_selects_a_range(qtbot, view):
 
 def test_drag_pans_and_headers_fold(qtbot, view):
     canvas = view.canvas
+    canvas.zoom(4.0)  # the whole trace cannot pan: the view stays within the data
     t0 = canvas.t0
     qtbot.mousePress(canvas, Qt.LeftButton, pos=QPoint(600, lane_y(1)))
     qtbot.mouseMove(canvas, QPoint(500, lane_y(1)))
@@ -417,3 +418,37 @@ def test_plain_timelines_have_no_counters_flows_or_instant_lanes(qtbot, view):
     qtbot.keyClick(canvas, Qt.Key_BracketRight)
     qtbot.keyClick(canvas, Qt.Key_BracketLeft)
     assert canvas.selected == 0
+
+
+def shown_range(canvas) -> tuple[float, float]:
+    return canvas.t0, canvas.t0 + canvas.lanes_width * canvas.ps_per_px
+
+
+def _wheel(widget, x: float, clicks: int) -> None:
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    pos = QPointF(x, widget.height() / 2)
+    QApplication.sendEvent(widget, QWheelEvent(pos, QPointF(widget.mapToGlobal(pos.toPoint())), QPoint(),
+                                               QPoint(0, 120 * clicks), Qt.NoButton, Qt.NoModifier,
+                                               Qt.NoScrollPhase, False))
+
+
+def test_zooming_out_stops_at_the_data_and_a_small_margin(qtbot, view):
+    """The issue: W/S and the wheel zoomed out to four times the data's length."""
+    canvas, (a, b) = view.canvas, view.timeline.span_ps
+    margin = (b - a) * 0.03
+    whole = shown_range(canvas)
+    assert whole == pytest.approx((a - margin, b + margin), abs=canvas.ps_per_px)
+    for _ in range(3):
+        qtbot.keyClick(canvas, Qt.Key_W)
+    for _ in range(20):
+        qtbot.keyClick(canvas, Qt.Key_S)
+    assert shown_range(canvas) == pytest.approx(whole, abs=canvas.ps_per_px)
+    _wheel(canvas, GUTTER_W + 100, 4)  # in, near the left
+    assert shown_range(canvas)[1] - shown_range(canvas)[0] < 0.5 * (b - a)
+    for _ in range(20):
+        _wheel(canvas, canvas.width() - 20, -1)  # out, at the right edge: the view does not slide past the end
+    assert shown_range(canvas) == pytest.approx(whole, abs=canvas.ps_per_px)
+    qtbot.keyClick(canvas, Qt.Key_D)  # the whole data shown: nowhere to pan
+    assert shown_range(canvas) == pytest.approx(whole, abs=canvas.ps_per_px)

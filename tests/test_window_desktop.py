@@ -226,3 +226,25 @@ def test_layout_is_saved_restored_and_reset(qtbot, tmp_path):
     reset.trigger()
     qtbot.waitUntil(lambda: (second.width(), second.height()) == DEFAULT_SIZE and second.sessions_dock.isVisible())
     assert settings.value("window_state") is None
+
+
+def test_f1_dialog_shows_every_column_whole(qtbot, window):
+    """The issue: at 1280x800 the dialog cut its third column."""
+    window.resize(1280, 800)
+    window.show()
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    qtbot.keyClick(window.tree, Qt.Key_F1)
+    dialog = window.shortcuts_dialog
+    qtbot.waitExposed(dialog)
+    tree, header = dialog.list, dialog.list.header()
+    viewport = tree.viewport().width()
+    metrics = tree.fontMetrics()
+    for c in range(3):
+        widest = max(metrics.horizontalAdvance(tree.topLevelItem(i).text(c)) for i in range(tree.topLevelItemCount()))
+        assert header.sectionSize(c) >= widest, c
+        assert header.sectionViewportPosition(c) + widest <= viewport, (c, viewport)  # the text is on screen
+    assert not tree.horizontalScrollBar().isVisible()
+    screen = dialog.screen().availableGeometry()
+    assert dialog.width() <= screen.width() and dialog.height() <= screen.height()  # the list scrolls when taller
+    dialog.close()

@@ -95,7 +95,22 @@ class ShortcutsDialog(QDialog):
         layout.addWidget(self.filter)
         layout.addWidget(self.list)
         layout.addWidget(buttons)
-        self.resize(640, 520)
+        self._fit_content(parent)
+
+    def _fit_content(self, parent) -> None:
+        """Wide enough for every column whole and tall enough for every row, within
+        the screen (the list scrolls when the rows are taller)."""
+        tree = self.list
+        chrome = 2 * tree.frameWidth() + tree.verticalScrollBar().sizeHint().width()
+        width = sum(tree.header().sectionSize(c) for c in range(3)) + chrome
+        rows = tree.topLevelItemCount() * max(tree.sizeHintForRow(0), 1) if tree.topLevelItemCount() else 0
+        height = tree.header().sizeHint().height() + rows + chrome
+        screen = (parent.screen() if parent is not None else self.screen()).availableGeometry()
+        margins = self.layout().contentsMargins()
+        tree.setMinimumWidth(min(width, screen.width() - margins.left() - margins.right() - 40))
+        hint = self.sizeHint()
+        self.resize(min(hint.width(), screen.width() - 40),
+                    min(hint.height() - tree.sizeHint().height() + height, screen.height() - 80))
 
     def visible_rows(self) -> list[tuple[str, str, str]]:
         return [

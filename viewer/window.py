@@ -109,6 +109,7 @@ class MainWindow(QMainWindow):
         self.resizeDocks([dock], [230], Qt.Horizontal)  # room for host names; a saved state overrides it
         self._default_state = self.saveState()
         self._fit_dock_pending = True  # until a saved layout is restored or the tree is first filled
+        self._widen_dock_pending = False  # a restored layout's dock, widened to its content when too narrow
         self._restore()
 
     def _connect(self) -> None:
@@ -312,11 +313,17 @@ class MainWindow(QMainWindow):
         return max(120, min(content + frame, self.width() // 3))
 
     def _fit_dock(self, force: bool = False) -> None:
-        """On first launch (no saved layout) the dock follows the content once."""
-        if not (self._fit_dock_pending or force) or self.tree.topLevelItemCount() == 0:
+        """On first launch (no saved layout) the dock follows the content once;
+        a restored dock narrower than its content is widened once."""
+        if self.tree.topLevelItemCount() == 0:
+            return
+        wanted = self.dock_width_wanted()
+        narrow = self._widen_dock_pending and self.sessions_dock.width() < wanted
+        self._widen_dock_pending = False
+        if not (self._fit_dock_pending or force or narrow):
             return
         self._fit_dock_pending = False
-        self.resizeDocks([self.sessions_dock], [self.dock_width_wanted()], Qt.Horizontal)
+        self.resizeDocks([self.sessions_dock], [wanted], Qt.Horizontal)
 
     def reset_layout(self) -> None:
         """The first-launch layout: default size, the dock shown and fitted to its content."""
@@ -335,6 +342,7 @@ class MainWindow(QMainWindow):
         state = self.settings.value("window_state")
         if state is not None and self.restoreState(state):
             self._fit_dock_pending = False
+            self._widen_dock_pending = True
 
     def closeEvent(self, event) -> None:
         self.query_runner.close(5000)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollBar, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollBar, QSizePolicy, QSplitter, QVBoxLayout, QWidget
 
 from profscope.models.analysis import diff
 from profscope.models.data.timeline import Timeline
@@ -36,7 +36,9 @@ class TimelinePair(QWidget):
         self.canvases = [TimelineCanvas(), TimelineCanvas()]
         self.titles = [QLabel(), QLabel()]
         self.align_box = QComboBox(minimumContentsLength=18)
-        self.highlight_label = QLabel()
+        self.highlight_label = QLabel(textFormat=Qt.PlainText)
+        self.highlight_label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # a long kernel name is cut,
+        # not the window widened (its minimum width was the whole name's)
         self._syncing = False
         bar = QHBoxLayout()
         bar.addWidget(self.align_box)
@@ -96,6 +98,12 @@ class TimelinePair(QWidget):
             spans = [steps[step] for steps in self.steps]
             self.origins = [a for a, _ in spans]
         relative = [(a - o, b - o) for s, o in zip(spans, self.origins) if s for a, b in [s]]
+        whole = [(a - o, b - o) for tl, o in zip(self.timelines, self.origins) if tl is not None and len(tl)
+                 for a, b in [tl.span_ps]]
+        if whole:  # either side zooms out and pans as far as the longer side's data, from its own origin
+            lo, hi = min(r[0] for r in whole), max(r[1] for r in whole)
+            for canvas, origin in zip(self.canvases, self.origins):
+                canvas.bounds = (lo + origin, hi + origin)
         if relative:
             lo, hi = min(r[0] for r in relative), max(r[1] for r in relative)
             self.canvases[0].fit(lo + self.origins[0], hi + self.origins[0])  # view_changed: the other follows
@@ -109,7 +117,7 @@ class TimelinePair(QWidget):
         try:
             b.ps_per_px = a.ps_per_px
             b.t0 = a.t0 - self.origins[k] + self.origins[1 - k]
-            b._showing_all = False  # noqa: SLF001 - keep this view when resized, as a user's zoom is kept
+            b._fitted = None  # noqa: SLF001 - keep this view when resized, as a user's zoom is kept
             b.update()
         finally:
             self._syncing = False
@@ -120,5 +128,6 @@ class TimelinePair(QWidget):
             hits = events_named(tl, name) if tl is not None and name else None
             canvas.set_highlight(hits)
             counts.append(0 if hits is None else len(hits))
-        self.highlight_label.setText(f"{name}: {counts[0]:,} events in the baseline, {counts[1]:,} in the candidate"
-                                     if name else "")
+        text = f"{counts[0]:,} events in the baseline, {counts[1]:,} in the candidate: {name}" if name else ""
+        self.highlight_label.setText(text)
+        self.highlight_label.setToolTip(text)

@@ -36,6 +36,7 @@ from profscope.models.analysis.comparison import Comparison
 from profscope.models.analysis.trace_stats import PS_PER_US
 from profscope.models.core.units import format_bytes, format_time_ps
 from profscope.widgets.compare.timelines import TimelinePair
+from profscope.widgets.memory.plot import legend_row
 from profscope.widgets.palette import BASELINE_COLOR, CANDIDATE_COLOR, DIFF_COLORS, Scheme, follow, style_plot
 from profscope.widgets.plot_axes import BytesAxis, TimeAxis
 
@@ -175,7 +176,7 @@ class StatsPage(QWidget):
         self.min_change = QDoubleSpinBox(decimals=1, maximum=1e6, suffix=" %", singleStep=1)
         self.min_change.setToolTip("Hide rows whose total moved by less than this share of the baseline's "
                                    "(added and removed rows stay)")
-        self.counts = QLabel()
+        self.counts = QLabel(wordWrap=True)
         self.model = DiffModel(self)
         self.view = QTableView()
         self.view.setModel(self.model)
@@ -190,14 +191,19 @@ class StatsPage(QWidget):
         self.filter_edit.setMinimumWidth(160)
         self.table_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
         bar = QHBoxLayout()
-        for w in (QLabel("Table"), self.table_box, self.filter_edit, self.regex_box, QLabel("Hide |Δ| below"),
-                  self.min_delta, QLabel("and below"), self.min_change):
+        for w in (QLabel("Table"), self.table_box, self.filter_edit, self.regex_box):
             bar.addWidget(w)
         bar.addStretch(1)
+        # The thresholds share the counts' line: one row of every control was ~800 px wide at least, and the
+        # Compare tab's minimum width squeezed the Sessions dock.
+        thresholds = QHBoxLayout()
+        for w in (QLabel("Hide |Δ| below"), self.min_delta, QLabel("and below"), self.min_change):
+            thresholds.addWidget(w)
+        thresholds.addWidget(self.counts, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
-        layout.addWidget(self.counts)  # a line of its own: the controls keep their width at 1280 px
+        layout.addLayout(thresholds)
         layout.addWidget(self.view, 1)
         self.table_box.currentIndexChanged.connect(self._show_table)
         self.filter_edit.textChanged.connect(self.refilter)
@@ -351,13 +357,15 @@ class MemoryPage(QWidget):
         self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
         # The Memory tab's axes: bytes at round values of the unit shown, time in round time units.
-        self.plot_widget = pg.PlotWidget(
-            axisItems={"left": BytesAxis("left", "in use"),
-                       "bottom": TimeAxis("bottom", "time from the alignment point")}
+        # The legend in a row above the plot (as the Memory tab's), not over the curves.
+        self.plot_widget = pg.GraphicsLayoutWidget()
+        self.legend = legend_row(self.plot_widget, columns=2)
+        self.plot = self.plot_widget.addPlot(
+            row=1, col=0, axisItems={"left": BytesAxis("left", "in use"),
+                                     "bottom": TimeAxis("bottom", "time from the alignment point")}
         )
-        self.plot = self.plot_widget.getPlotItem()
+        self.plot.legend = self.legend  # plot(name=...) adds its entry; styled with the plot (style_plot)
         self.plot.showGrid(x=True, y=True, alpha=0.2)
-        self.legend = self.plot.addLegend(offset=(-10, 10))
         self.lines: list[pg.PlotDataItem] = []
         bar = QHBoxLayout()
         for w in (QLabel("Allocator"), self.allocator_box, self.align_box, self.step_box):
@@ -400,8 +408,6 @@ class MemoryPage(QWidget):
 
     def _apply_scheme(self, scheme: Scheme) -> None:
         self.plot_widget.setBackground(scheme.base)
-        self.legend.setBrush(pg.mkBrush(scheme.shade(0.0, 210)))
-        self.legend.setPen(pg.mkPen(scheme.shade(0.27)))
         self._show_allocator()
 
     def _show_allocator(self) -> None:
@@ -537,7 +543,7 @@ class CompareView(QWidget):
         self.notes = QLabel(textFormat=Qt.PlainText)
         self.notes.setWordWrap(True)
         self.sides = [SideBar("Baseline"), SideBar("Candidate")]
-        self.steps_error = QLabel(textFormat=Qt.PlainText)
+        self.steps_error = QLabel(textFormat=Qt.PlainText, wordWrap=True)
         self.stats_page = StatsPage()
         self.overview_page = OverviewPage()
         self.memory_page = MemoryPage()

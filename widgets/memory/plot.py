@@ -234,6 +234,16 @@ def _span_pixels(top: np.ndarray, bottom: np.ndarray, w: int, h: int) -> tuple[n
     return rows * w + np.repeat(cols, lengths), run + np.repeat(cols, lengths)
 
 
+def legend_row(layout: pg.GraphicsLayoutWidget, columns: int = 4) -> pg.LegendItem:
+    """A legend in a row of its own (row 0, the plot goes below it), never
+    over the data: its entries side by side, at the left."""
+    legend = pg.LegendItem(colCount=columns, verSpacing=-4)
+    layout.addItem(legend, row=0, col=0)
+    legend.setSizePolicy(QSizePolicy.Maximum, QSizePolicy.Maximum)
+    layout.ci.layout.setAlignment(legend, Qt.AlignLeft | Qt.AlignVCenter)
+    return legend
+
+
 class MemoryPlot(pg.GraphicsLayoutWidget):
     """Signals carry timeline indices of the allocator shown.
 
@@ -251,11 +261,7 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.series: PlotSeries | None = None
         self._version = 0  # bumped when the data or the colours change
         self._lut_colors = None
-        # The legend in a row of its own above the plot, never over the data.
-        self.legend = pg.LegendItem(colCount=4, verSpacing=-4)
-        self.addItem(self.legend, row=0, col=0)
-        self.legend.setSizePolicy(QSizePolicy.Maximum, QSizePolicy.Maximum)  # its entries side by side, at the left
-        self.ci.layout.setAlignment(self.legend, Qt.AlignLeft | Qt.AlignVCenter)
+        self.legend = legend_row(self)
         self.plot = self.addPlot(row=1, col=0, axisItems={"bottom": TimeAxis("bottom"), "left": BytesAxis("left")})
         self.plot.legend = self.legend  # styled with the plot (style_plot)
         # Labels of the finest ticks never fit; laying them out was a quarter of each zoom frame's axis.

@@ -50,6 +50,7 @@ LABEL_MIN_PX = 28  # events at least this wide get a label
 ZOOM_STEP = 1.25
 PAN_FRACTION = 0.15
 MIN_PS_PER_PX = 10.0
+MARGIN = 0.03  # of the data's span on each side: what 0 shows, and how far zooming out or panning goes
 # Distinct, readable fills (Material 400/500 tones).
 PALETTE = (0x42A5F5, 0x66BB6A, 0xFFA726, 0xAB47BC, 0x26A69A, 0xEF5350, 0x8D6E63, 0x5C6BC0, 0xD4E157,
            0x29B6F6, 0xEC407A, 0x9CCC65, 0xFFCA28, 0x7E57C2, 0x26C6DA, 0xFF7043, 0x78909C, 0x9E9D24)
@@ -137,7 +138,8 @@ class TimelineCanvas(QWidget):
         self._background = argb(self._scheme.base)
         self._pixels = None  # the frame's pixel buffer, reused while the size stays
         self._image = None  # keeps the pixel buffer alive while Qt draws it
-        self._showing_all = True
+        self.bounds: tuple[float, float] | None = None  # the time the view stays within (default: the data's)
+        self._fitted: tuple[float, float] | None = None  # what fit() showed, kept when resized until the user moves
         self.label_font = QFont(self.font())
         self.label_font.setPointSizeF(max(self.font().pointSizeF() - 1, 7))
 
@@ -148,6 +150,7 @@ class TimelineCanvas(QWidget):
         self.selected, self.range, self.highlight, self._hover = -1, None, None, -1
         self.collapsed = set()
         self.scroll_y = 0
+        self.bounds = None
         self._selected_flows = np.zeros(0, np.int64)
         self._instant_lane = np.zeros(0, bool)
         self._counter_scale, self._counter_values = [], []
@@ -190,21 +193,22 @@ class TimelineCanvas(QWidget):
         return max(self.width() - GUTTER_W, 1)
 
     def reset_zoom(self) -> None:
-        span = self._span()
+        """Shows all the data (or the bounds) with a small margin."""
+        span = self.bounds or self._span()
         if span is None:
             self.t0, self.ps_per_px = 0.0, 1000.0
+            self.update()
         else:
             self.fit(*span)
-        self._showing_all = True  # keep showing everything when resized, until the user zooms
-        self.update()
 
     def fit(self, a: float, b: float) -> None:
-        """Shows [a, b] with a small margin."""
+        """Shows [a, b] with a small margin; kept when resized, until the user zooms or pans."""
         span = max(b - a, MIN_PS_PER_PX * 10)
-        margin = span * 0.03
+        margin = span * MARGIN
         self.ps_per_px = max((span + 2 * margin) / self.lanes_width, MIN_PS_PER_PX)
         self.t0 = a - margin
-        self._view_changed()
+        self._fitted = (a, b)
+        self._view_changed(user=False)
 
     def fit_selection(self) -> None:
         if self.range is not None:
@@ -229,11 +233,31 @@ class TimelineCanvas(QWidget):
         self._view_changed()
 
     def _max_ps_per_px(self) -> float:
-        span = self._span()
-        if span is None:
+        limits = self.limits()
+        if limits is None:
             return 1e12
-        a, b = span
-        return max((b - a) * 4 / self.lanes_width, MIN_PS_PER_PX)
+        return max((limits[1] - limits[0]) / self.lanes_width, MIN_PS_PER_PX)
+
+    def limits(self) -> tuple[float, float] | None:
+        """The time range the view stays within: the bounds (default: the data's span) and a small margin."""
+        span = self.bounds or self._span()
+        if span is None:
+            return None
+        margin = max(span[1] - span[0], MIN_PS_PER_PX * 10) * MARGIN
+        return span[0] - margin, span[1] + margin
+
+    def visible_range(self) -> tuple[float, float]:
+        return self.t0, self.t0 + self.lanes_width * self.ps_per_px
+
+    def _clamp(self) -> None:
+        """Keeps the view within the limits: zooming out stops at the whole
+        data, panning at its ends."""
+        limits = self.limits()
+        if limits is None:
+            return
+        self.ps_per_px = min(self.ps_per_px, self._max_ps_per_px())
+        view = self.lanes_width * self.ps_per_px
+        self.t0 = max(min(self.t0, limits[1] - view), limits[0])
 
     def _span(self) -> tuple[float, float] | None:
         """First to last time of the events, else of the counters (a trace
@@ -342,7 +366,9 @@ class TimelineCanvas(QWidget):
         self.update()
 
     def _view_changed(self, user: bool = True) -> None:
-        self._showing_all = self._showing_all and not user
+        if user:
+            self._fitted = None
+        self._clamp()
         self.update()
         self.view_changed.emit()
 
@@ -418,8 +444,10 @@ class TimelineCanvas(QWidget):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
-        if self._showing_all:
-            self.reset_zoom()
+        if self._fitted is not None:
+            self.fit(*self._fitted)
+        else:
+            self._clamp()
         self.content_height_changed.emit(self.content_height())
         self.set_scroll(self.scroll_y)
 
