@@ -418,7 +418,7 @@ class ProfileDatabase:
         parts = []
         for session, host, memory_id, a in self._allocator_list(task):
             s = a.timeline
-            strings = pa.array(s.strings, pa.string())
+            strings = _text_array(s.strings)
             columns = pa.table(
                 {
                     "snapshot": np.arange(len(s)),
@@ -450,7 +450,7 @@ class ProfileDatabase:
             allocs, frees = a.lifetime_pairs
             freed = np.where(frees < len(s), frees, -1)
             at_free = np.minimum(frees, max(len(s) - 1, 0))
-            strings = pa.array(s.strings, pa.string())
+            strings = _text_array(s.strings)
             columns = pa.table(
                 {
                     "snapshot": allocs,
@@ -739,10 +739,21 @@ def _names(names) -> pa.Array:
     )
 
 
+def _text_array(strings) -> pa.Array:
+    """Strings as Arrow text, which must be UTF-8: a lone surrogate (JSON's "\\ud800", which the readers
+    keep as json.loads does, so exports give it back) becomes U+FFFD here, as invalid bytes do elsewhere."""
+    strings = list(strings)
+    try:
+        return pa.array(strings, pa.string())
+    except UnicodeEncodeError:
+        return pa.array([t.encode("utf-16", "surrogatepass").decode("utf-16", "replace") for t in strings],
+                        pa.string())
+
+
 def _dictionary(ids: np.ndarray, strings) -> pa.DictionaryArray:
     """Interned strings as indices + distinct strings (checked to be in range)."""
     if not isinstance(strings, pa.Array):
-        strings = pa.array(list(strings), pa.string())
+        strings = _text_array(strings)
     ids = np.asarray(ids)
     if ids.dtype.kind == "u":
         ids = ids.astype(np.int64)
