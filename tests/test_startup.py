@@ -1,9 +1,13 @@
 """Start-up checks before Qt exists: each branch with the check injected, so no
-broken machine is needed."""
+broken machine is needed. And what the window loads to open the sample (in a subprocess)."""
 
+import os
 import shutil
+import subprocess
+import sys
 
 import pytest
+from conftest import SAMPLE
 
 from profscope.viewer import cli, startup
 
@@ -107,3 +111,42 @@ def test_readme_starts_with_the_set_up_and_lists_the_system_packages():
     assert "sudo apt-get install " + " ".join(startup.XCB_PACKAGES_DEBIAN) in readme
     assert "sudo dnf install " + " ".join(startup.XCB_PACKAGES_FEDORA) in readme
     assert readme.index("apt-get install") < readme.index("## Command line")
+
+
+STARTUP_SCRIPT = """
+import sys
+from PySide6.QtCore import QEventLoop, QSettings, QTimer
+from PySide6.QtWidgets import QApplication
+
+app = QApplication([])
+from profscope.viewer.window import MainWindow
+
+window = MainWindow(QSettings(sys.argv[2], QSettings.IniFormat))
+window.show()
+
+
+def wait(signal):
+    loop = QEventLoop()
+    signal.connect(loop.quit)
+    QTimer.singleShot(30000, lambda: loop.exit(1))
+    assert loop.exec() == 0, "timed out"
+
+
+window.open_path(sys.argv[1])
+wait(window.runner.finished)  # the scan
+wait(window.runner.finished)  # the latest session's profile
+print(*sorted(m for m in ("duckdb", "grpc") if m in sys.modules))
+window.query_runner.run("SELECT count(*) AS n FROM slices")
+wait(window.query_runner.finished)
+print(*sorted(m for m in ("duckdb", "grpc") if m in sys.modules))
+window.close()
+"""
+
+
+def test_the_window_opens_the_sample_without_duckdb_or_grpc(tmp_path):
+    """DuckDB and gRPC load with the first query, server or capture, not with the window (~150 ms of its start)."""
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    done = subprocess.run([sys.executable, "-c", STARTUP_SCRIPT, str(SAMPLE), str(tmp_path / "settings.ini")],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["", "duckdb"]  # then a query loads DuckDB and runs

@@ -50,7 +50,7 @@ def _json_value(value):
 
 def _write_text(table, f) -> None:
     """Columns padded to their widest cell, numbers on the right."""
-    from profscope.models.sql.database import is_number  # loaded already: the result came from it
+    from profscope.models.sql.schema import is_number
 
     names = table.column_names
     cells = [[_cell(v) for v in table.column(k).to_pylist()] for k in range(table.num_columns)]

@@ -8,14 +8,17 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from profscope.models.sql.database import ProfileDatabase, QueryError, QueryResult
 from profscope.models.sql.result_chart import ChartData, chart_data
 from profscope.models.sql.result_order import sort_order
 from profscope.viewer.workers import TaskRunner
+
+if TYPE_CHECKING:  # DuckDB loads with the first query (in its worker), not with the window
+    from profscope.models.sql.database import ProfileDatabase, QueryResult
 
 MAX_ROWS = 5_000_000  # rows fetched for the table; more are left in DuckDB (the result says so)
 POLL_MS = 200
@@ -67,6 +70,8 @@ class QueryRunner(QObject):
             return
 
         def job(task):
+            from profscope.models.sql.database import QueryError
+
             with self._lock:
                 db = self.database(source)
                 started = time.perf_counter()
@@ -103,11 +108,15 @@ class QueryRunner(QObject):
     def database(self, source) -> ProfileDatabase:
         """The database of a location's data (set_location's), made on first
         use; the previous location's is dropped (its running query keeps it)."""
+        from profscope.models.sql.database import ProfileDatabase
+
         if self._db is None or self._db_source is not source:
             self._db, self._db_source = ProfileDatabase(*source), source
         return self._db
 
     def _done(self, outcome, offset: int) -> None:
+        from profscope.models.sql.database import QueryError  # loaded: the query ran
+
         if isinstance(outcome, QueryError):
             self.failed.emit(str(outcome), outcome.position + offset if outcome.position is not None else None)
         else:

@@ -40,41 +40,8 @@ from profscope.models.data.memory_profile import ACTIVITY_NAMES
 from profscope.models.data.timeline import StringTable, Timeline
 from profscope.models.repository.registry import MEMORY_PROFILE, TRACE_VIEWER
 from profscope.models.sql import parquet
+from profscope.models.sql.schema import ACTIVITY_COLUMNS, HPARAMS_TABLES, NEEDS, SCHEMA, SLICE_COLUMNS, TABLES
 
-_SLICE = (("session", "VARCHAR"), ("host", "VARCHAR"), ("tag", "VARCHAR"), ("process", "VARCHAR"),
-          ("thread", "VARCHAR"), ("lane", "INTEGER"), ("depth", "INTEGER"), ("id", "BIGINT"), ("name", "VARCHAR"),
-          ("kind", "VARCHAR"), ("category", "VARCHAR"), ("start_ns", "BIGINT"), ("dur_ns", "BIGINT"),
-          ("parent", "BIGINT"), ("step", "BIGINT"))
-_ACTIVITY = (("op", "VARCHAR"), ("region", "VARCHAR"), ("dtype", "VARCHAR"), ("shape", "VARCHAR"))
-# Every table and view with its columns (docs/SQL.md says what they mean).
-SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
-    "slices": _SLICE,
-    "flows": (("session", "VARCHAR"), ("host", "VARCHAR"), ("tag", "VARCHAR"), ("from_id", "BIGINT"),
-              ("to_id", "BIGINT"), ("category", "VARCHAR")),
-    "counters": (("session", "VARCHAR"), ("host", "VARCHAR"), ("tag", "VARCHAR"), ("process", "VARCHAR"),
-                 ("name", "VARCHAR"), ("time_ns", "BIGINT"), ("value", "DOUBLE")),
-    "memory_snapshots": (("session", "VARCHAR"), ("host", "VARCHAR"), ("allocator", "VARCHAR"),
-                         ("snapshot", "BIGINT"), ("time_ns", "BIGINT"), ("stack_bytes", "BIGINT"),
-                         ("heap_bytes", "BIGINT"), ("free_bytes", "BIGINT"), ("fragmentation", "DOUBLE"),
-                         ("peak_bytes_in_use", "BIGINT"), ("kind", "VARCHAR"), ("requested_bytes", "BIGINT"),
-                         ("allocation_bytes", "BIGINT"), ("address", "UBIGINT"), ("step", "BIGINT")) + _ACTIVITY,
-    "allocations": (("session", "VARCHAR"), ("host", "VARCHAR"), ("allocator", "VARCHAR"), ("snapshot", "BIGINT"),
-                    ("freed_snapshot", "BIGINT"), ("alloc_time_ns", "BIGINT"), ("free_time_ns", "BIGINT"),
-                    ("allocation_bytes", "BIGINT"), ("requested_bytes", "BIGINT"), ("address", "UBIGINT"),
-                    ("step", "BIGINT"), ("free_step", "BIGINT")) + _ACTIVITY,
-    "kernels": _SLICE + (("type", "VARCHAR"),),
-    "ops": _SLICE + (("self_ns", "BIGINT"), ("device_self_ns", "BIGINT"), ("device_total_ns", "BIGINT")),
-    "sessions": (("session", "VARCHAR"), ("group_name", "VARCHAR"), ("status", "VARCHAR"),
-                 ("start_time", "DOUBLE"), ("end_time", "DOUBLE"), ("model_uri", "VARCHAR"),
-                 ("monitor_url", "VARCHAR")),
-    "hparams": (("session", "VARCHAR"), ("name", "VARCHAR"), ("value", "VARCHAR"), ("number", "DOUBLE")),
-    "metrics": (("session", "VARCHAR"), ("run", "VARCHAR"), ("tag", "VARCHAR"), ("seq", "BIGINT"), ("step", "BIGINT"),
-                ("wall_time", "DOUBLE"), ("value", "DOUBLE")),
-}
-TABLES = tuple(SCHEMA)
-HPARAMS_TABLES = ("sessions", "hparams", "metrics")
-# The views built on other tables (loading them loads those first).
-NEEDS = {"kernels": ("slices",), "ops": ("slices",)}
 # trace_stats' kernel types in SQL (kernel_type(): HTA's patterns, anchored at the start as re.match anchors them).
 _RE = "regexp_matches(name, '^(?:{})')"
 KERNEL_TYPE = (f"CASE WHEN {_RE.format(trace_stats.COMMUNICATION_PATTERN)} THEN 'COMMUNICATION' "
@@ -97,11 +64,6 @@ class QueryError(ProfileError):
 class QueryResult:
     table: pa.Table  # the rows as Arrow columns (table.column(k).to_numpy(zero_copy_only=False))
     truncated: bool = False  # max_rows were fetched and the query had more
-
-
-def is_number(t: pa.DataType) -> bool:
-    """A result column's Arrow type holds numbers (DuckDB's sums are decimals)."""
-    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
 
 
 def default_memory_limit() -> str:
@@ -408,7 +370,7 @@ class ProfileDatabase:
             }
             parts.append(self._part(columns, exprs, session=session, host=host, tag=tag))
         keys = (("session", "VARCHAR"), ("host", "VARCHAR"), ("tag", "VARCHAR"), ("id", "BIGINT"))
-        self._view("_op_times", parts, keys + SCHEMA["ops"][len(_SLICE) :])
+        self._view("_op_times", parts, keys + SCHEMA["ops"][len(SLICE_COLUMNS) :])
         self._con.execute(
             "CREATE VIEW ops AS SELECT s.*, o.self_ns, o.device_self_ns, o.device_total_ns "
             "FROM slices s JOIN _op_times o USING (session, host, tag, id)"
@@ -433,7 +395,7 @@ class ProfileDatabase:
                     "allocation_bytes": s.allocation,
                     "address": _unsigned(s.address),
                     "step": s.step,
-                    **{name: _dictionary(getattr(s, name), strings) for name, _ in _ACTIVITY},
+                    **{name: _dictionary(getattr(s, name), strings) for name, _ in ACTIVITY_COLUMNS},
                 }
             )
             exprs = {c: c for c in columns.column_names} | {"time_ns": _Ns("time_ps"), "kind": _activity("activity")}
@@ -462,7 +424,7 @@ class ProfileDatabase:
                     "address": _unsigned(s.address[allocs]),
                     "step": s.step[allocs],
                     "free_step": s.step[at_free],
-                    **{name: _dictionary(getattr(s, name)[allocs], strings) for name, _ in _ACTIVITY},
+                    **{name: _dictionary(getattr(s, name)[allocs], strings) for name, _ in ACTIVITY_COLUMNS},
                 }
             )
             exprs = {c: c for c in columns.column_names} | {

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from profscope.models.sql.database import is_number
+from profscope.models.sql.schema import is_number
 
 # The x axis: the first of these the result has (times before steps and snapshots).
 X_COLUMNS = ("start_ns", "time_ns", "alloc_time_ns", "wall_time", "time", "timestamp", "ts", "step", "snapshot",

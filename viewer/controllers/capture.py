@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from profscope.models.remote.client import capture
 from profscope.viewer.workers import TaskRunner
 
 
@@ -87,6 +86,8 @@ class CaptureController(QObject):
         if dialog.exec():
             address, duration, folder = dialog.values()
             self.set_status(f"Capturing {duration:,} ms from {address}…")
+            from profscope.models.remote.client import capture  # gRPC loads with the first capture
+
             self.runner.start(lambda task: capture(address, duration, Path(folder), task=task), self.captured)
 
     def captured(self, result) -> None:

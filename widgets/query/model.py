@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 
-from profscope.models.sql.database import is_number
+from profscope.models.sql.schema import is_number
 from profscope.widgets.palette import Scheme
 
 COPY_ROWS = 1_000_000  # at most this many rows go to the clipboard

@@ -42,8 +42,8 @@ from PySide6.QtWidgets import (
 )
 
 from profscope.models.core.units import format_time_ps
-from profscope.models.sql.database import NEEDS, ProfileDatabase
 from profscope.models.sql.examples import EXAMPLES
+from profscope.models.sql.schema import NEEDS, SCHEMA, TABLES
 from profscope.widgets.palette import Scheme, follow
 from profscope.widgets.query.chart import QueryChart
 from profscope.widgets.query.model import COPY_ROWS, ResultModel
@@ -78,7 +78,7 @@ class SqlHighlighter(QSyntaxHighlighter):
     comments and dashes in strings are what they look like."""
 
     WORDS = (("keyword", r"\b(?:" + "|".join(KEYWORDS) + r")\b"),
-             ("table", r"(?<!\bas )\b(?:" + "|".join(ProfileDatabase.tables()) + r")\b"),  # not an alias
+             ("table", r"(?<!\bas )\b(?:" + "|".join(TABLES) + r")\b"),  # not an alias
              ("number", r"\b\d+(?:\.\d+)?\b"))
     OPENERS = re.compile(r"--|/\*|'")
     STRING = re.compile(r"'(?:[^']|'')*'?")
@@ -291,9 +291,9 @@ class QueryView(QWidget):
     # ------------------------------------------------------------ queries and schema
 
     def _fill_schema(self) -> None:
-        for table in ProfileDatabase.tables():
+        for table in TABLES:
             item = QTreeWidgetItem(self.schema, [table, "view" if table in NEEDS else "table"])
-            for name, type_ in ProfileDatabase.columns(table):
+            for name, type_ in SCHEMA[table]:
                 QTreeWidgetItem(item, [name, type_])
         self.schema.resizeColumnToContents(0)
         self.schema.setToolTip("Double-click a name to insert it; docs/SQL.md says what each column means")
