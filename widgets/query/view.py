@@ -353,6 +353,15 @@ class QueryView(QWidget):
         self.editor.insertPlainText(item.text(0))
         self.editor.setFocus()
 
+    def set_location(self, path: str | None) -> None:
+        """Another location was opened (None: none is): the rows, chart and messages were the previous one's."""
+        self.model.set_result(pa.table({}))
+        self.show_chart(None)
+        self.message.hide()
+        self.editor.setExtraSelections([])
+        self.summary.setText(f"Queries run over {path}: write one and press Ctrl+Enter, or pick an example."
+                             if path else "Open a profile or a log dir: queries run over what it holds.")
+
     # ------------------------------------------------------------ running
 
     def run(self) -> None:
