@@ -138,7 +138,10 @@ class MainWindow(QMainWindow):
         self.query_runner.progress.connect(self._on_progress)
         self.query_runner.busy_changed.connect(self._set_busy)
         self.query_runner.finished.connect(
-            lambda o: self.set_status(f"Query: {(n := o.result.table.num_rows):,} row{'s' if n != 1 else ''}.")
+            lambda o: self.set_status(
+                f"Query: {(n := o.result.table.num_rows):,} row{'s' if n != 1 else ''}"
+                + (f": {o.why_empty}." if o.why_empty else ".")
+            )
         )
         self.query_runner.failed.connect(lambda message, _: self.set_status(message.splitlines()[0], error=True))
         self.hparams_view.watch_toggled.connect(self.hparams.set_watching)
@@ -153,7 +156,7 @@ class MainWindow(QMainWindow):
         self.runner.progress.connect(self._on_progress)
         self.runner.busy_changed.connect(self._set_busy)
         self.runner.busy_changed.connect(self.stats_view.set_busy)
-        self.runner.failed.connect(lambda message: self.opening.claim_failure(message) or self.loading.show_error(message))
+        self.runner.failed.connect(lambda text: self.opening.claim_failure(text) or self.loading.show_error(text))
         self.runner.cancelled.connect(lambda: self.set_status("Cancelled."))
 
     # ------------------------------------------------------------ menus

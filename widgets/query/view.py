@@ -43,7 +43,7 @@ from PySide6.QtWidgets import (
 
 from profscope.models.core.units import format_time_ps
 from profscope.models.sql.database import NEEDS, ProfileDatabase
-from profscope.models.sql.examples import EXAMPLES
+from profscope.models.sql.examples import EXAMPLES, adapted
 from profscope.widgets.palette import Scheme, follow
 from profscope.widgets.query.chart import QueryChart
 from profscope.widgets.query.model import COPY_ROWS, ResultModel
@@ -210,6 +210,7 @@ class QueryView(QWidget):
     def __init__(self, runner, settings: QSettings, parent=None):
         super().__init__(parent)
         self.runner, self.settings = runner, settings
+        self.examples = EXAMPLES  # adapted to the opened data (set_facts)
         self.model = ResultModel(self)
         self.queries = QTreeWidget(headerHidden=True)
         self.save_button = QPushButton("Save…", toolTip="Save the editor's query under a name")
@@ -277,6 +278,7 @@ class QueryView(QWidget):
         self.model.sort_requested.connect(lambda column, desc: self.runner.sort(self.model.table, column, desc))
         self.table_view.installEventFilter(self)  # Ctrl+C: the selection, not only the current cell
         runner.finished.connect(self.show_outcome)
+        runner.facts_changed.connect(self.set_facts)
         runner.failed.connect(self.show_error)
         runner.sorted.connect(self._apply_order)
         runner.busy_changed.connect(self.cancel_button.setEnabled)
@@ -306,7 +308,7 @@ class QueryView(QWidget):
 
     def _fill_queries(self) -> None:
         self.queries.clear()
-        for title, entries, saved in (("Examples", EXAMPLES, False), ("Saved queries", self.saved(), True)):
+        for title, entries, saved in (("Examples", self.examples, False), ("Saved queries", self.saved(), True)):
             group = QTreeWidgetItem(self.queries, [title])
             group.setFlags(Qt.ItemIsEnabled)
             for name, sql in entries:
@@ -315,6 +317,13 @@ class QueryView(QWidget):
                 item.setData(0, ROLE_SAVED, saved)
                 item.setToolTip(0, sql)
         self.queries.expandAll()
+
+    def set_facts(self, facts) -> None:
+        """The opened data's steps, metrics and hparams: the examples use them."""
+        examples = adapted(facts)
+        if examples != self.examples:
+            self.examples = examples
+            self._fill_queries()
 
     def save_query(self, name: str, sql: str) -> None:
         """Saves (or replaces) a named query in the settings."""
@@ -390,7 +399,8 @@ class QueryView(QWidget):
             rows = f"the first {rows} (the query has more)"
         jump = self.model.jump(0) if table.num_rows else None
         hint = f" · {HINTS[jump.kind]}" if jump is not None else ""
-        self.summary.setText(f"{rows} in {format_time_ps(outcome.seconds * 1e12)}{hint}")
+        why = f" · {outcome.why_empty}" if outcome.why_empty else ""
+        self.summary.setText(f"{rows} in {format_time_ps(outcome.seconds * 1e12)}{hint}{why}")
 
     def show_chart(self, data) -> None:
         self.chart.set_data(data)
