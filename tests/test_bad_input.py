@@ -93,4 +93,5 @@ def test_cli_reports_errors_without_traceback(tmp_path, capsys):
     assert main(["sessions", str(tmp_path / "missing")]) == 1
     assert "no such file" in capsys.readouterr().err
     assert main(["sessions", str(DATA / "producers")]) == 1
-    assert "Looked for" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "`profscope formats`" in err and err.count("\n") == 1

@@ -394,3 +394,44 @@ def test_the_editor_colours_strings_and_comments_as_sql_reads_them(qtbot):
     assert kind(1, "'quoted'") == "comment" and kind(1, "FROM", last=True) == "comment"
     assert kind(2, "WHERE") == "keyword" and kind(2, "1") == "number"  # the -- comment ended with its line
     assert kind(2, "kernels") == "plain"  # a column named like a table, after AS
+
+
+def _example(view, title_start):
+    examples = view.queries.topLevelItem(0)
+    return next(examples.child(i) for i in range(examples.childCount()) if examples.child(i).text(0).startswith(
+        title_start))
+
+
+def test_the_step_example_adapts_and_an_empty_answer_says_which_steps_exist(qtbot, win):
+    open_in(qtbot, win, DATA / "chrome_trace" / "rocm_mi250")  # ProfilerSteps 1 and 2
+    view = win.query_view
+    win.tabs.setCurrentWidget(view)
+    item = _example(view, "Top kernels in step")
+    assert item.text(0) == "Top kernels in step 3"  # the steps are known once a query reads the timelines
+    with qtbot.waitSignal(view.runner.finished, timeout=30000):
+        view.queries.itemActivated.emit(item, 0)  # Enter / double-click runs it
+    assert view.model.rowCount() == 0
+    steps = sorted(win.query_runner.facts.steps)
+    assert steps == [1, 2]
+    reason = "no step 3: steps are 1-2"
+    assert reason in view.summary.text() and reason in win.status.text()
+    item = _example(view, "Top kernels in step")
+    assert item.text(0) == f"Top kernels in step {steps[0]}"
+    with qtbot.waitSignal(view.runner.finished, timeout=30000):
+        view.queries.itemActivated.emit(item, 0)
+    assert view.model.rowCount() > 0 and "no step" not in view.summary.text()
+
+
+def test_the_hparams_example_uses_the_logged_metric_and_says_which_are(qtbot, win):
+    keras = DATA / "hparams" / "keras_callback"  # accuracy logged as validation/epoch_accuracy
+    with qtbot.waitSignal(win.runner.finished, timeout=30000):
+        win.open_path(str(keras))
+    view = win.query_view
+    item = _example(view, "Best learning rate per optimizer")
+    assert "tag = 'epoch_accuracy' AND run = 'validation'" in item.data(0, Qt.UserRole)
+    with qtbot.waitSignal(view.runner.finished, timeout=30000):
+        view.queries.itemActivated.emit(item, 0)
+    assert view.model.rowCount() > 0
+    run(qtbot, view, dict(EXAMPLES)["Best learning rate per optimizer"])  # the documented one: tag 'accuracy'
+    assert view.model.rowCount() == 0
+    assert "no metric accuracy: metrics are train/epoch_accuracy, validation/epoch_accuracy" in view.summary.text()

@@ -68,6 +68,48 @@ def test_sessions_json(capsys):
     }
 
 
+def test_sessions_lists_an_hparams_log_dirs_experiment(capsys):
+    """What the window, `query` and `report` open, `sessions` lists: here a sweep and no profile."""
+    keras = DATA / "hparams" / "keras_callback"
+    assert main(["sessions", str(keras)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "HParams experiment: 4 session(s)"
+    assert out[1] == "  hparams: lr, optimizer, units"
+    assert "validation/epoch_accuracy" in out[2]
+    assert out[3].startswith("  tools: hparams_experiment, hparams_session_groups, hparams_metric_evals")
+    assert main(["sessions", str(keras), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["sessions"] == [] and doc["hparams"]["sessions"] == 4 and doc["hparams"]["hparams"] == [
+        "lr", "optimizer", "units"]
+    assert doc["hparams"]["availableTools"] == ["hparams_experiment", "hparams_session_groups", "hparams_metric_evals"]
+
+
+def test_sessions_lists_profile_sessions_and_the_experiment_side_by_side(tmp_path, capsys):
+    shutil.copytree(DATA / "hparams" / "api_config", tmp_path, dirs_exist_ok=True)
+    shutil.copytree(DATA / "chrome_trace" / "gpu", tmp_path / "gpu")
+    assert main(["sessions", str(tmp_path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["sessions"] and doc["hparams"]["sessions"] == 12
+    assert main(["sessions", str(SAMPLE), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["hparams"] is None  # a log dir without a sweep
+
+
+@pytest.mark.parametrize("command", [
+    ["sessions"], ["sessions", "--json"], ["export", "--tool", "overview_page"], ["query", "SELECT 1"], ["diff", "{}"],
+])
+def test_nothing_found_is_one_line_saying_where_to_look(tmp_path, capsys, command):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    args = [command[0], str(empty)] + [a.replace("{}", str(empty)) for a in command[1:]]
+    assert main(args) == 1
+    captured = capsys.readouterr()
+    assert captured.err == f"profscope: error: {empty}: found no profile data. " \
+                           "`profscope formats` lists what Profscope reads.\n" or (
+        command[0] == "diff" and captured.err.endswith("`profscope formats` lists what Profscope reads.\n")
+        and captured.err.count("\n") == 1)
+    assert captured.out == ""
+
+
 def test_export_to_file_with_params(tmp_path, capsys):
     out = tmp_path / "mp.json"
     flag = tmp_path / "flag.txt"

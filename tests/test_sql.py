@@ -480,3 +480,14 @@ def test_the_documented_parquet_queries_answer(pod, tmp_path, monkeypatch):
         assert con.sql(sql).fetchall(), sql
     slowest = con.sql(queries[-1]).fetchall()
     assert [row[0] for row in slowest] == [2, 3, 4]  # the recorded ProfilerSteps, each with its slowest rank
+
+
+def test_why_an_example_found_nothing():
+    from profscope.models.sql.examples import EXAMPLES, HPARAMS_EXAMPLE, STEP_EXAMPLE, Facts, adapted, why_empty
+
+    facts = Facts(list(range(1009, 1015)), [("train", "epoch_accuracy"), ("validation", "epoch_accuracy")], ["lr"])
+    assert why_empty(dict(EXAMPLES)[STEP_EXAMPLE], facts) == "no step 3: steps are 1009-1014"
+    assert why_empty(dict(EXAMPLES)[HPARAMS_EXAMPLE], facts) == (
+        "no metric accuracy: metrics are train/epoch_accuracy, validation/epoch_accuracy")
+    assert adapted(facts)[0][0] == "Top kernels in step 1009" and why_empty(adapted(facts)[0][1], facts) == ""
+    assert why_empty("SELECT 1 WHERE step = 3", Facts()) == ""  # steps not known: nothing said

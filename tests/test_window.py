@@ -238,3 +238,45 @@ def test_kineto_memory_items_use_the_memory_view(qtbot, window):
     window._on_tree_item(host.child(3))  # Operators: the timeline is loaded already
     assert window.tabs.currentWidget() is window.stats_view and window.stats_view.operators.model.rowCount() == 49
     assert window.stats_view.stats.hosts == ["train"]
+
+
+def test_a_failed_open_replaces_the_previous_location_everywhere(qtbot, window, tmp_path):
+    """Open a trace, then a folder with no profiles, then an empty file: each failure
+    clears what the trace showed and says once what failed, naming only that path."""
+    gpu = Path(__file__).parent / "data" / "chrome_trace" / "gpu"
+    open_and_wait(qtbot, window, gpu)
+    assert window.timeline_view.timeline is not None and window.tree.topLevelItemCount() > 0
+    (tmp_path / "nothing").mkdir()
+    (tmp_path / "nothing" / "notes.txt").write_text("not a profile")
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    for path in (tmp_path / "nothing", empty):
+        with qtbot.waitSignal(window.opening.failed, timeout=20000) as failed:
+            window.open_path(str(path))
+        message = failed.args[1]
+        assert message.startswith(str(path)) and "\n" not in message
+        assert window.tree.topLevelItemCount() == 0
+        assert window.windowTitle() == "Profscope"
+        assert window.timeline_view.timeline is None and window.loading.repo is None
+        assert window.stats_view.stats is None and window.query_runner._source is None
+        assert window.status.text() == message and "color" in window.status.styleSheet()
+        assert window.tabs.currentWidget() is window.timeline_view
+        assert window.timeline_view.message.isVisibleTo(window) and window.timeline_view.message.text() == message
+        assert all(window.tabs.isTabVisible(i) for i in range(window.tabs.count() - 1))  # all but Compare
+        shown = [window.status.text(), window.windowTitle(), window.timeline_view.message.text(),
+                 window.memory_view.empty.text(), window.query_view.summary.text(), window.stats_view.message.text()]
+        assert not any(str(gpu) in text or "gpu" in text for text in shown)
+    window.tabs.setCurrentWidget(window.memory_view)
+    with qtbot.waitSignal(window.opening.failed, timeout=20000):
+        window.open_path(str(tmp_path / "nothing"))
+    assert window.memory_view.empty.text().startswith(str(tmp_path / "nothing"))
+    assert window.memory_view.empty.isVisibleTo(window)
+
+
+def test_opening_another_location_clears_the_views_the_new_one_does_not_fill(qtbot, window):
+    open_and_wait(qtbot, window, Path(__file__).parent / "data" / "chrome_trace" / "gpu")
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.open_path(str(Path(__file__).parent / "data" / "hparams" / "api_config"))  # HParams only
+    assert window.timeline_view.timeline is None and window.stats_view.stats is None
+    assert window.tabs.currentWidget() is window.hparams_view
+    assert window.windowTitle().endswith("api_config") and window.tree.topLevelItemCount() == 1

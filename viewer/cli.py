@@ -214,14 +214,25 @@ _INTERRUPT = _Interrupt()
 
 def cmd_sessions(args) -> int:
     from profscope.models.repository.locations import (
-        open_repository,  # the profile formats load only for profile commands
+        open_location,  # the profile formats load only for profile commands
     )
 
     progress = _progress(args.path)
-    repo = open_repository(args.path, progress.task())
-    sessions = repo.enum_sessions()
-    not_profiles = repo.not_profiles()
-    progress.close()
+    try:
+        repo, hparams = open_location(args.path, progress.task())  # what the window opens: profiles and a sweep
+    finally:
+        progress.close()
+    sessions = repo.enum_sessions() if repo is not None else []
+    not_profiles = repo.not_profiles() if repo is not None else []
+    experiment = None
+    if hparams is not None:
+        info = hparams.experiment()
+        experiment = {
+            "sessions": len(hparams.session_runs),
+            "hparams": [h.name for h in info.hparam_infos],
+            "metrics": [m.name.tag if not m.name.group else f"{m.name.group}/{m.name.tag}" for m in info.metric_infos],
+            "availableTools": list(HPARAMS_TOOLS),
+        }
     if args.json:
         print(
             json.dumps(
@@ -229,6 +240,7 @@ def cmd_sessions(args) -> int:
                     "sessions": [
                         {"sessionId": s.name, "hosts": list(s.hosts), "availableTools": list(s.tools)} for s in sessions
                     ],
+                    "hparams": experiment,
                     "notProfiles": [{"path": path, "reason": reason} for path, reason in not_profiles],
                 },
                 indent=2,
@@ -237,6 +249,11 @@ def cmd_sessions(args) -> int:
     else:
         for s in sessions:
             print(f"{s.name}\n  hosts: {', '.join(s.hosts)}\n  tools: {', '.join(s.tools)}")
+        if experiment is not None:
+            print(f"HParams experiment: {experiment['sessions']:,} session(s)")
+            for key in ("hparams", "metrics"):
+                print(f"  {key}: {', '.join(experiment[key]) or '-'}")
+            print(f"  tools: {', '.join(HPARAMS_TOOLS)} (profscope export PATH --tool T)")
         if not_profiles:
             print("not profiles:")
             for path, reason in not_profiles:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from profscope.models.sql.examples import Facts, why_empty
 from profscope.models.sql.result_chart import ChartData, chart_data
 from profscope.models.sql.result_order import sort_order
 from profscope.viewer.workers import TaskRunner
@@ -30,6 +31,8 @@ class QueryOutcome:
     chart: ChartData | None
     seconds: float
     warnings: list[str]
+    facts: Facts | None = None  # what the examples adapt to, as known after this query
+    why_empty: str = ""  # why it found no rows, where that can be told
 
 
 class QueryRunner(QObject):
@@ -38,11 +41,13 @@ class QueryRunner(QObject):
     sorted = Signal(object, int, bool, object)  # table, column, descending, row order
     progress = Signal(float, str)
     busy_changed = Signal(bool)
+    facts_changed = Signal(object)  # Facts of the opened location, for the example queries
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.runner = TaskRunner(self)
         self._source: tuple | None = None  # (repository, HParams data) of the opened location
+        self.facts = Facts()
         self._db: ProfileDatabase | None = None
         self._db_source: tuple | None = None
         self._lock = threading.Lock()  # one query per connection: a cancelled one may still be unwinding
@@ -61,10 +66,12 @@ class QueryRunner(QObject):
         The previous database goes when its last query has ended."""
         self.cancel()
         self._source = (repo, hparams) if repo is not None or hparams is not None else None
+        self.facts = Facts.of_hparams(hparams)  # in memory already; the steps once a query reads the timelines
+        self.facts_changed.emit(self.facts)
 
     def run(self, sql: str, offset: int = 0) -> None:
         """Runs SQL; an error's position is reported plus offset (where the SQL starts in the editor)."""
-        source = self._source
+        source, facts_before = self._source, self.facts
         if source is None:
             self.failed.emit("Open a profile or a log dir first: queries run over what it holds.", None)
             return
@@ -81,7 +88,9 @@ class QueryRunner(QObject):
                     return e
                 task.report(1.0, "Preparing the chart")
                 chart = chart_data(result.table)
-                return QueryOutcome(result, chart, time.perf_counter() - started, list(db.warnings))
+                facts = Facts(db.known_steps(), facts_before.metrics, facts_before.hparams)
+                why = why_empty(sql, facts) if result.table.num_rows == 0 else ""
+                return QueryOutcome(result, chart, time.perf_counter() - started, list(db.warnings), facts, why)
 
         self.runner.start(job, lambda outcome: self._done(outcome, offset))
 
@@ -120,6 +129,9 @@ class QueryRunner(QObject):
         if isinstance(outcome, QueryError):
             self.failed.emit(str(outcome), outcome.position + offset if outcome.position is not None else None)
         else:
+            if outcome.facts is not None and outcome.facts.steps is not None and outcome.facts != self.facts:
+                self.facts = outcome.facts
+                self.facts_changed.emit(self.facts)
             self.finished.emit(outcome)
 
     def _busy(self, busy: bool) -> None:

@@ -123,6 +123,8 @@ class MainWindow(QMainWindow):
             )
         )
         self.opening.opened.connect(self._show_opened)
+        self.opening.failed.connect(self._show_open_failed)
+        self.runner.cancelled.connect(self.opening.scan_ended)
         self.loading.shown.connect(self.jumps.apply)
         self.compare_view.align_requested.connect(self.compare.realign_memory)
         self.compare_view.steps_requested.connect(self.compare.restep)
@@ -137,7 +139,10 @@ class MainWindow(QMainWindow):
         self.query_runner.progress.connect(self._on_progress)
         self.query_runner.busy_changed.connect(self._set_busy)
         self.query_runner.finished.connect(
-            lambda o: self.set_status(f"Query: {(n := o.result.table.num_rows):,} row{'s' if n != 1 else ''}.")
+            lambda o: self.set_status(
+                f"Query: {(n := o.result.table.num_rows):,} row{'s' if n != 1 else ''}"
+                + (f": {o.why_empty}." if o.why_empty else ".")
+            )
         )
         self.query_runner.failed.connect(lambda message, _: self.set_status(message.splitlines()[0], error=True))
         self.hparams_view.watch_toggled.connect(self.hparams.set_watching)
@@ -152,7 +157,7 @@ class MainWindow(QMainWindow):
         self.runner.progress.connect(self._on_progress)
         self.runner.busy_changed.connect(self._set_busy)
         self.runner.busy_changed.connect(self.stats_view.set_busy)
-        self.runner.failed.connect(self.loading.show_error)
+        self.runner.failed.connect(lambda text: self.opening.claim_failure(text) or self.loading.show_error(text))
         self.runner.cancelled.connect(lambda: self.set_status("Cancelled."))
 
     # ------------------------------------------------------------ menus
@@ -225,9 +230,7 @@ class MainWindow(QMainWindow):
 
     def _show_opened(self, path: str, repo: ProfileRepository | None, hparams: tuple | None) -> None:
         data = hparams[0] if hparams else None
-        self.query_runner.set_location(repo, data)
-        self.hparams.show(path, hparams)
-        self.compare.set_location(path, repo)
+        self._replace_location(path, repo, hparams)
         self.tabs.setTabVisible(self.tabs.indexOf(self.hparams_view), hparams is not None)
         for view in (self.memory_view, self.timeline_view):
             self.tabs.setTabVisible(self.tabs.indexOf(view), repo is not None)
@@ -235,8 +238,6 @@ class MainWindow(QMainWindow):
             self.tabs.indexOf(self.stats_view),
             repo is not None and any(KERNEL_STATS in s.tools for s in repo.enum_sessions()),
         )
-        self.loading.set_repository(repo)
-        self.tree.clear()
         if repo is not None:
             self._show_repository(repo)
         else:
@@ -248,6 +249,32 @@ class MainWindow(QMainWindow):
                 self.tree.setCurrentItem(item)
                 self.tabs.setCurrentWidget(self.hparams_view)
                 self.set_status(f"Opened {path}: {len(data.session_runs):,} HParams sessions.")
+
+    def _replace_location(self, path: str | None, repo: ProfileRepository | None, hparams: tuple | None) -> None:
+        """Every view drops what the previous location showed: one location is open at a time."""
+        self.query_runner.set_location(repo, hparams[0] if hparams else None)
+        self.query_view.set_location(path if repo is not None or hparams is not None else None)
+        self.hparams.show(path or "", hparams)
+        self.compare.set_location(path, repo)
+        self.tabs.setTabVisible(self.tabs.indexOf(self.compare_view), False)  # the old location's comparison
+        self.loading.set_repository(repo)
+        self.tree.clear()
+        self.setWindowTitle("Profscope")
+
+    def _show_open_failed(self, path: str, message: str) -> None:
+        """A location that could not be opened: nothing of the previous one stays; the
+        status line and the current tab say what failed."""
+        self._replace_location(None, None, None)
+        for view in (self.memory_view, self.timeline_view, self.stats_view, self.hparams_view, self.query_view):
+            self.tabs.setTabVisible(self.tabs.indexOf(view), True)  # as at start
+        self.set_status(message, error=True)
+        current = self.tabs.currentWidget()
+        if current is self.memory_view:
+            self.memory_view.show_empty(message)
+        elif current is self.query_view:
+            self.query_view.summary.setText(message)
+        else:
+            current.show_message(message)
 
     def _show_repository(self, repo: ProfileRepository) -> None:
         self.setWindowTitle(f"Profscope: {repo.location}")

@@ -53,11 +53,6 @@ def not_a_profile(path: Path) -> str | None:
     return f"{describe(head)}: " + "; ".join(dict.fromkeys(reasons))
 
 
-def looked_for() -> str:
-    """What Profscope looks for, for "found nothing" messages."""
-    return "; ".join(f"{f.title} ({f.where})" for f in FORMATS).replace("`", "")
-
-
 # HParams sweeps are read from a log dir's event files beside the profile formats
 # (profscope.models.hparams.experiment), not through a profile repository.
 HPARAMS = ("HParams sweeps: `_hparams_/*` summaries and scalars in event files",

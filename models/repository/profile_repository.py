@@ -37,10 +37,11 @@ from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.memory_profile import MemoryProfileData, xprof_json_chunks
 from profscope.models.data.timeline import Timeline
 from profscope.models.data.tool_data import ToolData
-from profscope.models.formats import FORMATS, looked_for, not_a_profile
+from profscope.models.formats import FORMATS, not_a_profile
 from profscope.models.repository.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TOOLS, TRACE_VIEWER, Format
 
 MAX_DEPTH = 6  # how deep to look below an opened folder
+WHERE_TO_LOOK = "`profscope formats` lists what Profscope reads."  # ends every "found nothing" message
 
 
 @dataclass(frozen=True)
@@ -209,13 +210,12 @@ class LocalRepository(ProfileRepository):
 
     def _nothing_found(self) -> str:
         if not self._not_profiles:
-            return f"{self.path}: found no profile data. Looked for {looked_for()}."
+            return f"{self.path}: found no profile data. {WHERE_TO_LOOK}"
         first, reason = self._not_profiles[0]
         more = len(self._not_profiles) - 1
         what = "files that are not profiles" if more > 1 else "a file that is not one"
         others = f" (and {more} more: {what} either)" if more else ""
-        return (f"{self.path}: found no profiles; {first} is not a profile: {reason}{others}. "
-                "`profscope formats` lists what Profscope reads.")
+        return f"{self.path}: found no profiles; {first} is not a profile: {reason}{others}. {WHERE_TO_LOOK}"
 
     def not_profiles(self) -> list[tuple[str, str]]:
         return list(self._not_profiles)
@@ -385,5 +385,5 @@ class LocalRepository(ProfileRepository):
         for fmt in FORMATS:
             fmt.why_not(path)  # raises with a format's reason, if it has one
         if reason := not_a_profile(path):
-            raise ProfileError(f"{path}: not a profile: {reason}. `profscope formats` lists what Profscope reads.")
-        raise ProfileError(f"{path}: Profscope does not know this kind of file. Looked for {looked_for()}.")
+            raise ProfileError(f"{path}: not a profile: {reason}. {WHERE_TO_LOOK}")
+        raise ProfileError(f"{path}: Profscope does not know this kind of file. {WHERE_TO_LOOK}")

@@ -129,6 +129,17 @@ class ProfileDatabase:
 
     # ------------------------------------------------------------ queries
 
+    def known_steps(self) -> list[int] | None:
+        """The steps of the slices column `step`, once the timelines are read (None before: reading them is
+        a query's work, not a question's)."""
+        if self._timelines is None:
+            return None
+        found: set[int] = set()
+        for *_, tl in self._timelines:
+            spans = trace_stats.steps(tl)
+            found.update(spans.number.tolist() if len(spans) else range(max(len(tl.markers_ps) - 1, 0)))
+        return sorted(found)
+
     def query(self, sql: str, task: TaskState | None = None, max_rows: int | None = None) -> QueryResult:
         """Runs SQL (several statements: the last one's rows), loading the
         tables it names first. Cancelling the task interrupts DuckDB."""

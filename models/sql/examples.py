@@ -1,5 +1,14 @@
 """The example queries of docs/SQL.md (a test keeps the two the same), for
-the Query tab's list."""
+the Query tab's list; adapted to the opened data (its first step, its metric
+tags and hparam names), and why a query found no rows where that can be told."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+STEP_EXAMPLE = "Top kernels in step 3"
+HPARAMS_EXAMPLE = "Best learning rate per optimizer"
 
 EXAMPLES: tuple[tuple[str, str], ...] = (
     ("Top kernels in step 3", """\
@@ -78,3 +87,79 @@ ORDER BY dur_ns DESC
 LIMIT 100;
 """),
 )
+
+
+@dataclass
+class Facts:
+    """What the examples adapt to: the steps (None: not known yet), the metrics
+    as (run, tag) and the hparam names."""
+
+    steps: list[int] | None = None
+    metrics: list[tuple[str, str]] = field(default_factory=list)
+    hparams: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of_hparams(cls, data) -> Facts:
+        """An HParamsData's metrics and hparam names (None: none)."""
+        if data is None:
+            return cls()
+        exp = data.experiment()
+        return cls(None, [(m.name.group, m.name.tag) for m in exp.metric_infos], [h.name for h in exp.hparam_infos])
+
+
+def _metric(run: str, tag: str) -> str:
+    return f"{run}/{tag}" if run else tag
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _pick(names: list[str], wanted: str, *hints: str) -> str:
+    """`wanted` if it is among names, else the first name containing a hint, else wanted."""
+    if wanted in names:
+        return wanted
+    return next((n for hint in hints for n in names if hint in n.lower()), wanted)
+
+
+def adapted(facts: Facts) -> tuple[tuple[str, str], ...]:
+    """EXAMPLES over the opened data: "in step N" names its first step, the
+    HParams example its accuracy metric (validation's first) and hparams."""
+    out = []
+    for title, sql in EXAMPLES:
+        if title == STEP_EXAMPLE and facts.steps:
+            first = facts.steps[0]
+            title, sql = title.replace("step 3", f"step {first}"), sql.replace("step = 3", f"step = {first}")
+        elif title == HPARAMS_EXAMPLE and facts.metrics:
+            ranked = sorted(facts.metrics, key=lambda m: ("accuracy" not in m[1], m[0] != "validation", m[0] != ""))
+            run, tag = (("", "accuracy") if ("", "accuracy") in facts.metrics else ranked[0])
+            sql = sql.replace("tag = 'accuracy' AND run = ''", f"tag = {_literal(tag)} AND run = {_literal(run)}")
+            for name, hints in (("optimizer", ("optim",)), ("lr", ("learning_rate", "lr"))):
+                sql = sql.replace(f"h.name = '{name}'", f"h.name = {_literal(_pick(facts.hparams, name, *hints))}")
+        out.append((title, sql))
+    return tuple(out)
+
+
+def _span(steps: list[int]) -> str:
+    if steps == list(range(steps[0], steps[-1] + 1)):
+        return f"{steps[0]}-{steps[-1]}" if len(steps) > 1 else str(steps[0])
+    return ", ".join(map(str, steps[:8])) + (", ..." if len(steps) > 8 else "")
+
+
+def why_empty(sql: str, facts: Facts) -> str:
+    """Why a query answered no rows, where a filter names what the data lacks
+    (a step, a metric tag); "" when that cannot be told."""
+    if facts.steps is not None:
+        for m in re.finditer(r"\bstep\s*=\s*(-?\d+)\b", sql, re.I):
+            if int(m.group(1)) not in facts.steps:
+                return f"no step {m.group(1)}: " + (f"steps are {_span(facts.steps)}" if facts.steps else
+                                                    "the data has no steps")
+    tags = re.findall(r"\btag\s*=\s*'((?:[^']|'')*)'", sql, re.I)
+    runs = re.findall(r"\brun\s*=\s*'((?:[^']|'')*)'", sql, re.I)
+    if facts.metrics:
+        for tag in (t.replace("''", "'") for t in tags):
+            wanted = [(run.replace("''", "'"), tag) for run in runs] or [(r, t) for r, t in facts.metrics if t == tag]
+            if not any(m in facts.metrics for m in wanted):
+                shown = ", ".join(_metric(*m) for m in facts.metrics[:8]) + (", ..." if len(facts.metrics) > 8 else "")
+                return f"no metric {_metric(*wanted[0]) if wanted else tag}: metrics are {shown}"
+    return ""

@@ -44,14 +44,13 @@ class HParamsController(QObject):
         self.path = path if hparams else None
         self.view.set_data(data, None if again else self.layout(self.path))
         self.signature = hparams[1] if hparams else None
-        if data is not None:
-            warnings = data.logdir.warnings
-            self.view.show_message(
-                f"{len(warnings):,} problem(s) reading the log dir; skipped what could not be read. "
-                f"First: {warnings[0]}"
-                if warnings
-                else ""
-            )
+        warnings = data.logdir.warnings if data is not None else []
+        self.view.show_message(
+            f"{len(warnings):,} problem(s) reading the log dir; skipped what could not be read. "
+            f"First: {warnings[0]}"
+            if warnings
+            else ""
+        )
 
     # ------------------------------------------------------------ layout per log dir
 

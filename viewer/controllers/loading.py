@@ -55,9 +55,12 @@ class LoadController(QObject):
         """A newly opened location: a reopened path may hold other data under the same names."""
         self.stats_view.set_stats(None)
         self.stats_timeline = None
+        self.timeline_view.set_steps([], "")
+        self.timeline_view.set_timeline(None)  # the previous location's, even if the new one has none
         self.current_timeline = None
+        self.requested = None
         # A reload (or another location) while the Memory tab is up: its profile follows the first load.
-        self.memory_wanted = self.repo is not None and self.tabs.currentWidget() is self.memory_view
+        self.memory_wanted = None not in (repo, self.repo) and self.tabs.currentWidget() is self.memory_view
         self.current = None
         self.memory_view.show_empty("Loading…" if self.memory_wanted else NOTHING_SHOWN)
         self.repo = repo

@@ -22,9 +22,11 @@ class OpenController(QObject):
     """Opens paths in `runner` and keeps the recent-files list (settings
     "recent", newest first) and its menu. A scanned location comes back as
     `opened(path, repository or None, (HParamsData, log dir signature) or None)`;
-    a failure through the runner's `failed`."""
+    a scan that fails as `failed(path, message)` (claim_failure, called with
+    the runner's failures, tells a scan's from a load's)."""
 
     opened = Signal(str, object, object)
+    failed = Signal(str, str)
 
     def __init__(self, parent: QWidget, runner: TaskRunner, settings: QSettings, recent_menu: QMenu,
                  set_status: Callable[[str], None]):
@@ -35,7 +37,12 @@ class OpenController(QObject):
         self.recent_menu = recent_menu
         self.set_status = set_status
         self.path: str | None = None  # the location last asked for
+        self.scanning: str | None = None  # the path whose scan is the runner's current job (see scan_ended)
         self.update_recent_menu()
+
+    def scan_ended(self) -> None:
+        """The scan ended: also when cancelled or replaced by another job (the runner's `cancelled`)."""
+        self.scanning = None
 
     def recent(self) -> list[str]:
         value = self.settings.value("recent", [])
@@ -64,7 +71,17 @@ class OpenController(QObject):
             repo, hparams = open_location(path, task)
             return repo, (hparams, signature) if hparams is not None else None
 
-        self.runner.start(job, lambda result, path=self.path: self.opened.emit(path, *result))
+        self.runner.start(job, lambda result, path=self.path: (self.scan_ended(), self.opened.emit(path, *result)))
+        self.scanning = self.path  # after start: replacing the previous job ends the previous scan
+
+    def claim_failure(self, message: str) -> bool:
+        """A failure of the runner: if it is the scan's, emits `failed` and says so."""
+        if self.scanning is None:
+            return False
+        path = self.scanning
+        self.scanning = None
+        self.failed.emit(path, message)
+        return True
 
     def reload(self) -> None:
         if self.path:

@@ -42,7 +42,7 @@ from PySide6.QtWidgets import (
 )
 
 from profscope.models.core.units import format_time_ps
-from profscope.models.sql.examples import EXAMPLES
+from profscope.models.sql.examples import EXAMPLES, adapted
 from profscope.models.sql.schema import NEEDS, SCHEMA, TABLES
 from profscope.widgets.palette import Scheme, follow
 from profscope.widgets.query.chart import QueryChart
@@ -210,6 +210,7 @@ class QueryView(QWidget):
     def __init__(self, runner, settings: QSettings, parent=None):
         super().__init__(parent)
         self.runner, self.settings = runner, settings
+        self.examples = EXAMPLES  # adapted to the opened data (set_facts)
         self.model = ResultModel(self)
         self.queries = QTreeWidget(headerHidden=True)
         self.save_button = QPushButton("Save…", toolTip="Save the editor's query under a name")
@@ -277,6 +278,7 @@ class QueryView(QWidget):
         self.model.sort_requested.connect(lambda column, desc: self.runner.sort(self.model.table, column, desc))
         self.table_view.installEventFilter(self)  # Ctrl+C: the selection, not only the current cell
         runner.finished.connect(self.show_outcome)
+        runner.facts_changed.connect(self.set_facts)
         runner.failed.connect(self.show_error)
         runner.sorted.connect(self._apply_order)
         runner.busy_changed.connect(self.cancel_button.setEnabled)
@@ -306,7 +308,7 @@ class QueryView(QWidget):
 
     def _fill_queries(self) -> None:
         self.queries.clear()
-        for title, entries, saved in (("Examples", EXAMPLES, False), ("Saved queries", self.saved(), True)):
+        for title, entries, saved in (("Examples", self.examples, False), ("Saved queries", self.saved(), True)):
             group = QTreeWidgetItem(self.queries, [title])
             group.setFlags(Qt.ItemIsEnabled)
             for name, sql in entries:
@@ -315,6 +317,13 @@ class QueryView(QWidget):
                 item.setData(0, ROLE_SAVED, saved)
                 item.setToolTip(0, sql)
         self.queries.expandAll()
+
+    def set_facts(self, facts) -> None:
+        """The opened data's steps, metrics and hparams: the examples use them."""
+        examples = adapted(facts)
+        if examples != self.examples:
+            self.examples = examples
+            self._fill_queries()
 
     def save_query(self, name: str, sql: str) -> None:
         """Saves (or replaces) a named query in the settings."""
@@ -353,6 +362,15 @@ class QueryView(QWidget):
         self.editor.insertPlainText(item.text(0))
         self.editor.setFocus()
 
+    def set_location(self, path: str | None) -> None:
+        """Another location was opened (None: none is): the rows, chart and messages were the previous one's."""
+        self.model.set_result(pa.table({}))
+        self.show_chart(None)
+        self.message.hide()
+        self.editor.setExtraSelections([])
+        self.summary.setText(f"Queries run over {path}: write one and press Ctrl+Enter, or pick an example."
+                             if path else "Open a profile or a log dir: queries run over what it holds.")
+
     # ------------------------------------------------------------ running
 
     def run(self) -> None:
@@ -381,7 +399,8 @@ class QueryView(QWidget):
             rows = f"the first {rows} (the query has more)"
         jump = self.model.jump(0) if table.num_rows else None
         hint = f" · {HINTS[jump.kind]}" if jump is not None else ""
-        self.summary.setText(f"{rows} in {format_time_ps(outcome.seconds * 1e12)}{hint}")
+        why = f" · {outcome.why_empty}" if outcome.why_empty else ""
+        self.summary.setText(f"{rows} in {format_time_ps(outcome.seconds * 1e12)}{hint}{why}")
 
     def show_chart(self, data) -> None:
         self.chart.set_data(data)
