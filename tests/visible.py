@@ -207,11 +207,27 @@ def tick_problems(axis: pg.AxisItem) -> list[str]:
 checked_axes: list = []  # the axes the last calls looked at (tests clear it)
 
 
+MIN_PLOT_PX = 40  # a plot area lower or narrower than this shows no line a person can follow
+
+
 def _axes(problems: list, view: pg.GraphicsView) -> None:
+    """Tick labels, and titles, axes and plot areas cut by the view's edge or squashed."""
+    room = view.viewport().rect().adjusted(-1, -1, 1, 1)
     for item in view.items():
-        if isinstance(item, pg.AxisItem) and item.isVisible() and item.style.get("showValues", True):
+        if not item.isVisible():
+            continue
+        if isinstance(item, pg.AxisItem) and item.style.get("showValues", True):
             checked_axes.append(item)
             problems.extend(tick_problems(item))
+        if isinstance(item, (pg.AxisItem, pg.LabelItem, pg.ViewBox)) and item.parentItem() is not None:
+            rect = view.mapFromScene(item.sceneBoundingRect()).boundingRect()
+            what = getattr(item, "labelText", None) or getattr(item, "text", "") or type(item).__name__
+            if rect.width() > 0 and rect.height() > 0 and not room.contains(rect):
+                where = f"{rect.x()},{rect.y()} {rect.width()}x{rect.height()}"
+                problems.append(f"{type(item).__name__} {what!r} is cut by the view's edge ({where} in "
+                                f"{room.width() - 2}x{room.height() - 2})")
+            if isinstance(item, pg.ViewBox) and min(rect.width(), rect.height()) < MIN_PLOT_PX:
+                problems.append(f"a plot area of {rect.width()}x{rect.height()} px")
 
 
 def _texts(widget: QWidget):
