@@ -265,3 +265,13 @@ def test_the_helper_finds_what_a_person_cannot_read(qtbot):
     assert any("QComboBox current text" in p for p in problems)
     assert any("labelled '4'" in p for p in problems)  # the tick at 2
     assert any("names 'long label'" in p for p in problems)
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (1030, 700)])  # the report's PNGs; the tab at 1280x800
+def test_hparams_curves_are_never_squashed_or_cut(open_hparams_view, size):
+    view = open_hparams_view(KINDS["hparams"][0])
+    view.resize(*size)
+    view.select_row(0)
+    QTest.qWait(50)
+    assert len(view.curves.metrics) == 7
+    assert unreadable(view) == []

@@ -55,7 +55,7 @@ class DurationAxis(pg.AxisItem):
         return [duration_text(v, spacing) for v in values]
 
 
-MIN_CHART = (260, 170)  # a chart's least room (px): its title, ticks and a plot area to read lines in
+MIN_CHART = (340, 170)  # a chart's least room (px): its title, ticks and a plot area to read lines in
 
 
 class CurvesPanel(QWidget):
@@ -73,9 +73,8 @@ class CurvesPanel(QWidget):
         self.smoothing_label = QLabel()
         self.message = QLabel("Select groups or sessions to see their training curves.", wordWrap=True)
         self.charts = pg.GraphicsLayoutWidget()
-        # Charts as many to a row as fit at MIN_CHART; more rows than fit scroll (never squashed or cut).
+        # Charts as many to a row as fit at MIN_CHART; what does not fit scrolls (never squashed or cut).
         self.scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)
-        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.scroll.setWidget(self.charts)
         row = QHBoxLayout()
         row.addWidget(QLabel("X axis:"))
@@ -155,6 +154,8 @@ class CurvesPanel(QWidget):
             self._plots[metric] = plot
         for plot in self._plots.values():
             style_plot(plot, scheme)
+        # A chart narrower than its title and axes would be cut: the panel scrolls sideways instead.
+        self.charts.setMinimumWidth(round(self.charts.ci.effectiveSizeHint(Qt.MinimumSize).width()))
 
     def _per_row(self) -> int:
         """Charts in a row: 2 (3 for more than 4 metrics), fewer where they would be narrower than MIN_CHART."""
