@@ -12,7 +12,17 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSlider, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSlider,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
 
 from profscope.models.hparams.curves import Curve, smooth
 from profscope.widgets.hparams.table import metric_label
@@ -45,6 +55,9 @@ class DurationAxis(pg.AxisItem):
         return [duration_text(v, spacing) for v in values]
 
 
+MIN_CHART = (340, 170)  # a chart's least room (px): its title, ticks and a plot area to read lines in
+
+
 class CurvesPanel(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -60,6 +73,9 @@ class CurvesPanel(QWidget):
         self.smoothing_label = QLabel()
         self.message = QLabel("Select groups or sessions to see their training curves.", wordWrap=True)
         self.charts = pg.GraphicsLayoutWidget()
+        # Charts as many to a row as fit at MIN_CHART; what does not fit scrolls (never squashed or cut).
+        self.scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)
+        self.scroll.setWidget(self.charts)
         row = QHBoxLayout()
         row.addWidget(QLabel("X axis:"))
         row.addWidget(self.x_box)
@@ -71,7 +87,7 @@ class CurvesPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(row)
         layout.addWidget(self.message)
-        layout.addWidget(self.charts, 1)
+        layout.addWidget(self.scroll, 1)
         self._plots: dict[tuple[str, str], pg.PlotItem] = {}
         self._plots_key = None
         self._lines: list[tuple[Curve, pg.PlotDataItem, pg.PlotDataItem]] = []  # curve, raw line, smoothed line
@@ -123,7 +139,8 @@ class CurvesPanel(QWidget):
         x axis or the palette change: a chart costs tens of milliseconds)."""
         self.charts.clear()
         self._plots = {}
-        per_row = 3 if len(self.metrics) > 4 else 2
+        per_row = self._per_row()
+        self.charts.setMinimumHeight(-(-len(self.metrics) // per_row) * MIN_CHART[1])
         mode = self.x_axis()
         for i, metric in enumerate(self.metrics):
             axes = (
@@ -137,10 +154,22 @@ class CurvesPanel(QWidget):
             self._plots[metric] = plot
         for plot in self._plots.values():
             style_plot(plot, scheme)
+        # A chart narrower than its title and axes would be cut: the panel scrolls sideways instead.
+        self.charts.setMinimumWidth(round(self.charts.ci.effectiveSizeHint(Qt.MinimumSize).width()))
+
+    def _per_row(self) -> int:
+        """Charts in a row: 2 (3 for more than 4 metrics), fewer where they would be narrower than MIN_CHART."""
+        width = self.scroll.width() - self.scroll.verticalScrollBar().sizeHint().width()  # room beside a scroll bar
+        return max(1, min(3 if len(self.metrics) > 4 else 2, width // MIN_CHART[0]))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self._plots_key is not None and self._plots_key[-1] != self._per_row():
+            self._draw()
 
     def _draw(self) -> None:
         scheme = Scheme.of(self)
-        key = (tuple(self.metrics), self.x_axis(), scheme.key)
+        key = (tuple(self.metrics), self.x_axis(), scheme.key, self._per_row())
         if key != self._plots_key:
             self._build_plots(scheme)
             self._plots_key = key

@@ -147,8 +147,9 @@ class GroupModel(QAbstractItemModel):
                     arrow = "▲" if order == api_pb2.ORDER_ASC else "▼"
                     return f"{title} {arrow}{rank + 1 if len(self.sort_keys) > 1 else ''}"
             return title
-        if role == Qt.ToolTipRole:
-            return "Click to sort, Shift+click to add a sort key, click again to reverse"
+        if role == Qt.ToolTipRole:  # the full name too: a long one is elided in its section
+            title = self.columns.title(section)
+            return f"{title}\nClick to sort, Shift+click to add a sort key, click again to reverse"
         return None
 
     def data(self, index, role=Qt.DisplayRole):

@@ -95,6 +95,7 @@ class HParamsView(QWidget):
         header.setSectionsClickable(True)
         header.setSectionResizeMode(QHeaderView.Interactive)
         header.setContextMenuPolicy(Qt.CustomContextMenu)
+        header.setTextElideMode(Qt.ElideMiddle)  # a long metric name in a capped column: both ends, all on hover
         self.parallel = ParallelCoordinates()
         self.color_box = QComboBox(minimumContentsLength=16)
         self.scales_button = QToolButton(text="Scales", popupMode=QToolButton.InstantPopup)

@@ -336,6 +336,9 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.peak_marker.setBrush(pg.mkBrush(peak))
         self.peak_marker.setPen(pg.mkPen(scheme.base))
         self.peak_label.setColor(peak)
+        backing = QColor(scheme.base)
+        backing.setAlpha(210)
+        self.peak_label.fill = pg.mkBrush(backing)  # legible where the label lies over the areas
         self.moment_line.setPen(pg.mkPen(scheme.shade(0.76), width=1.5))
         self.hover_line.setPen(pg.mkPen(scheme.shade(0.41), style=Qt.DotLine))
         self._lut_colors = _lut_colors(scheme, fills[self.heap_curve], fills[self.stack_curve],
