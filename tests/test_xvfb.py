@@ -67,7 +67,7 @@ TAB_KINDS = {
     "hparams": (DATA / "hparams" / "keras_callback", ["HParams", "Query"]),
     "xplane": (DATA / "xprof" / "keras.xplane.pb", ["Memory", "Timeline", "Query"]),
     "step_stats": (DATA / "step_stats" / "run_metadata.pb", ["Memory", "Timeline", "Query"]),
-    "log_memory": (DATA / "log_memory" / "eager-cpu.log", ["Memory", "Timeline", "Query"]),
+    "log_memory": (DATA / "log_memory" / "eager-cpu.log", ["Memory", "Query"]),
 }
 ALL_KINDS = os.environ.get("PROFSCOPE_XVFB_ALL_KINDS") == "1"
 
