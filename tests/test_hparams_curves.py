@@ -152,6 +152,16 @@ def test_selecting_three_groups_shows_a_line_per_session_smoothed(view):
     assert view.scatter.highlight == {view.model.table.names.index(n) for n in ("trial_a", "trial_b", "trial_c")}
 
 
+def test_step_axes_tick_whole_steps_only(view):
+    _select_groups(view, {"trial_a"})
+    for plot in view.curves._plots.values():
+        axis = plot.getAxis("bottom")
+        for low, high in ((0.0, 1.0), (0.0, 7.0), (3.0, 2500.0)):
+            values = [v for _, level in axis.tickValues(low, high, 300) for v in level]
+            assert values and all(float(v).is_integer() for v in values), (low, high, values)
+        assert [v for _, level in axis.tickValues(0.0, 1.0, 300) for v in level] == [0.0, 1.0]
+
+
 def test_curves_over_relative_and_wall_time_and_the_hover_text(view):
     from PySide6.QtCore import QPointF
 

@@ -46,6 +46,22 @@ def byte_ticks(lo: float, hi: float, length_px: float) -> tuple[tuple[int, str],
     return (size, name), _digits(step), levels
 
 
+def whole_number_ticks(levels: list, low: float, high: float) -> list:
+    """pyqtgraph's tick levels kept to whole numbers (steps, epochs): levels finer than 1 dropped, and every
+    whole number when only a few are in view."""
+    whole = [(spacing, [v for v in values if float(v).is_integer()]) for spacing, values in levels if spacing >= 1]
+    if not whole and high - low < 100:
+        whole = [(1.0, [float(v) for v in range(math.ceil(low), math.floor(high) + 1)])]
+    return whole
+
+
+class StepAxis(pg.AxisItem):
+    """An axis of whole numbers (training steps): no tick at 0.2 of a step."""
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph's name)
+        return whole_number_ticks(super().tickValues(minVal, maxVal, size), minVal, maxVal)
+
+
 class _TickAxis(pg.AxisItem):
     """An axis whose labels use one unit for every tick level (and for its
     title, set only when the unit changes). `title` names what it shows."""

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from profscope.models.hparams.curves import Curve, smooth
 from profscope.widgets.hparams.table import metric_label
 from profscope.widgets.palette import Scheme, follow, style_plot
+from profscope.widgets.plot_axes import StepAxis
 
 LINE_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                "#bcbd22", "#17becf"]
@@ -146,7 +147,7 @@ class CurvesPanel(QWidget):
             axes = (
                 {"bottom": pg.DateAxisItem()}
                 if mode == "wall"
-                else ({"bottom": DurationAxis("bottom")} if mode == "relative" else {})
+                else ({"bottom": DurationAxis("bottom")} if mode == "relative" else {"bottom": StepAxis("bottom")})
             )
             plot = self.charts.addPlot(row=i // per_row, col=i % per_row, title=metric_label(*metric), axisItems=axes)
             plot.showGrid(x=True, y=True, alpha=0.3)

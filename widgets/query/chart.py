@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 from profscope.models.core.units import byte_unit
 from profscope.models.sql.result_chart import ChartData
 from profscope.widgets.palette import Scheme, follow, style_plot
+from profscope.widgets.plot_axes import whole_number_ticks
 
 COLORS = ("#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00897b", "#6d4c41", "#d81b60", "#3949ab",
           "#7cb342", "#546e7a", "#fdd835")
@@ -85,12 +86,7 @@ class _Axis(pg.AxisItem):
         return [f"{v / size:.{digits}f}" for v in values]
 
     def _whole(self, levels, low, high):
-        if not self.integers:
-            return levels
-        whole = [(spacing, [v for v in values if float(v).is_integer()]) for spacing, values in levels if spacing >= 1]
-        if not whole and high - low < 100:  # a few steps across: every one of them
-            whole = [(1.0, [float(v) for v in range(math.ceil(low), math.floor(high) + 1)])]
-        return whole
+        return whole_number_ticks(levels, low, high) if self.integers else levels
 
 
 class QueryChart(QWidget):
