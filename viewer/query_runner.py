@@ -114,6 +114,11 @@ class QueryRunner(QObject):
         self._db = self._db_source = self._source = None
         return True
 
+    def learn_steps(self, steps: list[int]) -> None:
+        """Steps seen outside a query (a shown timeline's): the examples adapt to them."""
+        self.facts = Facts(sorted(steps), self.facts.metrics, self.facts.hparams)
+        self.facts_changed.emit(self.facts)
+
     def database(self, source) -> ProfileDatabase:
         """The database of a location's data (set_location's), made on first
         use; the previous location's is dropped (its running query keeps it)."""

@@ -126,6 +126,7 @@ class MainWindow(QMainWindow):
         self.opening.failed.connect(self._show_open_failed)
         self.runner.cancelled.connect(self.opening.scan_ended)
         self.loading.shown.connect(self.jumps.apply)
+        self.loading.shown.connect(self._learn_steps)
         self.compare_view.align_requested.connect(self.compare.realign_memory)
         self.compare_view.steps_requested.connect(self.compare.restep)
         self.compare_view.host_requested.connect(self.compare.rehost)
@@ -227,6 +228,13 @@ class MainWindow(QMainWindow):
         """Scans a path in the background for profiles and HParams data, then
         shows its latest session (or the HParams tab when it has only that)."""
         self.opening.open_path(path)
+
+    def _learn_steps(self) -> None:
+        """A shown timeline's ProfilerSteps tell the example queries which steps exist (until a query has read
+        every host's timelines, which knows them all)."""
+        stats = self.stats_view.stats
+        if stats is not None and self.query_runner.facts.steps is None and len(stats.step_numbers):
+            self.query_runner.learn_steps(stats.step_numbers.tolist())
 
     def _show_opened(self, path: str, repo: ProfileRepository | None, hparams: tuple | None) -> None:
         data = hparams[0] if hparams else None
