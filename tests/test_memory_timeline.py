@@ -101,3 +101,35 @@ def test_bad_rows_are_refused(tmp_path):
     bad.write_text("[[1, 2, 3, 99]]")
     with pytest.raises(ProfileError, match="out of range"):
         load_memory_timeline(bad)
+
+
+@pytest.mark.parametrize("name", ["cpu.json", "cpu.json.gz"])
+def test_coalesced_timeline_values_are_the_files(name):
+    times, sizes = read_json(FOLDER / name)
+    (a,) = load_memory_timeline(FOLDER / name).allocators.values()
+    assert a.memory_id == "cpu"
+    tl = a.timeline
+    first = min(times)
+    last_row = dict(zip(times, sizes))  # the first time comes twice: preexisting memory, then its own changes
+    for t, row in last_row.items():
+        i = int(np.searchsorted(tl.time_ps, (t - first) * 1_000_000, side="right")) - 1
+        assert category_totals(tl, i) == dict(zip(CATEGORIES, row[1:]))
+        assert tl.heap[i] == sum(row)
+    assert a.summary.peak_heap == max(map(sum, sizes)) == 227_776
+
+
+def test_raw_and_coalesced_forms_of_one_run_agree():
+    profiles = [load_memory_timeline(FOLDER / n).allocators["cpu"] for n in ("cpu.raw.json.gz", "cpu.json")]
+    ends = [category_totals(a.timeline, len(a.timeline) - 1) for a in profiles]
+    assert ends[0] == ends[1] and ends[0]["optimizer state"] == 76_896
+    assert profiles[0].summary.peak_heap == profiles[1].summary.peak_heap
+    assert profiles[0].timeline.time_ps[-1] // 1_000_000 == profiles[1].timeline.time_ps[-1] // 1_000_000
+    assert not profiles[0].notes[1:]  # raw rows pair exactly
+
+
+def test_sessions_lists_each_file_of_the_folder():
+    repo = open_repository(FOLDER)
+    [session] = repo.enum_sessions()
+    # cpu.raw.json.gz, cpu.json.gz and cpu.json are one host (the first in name order serves it).
+    assert session.hosts == ("cpu", "hta_memory_timeline")
+    assert session.tools == ("memory_profile",)
