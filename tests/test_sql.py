@@ -109,6 +109,7 @@ def test_kernels_and_ops_match_trace_stats(gpu):
         DATA / "xprof" / "small.xplane.pb",
         DATA / "xprof" / "small.memory_profile.json",
         DATA / "log_memory" / "eager-cpu.log",
+        DATA / "memory_timeline" / "hta_memory_timeline.raw.gz",
         GPU_MEMORY,
     ],
 )

@@ -15,6 +15,7 @@ from profscope.models.formats import (
     chrome_trace,
     log_memory,
     memory_profile_file,
+    memory_timeline,
     others,
     run_metadata_events,
     step_stats,
@@ -26,13 +27,10 @@ FORMATS = (
     run_metadata_events.FORMAT,
     step_stats.FORMAT,
     log_memory.FORMAT,
+    memory_timeline.FORMAT,
     chrome_trace.FORMAT,
     memory_profile_file.FORMAT,
 )
-
-
-# Names of other tools' files worth naming when met (PyTorch's memory timeline).
-OTHER_SUFFIXES = (".raw", ".raw.gz")
 
 
 def not_a_profile(path: Path) -> str | None:
@@ -41,15 +39,13 @@ def not_a_profile(path: Path) -> str | None:
     errors); None for files that do not (notes, checkpoints, event files
     without run metadata). Reads the file's head only."""
     reasons = [r for f in FORMATS if (r := f.refusal(path))]
-    if not reasons and not path.name.endswith(OTHER_SUFFIXES):
+    if not reasons:
         return None
     head = head_of(path)
     if head is None:
         return None
     if kind := others.what_it_is(path.name, head):
         return kind
-    if not reasons:
-        return None
     return f"{describe(head)}: " + "; ".join(dict.fromkeys(reasons))
 
 

@@ -4,8 +4,6 @@ is not. Profscope reads none of them."""
 
 from __future__ import annotations
 
-import re
-
 from profscope.models.core.sniff import json_keys
 
 # (keys the JSON object starts with, what it is)
@@ -17,8 +15,6 @@ JSON_KINDS = (
     ({"model_type", "transformers_version"}, "a model configuration (Hugging Face config.json)"),
     ({"class_name", "config"}, "a model configuration (Keras to_json)"),
 )
-# PyTorch's profile.export_memory_timeline(*.raw.gz): rows [time, action, [device...]?, size]
-MEMORY_TIMELINE = re.compile(rb"\s*\[\s*\[\s*-?\d+\s*,\s*\d+\s*,")
 
 
 # Other tools' data TensorFlow 2.2-2.3 wrote into profile sessions beside the files Profscope reads.
@@ -35,7 +31,4 @@ def what_it_is(name: str, head: bytes) -> str | None:
     for wanted, kind in JSON_KINDS:
         if wanted <= keys:
             return kind
-    if MEMORY_TIMELINE.match(head):
-        return ("PyTorch's memory timeline (export_memory_timeline's raw rows), which Profscope does not "
-                "read yet; export the profiler's Chrome trace with profile_memory=True instead")
     return None
