@@ -15,6 +15,7 @@ from profscope.models.formats import (
     chrome_trace,
     log_memory,
     memory_profile_file,
+    memory_pprof,
     others,
     run_metadata_events,
     step_stats,
@@ -27,6 +28,7 @@ FORMATS = (
     step_stats.FORMAT,
     log_memory.FORMAT,
     chrome_trace.FORMAT,
+    memory_pprof.FORMAT,
     memory_profile_file.FORMAT,
 )
 
