@@ -14,8 +14,8 @@ from profscope.models.core.sniff import describe, head_of
 from profscope.models.formats import (
     chrome_trace,
     log_memory,
-    memory_profile_file,
     memory_pprof,
+    memory_profile_file,
     others,
     run_metadata_events,
     step_stats,
