@@ -9,6 +9,7 @@ import pytest
 from conftest import DATA
 
 from profscope.models.core.task import ProfileError
+from profscope.models.formats import memory_pprof
 from profscope.models.formats.memory_pprof import FORMAT, load_pprof_memory
 from profscope.protos import pprof_pb2
 from profscope.viewer.cli import main
@@ -141,3 +142,18 @@ def test_diff_of_before_and_after(tmp_path, capsys):
     listcomp = next(row for row in cpu["peak_allocations"] if row["op"].startswith("<listcomp>"))
     assert (listcomp["baseline"]["count"], listcomp["candidate"]["count"]) == (3, 1)
     assert sorted(row["status"] for row in cpu["peak_allocations"]).count("added") == 1  # the new array
+
+
+def test_truncated_and_corrupt_data_is_a_profile_error():
+    raw = gzip.decompress(BEFORE.read_bytes())
+    for n in range(0, len(raw), 7):
+        try:
+            memory_pprof.parse_pprof_memory(raw[:n])
+        except ProfileError:
+            pass
+    p = decoded(BEFORE)
+    p.sample[2].value[1] = 2**62
+    with pytest.raises(ProfileError, match="2\\*\\*62 bytes"):
+        memory_pprof.parse_pprof_memory(p.SerializeToString())
+    with pytest.raises(ProfileError, match="gzip data is corrupt"):
+        memory_pprof.parse_pprof_memory(b"\x1f\x8b" + b"x" * 50)

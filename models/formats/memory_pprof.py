@@ -20,6 +20,7 @@ whole stack, innermost first. Data type and shape are not in the profile.
 from __future__ import annotations
 
 import gzip
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -89,7 +90,7 @@ def parse_pprof_memory(data: bytes | bytearray, host: str = "", source: str = ""
     if data[:2] == GZIP_MAGIC:
         try:
             data = gzip.decompress(data)
-        except (OSError, EOFError) as e:
+        except (OSError, EOFError, zlib.error) as e:
             raise ProfileError(f"{name}: the gzip data is corrupt ({e})") from None
     p = decode(pprof_pb2.Profile, data, f"{name}: the pprof profile")
     st = p.string_table
@@ -111,7 +112,7 @@ def parse_pprof_memory(data: bytes | bytearray, host: str = "", source: str = ""
 
     # Per allocator: sizes and per allocation (op, region) texts.
     groups: dict[str, list[tuple[int, int, str, str]]] = {}
-    total_allocations = 0
+    total_allocations = total_bytes = 0
     for s in p.sample:
         if len(s.value) != len(types):
             raise ProfileError(f"{name}: a sample has {len(s.value)} values for {len(types)} sample types")
@@ -119,8 +120,11 @@ def parse_pprof_memory(data: bytes | bytearray, host: str = "", source: str = ""
         if size < 0 or n < 0:
             raise ProfileError(f"{name}: a sample has a negative size or count ({size:,} bytes, {n:,} allocations)")
         total_allocations += n
+        total_bytes += size
         if total_allocations > MAX_ALLOCATIONS:
             raise ProfileError(f"{name}: more than {MAX_ALLOCATIONS:,} allocations; is the file corrupt?")
+        if total_bytes >= 2**62:
+            raise ProfileError(f"{name}: the samples add up to more than 2**62 bytes; is the file corrupt?")
         labels = {text(lab.key): text(lab.str) if lab.str else str(lab.num) for lab in s.label}
         kind = labels.get("kind", "")
         frames = [frame(line.function_id, line.line) for i in s.location_id if (loc := locations.get(i))
@@ -132,7 +136,7 @@ def parse_pprof_memory(data: bytes | bytearray, host: str = "", source: str = ""
         groups.setdefault(labels.get("device") or kind or "memory", []).append((size, n, op, region))
     if not groups:
         raise ProfileError(f"{name}: the pprof memory profile has no samples (no live buffers)")
-    time_ps = max(p.time_nanos, 0) * 1000
+    time_ps = min(max(p.time_nanos, 0), (2**63 - 1) // 1000) * 1000  # ps in int64
     allocators = {key: _allocator(key, rows, time_ps) for key, rows in groups.items()}
     return MemoryProfileData(host=host, allocators=allocators, source=name)
 
