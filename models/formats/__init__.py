@@ -14,6 +14,7 @@ from profscope.models.core.sniff import describe, head_of
 from profscope.models.formats import (
     chrome_trace,
     log_memory,
+    memory_pprof,
     memory_profile_file,
     memory_timeline,
     others,
@@ -29,6 +30,7 @@ FORMATS = (
     log_memory.FORMAT,
     memory_timeline.FORMAT,
     chrome_trace.FORMAT,
+    memory_pprof.FORMAT,
     memory_profile_file.FORMAT,
 )
 
