@@ -19,6 +19,7 @@ from profscope.models.formats import (
     others,
     run_metadata_events,
     step_stats,
+    torch_snapshot,
     xspace,
 )
 
@@ -28,6 +29,7 @@ FORMATS = (
     step_stats.FORMAT,
     log_memory.FORMAT,
     memory_timeline.FORMAT,
+    torch_snapshot.FORMAT,
     chrome_trace.FORMAT,
     memory_profile_file.FORMAT,
 )
