@@ -53,12 +53,12 @@ class _Mark:
 MARK = _Mark()
 
 
-def is_pickle(head: bytes) -> bool:
+def is_pickle(head: bytes | bytearray) -> bool:
     """Whether bytes start as a pickle of protocol 2-5 does."""
     return len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5
 
 
-def loads(data: bytes, what: str = "the pickle"):
+def loads(data: bytes | bytearray, what: str = "the pickle") -> object:
     """The plain object a pickle holds; ProfileError naming `what` when it
     holds anything else, is truncated or passes a limit."""
     try:
@@ -68,7 +68,7 @@ def loads(data: bytes, what: str = "the pickle"):
 
 
 class _Reader:
-    def __init__(self, data: bytes, what: str):
+    def __init__(self, data: bytes | bytearray, what: str) -> None:
         self.data = data
         self.what = what
         self.depth_limit = max_nesting()
@@ -83,7 +83,7 @@ class _Reader:
         return ProfileError(f"{self.what}: opcode {bytes([op])!r} at offset {at} is not one of plain data; "
                             "refusing to read it")
 
-    def run(self):  # noqa: C901 - one loop over the opcodes, fastest as one function
+    def run(self) -> object:  # noqa: C901 - one loop over the opcodes, fastest as one function
         data, n = self.data, len(self.data)
         if not is_pickle(data):
             raise ProfileError(f"{self.what}: not a pickle of protocol 2-5")

@@ -192,14 +192,14 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
     if timed and ni:
         time_ps[:ni] = 0
     activity = np.asarray(cols[1], np.int64)
-    size = np.asarray(cols[2], np.int64)
-    heap = np.cumsum(np.where(activity == ALLOCATION, size, -size)) if n else np.zeros(0, np.int64)
+    sizes = np.asarray(cols[2], np.int64)
+    heap = np.cumsum(np.where(activity == ALLOCATION, sizes, -sizes)) if n else np.zeros(0, np.int64)
     zeros = np.zeros(n, np.int64)
     table = list(strings)
     timeline = Snapshots(
         time_ps=time_ps, stack=zeros, heap=heap, free=zeros, fragmentation=np.zeros(n),
         peak_in_use=np.maximum.accumulate(heap) if n else zeros, activity=activity,
-        requested=np.asarray(cols[3], np.int64), allocation=size,
+        requested=np.asarray(cols[3], np.int64), allocation=sizes,
         address=np.asarray([a & 0xFFFFFFFFFFFFFFFF for a in cols[4]], np.uint64),
         step=zeros, op=np.asarray(cols[5], np.int32), region=np.asarray(cols[6], np.int32),
         dtype=np.asarray(cols[7], np.int32), shape=np.zeros(n, np.int32), strings=table,
