@@ -139,6 +139,12 @@ def _merged(trace: list) -> list[dict]:
 def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> AllocatorProfile:
     strings: dict[str, int] = {"": 0}
     sid = lambda s: strings.setdefault(s, len(strings))
+    ops: dict[int, int] = {}  # id of a frames list (the snapshot shares one per traceback) -> its op's string id
+
+    def op_of(frames) -> int:
+        if (op := ops.get(id(frames))) is None:
+            op = ops[id(frames)] = sid(top_frame(frames))
+        return op
     # Rows: (time, activity, size, requested, address, op, region, category); allocations before recording first.
     initial: list[tuple] = []
     actions: list[tuple] = []
@@ -154,7 +160,7 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
         t = (times[k] - first) * 1_000_000 if timed else (k + 1) * 1_000_000  # type: ignore[operator]
         addr, size = _int(e.get("addr")), _int(e.get("size"))
         if action == "alloc":
-            op = sid(top_frame(e.get("frames")))
+            op = op_of(e.get("frames"))
             open_at[addr] = len(actions)
             actions.append((t, ALLOCATION, size, size, addr, op, sid("alloc"), sid(str(e.get("category", "")))))
         elif action in ("free", "free_completed"):
@@ -163,7 +169,7 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
                 pairs.append((j, len(actions)))
                 _, _, size, _, _, op, _, cat = actions[j]
             else:
-                op, cat = sid(top_frame(e.get("frames"))), sid(str(e.get("category", "")))
+                op, cat = op_of(e.get("frames")), sid(str(e.get("category", "")))
                 initial.append((0, ALLOCATION, size, size, addr, op, sid(BEFORE + " (freed)"), cat))
                 pairs.append((-len(initial), len(actions)))
                 frees_unmatched += 1
