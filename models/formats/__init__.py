@@ -20,6 +20,7 @@ from profscope.models.formats import (
     others,
     run_metadata_events,
     step_stats,
+    torch_snapshot,
     xspace,
 )
 
@@ -29,6 +30,7 @@ FORMATS = (
     step_stats.FORMAT,
     log_memory.FORMAT,
     memory_timeline.FORMAT,
+    torch_snapshot.FORMAT,
     chrome_trace.FORMAT,
     memory_pprof.FORMAT,
     memory_profile_file.FORMAT,

@@ -1,0 +1,110 @@
+"""PyTorch CUDA memory snapshots (pickled, read without the unpickler) as memory profiles, checked against
+the numbers torch's own _memory_viz helpers gave for the same files (expected.json, from the producer)."""
+
+import json
+import pickle
+import shutil
+
+import numpy as np
+import pytest
+from conftest import DATA
+
+from profscope.models.core.task import ProfileError
+from profscope.models.formats.torch_snapshot import is_torch_snapshot, load_torch_snapshot, top_frame
+from profscope.models.repository.locations import open_repository
+from profscope.viewer.cli import main
+
+FOLDER = DATA / "torch_snapshot"
+TYPED = FOLDER / "typed_snapshot.pickle"
+PROFILE = FOLDER / "profile_snapshot.pickle"
+EXPECTED = json.loads((FOLDER / "expected.json").read_text())
+
+
+@pytest.mark.parametrize("path", [TYPED, PROFILE])
+def test_timelines_match_torchs_numbers(path):
+    profile = load_torch_snapshot(path)
+    expected = EXPECTED[path.name]
+    assert profile.memory_ids == sorted(expected)
+    for memory_id, want in expected.items():
+        a = profile.allocators[memory_id]
+        tl, timeline = a.timeline, want["timeline"]
+        initial = len(tl) - timeline["actions"]
+        assert initial >= 0 and (tl.heap[initial - 1] if initial else 0) == timeline["initial"]
+        assert (a.summary.peak_heap, int(tl.heap[-1])) == (timeline["peak"], timeline["final"])
+        assert a.summary.memory_capacity == want["reserved"]
+        assert int((tl.activity[initial:] == 1).sum()) == want["actions"].get("alloc", 0)
+        # The table at the peak holds exactly the bytes alive then, each allocation once.
+        assert a.peak_allocations.total_bytes == timeline["peak"]
+        assert "stack" not in a.peak_allocations.op
+        assert np.all(np.diff(tl.time_ps) >= 0)
+
+
+def test_what_is_alive_at_the_end_is_the_snapshots_active_blocks():
+    (a,) = load_torch_snapshot(PROFILE).allocators.values()
+    want = EXPECTED[PROFILE.name]["cuda:0"]
+    # _profile_to_snapshot sizes blocks by what was asked: the end of the timeline is segsum's total_allocated.
+    assert a.allocations_at(len(a.timeline) - 1).total_bytes == want["allocated_requested"]
+    assert want["allocated_requested"] == want["memory_lines_by_state"]["active_allocated"]
+
+
+def test_typed_snapshot_details():
+    profile = load_torch_snapshot(TYPED)
+    a = profile.allocators["cuda:0"]
+    ops = dict(zip(a.peak_allocations.region, a.peak_allocations.op))
+    assert ops["allocated before recording (in the snapshot)"] == "/work/train.py:10:step"  # the private pool's block
+    assert any("Out of memory: 67,108,864 bytes requested" in n for n in a.notes)
+    # the record_stream free (free_requested, other events, then free_completed) frees at its free_completed
+    regions = [a.timeline.strings[i] for i in a.timeline.region]
+    assert regions.count("free_completed") == 1 and regions.count("free") == 3
+
+
+def test_top_frame_follows_pytorchs_filter():
+    frames = [{"filename": "Python/ceval.c", "line": 1, "name": "_PyEval_EvalFrameDefault"},
+              {"filename": "c10/cuda/CUDACachingAllocator.cpp", "line": 9, "name": "malloc"},
+              {"filename": "/m/model.py", "line": 7, "name": "forward"}]
+    assert top_frame(frames) == "/m/model.py:7:forward"
+    assert top_frame(frames[:2]) == "c10/cuda/CUDACachingAllocator.cpp:9:malloc"
+    assert top_frame([]) == top_frame(frames[:1]) == "<block was allocated before _record_history was enabled>"
+
+
+def test_recognised_by_content_under_any_name(tmp_path, capsys):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    shutil.copy(TYPED, folder / "memory.bin")
+    shutil.copy(PROFILE, folder / "rank0_snapshot.pickle")
+    (folder / "other.pickle").write_bytes(pickle.dumps({"weights": [1.0]}, protocol=4))
+    assert main(["sessions", str(folder), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (session,) = out["sessions"]
+    assert session["hosts"] == ["memory.bin", "rank0_snapshot"] and "memory_profile" in session["availableTools"]
+    for protocol in (2, 3, 5):
+        assert is_torch_snapshot(pickle.dumps({"segments": [], "device_traces": []}, protocol=protocol))
+        assert is_torch_snapshot(pickle.dumps({"device_traces": []}, protocol=protocol))
+        assert not is_torch_snapshot(pickle.dumps({"segment": []}, protocol=protocol))
+    out_file = tmp_path / "memory.json"
+    assert main(["export", str(folder / "memory.bin"), "--tool", "memory_profile", "-o", str(out_file)]) == 0
+    doc = json.loads(out_file.read_text())
+    assert doc["memoryIds"] == ["cuda:0", "cuda:1"]
+    peak = doc["memoryProfilePerAllocator"]["cuda:0"]["profileSummary"]["peakStats"]["heapAllocatedBytes"]
+    assert int(peak) == EXPECTED[TYPED.name]["cuda:0"]["timeline"]["peak"]
+    assert len(open_repository(folder / "rank0_snapshot.pickle").enum_sessions()) == 1
+
+
+class Runs:
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return open, (self.path, "w")
+
+
+def test_a_snapshot_that_would_run_code_is_refused_and_nothing_runs(tmp_path, capsys):
+    sentinel = tmp_path / "ran"
+    path = tmp_path / "evil.pickle"
+    path.write_bytes(pickle.dumps({"segments": [], "device_traces": [[Runs(str(sentinel))]]}, protocol=4))
+    assert is_torch_snapshot(path.read_bytes()[:256])
+    with pytest.raises(ProfileError, match=r"opcode STACK_GLOBAL at offset \d+ would import or call code"):
+        load_torch_snapshot(path)
+    assert main(["export", str(path), "--tool", "memory_profile", "-o", str(tmp_path / "o.json")]) == 1
+    assert "STACK_GLOBAL" in capsys.readouterr().err
+    assert not sentinel.exists()
