@@ -147,6 +147,17 @@ def test_every_tab_is_filled_and_legible(opened, kind, size):
             assert unreadable(w) == [], f"{kind} {size} tab {w.tabs.tabText(index)}"
 
 
+def test_the_status_line_speaks_of_the_tab_in_front(flow_window):
+    w = flow_window
+    open_and_settle(w, KINDS["step_stats"][0])
+    click_tab(w, w.tabs.indexOf(w.memory_view))
+    assert "memory profile with" in w.status.text()
+    click_tab(w, w.tabs.indexOf(w.timeline_view))
+    assert "events on" in w.status.text()  # not the memory profile's line, loaded last
+    click_tab(w, w.tabs.indexOf(w.memory_view))
+    assert "memory profile with" in w.status.text()
+
+
 def test_a_file_without_a_timeline_has_no_timeline_tab(opened):
     w = opened("log_memory", SIZES[0])
     assert visible_tabs(w) == ["Memory", "Query"]

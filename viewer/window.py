@@ -134,6 +134,7 @@ class MainWindow(QMainWindow):
         self.tabs.currentChanged.connect(
             lambda i: self.tabs.widget(i) is self.memory_view and self.loading.show_memory_tab()
         )
+        self.tabs.currentChanged.connect(lambda i: self.loading.restate(self.tabs.widget(i)))
         self.timeline_view.step_requested.connect(self.loading.load_step)
         self.stats_view.step_range_requested.connect(self.loading.recompute_stats)
         self.query_view.jump_requested.connect(self.jumps.show_jump)

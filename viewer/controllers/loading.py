@@ -44,6 +44,7 @@ class LoadController(QObject):
         self.current_step = ""  # the step (run metadata tag) of the timeline tab
         self.stats_timeline: Timeline | None = None  # the timeline the Statistics tab was computed from
         self.requested: tuple | None = None  # (session, host, tool) last asked for
+        self.status_of: dict = {}  # tab view -> the status line of what it shows
         self.memory_wanted = False  # the Memory tab waits for the load under way to end, then loads its profile
         runner.cancelled.connect(self._cancelled)
 
@@ -63,6 +64,7 @@ class LoadController(QObject):
         self.memory_wanted = None not in (repo, self.repo) and self.tabs.currentWidget() is self.memory_view
         self.current = None
         self.memory_view.show_empty("Loading…" if self.memory_wanted else NOTHING_SHOWN)
+        self.status_of.clear()
         self.repo = repo
 
     def pick(self, target: tuple) -> None:
@@ -219,7 +221,9 @@ class LoadController(QObject):
         self.memory_view.set_profile(data, series)
         self.tabs.setCurrentWidget(self.memory_view)
         ids = ", ".join(data.memory_ids)
-        self.set_status(f"{session} / {host}: memory profile with {len(data.allocators)} allocator(s): {ids}")
+        self._shown_status(
+            (self.memory_view,), f"{session} / {host}: memory profile with {len(data.allocators)} allocator(s): {ids}"
+        )
         self.shown.emit()
 
     def _show_timeline(self, result) -> None:
@@ -240,9 +244,10 @@ class LoadController(QObject):
         else:
             self.tabs.setCurrentWidget(self.timeline_view)
         warn = f" Warnings: {'; '.join(timeline.warnings)}" if timeline.warnings else ""
-        self.set_status(
+        self._shown_status(
+            (self.timeline_view, self.stats_view),
             f"{session} / {host or ALL_HOSTS}{' / ' + step if step else ''}: {len(timeline):,} events on "
-            f"{len(timeline.groups)} device(s).{warn}"
+            f"{len(timeline.groups)} device(s).{warn}",
         )
         self.shown.emit()
         if self.memory_wanted and self.tabs.currentWidget() is self.memory_view and not self.runner.busy:
@@ -253,4 +258,17 @@ class LoadController(QObject):
         if timeline is not self.stats_timeline:
             return  # another timeline was loaded meanwhile
         self.stats_view.set_stats(stats)
-        self.set_status(f"{session} / {host or ALL_HOSTS}: statistics of {describe_range(stats.step_range)}.")
+        self._shown_status(
+            (self.stats_view,), f"{session} / {host or ALL_HOSTS}: statistics of {describe_range(stats.step_range)}."
+        )
+
+    def _shown_status(self, views: tuple, text: str) -> None:
+        """The status line of what was just shown, kept per tab so that turning to a tab shows its own."""
+        for view in views:
+            self.status_of[view] = text
+        self.set_status(text)
+
+    def restate(self, view) -> None:
+        """The tab `view` is now in front: the status line says what it shows (not another tab's last load)."""
+        if view in self.status_of and not self.runner.busy:
+            self.set_status(self.status_of[view])
