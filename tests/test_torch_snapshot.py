@@ -39,6 +39,18 @@ def test_timelines_match_torchs_numbers(path):
         assert np.all(np.diff(tl.time_ps) >= 0)
 
 
+@pytest.mark.parametrize("path", [TYPED, PROFILE])
+def test_reserved_over_time_matches_a_replay_of_the_segment_events(path):
+    for memory_id, want in EXPECTED[path.name].items():
+        tl = load_torch_snapshot(path).allocators[memory_id].timeline
+        reserved = tl.heap + tl.free  # the reserved part drawn above what is allocated
+        initial = len(tl) - want["timeline"]["actions"]
+        assert np.all(reserved[:initial] == want["reserved_timeline"]["before_first"])
+        runs = want["reserved_timeline"]["rows"]
+        assert reserved[initial:].tolist() == [v for v, count in runs for _ in range(count)]
+        assert reserved[-1] == want["reserved"] and np.all(tl.free >= 0)
+
+
 def test_what_is_alive_at_the_end_is_the_snapshots_active_blocks():
     (a,) = load_torch_snapshot(PROFILE).allocators.values()
     want = EXPECTED[PROFILE.name]["cuda:0"]

@@ -17,6 +17,14 @@ free), and each `active_allocated` block of the device's segments that no
 open allocation covers at the end (sized by its requested size); these are
 the timeline's first rows. Each allocation's op is its top user frame (the
 first frame PyTorch's frame filter keeps, a Python one when there is one).
+
+Reserved memory over time (each row's `free` is reserved less allocated): a
+segment_alloc or segment_map adds its size, a segment_free or segment_unmap
+takes it away; each row holds the reserved bytes until the next row (segment
+events come between rows, so a segment reserved and released between two
+rows is not seen). Reserved before recording began, as MemoryViz finds it: a
+segment freed or unmapped that the trace did not reserve, and each of the
+snapshot's segments less what the trace reserved inside it.
 """
 
 from __future__ import annotations
@@ -155,10 +163,22 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
     timed = all(type(t) is int for t in times) and bool(times)
     first = min(times) if timed else 0  # type: ignore[type-var]
     ooms, frees_unmatched = [], 0
+    seg_open: dict[int, int] = {}  # address -> size of each segment (or mapped range) reserved in the trace
+    reserved_before: list[int] = []  # per action row, the trace's net reserved bytes just before it
+    net = before = 0  # net: bytes reserved by the trace so far; before: reserved before recording, seen freed
     for k, e in enumerate(events):
         action = e.get("action")
         t = (times[k] - first) * 1_000_000 if timed else (k + 1) * 1_000_000  # type: ignore[operator]
         addr, size = _int(e.get("addr")), _int(e.get("size"))
+        if action in ("segment_alloc", "segment_map"):
+            seg_open[addr] = size
+            net += size
+        elif action in ("segment_free", "segment_unmap"):
+            if seg_open.pop(addr, None) is None:  # reserved before recording began
+                before += size
+            net -= size
+        elif action in ("alloc", "free", "free_completed"):
+            reserved_before.append(net)
         if action == "alloc":
             op = op_of(e.get("frames"))
             open_at[addr] = len(actions)
@@ -179,7 +199,10 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
     reserved = 0
     for seg in segments:
         addr = _int(seg.get("address"))
-        reserved += _int(seg.get("total_size"))
+        total = _int(seg.get("total_size"))
+        reserved += total
+        # MemoryViz: a segment the trace did not reserve was there before recording (less what the trace mapped in it)
+        before += max(total - sum(n for a, n in seg_open.items() if addr <= a < addr + total), 0)
         for b in seg.get("blocks", []) if isinstance(seg.get("blocks"), list) else []:
             if not isinstance(b, dict):
                 continue
@@ -188,10 +211,14 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
                 initial.append((0, ALLOCATION, req, req, addr, sid(top_frame(b.get("frames"))),
                                 sid(BEFORE + " (in the snapshot)"), sid(str(b.get("category", "")))))
             addr += _int(b.get("size"))
+    # Reserved bytes while each row holds: up to the next row (segment events only come between rows).
+    after = reserved_before[1:] + [net]
     if not actions and initial:  # MemoryViz: a flat graph of what the snapshot holds
         actions.append(initial.pop())
+        after = [net]
     rows = initial + actions
     ni = len(initial)
+    reserved_at = before + np.asarray([reserved_before[0] if reserved_before else net] * ni + after, np.int64)
     n = len(rows)
     cols = list(zip(*rows)) if rows else [()] * 8
     time_ps = np.asarray(cols[0], np.int64)
@@ -201,9 +228,10 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
     sizes = np.asarray(cols[2], np.int64)
     heap = np.cumsum(np.where(activity == ALLOCATION, sizes, -sizes)) if n else np.zeros(0, np.int64)
     zeros = np.zeros(n, np.int64)
+    free = np.maximum(reserved_at[:n] - heap, 0)
     table = list(strings)
     timeline = Snapshots(
-        time_ps=time_ps, stack=zeros, heap=heap, free=zeros, fragmentation=np.zeros(n),
+        time_ps=time_ps, stack=zeros, heap=heap, free=free, fragmentation=np.zeros(n),
         peak_in_use=np.maximum.accumulate(heap) if n else zeros, activity=activity,
         requested=np.asarray(cols[3], np.int64), allocation=sizes,
         address=np.asarray([a & 0xFFFFFFFFFFFFFFFF for a in cols[4]], np.uint64),
