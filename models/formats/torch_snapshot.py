@@ -153,7 +153,8 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
         if (op := ops.get(id(frames))) is None:
             op = ops[id(frames)] = sid(top_frame(frames))
         return op
-    # Rows: (time, activity, size, requested, address, op, region, category); allocations before recording first.
+    # Rows: (time, activity, size, requested, address, op, region, category, frames); allocations before recording
+    # first.
     initial: list[tuple] = []
     actions: list[tuple] = []
     open_at: dict[int, int] = {}  # address -> index into actions of its open allocation
@@ -182,18 +183,19 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
         if action == "alloc":
             op = op_of(e.get("frames"))
             open_at[addr] = len(actions)
-            actions.append((t, ALLOCATION, size, size, addr, op, sid("alloc"), sid(str(e.get("category", "")))))
+            actions.append((t, ALLOCATION, size, size, addr, op, sid("alloc"), sid(str(e.get("category", ""))),
+                            e.get("frames")))
         elif action in ("free", "free_completed"):
             if addr in open_at:
                 j = open_at.pop(addr)
                 pairs.append((j, len(actions)))
-                _, _, size, _, _, op, _, cat = actions[j]
+                _, _, size, _, _, op, _, cat, _ = actions[j]
             else:
                 op, cat = op_of(e.get("frames")), sid(str(e.get("category", "")))
-                initial.append((0, ALLOCATION, size, size, addr, op, sid(BEFORE + " (freed)"), cat))
+                initial.append((0, ALLOCATION, size, size, addr, op, sid(BEFORE + " (freed)"), cat, e.get("frames")))
                 pairs.append((-len(initial), len(actions)))
                 frees_unmatched += 1
-            actions.append((t, DEALLOCATION, size, size, addr, op, sid(str(action)), cat))
+            actions.append((t, DEALLOCATION, size, size, addr, op, sid(str(action)), cat, None))
         elif action == "oom":
             ooms.append((size, _int(e.get("device_free"))))
     reserved = 0
@@ -209,7 +211,7 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
             if b.get("state") == "active_allocated" and addr not in open_at:
                 req = _int(b.get("requested_size", b.get("size")))
                 initial.append((0, ALLOCATION, req, req, addr, sid(top_frame(b.get("frames"))),
-                                sid(BEFORE + " (in the snapshot)"), sid(str(b.get("category", "")))))
+                                sid(BEFORE + " (in the snapshot)"), sid(str(b.get("category", ""))), b.get("frames")))
             addr += _int(b.get("size"))
     # Reserved bytes while each row holds: up to the next row (segment events only come between rows).
     after = reserved_before[1:] + [net]
@@ -220,7 +222,7 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
     ni = len(initial)
     reserved_at = before + np.asarray([reserved_before[0] if reserved_before else net] * ni + after, np.int64)
     n = len(rows)
-    cols = list(zip(*rows)) if rows else [()] * 8
+    cols = list(zip(*rows)) if rows else [()] * 9
     time_ps = np.asarray(cols[0], np.int64)
     if timed and ni:
         time_ps[:ni] = 0
@@ -249,6 +251,10 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
         memory_id=memory_id, timeline=timeline, summary=summary,
         peak_allocations=None,  # type: ignore[arg-type]  # set below, from the profile
         complete=True, stored_snapshots=timeline, lifetimes=(allocs, frees[allocs]),
+        frames={i: f for i, f in enumerate(cols[8]) if isinstance(f, list) and f},
+        top_frame=np.where((activity == ALLOCATION) & (timeline.op != strings[NO_FRAMES]), timeline.op, 0)
+        if NO_FRAMES in strings else np.where(activity == ALLOCATION, timeline.op, 0),
+        segments=segment_columns(segments),
     )
     profile.peak_allocations = (
         profile.allocations_at(profile.peak_index) if n else merge_rows(timeline, np.zeros(0, np.int64), []))
@@ -261,6 +267,34 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
     for want, free in ooms:
         profile.notes.append(f"Out of memory: {want:,} bytes requested, {free:,} bytes free on the device.")
     return profile
+
+
+def segment_columns(segments: list[dict]) -> dict[str, list]:
+    """The SQL segments table's columns for a device's segments (sizes the snapshot leaves out are its blocks')."""
+    cols: dict[str, list] = {c: [] for c in ("address", "total_bytes", "allocated_bytes", "active_bytes",
+                                             "requested_bytes", "stream", "segment_type", "pool_id", "is_expandable")}
+    for seg in segments:
+        blocks = [b for b in seg.get("blocks", []) if isinstance(b, dict)] if isinstance(seg.get("blocks"), list) else []
+        allocated = [b for b in blocks if b.get("state") == "active_allocated"]
+        pool = seg.get("segment_pool_id")
+        expandable = seg.get("is_expandable")
+        cols["address"].append(_int(seg.get("address")) & 0xFFFFFFFFFFFFFFFF)
+        cols["total_bytes"].append(_int(seg.get("total_size")))
+        cols["allocated_bytes"].append(_sized(seg, "allocated_size", allocated, "size"))
+        cols["active_bytes"].append(_sized(seg, "active_size", [b for b in blocks if str(
+            b.get("state", "")).startswith("active")], "size"))
+        cols["requested_bytes"].append(_sized(seg, "requested_size", allocated, "requested_size"))
+        cols["stream"].append(_int(seg.get("stream")))
+        cols["segment_type"].append(str(seg.get("segment_type", "")))
+        cols["pool_id"].append(",".join(str(p) for p in pool) if isinstance(pool, (list, tuple)) else None)
+        cols["is_expandable"].append(int(expandable) if isinstance(expandable, bool) else None)
+    return cols
+
+
+def _sized(seg: dict, key: str, blocks: list[dict], block_key: str) -> int:
+    if type(seg.get(key)) is int:
+        return seg[key]
+    return sum(_int(b.get(block_key, b.get("size"))) for b in blocks)
 
 
 class TorchSnapshotFormat(Format):
