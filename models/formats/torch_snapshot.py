@@ -264,8 +264,8 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
         profile.notes.append(f"{ni:,} allocations were made before recording began ({frees_unmatched:,} seen "
                              "freed, the rest from the snapshot's active blocks).")
     profile.notes.append(f"Reserved in segments at the snapshot: {reserved:,} bytes in {len(segments):,} segments.")
-    for want, free in ooms:
-        profile.notes.append(f"Out of memory: {want:,} bytes requested, {free:,} bytes free on the device.")
+    for want, device_free in ooms:
+        profile.notes.append(f"Out of memory: {want:,} bytes requested, {device_free:,} bytes free on the device.")
     return profile
 
 
@@ -274,7 +274,8 @@ def segment_columns(segments: list[dict]) -> dict[str, list]:
     cols: dict[str, list] = {c: [] for c in ("address", "total_bytes", "allocated_bytes", "active_bytes",
                                              "requested_bytes", "stream", "segment_type", "pool_id", "is_expandable")}
     for seg in segments:
-        blocks = [b for b in seg.get("blocks", []) if isinstance(b, dict)] if isinstance(seg.get("blocks"), list) else []
+        listed = seg.get("blocks")
+        blocks = [b for b in listed if isinstance(b, dict)] if isinstance(listed, list) else []
         allocated = [b for b in blocks if b.get("state") == "active_allocated"]
         pool = seg.get("segment_pool_id")
         expandable = seg.get("is_expandable")
