@@ -387,6 +387,7 @@ def test_parquet_round_trip(gpu, exported):
         DATA / "step_stats" / "step_stats.pbtxt",  # StepStats names
         DATA / "log_memory" / "graph-bfc-onednn.log.gz",  # LogMemory replay: allocations freed and open
         GPU_MEMORY,  # Kineto: categories, flows, kernels and ops views, memory events
+        DATA / "torch_snapshot" / "typed_snapshot.pickle",  # segments, frames, top frames (NULL for some)
     ],
     ids=lambda p: p.name,
 )

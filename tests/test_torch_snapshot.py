@@ -12,6 +12,7 @@ from conftest import DATA
 from profscope.models.core.task import ProfileError
 from profscope.models.formats.torch_snapshot import is_torch_snapshot, load_torch_snapshot, top_frame
 from profscope.models.repository.locations import open_repository
+from profscope.models.sql.database import ProfileDatabase
 from profscope.viewer.cli import main
 
 FOLDER = DATA / "torch_snapshot"
@@ -39,6 +40,18 @@ def test_timelines_match_torchs_numbers(path):
         assert np.all(np.diff(tl.time_ps) >= 0)
 
 
+@pytest.mark.parametrize("path", [TYPED, PROFILE])
+def test_reserved_over_time_matches_a_replay_of_the_segment_events(path):
+    for memory_id, want in EXPECTED[path.name].items():
+        tl = load_torch_snapshot(path).allocators[memory_id].timeline
+        reserved = tl.heap + tl.free  # the reserved part drawn above what is allocated
+        initial = len(tl) - want["timeline"]["actions"]
+        assert np.all(reserved[:initial] == want["reserved_timeline"]["before_first"])
+        runs = want["reserved_timeline"]["rows"]
+        assert reserved[initial:].tolist() == [v for v, count in runs for _ in range(count)]
+        assert reserved[-1] == want["reserved"] and np.all(tl.free >= 0)
+
+
 def test_what_is_alive_at_the_end_is_the_snapshots_active_blocks():
     (a,) = load_torch_snapshot(PROFILE).allocators.values()
     want = EXPECTED[PROFILE.name]["cuda:0"]
@@ -56,6 +69,31 @@ def test_typed_snapshot_details():
     # the record_stream free (free_requested, other events, then free_completed) frees at its free_completed
     regions = [a.timeline.strings[i] for i in a.timeline.region]
     assert regions.count("free_completed") == 1 and regions.count("free") == 3
+
+
+@pytest.mark.parametrize("path", [TYPED, PROFILE])
+def test_sql_segments_frames_and_top_frames(path):
+    db = ProfileDatabase.open(path)
+    q = lambda sql: db.query(sql).table.to_pylist()
+    for memory_id, want in EXPECTED[path.name].items():
+        (row,) = q(f"SELECT count(*) AS n, sum(total_bytes) AS total, sum(allocated_bytes) AS allocated, "
+                   f"sum(requested_bytes) AS requested FROM segments WHERE allocator = '{memory_id}'")
+        assert (row["total"], row["allocated"]) == (want["reserved"], want["active_block_bytes"])
+        assert row["requested"] == want["allocated_requested"]
+        # an allocation's top frame is one of its frames (profile_snapshot's frames: only a name)
+        (row,) = q(f"SELECT count(top_frame) AS top, count(*) FILTER (WHERE EXISTS (SELECT 1 FROM frames f WHERE "
+                   "f.allocator = a.allocator AND f.allocation = a.snapshot AND a.top_frame = CASE WHEN f.filename IN "
+                   "('', 'none') THEN f.name ELSE f.filename || ':' || f.line || ':' || f.name END)) AS found "
+                   f"FROM allocations a WHERE allocator = '{memory_id}' AND region = 'alloc'")
+        assert row["top"] == row["found"] > 0
+    if path == TYPED:
+        assert q("SELECT count(top_frame) AS n FROM allocations WHERE region = 'alloc'") == [{"n": 7}]
+        assert q("SELECT pool_id FROM segments WHERE pool_id <> '0,0'") == [{"pool_id": "1,3"}]
+        # the allocation seen freed before recording has no frames: no top frame
+        assert q("SELECT top_frame FROM allocations WHERE region LIKE '%(freed)'") == [{"top_frame": None}]
+        assert q("SELECT max(depth) AS d, count(DISTINCT allocation) AS n FROM frames WHERE allocator = 'cuda:1'") == [
+            {"d": 2, "n": 2}]
+    db.close()
 
 
 def test_top_frame_follows_pytorchs_filter():

@@ -174,6 +174,13 @@ class AllocatorProfile:
     lifetimes: tuple[np.ndarray, np.ndarray] | None = None
     # What the reader could not use (rows of a given table whose reference finds nothing), for the view.
     notes: list[str] = field(default_factory=list)
+    # Sources with call stacks (PyTorch snapshots): each allocation's frames by its timeline row, innermost
+    # first, each a dict of name, filename and line; its top user frame by row (ids into timeline.strings, 0
+    # where none).
+    frames: dict[int, list] | None = None
+    top_frame: np.ndarray | None = None
+    # Sources that list the allocator's segments (PyTorch snapshots): columns of the SQL segments table.
+    segments: dict[str, list] | None = None
 
     @property
     def peak_rows_given(self) -> bool:

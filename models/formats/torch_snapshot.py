@@ -17,6 +17,14 @@ free), and each `active_allocated` block of the device's segments that no
 open allocation covers at the end (sized by its requested size); these are
 the timeline's first rows. Each allocation's op is its top user frame (the
 first frame PyTorch's frame filter keeps, a Python one when there is one).
+
+Reserved memory over time (each row's `free` is reserved less allocated): a
+segment_alloc or segment_map adds its size, a segment_free or segment_unmap
+takes it away; each row holds the reserved bytes until the next row (segment
+events come between rows, so a segment reserved and released between two
+rows is not seen). Reserved before recording began, as MemoryViz finds it: a
+segment freed or unmapped that the trace did not reserve, and each of the
+snapshot's segments less what the trace reserved inside it.
 """
 
 from __future__ import annotations
@@ -145,7 +153,8 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
         if (op := ops.get(id(frames))) is None:
             op = ops[id(frames)] = sid(top_frame(frames))
         return op
-    # Rows: (time, activity, size, requested, address, op, region, category); allocations before recording first.
+    # Rows: (time, activity, size, requested, address, op, region, category, frames); allocations before recording
+    # first.
     initial: list[tuple] = []
     actions: list[tuple] = []
     open_at: dict[int, int] = {}  # address -> index into actions of its open allocation
@@ -155,45 +164,65 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
     timed = all(type(t) is int for t in times) and bool(times)
     first = min(times) if timed else 0  # type: ignore[type-var]
     ooms, frees_unmatched = [], 0
+    seg_open: dict[int, int] = {}  # address -> size of each segment (or mapped range) reserved in the trace
+    reserved_before: list[int] = []  # per action row, the trace's net reserved bytes just before it
+    net = before = 0  # net: bytes reserved by the trace so far; before: reserved before recording, seen freed
     for k, e in enumerate(events):
         action = e.get("action")
         t = (times[k] - first) * 1_000_000 if timed else (k + 1) * 1_000_000  # type: ignore[operator]
         addr, size = _int(e.get("addr")), _int(e.get("size"))
+        if action in ("segment_alloc", "segment_map"):
+            seg_open[addr] = size
+            net += size
+        elif action in ("segment_free", "segment_unmap"):
+            if seg_open.pop(addr, None) is None:  # reserved before recording began
+                before += size
+            net -= size
+        elif action in ("alloc", "free", "free_completed"):
+            reserved_before.append(net)
         if action == "alloc":
             op = op_of(e.get("frames"))
             open_at[addr] = len(actions)
-            actions.append((t, ALLOCATION, size, size, addr, op, sid("alloc"), sid(str(e.get("category", "")))))
+            actions.append((t, ALLOCATION, size, size, addr, op, sid("alloc"), sid(str(e.get("category", ""))),
+                            e.get("frames")))
         elif action in ("free", "free_completed"):
             if addr in open_at:
                 j = open_at.pop(addr)
                 pairs.append((j, len(actions)))
-                _, _, size, _, _, op, _, cat = actions[j]
+                _, _, size, _, _, op, _, cat, _ = actions[j]
             else:
                 op, cat = op_of(e.get("frames")), sid(str(e.get("category", "")))
-                initial.append((0, ALLOCATION, size, size, addr, op, sid(BEFORE + " (freed)"), cat))
+                initial.append((0, ALLOCATION, size, size, addr, op, sid(BEFORE + " (freed)"), cat, e.get("frames")))
                 pairs.append((-len(initial), len(actions)))
                 frees_unmatched += 1
-            actions.append((t, DEALLOCATION, size, size, addr, op, sid(str(action)), cat))
+            actions.append((t, DEALLOCATION, size, size, addr, op, sid(str(action)), cat, None))
         elif action == "oom":
             ooms.append((size, _int(e.get("device_free"))))
     reserved = 0
     for seg in segments:
         addr = _int(seg.get("address"))
-        reserved += _int(seg.get("total_size"))
+        total = _int(seg.get("total_size"))
+        reserved += total
+        # MemoryViz: a segment the trace did not reserve was there before recording (less what the trace mapped in it)
+        before += max(total - sum(n for a, n in seg_open.items() if addr <= a < addr + total), 0)
         for b in seg.get("blocks", []) if isinstance(seg.get("blocks"), list) else []:
             if not isinstance(b, dict):
                 continue
             if b.get("state") == "active_allocated" and addr not in open_at:
                 req = _int(b.get("requested_size", b.get("size")))
                 initial.append((0, ALLOCATION, req, req, addr, sid(top_frame(b.get("frames"))),
-                                sid(BEFORE + " (in the snapshot)"), sid(str(b.get("category", "")))))
+                                sid(BEFORE + " (in the snapshot)"), sid(str(b.get("category", ""))), b.get("frames")))
             addr += _int(b.get("size"))
+    # Reserved bytes while each row holds: up to the next row (segment events only come between rows).
+    after = reserved_before[1:] + [net]
     if not actions and initial:  # MemoryViz: a flat graph of what the snapshot holds
         actions.append(initial.pop())
+        after = [net]
     rows = initial + actions
     ni = len(initial)
+    reserved_at = before + np.asarray([reserved_before[0] if reserved_before else net] * ni + after, np.int64)
     n = len(rows)
-    cols = list(zip(*rows)) if rows else [()] * 8
+    cols = list(zip(*rows)) if rows else [()] * 9
     time_ps = np.asarray(cols[0], np.int64)
     if timed and ni:
         time_ps[:ni] = 0
@@ -201,9 +230,10 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
     sizes = np.asarray(cols[2], np.int64)
     heap = np.cumsum(np.where(activity == ALLOCATION, sizes, -sizes)) if n else np.zeros(0, np.int64)
     zeros = np.zeros(n, np.int64)
+    free = np.maximum(reserved_at[:n] - heap, 0)
     table = list(strings)
     timeline = Snapshots(
-        time_ps=time_ps, stack=zeros, heap=heap, free=zeros, fragmentation=np.zeros(n),
+        time_ps=time_ps, stack=zeros, heap=heap, free=free, fragmentation=np.zeros(n),
         peak_in_use=np.maximum.accumulate(heap) if n else zeros, activity=activity,
         requested=np.asarray(cols[3], np.int64), allocation=sizes,
         address=np.asarray([a & 0xFFFFFFFFFFFFFFFF for a in cols[4]], np.uint64),
@@ -221,6 +251,10 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
         memory_id=memory_id, timeline=timeline, summary=summary,
         peak_allocations=None,  # type: ignore[arg-type]  # set below, from the profile
         complete=True, stored_snapshots=timeline, lifetimes=(allocs, frees[allocs]),
+        frames={i: f for i, f in enumerate(cols[8]) if isinstance(f, list) and f},
+        top_frame=np.where((activity == ALLOCATION) & (timeline.op != strings[NO_FRAMES]), timeline.op, 0)
+        if NO_FRAMES in strings else np.where(activity == ALLOCATION, timeline.op, 0),
+        segments=segment_columns(segments),
     )
     profile.peak_allocations = (
         profile.allocations_at(profile.peak_index) if n else merge_rows(timeline, np.zeros(0, np.int64), []))
@@ -230,9 +264,38 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
         profile.notes.append(f"{ni:,} allocations were made before recording began ({frees_unmatched:,} seen "
                              "freed, the rest from the snapshot's active blocks).")
     profile.notes.append(f"Reserved in segments at the snapshot: {reserved:,} bytes in {len(segments):,} segments.")
-    for want, free in ooms:
-        profile.notes.append(f"Out of memory: {want:,} bytes requested, {free:,} bytes free on the device.")
+    for want, device_free in ooms:
+        profile.notes.append(f"Out of memory: {want:,} bytes requested, {device_free:,} bytes free on the device.")
     return profile
+
+
+def segment_columns(segments: list[dict]) -> dict[str, list]:
+    """The SQL segments table's columns for a device's segments (sizes the snapshot leaves out are its blocks')."""
+    cols: dict[str, list] = {c: [] for c in ("address", "total_bytes", "allocated_bytes", "active_bytes",
+                                             "requested_bytes", "stream", "segment_type", "pool_id", "is_expandable")}
+    for seg in segments:
+        listed = seg.get("blocks")
+        blocks = [b for b in listed if isinstance(b, dict)] if isinstance(listed, list) else []
+        allocated = [b for b in blocks if b.get("state") == "active_allocated"]
+        pool = seg.get("segment_pool_id")
+        expandable = seg.get("is_expandable")
+        cols["address"].append(_int(seg.get("address")) & 0xFFFFFFFFFFFFFFFF)
+        cols["total_bytes"].append(_int(seg.get("total_size")))
+        cols["allocated_bytes"].append(_sized(seg, "allocated_size", allocated, "size"))
+        cols["active_bytes"].append(_sized(seg, "active_size", [b for b in blocks if str(
+            b.get("state", "")).startswith("active")], "size"))
+        cols["requested_bytes"].append(_sized(seg, "requested_size", allocated, "requested_size"))
+        cols["stream"].append(_int(seg.get("stream")))
+        cols["segment_type"].append(str(seg.get("segment_type", "")))
+        cols["pool_id"].append(",".join(str(p) for p in pool) if isinstance(pool, (list, tuple)) else None)
+        cols["is_expandable"].append(int(expandable) if isinstance(expandable, bool) else None)
+    return cols
+
+
+def _sized(seg: dict, key: str, blocks: list[dict], block_key: str) -> int:
+    if type(seg.get(key)) is int:
+        return seg[key]
+    return sum(_int(b.get(block_key, b.get("size"))) for b in blocks)
 
 
 class TorchSnapshotFormat(Format):

@@ -438,14 +438,48 @@ class ProfileDatabase:
                     **{name: _dictionary(getattr(s, name)[allocs], strings) for name, _ in ACTIVITY_COLUMNS},
                 }
             )
+            if a.top_frame is not None:  # where the source has call stacks; NULL elsewhere
+                columns = columns.append_column("top_frame", _dictionary(a.top_frame[allocs], strings))
             exprs = {c: c for c in columns.column_names} | {
                 "freed_snapshot": _NullIf("freed_snapshot"),
                 "alloc_time_ns": _Ns("alloc_time_ps"),
                 "free_time_ns": "CASE WHEN freed_snapshot < 0 THEN NULL ELSE free_time_ps // 1000 END",
                 "free_step": "CASE WHEN freed_snapshot < 0 THEN NULL ELSE free_step END",
             }
+            if a.top_frame is not None:
+                exprs["top_frame"] = "NULLIF(top_frame, '')"
             parts.append(self._part(columns, exprs, session=session, host=host, allocator=memory_id))
         self._view("allocations", parts)
+
+    def _load_segments(self, task: TaskState) -> None:
+        parts = []
+        for session, host, memory_id, a in self._allocator_list(task):
+            if a.segments and a.segments["address"]:
+                columns = pa.table({c: pa.array(v, pa.uint64()) if c == "address" else v
+                                    for c, v in a.segments.items()})
+                exprs = {c: c for c in columns.column_names}
+                parts.append(self._part(columns, exprs, session=session, host=host, allocator=memory_id))
+        self._view("segments", parts)
+
+    def _load_frames(self, task: TaskState) -> None:
+        parts = []
+        for session, host, memory_id, a in self._allocator_list(task):
+            cols: dict[str, list] = {"allocation": [], "depth": [], "name": [], "filename": [], "line": []}
+            for row, frames in (a.frames or {}).items():
+                for depth, f in enumerate(frames):
+                    if isinstance(f, dict):
+                        line = f.get("line")
+                        cols["allocation"].append(row)
+                        cols["depth"].append(depth)
+                        cols["name"].append(str(f.get("name", "")))
+                        cols["filename"].append(str(f.get("filename", "")))
+                        cols["line"].append(line if type(line) is int else None)
+            if cols["allocation"]:
+                columns = pa.table({c: pa.array(v, pa.int64()) if c in ("allocation", "line") else v
+                                    for c, v in cols.items()})
+                exprs = {c: c for c in columns.column_names}
+                parts.append(self._part(columns, exprs, session=session, host=host, allocator=memory_id))
+        self._view("frames", parts)
 
     def _hparams_sessions(self) -> list:
         return self.hparams.sessions(self.hparams.experiment().metric_infos) if self.hparams is not None else []

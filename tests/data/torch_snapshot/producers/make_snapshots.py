@@ -1,6 +1,8 @@
 """Writes the PyTorch memory snapshot fixtures and the numbers torch's own helpers give for them.
 
-    pip install torch && python make_snapshots.py OUT_DIR
+    pip install torch && python make_snapshots.py OUT_DIR [--existing]
+
+(--existing: the numbers for the snapshots already in OUT_DIR, leaving them as they are.)
 
 - profile_snapshot.pickle: three CPU training steps of a small MLP profiled with profile_memory=True, made a
   snapshot by torch.cuda._memory_viz._profile_to_snapshot (without a GPU its device 0 is the CPU);
@@ -8,7 +10,9 @@
   segments with blocks (one in a private pool), every trace action, one allocation made before recording;
 - expected.json: per file and device, what torch.cuda._memory_viz's helpers (segsum's per-block sizes via
   _block_extra and calc_active, trace's entry counts, memory's flame-graph lines) say, and the Active Memory
-  Timeline's peak replayed here by MemoryViz.js's process_alloc_data rules (plain dictionaries).
+  Timeline's peak replayed here by MemoryViz.js's process_alloc_data rules (plain dictionaries), and the bytes
+  reserved in segments at each of its rows (segment_alloc/map add, segment_free/unmap take away; what was reserved
+  before recording is the snapshot's total less the trace's net change, as MemoryViz sizes its pools).
 """
 
 import json
@@ -142,6 +146,33 @@ def timeline_peak(snapshot, device):
     return {"initial": initial, "peak": max(totals), "final": totals[-1], "actions": len(steps)}
 
 
+def reserved_timeline(snapshot, device):
+    """Reserved bytes before the timeline's first action, and while each action's row holds (up to the next
+    action), run-length coded."""
+    trace = snapshot["device_traces"][device]
+    total = sum(s["total_size"] for s in snapshot["segments"] if s["device"] == device)
+    sign = {"segment_alloc": 1, "segment_map": 1, "segment_free": -1, "segment_unmap": -1}
+    reserved = total - sum(sign.get(e["action"], 0) * e["size"] for e in trace)
+    first, values = None, []
+    for e in trace:
+        if e["action"] in sign:
+            reserved += sign[e["action"]] * e["size"]
+        elif e["action"] in ("alloc", "free_completed"):  # one row each (a free_requested joins its completion)
+            if first is None:
+                first = reserved
+            else:
+                values.append(reserved)
+    if first is not None:
+        values.append(reserved)
+    runs = []
+    for v in values:
+        if runs and runs[-1][0] == v:
+            runs[-1][1] += 1
+        else:
+            runs.append([v, 1])
+    return {"before_first": reserved if first is None else first, "rows": runs}
+
+
 def trace_entries(one):
     """The "N entries" trace() prints (it needs allocated_size, which _profile_to_snapshot leaves out)."""
     try:
@@ -172,13 +203,18 @@ def numbers(snapshot):
             "active_block_bytes": sum(viz.calc_active(s) for s in segs),
             "memory_lines_by_state": by_state,
             "timeline": timeline_peak(snapshot, device),
+            "reserved_timeline": reserved_timeline(snapshot, device),
         }
     return devices
 
 
 expected = {"torch": torch.__version__}
-for name, snapshot in (("typed_snapshot.pickle", typed_snapshot()), ("profile_snapshot.pickle", profile_snapshot())):
-    (out / name).write_bytes(pickle.dumps(snapshot, protocol=4))
+for name, make in (("typed_snapshot.pickle", typed_snapshot), ("profile_snapshot.pickle", profile_snapshot)):
+    if "--existing" in sys.argv:
+        snapshot = pickle.loads((out / name).read_bytes())
+    else:
+        snapshot = make()
+        (out / name).write_bytes(pickle.dumps(snapshot, protocol=4))
     viz.segsum(snapshot)  # its own accounting checks pass
     expected[name] = numbers(snapshot)
 (out / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
