@@ -4,6 +4,7 @@ Each extension is named after the package it serves (profscope.models.<feature>.
 source sits in that package's folder; the shared headers are in models/native/."""
 
 import sys
+from glob import glob
 
 import numpy
 from setuptools import Extension, setup
@@ -37,8 +38,7 @@ EXTENSIONS = [  # (module, source, what it does)
     ("profscope.models.formats.xspace._trace", "models/formats/xspace/_trace.c"),  # trace_viewer JSON rows of XEvents
     ("profscope.models.sql._parquet", "models/sql/_parquet.c"),  # Parquet value encodings
 ]
-HEADERS = ["models/native/_cbuffers.h", "models/native/protowire.h", "models/native/json_write.h",
-           "models/native/json_lex.h", "models/native/intern.h", "models/native/portable.h", "models/formats/_labels.h"]
+HEADERS = [*sorted(glob("models/native/*.h")), "models/formats/_labels.h"]  # a change to one rebuilds every extension
 
 WINDOWS_LIBRARIES = ["bcrypt"]  # portable.h's seed: BCryptGenRandom
 
