@@ -55,7 +55,7 @@ def proto_fields(head: bytes, most: int = 8) -> list[tuple[int, int]] | None:
     fields: list[tuple[int, int]] = []
     p = 0
     while p < len(head) and len(fields) < most:
-        tag, p = _varint(head, p)
+        tag, p = varint(head, p)
         if tag is None:
             return fields or None  # the head ends inside the tag
         number, wire = tag >> 3, tag & 7
@@ -63,18 +63,19 @@ def proto_fields(head: bytes, most: int = 8) -> list[tuple[int, int]] | None:
             return None
         fields.append((number, wire))
         if wire == 0:
-            _, p = _varint(head, p)
+            _, p = varint(head, p)
         elif wire == 1:
             p += 8
         elif wire == 5:
             p += 4
         else:
-            length, p = _varint(head, p)
+            length, p = varint(head, p)
             p += length or 0
     return fields
 
 
-def _varint(buf: bytes, p: int) -> tuple[int | None, int]:
+def varint(buf: bytes, p: int) -> tuple[int | None, int]:
+    """The varint at buf[p] and the offset after it; (None, len(buf)) when it is cut or too long."""
     value = shift = 0
     while p < len(buf) and shift < 64:
         b = buf[p]

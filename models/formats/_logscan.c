@@ -116,21 +116,7 @@ static inline void skip_space(Parser *ps) {
 
 /* memcmp(a, b, n) == 0 for the short texts compared per field, without a call. */
 static inline int same(const char *a, const char *b, size_t n) {
-    uint64_t x, y;
-    if (n < 8) {
-        while (n--) {
-            if (*a++ != *b++) return 0;
-        }
-        return 1;
-    }
-    for (size_t i = 0; i + 8 < n; i += 8) {
-        memcpy(&x, a + i, 8);
-        memcpy(&y, b + i, 8);
-        if (x != y) return 0;
-    }
-    memcpy(&x, a + n - 8, 8); /* the last 8 bytes, overlapping */
-    memcpy(&y, b + n - 8, 8);
-    return x == y;
+    return intern_same((const uint8_t *)a, (const uint8_t *)b, n);
 }
 
 /* The first marker in [p, end): memchr for its rare 'Y', then the rest. */

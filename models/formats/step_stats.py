@@ -33,6 +33,7 @@ from profscope.models.core import _protowire as wire
 from profscope.models.core.event_file import is_event_file, mapped, tagged_run_metadata
 from profscope.models.core.files import read_bytes, read_head
 from profscope.models.core.guards import decode, parse_text
+from profscope.models.core.sniff import varint
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data import _jsonrows, _lanes
 from profscope.models.data.memory_profile import (
@@ -186,20 +187,8 @@ def _looks_like_device(buf: bytes, p: int) -> bool:
     """Whether a message at p starts with a DeviceStepStats.device string ("/job:..." or "/device:...")."""
     if buf[p:p + 1] != b"\x0a":
         return False
-    n, q = _varint(buf, p + 1)
+    n, q = varint(buf, p + 1)
     return bool(n) and buf[q:q + 1] == b"/"
-
-
-def _varint(buf: bytes, p: int) -> tuple[int | None, int]:
-    value, shift = 0, 0
-    while p < len(buf) and shift < 64:
-        b = buf[p]
-        value |= (b & 0x7F) << shift
-        p += 1
-        if not b & 0x80:
-            return value, p
-        shift += 7
-    return None, p
 
 
 def _sniff_binary(head: bytes) -> str | None:
@@ -207,13 +196,13 @@ def _sniff_binary(head: bytes) -> str | None:
     "/device:..."; RunMetadata starts with step_stats (1) holding that."""
     if head[:1] != b"\x0a":
         return None
-    n, p = _varint(head, 1)
+    n, p = varint(head, 1)
     if n is None:
         return None
     if _looks_like_device(head, p):
         return "StepStats"
     if head[p:p + 1] == b"\x0a":
-        m, q = _varint(head, p + 1)
+        m, q = varint(head, p + 1)
         if m is not None and _looks_like_device(head, q):
             return "RunMetadata"
     return None
