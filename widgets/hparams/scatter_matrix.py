@@ -92,6 +92,7 @@ class ScatterMatrix(QWidget):
         self._pixels: np.ndarray | None = None
         self._image_key = None
         self._points: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # for hit tests
+        self._widest_key, self._widest = None, 0  # title_width's measure and what it was measured for
         self._hover: tuple[int, int, int] | None = None  # (column, row, group)
         self._drag: tuple[int, int, QPointF, QPointF] | None = None
         self.titles: list[tuple[QRectF, str, str]] = []  # each title's rectangle, text as drawn, full text
@@ -121,10 +122,13 @@ class ScatterMatrix(QWidget):
     def title_width(self) -> int:
         """The rows' titles column: the widest piece of a title between its / and _ (so a title wraps
         into lines that fit), at most TITLE_MAX and a sixth of the widget."""
-        metrics = self.fontMetrics()
-        parts = [p for a in self.rows for p in re.findall(r"[^/_]+[/_]?|[/_]", a.title)]
-        widest = max((metrics.horizontalAdvance(p) for p in parts), default=0)
-        return int(min(max(widest + 8, TITLE_MIN), TITLE_MAX, self.width() / 6))
+        # Asked for every cell's frame (each paint, each mouse move): the titles measured once per rows and font.
+        key = (tuple(a.title for a in self.rows), self.font().key())
+        if key != self._widest_key:
+            metrics = self.fontMetrics()
+            parts = [p for title in key[0] for p in re.findall(r"[^/_]+[/_]?|[/_]", title)]
+            self._widest_key, self._widest = key, max((metrics.horizontalAdvance(p) for p in parts), default=0)
+        return int(min(max(self._widest + 8, TITLE_MIN), TITLE_MAX, self.width() / 6))
 
     def cell_rect(self, column: int, row: int) -> QRectF:
         """A cell's frame."""

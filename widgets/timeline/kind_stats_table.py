@@ -49,8 +49,15 @@ class KindStatsModel(QAbstractTableModel):
         return {2: st.count, 3: st.total_ps, 4: st.average_ps, 5: st.max_ps, 6: st.total_ps / self.share_of_ps}[column]
 
     def value(self, row: int, column: int):
-        values = self._values(column)
-        return values[self.order[row]]
+        """One cell's value (as _values(column)[i], without building the whole column per cell)."""
+        st, tl, i = self.stats, self.timeline, self.order[row]
+        if column == 0:
+            return tl.groups[st.group[i]]
+        if column == 1:
+            return tl.kinds[st.kind[i]]
+        if column == 6:
+            return st.total_ps[i] / self.share_of_ps
+        return {2: st.count, 3: st.total_ps, 4: st.average_ps, 5: st.max_ps}[column][i]
 
     def rowCount(self, parent=QModelIndex()):
         return 0 if parent.isValid() else len(self.order)
