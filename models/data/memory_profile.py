@@ -400,6 +400,22 @@ def merge_rows(
     )
 
 
+def complete_profile(memory_id: str, timeline: Snapshots, summary: MemorySummary, **fields) -> AllocatorProfile:
+    """An allocator whose timeline holds every snapshot (a source replayed
+    event by event), stored as given, with its table at the peak found from
+    the lifetimes; `fields` are AllocatorProfile's optional ones."""
+    profile = AllocatorProfile(
+        memory_id=memory_id, timeline=timeline, summary=summary,
+        peak_allocations=None,  # type: ignore[arg-type]  # set below, from the profile
+        complete=True, stored_snapshots=timeline, **fields,
+    )
+    profile.peak_allocations = (
+        profile.allocations_at(profile.peak_index) if len(timeline)
+        else merge_rows(timeline, np.zeros(0, np.int64), [])
+    )
+    return profile
+
+
 def sample_timeline(tl: Snapshots, points: int = XPROF_TIMELINE_POINTS) -> np.ndarray:
     """Indices XProf keeps for its timeline chart: the highest stack + heap in
     each of `points` consecutive boxes (boxes of width w, then w + 1)."""

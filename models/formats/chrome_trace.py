@@ -36,7 +36,7 @@ from profscope.models.data.memory_profile import (
     AllocatorProfile,
     MemoryProfileData,
     Snapshots,
-    merge_rows,
+    complete_profile,
     summarize,
 )
 from profscope.models.data.timeline import Counter, Flows, StringTable, Timeline, distinct
@@ -958,18 +958,7 @@ def _allocator(
     counts = np.bincount(timeline.activity, minlength=3)
     summary.num_allocations, summary.num_deallocations = int(counts[ALLOCATION]), int(counts[DEALLOCATION])
     summary.memory_capacity = int(reserved[reserved != NONE].max()) if (reserved != NONE).any() else device_memory
-    profile = AllocatorProfile(
-        memory_id=memory_id,
-        timeline=timeline,
-        summary=summary,
-        peak_allocations=None,  # type: ignore[arg-type]  # set below, from the profile
-        complete=True,
-        stored_snapshots=timeline,
-    )
-    profile.peak_allocations = (
-        profile.allocations_at(profile.peak_index) if len(timeline) else merge_rows(timeline, np.zeros(0, np.int64), [])
-    )
-    return profile
+    return complete_profile(memory_id, timeline, summary)
 
 
 def _step_of(timeline: Timeline, at: np.ndarray) -> np.ndarray:

@@ -36,7 +36,13 @@ from profscope.models.core.files import GZIP_MAGIC, read_head
 from profscope.models.core.guards import inflate_limit, inflate_refused, parse_text
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.allocation_log import AllocationLog
-from profscope.models.data.memory_profile import AllocatorProfile, MemoryProfileData, Snapshots, merge_rows, summarize
+from profscope.models.data.memory_profile import (
+    AllocatorProfile,
+    MemoryProfileData,
+    Snapshots,
+    complete_profile,
+    summarize,
+)
 from profscope.models.formats import _logscan
 from profscope.models.formats.xspace.memory import data_type_string
 from profscope.models.repository.registry import MEMORY_PROFILE, Format, strip_suffix
@@ -585,21 +591,8 @@ def _replay(
         summary = summarize(timeline)
         summary.num_allocations, summary.num_deallocations = len(allocs), n - len(allocs)
         summary.memory_capacity = 0  # logs do not say how much memory the allocator had
-        profile = AllocatorProfile(
-            memory_id=memory_id,
-            timeline=timeline,
-            summary=summary,
-            peak_allocations=None,  # type: ignore[arg-type]  # set below, from the profile
-            complete=True,
-            stored_snapshots=timeline,
-            lifetimes=r["lifetimes"],
-        )
-        profile.peak_allocations = (
-            profile.allocations_at(profile.peak_index)
-            if len(timeline)
-            else merge_rows(timeline, np.zeros(0, np.int64), [])
-        )
-        out.append((profile, r["unmatched"], r["deferred"]))
+        out.append((complete_profile(memory_id, timeline, summary, lifetimes=r["lifetimes"]), r["unmatched"],
+                    r["deferred"]))
     return out
 
 

@@ -142,7 +142,7 @@ def parse_pprof_memory(data: bytes | bytearray, host: str = "", source: str = ""
 
 
 def _allocator(memory_id: str, rows: list[tuple[int, int, str, str]], time_ps: int) -> AllocatorProfile:
-    strings, ids = [""], {"": 0}
+    ids = {"": 0}
     sizes, ops, regions = [], [], []
     for size, n, op, region in rows:
         if n == 0:

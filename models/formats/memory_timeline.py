@@ -37,7 +37,7 @@ from profscope.models.data.memory_profile import (
     AllocatorProfile,
     MemoryProfileData,
     Snapshots,
-    merge_rows,
+    complete_profile,
     summarize,
 )
 from profscope.models.repository.registry import MEMORY_PROFILE, Format, strip_suffix
@@ -165,14 +165,7 @@ def _allocator(memory_id: str, time_ps, delta, category, action) -> AllocatorPro
     summary = summarize(timeline)
     summary.num_allocations, summary.num_deallocations = len(allocs), n - len(allocs)
     summary.memory_capacity = 0  # the timeline does not say how much memory the device had
-    profile = AllocatorProfile(
-        memory_id=memory_id, timeline=timeline, summary=summary,
-        peak_allocations=None,  # type: ignore[arg-type]  # set below, from the profile
-        complete=True, stored_snapshots=timeline, lifetimes=(allocs, frees),
-    )
-    profile.peak_allocations = (
-        profile.allocations_at(profile.peak_index) if n else merge_rows(timeline, np.zeros(0, np.int64), [])
-    )
+    profile = complete_profile(memory_id, timeline, summary, lifetimes=(allocs, frees))
     if n:
         at_peak = category_totals(timeline, profile.peak_index)
         profile.notes.append("Categories at the peak: " + ", ".join(

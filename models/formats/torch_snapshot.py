@@ -43,7 +43,7 @@ from profscope.models.data.memory_profile import (
     AllocatorProfile,
     MemoryProfileData,
     Snapshots,
-    merge_rows,
+    complete_profile,
     summarize,
 )
 from profscope.models.repository.registry import MEMORY_PROFILE, Format, strip_suffix
@@ -247,17 +247,12 @@ def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> 
     summary = summarize(timeline)
     summary.num_allocations, summary.num_deallocations = len(allocs), n - len(allocs)
     summary.memory_capacity = reserved
-    profile = AllocatorProfile(
-        memory_id=memory_id, timeline=timeline, summary=summary,
-        peak_allocations=None,  # type: ignore[arg-type]  # set below, from the profile
-        complete=True, stored_snapshots=timeline, lifetimes=(allocs, frees[allocs]),
+    profile = complete_profile(
+        memory_id, timeline, summary, lifetimes=(allocs, frees[allocs]),
         frames={i: f for i, f in enumerate(cols[8]) if isinstance(f, list) and f},
-        top_frame=np.where((activity == ALLOCATION) & (timeline.op != strings[NO_FRAMES]), timeline.op, 0)
-        if NO_FRAMES in strings else np.where(activity == ALLOCATION, timeline.op, 0),
+        top_frame=np.where((activity == ALLOCATION) & (timeline.op != strings.get(NO_FRAMES, -1)), timeline.op, 0),
         segments=segment_columns(segments),
     )
-    profile.peak_allocations = (
-        profile.allocations_at(profile.peak_index) if n else merge_rows(timeline, np.zeros(0, np.int64), []))
     if not timed:
         profile.notes.append("The trace holds no times: one event a microsecond, in the order recorded.")
     if ni:
