@@ -532,9 +532,6 @@ def _report_compare(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    import signal
-    import threading
-
     from profscope.models.remote.server import limit_malloc_arenas, make_server
 
     limit_malloc_arenas()  # before the server's threads exist

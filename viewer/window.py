@@ -253,7 +253,7 @@ class MainWindow(QMainWindow):
         if data is not None:
             item = session_tree.add_hparams_entry(self.tree, len(data.session_runs))
             self._fit_dock()
-            if repo is None or not repo.enum_sessions():
+            if not sessions:
                 self.tree.setCurrentItem(item)
                 self.tabs.setCurrentWidget(self.hparams_view)
                 self.set_status(f"Opened {path}: {len(data.session_runs):,} HParams sessions.")
