@@ -1,0 +1,249 @@
+"""A PyTorch CUDA memory snapshot (`torch.cuda.memory._snapshot()`) as numpy
+columns: what the readers fill and the memory analyses read.
+
+The snapshot's TypedDicts (torch/cuda/memory.py: Snapshot, Segment, Block,
+Frame, TraceEntry) become one table each, with no Python object per trace
+entry, block or frame:
+- `DeviceTrace`: one per device, a row per TraceEntry in recorded order;
+- `Segments` and `Blocks`: the allocator's segments at the snapshot and
+  their blocks (a segment's blocks are rows block_start[i]:block_start[i+1]);
+- `Tracebacks`: every distinct frames list once (an entry's `frames` column
+  is its traceback id), its frames as rows of (name, filename, line).
+Strings (frame names, file names, categories, segment types, pool ids) are
+ids into `CudaSnapshot.strings`; id 0 is "".
+
+`from_plain` builds it from the plain object a snapshot pickle holds
+(profscope.models.core.safe_pickle.loads); a faster reader may fill the same
+columns straight from the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# TraceEntry.action values, in this order (codes are indices); anything else is UNKNOWN_ACTION and counted.
+ACTIONS = ("alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map",
+           "segment_unmap", "snapshot", "oom", "annotate")
+ALLOC, FREE_REQUESTED, FREE_COMPLETED, SEGMENT_ALLOC, SEGMENT_FREE, SEGMENT_MAP, SEGMENT_UNMAP, SNAPSHOT, OOM, \
+    ANNOTATE = range(len(ACTIONS))
+UNKNOWN_ACTION = len(ACTIONS)
+# Block.state values (PyTorch writes "active_awaiting_free"; its older docs say "active_pending_free").
+BLOCK_STATES = ("active_allocated", "active_awaiting_free", "inactive", "active_pending_free")
+ACTIVE_ALLOCATED, ACTIVE_AWAITING_FREE, INACTIVE, ACTIVE_PENDING_FREE = range(len(BLOCK_STATES))
+UNKNOWN_STATE = len(BLOCK_STATES)
+NO_TIME = np.iinfo(np.int64).min  # an entry without time_us
+NO_SIZE = -1  # a segment without allocated_size / active_size / requested_size (sum its blocks instead)
+
+
+@dataclass
+class DeviceTrace:
+    """One device's TraceEntries, in recorded order."""
+
+    action: np.ndarray  # uint8, index into ACTIONS or UNKNOWN_ACTION
+    addr: np.ndarray  # uint64
+    size: np.ndarray  # int64
+    stream: np.ndarray  # int64
+    time_us: np.ndarray  # int64, NO_TIME when missing
+    frames: np.ndarray  # int32 traceback id, -1 when none
+    device_free: np.ndarray  # int64 (oom entries), 0 elsewhere
+    category: np.ndarray  # int32 string id (_profile_to_snapshot's entries carry one), 0 when none
+
+    def __len__(self) -> int:
+        return len(self.action)
+
+
+@dataclass
+class Segments:
+    device: np.ndarray  # int32
+    address: np.ndarray  # uint64
+    total_size: np.ndarray  # int64
+    stream: np.ndarray  # int64
+    segment_type: np.ndarray  # int32 string id ("small", "large")
+    pool_id: np.ndarray  # int32 string id of "a,b" (segment_pool_id), 0 when none
+    is_expandable: np.ndarray  # int8: 1, 0, or -1 when not given
+    allocated_size: np.ndarray  # int64, NO_SIZE when not given
+    active_size: np.ndarray  # int64, NO_SIZE when not given
+    requested_size: np.ndarray  # int64, NO_SIZE when not given
+    block_start: np.ndarray  # int64, len + 1 offsets into Blocks
+
+    def __len__(self) -> int:
+        return len(self.address)
+
+
+@dataclass
+class Blocks:
+    address: np.ndarray  # uint64 (the segment's address plus the sizes before it when the block has none)
+    size: np.ndarray  # int64
+    requested_size: np.ndarray  # int64 (the size when not given)
+    state: np.ndarray  # uint8, index into BLOCK_STATES or UNKNOWN_STATE
+    frames: np.ndarray  # int32 traceback id, -1 when none
+
+    def __len__(self) -> int:
+        return len(self.address)
+
+
+@dataclass
+class Tracebacks:
+    """Distinct frames lists; traceback i's frames are rows start[i]:start[i+1], innermost first."""
+
+    start: np.ndarray  # int64, count + 1
+    name: np.ndarray  # int32 string id
+    filename: np.ndarray  # int32 string id
+    line: np.ndarray  # int64
+
+    def __len__(self) -> int:
+        return len(self.start) - 1
+
+    def frames_of(self, tb: int, strings: list[str]) -> list[tuple[str, str, int]]:
+        if tb < 0:
+            return []
+        a, b = int(self.start[tb]), int(self.start[tb + 1])
+        return [(strings[n], strings[f], int(ln)) for n, f, ln in
+                zip(self.name[a:b].tolist(), self.filename[a:b].tolist(), self.line[a:b].tolist())]
+
+
+@dataclass
+class CudaSnapshot:
+    traces: list[DeviceTrace]  # index = device
+    segments: Segments
+    blocks: Blocks
+    tracebacks: Tracebacks
+    strings: list[str]
+    # what was counted rather than refused: unknown actions/states by name, entries missing a field by field name
+    unknown_actions: dict[str, int] = field(default_factory=dict)
+    missing_fields: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # e.g. "the file is cut after 1,234 trace entries"
+
+    @property
+    def devices(self) -> list[int]:
+        """Devices with a trace entry or a segment, in order."""
+        return sorted({i for i, t in enumerate(self.traces) if len(t)} | set(self.segments.device.tolist()))
+
+
+def _int(value) -> int:
+    return value if type(value) is int else 0
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.strings: dict[str, int] = {"": 0}
+        self.tb_ids: dict[object, int] = {}
+        self.tb_start = [0]
+        self.f_name: list[int] = []
+        self.f_file: list[int] = []
+        self.f_line: list[int] = []
+        self.unknown: dict[str, int] = {}
+        self.missing: dict[str, int] = {}
+
+    def sid(self, s) -> int:
+        return self.strings.setdefault(s if isinstance(s, str) else str(s), len(self.strings))
+
+    def traceback(self, frames) -> int:
+        if not isinstance(frames, list) or not frames:
+            return -1
+        key = tuple((f.get("name"), f.get("filename"), f.get("line")) if isinstance(f, dict) else (None, None, None)
+                    for f in frames)
+        tb = self.tb_ids.get(key)
+        if tb is None:
+            tb = self.tb_ids[key] = len(self.tb_start) - 1
+            for name, filename, line in key:
+                self.f_name.append(self.sid(name or ""))
+                self.f_file.append(self.sid(filename or ""))
+                self.f_line.append(_int(line))
+            self.tb_start.append(len(self.f_name))
+        return tb
+
+    def count(self, table: dict[str, int], key: str) -> None:
+        table[key] = table.get(key, 0) + 1
+
+
+def from_plain(snapshot: dict) -> CudaSnapshot:
+    """The columns of a snapshot dict as safe_pickle.loads returns it (the caller checked it is a dict)."""
+    b = _Builder()
+    codes = {a: i for i, a in enumerate(ACTIONS)}
+    traces = []
+    listed = snapshot.get("device_traces", [])
+    for trace in listed if isinstance(listed, list) else []:
+        entries = [e for e in trace if isinstance(e, dict)] if isinstance(trace, list) else []
+        action = np.empty(len(entries), np.uint8)
+        cols: dict[str, list] = {k: [] for k in ("addr", "size", "stream", "time", "frames", "free", "cat")}
+        for i, e in enumerate(entries):
+            name = e.get("action")
+            code = codes.get(name, UNKNOWN_ACTION) if isinstance(name, str) else UNKNOWN_ACTION
+            if code == UNKNOWN_ACTION:
+                b.count(b.unknown, str(name))
+            action[i] = code
+            for key in ("addr", "size") if code != OOM else ("size",):
+                if type(e.get(key)) is not int:
+                    b.count(b.missing, key)
+            cols["addr"].append(_int(e.get("addr")) & 0xFFFFFFFFFFFFFFFF)
+            cols["size"].append(_int(e.get("size")))
+            cols["stream"].append(_int(e.get("stream")))
+            t = e.get("time_us")
+            cols["time"].append(t if type(t) is int else NO_TIME)
+            cols["frames"].append(b.traceback(e.get("frames")))
+            cols["free"].append(_int(e.get("device_free")))
+            cat = e.get("category")
+            cols["cat"].append(b.sid(cat) if isinstance(cat, str) else 0)
+        traces.append(DeviceTrace(
+            action=action, addr=np.asarray(cols["addr"], np.uint64), size=np.asarray(cols["size"], np.int64),
+            stream=np.asarray(cols["stream"], np.int64), time_us=np.asarray(cols["time"], np.int64),
+            frames=np.asarray(cols["frames"], np.int32), device_free=np.asarray(cols["free"], np.int64),
+            category=np.asarray(cols["cat"], np.int32)))
+    states = {s: i for i, s in enumerate(BLOCK_STATES)}
+    seg: dict[str, list] = {k: [] for k in ("device", "address", "total", "stream", "type", "pool", "exp", "alloc",
+                                            "active", "req", "start")}
+    blk: dict[str, list] = {k: [] for k in ("address", "size", "req", "state", "frames")}
+    listed = snapshot.get("segments", [])
+    for s in listed if isinstance(listed, list) else []:
+        if not isinstance(s, dict):
+            continue
+        address = _int(s.get("address"))
+        seg["device"].append(_int(s.get("device")))
+        seg["address"].append(address & 0xFFFFFFFFFFFFFFFF)
+        seg["total"].append(_int(s.get("total_size")))
+        seg["stream"].append(_int(s.get("stream")))
+        seg["type"].append(b.sid(s.get("segment_type", "")))
+        pool = s.get("segment_pool_id")
+        seg["pool"].append(b.sid(",".join(str(p) for p in pool)) if isinstance(pool, (list, tuple)) else 0)
+        exp = s.get("is_expandable")
+        seg["exp"].append(int(exp) if isinstance(exp, bool) else -1)
+        for key, col in (("allocated_size", "alloc"), ("active_size", "active"), ("requested_size", "req")):
+            seg[col].append(s[key] if type(s.get(key)) is int else NO_SIZE)
+        seg["start"].append(len(blk["size"]))
+        blocks = s.get("blocks")
+        at = address
+        for k in blocks if isinstance(blocks, list) else []:
+            if not isinstance(k, dict):
+                continue
+            size = _int(k.get("size"))
+            blk["address"].append((k["address"] if type(k.get("address")) is int else at) & 0xFFFFFFFFFFFFFFFF)
+            blk["size"].append(size)
+            blk["req"].append(k["requested_size"] if type(k.get("requested_size")) is int else size)
+            state = k.get("state")
+            code = states.get(state, UNKNOWN_STATE) if isinstance(state, str) else UNKNOWN_STATE
+            if code == UNKNOWN_STATE:
+                b.count(b.unknown, f"block state {state}")
+            blk["state"].append(code)
+            blk["frames"].append(b.traceback(k.get("frames")))
+            at += size
+    seg["start"].append(len(blk["size"]))
+    return CudaSnapshot(
+        traces=traces,
+        segments=Segments(
+            device=np.asarray(seg["device"], np.int32), address=np.asarray(seg["address"], np.uint64),
+            total_size=np.asarray(seg["total"], np.int64), stream=np.asarray(seg["stream"], np.int64),
+            segment_type=np.asarray(seg["type"], np.int32), pool_id=np.asarray(seg["pool"], np.int32),
+            is_expandable=np.asarray(seg["exp"], np.int8), allocated_size=np.asarray(seg["alloc"], np.int64),
+            active_size=np.asarray(seg["active"], np.int64), requested_size=np.asarray(seg["req"], np.int64),
+            block_start=np.asarray(seg["start"], np.int64)),
+        blocks=Blocks(
+            address=np.asarray(blk["address"], np.uint64), size=np.asarray(blk["size"], np.int64),
+            requested_size=np.asarray(blk["req"], np.int64), state=np.asarray(blk["state"], np.uint8),
+            frames=np.asarray(blk["frames"], np.int32)),
+        tracebacks=Tracebacks(
+            start=np.asarray(b.tb_start, np.int64), name=np.asarray(b.f_name, np.int32),
+            filename=np.asarray(b.f_file, np.int32), line=np.asarray(b.f_line, np.int64)),
+        strings=list(b.strings), unknown_actions=b.unknown, missing_fields=b.missing)
