@@ -21,6 +21,7 @@ import numpy as np
 from profscope.models.core.task import ProfileError
 from profscope.models.data import _jsonrows
 from profscope.models.data.allocation_log import AllocationLog
+from profscope.models.data.cuda_snapshot import CudaSnapshot
 
 # MemoryActivity enum of memory_profile.proto.
 ACTIVITY_NAMES = ("UNKNOWN_ACTIVITY", "ALLOCATION", "DEALLOCATION", "RESERVATION", "EXPANSION")
@@ -257,6 +258,8 @@ class MemoryProfileData:
     source: str = ""
     # What a log of allocations held beyond the timelines (TensorFlow LogMemory logs fill it).
     log: AllocationLog | None = None
+    # A PyTorch CUDA memory snapshot's columns (its allocator state history and cached segments are drawn from them).
+    cuda_snapshot: CudaSnapshot | None = None
     # Allocators the reader had to leave out, with why.
     problems: list[str] = field(default_factory=list)
 

@@ -37,6 +37,7 @@ from profscope.models.core.files import read_bytes
 from profscope.models.core.safe_pickle import is_pickle, loads
 from profscope.models.core.sniff import head_of
 from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.data.cuda_snapshot import from_plain
 from profscope.models.data.memory_profile import (
     ALLOCATION,
     DEALLOCATION,
@@ -108,7 +109,8 @@ def load_torch_snapshot(path: Path, host: str = "", task: TaskState | None = Non
     snapshot = loads(data, str(path))
     del data
     allocators = snapshot_allocators(snapshot, str(path))
-    return MemoryProfileData(host=host or path.name, allocators=allocators, source=str(path))
+    return MemoryProfileData(host=host or path.name, allocators=allocators, source=str(path),
+                             cuda_snapshot=from_plain(snapshot))
 
 
 def snapshot_allocators(snapshot, name: str) -> dict[str, AllocatorProfile]:
