@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -58,6 +59,29 @@ from profscope.models.data.cuda_snapshot import (
 FREE = 100  # MemoryViz's merged free_requested + free_completed
 ALLOCATED, AWAITING_FREE = 0, 1  # block states at an event (what is not a block is inactive, free space)
 STATE_NAMES = ("allocated", "active awaiting free")
+
+
+# PyTorch's frame filter (MemoryViz.js frameFilter, _memory_viz._frame_filter): frames of the interpreter and
+# the dispatcher are left out of the stacks shown.
+OMIT_FUNCTIONS = ("unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp", "_start", "__libc_start_main",
+                  "PyEval_", "PyObject_", "PyFunction_")
+OMIT_FILENAMES = ("core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c", "Objects/call.c",
+                  "Objects/methodobject.c", "pycore_ceval.h", "ceval.c", "cpython/abstract.h")
+NO_FRAMES = "<block was allocated before _record_history was enabled>"
+
+
+def user_frames(snap: CudaSnapshot, tb: int) -> list[str]:
+    """A traceback's frames as PyTorch prints them (filename:line:name), innermost first, filtered."""
+    return [f"{file}:{line}:{name}" if file not in ("", "none") else name
+            for name, file, line in snap.tracebacks.frames_of(tb, snap.strings)
+            if not any(o in name for o in OMIT_FUNCTIONS) and not any(o in file for o in OMIT_FILENAMES)]
+
+
+def top_frame(snap: CudaSnapshot, tb: int) -> str:
+    """The first frame kept, a Python one when there is one."""
+    frames = user_frames(snap, tb)
+    python = [f for f in frames if ".py:" in f]
+    return (python or frames or [NO_FRAMES])[0]
 
 
 def action_name(code: int) -> str:
@@ -199,6 +223,10 @@ class History:
             outside=int((~inside).sum()))
 
     # ------------------------------------------------------ cached segments
+
+    @cached_property
+    def bands(self) -> SegmentBands:
+        return self.segment_bands()
 
     def segment_bands(self) -> SegmentBands:
         """The reserved segment ranges as stacked bands over the events (MemoryViz's cached segment timeline:
@@ -452,4 +480,8 @@ def prepare_histories(snap: CudaSnapshot | None, task: TaskState | None = None) 
     """Every device's History by memory id `cuda:N`, for the Memory tab (built in the loading worker)."""
     if snap is None:
         return {}
-    return {f"cuda:{d}": build_history(snap, d, task) for d in snap.devices}
+    out = {}
+    for d in snap.devices:
+        out[f"cuda:{d}"] = history = build_history(snap, d, task)
+        history.bands  # noqa: B018 (made here, in the worker)
+    return out
