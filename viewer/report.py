@@ -272,6 +272,7 @@ def write_report(
                     f"<p>{len(allocator.peak_allocations):,} rows in the table of active allocations at the peak.</p>"
                     + "".join(f"<p>{html.escape(note)}</p>" for note in data.problems + allocator.notes)
                     + (_kernel_section(data.log, memory_id) if data.log is not None else "")
+                    + _allocator_state_section(view, memory_id, lambda name: save(view, name), (info.name, host))
                 )
     # Delete the widgets now, while Qt is fully alive, not at interpreter exit.
     for widget in (view, timeline_view, hparams_view, stats_view):
@@ -284,6 +285,29 @@ def write_report(
         sections.append(f"<h2>Not profiles ({len(files):,})</h2><ul>{rows}</ul>")
     written.append(_write_index(out_dir, f"Profscope report: {location or repo.location}", sections))
     return written
+
+
+def _allocator_state_section(view, memory_id: str, save, where: tuple[str, str]) -> str:
+    """A CUDA memory snapshot device's allocator state at the last event and its cached segment timeline (PNGs);
+    nothing for other sources."""
+    from profscope.widgets.memory.view import SEGMENTS_VIEW, STATE_VIEW, TIMELINE_VIEW
+
+    history = view.history(memory_id)
+    if history is None:
+        return ""
+    out = []
+    for tab, name, title in ((STATE_VIEW, "allocator_state", "Allocator state at the last event"),
+                             (SEGMENTS_VIEW, "cached_segments", "Cached segment timeline")):
+        view.views.setCurrentIndex(tab)
+        png = save(f"{name}_{_slug(*where, memory_id)}.png")
+        out.append(f"<h3>{html.escape(title)}</h3><img src='{html.escape(png.name)}' alt='{html.escape(title)}'>")
+    view.views.setCurrentIndex(TIMELINE_VIEW)
+    t = history.state(len(history) - 1).totals() if len(history) else history.state(-1).totals()
+    out.append(f"<p>{len(history):,} events; at the last: {t['segments']:,} segments, {t['reserved']:,} bytes "
+               f"reserved, {t['allocated']:,} allocated, {t['awaiting_free']:,} awaiting free, {t['free']:,} free "
+               f"inside segments (largest run {t['largest_free']:,}).</p>"
+               + "".join(f"<p>{html.escape(note)}</p>" for note in history.notes))
+    return "".join(out)
 
 
 def _write_index(out_dir: Path, title: str, sections: list[str]) -> Path:

@@ -433,8 +433,10 @@ def _segment_pieces(snap, device, n, action, addr, size, frames, stream, notes) 
         live_addr.insert(i, cols["a"][p])
         live_id.insert(i, p)
 
+    default_pool = {0, snap.strings.index("0,0") if "0,0" in snap.strings else 0}  # (0, 0): no private pool
     for i in segs.tolist():
-        add(piece(int(s.address[i]), int(s.total_size[i]), int(s.stream[i]), int(s.pool_id[i]), -1,
+        pool = int(s.pool_id[i])
+        add(piece(int(s.address[i]), int(s.total_size[i]), int(s.stream[i]), 0 if pool in default_pool else pool, -1,
                   bool(s.is_expandable[i] == 1), n))
     skipped = 0
     seg_ev = np.flatnonzero((action >= SEGMENT_ALLOC) & (action <= SEGMENT_UNMAP))[::-1]

@@ -10,6 +10,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QTabWidget
 
 from profscope.models.analysis import trace_stats
+from profscope.models.analysis.allocator_state import prepare_histories
 from profscope.models.data.peak_pyramid import prepare_series
 from profscope.models.data.timeline import Timeline
 from profscope.models.repository.profile_repository import ProfileRepository
@@ -171,7 +172,9 @@ class LoadController(QObject):
 
         def job(task):
             data = repo.memory_profile(session, host, task)
-            return session, host, data, prepare_series(data, task)  # the plot's pyramids, off the GUI thread
+            # the plot's pyramids and a CUDA snapshot's allocator state history, off the GUI thread
+            return session, host, data, prepare_series(data, task), prepare_histories(
+                data.cuda_snapshot if data is not None else None, task)
 
         self.runner.start(job, self._show_memory)
 
@@ -215,10 +218,10 @@ class LoadController(QObject):
             self.memory_view.show_message(message)
 
     def _show_memory(self, result) -> None:
-        session, host, data, series = result
+        session, host, data, series, histories = result
         self.current = (session, host)
         self.memory_view.set_hosts(list(self.repo.session(session).hosts), host)
-        self.memory_view.set_profile(data, series)
+        self.memory_view.set_profile(data, series, histories)
         self.tabs.setCurrentWidget(self.memory_view)
         ids = ", ".join(data.memory_ids)
         self._shown_status(

@@ -18,11 +18,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from profscope.models.analysis.allocator_state import History, build_history
 from profscope.models.core.task import ProfileError
 from profscope.models.core.units import format_bytes, format_time_ps
 from profscope.models.data.allocation_log import SPECIAL_STEPS, AllocationLog
 from profscope.models.data.memory_profile import AllocationRows, AllocatorProfile, MemoryProfileData
 from profscope.widgets.memory.allocation_table import AllocationTable
+from profscope.widgets.memory.allocator_state import AllocatorStateView, SegmentTimelineView
 from profscope.widgets.memory.kernel_table import KernelTable
 from profscope.widgets.memory.plot import MemoryPlot, PlotSeries
 from profscope.widgets.memory.summary import MemorySummaryCard
@@ -31,6 +33,8 @@ from profscope.widgets.palette import follow
 NOTHING_SHOWN = "No memory profile shown: open a profile (Ctrl+O), then pick a host."
 NO_MEMORY_EVENTS = "This host's profile has no memory events."
 NOT_LOADED = "No memory profile to show: it could not be loaded (the message above says why)."
+# The views of an allocator; a CUDA memory snapshot's devices have all three, other sources the first.
+TIMELINE_VIEW, STATE_VIEW, SEGMENTS_VIEW = range(3)
 
 
 def largest_peak(data: MemoryProfileData) -> str:
@@ -49,6 +53,7 @@ class MemoryView(QWidget):
         super().__init__(parent)
         self.data: MemoryProfileData | None = None
         self.series: dict[str, PlotSeries] = {}  # the plot's data per allocator
+        self.histories: dict[str, History] = {}  # a CUDA snapshot's allocator state history per device
         self.allocator: AllocatorProfile | None = None
         self.moment: int | None = None  # None: the table shows the peak
         self.host_box = QComboBox(minimumContentsLength=12)
@@ -105,11 +110,19 @@ class MemoryView(QWidget):
         log_layout.addWidget(QLabel("Step:"))
         log_layout.addWidget(self.step_box)
         log_layout.addWidget(self.log_info, 1)
+        self.state_view = AllocatorStateView()
+        self.segment_view = SegmentTimelineView()
+        self.views = QTabWidget()
+        self.views.addTab(splitter, "Active memory timeline")
+        self.views.addTab(self.state_view, "Allocator state history")
+        self.views.addTab(self.segment_view, "Cached segment timeline")
+        self.views.setTabToolTip(STATE_VIEW, "The allocator's segments and blocks at any event of the trace")
+        self.views.setTabToolTip(SEGMENTS_VIEW, "Memory reserved in segments over the trace's events")
         content = QWidget()
         content_layout = QVBoxLayout(content)
         content_layout.setContentsMargins(0, 0, 0, 0)
         content_layout.addWidget(self.summary)
-        content_layout.addWidget(splitter, 1)
+        content_layout.addWidget(self.views, 1)
         self.empty = QLabel(NOTHING_SHOWN, wordWrap=True, alignment=Qt.AlignCenter)
         self.empty.setStyleSheet("font-size: 14pt; padding: 24px")
         self.pages = QStackedWidget()
@@ -132,6 +145,8 @@ class MemoryView(QWidget):
         self.plot.moment_picked.connect(self.pick_moment)
         self.table.row_selected.connect(self._mark_row)
         self.step_box.currentIndexChanged.connect(self._apply_step)
+        self.state_view.event_changed.connect(self.segment_view.timeline.mark)
+        self.segment_view.timeline.event_picked.connect(self._show_event)
         follow(self, lambda scheme: self.message.setStyleSheet(f"color: {scheme.error().name()}; padding: 4px"))
 
     def set_hosts(self, hosts: list[str], current: str) -> None:
@@ -141,12 +156,15 @@ class MemoryView(QWidget):
         self.host_box.setCurrentText(current)
         self.host_box.blockSignals(False)
 
-    def set_profile(self, data: MemoryProfileData | None, series: dict[str, PlotSeries] | None = None) -> None:
-        """Shows a host's profile. `series` is prepare_series(data), made by the
-        worker that loaded it; without it the plot makes an allocator's series
-        when it is first shown (small profiles, the report)."""
+    def set_profile(self, data: MemoryProfileData | None, series: dict[str, PlotSeries] | None = None,
+                    histories: dict[str, History] | None = None) -> None:
+        """Shows a host's profile. `series` is prepare_series(data) and `histories`
+        prepare_histories(data.cuda_snapshot), made by the worker that loaded it;
+        without them an allocator's are made when it is first shown (small
+        profiles, the report)."""
         self.data = data
         self.series = dict(series) if series is not None else {}
+        self.histories = dict(histories) if histories is not None else {}
         self.show_message("")
         self._show_log_parts(data is not None and data.log is not None)
         self.allocator_box.blockSignals(True)
@@ -183,6 +201,7 @@ class MemoryView(QWidget):
 
     def _show_allocator(self, memory_id: str) -> None:
         self.allocator = self.data.allocators.get(memory_id) if self.data else None
+        self._show_history(memory_id)
         self._fill_steps(memory_id)
         self.summary.set_profile(self.allocator)
         self.plot.set_profile(self.allocator, self.series.get(memory_id))
@@ -200,6 +219,31 @@ class MemoryView(QWidget):
                 f"No allocation of {memory_id} carries an allocation_id, so the log cannot say when its memory was "
                 "freed and there is no timeline; Bytes per kernel lists what it allocated. TensorFlow logs ids for "
                 "allocators that track them (BFC allocators, as for GPU memory).")
+
+    def history(self, memory_id: str) -> History | None:
+        """A CUDA snapshot device's allocator state history (None for other sources)."""
+        snap = self.data.cuda_snapshot if self.data is not None else None
+        if snap is None or not memory_id.startswith("cuda:") or not memory_id[5:].isdigit():
+            return None
+        if memory_id not in self.histories:
+            self.histories[memory_id] = build_history(snap, int(memory_id[5:]))
+        return self.histories[memory_id]
+
+    def _show_history(self, memory_id: str) -> None:
+        history = self.history(memory_id)
+        for tab in (STATE_VIEW, SEGMENTS_VIEW):
+            self.views.setTabVisible(tab, history is not None)
+        self.views.tabBar().setVisible(history is not None)
+        if history is None:
+            self.views.setCurrentIndex(TIMELINE_VIEW)
+        self.state_view.set_history(history)
+        self.segment_view.timeline.set_bands(history.bands if history is not None else None)
+        self.segment_view.timeline.mark(self.state_view.current if history is not None else None)
+
+    def _show_event(self, k: int) -> None:
+        """The allocator state at event k (a click on the cached segment timeline)."""
+        self.state_view.select(k)
+        self.views.setCurrentIndex(STATE_VIEW)
 
     def pick_moment(self, index: int | None) -> None:
         """Shows the table at a timeline index, or at the peak for None."""
