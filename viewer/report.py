@@ -272,7 +272,7 @@ def write_report(
                     f"<p>{len(allocator.peak_allocations):,} rows in the table of active allocations at the peak.</p>"
                     + "".join(f"<p>{html.escape(note)}</p>" for note in data.problems + allocator.notes)
                     + (_kernel_section(data.log, memory_id) if data.log is not None else "")
-                    + _allocator_state_section(view, memory_id, lambda name: save(view, name), (info.name, host))
+                    + _allocator_state_section(view, memory_id, save, (info.name, host))
                 )
     # Delete the widgets now, while Qt is fully alive, not at interpreter exit.
     for widget in (view, timeline_view, hparams_view, stats_view):
@@ -299,7 +299,7 @@ def _allocator_state_section(view, memory_id: str, save, where: tuple[str, str])
     for tab, name, title in ((STATE_VIEW, "allocator_state", "Allocator state at the last event"),
                              (SEGMENTS_VIEW, "cached_segments", "Cached segment timeline")):
         view.views.setCurrentIndex(tab)
-        png = save(f"{name}_{_slug(*where, memory_id)}.png")
+        png = save(view, f"{name}_{_slug(*where, memory_id)}.png")
         out.append(f"<h3>{html.escape(title)}</h3><img src='{html.escape(png.name)}' alt='{html.escape(title)}'>")
     view.views.setCurrentIndex(TIMELINE_VIEW)
     t = history.state(len(history) - 1).totals() if len(history) else history.state(-1).totals()

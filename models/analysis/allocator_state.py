@@ -42,10 +42,10 @@ import numpy as np
 
 from profscope.models.core.task import TaskState
 from profscope.models.data.cuda_snapshot import (
+    ACTIONS,
     ACTIVE_ALLOCATED,
     ACTIVE_AWAITING_FREE,
     ACTIVE_PENDING_FREE,
-    ACTIONS,
     ALLOC,
     FREE_COMPLETED,
     FREE_REQUESTED,

@@ -110,7 +110,7 @@ def load_torch_snapshot(path: Path, host: str = "", task: TaskState | None = Non
     del data
     allocators = snapshot_allocators(snapshot, str(path))
     return MemoryProfileData(host=host or path.name, allocators=allocators, source=str(path),
-                             cuda_snapshot=from_plain(snapshot))
+                             cuda_snapshot=from_plain(snapshot) if isinstance(snapshot, dict) else None)
 
 
 def snapshot_allocators(snapshot, name: str) -> dict[str, AllocatorProfile]:

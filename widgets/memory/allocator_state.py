@@ -294,7 +294,8 @@ class SegmentCanvas(QAbstractScrollArea):
                     + f", {state}\n{seg_line}\n{stack_text(history, int(s.frames[k]))}")
         lo = int(s.address[k]) + int(s.size[k]) if a <= k < b else int(s.seg_address[i])
         hi = int(s.address[k + 1]) if k + 1 < b else int(s.seg_address[i]) + int(s.seg_size[i])
-        return f"free (inactive) {lo:#x}: {format_bytes(hi - lo)}\n{seg_line}\n{stack_text(history, int(s.seg_frames[i]))}"
+        stack = stack_text(history, int(s.seg_frames[i]))
+        return f"free (inactive) {lo:#x}: {format_bytes(hi - lo)}\n{seg_line}\n{stack}"
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:
         text = self.describe(event.position().toPoint())
@@ -426,8 +427,9 @@ class AllocatorStateView(QWidget):
         t = state.totals()
         self.totals.setText(
             f"Reserved {format_bytes(t['reserved'])} in {t['segments']:,} segments; allocated "
-            f"{format_bytes(t['allocated'])} in {t['blocks']:,} blocks; awaiting free {format_bytes(t['awaiting_free'])}"
-            f"; free inside segments {format_bytes(t['free'])} (largest run {format_bytes(t['largest_free'])}); "
+            f"{format_bytes(t['allocated'])} in {t['blocks']:,} blocks; awaiting free "
+            f"{format_bytes(t['awaiting_free'])}; free inside segments {format_bytes(t['free'])} (largest run "
+            f"{format_bytes(t['largest_free'])}); "
             f"rounding {format_bytes(t['internal'])}"
             + (f"; {state.outside:,} blocks outside every segment left out" if state.outside else ""))
         self.details.setPlainText(self._event_stack())
