@@ -105,16 +105,22 @@ def test_expandable_segment_grows_and_shrinks_with_map_and_unmap():
 
 def test_cached_segment_timeline_stacks_reserved_ranges():
     history = build_history(snapshot("typed_snapshot.pickle"), 0)
-    bands = history.segment_bands()
+    bands = history.bands
     # reserved bytes before the first event, then after each: what the snapshot's segments say at the end
     assert bands.reserved[-1] == sum(EXPECTED["typed_snapshot.pickle"]["cuda:0"]["final"]["total_size"].values())
     assert bands.reserved[0] == 2 * MiB  # only the private pool's segment was there before recording
     assert bands.peak == 24 * MiB  # with the 2 MiB mapped between segment_map and segment_unmap
     for x in range(-1, len(history)):  # each event's stack is exactly its live segments, no overlap
-        at = (bands.x0 <= x) & (x < bands.x1)
-        spans = sorted(zip(bands.y0[at].tolist(), bands.y1[at].tolist()))
-        assert spans[0][0] == 0 and all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
-        assert spans[-1][1] == bands.reserved[x + 1] == history.state(x).reserved
+        live, y0, y1 = bands.stack_at(x)
+        assert y0[0] == 0 and np.all(y0[1:] == y1[:-1])
+        assert y1[-1] == bands.reserved[x + 1] == history.state(x).reserved
+        assert sorted(history.p_address[live].tolist()) == sorted(
+            a for a in history.p_address[(history.p_birth <= x) & (x < history.p_death)].tolist())
+    # the first reserved lowest: the private pool's segment (there before recording) under the one of event 0
+    live, _, _ = bands.stack_at(0)
+    assert history.p_address[live].tolist() == [0x7F0002000000, 0x7F0000000000]
+    # the column over events 0..4 shows its peak event
+    assert bands.peak_events(np.array([-1, 0, 9, 12])).tolist() == [-1, 0, 10]
     # the band under a point
     assert bands.at(0, MiB) >= 0 and bands.at(0, 100 * MiB) == -1
 

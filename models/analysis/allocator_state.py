@@ -226,83 +226,51 @@ class History:
 
     @cached_property
     def bands(self) -> SegmentBands:
-        return self.segment_bands()
-
-    def segment_bands(self) -> SegmentBands:
-        """The reserved segment ranges as stacked bands over the events (MemoryViz's cached segment timeline:
-        a range goes on top when reserved; when one is released those above it move down)."""
+        """The cached segment timeline (MemoryViz's Active Cached Segment Timeline): the reserved segment ranges
+        stacked at each event, the first reserved lowest (a range reserved goes on top; when one is released, those
+        above it move down)."""
         n = len(self)
-        birth, death = np.maximum(self.p_birth, -1), self.p_death
-        order = np.lexsort((self.p_address, birth))  # stacking order: reserved first lowest
-        changes = np.unique(np.concatenate((birth, death)))
-        changes = changes[changes <= n]
-        live: list[int] = []
-        offset_of: dict[int, int] = {}
-        opened: dict[int, int] = {}  # band -> x where its current rectangle began
-        rect_band: list[int] = []
-        rect_x0: list[int] = []
-        rect_x1: list[int] = []
-        rect_y: list[int] = []
-        by_birth: dict[int, list[int]] = {}
-        for p in order.tolist():
-            by_birth.setdefault(int(birth[p]), []).append(p)
-        by_death: dict[int, list[int]] = {}
-        for p in range(len(death)):
-            by_death.setdefault(int(death[p]), []).append(p)
-        sizes = self.p_size
-        for x in changes.tolist():
-            gone = set(by_death.get(x, ()))
-            if gone:
-                live = [p for p in live if p not in gone]
-            live.extend(by_birth.get(x, ()))
-            offs = np.cumsum(sizes[live]) - sizes[live] if live else np.zeros(0, np.int64)
-            now = dict(zip(live, offs.tolist()))
-            for p in list(opened):
-                if p not in now or now[p] != offset_of[p]:
-                    rect_band.append(p)
-                    rect_x0.append(opened.pop(p))
-                    rect_x1.append(x)
-                    rect_y.append(offset_of[p])
-            for p, y in now.items():
-                if p not in opened:
-                    opened[p] = x
-                    offset_of[p] = y
-        for p, x0 in opened.items():
-            rect_band.append(p)
-            rect_x0.append(x0)
-            rect_x1.append(n)
-            rect_y.append(offset_of[p])
-        band = np.asarray(rect_band, np.int64)
-        y0 = np.asarray(rect_y, np.int64)
-        total = np.zeros(n + 1, np.int64)  # reserved bytes after event x - 1 (index 0: before the first)
-        np.add.at(total, np.clip(birth + 1, 0, n), sizes)
-        np.add.at(total, np.clip(death + 1, 0, n), -sizes * (death < n))
-        return SegmentBands(history=self, band=band, x0=np.asarray(rect_x0, np.int64),
-                            x1=np.asarray(rect_x1, np.int64), y0=y0, y1=y0 + sizes[band] if len(band) else y0,
-                            reserved=np.cumsum(total))
+        birth = self.p_birth
+        total = np.zeros(n + 2, np.int64)  # reserved bytes before the first event (index 0), then after each
+        np.add.at(total, birth + 1, self.p_size)
+        np.add.at(total, self.p_death + 1, -self.p_size)
+        return SegmentBands(history=self, order=np.lexsort((self.p_address, birth)),
+                            reserved=np.cumsum(total)[:n + 1])
 
 
 @dataclass
 class SegmentBands:
-    """Rectangles of the cached segment timeline: band (a segment range of the History) from event x0 to x1
-    (x: -1 is before recording; a rectangle spans x0 <= event < x1) at bytes y0..y1."""
+    """The cached segment timeline over the events -1 (before recording) .. n - 1."""
 
     history: History
-    band: np.ndarray
-    x0: np.ndarray
-    x1: np.ndarray
-    y0: np.ndarray
-    y1: np.ndarray
+    order: np.ndarray  # segment ranges (of the History) in stacking order: by birth, then address
     reserved: np.ndarray  # len(events) + 1: reserved bytes before the first event, then after each
 
     @property
     def peak(self) -> int:
         return int(self.reserved.max()) if len(self.reserved) else 0
 
-    def at(self, x: float, y: float) -> int:
-        """The band under (event x, bytes y), or -1."""
-        hit = np.flatnonzero((self.x0 <= x) & (x < self.x1) & (self.y0 <= y) & (y < self.y1))
-        return int(self.band[hit[0]]) if len(hit) else -1
+    def stack_at(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ranges reserved after event k from the bottom up, and the bytes each starts and ends at."""
+        h, o = self.history, self.order
+        live = o[(h.p_birth[o] <= k) & (k < h.p_death[o])]
+        top = np.cumsum(h.p_size[live])
+        return live, top - h.p_size[live], top
+
+    def at(self, k: int, y: float) -> int:
+        """The range under (event k, bytes y), or -1."""
+        live, y0, y1 = self.stack_at(k)
+        hit = np.flatnonzero((y0 <= y) & (y < y1))
+        return int(live[hit[0]]) if len(hit) else -1
+
+    def peak_events(self, edges: np.ndarray) -> np.ndarray:
+        """For each span of events edges[i]..edges[i + 1] (a pixel column), the event with the most reserved."""
+        r = self.reserved  # r[k + 1] is event k's
+        out = np.empty(len(edges) - 1, np.int64)
+        for i, (lo, hi) in enumerate(zip(edges[:-1].tolist(), edges[1:].tolist())):
+            hi = max(hi, lo + 1)
+            out[i] = lo + int(np.argmax(r[lo + 1:hi + 1])) if lo + 1 < len(r) else len(r) - 2
+        return out
 
 
 # ----------------------------------------------------------------- building

@@ -456,21 +456,25 @@ class AllocatorStateView(QWidget):
 
 class SegmentTimeline(QWidget):
     """Reserved segments over the events as stacked bands (memory_viz's cached segment timeline); hover names the
-    segment, a click picks that event for the allocator state."""
+    segment, a click picks that event for the allocator state. Each pixel column shows the stack at the event of
+    its span with the most reserved, as a column of colour codes (numpy), all columns one image, kept until the
+    size or the data change."""
 
     event_picked = Signal(int)
     hovered = Signal(str)
-    LEFT, BOTTOM, TOP = 72, 24, 8
+    LEFT, BOTTOM, TOP, RIGHT = 72, 24, 8, 8
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.bands: SegmentBands | None = None
         self.marker: int | None = None
+        self._image: tuple | None = None  # (key, QImage, pixels kept alive)
         self.setMouseTracking(True)
         self.setMinimumHeight(160)
 
     def set_bands(self, bands: SegmentBands | None) -> None:
         self.bands = bands
+        self._image = None
         self.update()
 
     def mark(self, k: int | None) -> None:
@@ -479,42 +483,55 @@ class SegmentTimeline(QWidget):
 
     def _scales(self) -> tuple[float, float, int, int]:
         b = self.bands
-        w = max(self.width() - self.LEFT - 8, 1)
+        w = max(self.width() - self.LEFT - self.RIGHT, 1)
         h = max(self.height() - self.BOTTOM - self.TOP, 1)
         n = len(b.history) if b is not None else 0
         peak = max(b.peak if b is not None else 0, 1)
         return w / (n + 1), h / peak, n, peak  # x: events -1..n-1 (a column each); y: bytes
+
+    def _plot_image(self, scheme: Scheme) -> QImage:
+        b = self.bands
+        w = max(self.width() - self.LEFT - self.RIGHT, 1)
+        h = max(self.height() - self.BOTTOM - self.TOP, 1)
+        key = (id(b), w, h, scheme.key)
+        if self._image is not None and self._image[0] == key:
+            return self._image[1]
+        sx, sy, n, _ = self._scales()
+        edges = np.minimum((np.arange(w + 1) / sx).astype(np.int64) - 1, n)  # events -1..n-1 per column
+        events = b.peak_events(edges)
+        address = b.history.p_address
+        color = (((address >> np.uint64(12)) * np.uint64(2654435761)) >> np.uint64(7)) % np.uint64(len(BAND_COLORS))
+        codes = np.zeros((h, w), np.uint8)  # 0: background, 1 + i: BAND_COLORS[i]
+        for x, k in enumerate(events.tolist()):
+            live, _, top = b.stack_at(k)
+            if not len(live):
+                continue
+            px = np.minimum(np.rint(top * sy).astype(np.int64), h)
+            heights = np.diff(np.concatenate(([0], px)))
+            column = np.repeat((color[live] + 1).astype(np.uint8), heights)
+            codes[h - len(column):, x] = column[::-1]
+        lut = np.array([argb(scheme.base)] + [argb(scheme.data(c)) for c in BAND_COLORS], np.uint32)
+        pixels = np.ascontiguousarray(lut[codes])
+        image = QImage(pixels.data, w, h, 4 * w, QImage.Format_RGB32)
+        self._image = (key, image, pixels)
+        return image
 
     def paintEvent(self, event) -> None:
         scheme = Scheme.of(self)
         painter = QPainter(self)
         painter.fillRect(self.rect(), scheme.base)
         b = self.bands
-        if b is None or not len(b.band):
+        if b is None or not len(b.order):
             painter.setPen(scheme.secondary())
             painter.drawText(self.rect(), Qt.AlignCenter, "No segments reserved.")
             return
         sx, sy, n, peak = self._scales()
         base_y = self.height() - self.BOTTOM
-        x0 = self.LEFT + (b.x0 + 1) * sx
-        x1 = self.LEFT + (b.x1 + 1) * sx
-        y1 = base_y - b.y0 * sy
-        y0 = base_y - b.y1 * sy
-        address = b.history.p_address[b.band]
-        # a colour per segment address (its pieces alike), spread by a multiplicative hash
-        color = (((address >> np.uint64(12)) * np.uint64(2654435761)) >> np.uint64(7)) % np.uint64(len(BAND_COLORS))
-        color = color.astype(np.int64)
-        edge = QPen(scheme.base)
-        edge.setWidthF(0.5)
-        painter.setPen(edge if len(b.band) < 2000 else Qt.NoPen)
-        for c in np.unique(color).tolist():
-            painter.setBrush(scheme.data(BAND_COLORS[c]))
-            for r in np.flatnonzero(color == c).tolist():
-                painter.drawRect(int(x0[r]), int(y0[r]), max(int(x1[r]) - int(x0[r]), 1), max(int(y1[r] - y0[r]), 1))
+        painter.drawImage(self.LEFT, self.TOP, self._plot_image(scheme))
         # axes: bytes on the left, events below
         painter.setPen(scheme.shade(0.45))
         painter.drawLine(self.LEFT, self.TOP, self.LEFT, base_y)
-        painter.drawLine(self.LEFT, base_y, self.width() - 8, base_y)
+        painter.drawLine(self.LEFT, base_y, self.width() - self.RIGHT, base_y)
         unit, _ = byte_unit(peak)
         step = _nice_step(peak / unit / 4) * unit
         fm = painter.fontMetrics()
@@ -527,7 +544,8 @@ class SegmentTimeline(QWidget):
             x = int(self.LEFT + (v + 1.5) * sx)
             painter.drawLine(x, base_y, x, base_y + 4)
             text = f"#{int(v):,}"
-            painter.drawText(x - fm.horizontalAdvance(text) // 2, base_y + 4 + fm.ascent(), text)
+            tx = min(x - fm.horizontalAdvance(text) // 2, self.width() - 2 - fm.horizontalAdvance(text))
+            painter.drawText(tx, base_y + 4 + fm.ascent(), text)
         painter.drawText(self.LEFT + 6, self.TOP + fm.ascent(), "reserved")
         if self.marker is not None:
             x = int(self.LEFT + (self.marker + 1.5) * sx)
@@ -538,13 +556,12 @@ class SegmentTimeline(QWidget):
         painter.end()
 
     def _at(self, pos: QPoint) -> tuple[int, int]:
-        """(event, band) under a point; band -1 when none."""
+        """(event, segment range) under a point; range -1 when none."""
         b = self.bands
         if b is None:
             return -1, -1
         sx, sy, n, _ = self._scales()
-        k = int((pos.x() - self.LEFT) / sx) - 1
-        k = min(max(k, -1), n - 1)
+        k = min(max(int((pos.x() - self.LEFT) / sx) - 1, -1), n - 1)
         y = (self.height() - self.BOTTOM - pos.y()) / sy
         return k, b.at(k, y)
 
