@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from profscope.models.analysis.allocator_state import build_history
+from profscope.models.analysis.allocator_state import History, build_history
 from profscope.models.data.cuda_snapshot import (
     ACTIVE_ALLOCATED,
     ACTIVE_AWAITING_FREE,
@@ -131,7 +131,7 @@ def main() -> None:
           f"({len(steps)} steps); random jumps: median {statistics.median(jumps) * 1000:.1f} ms, max "
           f"{max(jumps) * 1000:.1f} ms; last event: {len(s.seg_size)} segments, {len(s.size):,} blocks")
     _, t_bands = timed(lambda: history.bands)
-    print(f"cached segment bands: {t_bands * 1000:.0f} ms, {len(history.bands.band):,} rectangles")
+    print(f"cached segment bands: {t_bands * 1000:.1f} ms")
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
@@ -154,6 +154,38 @@ def main() -> None:
     assert view.canvas.drawn, "the canvas painted nothing"
     print(f"state view, Next + paint (1400x900 window): median {statistics.median(paint) * 1000:.1f} ms, max "
           f"{max(paint) * 1000:.1f} ms ({len(paint)} steps)")
+    from profscope.widgets.memory.allocator_state import SegmentTimeline
+    for name, h in (("this trace", history), ("20,000 segment events", segment_churn())):
+        timeline = SegmentTimeline()
+        timeline.resize(1400, 500)
+        timeline.show()
+        timeline.set_bands(h.bands)
+        _, t_first = timed(timeline.grab)
+        timeline.mark(len(h) // 2)
+        _, t_mark = timed(timeline.grab)
+        print(f"cached segment timeline ({name}, {len(h.p_birth):,} segment ranges): first paint "
+              f"{t_first * 1000:.1f} ms, marker moved {t_mark * 1000:.1f} ms")
+
+
+def segment_churn(events: int = 20_000) -> History:
+    """A trace of segment_alloc / segment_free only, about 300 segments reserved at a time."""
+    snap = make_snapshot(1000)
+    rng = np.random.default_rng(2)
+    action, addr, live, at = [], [], [], BASE + (1 << 40)
+    for _ in range(events):
+        if len(live) < 300 or rng.random() < 0.5:
+            action.append(SEGMENT_ALLOC), addr.append(at), live.append(at)
+            at += 4 * MiB
+        else:
+            action.append(SEGMENT_FREE), addr.append(live.pop(int(rng.integers(len(live)))))
+    for a in live:  # released before the snapshot, which holds only make_snapshot's segments
+        action.append(SEGMENT_FREE), addr.append(a)
+    n = len(action)
+    snap.traces[0] = DeviceTrace(action=np.asarray(action, np.uint8), addr=np.asarray(addr, np.uint64),
+                                 size=np.full(n, 2 * MiB, np.int64), stream=np.zeros(n, np.int64),
+                                 time_us=np.arange(n, dtype=np.int64), frames=np.full(n, -1, np.int32),
+                                 device_free=np.zeros(n, np.int64), category=np.zeros(n, np.int32))
+    return build_history(snap, 0)
 
 
 if __name__ == "__main__":
