@@ -181,6 +181,11 @@ class AllocatorProfile:
     top_frame: np.ndarray | None = None
     # Sources that list the allocator's segments (PyTorch snapshots): columns of the SQL segments table.
     segments: dict[str, list] | None = None
+    # Sources whose memory is split into categories (PyTorch memory timelines): each category's name and colour
+    # ("#rrggbb"), bottom of the stack first, and the category of each timeline row (an index into them). The
+    # plot then stacks the categories' bytes instead of stack and heap.
+    categories: tuple[tuple[str, str], ...] = ()
+    category: np.ndarray | None = None
 
     @property
     def peak_rows_given(self) -> bool:

@@ -249,6 +249,15 @@ class MemoryView(QWidget):
     def _show_readout(self, i: int) -> None:
         t = self.allocator.timeline
         m = t.metadata(i)
+        s = self.plot.series
+        if s is not None and s.categories:  # each stacked category's bytes (those holding any), top first
+            parts = [f"{name} {format_bytes(b)}" for (name, _), b in zip(s.categories, s.category_bytes[i].tolist())
+                     if b]
+            self.readout.setText(
+                f"{format_time_ps(t.time_ps[i])}  total {format_bytes(t.stack[i] + t.heap[i])}:  "
+                + "  ".join(reversed(parts)) + f"\n{m['region']}: {format_bytes(m['allocation'])} {m['op']}"
+                + (" freed" if m["activity"] == "DEALLOCATION" else ""))
+            return
         self.readout.setText(
             f"{format_time_ps(t.time_ps[i])}  stack {format_bytes(t.stack[i])}  heap {format_bytes(t.heap[i])}  "
             f"free {format_bytes(t.free[i])}  frag {t.fragmentation[i] * 100:.1f}%\n"
