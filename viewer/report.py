@@ -191,7 +191,7 @@ def write_report(
     from profscope.viewer.session_tree import ALL_HOSTS
     from profscope.widgets.hparams.view import HParamsView
     from profscope.widgets.memory.summary import summary_items
-    from profscope.widgets.memory.view import MemoryView
+    from profscope.widgets.memory.view import FLAME_TAB, MemoryView
     from profscope.widgets.stats.trace_stats_view import TraceStatsView
     from profscope.widgets.timeline.view import TimelineView
 
@@ -263,6 +263,13 @@ def write_report(
                 view.allocator_box.setCurrentText(memory_id)
                 png = save(view, f"memory_{_slug(info.name, host, memory_id)}.png")
                 allocator = data.allocators[memory_id]
+                flame = ""
+                if view.tabs.isTabVisible(FLAME_TAB) and allocator.summary.peak_in_use > 0:  # call stacks
+                    view.tabs.setCurrentIndex(FLAME_TAB)
+                    flame_png = save(view, f"memory_{_slug(info.name, host, memory_id)}_flame.png")
+                    view.tabs.setCurrentIndex(0)
+                    flame = (f"<p>{html.escape(view.flame.readout.text())}</p>"
+                             f"<img src='{html.escape(flame_png.name)}' alt='flame graph of the live bytes'>")
                 rows = "".join(
                     f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in summary_items(allocator)
                 )
@@ -270,6 +277,7 @@ def write_report(
                     f"<h2>Memory: {html.escape(title)} / {html.escape(memory_id)}</h2>"
                     f"<table>{rows}</table><img src='{html.escape(png.name)}' alt='memory view'>"
                     f"<p>{len(allocator.peak_allocations):,} rows in the table of active allocations at the peak.</p>"
+                    + flame
                     + "".join(f"<p>{html.escape(note)}</p>" for note in data.problems + allocator.notes)
                     + (_kernel_section(data.log, memory_id) if data.log is not None else "")
                 )

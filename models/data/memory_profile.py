@@ -224,6 +224,17 @@ class AllocatorProfile:
         i = int(np.searchsorted(self.timeline.time_ps, time_ps, side="right")) - 1
         return max(i, 0)
 
+    def live_rows(self, index: int) -> np.ndarray:
+        """Timeline rows of the allocations alive right after row `index`."""
+        return self._live(index)[0]
+
+    def _live(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """live_rows, and the row freeing each (len(timeline) if never)."""
+        allocs, frees = self.lifetime_pairs
+        k = int(np.searchsorted(allocs, index, side="right"))
+        alive = frees[:k] > index
+        return allocs[:k][alive], frees[:k][alive]
+
     def allocations_at(self, index: int) -> AllocationRows:
         """Allocations alive right after timeline snapshot `index`.
 
@@ -238,10 +249,7 @@ class AllocatorProfile:
                 "arbitrary moment cannot be known; only the table at the peak, which the file carries, is exact."
             )
         tl = self.timeline
-        allocs, frees = self.lifetime_pairs
-        k = int(np.searchsorted(allocs, index, side="right"))
-        live = allocs[:k][frees[:k] > index]
-        live_freed = frees[:k][frees[:k] > index]
+        live, live_freed = self._live(index)
         unmapped = int(tl.heap[index]) - int(tl.allocation[live].sum())
         specials = []
         if unmapped > 0:

@@ -22,7 +22,9 @@ from profscope.models.core.task import ProfileError
 from profscope.models.core.units import format_bytes, format_time_ps
 from profscope.models.data.allocation_log import SPECIAL_STEPS, AllocationLog
 from profscope.models.data.memory_profile import AllocationRows, AllocatorProfile, MemoryProfileData
+from profscope.models.data.flame import allocation_flame
 from profscope.widgets.memory.allocation_table import AllocationTable
+from profscope.widgets.memory.flame import FlameView
 from profscope.widgets.memory.kernel_table import KernelTable
 from profscope.widgets.memory.plot import MemoryPlot, PlotSeries
 from profscope.widgets.memory.summary import MemorySummaryCard
@@ -30,6 +32,7 @@ from profscope.widgets.palette import follow
 
 NOTHING_SHOWN = "No memory profile shown: open a profile (Ctrl+O), then pick a host."
 NO_MEMORY_EVENTS = "This host's profile has no memory events."
+FLAME_TAB = 2
 NOT_LOADED = "No memory profile to show: it could not be loaded (the message above says why)."
 
 
@@ -70,6 +73,9 @@ class MemoryView(QWidget):
         self.step_box.setToolTip("Show one step: its allocations in the tables, its time span in the plot")
         self.log_info = QLabel(wordWrap=True, textInteractionFlags=Qt.TextSelectableByMouse)
         self.kernel_table = KernelTable()
+        # Sources with call stacks: the live bytes by stack, made when its tab is shown.
+        self.flame = FlameView()
+        self._flame_for: tuple | None = None  # (allocator, moment) the flame shows
         self._rows: AllocationRows | None = None  # the table's rows before the step filter
         self._step_ids: list[int] = []  # the step of each step_box entry after "All steps"
 
@@ -95,6 +101,8 @@ class MemoryView(QWidget):
         self.tabs = QTabWidget()
         self.tabs.addTab(allocations, "Active allocations")
         self.tabs.addTab(self.kernel_table, "Bytes per kernel")
+        self.tabs.addTab(self.flame, "Flame graph")
+        self.tabs.setTabToolTip(FLAME_TAB, "The live bytes of the moment by call stack")
         splitter = QSplitter(Qt.Vertical)
         splitter.addWidget(upper)
         splitter.addWidget(self.tabs)
@@ -132,6 +140,7 @@ class MemoryView(QWidget):
         self.plot.moment_picked.connect(self.pick_moment)
         self.table.row_selected.connect(self._mark_row)
         self.step_box.currentIndexChanged.connect(self._apply_step)
+        self.tabs.currentChanged.connect(self._update_flame)
         follow(self, lambda scheme: self.message.setStyleSheet(f"color: {scheme.error().name()}; padding: 4px"))
 
     def set_hosts(self, hosts: list[str], current: str) -> None:
@@ -208,6 +217,7 @@ class MemoryView(QWidget):
         if a is None:
             self._set_rows(None)
             self.table_title.setText("")
+            self._update_flame()
             return
         if index is None:
             self._set_rows(a.peak_allocations)
@@ -218,6 +228,7 @@ class MemoryView(QWidget):
                 f"{format_bytes(a.summary.peak_in_use)}), {how}")
             self.plot.mark_moment(a.peak_index)
             self.show_message(" ".join((self.data.problems if self.data else []) + a.notes))
+            self._update_flame()
             return
         try:
             rows = a.allocations_at(index)
@@ -231,6 +242,22 @@ class MemoryView(QWidget):
             f"Active allocations at {format_time_ps(t.time_ps[index])} (snapshot {index:,}, "
             f"{format_bytes(t.stack[index] + t.heap[index])} in use)")
         self.plot.mark_moment(index)
+        self._update_flame()
+
+    def _update_flame(self) -> None:
+        """The flame graph's tab where the allocator has call stacks, its graph
+        (re)made for the moment shown when the tab is in front."""
+        a = self.allocator
+        has = a is not None and a.frames is not None and len(a.timeline) > 0
+        self.tabs.setTabVisible(FLAME_TAB, has)
+        shown = self._flame_for is not None and self._flame_for[0] is a and self._flame_for[1] == self.moment
+        if not has or shown or self.tabs.currentWidget() is not self.flame:
+            return
+        self._flame_for = (a, self.moment)
+        t = a.timeline
+        when = (f"at the peak ({format_time_ps(a.summary.peak_time_ps)})" if self.moment is None
+                else f"at {format_time_ps(t.time_ps[self.moment])} (snapshot {self.moment:,})")
+        self.flame.set_flame(allocation_flame(a, self.moment), when)
 
     def show_moment(self, memory_id: str, snapshot: int | None, time_ns: int | None = None) -> str | None:
         """Shows an allocator at a snapshot (or the first at a time, in ns);
