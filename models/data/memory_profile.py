@@ -186,6 +186,8 @@ class AllocatorProfile:
     # plot then stacks the categories' bytes instead of stack and heap.
     categories: tuple[tuple[str, str], ...] = ()
     category: np.ndarray | None = None
+    # The region of each row is the allocation's whole call stack (JAX pprof profiles): a diff matches rows by it.
+    region_is_stack: bool = False
 
     @property
     def peak_rows_given(self) -> bool:

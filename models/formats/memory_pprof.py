@@ -193,6 +193,7 @@ def _allocator(memory_id: str, rows: list[tuple[int, int, str, str, list]], time
         stored_snapshots=tl,
         frames=frames,
         top_frame=tl.op,
+        region_is_stack=True,
     )
 
 
