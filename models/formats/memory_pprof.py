@@ -147,7 +147,9 @@ def parse_pprof_memory(data: bytes | bytearray, host: str = "", source: str = ""
 
 def _allocator(memory_id: str, rows: list[tuple[int, int, str, str, list]], time_ps: int) -> AllocatorProfile:
     ids = {"": 0}
-    sizes, ops, regions = [], [], []
+    sizes: list[int] = []
+    ops: list[int] = []
+    regions: list[int] = []
     frames: dict[int, list] = {}  # by timeline row; one list shared by a sample's allocations
     for size, n, op, region, stack in rows:
         if n == 0:

@@ -145,7 +145,8 @@ class FlameView(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.search = QLineEdit(placeholderText="Search functions and files (highlights the boxes)", clearButtonEnabled=True)
+        self.search = QLineEdit(placeholderText="Search functions and files (highlights the boxes)",
+                                clearButtonEnabled=True)
         self.reset_button = QPushButton("Reset zoom")
         self.readout = QLabel(textInteractionFlags=Qt.TextSelectableByMouse)
         self.readout.setWordWrap(True)

@@ -21,8 +21,8 @@ from PySide6.QtWidgets import (
 from profscope.models.core.task import ProfileError
 from profscope.models.core.units import format_bytes, format_time_ps
 from profscope.models.data.allocation_log import SPECIAL_STEPS, AllocationLog
-from profscope.models.data.memory_profile import AllocationRows, AllocatorProfile, MemoryProfileData
 from profscope.models.data.flame import allocation_flame
+from profscope.models.data.memory_profile import AllocationRows, AllocatorProfile, MemoryProfileData
 from profscope.widgets.memory.allocation_table import AllocationTable
 from profscope.widgets.memory.flame import FlameView
 from profscope.widgets.memory.kernel_table import KernelTable
