@@ -12,7 +12,17 @@ import zlib
 import numpy as np
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QCursor, QFontMetrics, QPainter
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
 
 from profscope.models.core.units import format_bytes
 from profscope.models.data.flame import FlameGraph
@@ -34,7 +44,6 @@ class FlameCanvas(QWidget):
         self.view = (0.0, 1.0)
         self.matches: np.ndarray | None = None
         self.setMouseTracking(True)
-        self.setMinimumHeight(120)
         self._scheme = Scheme.of(self)
         follow(self, self._apply_scheme)
 
@@ -50,7 +59,7 @@ class FlameCanvas(QWidget):
         self.matches = None
         self.view = (0.0, float(max(flame.total, 1)) if flame is not None else 1.0)
         rows = (flame.max_depth + 1) if flame is not None else 1
-        self.setMinimumHeight(max(120, rows * self.row_height() + 2))
+        self.setMinimumHeight(rows * self.row_height() + 2)
         self.update()
 
     def zoom(self, box: int) -> None:
@@ -151,6 +160,9 @@ class FlameView(QWidget):
         self.readout = QLabel(textInteractionFlags=Qt.TextSelectableByMouse)
         self.readout.setWordWrap(True)
         self.canvas = FlameCanvas(self)
+        scroll = QScrollArea(widgetResizable=True, frameShape=QFrame.NoFrame)  # deep stacks scroll down
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        scroll.setWidget(self.canvas)
         bar = QHBoxLayout()
         bar.addWidget(self.search, 1)
         bar.addWidget(self.reset_button)
@@ -158,7 +170,7 @@ class FlameView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
         layout.addWidget(self.readout)
-        layout.addWidget(self.canvas, 1)
+        layout.addWidget(scroll, 1)
         self.search.textChanged.connect(self._search)
         self.reset_button.clicked.connect(lambda: self.canvas.zoom(0))
         self.canvas.hovered.connect(self._hovered)
