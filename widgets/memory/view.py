@@ -32,7 +32,6 @@ from profscope.widgets.palette import follow
 
 NOTHING_SHOWN = "No memory profile shown: open a profile (Ctrl+O), then pick a host."
 NO_MEMORY_EVENTS = "This host's profile has no memory events."
-FLAME_TAB = 2
 NOT_LOADED = "No memory profile to show: it could not be loaded (the message above says why)."
 
 
@@ -102,7 +101,7 @@ class MemoryView(QWidget):
         self.tabs.addTab(allocations, "Active allocations")
         self.tabs.addTab(self.kernel_table, "Bytes per kernel")
         self.tabs.addTab(self.flame, "Flame graph")
-        self.tabs.setTabToolTip(FLAME_TAB, "The live bytes of the moment by call stack")
+        self.tabs.setTabToolTip(self.tabs.indexOf(self.flame), "The live bytes of the moment by call stack")
         splitter = QSplitter(Qt.Vertical)
         splitter.addWidget(upper)
         splitter.addWidget(self.tabs)
@@ -249,7 +248,7 @@ class MemoryView(QWidget):
         (re)made for the moment shown when the tab is in front."""
         a = self.allocator
         has = a is not None and a.frames is not None and len(a.timeline) > 0
-        self.tabs.setTabVisible(FLAME_TAB, has)
+        self.tabs.setTabVisible(self.tabs.indexOf(self.flame), has)
         shown = self._flame_for is not None and self._flame_for[0] is a and self._flame_for[1] == self.moment
         if not has or shown or self.tabs.currentWidget() is not self.flame:
             return
