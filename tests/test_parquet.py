@@ -2,13 +2,19 @@
 every encoding at awkward lengths, NULL patterns and extreme values, the
 statistics readers filter on, runs, and refused input."""
 
+import json
+import pickle
+
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import DATA
 
+from profscope.models.core.safe_pickle import loads
 from profscope.models.sql import parquet
+from profscope.viewer.cli import main
 
 INT64 = np.iinfo(np.int64)
 INT32 = np.iinfo(np.int32)
@@ -46,11 +52,13 @@ def random_columns(rng, n):
         "text": pa.DictionaryArray.from_arrays(pa.array(indices, mask=~valid), strings),
         "plain_text": pa.array([f"t{k % 7}" for k in range(n)], pa.large_string()),
         "none": pa.nulls(n, pa.int64()),
+        "flag": pa.array(rng.random(n) < rng.choice([0.0, 0.3, 1.0]), mask=~valid),
     }
 
 
 SCHEMA = [("growing", "BIGINT"), ("wild", "BIGINT"), ("small", "INTEGER"), ("unsigned", "UBIGINT"),
-          ("doubles", "DOUBLE"), ("text", "VARCHAR"), ("plain_text", "VARCHAR"), ("none", "BIGINT")]
+          ("doubles", "DOUBLE"), ("text", "VARCHAR"), ("plain_text", "VARCHAR"), ("none", "BIGINT"),
+          ("flag", "BOOLEAN")]
 
 
 def expected(array: pa.Array) -> list:
@@ -98,6 +106,9 @@ def test_statistics_are_each_row_groups_min_max_and_nulls(tmp_path):
             if sql_type in ("BIGINT", "INTEGER", "UBIGINT") and part.null_count < len(part):
                 values = [v for v in part.to_pylist() if v is not None]
                 assert (stats.min, stats.max) == (min(values), max(values)), name
+            if sql_type == "BOOLEAN" and part.null_count < len(part):
+                values = [v for v in part.to_pylist() if v is not None]
+                assert (stats.min, stats.max) == (min(values), max(values))
     # DuckDB reads the unsigned statistics in unsigned order, and prunes row groups with them.
     top = int(columns["growing"][2999].as_py())
     assert duckdb.sql(f"SELECT count(*) FROM '{path}' WHERE growing > {top - 1}").fetchall()[0][0] >= 1
@@ -194,3 +205,43 @@ def test_string_views_and_nulls_are_written_as_texts(tmp_path):
     write(tmp_path / "t.parquet", [("v", "VARCHAR"), ("n", "VARCHAR")], [[views, pa.nulls(4)]])
     table = pq.read_table(tmp_path / "t.parquet")
     assert table.column("v").to_pylist() == ["a", "bb", None, "a"] and table.column("n").null_count == 4
+
+
+def test_booleans_are_bit_packed_boolean_columns(tmp_path):
+    """PLAIN booleans: one bit a value, LSB first (Encodings.md); nulls take no bit."""
+    values = [True, None, False, True, True, None, False, False, True, True, False]
+    path = tmp_path / "t.parquet"
+    write(path, [("b", "BOOLEAN")], [[pa.array(values, pa.bool_())]])
+    f = pq.ParquetFile(path)
+    assert f.schema.column(0).physical_type == "BOOLEAN"
+    assert f.schema_arrow.field("b").type == pa.bool_()
+    assert pq.read_table(path).column("b").to_pylist() == values
+    column = f.metadata.row_group(0).column(0)
+    assert set(column.encodings) == {"RLE", "PLAIN"}
+    # The page's values: 9 non-null booleans in 2 bytes, after the definition levels.
+    kept = [v for v in values if v is not None]
+    packed = np.packbits(np.array(kept), bitorder="little").tobytes()
+    assert packed in path.read_bytes()
+    assert duckdb.sql(f"SELECT typeof(b) FROM '{path}' LIMIT 1").fetchall() == [("BOOLEAN",)]
+
+
+def test_segments_is_expandable_is_boolean_in_duckdb_and_parquet(tmp_path):
+    """A snapshot whose segments say is_expandable (True, False) or not (the typed fixture, marked as torch's
+    C++ writes the flag): BOOLEAN in the SQL table and in the Parquet file, NULL where unsaid."""
+    snapshot = loads((DATA / "torch_snapshot" / "typed_snapshot.pickle").read_bytes())
+    segments = sorted(snapshot["segments"], key=lambda s: s["address"])
+    segments[0]["is_expandable"], segments[1]["is_expandable"] = True, False
+    path = tmp_path / "marked.pickle"
+    path.write_bytes(pickle.dumps(snapshot, protocol=4))
+    out = tmp_path / "sql.json"
+    assert main(["query", str(path), "SELECT address, is_expandable, typeof(is_expandable) AS t FROM segments "
+                 "ORDER BY address", "--format", "json", "-o", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    assert [(r["is_expandable"], r["t"]) for r in rows] == [(True, "BOOLEAN"), (False, "BOOLEAN"), (None, "BOOLEAN")]
+    assert main(["export", str(path), "--format", "parquet", "-o", str(tmp_path / "pq")]) == 0
+    [file] = (tmp_path / "pq" / "segments").glob("*/part.parquet")
+    f = pq.ParquetFile(file)
+    k = f.schema_arrow.get_field_index("is_expandable")
+    assert f.schema.column(k).physical_type == "BOOLEAN" and f.schema_arrow.field(k).type == pa.bool_()
+    table = f.read().sort_by("address")
+    assert table.column("is_expandable").to_pylist() == [True, False, None]

@@ -72,6 +72,8 @@ TAB_KINDS = {
     "xplane": (DATA / "xprof" / "keras.xplane.pb", ["Memory", "Timeline", "Query"]),
     "step_stats": (DATA / "step_stats" / "run_metadata.pb", ["Memory", "Timeline", "Query"]),
     "log_memory": (DATA / "log_memory" / "eager-cpu.log", ["Memory", "Query"]),
+    "memory_timeline": (DATA / "memory_timeline" / "cpu.json.gz", ["Memory", "Query"]),  # stacked categories
+    "jax_memory": (DATA / "memory_pprof" / "before.prof", ["Memory", "Query"]),
 }
 ALL_KINDS = os.environ.get("PROFSCOPE_XVFB_ALL_KINDS") == "1"
 

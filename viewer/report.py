@@ -187,9 +187,11 @@ def write_report(
     """
     from PySide6.QtCore import QEvent
 
+    from profscope.models.data.flame import allocation_flame
     from profscope.viewer.app import application
     from profscope.viewer.session_tree import ALL_HOSTS
     from profscope.widgets.hparams.view import HParamsView
+    from profscope.widgets.memory.flame import FlameView
     from profscope.widgets.memory.summary import summary_items
     from profscope.widgets.memory.view import MemoryView
     from profscope.widgets.stats.trace_stats_view import TraceStatsView
@@ -207,6 +209,7 @@ def write_report(
 
     view = MemoryView()
     view.resize(*VIEW_SIZE)
+    flame_view = FlameView()
     timeline_view = TimelineView()
     timeline_view.resize(*VIEW_SIZE)
     stats_view = TraceStatsView()
@@ -263,6 +266,15 @@ def write_report(
                 view.allocator_box.setCurrentText(memory_id)
                 png = save(view, f"memory_{_slug(info.name, host, memory_id)}.png")
                 allocator = data.allocators[memory_id]
+                flame = ""
+                graph = allocation_flame(allocator)
+                if graph is not None and graph.total > 0:  # call stacks: the flame graph at the peak, whole
+                    flame_view.set_flame(graph, "at the peak")
+                    rows = graph.max_depth + 1
+                    flame_view.resize(VIEW_SIZE[0], min(80 + rows * flame_view.canvas.row_height(), 2000))
+                    flame_png = save(flame_view, f"memory_{_slug(info.name, host, memory_id)}_flame.png")
+                    flame = (f"<p>{html.escape(flame_view.readout.text())}</p>"
+                             f"<img src='{html.escape(flame_png.name)}' alt='flame graph of the live bytes'>")
                 rows = "".join(
                     f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in summary_items(allocator)
                 )
@@ -270,15 +282,16 @@ def write_report(
                     f"<h2>Memory: {html.escape(title)} / {html.escape(memory_id)}</h2>"
                     f"<table>{rows}</table><img src='{html.escape(png.name)}' alt='memory view'>"
                     f"<p>{len(allocator.peak_allocations):,} rows in the table of active allocations at the peak.</p>"
+                    + flame
                     + "".join(f"<p>{html.escape(note)}</p>" for note in data.problems + allocator.notes)
                     + (_kernel_section(data.log, memory_id) if data.log is not None else "")
                     + _allocator_state_section(view, memory_id, save, (info.name, host))
                 )
     # Delete the widgets now, while Qt is fully alive, not at interpreter exit.
-    for widget in (view, timeline_view, hparams_view, stats_view):
+    for widget in (view, flame_view, timeline_view, hparams_view, stats_view):
         widget.close()
         widget.deleteLater()
-    del view, timeline_view, hparams_view, stats_view
+    del view, flame_view, timeline_view, hparams_view, stats_view
     app.sendPostedEvents(None, QEvent.DeferredDelete)
     if repo is not None and (files := repo.not_profiles()):
         rows = "".join(f"<li>{html.escape(path)}: {html.escape(reason)}</li>" for path, reason in files)

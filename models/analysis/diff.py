@@ -421,8 +421,12 @@ class Curves:
 
 @dataclass
 class AllocationDiff:
-    """Allocations at each side's window peak, by (op, shape): total bytes
-    and occurrences per side; largest absolute change first."""
+    """Allocations at each side's window peak, by (op, shape), or by (op, call
+    stack, shape) where both sides' rows carry their stacks (JAX pprof
+    profiles): total bytes and occurrences per side; largest absolute change
+    first. Ops are matched without the object addresses Python puts in the
+    names of built-in methods ("... object at 0x7f...>"), which differ from
+    run to run."""
 
     op: list[str]
     shape: list[str]
@@ -431,6 +435,7 @@ class AllocationDiff:
     base_count: np.ndarray
     cand_count: np.ndarray
     status: np.ndarray  # int8 codes into GROWTH
+    stack: list[str] | None = None  # each row's call stack, when matched by it
 
     def __len__(self) -> int:
         return len(self.op)
@@ -475,6 +480,7 @@ class MemoryDiff:
                 **a.peaks(),
                 "peak_allocations": [{
                     "op": rows.op[i], "shape": rows.shape[i],
+                    **({"stack": rows.stack[i]} if rows.stack is not None else {}),
                     "baseline": {"bytes": int(rows.base_bytes[i]), "count": int(rows.base_count[i])},
                     "candidate": {"bytes": int(rows.cand_bytes[i]), "count": int(rows.cand_count[i])},
                     "delta_bytes": int(rows.cand_bytes[i] - rows.base_bytes[i]),
@@ -526,16 +532,23 @@ def _origin(a: AllocatorProfile | None, step: int | None, side: str, memory_id: 
 def _allocation_diff(b: AllocatorProfile | None, c: AllocatorProfile | None) -> AllocationDiff:
     rows = [p.peak_allocations if p is not None else AllocationRows([], [], [], [], *[np.zeros(0, np.int64)] * 6)
             for p in (b, c)]
-    keys = [[f"{op}\x1f{shape}" for op, shape in zip(r.op, r.shape)] for r in rows]
+    by_stack = all(p is None or p.region_is_stack for p in (b, c))
+    keys = [[f"{_OBJECT_AT.sub('>', op)}\x1f{region if by_stack else ''}\x1f{shape}"
+             for op, region, shape in zip(r.op, r.region, r.shape)] for r in rows]
     uniq, _, ((bb, cb), (bn, cn), _) = _join(
         *keys, *zip(*((r.allocation * r.occurrences, r.occurrences) for r in rows))
     )
     status = np.select([bn == 0, cn == 0, cb > bb, cb < bb], [3, 4, 1, 2], 0).astype(np.int8)  # GROWTH codes
     order = _largest_change_first(bb, cb)
-    op_shape = [k.partition("\x1f") for k in uniq[order].tolist()]
+    op_stack_shape = [k.split("\x1f") for k in uniq[order].tolist()]
     return AllocationDiff(
-        [k[0] for k in op_shape], [k[2] for k in op_shape], bb[order], cb[order], bn[order], cn[order], status[order]
+        [k[0] for k in op_stack_shape], [k[2] for k in op_stack_shape], bb[order], cb[order], bn[order], cn[order],
+        status[order], [k[1] for k in op_stack_shape] if by_stack else None,
     )
+
+
+# " at 0x7f3a...>" closing a built-in method's name: an object's address, new in every run.
+_OBJECT_AT = re.compile(r" at 0x[0-9a-fA-F]+>$")
 
 
 def _curves(b: AllocatorProfile | None, c: AllocatorProfile | None, ob: int, oc: int, points: int) -> Curves:

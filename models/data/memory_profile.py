@@ -182,6 +182,13 @@ class AllocatorProfile:
     top_frame: np.ndarray | None = None
     # Sources that list the allocator's segments (PyTorch snapshots): columns of the SQL segments table.
     segments: dict[str, list] | None = None
+    # Sources whose memory is split into categories (PyTorch memory timelines): each category's name and colour
+    # ("#rrggbb"), bottom of the stack first, and the category of each timeline row (an index into them). The
+    # plot then stacks the categories' bytes instead of stack and heap.
+    categories: tuple[tuple[str, str], ...] = ()
+    category: np.ndarray | None = None
+    # The region of each row is the allocation's whole call stack (JAX pprof profiles): a diff matches rows by it.
+    region_is_stack: bool = False
 
     @property
     def peak_rows_given(self) -> bool:
@@ -220,6 +227,17 @@ class AllocatorProfile:
         i = int(np.searchsorted(self.timeline.time_ps, time_ps, side="right")) - 1
         return max(i, 0)
 
+    def live_rows(self, index: int) -> np.ndarray:
+        """Timeline rows of the allocations alive right after row `index`."""
+        return self._live(index)[0]
+
+    def _live(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """live_rows, and the row freeing each (len(timeline) if never)."""
+        allocs, frees = self.lifetime_pairs
+        k = int(np.searchsorted(allocs, index, side="right"))
+        alive = frees[:k] > index
+        return allocs[:k][alive], frees[:k][alive]
+
     def allocations_at(self, index: int) -> AllocationRows:
         """Allocations alive right after timeline snapshot `index`.
 
@@ -234,10 +252,7 @@ class AllocatorProfile:
                 "arbitrary moment cannot be known; only the table at the peak, which the file carries, is exact."
             )
         tl = self.timeline
-        allocs, frees = self.lifetime_pairs
-        k = int(np.searchsorted(allocs, index, side="right"))
-        live = allocs[:k][frees[:k] > index]
-        live_freed = frees[:k][frees[:k] > index]
+        live, live_freed = self._live(index)
         unmapped = int(tl.heap[index]) - int(tl.allocation[live].sum())
         specials = []
         if unmapped > 0:

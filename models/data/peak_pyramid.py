@@ -1,5 +1,6 @@
 """What the memory plot draws, prepared in the window's worker job (numpy
-only): per allocator its series (in use, fragmentation, stack, free) as the
+only): per allocator its series (in use, fragmentation, stack, free; or the
+stacked categories of a source that has them) as the
 columns of one PeakPyramid, the min/max levels that give the exact minimum and
 maximum of the samples under any pixel column at any zoom."""
 
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from profscope.models.core.task import TaskState
-from profscope.models.data.memory_profile import AllocatorProfile, MemoryProfileData
+from profscope.models.data.memory_profile import ALLOCATION, AllocatorProfile, MemoryProfileData
 
 
 class PeakPyramid:
@@ -88,6 +89,10 @@ class PlotSeries:
     time_ps: np.ndarray
     names: list[str]  # the pyramid's columns: in_use (stack + heap), fragmentation (%), stack, free
     pyramid: PeakPyramid
+    # Allocators split into categories: (name, colour) bottom first; the pyramid's columns are then in_use and
+    # each category's top in the stack ("stacked:0" ...), and category_bytes each one's bytes after each row.
+    categories: tuple[tuple[str, str], ...] = ()
+    category_bytes: np.ndarray | None = None
 
     def has(self, name: str) -> bool:
         return name in self.names
@@ -96,8 +101,25 @@ class PlotSeries:
         return self.pyramid.max(self.names.index(name))
 
 
+def category_bytes(profile: AllocatorProfile) -> np.ndarray:
+    """Each category's bytes right after each timeline row (rows x categories, int64)."""
+    tl, k = profile.timeline, len(profile.categories)
+    out = np.zeros((len(tl), k), np.int64)
+    signed = np.where(tl.activity == ALLOCATION, tl.allocation, -tl.allocation.astype(np.int64))
+    out[np.arange(len(tl)), profile.category] = signed
+    return np.cumsum(out, axis=0, out=out)
+
+
 def plot_series(profile: AllocatorProfile) -> PlotSeries:
     tl = profile.timeline
+    if profile.categories and profile.category is not None:
+        # Stacked as PyTorch's plot stacks them: each category's top is the sum of it and those below.
+        by_category = category_bytes(profile)
+        tops = np.cumsum(by_category, axis=1)
+        columns = np.concatenate([tl.in_use[:, None], tops], axis=1)
+        names = ["in_use"] + [f"stacked:{i}" for i in range(len(profile.categories))]
+        return PlotSeries(time_ps=tl.time_ps, names=names, pyramid=PeakPyramid(columns),
+                          categories=profile.categories, category_bytes=by_category)
     names = ["in_use", "fragmentation"]
     if tl.stack.any():  # most allocators never reserve stack: no empty area
         names.append("stack")

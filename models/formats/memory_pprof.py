@@ -14,7 +14,8 @@ time, so its last snapshot is the total. A sample of n allocations of b bytes
 gives n snapshots of b // n bytes (the remainder on the first). The table's op
 is the innermost frame outside JAX's own code (JAX's internals are the leaf
 frames of every stack), "function (file:line)"; the region is the kind and the
-whole stack, innermost first. Data type and shape are not in the profile.
+whole stack, innermost first; the stack is also kept as frames (the SQL frames
+table, the flame graph). Data type and shape are not in the profile.
 """
 
 from __future__ import annotations
@@ -104,14 +105,16 @@ def parse_pprof_memory(data: bytes | bytearray, host: str = "", source: str = ""
     functions = {f.id: f for f in p.function}
     locations = {loc.id: loc for loc in p.location}
 
-    def frame(function_id: int, line: int) -> tuple[str, str]:
+    def frame(function_id: int, line: int) -> tuple[str, str, dict]:
+        """The frame's label, its file, and the frame as the model keeps call stacks."""
         f = functions.get(function_id)
         file = text(f.filename) if f else ""
         where = f"{Path(file).name}:{line}" if file else f"line {line}"
-        return f"{text(f.name) if f else '?'} ({where})", file
+        name = text(f.name) if f else "?"
+        return f"{name} ({where})", file, {"name": name, "filename": file, "line": line}
 
-    # Per allocator: sizes and per allocation (op, region) texts.
-    groups: dict[str, list[tuple[int, int, str, str]]] = {}
+    # Per allocator: sizes and per allocation (op, region) texts and stack.
+    groups: dict[str, list[tuple[int, int, str, str, list]]] = {}
     total_allocations = total_bytes = 0
     for s in p.sample:
         if len(s.value) != len(types):
@@ -129,11 +132,12 @@ def parse_pprof_memory(data: bytes | bytearray, host: str = "", source: str = ""
         kind = labels.get("kind", "")
         frames = [frame(line.function_id, line.line) for i in s.location_id if (loc := locations.get(i))
                   for line in loc.line]
+        stack = [f for _, _, f in frames]
         if not frames:
-            frames = [("(no stack)", "")]
-        op = next((f for f, file in frames if not any(part in file for part in INTERNAL)), frames[0][0])
-        region = f"{kind or 'allocation'}: " + " < ".join(f for f, _ in frames)
-        groups.setdefault(labels.get("device") or kind or "memory", []).append((size, n, op, region))
+            frames = [("(no stack)", "", {})]
+        op = next((f for f, file, _ in frames if not any(part in file for part in INTERNAL)), frames[0][0])
+        region = f"{kind or 'allocation'}: " + " < ".join(f for f, _, _ in frames)
+        groups.setdefault(labels.get("device") or kind or "memory", []).append((size, n, op, region, stack))
     if not groups:
         raise ProfileError(f"{name}: the pprof memory profile has no samples (no live buffers)")
     time_ps = min(max(p.time_nanos, 0), (2**63 - 1) // 1000) * 1000  # ps in int64
@@ -141,14 +145,19 @@ def parse_pprof_memory(data: bytes | bytearray, host: str = "", source: str = ""
     return MemoryProfileData(host=host, allocators=allocators, source=name)
 
 
-def _allocator(memory_id: str, rows: list[tuple[int, int, str, str]], time_ps: int) -> AllocatorProfile:
+def _allocator(memory_id: str, rows: list[tuple[int, int, str, str, list]], time_ps: int) -> AllocatorProfile:
     ids = {"": 0}
-    sizes, ops, regions = [], [], []
-    for size, n, op, region in rows:
+    sizes: list[int] = []
+    ops: list[int] = []
+    regions: list[int] = []
+    frames: dict[int, list] = {}  # by timeline row; one list shared by a sample's allocations
+    for size, n, op, region, stack in rows:
         if n == 0:
             continue
         each = [size // n] * n
         each[0] += size - (size // n) * n
+        if stack:
+            frames.update(dict.fromkeys(range(len(sizes), len(sizes) + n), stack))
         sizes += each
         ops += [ids.setdefault(op, len(ids))] * n
         regions += [ids.setdefault(region, len(ids))] * n
@@ -184,6 +193,9 @@ def _allocator(memory_id: str, rows: list[tuple[int, int, str, str]], time_ps: i
         peak_allocations=xprof_peak_rows(tl, summary),
         complete=True,
         stored_snapshots=tl,
+        frames=frames,
+        top_frame=tl.op,
+        region_is_stack=True,
     )
 
 

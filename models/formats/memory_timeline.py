@@ -12,7 +12,8 @@ name ends in `.gz`):
   the bytes per category from times[i] on (a leading 0 column, then one per
   category); preexisting memory is dated at the first time.
 
-Categories are indexed as PyTorch's plot orders them (CATEGORIES). Either form
+Categories are indexed as PyTorch's plot orders them (CATEGORIES, bottom first, in
+its colours), and the allocator carries them, so the plot stacks them. Either form
 becomes one allocator (the device, taken from the file name when it names one)
 whose heap is the total: one snapshot per change of one category, named by
 the category (op) and the action (region). Changes are paired into lifetimes
@@ -44,6 +45,9 @@ from profscope.models.repository.registry import MEMORY_PROFILE, Format, strip_s
 
 CATEGORIES = ("parameter", "optimizer state", "input", "temporary", "activation", "gradient",
               "autograd detail", "unknown")
+# The colours of PyTorch's own plot (export_memory_timeline_html: matplotlib's darkgreen, goldenrod, black,
+# mediumpurple, red, mediumblue, royalblue, grey), stacked in this order from the bottom.
+COLORS = ("#006400", "#daa520", "#000000", "#9370db", "#ff0000", "#0000cd", "#4169e1", "#808080")
 ACTIONS = ("", "preexisting", "create", "increment version", "destroy")
 COALESCED = "change of the category's total"
 SUFFIXES = (".raw.json.gz", ".raw.json", ".raw.gz", ".raw", ".json.gz", ".json")
@@ -165,7 +169,8 @@ def _allocator(memory_id: str, time_ps, delta, category, action) -> AllocatorPro
     summary = summarize(timeline)
     summary.num_allocations, summary.num_deallocations = len(allocs), n - len(allocs)
     summary.memory_capacity = 0  # the timeline does not say how much memory the device had
-    profile = complete_profile(memory_id, timeline, summary, lifetimes=(allocs, frees))
+    profile = complete_profile(memory_id, timeline, summary, lifetimes=(allocs, frees),
+                               categories=tuple(zip(CATEGORIES, COLORS)), category=category.astype(np.int8))
     if n:
         at_peak = category_totals(timeline, profile.peak_index)
         profile.notes.append("Categories at the peak: " + ", ".join(

@@ -4,7 +4,7 @@
  * several threads:
  *   the definition levels (bit width 1, 4-byte length first: data page v1),
  *   then the non-null values: DELTA_BINARY_PACKED integers, PLAIN doubles,
- *   or dictionary indices (bit width byte, RLE / bit-packing hybrid).
+ *   PLAIN booleans (bit-packed), or dictionary indices (bit width byte, RLE / bit-packing hybrid).
  * Nulls come as an Arrow validity bitmap (LSB first) and its bit offset, or
  * None for none. Encodings: parquet-format's Encodings.md. */
 
@@ -315,6 +315,41 @@ static PyObject *encode_doubles(PyObject *Py_UNUSED(self), PyObject *args) {
     return page ? Py_BuildValue("(Nnn)", page, non_null, nans) : NULL;
 }
 
+/* Levels, then the non-null booleans PLAIN: bit-packed, one bit each, LSB first. */
+static PyObject *encode_booleans(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *values, *bitmap;
+    long long offset;
+    if (!PyArg_ParseTuple(args, "OOL", &values, &bitmap, &offset)) return NULL;
+    Column c;
+    if (!open_column(&c, values, NPY_BOOL, bitmap, offset)) return NULL;
+    Py_ssize_t n = c.n, non_null = 0, trues = 0;
+    uint8_t *w;
+    PyObject *page = new_page(LEVELS_ROOM(n) + (n + 7) / 8, &w);
+    if (!page) {
+        close_column(&c);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    const uint8_t *bits = c.has_bitmap ? c.bitmap.buf : NULL;
+    w = put_levels(w, n, bits, c.offset, &non_null);
+    const uint8_t *data = (const uint8_t *)PyArray_DATA(c.values);
+    memset(w, 0, (size_t)((non_null + 7) / 8));
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (bits && !is_valid(bits, c.offset + i)) continue;
+        if (data[i]) {
+            w[k >> 3] |= (uint8_t)(1 << (k & 7));
+            trues++;
+        }
+        k++;
+    }
+    w += (non_null + 7) / 8;
+    Py_END_ALLOW_THREADS
+    close_column(&c);
+    page = end_page(page, w);
+    return page ? Py_BuildValue("(Nnn)", page, non_null, trues) : NULL;
+}
+
 static PyObject *encode_indices(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *values, *bitmap;
     long long offset;
@@ -530,6 +565,9 @@ static PyMethodDef methods[] = {
      "values)."},
     {"encode_doubles", encode_doubles, METH_VARARGS,
      "encode_doubles(values, bitmap, bit_offset) -> (page, non_null, nan_count): levels and PLAIN doubles."},
+    {"encode_booleans", encode_booleans, METH_VARARGS,
+     "encode_booleans(values, bitmap, bit_offset) -> (page, non_null, trues): levels and PLAIN (bit-packed) "
+     "booleans."},
     {"encode_indices", encode_indices, METH_VARARGS,
      "encode_indices(indices, bitmap, bit_offset, bit_width) -> (page, non_null): levels and RLE_DICTIONARY "
      "indices."},

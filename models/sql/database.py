@@ -48,7 +48,8 @@ KERNEL_TYPE = (f"CASE WHEN {_RE.format(trace_stats.COMMUNICATION_PATTERN)} THEN 
                f"WHEN {_RE.format(trace_stats.MEMORY_PATTERN)} THEN 'MEMORY' "
                f"WHEN {_RE.format(trace_stats.NOT_COMPUTATION_PATTERN)} THEN 'OTHER' ELSE 'COMPUTATION' END")
 MEMORY_LIMIT_VARIABLE = "PROFSCOPE_SQL_MEMORY"
-_NUMPY_TYPES = {"BIGINT": np.int64, "INTEGER": np.int32, "UBIGINT": np.uint64, "DOUBLE": np.float64}
+_NUMPY_TYPES = {"BIGINT": np.int64, "INTEGER": np.int32, "UBIGINT": np.uint64, "DOUBLE": np.float64,
+                "BOOLEAN": np.bool_}
 
 
 class QueryError(ProfileError):

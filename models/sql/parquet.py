@@ -7,6 +7,7 @@ page (v1) per row group:
 - integers (BIGINT, INTEGER, UBIGINT) DELTA_BINARY_PACKED, with min/max
   statistics (times and steps mostly grow, so deltas are a few bits);
 - doubles PLAIN;
+- booleans PLAIN: bit-packed, a bit a value, LSB first, with min/max;
 - texts RLE_DICTIONARY over a PLAIN dictionary page: Profscope's texts are
   interned already, so their indices are written as they are;
 - runs (per-lane values, constants; `Runs`) RLE_DICTIONARY too, a run per
@@ -34,7 +35,7 @@ from profscope.models.sql import _parquet
 # Thrift compact protocol field types.
 _BOOL, _I8, _I16, _I32, _I64, _BINARY, _LIST, _STRUCT = 1, 3, 4, 5, 6, 8, 9, 12
 # parquet.thrift enums.
-_INT32, _INT64, _DOUBLE, _BYTE_ARRAY = 1, 2, 5, 6
+_BOOLEAN, _INT32, _INT64, _DOUBLE, _BYTE_ARRAY = 0, 1, 2, 5, 6
 _PLAIN, _RLE, _DELTA_BINARY_PACKED, _RLE_DICTIONARY = 0, 3, 5, 8
 _DATA_PAGE, _DICTIONARY_PAGE = 0, 2
 _OPTIONAL = 1
@@ -46,9 +47,10 @@ _TYPES: dict[str, tuple[int, int | None, list | None]] = {
     "INTEGER": (_INT32, None, None),
     "UBIGINT": (_INT64, _UINT_64, [(10, _STRUCT, [(1, _I8, 64), (2, _BOOL, False)])]),  # IntType(64, unsigned)
     "DOUBLE": (_DOUBLE, None, None),
+    "BOOLEAN": (_BOOLEAN, None, None),
     "VARCHAR": (_BYTE_ARRAY, _UTF8, [(1, _STRUCT, [])]),  # StringType
 }
-_NUMPY = {"BIGINT": np.int64, "INTEGER": np.int32, "UBIGINT": np.uint64, "DOUBLE": np.float64}
+_NUMPY = {"BIGINT": np.int64, "INTEGER": np.int32, "UBIGINT": np.uint64, "DOUBLE": np.float64, "BOOLEAN": np.bool_}
 ROW_GROUP_ROWS = 1 << 20
 CREATED_BY = "profscope"
 
@@ -186,6 +188,10 @@ def from_arrow(array: pa.Array, sql_type: str) -> Values:
     bitmap, offset, nulls = _nulls(array)
     if pa.types.is_null(array.type):
         return Values(np.zeros(len(array), dtype), bitmap, offset, null_count=nulls)
+    if sql_type == "BOOLEAN":  # Arrow packs booleans in bits: one numpy bool a row, nulls as False
+        if not pa.types.is_boolean(array.type):
+            raise TypeError(f"a BOOLEAN column cannot be written from {array.type}")
+        return Values(array.fill_null(False).to_numpy(zero_copy_only=False), bitmap, offset, null_count=nulls)
     if array.type.to_pandas_dtype() != dtype:
         raise TypeError(f"a {sql_type} column cannot be written from {array.type}")
     return Values(_buffer_values(array, dtype), bitmap, offset, null_count=nulls)
@@ -260,6 +266,12 @@ def _encode(sql_type: str, v) -> _Chunk:
         return _encode_runs(sql_type, v)
     if sql_type == "VARCHAR":
         return _encode_texts(v)
+    if sql_type == "BOOLEAN":
+        body, non_null, trues = _parquet.encode_booleans(v.values, v.bitmap, v.offset)
+        statistics: list = [(3, _I64, rows - non_null)]
+        if non_null:  # min_value, max_value: one byte each
+            statistics += [(5, _BINARY, bytes([trues > 0])), (6, _BINARY, bytes([trues == non_null]))]  # max, min
+        return _Chunk(b"", _data_page(body, rows, _PLAIN), [_RLE, _PLAIN], statistics, rows)
     if sql_type == "DOUBLE":
         body, non_null, nans = _parquet.encode_doubles(v.values, v.bitmap, v.offset)
         return _Chunk(b"", _data_page(body, rows, _PLAIN), [_RLE, _PLAIN],

@@ -30,7 +30,7 @@ SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
     "segments": (("session", "VARCHAR"), ("host", "VARCHAR"), ("allocator", "VARCHAR"), ("address", "UBIGINT"),
                  ("total_bytes", "BIGINT"), ("allocated_bytes", "BIGINT"), ("active_bytes", "BIGINT"),
                  ("requested_bytes", "BIGINT"), ("stream", "BIGINT"), ("segment_type", "VARCHAR"),
-                 ("pool_id", "VARCHAR"), ("is_expandable", "INTEGER")),
+                 ("pool_id", "VARCHAR"), ("is_expandable", "BOOLEAN")),
     "frames": (("session", "VARCHAR"), ("host", "VARCHAR"), ("allocator", "VARCHAR"), ("allocation", "BIGINT"),
                ("depth", "INTEGER"), ("name", "VARCHAR"), ("filename", "VARCHAR"), ("line", "BIGINT")),
     "kernels": SLICE_COLUMNS + (("type", "VARCHAR"),),

@@ -438,7 +438,10 @@ class MemoryPage(QWidget):
             ("candidate", a.curves.candidate, CANDIDATE_COLOR),
         ):
             pen = pg.mkPen(scheme.data(color), width=1.5)
-            line = self.plot.plot(t, values, name=label, pen=pen, connect="finite")
+            # A profile of one moment (a JAX device memory profile) is a point, not a line.
+            dot = {"symbol": "o", "symbolBrush": scheme.data(color), "symbolPen": pen} \
+                if np.isfinite(values).sum() == 1 else {}
+            line = self.plot.plot(t, values, name=label, pen=pen, connect="finite", **dot)
             self.lines.append(line)
         style_plot(self.plot, scheme)
         self.plot.enableAutoRange()
@@ -463,6 +466,8 @@ class MemoryPage(QWidget):
                     item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
                 if c >= 6 and status in DIFF_COLORS:
                     item.setForeground(scheme.data(DIFF_COLORS[status]))
+                if c == 0 and rows.stack is not None:  # rows matched by call stack: the stack, innermost first
+                    item.setToolTip(rows.stack[r].replace(" < ", "\n"))
                 self.table.setItem(r, c, item)
 
 

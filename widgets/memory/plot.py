@@ -1,5 +1,7 @@
 """Memory over time for one allocator: stack and heap stacked, free memory,
-fragmentation on a right axis, the peak marked.
+fragmentation on a right axis, the peak marked; or, for sources that split
+memory into categories (PyTorch's memory timelines), the categories stacked
+in their own colours, as PyTorch's plot draws them.
 
 Every snapshot is kept. Each series has a min/max pyramid (PeakPyramid),
 built in the worker that loads the profile (prepare_series); each frame
@@ -39,6 +41,8 @@ HEAP_AREA, BOTH_AREAS = 1, 2
 FRAG_LINE = 4
 LINE_CODES = {"in_use": 8, "stack": 9, "free": 10}
 GRID_ALPHA = 51  # as pyqtgraph's showGrid(alpha=0.2)
+# Stacked categories (memory timelines) use codes 1..k instead, and no lines.
+CATEGORY_ALPHA = 0.7  # as PyTorch's plot fills its categories
 PEAK_LABEL_GAP_PX = 10  # between the peak's marker and its label
 
 
@@ -101,7 +105,9 @@ class SeriesCanvas(pg.GraphicsObject):
             self._rows = np.arange(h, dtype=np.int16)[:, None]
         code = None
         s, layers = plot.series, plot.visible_layers()
-        if s is not None and len(s.time_ps) and layers and x1 > x0:
+        if s is not None and s.categories:
+            code = self._stacked(s, w, h, x0, x1, y0, y1)
+        elif s is not None and len(s.time_ps) and layers and x1 > x0:
             lo, hi, shown = _columns(s.time_ps, x0, x1, w)
             k = [s.names.index(name) for name, _ in layers]
             vmin, vmax = s.pyramid.ranges(np.where(shown, lo, 0), np.where(shown, hi + 1, 0))
@@ -147,6 +153,26 @@ class SeriesCanvas(pg.GraphicsObject):
             code = np.zeros((h, w), np.uint8)
         alphas = self._grid(code, x0, x1, y0, y1)
         return code, plot.lut(alphas)
+
+    def _stacked(self, s: PlotSeries, w: int, h: int, x0, x1, y0, y1) -> np.ndarray:
+        """Codes of the stacked categories (see CATEGORY_AREA): per pixel the
+        number of category tops at or above it, each top at the highest value
+        in its column. So code c is the category c-th from the top of the
+        stack, and a column shows each stack's highest reach there."""
+        code = np.zeros((h, w), np.uint8)
+        k = len(s.categories)
+        if not len(s.time_ps) or x1 <= x0:
+            return code
+        lo, hi, shown = _columns(s.time_ps, x0, x1, w)
+        _, vmax = s.pyramid.ranges(np.where(shown, lo, 0), np.where(shown, hi + 1, 0))
+        tops = _row(vmax[:, [s.names.index(f"stacked:{i}") for i in range(k)]], y0, y1, h)
+        tops[~shown] = h + 1
+        base = int(_row(0.0, y0, y1, h))
+        for i in range(k):
+            code += (self._rows >= tops[:, i]).view(np.uint8)
+        if base < h - 1:
+            code *= (self._rows <= base).view(np.uint8)
+        return code
 
     def _grid(self, code: np.ndarray, x0, x1, y0, y1) -> list[float]:
         """Marks grid lines in the codes (their level times 16) and returns each
@@ -194,6 +220,19 @@ def _lut_colors(scheme: Scheme, heap_fill: QColor, stack_fill: QColor, lines: di
         base[code] = rgb(lines[name])
     alone = [HEAP_AREA, FRAG_LINE + HEAP_AREA]
     return base, rgb(scheme.shade(0.41)), (alone, [over(stack_fill, base[c - HEAP_AREA]) for c in alone])
+
+
+def _category_lut(scheme: Scheme, colors: list[QColor], shown: list[bool]) -> np.ndarray:
+    """RGB of each pixel code of the stacked categories (16 x 3; code c is the
+    category c-th from the top, see SeriesCanvas._stacked), as PyTorch's plot
+    fills them (alpha 0.7) over Base; a hidden category's pixels are Base."""
+    rgb = lambda c: np.array([c.red(), c.green(), c.blue()], np.float64)  # noqa: E731
+    base = np.repeat(rgb(scheme.base)[None], 16, axis=0)
+    k = len(colors)
+    for i, (color, visible) in enumerate(zip(colors, shown)):
+        if visible:
+            base[k - i] = base[0] + (rgb(color) - base[0]) * CATEGORY_ALPHA
+    return base
 
 
 def _columns(time_ps: np.ndarray, x0: float, x1: float, w: int):
@@ -281,6 +320,9 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.plot.getAxis("right").linkToView(self.frag_view)
         self.frag_view.setYRange(0, 100)
         self.frag_curve = self._curve("fragmentation (%)")
+        self._entries = [(c, n) for c, n in zip((self.heap_curve, self.stack_curve, self.free_curve, self.frag_curve),
+                                                ("heap (stacked on stack)", "stack", "free", "fragmentation (%)"))]
+        self.category_curves: list[pg.PlotDataItem] = []  # stacked categories' legend entries, when shown
         self.plot.getViewBox().sigResized.connect(self._sync_views)
         self.plot.getViewBox().sigResized.connect(self._place_peak_label)
         self.plot.getViewBox().sigRangeChanged.connect(self._place_peak_label)
@@ -343,7 +385,46 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.hover_line.setPen(pg.mkPen(scheme.shade(0.41), style=Qt.DotLine))
         self._lut_colors = _lut_colors(scheme, fills[self.heap_curve], fills[self.stack_curve],
                                        {name: scheme.data(c) for name, c in LINE_COLORS.items()})
+        self._scheme = scheme
+        self._style_categories()
         self._changed()
+
+    def category_colors(self) -> list[QColor]:
+        """The stacked categories' colours as drawn (PyTorch's black, for inputs, is the text colour on a
+        dark palette)."""
+        scheme = self._scheme
+        out = []
+        for _, name in self.series.categories if self.series is not None else ():
+            c = QColor(name)
+            out.append(scheme.shade(0.9) if scheme.dark and c.lightness() < 30 else scheme.data(c))
+        return out
+
+    def _style_categories(self) -> None:
+        for curve, color in zip(self.category_curves, self.category_colors()):
+            fill = QColor(color)
+            fill.setAlphaF(CATEGORY_ALPHA)
+            curve.setPen(pg.mkPen(color, width=1))
+            curve.setFillLevel(0)
+            curve.setBrush(fill)
+
+    def _set_categories(self, categories) -> None:
+        """Legend entries of the stacked categories (top of the stack first, as they lie), in place of
+        the heap's, stack's, free memory's and fragmentation's; and the fragmentation axis only without
+        them."""
+        if not categories and not self.category_curves:
+            return
+        self.legend.clear()
+        self.legend.setColumnCount(len(categories) or 4)  # one row: the order of the stack at a glance
+        self.category_curves = []
+        for name, _ in reversed(categories):
+            curve = self._curve(name)
+            curve.visibleChanged.connect(self.canvas.redraw)
+            self.category_curves.insert(0, curve)
+        if not categories:
+            for curve, name in self._entries:
+                self.legend.addItem(curve, name)
+        self.plot.showAxis("right", not categories)
+        self._style_categories()
 
     def _changed(self) -> None:
         self._version += 1
@@ -363,14 +444,16 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
 
     def draw_key(self) -> tuple:
         """Changes whenever the canvas must draw anew at the same view."""
-        return (self._version, tuple(self.frag_view.viewRange()[1]),
-                tuple(c.isVisible() for c in (self.heap_curve, self.stack_curve, self.free_curve, self.frag_curve)))
+        curves = (self.heap_curve, self.stack_curve, self.free_curve, self.frag_curve, *self.category_curves)
+        return (self._version, tuple(self.frag_view.viewRange()[1]), tuple(c.isVisible() for c in curves))
 
     def lut(self, alphas: list[float]) -> np.ndarray:
         """ARGB colour of each pixel code (see SeriesCanvas.render): its series
         colour, blended with the grid level's alpha above it."""
         base, grid, (alone, stack_alone) = self._lut_colors
-        if not self.heap_curve.isVisible():  # the one area drawn is the stack's
+        if self.series is not None and self.series.categories:
+            base = _category_lut(self._scheme, self.category_colors(), [c.isVisible() for c in self.category_curves])
+        elif not self.heap_curve.isVisible():  # the one area drawn is the stack's
             base = base.copy()
             base[alone] = stack_alone
         out = np.repeat(base[None], 16, axis=0)  # [grid level, code, rgb]
@@ -411,11 +494,13 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.moment_line.hide()
         if profile is None or not len(profile.timeline):
             self.series = None
+            self._set_categories(())
             self.peak_marker.setData([], [])
             self.peak_label.setText("")
             self._changed()
             return
         self.series = series if series is not None else plot_series(profile)
+        self._set_categories(self.series.categories)
         self.show_free(self.free_is_useful())
         tl = profile.timeline
         s = profile.summary

@@ -22,9 +22,11 @@ from profscope.models.analysis.allocator_state import History, build_history
 from profscope.models.core.task import ProfileError
 from profscope.models.core.units import format_bytes, format_time_ps
 from profscope.models.data.allocation_log import SPECIAL_STEPS, AllocationLog
+from profscope.models.data.flame import allocation_flame
 from profscope.models.data.memory_profile import AllocationRows, AllocatorProfile, MemoryProfileData
 from profscope.widgets.memory.allocation_table import AllocationTable
 from profscope.widgets.memory.allocator_state import AllocatorStateView, SegmentTimelineView
+from profscope.widgets.memory.flame import FlameView
 from profscope.widgets.memory.kernel_table import KernelTable
 from profscope.widgets.memory.plot import MemoryPlot, PlotSeries
 from profscope.widgets.memory.summary import MemorySummaryCard
@@ -75,6 +77,9 @@ class MemoryView(QWidget):
         self.step_box.setToolTip("Show one step: its allocations in the tables, its time span in the plot")
         self.log_info = QLabel(wordWrap=True, textInteractionFlags=Qt.TextSelectableByMouse)
         self.kernel_table = KernelTable()
+        # Sources with call stacks: the live bytes by stack, made when its tab is shown.
+        self.flame = FlameView()
+        self._flame_for: tuple | None = None  # (allocator, moment) the flame shows
         self._rows: AllocationRows | None = None  # the table's rows before the step filter
         self._step_ids: list[int] = []  # the step of each step_box entry after "All steps"
 
@@ -100,6 +105,8 @@ class MemoryView(QWidget):
         self.tabs = QTabWidget()
         self.tabs.addTab(allocations, "Active allocations")
         self.tabs.addTab(self.kernel_table, "Bytes per kernel")
+        self.tabs.addTab(self.flame, "Flame graph")
+        self.tabs.setTabToolTip(self.tabs.indexOf(self.flame), "The live bytes of the moment by call stack")
         splitter = QSplitter(Qt.Vertical)
         splitter.addWidget(upper)
         splitter.addWidget(self.tabs)
@@ -147,6 +154,7 @@ class MemoryView(QWidget):
         self.step_box.currentIndexChanged.connect(self._apply_step)
         self.state_view.event_changed.connect(self.segment_view.timeline.mark)
         self.segment_view.timeline.event_picked.connect(self._show_event)
+        self.tabs.currentChanged.connect(self._update_flame)
         follow(self, lambda scheme: self.message.setStyleSheet(f"color: {scheme.error().name()}; padding: 4px"))
 
     def set_hosts(self, hosts: list[str], current: str) -> None:
@@ -252,6 +260,7 @@ class MemoryView(QWidget):
         if a is None:
             self._set_rows(None)
             self.table_title.setText("")
+            self._update_flame()
             return
         if index is None:
             self._set_rows(a.peak_allocations)
@@ -262,6 +271,7 @@ class MemoryView(QWidget):
                 f"{format_bytes(a.summary.peak_in_use)}), {how}")
             self.plot.mark_moment(a.peak_index)
             self.show_message(" ".join((self.data.problems if self.data else []) + a.notes))
+            self._update_flame()
             return
         try:
             rows = a.allocations_at(index)
@@ -275,6 +285,22 @@ class MemoryView(QWidget):
             f"Active allocations at {format_time_ps(t.time_ps[index])} (snapshot {index:,}, "
             f"{format_bytes(t.stack[index] + t.heap[index])} in use)")
         self.plot.mark_moment(index)
+        self._update_flame()
+
+    def _update_flame(self) -> None:
+        """The flame graph's tab where the allocator has call stacks, its graph
+        (re)made for the moment shown when the tab is in front."""
+        a = self.allocator
+        has = a is not None and a.frames is not None and len(a.timeline) > 0
+        self.tabs.setTabVisible(self.tabs.indexOf(self.flame), has)
+        shown = self._flame_for is not None and self._flame_for[0] is a and self._flame_for[1] == self.moment
+        if not has or shown or self.tabs.currentWidget() is not self.flame:
+            return
+        self._flame_for = (a, self.moment)
+        t = a.timeline
+        when = (f"at the peak ({format_time_ps(a.summary.peak_time_ps)})" if self.moment is None
+                else f"at {format_time_ps(t.time_ps[self.moment])} (snapshot {self.moment:,})")
+        self.flame.set_flame(allocation_flame(a, self.moment), when)
 
     def show_moment(self, memory_id: str, snapshot: int | None, time_ns: int | None = None) -> str | None:
         """Shows an allocator at a snapshot (or the first at a time, in ns);
@@ -293,6 +319,15 @@ class MemoryView(QWidget):
     def _show_readout(self, i: int) -> None:
         t = self.allocator.timeline
         m = t.metadata(i)
+        s = self.plot.series
+        if s is not None and s.categories:  # each stacked category's bytes (those holding any), top first
+            parts = [f"{name} {format_bytes(b)}" for (name, _), b in zip(s.categories, s.category_bytes[i].tolist())
+                     if b]
+            self.readout.setText(
+                f"{format_time_ps(t.time_ps[i])}  total {format_bytes(t.stack[i] + t.heap[i])}:  "
+                + "  ".join(reversed(parts)) + f"\n{m['region']}: {format_bytes(m['allocation'])} {m['op']}"
+                + (" freed" if m["activity"] == "DEALLOCATION" else ""))
+            return
         self.readout.setText(
             f"{format_time_ps(t.time_ps[i])}  stack {format_bytes(t.stack[i])}  heap {format_bytes(t.heap[i])}  "
             f"free {format_bytes(t.free[i])}  frag {t.fragmentation[i] * 100:.1f}%\n"
