@@ -46,6 +46,46 @@ def max_objects() -> int:
     return int(_setting("PROFSCOPE_MAX_PICKLE_OBJECTS", MAX_PICKLE_OBJECTS))
 
 
+def refused_opcode(what: str, op: int, at: int) -> ProfileError:
+    name = FORBIDDEN.get(op)
+    if name:
+        return ProfileError(f"{what}: opcode {name} at offset {at} would import or call code; refusing to read it "
+                            "(a memory snapshot holds only plain data)")
+    return ProfileError(f"{what}: opcode {bytes([op])!r} at offset {at} is not one of plain data; refusing to read it")
+
+
+def too_many_objects(what: str, limit: int) -> ProfileError:
+    return ProfileError(
+        f"{what}: holds more than {limit:,} objects (counting each place a shared one appears); "
+        "refusing to read it. Raise the limit with the environment variable "
+        f"PROFSCOPE_MAX_PICKLE_OBJECTS (now {limit})")
+
+
+def integer_too_long(what: str, k: int, at: int) -> ProfileError:
+    return ProfileError(f"{what}: an integer of {k} bytes at offset {at}; refusing to read it")
+
+
+def changed_after_placed(what: str, at: int) -> ProfileError:
+    return ProfileError(f"{what}: a container changes after it was placed in another at offset {at} "
+                        "(a cycle); refusing to read it")
+
+
+def placed_in_itself(what: str, at: int) -> ProfileError:
+    return ProfileError(f"{what}: a container placed in itself at offset {at}; refusing to read it")
+
+
+def unhashable_key(what: str, at: int) -> ProfileError:
+    return ProfileError(f"{what}: an unhashable dict key at offset {at}")
+
+
+def not_a_pickle(what: str) -> ProfileError:
+    return ProfileError(f"{what}: not a pickle of protocol 2-5")
+
+
+def truncated(what: str) -> ProfileError:
+    return ProfileError(f"{what}: the pickle is truncated or corrupt")
+
+
 class _Mark:
     __slots__ = ()
 
@@ -64,7 +104,7 @@ def loads(data: bytes | bytearray, what: str = "the pickle") -> object:
     try:
         return _Reader(data, what).run()
     except (IndexError, KeyError, struct.error, UnicodeDecodeError):
-        raise ProfileError(f"{what}: the pickle is truncated or corrupt") from None
+        raise truncated(what) from None
 
 
 class _Reader:
@@ -74,19 +114,11 @@ class _Reader:
         self.depth_limit = max_nesting()
         self.object_limit = max_objects()
 
-    def refuse(self, op: int, at: int) -> ProfileError:
-        name = FORBIDDEN.get(op)
-        if name:
-            return ProfileError(
-                f"{self.what}: opcode {name} at offset {at} would import or call code; refusing to read it "
-                "(a memory snapshot holds only plain data)")
-        return ProfileError(f"{self.what}: opcode {bytes([op])!r} at offset {at} is not one of plain data; "
-                            "refusing to read it")
 
     def run(self) -> object:  # noqa: C901 - one loop over the opcodes, fastest as one function
         data, n = self.data, len(self.data)
         if not is_pickle(data):
-            raise ProfileError(f"{self.what}: not a pickle of protocol 2-5")
+            raise not_a_pickle(self.what)
         what = self.what
         depth_limit, object_limit = self.depth_limit, self.object_limit
         stack: list = []
@@ -115,10 +147,7 @@ class _Reader:
             return depth, size
 
         def too_many() -> ProfileError:
-            return ProfileError(
-                f"{what}: holds more than {object_limit:,} objects (counting each place a shared one appears); "
-                "refusing to read it. Raise the limit with the environment variable "
-                f"PROFSCOPE_MAX_PICKLE_OBJECTS (now {object_limit})")
+            return too_many_objects(what, object_limit)
 
         def pop_mark() -> list:
             if not marks:
@@ -128,13 +157,12 @@ class _Reader:
             del stack[k:]
             return items
 
-        def mutable(target, at: int):
-            if type(target) not in (list, dict):
-                raise ProfileError(f"{what}: a corrupt pickle (adding items to a {type(target).__name__} "
-                                   f"at offset {at})")
+        def mutable(target, kind: type, at: int):
+            if type(target) is not kind:
+                raise ProfileError(f"{what}: a corrupt pickle (adding {kind.__name__} items to a "
+                                   f"{type(target).__name__} at offset {at})")
             if id(target) in sealed:
-                raise ProfileError(f"{what}: a container changes after it was placed in another at offset {at} "
-                                   "(a cycle); refusing to read it")
+                raise changed_after_placed(what, at)
 
         while True:
             at = p
@@ -165,7 +193,7 @@ class _Reader:
                 else:
                     k, p = _U4(data, p)[0], p + 4
                 if k > MAX_INT_BYTES:
-                    raise ProfileError(f"{what}: an integer of {k} bytes at offset {at}; refusing to read it")
+                    raise integer_too_long(what, k, at)
                 if p + k > n:
                     raise IndexError
                 stack.append(int.from_bytes(data[p : p + k], "little", signed=True))
@@ -199,27 +227,28 @@ class _Reader:
                 target = stack[-1]
                 if len(items) % 2:
                     raise ProfileError(f"{what}: a corrupt pickle (odd SETITEMS at offset {at})")
-                mutable(target, at)
+                mutable(target, dict, at)
                 depth, size = info[id(target)]
                 info[id(target)] = measure(items, depth, size)
                 if id(target) in sealed:  # placed in itself
-                    raise ProfileError(f"{what}: a container placed in itself at offset {at}; refusing to read it")
+                    raise placed_in_itself(what, at)
                 it = iter(items)
-                for key in it:
-                    if type(key) in (list, dict):
-                        raise ProfileError(f"{what}: an unhashable dict key at offset {at}")
-                    target[key] = next(it)
+                try:
+                    for key in it:
+                        target[key] = next(it)
+                except TypeError:  # a list or dict as a key, or a tuple holding one
+                    raise unhashable_key(what, at) from None
             elif op == 0x65 or op == 0x61:  # APPENDS, APPEND
                 if op == 0x65:
                     items = pop_mark()
                 else:
                     items = [stack.pop()]
                 target = stack[-1]
-                mutable(target, at)
+                mutable(target, list, at)
                 depth, size = info[id(target)]
                 info[id(target)] = measure(items, depth, size)
                 if id(target) in sealed:
-                    raise ProfileError(f"{what}: a container placed in itself at offset {at}; refusing to read it")
+                    raise placed_in_itself(what, at)
                 target.extend(items)
             elif op == 0x71:  # BINPUT
                 memo[data[p]] = stack[-1]
@@ -288,4 +317,4 @@ class _Reader:
             elif op == 0x80:  # PROTO (again)
                 p += 1
             else:
-                raise self.refuse(op, at)
+                raise refused_opcode(what, op, at)

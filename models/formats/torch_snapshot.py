@@ -33,10 +33,20 @@ from pathlib import Path
 
 import numpy as np
 
+from profscope.models.core import safe_pickle
 from profscope.models.core.files import read_bytes
+from profscope.models.core.guards import max_nesting, nesting_refused
 from profscope.models.core.safe_pickle import is_pickle, loads
 from profscope.models.core.sniff import head_of
 from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.data.cuda_snapshot import (
+    Blocks,
+    CudaSnapshot,
+    DeviceTrace,
+    Segments,
+    Tracebacks,
+    from_plain,
+)
 from profscope.models.data.memory_profile import (
     ALLOCATION,
     DEALLOCATION,
@@ -46,6 +56,7 @@ from profscope.models.data.memory_profile import (
     complete_profile,
     summarize,
 )
+from profscope.models.formats import _torch_snapshot
 from profscope.models.repository.registry import MEMORY_PROFILE, Format, strip_suffix
 
 SUFFIXES = (".pickle.gz", ".pickle", ".pkl.gz", ".pkl")
@@ -78,6 +89,58 @@ def is_torch_snapshot(head: bytes | None) -> bool:
     else:
         return False
     return key in KEYS
+
+
+def read_cuda_snapshot(data: bytes | bytearray | memoryview, what: str) -> CudaSnapshot:
+    """The snapshot pickle's columns, decoded by the C reader (_torch_snapshot.c) under safe_pickle's rules and
+    limits. A cut or damaged file gives its complete entries with a note; a pickle the pickler would not have laid
+    out so (a shared entry, say) is read by safe_pickle and from_plain instead, the reference they must equal."""
+    depth, objects = max_nesting(), safe_pickle.max_objects()
+    r = _torch_snapshot.read(data, depth, objects)
+    status, error, at = r["status"], r["error"], r["offset"]
+    if status == "refused":
+        raise {
+            "not_pickle": lambda: safe_pickle.not_a_pickle(what),
+            "forbidden": lambda: safe_pickle.refused_opcode(what, r["opcode"], at),
+            "nesting": lambda: nesting_refused(what, depth),
+            "objects": lambda: safe_pickle.too_many_objects(what, objects),
+            "bigint": lambda: safe_pickle.integer_too_long(what, r["count"], at),
+            "cycle_changed": lambda: safe_pickle.changed_after_placed(what, at),
+            "cycle_self": lambda: safe_pickle.placed_in_itself(what, at),
+            "unhashable": lambda: safe_pickle.unhashable_key(what, at),
+        }[error]()
+    if status == "irregular":
+        return _plain_snapshot(loads(data, what), what)
+    if status == "cut" and not r["started"]:
+        raise safe_pickle.truncated(what)
+    if not r["is_dict"] or not (r["has_traces"] or r["has_segments"]) or (
+            r["has_traces"] and not r["traces_list"]) or (r["has_segments"] and not r["segments_list"]):
+        raise ProfileError(NOT_A_SNAPSHOT.format(what))
+    tb = r["tracebacks"]
+    missing = {k: r[f"missing_{k}"] for k in ("addr", "size") if r[f"missing_{k}"]}
+    snap = CudaSnapshot(
+        traces=[DeviceTrace(**t) for t in r["traces"]],
+        segments=Segments(**{k[4:]: v for k, v in r.items() if k.startswith("seg_") and k != "seg_block_start"},
+                          block_start=r["seg_block_start"].astype(np.int64)),
+        blocks=Blocks(**{k[4:]: v for k, v in r.items() if k.startswith("blk_")}),
+        tracebacks=Tracebacks(**tb), strings=r["strings"],
+        unknown_actions={**r["unknown_actions"], **{f"block state {k}": n for k, n in r["unknown_states"].items()}},
+        missing_fields=missing)
+    if status == "cut":
+        where = (f"cut after {r['cut_entries']:,} trace entries of device {r['cut_device']}" if r["cut_in_traces"]
+                 else f"cut after {r['cut_segments']:,} segments, before the device traces")
+        snap.notes.append(f"{what}: the file is cut or damaged at byte {at:,} ({error}); read what came before: {where}")
+    return snap
+
+
+NOT_A_SNAPSHOT = "{}: not a PyTorch memory snapshot (a dict of segments and device_traces)"
+
+
+def _plain_snapshot(snapshot, what: str) -> CudaSnapshot:
+    if not isinstance(snapshot, dict) or not isinstance(snapshot.get("device_traces", []), list) or not isinstance(
+            snapshot.get("segments", []), list) or not ("segments" in snapshot or "device_traces" in snapshot):
+        raise ProfileError(NOT_A_SNAPSHOT.format(what))
+    return from_plain(snapshot)
 
 
 def keep_frame(frame: dict) -> bool:
