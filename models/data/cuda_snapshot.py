@@ -19,6 +19,7 @@ columns straight from the file.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -108,6 +109,29 @@ class Tracebacks:
         a, b = int(self.start[tb]), int(self.start[tb + 1])
         return [(strings[n], strings[f], int(ln)) for n, f, ln in
                 zip(self.name[a:b].tolist(), self.filename[a:b].tolist(), self.line[a:b].tolist())]
+
+
+class RowFrames(Mapping):
+    """Each row's frames (a timeline row -> its traceback's frames as dicts of name, filename and line, innermost
+    first), made when asked for: rows without frames are absent."""
+
+    def __init__(self, row_tb: np.ndarray, tracebacks: Tracebacks, strings: list[str]) -> None:
+        self.row_tb, self.tracebacks, self.strings = row_tb, tracebacks, strings
+        self.rows = np.flatnonzero((row_tb >= 0) & (tracebacks.start[row_tb + 1] > tracebacks.start[row_tb])
+                                   if len(tracebacks) else np.zeros(len(row_tb), bool))
+
+    def __getitem__(self, row: int) -> list[dict]:
+        tb = int(self.row_tb[row]) if 0 <= row < len(self.row_tb) else -1
+        frames = self.tracebacks.frames_of(tb, self.strings)
+        if not frames:
+            raise KeyError(row)
+        return [{"name": n, "filename": f, "line": ln} for n, f, ln in frames]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.rows.tolist())
+
+    def __len__(self) -> int:
+        return len(self.rows)
 
 
 @dataclass
