@@ -24,7 +24,7 @@ from profscope.models.data.allocation_log import AllocationLog
 
 # MemoryActivity enum of memory_profile.proto.
 ACTIVITY_NAMES = ("UNKNOWN_ACTIVITY", "ALLOCATION", "DEALLOCATION", "RESERVATION", "EXPANSION")
-ALLOCATION, DEALLOCATION = 1, 2
+ALLOCATION, DEALLOCATION, RESERVATION = 1, 2, 3  # RESERVATION: PyTorch snapshots' segment events (reserved, not heap)
 # XProf samples the timeline down to this many snapshots.
 XPROF_TIMELINE_POINTS = 1000
 # Labels of the rows XProf adds to the peak table.

@@ -5,8 +5,8 @@ A snapshot is a pickled dict of plain data (torch/cuda/memory.py's TypedDicts):
 `segments` (the allocator's cudaMalloc'd memory at the snapshot, each with its
 `device` and `blocks`) and `device_traces` (per device, the actions recorded
 since `_record_memory_history`: alloc, free_requested, free_completed,
-segment_alloc/free/map/unmap, snapshot, oom). It is read by
-profscope.models.core.safe_pickle, never by Python's unpickler.
+segment_alloc/free/map/unmap, snapshot, oom). It is read under
+profscope.models.core.safe_pickle's rules, never by Python's unpickler.
 
 The timeline is PyTorch's Active Memory Timeline (MemoryViz.js,
 process_alloc_data): a free_requested followed at once by the free_completed
@@ -18,13 +18,17 @@ open allocation covers at the end (sized by its requested size); these are
 the timeline's first rows. Each allocation's op is its top user frame (the
 first frame PyTorch's frame filter keeps, a Python one when there is one).
 
-Reserved memory over time (each row's `free` is reserved less allocated): a
-segment_alloc or segment_map adds its size, a segment_free or segment_unmap
-takes it away; each row holds the reserved bytes until the next row (segment
-events come between rows, so a segment reserved and released between two
-rows is not seen). Reserved before recording began, as MemoryViz finds it: a
-segment freed or unmapped that the trace did not reserve, and each of the
-snapshot's segments less what the trace reserved inside it.
+Reserved memory over time (each row's `free` is reserved less allocated,
+never below 0): a segment_alloc or segment_map adds its size, a segment_free
+or segment_unmap takes it away, each on a row of its own (activity
+RESERVATION, region the action, the heap unchanged), so a segment reserved
+and released between two allocations still shows; each row holds what its
+event leaves reserved. Reserved before recording began, as MemoryViz finds
+it: a segment freed or unmapped that the trace did not reserve, and each of
+the snapshot's segments less what the trace reserved inside it.
+
+The file is decoded by _torch_snapshot.c into CudaSnapshot's columns
+(read_cuda_snapshot); the replay works on those columns with numpy.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ from profscope.models.data.cuda_snapshot import (
 from profscope.models.data.memory_profile import (
     ALLOCATION,
     DEALLOCATION,
+    RESERVATION,
     AllocatorProfile,
     MemoryProfileData,
     Snapshots,
@@ -184,7 +189,8 @@ def snapshot_allocators(snap: CudaSnapshot) -> dict[str, AllocatorProfile]:
 # region codes (beside the action codes, which name the trace's rows)
 R_ALLOC, R_BEFORE_FREED, R_BEFORE_SNAPSHOT = ALLOC, 253, 254
 REGIONS = {ALLOC: "alloc", FREE_COMPLETED: "free_completed", R_BEFORE_FREED: BEFORE + " (freed)",
-           R_BEFORE_SNAPSHOT: BEFORE + " (in the snapshot)"}
+           R_BEFORE_SNAPSHOT: BEFORE + " (in the snapshot)", SEGMENT_ALLOC: "segment_alloc",
+           SEGMENT_FREE: "segment_free", SEGMENT_MAP: "segment_map", SEGMENT_UNMAP: "segment_unmap"}
 
 
 def _ops(snap: CudaSnapshot) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -302,11 +308,13 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
 
     # Allocations: an alloc opens one at its address, a free closes the open one there (the row before it at its
     # address, when that is an alloc); a free that closes nothing was allocated before recording began.
-    is_row = (action == ALLOC) | (action == FREE) | (action == FREE_COMPLETED)
-    rows_ev = np.flatnonzero(is_row)
+    is_pairing = (action == ALLOC) | (action == FREE) | (action == FREE_COMPLETED)
+    # every allocation event and every segment event has its row (a reserved peak between two allocations shows)
+    rows_ev = np.flatnonzero(is_pairing | adds | takes)
     is_alloc = action[rows_ev] == ALLOC
+    is_segment = (adds | takes)[rows_ev]
     n_act = len(rows_ev)
-    k_order, k_same = _same_address_runs(addr, rows_ev)
+    k_order, k_same = _same_address_runs(addr, np.flatnonzero(is_pairing))
     pos = np.empty(n_ev, np.int64)  # event -> its action row
     pos[rows_ev] = np.arange(n_act)
     prev_alloc = np.zeros(len(k_order), bool)
@@ -347,6 +355,8 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
     um = unmatched
     codes[um, 0], codes[um, 1], codes[um, 2] = op_code[tbs[um]], cat_code(cats[um]), region_code[R_BEFORE_FREED]
     codes[um, 3] = region_code[action[um]]
+    sg = np.flatnonzero(adds | takes)
+    codes[sg, 0] = region_code[action[sg]]
     block_codes = np.stack([op_code[blk.frames[b_rows]], np.full(len(b_rows), region_code[R_BEFORE_SNAPSHOT]),
                             np.full(len(b_rows), cat_code(0))], axis=1).astype(np.int64)
     flat = np.r_[codes.ravel(), block_codes.ravel()]
@@ -358,12 +368,14 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
         to_sid[c] = strings.setdefault(texts[c] if c < len(texts) else snap.strings[c - len(texts)], len(strings))
 
     act_size, act_tb, act_cat = size[src], tbs[src], cats[src]
+    act_tb = np.where(is_segment, -2, act_tb)  # a segment row has no op (-2: its code is the empty string's)
+    act_cat = np.where(is_segment, 0, act_cat)
     act_frames = np.where(is_alloc, tbs[rows_ev], -1).astype(np.int32)
     act_time = t[rows_ev]
-    act_activity = np.where(is_alloc, ALLOCATION, DEALLOCATION)
+    act_activity = np.where(is_alloc, ALLOCATION, np.where(is_segment, RESERVATION, DEALLOCATION))
     act_region = action[rows_ev].astype(np.int32)
     reserved_before = net_before[rows_ev]
-    after = np.r_[reserved_before[1:], net].astype(np.int64)
+    after = net_after[rows_ev].astype(np.int64)  # each row holds what its own event leaves reserved
     if not n_act and ni:  # MemoryViz: a flat graph of what the snapshot holds
         n_act, ni = 1, ni - 1
         act_size, act_tb, act_cat = init_size[-1:], init_tb[-1:], init_cat[-1:]
@@ -389,9 +401,10 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
     activity = np.r_[np.full(ni, ALLOCATION), act_activity].astype(np.int64)
     sizes = np.r_[init_size, act_size].astype(np.int64)
     all_tb = np.r_[init_tb, act_tb].astype(np.int64)
-    op = to_sid[op_code[all_tb]]
+    op = np.where(all_tb == -2, 0, to_sid[op_code[np.maximum(all_tb, -1)]])
     dtype = to_sid[cat_code(np.r_[init_cat, act_cat].astype(np.int64))]
-    heap = np.cumsum(np.where(activity == ALLOCATION, sizes, -sizes)) if n else np.zeros(0, np.int64)
+    heap = (np.cumsum(np.where(activity == ALLOCATION, sizes, np.where(activity == DEALLOCATION, -sizes, 0))) if n
+            else np.zeros(0, np.int64))
     zeros = np.zeros(n, np.int64)
     free = np.maximum(reserved_at[:n] - heap, 0)
     table = list(strings)
@@ -410,8 +423,8 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
     if ni_free:
         frees[np.arange(ni_free)] = pos[unmatched] + ni
     allocs = np.flatnonzero(activity == ALLOCATION)
-    summary = summarize(timeline)
-    summary.num_allocations, summary.num_deallocations = len(allocs), n - len(allocs)
+    summary = summarize(timeline.take(np.flatnonzero(activity != RESERVATION)))  # the peak on an allocation's row
+    summary.num_allocations, summary.num_deallocations = len(allocs), int((activity == DEALLOCATION).sum())
     summary.memory_capacity = reserved
     row_tb = np.r_[init_tb, act_frames].astype(np.int32)
     no_frames = strings.get(NO_FRAMES, -1)
