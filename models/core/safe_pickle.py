@@ -13,7 +13,8 @@ walks the result:
 - nesting depth (PROFSCOPE_MAX_NESTING, as text formats);
 - objects: the memo's entries and the result's size counted as a tree (a
   shared object counts once per place it appears, so a "bomb" of repeated
-  memo references is refused) (PROFSCOPE_MAX_PICKLE_OBJECTS);
+  memo references is refused) (PROFSCOPE_MAX_PICKLE_OBJECTS, or 4 a byte of
+  the file when that is more);
 - a container may not change after it is placed in another: the pickler
   never does that for acyclic data, and so no cycle can be made.
 """
@@ -42,8 +43,13 @@ _F8 = struct.Struct(">d").unpack_from
 _H2 = struct.Struct("<H").unpack_from
 
 
-def max_objects() -> int:
-    return int(_setting("PROFSCOPE_MAX_PICKLE_OBJECTS", MAX_PICKLE_OBJECTS))
+OBJECTS_PER_BYTE = 4  # a file may hold this many objects a byte as a tree (a real snapshot: ~1.2, its frames shared)
+
+
+def max_objects(size: int = 0) -> int:
+    """The most objects (as a tree) a pickle of `size` bytes may hold: the setting, or more for a big file, as a
+    real snapshot refers to its shared frames once per entry; a bomb of memo references grows exponentially."""
+    return max(int(_setting("PROFSCOPE_MAX_PICKLE_OBJECTS", MAX_PICKLE_OBJECTS)), OBJECTS_PER_BYTE * size)
 
 
 def refused_opcode(what: str, op: int, at: int) -> ProfileError:
@@ -112,7 +118,7 @@ class _Reader:
         self.data = data
         self.what = what
         self.depth_limit = max_nesting()
-        self.object_limit = max_objects()
+        self.object_limit = max_objects(len(data))
 
 
     def run(self) -> object:  # noqa: C901 - one loop over the opcodes, fastest as one function

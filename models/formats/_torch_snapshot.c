@@ -108,7 +108,7 @@ typedef struct {
     int64_t *marks;
     int64_t nm, mcap;
     Val *memo;
-    int64_t memo_cap, memo_len;
+    int64_t memo_cap, memo_len, memo_top; /* slots [0, memo_top) are cleared or set */
     Box *box;
     int64_t nbox, boxcap;
     Interner strings, names, frames, tbs; /* output strings; unknown action/state names; frame triples; tracebacks */
@@ -127,7 +127,8 @@ typedef struct {
     int64_t err_at, err_k;
     int err_op;
     const char *irregular;
-    int64_t cut_at;
+    int release;      /* the buffer maps a file: pages read leave the resident set as the reading passes them */
+    int64_t released; /* up to here */
 } P;
 
 /* ---------------------------------------------------------------- growth */
@@ -615,8 +616,11 @@ static int memo_put(P *S, int64_t idx, int64_t at) {
             fail(S, E_MEMORY, at);
             return 0;
         }
-        memset(S->memo + S->memo_cap, 0, sizeof(Val) * (size_t)(cap - S->memo_cap));
         S->memo_cap = cap;
+    }
+    if (idx >= S->memo_top) { /* slots are cleared as the indices reach them, not as the memo grows */
+        memset(S->memo + S->memo_top, 0, sizeof(Val) * (size_t)(idx + 1 - S->memo_top));
+        S->memo_top = idx + 1;
     }
     if (S->memo[idx].tag == T_ABSENT) S->memo_len++;
     S->memo[idx] = S->stack[S->sp - 1];
@@ -708,6 +712,10 @@ static void run(P *S) {
     for (;;) {
         if (S->err || S->irregular) return;
         int64_t at = p;
+        if (S->release && p - S->released > (64 << 20)) { /* strings behind stay readable: they are read again */
+            pt_release_pages(d + S->released, (size_t)(p - S->released));
+            S->released = p;
+        }
         if (p >= n) {
             fail(S, E_TRUNCATED, at);
             return;
@@ -760,7 +768,7 @@ static void run(P *S) {
             NEED(w);
             int64_t idx = w == 1 ? d[p] : u32(d + p);
             p += w;
-            if (idx >= S->memo_cap || S->memo[idx].tag == T_ABSENT) {
+            if (idx >= S->memo_top || S->memo[idx].tag == T_ABSENT) {
                 fail(S, E_TRUNCATED, at);
                 return;
             }
@@ -1251,7 +1259,7 @@ bad:
     return NULL;
 }
 
-static void release(P *S) {
+static void release_all(P *S) {
     PyMem_RawFree(S->stack);
     PyMem_RawFree(S->marks);
     PyMem_RawFree(S->memo);
@@ -1289,7 +1297,8 @@ static void release(P *S) {
 static PyObject *read_snapshot(PyObject *Py_UNUSED(module), PyObject *args) {
     PyObject *data;
     long long max_depth, max_objects;
-    if (!PyArg_ParseTuple(args, "OLL", &data, &max_depth, &max_objects)) return NULL;
+    int release_pages = 0;
+    if (!PyArg_ParseTuple(args, "OLL|p", &data, &max_depth, &max_objects, &release_pages)) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
     P *S = PyMem_RawCalloc(1, sizeof(P));
@@ -1301,6 +1310,7 @@ static PyObject *read_snapshot(PyObject *Py_UNUSED(module), PyObject *args) {
     S->n = view.len;
     S->max_depth = max_depth;
     S->max_objects = max_objects;
+    S->release = release_pages;
     S->traces_box = S->segments_box = S->top_box = S->scratch_owner = -1;
     S->strings.base = S->names.base = S->d;
     S->strings.base_len = S->names.base_len = (size_t)S->n;
@@ -1319,7 +1329,7 @@ static PyObject *read_snapshot(PyObject *Py_UNUSED(module), PyObject *args) {
     else r = result(S, &T);
     PyMem_RawFree(T.action_counts);
     PyMem_RawFree(T.state_counts);
-    release(S);
+    release_all(S);
     PyMem_RawFree(S);
     PyBuffer_Release(&view);
     return r;
@@ -1327,7 +1337,8 @@ static PyObject *read_snapshot(PyObject *Py_UNUSED(module), PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"read", read_snapshot, METH_VARARGS,
-     "read(data, max_depth, max_objects) -> dict: a snapshot pickle's columns, or why not"},
+     "read(data, max_depth, max_objects, release=False) -> dict: a snapshot pickle's columns, or why not; "
+     "release: data maps a file read-only, and pages read may leave the resident set"},
     {NULL, NULL, 0, NULL},
 };
 

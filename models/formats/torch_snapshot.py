@@ -33,12 +33,14 @@ The file is decoded by _torch_snapshot.c into CudaSnapshot's columns
 
 from __future__ import annotations
 
+import mmap
+import os
 from pathlib import Path
 
 import numpy as np
 
 from profscope.models.core import safe_pickle
-from profscope.models.core.files import read_bytes
+from profscope.models.core.files import GZIP_MAGIC, read_bytes, readable_errors
 from profscope.models.core.guards import max_nesting, nesting_refused
 from profscope.models.core.safe_pickle import is_pickle, loads
 from profscope.models.core.sniff import head_of
@@ -71,6 +73,7 @@ from profscope.models.data.memory_profile import (
     RESERVATION,
     AllocatorProfile,
     MemoryProfileData,
+    MemorySummary,
     Snapshots,
     complete_profile,
     summarize,
@@ -110,12 +113,14 @@ def is_torch_snapshot(head: bytes | None) -> bool:
     return key in KEYS
 
 
-def read_cuda_snapshot(data: bytes | bytearray | memoryview, what: str) -> CudaSnapshot:
+def read_cuda_snapshot(data: bytes | bytearray | memoryview | mmap.mmap, what: str,
+                       release: bool = False) -> CudaSnapshot:
     """The snapshot pickle's columns, decoded by the C reader (_torch_snapshot.c) under safe_pickle's rules and
     limits. A cut or damaged file gives its complete entries with a note; a pickle the pickler would not have laid
-    out so (a shared entry, say) is read by safe_pickle and from_plain instead, the reference they must equal."""
-    depth, objects = max_nesting(), safe_pickle.max_objects()
-    r = _torch_snapshot.read(data, depth, objects)
+    out so (a shared entry, say) is read by safe_pickle and from_plain instead, the reference they must equal.
+    release: data is a read-only mapping of a file, whose pages may leave memory once read."""
+    depth, objects = max_nesting(), safe_pickle.max_objects(len(data))
+    r = _torch_snapshot.read(data, depth, objects, release)
     status, error, at = r["status"], r["error"], r["offset"]
     if status == "refused":
         raise {
@@ -165,10 +170,16 @@ def _plain_snapshot(snapshot, what: str) -> CudaSnapshot:
 def load_torch_snapshot(path: Path, host: str = "", task: TaskState | None = None) -> MemoryProfileData:
     task = task or TaskState()
     path = Path(path)
-    data = read_bytes(path, task, weight=0.4)
-    task.report(0.5, f"Reading {path.name}")
-    snap = read_cuda_snapshot(data, str(path))
-    del data
+    task.report(0.1, f"Reading {path.name}")
+    with readable_errors(path), open(path, "rb") as f:
+        gzipped = f.read(2) == GZIP_MAGIC
+        size = os.fstat(f.fileno()).st_size
+        if not gzipped and size:  # mapped, not copied: the pages read leave memory as the decoder passes them
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                snap = read_cuda_snapshot(m, str(path), release=True)
+    if gzipped or not size:
+        snap = read_cuda_snapshot(read_bytes(path, task, weight=0.4), str(path))
+    task.report(0.6, f"Replaying {path.name}")
     return MemoryProfileData(host=host or path.name, allocators=snapshot_allocators(snap), source=str(path))
 
 
@@ -347,24 +358,26 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
     init_region = np.r_[np.full(ni_free, R_BEFORE_FREED), np.full(len(b_rows), R_BEFORE_SNAPSHOT)].astype(np.int32)
     op_code, region_code, texts = ops
     cat_code = lambda c: c + len(texts)
-    # this allocator's strings in the order the rows first name them (each event: op, region, category)
-    codes = np.full((n_ev, 4), -1, np.int64)
-    al = np.flatnonzero(action == ALLOC)
-    codes[al, 0], codes[al, 1], codes[al, 2] = op_code[tbs[al]], region_code[R_ALLOC], cat_code(cats[al])
-    codes[matched_free, 0] = region_code[action[matched_free]]
-    um = unmatched
-    codes[um, 0], codes[um, 1], codes[um, 2] = op_code[tbs[um]], cat_code(cats[um]), region_code[R_BEFORE_FREED]
-    codes[um, 3] = region_code[action[um]]
-    sg = np.flatnonzero(adds | takes)
-    codes[sg, 0] = region_code[action[sg]]
-    block_codes = np.stack([op_code[blk.frames[b_rows]], np.full(len(b_rows), region_code[R_BEFORE_SNAPSHOT]),
-                            np.full(len(b_rows), cat_code(0))], axis=1).astype(np.int64)
-    flat = np.r_[codes.ravel(), block_codes.ravel()]
-    flat = flat[flat >= 0]
-    distinct, first_at = np.unique(flat, return_index=True)
+    # this allocator's strings in the order the rows first name them (each event: op, region, category; then the
+    # blocks'): each string's first place, slot by slot
+    al, um, sg = np.flatnonzero(action == ALLOC), unmatched, np.flatnonzero(adds | takes)
+    nb = len(b_rows)
+    slots = [(al, 0, op_code[tbs[al]]), (al, 1, np.full(len(al), region_code[R_ALLOC])), (al, 2, cat_code(cats[al])),
+             (matched_free, 0, region_code[action[matched_free]]), (um, 0, op_code[tbs[um]]),
+             (um, 1, cat_code(cats[um])), (um, 2, np.full(len(um), region_code[R_BEFORE_FREED])),
+             (um, 3, region_code[action[um]]), (sg, 0, region_code[action[sg]]),
+             (n_ev + np.arange(nb), 0, op_code[blk.frames[b_rows]]),
+             (n_ev + np.arange(nb), 1, np.full(nb, region_code[R_BEFORE_SNAPSHOT])),
+             (n_ev + np.arange(nb), 2, np.full(nb, cat_code(0)))]
+    first: dict[int, int] = {}
+    for where, slot, values in slots:
+        distinct, at = np.unique(values, return_index=True)
+        for c, place in zip(distinct.tolist(), (where[at] * 4 + slot).tolist()):
+            if place < first.get(c, place + 1):
+                first[c] = place
     strings: dict[str, int] = {"": 0}
     to_sid = np.zeros(len(texts) + len(snap.strings), np.int32)
-    for c in distinct[np.argsort(first_at)].tolist():
+    for c in sorted(first, key=first.__getitem__):
         to_sid[c] = strings.setdefault(texts[c] if c < len(texts) else snap.strings[c - len(texts)], len(strings))
 
     act_size, act_tb, act_cat = size[src], tbs[src], cats[src]
@@ -410,7 +423,7 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
     table = list(strings)
     timeline = Snapshots(
         time_ps=time_ps, stack=zeros, heap=heap, free=free, fragmentation=np.zeros(n),
-        peak_in_use=np.maximum.accumulate(heap) if n else zeros, activity=activity, requested=sizes.copy(),
+        peak_in_use=np.maximum.accumulate(heap) if n else zeros, activity=activity, requested=sizes,
         allocation=sizes, address=np.r_[init_addr, moved_addr].astype(np.uint64), step=zeros,
         op=op.astype(np.int32), region=to_sid[region_code[np.r_[init_region, act_region]]],
         dtype=dtype.astype(np.int32),
@@ -423,7 +436,7 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
     if ni_free:
         frees[np.arange(ni_free)] = pos[unmatched] + ni
     allocs = np.flatnonzero(activity == ALLOCATION)
-    summary = summarize(timeline.take(np.flatnonzero(activity != RESERVATION)))  # the peak on an allocation's row
+    summary = _summary(timeline, activity != RESERVATION)  # the peak on an allocation's row
     summary.num_allocations, summary.num_deallocations = len(allocs), int((activity == DEALLOCATION).sum())
     summary.memory_capacity = reserved
     row_tb = np.r_[init_tb, act_frames].astype(np.int32)
@@ -445,6 +458,18 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
             profile.notes.append(f"Out of memory: {int(trace.size[i]):,} bytes requested, "
                                  f"{int(trace.device_free[i]):,} bytes free on the device.")
     return profile
+
+
+def _summary(tl: Snapshots, rows: np.ndarray) -> MemorySummary:
+    """summarize()'s numbers over the rows where `rows` holds (the last reaching the highest heap; no stack here)."""
+    if not rows.any():
+        return summarize(tl)
+    heap = np.where(rows, tl.heap, np.iinfo(np.int64).min)
+    i = len(heap) - 1 - int(np.argmax(heap[::-1]))
+    return MemorySummary(
+        num_allocations=0, num_deallocations=0, memory_capacity=int(tl.heap[i] + tl.free[i]),
+        peak_bytes_lifetime=int(tl.peak_in_use[rows][-1]), peak_time_ps=int(tl.time_ps[i]), peak_stack=0,
+        peak_heap=int(tl.heap[i]), peak_free=int(tl.free[i]), peak_fragmentation=float(tl.fragmentation[i]))
 
 
 def _snapshot_blocks(seg: Segments, blk: Blocks, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
