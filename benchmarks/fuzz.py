@@ -5,8 +5,8 @@
 
 Seeds are the files under tests/data (XSpace, MemoryProfile JSON/gzip/binary, StepStats and
 RunMetadata binary/text, event files with run metadata, HParams log dirs, LogMemory logs, Chrome
-traces, PyTorch CUDA memory snapshot pickles). Case i of seed K is made by random.Random(f"{K}/{i}") alone: a reader, one of its seeds,
-and one to three mutations, format-aware where the format allows:
+traces, PyTorch CUDA memory snapshot pickles). Case i of seed K is made by random.Random(f"{K}/{i}")
+alone: a reader, one of its seeds, and one to three mutations, format-aware where the format allows:
   bytes     truncate, flip bits, insert/delete, splice with another seed, repeat or zero a region
   protobuf  a varint, fixed or length rewritten (huge, negative, off by one, overlong), a wire type
             or field number changed, a field duplicated/dropped/swapped, a message nested inside

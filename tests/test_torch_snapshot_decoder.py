@@ -3,6 +3,7 @@
 on generated snapshots laid out every way the pickler lays them out, on cut files (the complete entries before
 the cut), and it refuses what safe_pickle refuses, with the same message."""
 
+import gzip
 import os
 import pickle
 import pickletools
@@ -223,3 +224,24 @@ def test_refused_as_safe_pickle_refuses(name):
     with pytest.raises(ProfileError) as got:
         read_cuda_snapshot(data, "snap")
     assert str(got.value) == str(want.value)
+
+
+def test_a_cut_file_opens_with_what_it_holds_and_says_where_it_stops(tmp_path):
+    from profscope.models.formats.torch_snapshot import load_torch_snapshot
+
+    data = pickle.dumps(generated(3000), protocol=4)
+    path = tmp_path / "died.pickle"
+    path.write_bytes(data[: len(data) // 3])
+    (a, *_) = load_torch_snapshot(path).allocators.values()
+    assert len(a.timeline) > 100 and any("cut after" in n and "trace entries of device 0" in n for n in a.notes)
+    assert any("Read but not replayed" in n and "'teleport'" in n for n in a.notes)
+    gz = tmp_path / "whole.pickle.gz"
+    gz.write_bytes(gzip.compress(data))
+    whole = load_torch_snapshot(gz).allocators["cuda:0"]
+    assert len(whole.timeline) > len(a.timeline) and not any("cut after" in n for n in whole.notes)
+
+
+def test_many_device_slots_that_are_no_lists_cost_no_arrays():
+    plain = {"device_traces": [None] * 200_000 + [[{"action": "alloc", "addr": 1, "size": 2}]]}
+    snap = read_cuda_snapshot(pickle.dumps(plain, protocol=4), "snap")
+    assert len(snap.traces) == 200_001 and snap.traces[0] is snap.traces[199_999] and snap.devices == [200_000]

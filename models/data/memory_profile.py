@@ -11,7 +11,7 @@ other snapshot.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -177,7 +177,7 @@ class AllocatorProfile:
     # Sources with call stacks (PyTorch snapshots): each allocation's frames by its timeline row, innermost
     # first, each a dict of name, filename and line; its top user frame by row (ids into timeline.strings, 0
     # where none).
-    frames: dict[int, list] | None = None
+    frames: Mapping[int, list] | None = None
     top_frame: np.ndarray | None = None
     # Sources that list the allocator's segments (PyTorch snapshots): columns of the SQL segments table.
     segments: dict[str, list] | None = None

@@ -1142,8 +1142,6 @@ static int settle(P *S, Tally *T) {
 }
 
 static PyObject *device_dict(Dev *v) {
-    Dev empty = {0};
-    if (!v) v = &empty;
     PyObject *r = PyDict_New();
     if (!r || !set(r, "action", own(&v->action, v->n, NPY_UINT8, 1)) ||
         !set(r, "addr", own(&v->addr, v->n, NPY_UINT64, 8)) || !set(r, "size", own(&v->size, v->n, NPY_INT64, 8)) ||
@@ -1218,8 +1216,8 @@ static PyObject *result(P *S, Tally *T) {
         goto bad;
     PyObject *traces = PyList_New(0);
     if (!set(r, "traces", traces)) goto bad;
-    for (int64_t dv = 0; dv < S->traces_slots; dv++) {
-        PyObject *one = device_dict(dv < S->ndev ? S->devs[dv] : NULL);
+    for (int64_t dv = 0; dv < S->traces_slots; dv++) { /* None for a slot that is no list: no arrays for it */
+        PyObject *one = dv < S->ndev && S->devs[dv] ? device_dict(S->devs[dv]) : (Py_INCREF(Py_None), Py_None);
         if (!one || PyList_Append(traces, one) < 0) {
             Py_XDECREF(one);
             goto bad;

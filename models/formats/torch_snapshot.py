@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import mmap
 import os
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -143,7 +144,7 @@ def read_cuda_snapshot(data: bytes | bytearray | memoryview | mmap.mmap, what: s
     tb = r["tracebacks"]
     missing = {k: r[f"missing_{k}"] for k in ("addr", "size") if r[f"missing_{k}"]}
     snap = CudaSnapshot(
-        traces=[DeviceTrace(**t) for t in r["traces"]],
+        traces=[DeviceTrace(**t) if t is not None else _no_trace() for t in r["traces"]],
         segments=Segments(**{k[4:]: v for k, v in r.items() if k.startswith("seg_") and k != "seg_block_start"},
                           block_start=r["seg_block_start"].astype(np.int64)),
         blocks=Blocks(**{k[4:]: v for k, v in r.items() if k.startswith("blk_")}),
@@ -153,11 +154,18 @@ def read_cuda_snapshot(data: bytes | bytearray | memoryview | mmap.mmap, what: s
     if status == "cut":
         where = (f"cut after {r['cut_entries']:,} trace entries of device {r['cut_device']}" if r["cut_in_traces"]
                  else f"cut after {r['cut_segments']:,} segments, before the device traces")
-        snap.notes.append(f"{what}: the file is cut or damaged at byte {at:,} ({error}); read what came before: {where}")
+        snap.notes.append(f"{what}: the file is cut or damaged at byte {at:,} ({error}); read what came before: "
+                          f"{where}")
     return snap
 
 
 NOT_A_SNAPSHOT = "{}: not a PyTorch memory snapshot (a dict of segments and device_traces)"
+
+
+@cache
+def _no_trace() -> DeviceTrace:
+    """An empty device trace (device_traces' items that are no list), made once: a small file may list millions."""
+    return from_plain({"device_traces": [[]]}).traces[0]
 
 
 def _plain_snapshot(snapshot, what: str) -> CudaSnapshot:
