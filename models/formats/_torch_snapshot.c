@@ -1008,35 +1008,6 @@ static void run(P *S) {
 
 /* ---------------------------------------------------------------- results */
 
-static void free_capsule(PyObject *capsule) { PyMem_RawFree(PyCapsule_GetPointer(capsule, NULL)); }
-
-/* A numpy array over the first n items of *slot, taking it. */
-static PyObject *own(void *slot_p, int64_t n, int type, size_t item) {
-    void **slot = (void **)slot_p;
-    void *d = *slot;
-    *slot = NULL;
-    npy_intp dims[1] = {(npy_intp)n};
-    if (!d || n == 0) {
-        PyMem_RawFree(d);
-        return PyArray_SimpleNew(1, dims, type);
-    }
-    void *shrunk = PyMem_RawRealloc(d, item * (size_t)n);
-    if (shrunk) d = shrunk;
-    PyObject *arr = PyArray_SimpleNewFromData(1, dims, type, d);
-    if (!arr) {
-        PyMem_RawFree(d);
-        return NULL;
-    }
-    PyObject *cap = PyCapsule_New(d, NULL, free_capsule);
-    if (!cap || PyArray_SetBaseObject((PyArrayObject *)arr, cap) < 0) {
-        Py_XDECREF(cap);
-        Py_DECREF(arr);
-        if (!cap) PyMem_RawFree(d);
-        return NULL;
-    }
-    return arr;
-}
-
 static PyObject *strings_of(const Interner *t) {
     PyObject *list = intern_list(t, "surrogatepass");
     if (!list && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
@@ -1143,13 +1114,13 @@ static int settle(P *S, Tally *T) {
 
 static PyObject *device_dict(Dev *v) {
     PyObject *r = PyDict_New();
-    if (!r || !set(r, "action", own(&v->action, v->n, NPY_UINT8, 1)) ||
-        !set(r, "addr", own(&v->addr, v->n, NPY_UINT64, 8)) || !set(r, "size", own(&v->size, v->n, NPY_INT64, 8)) ||
-        !set(r, "stream", own(&v->stream, v->n, NPY_INT64, 8)) ||
-        !set(r, "time_us", own(&v->time, v->n, NPY_INT64, 8)) ||
-        !set(r, "frames", own(&v->frames, v->n, NPY_INT32, 4)) ||
-        !set(r, "device_free", own(&v->dfree, v->n, NPY_INT64, 8)) ||
-        !set(r, "category", own(&v->cat, v->n, NPY_INT32, 4)))
+    if (!r || !set(r, "action", raw_array((void **)&v->action, v->n, NPY_UINT8, 1)) ||
+        !set(r, "addr", raw_array((void **)&v->addr, v->n, NPY_UINT64, 8)) || !set(r, "size", raw_array((void **)&v->size, v->n, NPY_INT64, 8)) ||
+        !set(r, "stream", raw_array((void **)&v->stream, v->n, NPY_INT64, 8)) ||
+        !set(r, "time_us", raw_array((void **)&v->time, v->n, NPY_INT64, 8)) ||
+        !set(r, "frames", raw_array((void **)&v->frames, v->n, NPY_INT32, 4)) ||
+        !set(r, "device_free", raw_array((void **)&v->dfree, v->n, NPY_INT64, 8)) ||
+        !set(r, "category", raw_array((void **)&v->cat, v->n, NPY_INT32, 4)))
         Py_CLEAR(r);
     return r;
 }
@@ -1180,8 +1151,8 @@ static PyObject *tracebacks(P *S) {
             }
         }
         start[S->tbs.n] = k;
-        if (set(r, "start", own(&start, S->tbs.n + 1, NPY_INT64, 8)) && set(r, "name", own(&name, total, NPY_INT32, 4)) &&
-            set(r, "filename", own(&file, total, NPY_INT32, 4)) && set(r, "line", own(&line, total, NPY_INT64, 8)))
+        if (set(r, "start", raw_array((void **)&start, S->tbs.n + 1, NPY_INT64, 8)) && set(r, "name", raw_array((void **)&name, total, NPY_INT32, 4)) &&
+            set(r, "filename", raw_array((void **)&file, total, NPY_INT32, 4)) && set(r, "line", raw_array((void **)&line, total, NPY_INT64, 8)))
             return r;
     } else if (!PyErr_Occurred())
         PyErr_NoMemory();
@@ -1226,22 +1197,22 @@ static PyObject *result(P *S, Tally *T) {
     }
     Segs *s = &S->seg;
     Blks *b = &S->blk;
-    if (!set(r, "seg_device", own(&s->device, s->n, NPY_INT32, 4)) ||
-        !set(r, "seg_address", own(&s->address, s->n, NPY_UINT64, 8)) ||
-        !set(r, "seg_total_size", own(&s->total, s->n, NPY_INT64, 8)) ||
-        !set(r, "seg_stream", own(&s->stream, s->n, NPY_INT64, 8)) ||
-        !set(r, "seg_segment_type", own(&s->type, s->n, NPY_INT32, 4)) ||
-        !set(r, "seg_pool_id", own(&s->pool, s->n, NPY_INT32, 4)) ||
-        !set(r, "seg_is_expandable", own(&s->exp, s->n, NPY_INT8, 1)) ||
-        !set(r, "seg_allocated_size", own(&s->alloc, s->n, NPY_INT64, 8)) ||
-        !set(r, "seg_active_size", own(&s->active, s->n, NPY_INT64, 8)) ||
-        !set(r, "seg_requested_size", own(&s->req, s->n, NPY_INT64, 8)) ||
-        !set(r, "seg_block_start", own(&s->first, s->n + 1, NPY_INT32, 4)) ||
-        !set(r, "blk_address", own(&b->address, b->n, NPY_UINT64, 8)) ||
-        !set(r, "blk_size", own(&b->size, b->n, NPY_INT64, 8)) ||
-        !set(r, "blk_requested_size", own(&b->req, b->n, NPY_INT64, 8)) ||
-        !set(r, "blk_state", own(&b->state, b->n, NPY_UINT8, 1)) ||
-        !set(r, "blk_frames", own(&b->frames, b->n, NPY_INT32, 4)) || !set(r, "tracebacks", tracebacks(S)) ||
+    if (!set(r, "seg_device", raw_array((void **)&s->device, s->n, NPY_INT32, 4)) ||
+        !set(r, "seg_address", raw_array((void **)&s->address, s->n, NPY_UINT64, 8)) ||
+        !set(r, "seg_total_size", raw_array((void **)&s->total, s->n, NPY_INT64, 8)) ||
+        !set(r, "seg_stream", raw_array((void **)&s->stream, s->n, NPY_INT64, 8)) ||
+        !set(r, "seg_segment_type", raw_array((void **)&s->type, s->n, NPY_INT32, 4)) ||
+        !set(r, "seg_pool_id", raw_array((void **)&s->pool, s->n, NPY_INT32, 4)) ||
+        !set(r, "seg_is_expandable", raw_array((void **)&s->exp, s->n, NPY_INT8, 1)) ||
+        !set(r, "seg_allocated_size", raw_array((void **)&s->alloc, s->n, NPY_INT64, 8)) ||
+        !set(r, "seg_active_size", raw_array((void **)&s->active, s->n, NPY_INT64, 8)) ||
+        !set(r, "seg_requested_size", raw_array((void **)&s->req, s->n, NPY_INT64, 8)) ||
+        !set(r, "seg_block_start", raw_array((void **)&s->first, s->n + 1, NPY_INT32, 4)) ||
+        !set(r, "blk_address", raw_array((void **)&b->address, b->n, NPY_UINT64, 8)) ||
+        !set(r, "blk_size", raw_array((void **)&b->size, b->n, NPY_INT64, 8)) ||
+        !set(r, "blk_requested_size", raw_array((void **)&b->req, b->n, NPY_INT64, 8)) ||
+        !set(r, "blk_state", raw_array((void **)&b->state, b->n, NPY_UINT8, 1)) ||
+        !set(r, "blk_frames", raw_array((void **)&b->frames, b->n, NPY_INT32, 4)) || !set(r, "tracebacks", tracebacks(S)) ||
         !set(r, "strings", strings_of(&S->strings)) || !set(r, "unknown_actions", counted(&S->names, T->action_counts)) ||
         !set(r, "unknown_states", counted(&S->names, T->state_counts)) ||
         !set(r, "missing_addr", PyLong_FromLongLong(T->missing_addr)) ||
