@@ -21,6 +21,7 @@ walks the result:
 
 from __future__ import annotations
 
+import mmap
 import struct
 
 from profscope.models.core.guards import _setting, max_nesting, nesting_refused
@@ -99,12 +100,12 @@ class _Mark:
 MARK = _Mark()
 
 
-def is_pickle(head: bytes | bytearray) -> bool:
+def is_pickle(head: bytes | bytearray | memoryview | mmap.mmap) -> bool:
     """Whether bytes start as a pickle of protocol 2-5 does."""
     return len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5
 
 
-def loads(data: bytes | bytearray, what: str = "the pickle") -> object:
+def loads(data: bytes | bytearray | memoryview | mmap.mmap, what: str = "the pickle") -> object:
     """The plain object a pickle holds; ProfileError naming `what` when it
     holds anything else, is truncated or passes a limit."""
     try:
@@ -114,7 +115,7 @@ def loads(data: bytes | bytearray, what: str = "the pickle") -> object:
 
 
 class _Reader:
-    def __init__(self, data: bytes | bytearray, what: str) -> None:
+    def __init__(self, data: bytes | bytearray | memoryview | mmap.mmap, what: str) -> None:
         self.data = data
         self.what = what
         self.depth_limit = max_nesting()

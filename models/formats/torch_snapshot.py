@@ -289,8 +289,8 @@ def _same_address_runs(addr: np.ndarray, events: np.ndarray) -> tuple[np.ndarray
 
 
 def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> AllocatorProfile:
-    trace = snap.traces[device] if device < len(snap.traces) else None
-    raw = trace.action if trace is not None else np.zeros(0, np.uint8)
+    trace = snap.traces[device] if device < len(snap.traces) else _no_trace()
+    raw = trace.action
     # MemoryViz's events: a free_requested and the free_completed right after it, of one address, as one free
     merged = np.zeros(len(raw), bool)
     if len(raw) > 1:
@@ -299,12 +299,9 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
     action[:-1][merged[1:]] = FREE
     ev = np.flatnonzero(~merged)
     action = action[ev]
-    addr = trace.addr[ev] if trace is not None else np.zeros(0, np.uint64)
-    size = trace.size[ev] if trace is not None else np.zeros(0, np.int64)
-    tbs = trace.frames[ev] if trace is not None else np.zeros(0, np.int32)
-    cats = trace.category[ev] if trace is not None else np.zeros(0, np.int32)
+    addr, size, tbs, cats, raw_time = trace.addr[ev], trace.size[ev], trace.frames[ev], trace.category[ev], \
+        trace.time_us[ev]
     n_ev = len(ev)
-    raw_time = trace.time_us[ev] if trace is not None else np.zeros(0, np.int64)
     timed = n_ev > 0 and bool(np.all(raw_time != NO_TIME))
     t = (raw_time - raw_time.min()) * 1_000_000 if timed else (np.arange(n_ev, dtype=np.int64) + 1) * 1_000_000
 
@@ -461,10 +458,9 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
         profile.notes.append(f"{ni:,} allocations were made before recording began ({ni_free:,} seen "
                              "freed, the rest from the snapshot's active blocks).")
     profile.notes.append(f"Reserved in segments at the snapshot: {reserved:,} bytes in {len(own):,} segments.")
-    if trace is not None:
-        for i in np.flatnonzero(trace.action == OOM).tolist():
-            profile.notes.append(f"Out of memory: {int(trace.size[i]):,} bytes requested, "
-                                 f"{int(trace.device_free[i]):,} bytes free on the device.")
+    for i in np.flatnonzero(trace.action == OOM).tolist():
+        profile.notes.append(f"Out of memory: {int(trace.size[i]):,} bytes requested, "
+                             f"{int(trace.device_free[i]):,} bytes free on the device.")
     return profile
 
 
