@@ -14,7 +14,7 @@ RSS from /usr/bin/time -v):
 - the decoder alone (read_cuda_snapshot) and the replay alone, in this process;
 - the window's memory view: load as the window's worker does (load, prepare_series), set_profile, shown;
 - moving the moment: pick_moment at the peak and at spread snapshots with the real MemoryView offscreen, in ms
-  (target: 100 ms).
+  (target: 100 ms); and on a trace with 200,000 allocations alive at once (an out-of-memory moment).
 """
 
 from __future__ import annotations
@@ -116,8 +116,9 @@ def view_bench(path: Path) -> None:
     import numpy as np
     from PySide6.QtWidgets import QApplication
 
+    from profscope.models.data.memory_profile import MemoryProfileData
     from profscope.models.data.peak_pyramid import prepare_series
-    from profscope.models.formats.torch_snapshot import load_torch_snapshot
+    from profscope.models.formats.torch_snapshot import load_torch_snapshot, read_cuda_snapshot, snapshot_allocators
     from profscope.widgets.memory.view import MemoryView
 
     app = QApplication.instance() or QApplication([])
@@ -149,6 +150,24 @@ def view_bench(path: Path) -> None:
     clicks = [best(lambda i=int(i): (view.pick_moment(i), app.processEvents()), 1) for i in rng.integers(0, n, 10)]
     print(f"  10 clicks anywhere: median {np.median(clicks) * 1000:.0f} ms, worst {max(clicks) * 1000:.0f} ms "
           "[target 100 ms]")
+    # an out-of-memory moment: 200,000 allocations alive at once (a third of 300,000 freed), 200 call stacks
+    stacks = [[{"name": f"f{k}", "filename": f"/m/model{k % 50}.py", "line": k} for k in range(j, j + 30)]
+              for j in range(200)]
+    n_live = 300_000
+    entries = [{"action": "alloc", "addr": 4096 * i, "size": 512 + i % 97, "time_us": 10 * i,
+                "frames": stacks[i % 200]} for i in range(n_live)]
+    for i in range(0, n_live, 3):
+        entries += [{"action": a, "addr": 4096 * i, "size": 512 + i % 97, "time_us": 10 * (n_live + i)}
+                    for a in ("free_requested", "free_completed")]
+    snap = read_cuda_snapshot(pickle.dumps({"segments": [], "device_traces": [entries]}, 4), "live")
+    view.set_profile(MemoryProfileData(host="live", allocators=snapshot_allocators(snap)))
+    app.processEvents()
+    a = view.allocator
+    for name, index in {"peak": a.peak_index, "end": len(a.timeline) - 1}.items():
+        t = best(lambda index=index: (view.pick_moment(index), app.processEvents()), 3)
+        live = len(a.allocations_at(index).op)
+        print(f"  many alive: moment at {name} ({a.allocations_at(index).occurrences.sum():,} allocations alive, "
+              f"{live:,} rows): {t * 1000:.0f} ms [target 100 ms]")
     view.close()
     view.deleteLater()
     app.processEvents()
