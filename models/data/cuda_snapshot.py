@@ -130,6 +130,19 @@ class RowFrames(Mapping):
     def __iter__(self) -> Iterator[int]:
         return iter(self.rows.tolist())
 
+    def table(self) -> dict[str, np.ndarray | list[str]]:
+        """Every row's frames at once (the SQL frames table): allocation (the row), depth, name, filename, line."""
+        tb = self.row_tb[self.rows]
+        start, end = self.tracebacks.start[tb], self.tracebacks.start[tb + 1]
+        counts = end - start
+        first = np.cumsum(counts) - counts
+        depth = np.arange(int(counts.sum())) - np.repeat(first, counts)
+        at = np.repeat(start, counts) + depth
+        names, files = self.tracebacks.name[at], self.tracebacks.filename[at]
+        text = np.asarray(self.strings, dtype=object)
+        return {"allocation": np.repeat(self.rows, counts), "depth": depth, "name": text[names].tolist(),
+                "filename": text[files].tolist(), "line": self.tracebacks.line[at]}
+
     def __len__(self) -> int:
         return len(self.rows)
 

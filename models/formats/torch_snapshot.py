@@ -366,9 +366,10 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
     # this allocator's strings in the order the rows first name them (each event: op, region, category; then the
     # blocks'): each string's first place, slot by slot
     al, um, sg = np.flatnonzero(action == ALLOC), unmatched, np.flatnonzero(adds | takes)
+    mf = np.sort(matched_free)  # (each slot's events ascending: np.unique's first index is then the first event)
     nb = len(b_rows)
     slots = [(al, 0, op_code[tbs[al]]), (al, 1, np.full(len(al), region_code[R_ALLOC])), (al, 2, cat_code(cats[al])),
-             (matched_free, 0, region_code[action[matched_free]]), (um, 0, op_code[tbs[um]]),
+             (mf, 0, region_code[action[mf]]), (um, 0, op_code[tbs[um]]),
              (um, 1, cat_code(cats[um])), (um, 2, np.full(len(um), region_code[R_BEFORE_FREED])),
              (um, 3, region_code[action[um]]), (sg, 0, region_code[action[sg]]),
              (n_ev + np.arange(nb), 0, op_code[blk.frames[b_rows]]),
