@@ -299,11 +299,13 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
     action[:-1][merged[1:]] = FREE
     ev = np.flatnonzero(~merged)
     action = action[ev]
-    addr, size, tbs, cats, raw_time = trace.addr[ev], trace.size[ev], trace.frames[ev], trace.category[ev], \
-        trace.time_us[ev]
+    del merged
+    addr, size, tbs, cats = trace.addr[ev], trace.size[ev], trace.frames[ev], trace.category[ev]
     n_ev = len(ev)
-    timed = n_ev > 0 and bool(np.all(raw_time != NO_TIME))
-    t = (raw_time - raw_time.min()) * 1_000_000 if timed else (np.arange(n_ev, dtype=np.int64) + 1) * 1_000_000
+    times = trace.time_us[ev]
+    timed = n_ev > 0 and bool(np.all(times != NO_TIME))
+    first_time = int(times.min()) if timed else 0
+    del times
 
     # Reserved: segment events add or take away their size; a segment freed that the trace did not reserve (the
     # event before it at its address is no reservation) was reserved before recording.
@@ -313,6 +315,7 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
     net_after = np.cumsum(delta)
     net_before = net_after - delta
     net = int(net_after[-1]) if n_ev else 0
+    del delta
     order, same = _same_address_runs(addr, np.flatnonzero(adds | takes))
     after_add = np.zeros(len(order), bool)
     after_add[1:] = same[1:] & adds[order[:-1]]
@@ -331,14 +334,12 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
     is_segment = (adds | takes)[rows_ev]
     n_act = len(rows_ev)
     k_order, k_same = _same_address_runs(addr, np.flatnonzero(is_pairing))
-    pos = np.empty(n_ev, np.int64)  # event -> its action row
-    pos[rows_ev] = np.arange(n_act)
+    row_of = lambda events: np.searchsorted(rows_ev, events)  # an event's action row
     prev_alloc = np.zeros(len(k_order), bool)
     prev_alloc[1:] = k_same[1:] & (action[k_order[:-1]] == ALLOC)
     frees_sorted = action[k_order] != ALLOC
-    matched_free = k_order[frees_sorted & prev_alloc]  # events
-    partner = np.empty(n_ev, np.int64)
-    partner[k_order[1:][(frees_sorted & prev_alloc)[1:]]] = k_order[:-1][(frees_sorted & prev_alloc)[1:]]
+    pairs = np.flatnonzero(frees_sorted & prev_alloc)
+    matched_free, partner = k_order[pairs], k_order[pairs - 1]  # events: each free that closes one, its alloc
     unmatched = np.sort(k_order[frees_sorted & ~prev_alloc])
     k_last = np.ones(len(k_order), bool)
     k_last[:-1] = ~k_same[1:]
@@ -346,7 +347,7 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
 
     # each action row's size, traceback (for its op) and category: a matched free takes its allocation's
     src = rows_ev.copy()
-    src[pos[matched_free]] = partner[matched_free]
+    src[row_of(matched_free)] = partner
 
     # rows before recording: unmatched frees (in trace order), then the snapshot's active blocks no allocation covers
     seg = snap.segments
@@ -390,7 +391,7 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
     act_tb = np.where(is_segment, -2, act_tb)  # a segment row has no op (-2: its code is the empty string's)
     act_cat = np.where(is_segment, 0, act_cat)
     act_frames = np.where(is_alloc, tbs[rows_ev], -1).astype(np.int32)
-    act_time = t[rows_ev]
+    act_time = ((trace.time_us[ev[rows_ev]] - first_time) if timed else rows_ev + 1) * 1_000_000
     act_activity = np.where(is_alloc, ALLOCATION, np.where(is_segment, RESERVATION, DEALLOCATION))
     act_region = action[rows_ev].astype(np.int32)
     reserved_before = net_before[rows_ev]
@@ -437,10 +438,9 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
     )
     # each allocation's freeing row (n when never freed)
     frees = np.full(n, n, np.int64)
-    freed_by = pos[matched_free] + ni
-    frees[pos[partner[matched_free]] + ni] = freed_by
+    frees[row_of(partner) + ni] = row_of(matched_free) + ni
     if ni_free:
-        frees[np.arange(ni_free)] = pos[unmatched] + ni
+        frees[np.arange(ni_free)] = row_of(unmatched) + ni
     allocs = np.flatnonzero(activity == ALLOCATION)
     summary = _summary(timeline, activity != RESERVATION)  # the peak on an allocation's row
     summary.num_allocations, summary.num_deallocations = len(allocs), int((activity == DEALLOCATION).sum())
