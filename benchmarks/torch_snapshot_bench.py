@@ -190,8 +190,9 @@ def main() -> None:
     bare = run([py, "-c", f"import pickle; pickle.load(open({str(path)!r}, 'rb'))"])
     print(f"yardstick, plain pickle.load in a fresh process: {show(*bare)}")
     out = args.out / "torch_snapshot_export.json"
-    export = run([py, "-m", "profscope.viewer.cli", "export", str(path), "--tool", "memory_profile",
-                  "--param", "xprof_form=1", "-o", str(out)])
+    profscope = Path(py).with_name("profscope")  # the command a user runs, installed beside this Python
+    command = [str(profscope)] if profscope.exists() else [py, "-m", "profscope.viewer.cli"]
+    export = run([*command, "export", str(path), "--tool", "memory_profile", "--param", "xprof_form=1", "-o", str(out)])
     ok = "ok" if export[0] <= bare[0] and export[2] <= bare[2] / 2 else "MISSED"
     print(f"profscope export --tool memory_profile --param xprof_form=1: {show(*export)} "
           f"[{ok}: wall <= {bare[0]:.2f} s, RSS <= {bare[2] / 2:,.0f} MiB]; {out.stat().st_size / 1e3:,.0f} KB written")
