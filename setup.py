@@ -34,6 +34,7 @@ EXTENSIONS = [  # (module, source, what it does)
     ("profscope.models.formats._logscan", "models/formats/_logscan.c"),  # __LOG_MEMORY__ lines, their replay
     ("profscope.models.formats._memory_json", "models/formats/_memory_json.c"),  # MemoryProfile JSON into columns
     ("profscope.models.formats._chrome_json", "models/formats/_chrome_json.c"),  # Chrome trace JSON into columns
+    ("profscope.models.formats._torch_snapshot", "models/formats/_torch_snapshot.c"),  # CUDA snapshot pickle
     ("profscope.models.formats.xspace._steps", "models/formats/xspace/_steps.c"),  # XProf's event order, step groups
     ("profscope.models.formats.xspace._trace", "models/formats/xspace/_trace.c"),  # trace_viewer JSON rows of XEvents
     ("profscope.models.sql._parquet", "models/sql/_parquet.c"),  # Parquet value encodings

@@ -5,8 +5,8 @@
 
 Seeds are the files under tests/data (XSpace, MemoryProfile JSON/gzip/binary, StepStats and
 RunMetadata binary/text, event files with run metadata, HParams log dirs, LogMemory logs, Chrome
-traces). Case i of seed K is made by random.Random(f"{K}/{i}") alone: a reader, one of its seeds,
-and one to three mutations, format-aware where the format allows:
+traces, PyTorch CUDA memory snapshot pickles). Case i of seed K is made by random.Random(f"{K}/{i}")
+alone: a reader, one of its seeds, and one to three mutations, format-aware where the format allows:
   bytes     truncate, flip bits, insert/delete, splice with another seed, repeat or zero a region
   protobuf  a varint, fixed or length rewritten (huge, negative, off by one, overlong), a wire type
             or field number changed, a field duplicated/dropped/swapped, a message nested inside
@@ -17,6 +17,8 @@ and one to three mutations, format-aware where the format allows:
   text      JSON and protobuf text format nested tens of thousands deep, extreme numbers, bad
             UTF-8 and escapes, renamed keys, unbalanced brackets; `__LOG_MEMORY__` lines with
             deep text_format payloads, huge steps and times, swapped message types, repeated lines
+  pickle    at opcode boundaries: an import/call or out-of-place opcode put in, memo indices and
+            string/integer lengths rewritten, runs of opcodes repeated or dropped, a cut
   gzip      the inflated payload mutated then recompressed (so the parser sees it), truncated or
             corrupt deflate data, bad trailers, several members, trailing junk, header flags,
             bombs (a file under 1 MB inflating to ~0.9 GB of zeros, of `[`, of a log line)
@@ -350,7 +352,7 @@ PHASES = [b'"B"', b'"E"', b'"X"', b'"i"', b'"I"', b'"s"', b'"t"', b'"f"', b'"b"'
 class Seed:
     reader: str
     name: str  # where it came from (tests/data relative)
-    kind: str  # proto, tfrecord, json, pbtxt, log, logdir
+    kind: str  # proto, tfrecord, json, pbtxt, log, logdir, pickle
     data: bytes  # the payload (gunzipped)
     gz: bool  # stored gzipped
     names: list[str]  # realistic case paths (relative, without .gz)
@@ -359,7 +361,8 @@ class Seed:
     tree: dict[str, bytes] = dataclasses.field(default_factory=dict)  # kind logdir: relpath -> bytes
 
 
-READERS = ("xspace", "memory_profile", "step_stats", "event_file", "hparams", "log_memory", "chrome_trace")
+READERS = ("xspace", "memory_profile", "step_stats", "event_file", "hparams", "log_memory", "chrome_trace",
+           "torch_snapshot")
 
 
 def _gunzip(path: Path) -> tuple[bytes, bool]:
@@ -447,12 +450,25 @@ def load_seeds(data: Path = DATA) -> list[Seed]:
     for name, names in chrome:
         d, gz = _gunzip(data / name)
         seeds.append(Seed("chrome_trace", name, "json", d, gz, names))
+    for name in ("typed_snapshot.pickle", "profile_snapshot.pickle"):  # PyTorch CUDA memory snapshots
+        d = (data / "torch_snapshot" / name).read_bytes()
+        seeds.append(Seed("torch_snapshot", f"torch_snapshot/{name}", "pickle", d, False,
+                          ["snapshots/rank0.pickle", "snap/memory.bin", "snapshot.pkl"], gz_names=False))
+        plain = _plain_pickle(d)  # the same data as protocol 2 lays it out (BINPUT, BINUNICODE, no FRAME)
+        seeds.append(Seed("torch_snapshot", f"torch_snapshot/{name} as protocol 2", "pickle",
+                          pickle.dumps(plain, protocol=2), False, ["snapshots/rank1.pickle"], gz_names=False))
     by_name = {s.name: s for s in seeds}
     for pair in ("gpu", "two_ranks"):  # the other rank beside: one session, ranks on one axis
         a, b = by_name[f"chrome_trace/{pair}/rank-0.json.gz"], by_name[f"chrome_trace/{pair}/rank-1.json.gz"]
         a.companions = {"rank-1.json.gz": gzip.compress(b.data, mtime=0)}
         b.companions = {"rank-0.json.gz": gzip.compress(a.data, mtime=0)}
     return seeds
+
+
+def _plain_pickle(data: bytes):
+    from profscope.models.core.safe_pickle import loads  # never pickle.loads: the seeds are files
+
+    return loads(data)
 
 
 # ---------------------------------------------------------------- mutators
@@ -1015,8 +1031,84 @@ def l_lines(m: Mutation, d: bytes) -> bytes | None:
 
 LOG_MUTATORS = [l_payload, l_payload, l_payload, l_payload, l_type, l_prefix, l_lines]
 
+# pickle (CUDA memory snapshots): at opcode boundaries of the valid part
+
+
+def _opcodes(d: bytes) -> list[tuple[int, str, object]]:
+    """(offset, opcode name, argument) of each opcode, as far as the stream parses."""
+    import pickletools
+
+    out: list[tuple[int, str, object]] = []
+    try:
+        for op, arg, pos in pickletools.genops(d):
+            out.append((pos, op.name, arg))
+    except Exception:  # a mutated stream: its valid head
+        pass
+    return out
+
+
+PICKLE_OPS = [b"c", b"\x93", b"R", b"b", b"i", b"o", b"\x81", b"\x92", b"\x82\x01", b"P", b"Q", b"\x8f", b"(", b"0",
+              b"1", b"2", b"a", b"e", b"s", b"u", b"t", b"\x85", b".", b"}", b"]", b")", b"N", b"\x88"]
+
+
+def k_opcode(m: Mutation, d: bytes) -> bytes | None:
+    """An opcode put in at a boundary: one that imports or calls, or one that builds (out of place)."""
+    ops = _opcodes(d)
+    if not ops:
+        return None
+    at = m.rng.choice(ops)[0]
+    return d[:at] + m.rng.choice(PICKLE_OPS) + d[at + (m.rng.random() < 0.5):]
+
+
+def k_memo(m: Mutation, d: bytes) -> bytes | None:
+    """A memo index (get or put) rewritten: absent, huge, another's."""
+    ops = [(pos, name) for pos, name, _ in _opcodes(d) if name in ("BINGET", "LONG_BINGET", "BINPUT", "LONG_BINPUT")]
+    if not ops:
+        return None
+    pos, name = m.rng.choice(ops)
+    if name.startswith("LONG"):
+        return d[:pos + 1] + struct.pack("<I", m.rng.choice([0, 1, 2**32 - 1, 2**31, m.rng.randrange(2**20)])) + \
+            d[pos + 5:]
+    return d[:pos + 1] + bytes([m.rng.randrange(256)]) + d[pos + 2:]
+
+
+def k_length(m: Mutation, d: bytes) -> bytes | None:
+    """A string's or an integer's length rewritten (huge, zero, off by one)."""
+    ops = [(pos, name) for pos, name, _ in _opcodes(d) if name in ("BINUNICODE", "SHORT_BINUNICODE", "LONG1",
+                                                                    "BINUNICODE8", "SHORT_BINBYTES", "BINBYTES")]
+    if not ops:
+        return None
+    pos, name = m.rng.choice(ops)
+    if name in ("SHORT_BINUNICODE", "LONG1", "SHORT_BINBYTES"):
+        return d[:pos + 1] + bytes([m.rng.choice([0, 255, d[pos + 1] + 1, 65, 9])]) + d[pos + 2:]
+    width = 8 if name.endswith("8") else 4
+    return d[:pos + 1] + m.rng.choice([0, 1, 2**31, 2**32 - 1]).to_bytes(width, "little") + d[pos + 1 + width:]
+
+
+def k_repeat(m: Mutation, d: bytes) -> bytes | None:
+    """A run of opcodes repeated (more entries, more items, marks that never close), or dropped."""
+    ops = _opcodes(d)
+    if len(ops) < 3:
+        return None
+    i = m.rng.randrange(len(ops) - 1)
+    j = min(len(ops) - 1, i + m.rng.choice([1, 2, 5, 40, 400]))
+    a, b = ops[i][0], ops[j][0]
+    if m.rng.random() < 0.3:
+        return d[:a] + d[b:]
+    times = max(1, min(m.size() // max(b - a, 1), m.rng.choice([2, 10, 1000, 100000])))
+    return d[:b] + d[a:b] * times + d[b:]
+
+
+def k_cut(m: Mutation, d: bytes) -> bytes | None:
+    """The file cut at an opcode boundary (a snapshot dumped by a process that died)."""
+    ops = _opcodes(d)
+    return d[:m.rng.choice(ops)[0]] if ops else None
+
+
+PICKLE_MUTATORS = [k_opcode, k_opcode, k_memo, k_memo, k_length, k_repeat, k_repeat, k_cut]
+
 KIND_MUTATORS = {"proto": PROTO_MUTATORS, "tfrecord": TFRECORD_MUTATORS, "json": JSON_MUTATORS,
-                 "pbtxt": PBTXT_MUTATORS, "log": LOG_MUTATORS}
+                 "pbtxt": PBTXT_MUTATORS, "log": LOG_MUTATORS, "pickle": PICKLE_MUTATORS}
 
 # gzip (on the compressed bytes)
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from conftest import DATA
 
+from profscope.models.core.safe_pickle import loads
 from profscope.models.core.task import ProfileError
 from profscope.models.formats.torch_snapshot import is_torch_snapshot, load_torch_snapshot, top_frame
 from profscope.models.repository.locations import open_repository
@@ -29,11 +30,13 @@ def test_timelines_match_torchs_numbers(path):
     for memory_id, want in expected.items():
         a = profile.allocators[memory_id]
         tl, timeline = a.timeline, want["timeline"]
-        initial = len(tl) - timeline["actions"]
+        initial = len(tl) - timeline["actions"] - want["reserved_timeline"]["segment_events"]
         assert initial >= 0 and (tl.heap[initial - 1] if initial else 0) == timeline["initial"]
         assert (a.summary.peak_heap, int(tl.heap[-1])) == (timeline["peak"], timeline["final"])
         assert a.summary.memory_capacity == want["reserved"]
         assert int((tl.activity[initial:] == 1).sum()) == want["actions"].get("alloc", 0)
+        assert a.summary.num_allocations + a.summary.num_deallocations + want["reserved_timeline"][
+            "segment_events"] == len(tl)
         # The table at the peak holds exactly the bytes alive then, each allocation once.
         assert a.peak_allocations.total_bytes == timeline["peak"]
         assert "stack" not in a.peak_allocations.op
@@ -45,11 +48,39 @@ def test_reserved_over_time_matches_a_replay_of_the_segment_events(path):
     for memory_id, want in EXPECTED[path.name].items():
         tl = load_torch_snapshot(path).allocators[memory_id].timeline
         reserved = tl.heap + tl.free  # the reserved part drawn above what is allocated
-        initial = len(tl) - want["timeline"]["actions"]
-        assert np.all(reserved[:initial] == want["reserved_timeline"]["before_first"])
+        initial = len(tl) - want["timeline"]["actions"] - want["reserved_timeline"]["segment_events"]
+        # (drawn: never under what is allocated, as memory allocated before recording may pass what was reserved)
+        assert np.all(reserved[:initial] == np.maximum(want["reserved_timeline"]["before_first"], tl.heap[:initial]))
         runs = want["reserved_timeline"]["rows"]
         assert reserved[initial:].tolist() == [v for v, count in runs for _ in range(count)]
         assert reserved[-1] == want["reserved"] and np.all(tl.free >= 0)
+
+
+def test_segment_events_have_rows_so_every_reserved_peak_is_drawn():
+    plain = loads(TYPED.read_bytes())
+    sign = {"segment_alloc": 1, "segment_map": 1, "segment_free": -1, "segment_unmap": -1}
+    for device, memory_id in enumerate(("cuda:0", "cuda:1")):
+        trace = plain["device_traces"][device]
+        # reserved when recording began: the snapshot's segments less what the trace changed; then event by event
+        reserved = sum(s["total_size"] for s in plain["segments"] if s["device"] == device) - sum(
+            sign.get(e["action"], 0) * e["size"] for e in trace)
+        peak = reserved
+        for e in trace:
+            reserved += sign.get(e["action"], 0) * e["size"]
+            peak = max(peak, reserved)
+        a = load_torch_snapshot(TYPED).allocators[memory_id]
+        tl = a.timeline
+        assert int((tl.heap + tl.free).max()) == peak
+        segment_rows = np.flatnonzero(tl.activity == 3)  # RESERVATION: reserved changes, the heap does not
+        assert [tl.strings[tl.region[i]] for i in segment_rows] == [e["action"] for e in trace if e["action"] in sign]
+        assert np.all(tl.heap[segment_rows] == np.r_[0, tl.heap][segment_rows])
+        # the table at a segment row is the one of the row before it
+        for i in segment_rows[segment_rows > 0].tolist():
+            assert a.allocations_at(i).total_bytes == a.allocations_at(i - 1).total_bytes
+    # cuda:1 reaches its peak only between two allocation rows: a segment reserved and released at once
+    tl = load_torch_snapshot(TYPED).allocators["cuda:1"].timeline
+    top = int(np.argmax(tl.heap + tl.free))
+    assert tl.strings[tl.region[top]] == "segment_alloc" and tl.strings[tl.region[top + 1]] == "segment_free"
 
 
 def test_what_is_alive_at_the_end_is_the_snapshots_active_blocks():

@@ -13,13 +13,15 @@ walks the result:
 - nesting depth (PROFSCOPE_MAX_NESTING, as text formats);
 - objects: the memo's entries and the result's size counted as a tree (a
   shared object counts once per place it appears, so a "bomb" of repeated
-  memo references is refused) (PROFSCOPE_MAX_PICKLE_OBJECTS);
+  memo references is refused) (PROFSCOPE_MAX_PICKLE_OBJECTS, or 4 a byte of
+  the file when that is more);
 - a container may not change after it is placed in another: the pickler
   never does that for acyclic data, and so no cycle can be made.
 """
 
 from __future__ import annotations
 
+import mmap
 import struct
 
 from profscope.models.core.guards import _setting, max_nesting, nesting_refused
@@ -42,8 +44,53 @@ _F8 = struct.Struct(">d").unpack_from
 _H2 = struct.Struct("<H").unpack_from
 
 
-def max_objects() -> int:
-    return int(_setting("PROFSCOPE_MAX_PICKLE_OBJECTS", MAX_PICKLE_OBJECTS))
+OBJECTS_PER_BYTE = 4  # a file may hold this many objects a byte as a tree (a real snapshot: ~1.2, its frames shared)
+
+
+def max_objects(size: int = 0) -> int:
+    """The most objects (as a tree) a pickle of `size` bytes may hold: the setting, or more for a big file, as a
+    real snapshot refers to its shared frames once per entry; a bomb of memo references grows exponentially."""
+    return max(int(_setting("PROFSCOPE_MAX_PICKLE_OBJECTS", MAX_PICKLE_OBJECTS)), OBJECTS_PER_BYTE * size)
+
+
+def refused_opcode(what: str, op: int, at: int) -> ProfileError:
+    name = FORBIDDEN.get(op)
+    if name:
+        return ProfileError(f"{what}: opcode {name} at offset {at} would import or call code; refusing to read it "
+                            "(a memory snapshot holds only plain data)")
+    return ProfileError(f"{what}: opcode {bytes([op])!r} at offset {at} is not one of plain data; refusing to read it")
+
+
+def too_many_objects(what: str, limit: int) -> ProfileError:
+    return ProfileError(
+        f"{what}: holds more than {limit:,} objects (counting each place a shared one appears); "
+        "refusing to read it. Raise the limit with the environment variable "
+        f"PROFSCOPE_MAX_PICKLE_OBJECTS (now {limit})")
+
+
+def integer_too_long(what: str, k: int, at: int) -> ProfileError:
+    return ProfileError(f"{what}: an integer of {k} bytes at offset {at}; refusing to read it")
+
+
+def changed_after_placed(what: str, at: int) -> ProfileError:
+    return ProfileError(f"{what}: a container changes after it was placed in another at offset {at} "
+                        "(a cycle); refusing to read it")
+
+
+def placed_in_itself(what: str, at: int) -> ProfileError:
+    return ProfileError(f"{what}: a container placed in itself at offset {at}; refusing to read it")
+
+
+def unhashable_key(what: str, at: int) -> ProfileError:
+    return ProfileError(f"{what}: an unhashable dict key at offset {at}")
+
+
+def not_a_pickle(what: str) -> ProfileError:
+    return ProfileError(f"{what}: not a pickle of protocol 2-5")
+
+
+def truncated(what: str) -> ProfileError:
+    return ProfileError(f"{what}: the pickle is truncated or corrupt")
 
 
 class _Mark:
@@ -53,40 +100,32 @@ class _Mark:
 MARK = _Mark()
 
 
-def is_pickle(head: bytes | bytearray) -> bool:
+def is_pickle(head: bytes | bytearray | memoryview | mmap.mmap) -> bool:
     """Whether bytes start as a pickle of protocol 2-5 does."""
     return len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5
 
 
-def loads(data: bytes | bytearray, what: str = "the pickle") -> object:
+def loads(data: bytes | bytearray | memoryview | mmap.mmap, what: str = "the pickle") -> object:
     """The plain object a pickle holds; ProfileError naming `what` when it
     holds anything else, is truncated or passes a limit."""
     try:
         return _Reader(data, what).run()
     except (IndexError, KeyError, struct.error, UnicodeDecodeError):
-        raise ProfileError(f"{what}: the pickle is truncated or corrupt") from None
+        raise truncated(what) from None
 
 
 class _Reader:
-    def __init__(self, data: bytes | bytearray, what: str) -> None:
+    def __init__(self, data: bytes | bytearray | memoryview | mmap.mmap, what: str) -> None:
         self.data = data
         self.what = what
         self.depth_limit = max_nesting()
-        self.object_limit = max_objects()
+        self.object_limit = max_objects(len(data))
 
-    def refuse(self, op: int, at: int) -> ProfileError:
-        name = FORBIDDEN.get(op)
-        if name:
-            return ProfileError(
-                f"{self.what}: opcode {name} at offset {at} would import or call code; refusing to read it "
-                "(a memory snapshot holds only plain data)")
-        return ProfileError(f"{self.what}: opcode {bytes([op])!r} at offset {at} is not one of plain data; "
-                            "refusing to read it")
 
     def run(self) -> object:  # noqa: C901 - one loop over the opcodes, fastest as one function
         data, n = self.data, len(self.data)
         if not is_pickle(data):
-            raise ProfileError(f"{self.what}: not a pickle of protocol 2-5")
+            raise not_a_pickle(self.what)
         what = self.what
         depth_limit, object_limit = self.depth_limit, self.object_limit
         stack: list = []
@@ -115,10 +154,7 @@ class _Reader:
             return depth, size
 
         def too_many() -> ProfileError:
-            return ProfileError(
-                f"{what}: holds more than {object_limit:,} objects (counting each place a shared one appears); "
-                "refusing to read it. Raise the limit with the environment variable "
-                f"PROFSCOPE_MAX_PICKLE_OBJECTS (now {object_limit})")
+            return too_many_objects(what, object_limit)
 
         def pop_mark() -> list:
             if not marks:
@@ -128,13 +164,12 @@ class _Reader:
             del stack[k:]
             return items
 
-        def mutable(target, at: int):
-            if type(target) not in (list, dict):
-                raise ProfileError(f"{what}: a corrupt pickle (adding items to a {type(target).__name__} "
-                                   f"at offset {at})")
+        def mutable(target, kind: type, at: int):
+            if type(target) is not kind:
+                raise ProfileError(f"{what}: a corrupt pickle (adding {kind.__name__} items to a "
+                                   f"{type(target).__name__} at offset {at})")
             if id(target) in sealed:
-                raise ProfileError(f"{what}: a container changes after it was placed in another at offset {at} "
-                                   "(a cycle); refusing to read it")
+                raise changed_after_placed(what, at)
 
         while True:
             at = p
@@ -165,7 +200,7 @@ class _Reader:
                 else:
                     k, p = _U4(data, p)[0], p + 4
                 if k > MAX_INT_BYTES:
-                    raise ProfileError(f"{what}: an integer of {k} bytes at offset {at}; refusing to read it")
+                    raise integer_too_long(what, k, at)
                 if p + k > n:
                     raise IndexError
                 stack.append(int.from_bytes(data[p : p + k], "little", signed=True))
@@ -199,27 +234,28 @@ class _Reader:
                 target = stack[-1]
                 if len(items) % 2:
                     raise ProfileError(f"{what}: a corrupt pickle (odd SETITEMS at offset {at})")
-                mutable(target, at)
+                mutable(target, dict, at)
                 depth, size = info[id(target)]
                 info[id(target)] = measure(items, depth, size)
                 if id(target) in sealed:  # placed in itself
-                    raise ProfileError(f"{what}: a container placed in itself at offset {at}; refusing to read it")
+                    raise placed_in_itself(what, at)
                 it = iter(items)
-                for key in it:
-                    if type(key) in (list, dict):
-                        raise ProfileError(f"{what}: an unhashable dict key at offset {at}")
-                    target[key] = next(it)
+                try:
+                    for key in it:
+                        target[key] = next(it)
+                except TypeError:  # a list or dict as a key, or a tuple holding one
+                    raise unhashable_key(what, at) from None
             elif op == 0x65 or op == 0x61:  # APPENDS, APPEND
                 if op == 0x65:
                     items = pop_mark()
                 else:
                     items = [stack.pop()]
                 target = stack[-1]
-                mutable(target, at)
+                mutable(target, list, at)
                 depth, size = info[id(target)]
                 info[id(target)] = measure(items, depth, size)
                 if id(target) in sealed:
-                    raise ProfileError(f"{what}: a container placed in itself at offset {at}; refusing to read it")
+                    raise placed_in_itself(what, at)
                 target.extend(items)
             elif op == 0x71:  # BINPUT
                 memo[data[p]] = stack[-1]
@@ -288,4 +324,4 @@ class _Reader:
             elif op == 0x80:  # PROTO (again)
                 p += 1
             else:
-                raise self.refuse(op, at)
+                raise refused_opcode(what, op, at)

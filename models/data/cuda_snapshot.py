@@ -19,6 +19,7 @@ columns straight from the file.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +36,12 @@ ACTIVE_ALLOCATED, ACTIVE_AWAITING_FREE, INACTIVE, ACTIVE_PENDING_FREE = range(le
 UNKNOWN_STATE = len(BLOCK_STATES)
 NO_TIME = np.iinfo(np.int64).min  # an entry without time_us
 NO_SIZE = -1  # a segment without allocated_size / active_size / requested_size (sum its blocks instead)
+NO_NAME = "(none)"  # how an action or block state that is missing (or not a string) is counted
+
+
+def pool_text(pool) -> str:
+    """A segment_pool_id as "a,b" (its numbers and strings)."""
+    return ",".join(str(p) for p in pool if _is_int(p) or isinstance(p, str))
 
 
 @dataclass
@@ -104,6 +111,42 @@ class Tracebacks:
                 zip(self.name[a:b].tolist(), self.filename[a:b].tolist(), self.line[a:b].tolist())]
 
 
+class RowFrames(Mapping):
+    """Each row's frames (a timeline row -> its traceback's frames as dicts of name, filename and line, innermost
+    first), made when asked for: rows without frames are absent."""
+
+    def __init__(self, row_tb: np.ndarray, tracebacks: Tracebacks, strings: list[str]) -> None:
+        self.row_tb, self.tracebacks, self.strings = row_tb, tracebacks, strings
+        self.rows = np.flatnonzero((row_tb >= 0) & (tracebacks.start[row_tb + 1] > tracebacks.start[row_tb])
+                                   if len(tracebacks) else np.zeros(len(row_tb), bool))
+
+    def __getitem__(self, row: int) -> list[dict]:
+        tb = int(self.row_tb[row]) if 0 <= row < len(self.row_tb) else -1
+        frames = self.tracebacks.frames_of(tb, self.strings)
+        if not frames:
+            raise KeyError(row)
+        return [{"name": n, "filename": f, "line": ln} for n, f, ln in frames]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.rows.tolist())
+
+    def table(self) -> dict[str, np.ndarray | list[str]]:
+        """Every row's frames at once (the SQL frames table): allocation (the row), depth, name, filename, line."""
+        tb = self.row_tb[self.rows]
+        start, end = self.tracebacks.start[tb], self.tracebacks.start[tb + 1]
+        counts = end - start
+        first = np.cumsum(counts) - counts
+        depth = np.arange(int(counts.sum())) - np.repeat(first, counts)
+        at = np.repeat(start, counts) + depth
+        names, files = self.tracebacks.name[at], self.tracebacks.filename[at]
+        text = np.asarray(self.strings, dtype=object)
+        return {"allocation": np.repeat(self.rows, counts), "depth": depth, "name": text[names].tolist(),
+                "filename": text[files].tolist(), "line": self.tracebacks.line[at]}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
 @dataclass
 class CudaSnapshot:
     traces: list[DeviceTrace]  # index = device
@@ -122,8 +165,13 @@ class CudaSnapshot:
         return sorted({i for i, t in enumerate(self.traces) if len(t)} | set(self.segments.device.tolist()))
 
 
+def _is_int(value) -> bool:
+    """An int of the snapshot's: int64 (a bool is no int; a bigger number is no field's)."""
+    return type(value) is int and -(1 << 63) <= value < 1 << 63
+
+
 def _int(value) -> int:
-    return value if type(value) is int else 0
+    return value if _is_int(value) else 0
 
 
 class _Builder:
@@ -138,20 +186,22 @@ class _Builder:
         self.missing: dict[str, int] = {}
 
     def sid(self, s) -> int:
-        return self.strings.setdefault(s if isinstance(s, str) else str(s), len(self.strings))
+        """The id of a string (anything else is "")."""
+        return self.strings.setdefault(s if isinstance(s, str) else "", len(self.strings))
 
     def traceback(self, frames) -> int:
         if not isinstance(frames, list) or not frames:
             return -1
-        key = tuple((f.get("name"), f.get("filename"), f.get("line")) if isinstance(f, dict) else (None, None, None)
-                    for f in frames)
+        # by what the columns hold: a frame's name and file name (strings, else ""), its line (an int, else 0)
+        key = tuple((self.sid(f.get("name")), self.sid(f.get("filename")), _int(f.get("line")))
+                    if isinstance(f, dict) else (0, 0, 0) for f in frames)
         tb = self.tb_ids.get(key)
         if tb is None:
             tb = self.tb_ids[key] = len(self.tb_start) - 1
             for name, filename, line in key:
-                self.f_name.append(self.sid(name or ""))
-                self.f_file.append(self.sid(filename or ""))
-                self.f_line.append(_int(line))
+                self.f_name.append(name)
+                self.f_file.append(filename)
+                self.f_line.append(line)
             self.tb_start.append(len(self.f_name))
         return tb
 
@@ -173,16 +223,16 @@ def from_plain(snapshot: dict) -> CudaSnapshot:
             name = e.get("action")
             code = codes.get(name, UNKNOWN_ACTION) if isinstance(name, str) else UNKNOWN_ACTION
             if code == UNKNOWN_ACTION:
-                b.count(b.unknown, str(name))
+                b.count(b.unknown, name if isinstance(name, str) else NO_NAME)
             action[i] = code
             for key in ("addr", "size") if code != OOM else ("size",):
-                if type(e.get(key)) is not int:
+                if not _is_int(e.get(key)):
                     b.count(b.missing, key)
             cols["addr"].append(_int(e.get("addr")) & 0xFFFFFFFFFFFFFFFF)
             cols["size"].append(_int(e.get("size")))
             cols["stream"].append(_int(e.get("stream")))
             t = e.get("time_us")
-            cols["time"].append(t if type(t) is int else NO_TIME)
+            cols["time"].append(t if _is_int(t) else NO_TIME)
             cols["frames"].append(b.traceback(e.get("frames")))
             cols["free"].append(_int(e.get("device_free")))
             cat = e.get("category")
@@ -205,13 +255,13 @@ def from_plain(snapshot: dict) -> CudaSnapshot:
         seg["address"].append(address & 0xFFFFFFFFFFFFFFFF)
         seg["total"].append(_int(s.get("total_size")))
         seg["stream"].append(_int(s.get("stream")))
-        seg["type"].append(b.sid(s.get("segment_type", "")))
+        seg["type"].append(b.sid(s.get("segment_type")))
         pool = s.get("segment_pool_id")
-        seg["pool"].append(b.sid(",".join(str(p) for p in pool)) if isinstance(pool, (list, tuple)) else 0)
+        seg["pool"].append(b.sid(pool_text(pool)) if isinstance(pool, (list, tuple)) else 0)
         exp = s.get("is_expandable")
         seg["exp"].append(int(exp) if isinstance(exp, bool) else -1)
         for key, col in (("allocated_size", "alloc"), ("active_size", "active"), ("requested_size", "req")):
-            seg[col].append(s[key] if type(s.get(key)) is int else NO_SIZE)
+            seg[col].append(s[key] if _is_int(s.get(key)) else NO_SIZE)
         seg["start"].append(len(blk["size"]))
         blocks = s.get("blocks")
         at = address
@@ -219,13 +269,13 @@ def from_plain(snapshot: dict) -> CudaSnapshot:
             if not isinstance(k, dict):
                 continue
             size = _int(k.get("size"))
-            blk["address"].append((k["address"] if type(k.get("address")) is int else at) & 0xFFFFFFFFFFFFFFFF)
+            blk["address"].append((k["address"] if _is_int(k.get("address")) else at) & 0xFFFFFFFFFFFFFFFF)
             blk["size"].append(size)
-            blk["req"].append(k["requested_size"] if type(k.get("requested_size")) is int else size)
+            blk["req"].append(k["requested_size"] if _is_int(k.get("requested_size")) else size)
             state = k.get("state")
             code = states.get(state, UNKNOWN_STATE) if isinstance(state, str) else UNKNOWN_STATE
             if code == UNKNOWN_STATE:
-                b.count(b.unknown, f"block state {state}")
+                b.count(b.unknown, f"block state {state if isinstance(state, str) else NO_NAME}")
             blk["state"].append(code)
             blk["frames"].append(b.traceback(k.get("frames")))
             at += size

@@ -11,7 +11,7 @@ other snapshot.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -25,7 +25,7 @@ from profscope.models.data.cuda_snapshot import CudaSnapshot
 
 # MemoryActivity enum of memory_profile.proto.
 ACTIVITY_NAMES = ("UNKNOWN_ACTIVITY", "ALLOCATION", "DEALLOCATION", "RESERVATION", "EXPANSION")
-ALLOCATION, DEALLOCATION = 1, 2
+ALLOCATION, DEALLOCATION, RESERVATION = 1, 2, 3  # RESERVATION: PyTorch snapshots' segment events (reserved, not heap)
 # XProf samples the timeline down to this many snapshots.
 XPROF_TIMELINE_POINTS = 1000
 # Labels of the rows XProf adds to the peak table.
@@ -178,7 +178,7 @@ class AllocatorProfile:
     # Sources with call stacks (PyTorch snapshots): each allocation's frames by its timeline row, innermost
     # first, each a dict of name, filename and line; its top user frame by row (ids into timeline.strings, 0
     # where none).
-    frames: dict[int, list] | None = None
+    frames: Mapping[int, list] | None = None
     top_frame: np.ndarray | None = None
     # Sources that list the allocator's segments (PyTorch snapshots): columns of the SQL segments table.
     segments: dict[str, list] | None = None

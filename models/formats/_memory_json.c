@@ -1238,38 +1238,6 @@ static void parser_free(Parser *P) {
     buf_free(&P->number);
 }
 
-static void free_capsule(PyObject *capsule) { PyMem_RawFree(PyCapsule_GetPointer(capsule, NULL)); }
-
-/* A numpy array over n items of *slot, taking it (shrunk to fit). */
-static PyObject *own_array(void **slot, int64_t n, int type, size_t itemsize) {
-    void *d = *slot;
-    *slot = NULL;
-    npy_intp dims[1] = {(npy_intp)n};
-    if (!d || n == 0) {
-        PyMem_RawFree(d);
-        return PyArray_SimpleNew(1, dims, type);
-    }
-    void *shrunk = PyMem_RawRealloc(d, itemsize * (size_t)n);
-    if (shrunk) d = shrunk;
-    PyObject *arr = PyArray_SimpleNewFromData(1, dims, type, d);
-    if (!arr) {
-        PyMem_RawFree(d);
-        return NULL;
-    }
-    PyObject *cap = PyCapsule_New(d, NULL, free_capsule);
-    if (!cap) {
-        Py_DECREF(arr);
-        PyMem_RawFree(d);
-        return NULL;
-    }
-    if (PyArray_SetBaseObject((PyArrayObject *)arr, cap) < 0) {
-        Py_DECREF(arr);
-        Py_DECREF(cap);
-        return NULL;
-    }
-    return arr;
-}
-
 /* Python strings of the interned ids, made on first use. */
 typedef struct {
     Interner *t;
@@ -1371,11 +1339,11 @@ static PyObject *result(Parser *P, int32_t **ids, int32_t *nids) {
     Texts x = {&P->strings, PyMem_Calloc((size_t)P->strings.n + 1, sizeof(PyObject *))};
     int ok = r && columns && allocators && x.cache;
     Columns *c = &P->snap;
-    for (int k = 0; ok && k < N_INT64; k++) ok = set_item(columns, COLUMN_NAMES[k], own_array((void **)&c->i64[k], c->n, NPY_INT64, 8));
+    for (int k = 0; ok && k < N_INT64; k++) ok = set_item(columns, COLUMN_NAMES[k], raw_array((void **)&c->i64[k], c->n, NPY_INT64, 8));
     static const char *string_names[4] = {"op", "region", "dtype", "shape"};
-    for (int k = 0; ok && k < 4; k++) ok = set_item(columns, string_names[k], own_array((void **)&c->str[k], c->n, NPY_INT32, 4));
-    ok = ok && set_item(columns, "address", own_array((void **)&c->address, c->n, NPY_UINT64, 8));
-    ok = ok && set_item(columns, "fragmentation", own_array((void **)&c->frag, c->n, NPY_FLOAT64, 8));
+    for (int k = 0; ok && k < 4; k++) ok = set_item(columns, string_names[k], raw_array((void **)&c->str[k], c->n, NPY_INT32, 4));
+    ok = ok && set_item(columns, "address", raw_array((void **)&c->address, c->n, NPY_UINT64, 8));
+    ok = ok && set_item(columns, "fragmentation", raw_array((void **)&c->frag, c->n, NPY_FLOAT64, 8));
     for (int64_t i = 0; ok && i < P->nallocs; i++) {
         Allocator *a = &P->allocs[i];
         PyObject *summary = Py_None;

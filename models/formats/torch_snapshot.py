@@ -5,8 +5,8 @@ A snapshot is a pickled dict of plain data (torch/cuda/memory.py's TypedDicts):
 `segments` (the allocator's cudaMalloc'd memory at the snapshot, each with its
 `device` and `blocks`) and `device_traces` (per device, the actions recorded
 since `_record_memory_history`: alloc, free_requested, free_completed,
-segment_alloc/free/map/unmap, snapshot, oom). It is read by
-profscope.models.core.safe_pickle, never by Python's unpickler.
+segment_alloc/free/map/unmap, snapshot, oom). It is read under
+profscope.models.core.safe_pickle's rules, never by Python's unpickler.
 
 The timeline is PyTorch's Active Memory Timeline (MemoryViz.js,
 process_alloc_data): a free_requested followed at once by the free_completed
@@ -18,35 +18,68 @@ open allocation covers at the end (sized by its requested size); these are
 the timeline's first rows. Each allocation's op is its top user frame (the
 first frame PyTorch's frame filter keeps, a Python one when there is one).
 
-Reserved memory over time (each row's `free` is reserved less allocated): a
-segment_alloc or segment_map adds its size, a segment_free or segment_unmap
-takes it away; each row holds the reserved bytes until the next row (segment
-events come between rows, so a segment reserved and released between two
-rows is not seen). Reserved before recording began, as MemoryViz finds it: a
-segment freed or unmapped that the trace did not reserve, and each of the
-snapshot's segments less what the trace reserved inside it.
+Reserved memory over time (each row's `free` is reserved less allocated,
+never below 0): a segment_alloc or segment_map adds its size, a segment_free
+or segment_unmap takes it away, each on a row of its own (activity
+RESERVATION, region the action, the heap unchanged), so a segment reserved
+and released between two allocations still shows; each row holds what its
+event leaves reserved. Reserved before recording began, as MemoryViz finds
+it: a segment freed or unmapped that the trace did not reserve, and each of
+the snapshot's segments less what the trace reserved inside it.
+
+The file is decoded by _torch_snapshot.c into CudaSnapshot's columns
+(read_cuda_snapshot); the replay works on those columns with numpy.
 """
 
 from __future__ import annotations
 
+import mmap
+import os
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
-from profscope.models.core.files import read_bytes
+from profscope.models.core import safe_pickle
+from profscope.models.core.files import GZIP_MAGIC, read_bytes, readable_errors
+from profscope.models.core.guards import max_nesting, nesting_refused
 from profscope.models.core.safe_pickle import is_pickle, loads
 from profscope.models.core.sniff import head_of
 from profscope.models.core.task import ProfileError, TaskState
-from profscope.models.data.cuda_snapshot import from_plain
+from profscope.models.data.cuda_snapshot import (
+    ACTIVE_ALLOCATED,
+    ACTIVE_AWAITING_FREE,
+    ACTIVE_PENDING_FREE,
+    ALLOC,
+    FREE_COMPLETED,
+    FREE_REQUESTED,
+    NO_SIZE,
+    NO_TIME,
+    OOM,
+    SEGMENT_ALLOC,
+    SEGMENT_FREE,
+    SEGMENT_MAP,
+    SEGMENT_UNMAP,
+    Blocks,
+    CudaSnapshot,
+    DeviceTrace,
+    RowFrames,
+    Segments,
+    Tracebacks,
+    from_plain,
+)
 from profscope.models.data.memory_profile import (
     ALLOCATION,
     DEALLOCATION,
+    RESERVATION,
     AllocatorProfile,
     MemoryProfileData,
+    MemorySummary,
     Snapshots,
     complete_profile,
     summarize,
 )
+from profscope.models.formats import _torch_snapshot
 from profscope.models.repository.registry import MEMORY_PROFILE, Format, strip_suffix
 
 SUFFIXES = (".pickle.gz", ".pickle", ".pkl.gz", ".pkl")
@@ -81,6 +114,150 @@ def is_torch_snapshot(head: bytes | None) -> bool:
     return key in KEYS
 
 
+def read_cuda_snapshot(data: bytes | bytearray | memoryview | mmap.mmap, what: str,
+                       release: bool = False) -> CudaSnapshot:
+    """The snapshot pickle's columns, decoded by the C reader (_torch_snapshot.c) under safe_pickle's rules and
+    limits. A cut or damaged file gives its complete entries with a note; a pickle the pickler would not have laid
+    out so (a shared entry, say) is read by safe_pickle and from_plain instead, the reference they must equal.
+    release: data is a read-only mapping of a file, whose pages may leave memory once read."""
+    depth, objects = max_nesting(), safe_pickle.max_objects(len(data))
+    r = _torch_snapshot.read(data, depth, objects, release)
+    status, error, at = r["status"], r["error"], r["offset"]
+    if status == "refused":
+        raise {
+            "not_pickle": lambda: safe_pickle.not_a_pickle(what),
+            "forbidden": lambda: safe_pickle.refused_opcode(what, r["opcode"], at),
+            "nesting": lambda: nesting_refused(what, depth),
+            "objects": lambda: safe_pickle.too_many_objects(what, objects),
+            "bigint": lambda: safe_pickle.integer_too_long(what, r["count"], at),
+            "cycle_changed": lambda: safe_pickle.changed_after_placed(what, at),
+            "cycle_self": lambda: safe_pickle.placed_in_itself(what, at),
+            "unhashable": lambda: safe_pickle.unhashable_key(what, at),
+        }[error]()
+    if status == "irregular":
+        return _plain_snapshot(loads(data, what), what)
+    if status == "cut" and not r["started"]:
+        raise safe_pickle.truncated(what)
+    if not r["is_dict"] or not (r["has_traces"] or r["has_segments"]) or (
+            r["has_traces"] and not r["traces_list"]) or (r["has_segments"] and not r["segments_list"]):
+        raise ProfileError(NOT_A_SNAPSHOT.format(what))
+    tb = r["tracebacks"]
+    missing = {k: r[f"missing_{k}"] for k in ("addr", "size") if r[f"missing_{k}"]}
+    snap = CudaSnapshot(
+        traces=[DeviceTrace(**t) if t is not None else _no_trace() for t in r["traces"]],
+        segments=Segments(**{k[4:]: v for k, v in r.items() if k.startswith("seg_") and k != "seg_block_start"},
+                          block_start=r["seg_block_start"].astype(np.int64)),
+        blocks=Blocks(**{k[4:]: v for k, v in r.items() if k.startswith("blk_")}),
+        tracebacks=Tracebacks(**tb), strings=r["strings"],
+        unknown_actions={**r["unknown_actions"], **{f"block state {k}": n for k, n in r["unknown_states"].items()}},
+        missing_fields=missing)
+    if status == "cut":
+        where = (f"cut after {r['cut_entries']:,} trace entries of device {r['cut_device']}" if r["cut_in_traces"]
+                 else f"cut after {r['cut_segments']:,} segments, before the device traces")
+        snap.notes.append(f"{what}: the file is cut or damaged at byte {at:,} ({error}); read what came before: "
+                          f"{where}")
+    return snap
+
+
+NOT_A_SNAPSHOT = "{}: not a PyTorch memory snapshot (a dict of segments and device_traces)"
+
+
+@cache
+def _no_trace() -> DeviceTrace:
+    """An empty device trace (device_traces' items that are no list), made once: a small file may list millions."""
+    return from_plain({"device_traces": [[]]}).traces[0]
+
+
+def _plain_snapshot(snapshot, what: str) -> CudaSnapshot:
+    if not isinstance(snapshot, dict) or not isinstance(snapshot.get("device_traces", []), list) or not isinstance(
+            snapshot.get("segments", []), list) or not ("segments" in snapshot or "device_traces" in snapshot):
+        raise ProfileError(NOT_A_SNAPSHOT.format(what))
+    return from_plain(snapshot)
+
+
+def load_torch_snapshot(path: Path, host: str = "", task: TaskState | None = None) -> MemoryProfileData:
+    task = task or TaskState()
+    path = Path(path)
+    task.report(0.1, f"Reading {path.name}")
+    with readable_errors(path), open(path, "rb") as f:
+        gzipped = f.read(2) == GZIP_MAGIC
+        size = os.fstat(f.fileno()).st_size
+        if not gzipped and size:  # mapped, not copied: the pages read leave memory as the decoder passes them
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                snap = read_cuda_snapshot(m, str(path), release=True)
+    if gzipped or not size:
+        snap = read_cuda_snapshot(read_bytes(path, task, weight=0.4), str(path))
+    task.report(0.6, f"Replaying {path.name}")
+    return MemoryProfileData(host=host or path.name, allocators=snapshot_allocators(snap), source=str(path),
+                             cuda_snapshot=snap)
+
+
+def snapshot_allocators(snap: CudaSnapshot) -> dict[str, AllocatorProfile]:
+    """One allocator `cuda:N` per device with a trace entry or a segment."""
+    ops = _ops(snap)
+    counted = [f"Read but not replayed: {n:,} {'blocks with' if k.startswith('block state') else 'entries with action'}"
+               f" {k!r}." for k, n in snap.unknown_actions.items()]
+    counted += [f"{n:,} entries without an integer {k!r} (taken as 0)." for k, n in snap.missing_fields.items()]
+    out = {}
+    for device in snap.devices:
+        profile = _allocator(f"cuda:{device}", snap, device, ops)
+        profile.notes += snap.notes + counted
+        out[f"cuda:{device}"] = profile
+    return out
+
+
+# region codes (beside the action codes, which name the trace's rows)
+R_ALLOC, R_BEFORE_FREED, R_BEFORE_SNAPSHOT = ALLOC, 253, 254
+REGIONS = {ALLOC: "alloc", FREE_COMPLETED: "free_completed", R_BEFORE_FREED: BEFORE + " (freed)",
+           R_BEFORE_SNAPSHOT: BEFORE + " (in the snapshot)", SEGMENT_ALLOC: "segment_alloc",
+           SEGMENT_FREE: "segment_free", SEGMENT_MAP: "segment_map", SEGMENT_UNMAP: "segment_unmap"}
+
+
+def _ops(snap: CudaSnapshot) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Each traceback's op (its top user frame) and each region as codes into one list of texts: (code by
+    traceback, the last for none; code by region; the texts)."""
+    ops = _traceback_ops(snap)
+    texts, op_code = np.unique(ops, return_inverse=True)
+    texts = texts.tolist()
+    region_code = np.zeros(256, np.int64)
+    for r, text in {**REGIONS, FREE: "free"}.items():
+        region_code[r] = len(texts)
+        texts.append(text)
+    return op_code.astype(np.int64), region_code, texts
+
+
+def _traceback_ops(snap: CudaSnapshot) -> np.ndarray:
+    """Each traceback's op: its top user frame as PyTorch prints it (object array; index -1: no frames)."""
+    tb, S = snap.tracebacks, snap.strings
+    n = len(tb)
+    out = np.full(n + 1, NO_FRAMES, object)
+    if not len(tb.name):
+        return out
+    # PyTorch's frame filter and "a Python frame first", per distinct string, then per frame
+    omit_name = np.asarray([any(f in x for f in OMIT_FUNCTIONS) for x in S])
+    omit_file = np.asarray([any(f in x for f in OMIT_FILENAMES) for x in S])
+    python = np.asarray([x.endswith(".py") for x in S])
+    kept = ~omit_name[tb.name] & ~omit_file[tb.filename]
+    rows = np.arange(len(tb.name))
+    big = len(rows)
+    starts = tb.start[:-1]
+    nonempty = tb.start[1:] > starts
+    first_py = np.full(n, big)
+    first_kept = np.full(n, big)
+    first_py[nonempty] = np.minimum.reduceat(np.where(kept & python[tb.filename], rows, big), starts[nonempty])
+    first_kept[nonempty] = np.minimum.reduceat(np.where(kept, rows, big), starts[nonempty])
+    chosen = np.where(first_py < big, first_py, first_kept)
+    texts: dict[tuple[int, int, int], str] = {}
+    for t in np.flatnonzero(chosen < big).tolist():
+        r = int(chosen[t])
+        key = (int(tb.name[r]), int(tb.filename[r]), int(tb.line[r]))
+        if (text := texts.get(key)) is None:
+            name, filename = S[key[0]], S[key[1]]
+            text = texts[key] = name if filename in ("", "none") else f"{filename}:{key[2]}:{name}"
+        out[t] = text
+    return out
+
+
 def keep_frame(frame: dict) -> bool:
     name, filename = str(frame.get("name", "")), str(frame.get("filename", ""))
     return not any(f in name for f in OMIT_FUNCTIONS) and not any(f in filename for f in OMIT_FILENAMES)
@@ -101,198 +278,240 @@ def top_frame(frames) -> str:
     return f"{filename}:{f.get('line', '')}:{f.get('name', '')}"
 
 
-def load_torch_snapshot(path: Path, host: str = "", task: TaskState | None = None) -> MemoryProfileData:
-    task = task or TaskState()
-    path = Path(path)
-    data = read_bytes(path, task, weight=0.4)
-    task.report(0.5, f"Reading {path.name}")
-    snapshot = loads(data, str(path))
-    del data
-    allocators = snapshot_allocators(snapshot, str(path))
-    return MemoryProfileData(host=host or path.name, allocators=allocators, source=str(path),
-                             cuda_snapshot=from_plain(snapshot) if isinstance(snapshot, dict) else None)
+FREE = 255  # a free_requested followed at once by the free_completed of its address: one free (as MemoryViz)
 
 
-def snapshot_allocators(snapshot, name: str) -> dict[str, AllocatorProfile]:
-    if not isinstance(snapshot, dict) or not isinstance(snapshot.get("device_traces", []), list) or not isinstance(
-            snapshot.get("segments", []), list) or not ("segments" in snapshot or "device_traces" in snapshot):
-        raise ProfileError(f"{name}: not a PyTorch memory snapshot (a dict of segments and device_traces)")
-    traces = snapshot.get("device_traces", [])
-    segments = [s for s in snapshot.get("segments", []) if isinstance(s, dict)]
-    devices = sorted({i for i, t in enumerate(traces) if t} | {_int(s.get("device", 0)) for s in segments})
-    out = {}
-    for device in devices:
-        trace = traces[device] if device < len(traces) and isinstance(traces[device], list) else []
-        own = [s for s in segments if _int(s.get("device", 0)) == device]
-        out[f"cuda:{device}"] = _allocator(f"cuda:{device}", trace, own, name)
-    return out
+def _same_address_runs(addr: np.ndarray, events: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """events (indices, ascending) ordered by address then index, and whether each follows one of its address."""
+    order = events[np.lexsort((events, addr[events]))]
+    same = np.zeros(len(order), bool)
+    same[1:] = addr[order[1:]] == addr[order[:-1]]
+    return order, same
 
 
-def _int(value) -> int:
-    return value if type(value) is int else 0
+def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> AllocatorProfile:
+    trace = snap.traces[device] if device < len(snap.traces) else _no_trace()
+    raw = trace.action
+    # MemoryViz's events: a free_requested and the free_completed right after it, of one address, as one free
+    merged = np.zeros(len(raw), bool)
+    if len(raw) > 1:
+        merged[1:] = (raw[1:] == FREE_COMPLETED) & (raw[:-1] == FREE_REQUESTED) & (trace.addr[1:] == trace.addr[:-1])
+    action = raw.copy()
+    action[:-1][merged[1:]] = FREE
+    ev = np.flatnonzero(~merged)
+    action = action[ev]
+    del merged
+    addr, size, tbs, cats = trace.addr[ev], trace.size[ev], trace.frames[ev], trace.category[ev]
+    n_ev = len(ev)
+    times = trace.time_us[ev]
+    timed = n_ev > 0 and bool(np.all(times != NO_TIME))
+    first_time = int(times.min()) if timed else 0
+    del times
 
+    # Reserved: segment events add or take away their size; a segment freed that the trace did not reserve (the
+    # event before it at its address is no reservation) was reserved before recording.
+    adds = (action == SEGMENT_ALLOC) | (action == SEGMENT_MAP)
+    takes = (action == SEGMENT_FREE) | (action == SEGMENT_UNMAP)
+    delta = np.where(adds, size, np.where(takes, -size, 0))
+    net_after = np.cumsum(delta)
+    net_before = net_after - delta
+    net = int(net_after[-1]) if n_ev else 0
+    del delta
+    order, same = _same_address_runs(addr, np.flatnonzero(adds | takes))
+    after_add = np.zeros(len(order), bool)
+    after_add[1:] = same[1:] & adds[order[:-1]]
+    before = int(size[order[takes[order] & ~after_add]].sum())
+    last = np.ones(len(order), bool)
+    last[:-1] = ~same[1:]
+    open_segs = order[last & adds[order]]  # reserved in the trace and still at its end
+    seg_open_addr, seg_open_size = addr[open_segs], size[open_segs]
 
-def _merged(trace: list) -> list[dict]:
-    """The trace's events, a free_requested followed by its free_completed as one "free" (as MemoryViz shows them)."""
-    out: list[dict] = []
-    for e in trace:
-        if not isinstance(e, dict):
-            continue
-        if e.get("action") == "free_completed" and out and out[-1].get("action") == "free_requested" and out[-1].get(
-                "addr") == e.get("addr"):
-            out[-1] = {**out[-1], "action": "free"}
-            continue
-        out.append(e)
-    return out
+    # Allocations: an alloc opens one at its address, a free closes the open one there (the row before it at its
+    # address, when that is an alloc); a free that closes nothing was allocated before recording began.
+    is_pairing = (action == ALLOC) | (action == FREE) | (action == FREE_COMPLETED)
+    # every allocation event and every segment event has its row (a reserved peak between two allocations shows)
+    rows_ev = np.flatnonzero(is_pairing | adds | takes)
+    is_alloc = action[rows_ev] == ALLOC
+    is_segment = (adds | takes)[rows_ev]
+    n_act = len(rows_ev)
+    k_order, k_same = _same_address_runs(addr, np.flatnonzero(is_pairing))
+    row_of = lambda events: np.searchsorted(rows_ev, events)  # an event's action row
+    prev_alloc = np.zeros(len(k_order), bool)
+    prev_alloc[1:] = k_same[1:] & (action[k_order[:-1]] == ALLOC)
+    frees_sorted = action[k_order] != ALLOC
+    pairs = np.flatnonzero(frees_sorted & prev_alloc)
+    matched_free, partner = k_order[pairs], k_order[pairs - 1]  # events: each free that closes one, its alloc
+    unmatched = np.sort(k_order[frees_sorted & ~prev_alloc])
+    k_last = np.ones(len(k_order), bool)
+    k_last[:-1] = ~k_same[1:]
+    open_addrs = addr[k_order[k_last & ~frees_sorted]]
 
+    # each action row's size, traceback (for its op) and category: a matched free takes its allocation's
+    src = rows_ev.copy()
+    src[row_of(matched_free)] = partner
 
-def _allocator(memory_id: str, trace: list, segments: list[dict], name: str) -> AllocatorProfile:
+    # rows before recording: unmatched frees (in trace order), then the snapshot's active blocks no allocation covers
+    seg = snap.segments
+    own = np.flatnonzero(seg.device == device)
+    blk = snap.blocks
+    b_rows, b_addr = _snapshot_blocks(seg, blk, own)
+    alive = (blk.state[b_rows] == ACTIVE_ALLOCATED) & ~np.isin(b_addr, open_addrs)
+    b_rows, b_addr = b_rows[alive], b_addr[alive]
+    ni_free, ni = len(unmatched), len(unmatched) + len(b_rows)
+    init_size = np.r_[size[unmatched], blk.requested_size[b_rows]].astype(np.int64)
+    init_addr = np.r_[addr[unmatched], b_addr].astype(np.uint64)
+    init_tb = np.r_[tbs[unmatched], blk.frames[b_rows]].astype(np.int32)
+    init_cat = np.r_[cats[unmatched], np.zeros(len(b_rows), np.int32)].astype(np.int32)
+    init_region = np.r_[np.full(ni_free, R_BEFORE_FREED), np.full(len(b_rows), R_BEFORE_SNAPSHOT)].astype(np.int32)
+    op_code, region_code, texts = ops
+    cat_code = lambda c: c + len(texts)
+    # this allocator's strings in the order the rows first name them (each event: op, region, category; then the
+    # blocks'): each string's first place, slot by slot
+    al, um, sg = np.flatnonzero(action == ALLOC), unmatched, np.flatnonzero(adds | takes)
+    mf = np.sort(matched_free)  # (each slot's events ascending: np.unique's first index is then the first event)
+    nb = len(b_rows)
+    slots = [(al, 0, op_code[tbs[al]]), (al, 1, np.full(len(al), region_code[R_ALLOC])), (al, 2, cat_code(cats[al])),
+             (mf, 0, region_code[action[mf]]), (um, 0, op_code[tbs[um]]),
+             (um, 1, cat_code(cats[um])), (um, 2, np.full(len(um), region_code[R_BEFORE_FREED])),
+             (um, 3, region_code[action[um]]), (sg, 0, region_code[action[sg]]),
+             (n_ev + np.arange(nb), 0, op_code[blk.frames[b_rows]]),
+             (n_ev + np.arange(nb), 1, np.full(nb, region_code[R_BEFORE_SNAPSHOT])),
+             (n_ev + np.arange(nb), 2, np.full(nb, cat_code(0)))]
+    first: dict[int, int] = {}
+    for where, slot, values in slots:
+        distinct, at = np.unique(values, return_index=True)
+        for c, place in zip(distinct.tolist(), (where[at] * 4 + slot).tolist()):
+            if place < first.get(c, place + 1):
+                first[c] = place
     strings: dict[str, int] = {"": 0}
-    sid = lambda s: strings.setdefault(s, len(strings))
-    ops: dict[int, int] = {}  # id of a frames list (the snapshot shares one per traceback) -> its op's string id
+    to_sid = np.zeros(len(texts) + len(snap.strings), np.int32)
+    for c in sorted(first, key=first.__getitem__):
+        to_sid[c] = strings.setdefault(texts[c] if c < len(texts) else snap.strings[c - len(texts)], len(strings))
 
-    def op_of(frames) -> int:
-        if (op := ops.get(id(frames))) is None:
-            op = ops[id(frames)] = sid(top_frame(frames))
-        return op
-    # Rows: (time, activity, size, requested, address, op, region, category, frames); allocations before recording
-    # first.
-    initial: list[tuple] = []
-    actions: list[tuple] = []
-    open_at: dict[int, int] = {}  # address -> index into actions of its open allocation
-    pairs: list[tuple[int, int]] = []  # (allocation row, freeing row) in actions' numbering, initial ones < 0
-    events = _merged(trace)
-    times = [e.get("time_us") for e in events]
-    timed = all(type(t) is int for t in times) and bool(times)
-    first = min(times) if timed else 0  # type: ignore[type-var]
-    ooms, frees_unmatched = [], 0
-    seg_open: dict[int, int] = {}  # address -> size of each segment (or mapped range) reserved in the trace
-    reserved_before: list[int] = []  # per action row, the trace's net reserved bytes just before it
-    net = before = 0  # net: bytes reserved by the trace so far; before: reserved before recording, seen freed
-    for k, e in enumerate(events):
-        action = e.get("action")
-        t = (times[k] - first) * 1_000_000 if timed else (k + 1) * 1_000_000  # type: ignore[operator]
-        addr, size = _int(e.get("addr")), _int(e.get("size"))
-        if action in ("segment_alloc", "segment_map"):
-            seg_open[addr] = size
-            net += size
-        elif action in ("segment_free", "segment_unmap"):
-            if seg_open.pop(addr, None) is None:  # reserved before recording began
-                before += size
-            net -= size
-        elif action in ("alloc", "free", "free_completed"):
-            reserved_before.append(net)
-        if action == "alloc":
-            op = op_of(e.get("frames"))
-            open_at[addr] = len(actions)
-            actions.append((t, ALLOCATION, size, size, addr, op, sid("alloc"), sid(str(e.get("category", ""))),
-                            e.get("frames")))
-        elif action in ("free", "free_completed"):
-            if addr in open_at:
-                j = open_at.pop(addr)
-                pairs.append((j, len(actions)))
-                _, _, size, _, _, op, _, cat, _ = actions[j]
-            else:
-                op, cat = op_of(e.get("frames")), sid(str(e.get("category", "")))
-                initial.append((0, ALLOCATION, size, size, addr, op, sid(BEFORE + " (freed)"), cat, e.get("frames")))
-                pairs.append((-len(initial), len(actions)))
-                frees_unmatched += 1
-            actions.append((t, DEALLOCATION, size, size, addr, op, sid(str(action)), cat, None))
-        elif action == "oom":
-            ooms.append((size, _int(e.get("device_free"))))
-    reserved = 0
-    for seg in segments:
-        addr = _int(seg.get("address"))
-        total = _int(seg.get("total_size"))
-        reserved += total
-        # MemoryViz: a segment the trace did not reserve was there before recording (less what the trace mapped in it)
-        before += max(total - sum(n for a, n in seg_open.items() if addr <= a < addr + total), 0)
-        for b in seg.get("blocks", []) if isinstance(seg.get("blocks"), list) else []:
-            if not isinstance(b, dict):
-                continue
-            if b.get("state") == "active_allocated" and addr not in open_at:
-                req = _int(b.get("requested_size", b.get("size")))
-                initial.append((0, ALLOCATION, req, req, addr, sid(top_frame(b.get("frames"))),
-                                sid(BEFORE + " (in the snapshot)"), sid(str(b.get("category", ""))), b.get("frames")))
-            addr += _int(b.get("size"))
-    # Reserved bytes while each row holds: up to the next row (segment events only come between rows).
-    after = reserved_before[1:] + [net]
-    if not actions and initial:  # MemoryViz: a flat graph of what the snapshot holds
-        actions.append(initial.pop())
-        after = [net]
-    rows = initial + actions
-    ni = len(initial)
-    reserved_at = before + np.asarray([reserved_before[0] if reserved_before else net] * ni + after, np.int64)
-    n = len(rows)
-    cols = list(zip(*rows)) if rows else [()] * 9
-    time_ps = np.asarray(cols[0], np.int64)
-    if timed and ni:
-        time_ps[:ni] = 0
-    activity = np.asarray(cols[1], np.int64)
-    sizes = np.asarray(cols[2], np.int64)
-    heap = np.cumsum(np.where(activity == ALLOCATION, sizes, -sizes)) if n else np.zeros(0, np.int64)
+    act_size, act_tb, act_cat = size[src], tbs[src], cats[src]
+    act_tb = np.where(is_segment, -2, act_tb)  # a segment row has no op (-2: its code is the empty string's)
+    act_cat = np.where(is_segment, 0, act_cat)
+    act_frames = np.where(is_alloc, tbs[rows_ev], -1).astype(np.int32)
+    act_time = ((trace.time_us[ev[rows_ev]] - first_time) if timed else rows_ev + 1) * 1_000_000
+    act_activity = np.where(is_alloc, ALLOCATION, np.where(is_segment, RESERVATION, DEALLOCATION))
+    act_region = action[rows_ev].astype(np.int32)
+    reserved_before = net_before[rows_ev]
+    after = net_after[rows_ev].astype(np.int64)  # each row holds what its own event leaves reserved
+    if not n_act and ni:  # MemoryViz: a flat graph of what the snapshot holds
+        n_act, ni = 1, ni - 1
+        act_size, act_tb, act_cat = init_size[-1:], init_tb[-1:], init_cat[-1:]
+        act_frames, act_time, act_region = init_tb[-1:], np.zeros(1, np.int64), init_region[-1:]
+        act_activity = np.asarray([ALLOCATION])
+        after = np.asarray([net], np.int64)
+        moved_addr = init_addr[-1:]
+        init_size, init_tb, init_cat, init_region, init_addr = (
+            init_size[:-1], init_tb[:-1], init_cat[:-1], init_region[:-1], init_addr[:-1])
+    else:
+        moved_addr = addr[rows_ev]
+    n = ni + n_act
+    reserved = int(seg.total_size[own].sum())
+    # MemoryViz: a segment the trace did not reserve was there before recording (less what the trace mapped in it)
+    for i in own.tolist():
+        a, total = int(seg.address[i]), int(seg.total_size[i])
+        inside = (seg_open_addr >= a) & (seg_open_addr < a + total) if total > 0 else np.zeros(len(seg_open_addr), bool)
+        before += max(total - int(seg_open_size[inside].sum()), 0)
+    first_reserved = int(reserved_before[0]) if n_act and len(reserved_before) else net
+    reserved_at = before + np.r_[np.full(ni, first_reserved, np.int64), after].astype(np.int64)
+
+    time_ps = np.r_[np.zeros(ni, np.int64), act_time].astype(np.int64)
+    activity = np.r_[np.full(ni, ALLOCATION), act_activity].astype(np.int64)
+    sizes = np.r_[init_size, act_size].astype(np.int64)
+    all_tb = np.r_[init_tb, act_tb].astype(np.int64)
+    op = np.where(all_tb == -2, 0, to_sid[op_code[np.maximum(all_tb, -1)]])
+    dtype = to_sid[cat_code(np.r_[init_cat, act_cat].astype(np.int64))]
+    heap = (np.cumsum(np.where(activity == ALLOCATION, sizes, np.where(activity == DEALLOCATION, -sizes, 0))) if n
+            else np.zeros(0, np.int64))
     zeros = np.zeros(n, np.int64)
     free = np.maximum(reserved_at[:n] - heap, 0)
     table = list(strings)
     timeline = Snapshots(
         time_ps=time_ps, stack=zeros, heap=heap, free=free, fragmentation=np.zeros(n),
-        peak_in_use=np.maximum.accumulate(heap) if n else zeros, activity=activity,
-        requested=np.asarray(cols[3], np.int64), allocation=sizes,
-        address=np.asarray([a & 0xFFFFFFFFFFFFFFFF for a in cols[4]], np.uint64),
-        step=zeros, op=np.asarray(cols[5], np.int32), region=np.asarray(cols[6], np.int32),
-        dtype=np.asarray(cols[7], np.int32), shape=np.zeros(n, np.int32), strings=table,
+        peak_in_use=np.maximum.accumulate(heap) if n else zeros, activity=activity, requested=sizes,
+        allocation=sizes, address=np.r_[init_addr, moved_addr].astype(np.uint64), step=zeros,
+        op=op.astype(np.int32), region=to_sid[region_code[np.r_[init_region, act_region]]],
+        dtype=dtype.astype(np.int32),
+        shape=np.zeros(n, np.int32), strings=table,
     )
+    # each allocation's freeing row (n when never freed)
     frees = np.full(n, n, np.int64)
-    for j, f in pairs:
-        frees[j + ni if j >= 0 else -j - 1] = f + ni
+    frees[row_of(partner) + ni] = row_of(matched_free) + ni
+    if ni_free:
+        frees[np.arange(ni_free)] = row_of(unmatched) + ni
     allocs = np.flatnonzero(activity == ALLOCATION)
-    summary = summarize(timeline)
-    summary.num_allocations, summary.num_deallocations = len(allocs), n - len(allocs)
+    summary = _summary(timeline, activity != RESERVATION)  # the peak on an allocation's row
+    summary.num_allocations, summary.num_deallocations = len(allocs), int((activity == DEALLOCATION).sum())
     summary.memory_capacity = reserved
+    row_tb = np.r_[init_tb, act_frames].astype(np.int32)
+    no_frames = strings.get(NO_FRAMES, -1)
     profile = complete_profile(
         memory_id, timeline, summary, lifetimes=(allocs, frees[allocs]),
-        frames={i: f for i, f in enumerate(cols[8]) if isinstance(f, list) and f},
-        top_frame=np.where((activity == ALLOCATION) & (timeline.op != strings.get(NO_FRAMES, -1)), timeline.op, 0),
-        segments=segment_columns(segments),
+        frames=RowFrames(row_tb, snap.tracebacks, snap.strings),
+        top_frame=np.where((activity == ALLOCATION) & (timeline.op != no_frames), timeline.op, 0),
+        segments=segment_columns(snap, own),
     )
     if not timed:
         profile.notes.append("The trace holds no times: one event a microsecond, in the order recorded.")
     if ni:
-        profile.notes.append(f"{ni:,} allocations were made before recording began ({frees_unmatched:,} seen "
+        profile.notes.append(f"{ni:,} allocations were made before recording began ({ni_free:,} seen "
                              "freed, the rest from the snapshot's active blocks).")
-    profile.notes.append(f"Reserved in segments at the snapshot: {reserved:,} bytes in {len(segments):,} segments.")
-    for want, device_free in ooms:
-        profile.notes.append(f"Out of memory: {want:,} bytes requested, {device_free:,} bytes free on the device.")
+    profile.notes.append(f"Reserved in segments at the snapshot: {reserved:,} bytes in {len(own):,} segments.")
+    for i in np.flatnonzero(trace.action == OOM).tolist():
+        profile.notes.append(f"Out of memory: {int(trace.size[i]):,} bytes requested, "
+                             f"{int(trace.device_free[i]):,} bytes free on the device.")
     return profile
 
 
-def segment_columns(segments: list[dict]) -> dict[str, list]:
+def _summary(tl: Snapshots, rows: np.ndarray) -> MemorySummary:
+    """summarize()'s numbers over the rows where `rows` holds (the last reaching the highest heap; no stack here)."""
+    if not rows.any():
+        return summarize(tl)
+    heap = np.where(rows, tl.heap, np.iinfo(np.int64).min)
+    i = len(heap) - 1 - int(np.argmax(heap[::-1]))
+    return MemorySummary(
+        num_allocations=0, num_deallocations=0, memory_capacity=int(tl.heap[i] + tl.free[i]),
+        peak_bytes_lifetime=int(tl.peak_in_use[rows][-1]), peak_time_ps=int(tl.time_ps[i]), peak_stack=0,
+        peak_heap=int(tl.heap[i]), peak_free=int(tl.free[i]), peak_fragmentation=float(tl.fragmentation[i]))
+
+
+def _snapshot_blocks(seg: Segments, blk: Blocks, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The device's blocks (rows of Blocks) and their addresses as MemoryViz finds them: the segment's address plus
+    the sizes of the blocks before."""
+    starts, ends = seg.block_start[own], seg.block_start[own + 1]
+    counts = ends - starts
+    rows = np.repeat(starts - np.r_[0, np.cumsum(counts)[:-1]], counts) + np.arange(int(counts.sum()))
+    sizes = blk.size[rows].astype(np.uint64)
+    seg_of = np.repeat(np.arange(len(own)), counts)
+    csum = np.cumsum(sizes) - sizes  # sizes before, over all the device's blocks
+    first = np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64)
+    offset = csum - csum[first[seg_of]] if len(rows) else csum
+    return rows.astype(np.int64), seg.address[own][seg_of] + offset
+
+
+def segment_columns(snap: CudaSnapshot, own: np.ndarray) -> dict[str, list]:
     """The SQL segments table's columns for a device's segments (sizes the snapshot leaves out are its blocks')."""
-    cols: dict[str, list] = {c: [] for c in ("address", "total_bytes", "allocated_bytes", "active_bytes",
-                                             "requested_bytes", "stream", "segment_type", "pool_id", "is_expandable")}
-    for seg in segments:
-        listed = seg.get("blocks")
-        blocks = [b for b in listed if isinstance(b, dict)] if isinstance(listed, list) else []
-        allocated = [b for b in blocks if b.get("state") == "active_allocated"]
-        pool = seg.get("segment_pool_id")
-        expandable = seg.get("is_expandable")
-        cols["address"].append(_int(seg.get("address")) & 0xFFFFFFFFFFFFFFFF)
-        cols["total_bytes"].append(_int(seg.get("total_size")))
-        cols["allocated_bytes"].append(_sized(seg, "allocated_size", allocated, "size"))
-        cols["active_bytes"].append(_sized(seg, "active_size", [b for b in blocks if str(
-            b.get("state", "")).startswith("active")], "size"))
-        cols["requested_bytes"].append(_sized(seg, "requested_size", allocated, "requested_size"))
-        cols["stream"].append(_int(seg.get("stream")))
-        cols["segment_type"].append(str(seg.get("segment_type", "")))
-        cols["pool_id"].append(",".join(str(p) for p in pool) if isinstance(pool, (list, tuple)) else None)
-        cols["is_expandable"].append(int(expandable) if isinstance(expandable, bool) else None)
-    return cols
+    seg, blk, S = snap.segments, snap.blocks, snap.strings
+    starts, ends = seg.block_start[own], seg.block_start[own + 1]
 
+    def summed(given: np.ndarray, values: np.ndarray, mask: np.ndarray) -> list[int]:
+        csum = np.r_[0, np.cumsum(np.where(mask, values, 0))]
+        return np.where(given != NO_SIZE, given, csum[ends] - csum[starts]).tolist()
 
-def _sized(seg: dict, key: str, blocks: list[dict], block_key: str) -> int:
-    if type(seg.get(key)) is int:
-        return seg[key]
-    return sum(_int(b.get(block_key, b.get("size"))) for b in blocks)
+    allocated = blk.state == ACTIVE_ALLOCATED
+    active = np.isin(blk.state, (ACTIVE_ALLOCATED, ACTIVE_AWAITING_FREE, ACTIVE_PENDING_FREE))
+    return {
+        "address": seg.address[own].tolist(), "total_bytes": seg.total_size[own].tolist(),
+        "allocated_bytes": summed(seg.allocated_size[own], blk.size, allocated),
+        "active_bytes": summed(seg.active_size[own], blk.size, active),
+        "requested_bytes": summed(seg.requested_size[own], blk.requested_size, allocated),
+        "stream": seg.stream[own].tolist(), "segment_type": [S[i] for i in seg.segment_type[own].tolist()],
+        "pool_id": [S[i] if i else None for i in seg.pool_id[own].tolist()],
+        "is_expandable": [None if e < 0 else int(e) for e in seg.is_expandable[own].tolist()],
+    }
 
 
 class TorchSnapshotFormat(Format):

@@ -2,10 +2,11 @@
  * profscope.models.core._tfrecord, profscope.models.data._lanes, profscope.models.data._nesting, profscope.models.formats._labels,
  * profscope.models.formats._stepstats, profscope.models.formats._logscan, profscope.models.data._jsonrows,
  * profscope.models.formats._memory_json, profscope.models.formats._chrome_json,
+ * profscope.models.formats._torch_snapshot,
  * profscope.models.sql._parquet): the bytes of a buffer,
  * numpy columns and spans taken from Python objects (with a buffer argument
- * beside them), a seeded hash of short byte strings, a growable list of span
- * triples. The other shared headers here are each for one thing:
+ * beside them), numpy arrays taking raw memory (raw_array), a seeded hash of
+ * short byte strings, a growable list of span triples. The other shared headers here are each for one thing:
  * protowire.h (protobuf wire format), json_write.h (json.dumps-identical
  * text), json_lex.h (reading JSON strings), intern.h (the string interner,
  * over hash_bytes).
@@ -78,6 +79,39 @@ static inline uint64_t hash_bytes(const uint8_t *p, size_t len) {
     memcpy(&w, p, len);
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
     return h ^ (h >> 29);
+}
+
+static inline void raw_capsule_free(PyObject *capsule) { PyMem_RawFree(PyCapsule_GetPointer(capsule, NULL)); }
+
+/* A 1-d numpy array over the first n items of *slot (memory of PyMem_RawMalloc), which it takes (shrunk to fit,
+ * *slot set to NULL) and frees with itself; NULL with an exception when it cannot be made (the memory freed). */
+static inline PyObject *raw_array(void **slot, int64_t n, int type, size_t itemsize) {
+    void *d = *slot;
+    *slot = NULL;
+    npy_intp dims[1] = {(npy_intp)n};
+    if (!d || n == 0) {
+        PyMem_RawFree(d);
+        return PyArray_SimpleNew(1, dims, type);
+    }
+    void *shrunk = PyMem_RawRealloc(d, itemsize * (size_t)n);
+    if (shrunk) d = shrunk;
+    PyObject *arr = PyArray_SimpleNewFromData(1, dims, type, d);
+    if (!arr) {
+        PyMem_RawFree(d);
+        return NULL;
+    }
+    PyObject *cap = PyCapsule_New(d, NULL, raw_capsule_free);
+    if (!cap) {
+        Py_DECREF(arr);
+        PyMem_RawFree(d);
+        return NULL;
+    }
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, cap) < 0) {
+        Py_DECREF(arr);
+        Py_DECREF(cap);
+        return NULL;
+    }
+    return arr;
 }
 
 /* Growable list of (tag, offset, length) triples; usable without the GIL

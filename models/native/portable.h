@@ -16,6 +16,7 @@
  *   pt_memrchr                                 the last byte c in [s, s + n)
  *   pt_c_numeric_init, pt_strtod_c             strtod with '.' whatever the locale
  *   pt_malloc_trim                             give free heap back to the system (glibc only)
+ *   pt_release_pages                           read pages of a file mapping leave the resident set (Linux only)
  */
 #ifndef PROFSCOPE_PORTABLE_H
 #define PROFSCOPE_PORTABLE_H
@@ -245,6 +246,21 @@ static inline double pt_strtod_c(const char *s, char **end) { return strtod(s, e
 static inline void pt_malloc_trim(void) {
 #if defined(__GLIBC__)
     malloc_trim(0);
+#endif
+}
+
+/* The whole pages of [p, p + n), part of a read-only mapping of a file, leave the process's resident set (read
+ * from the page cache again if touched). Never on other memory: madvise would drop its content. */
+static inline void pt_release_pages(const void *p, size_t n) {
+#if defined(__linux__) && defined(MADV_DONTNEED)
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) return;
+    uintptr_t a = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    uintptr_t b = ((uintptr_t)p + n) & ~((uintptr_t)page - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+#else
+    (void)p;
+    (void)n;
 #endif
 }
 

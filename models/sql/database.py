@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from profscope.models.analysis import trace_stats
 from profscope.models.core.task import Cancelled, ProfileError, TaskState
+from profscope.models.data.cuda_snapshot import RowFrames
 from profscope.models.data.memory_profile import ACTIVITY_NAMES
 from profscope.models.data.timeline import StringTable, Timeline
 from profscope.models.repository.registry import MEMORY_PROFILE, TRACE_VIEWER
@@ -465,6 +466,12 @@ class ProfileDatabase:
     def _load_frames(self, task: TaskState) -> None:
         parts = []
         for session, host, memory_id, a in self._allocator_list(task):
+            if isinstance(a.frames, RowFrames):  # columns already (PyTorch snapshots)
+                columns = pa.table(a.frames.table())
+                exprs = {c: c for c in columns.column_names}
+                if columns.num_rows:
+                    parts.append(self._part(columns, exprs, session=session, host=host, allocator=memory_id))
+                continue
             cols: dict[str, list] = {"allocation": [], "depth": [], "name": [], "filename": [], "line": []}
             for row, frames in (a.frames or {}).items():
                 for depth, f in enumerate(frames):

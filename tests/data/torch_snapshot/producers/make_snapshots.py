@@ -11,8 +11,9 @@
 - expected.json: per file and device, what torch.cuda._memory_viz's helpers (segsum's per-block sizes via
   _block_extra and calc_active, trace's entry counts, memory's flame-graph lines) say, and the Active Memory
   Timeline's peak replayed here by MemoryViz.js's process_alloc_data rules (plain dictionaries), and the bytes
-  reserved in segments at each of its rows (segment_alloc/map add, segment_free/unmap take away; what was reserved
-  before recording is the snapshot's total less the trace's net change, as MemoryViz sizes its pools).
+  reserved in segments at each of its rows (segment_alloc/map add, segment_free/unmap take away, each on a row of
+  its own; what was reserved before recording is the snapshot's total less the trace's net change, as MemoryViz
+  sizes its pools) with its highest value.
 """
 
 import json
@@ -147,30 +148,29 @@ def timeline_peak(snapshot, device):
 
 
 def reserved_timeline(snapshot, device):
-    """Reserved bytes before the timeline's first action, and while each action's row holds (up to the next
-    action), run-length coded."""
+    """Reserved bytes before the timeline's first row, and at each row, run-length coded: a row for each
+    allocation event (a free_requested joins its completion) and for each segment event, which holds what that
+    event leaves reserved; and the highest reserved, as segment events reach it."""
     trace = snapshot["device_traces"][device]
     total = sum(s["total_size"] for s in snapshot["segments"] if s["device"] == device)
     sign = {"segment_alloc": 1, "segment_map": 1, "segment_free": -1, "segment_unmap": -1}
     reserved = total - sum(sign.get(e["action"], 0) * e["size"] for e in trace)
-    first, values = None, []
+    first, values, peak = None, [], reserved
     for e in trace:
-        if e["action"] in sign:
-            reserved += sign[e["action"]] * e["size"]
-        elif e["action"] in ("alloc", "free_completed"):  # one row each (a free_requested joins its completion)
+        if e["action"] in sign or e["action"] in ("alloc", "free_completed"):
             if first is None:
                 first = reserved
-            else:
-                values.append(reserved)
-    if first is not None:
-        values.append(reserved)
+            reserved += sign.get(e["action"], 0) * e["size"]
+            values.append(reserved)
+            peak = max(peak, reserved)
     runs = []
     for v in values:
         if runs and runs[-1][0] == v:
             runs[-1][1] += 1
         else:
             runs.append([v, 1])
-    return {"before_first": reserved if first is None else first, "rows": runs}
+    return {"before_first": reserved if first is None else first, "rows": runs, "peak": peak,
+            "segment_events": sum(e["action"] in sign for e in trace)}
 
 
 def trace_entries(one):
