@@ -1,0 +1,1 @@
+"""XProf framework_op_stats tool (registered below)."""

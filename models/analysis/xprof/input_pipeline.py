@@ -1,0 +1,1 @@
+"""XProf input_pipeline tool (registered below)."""

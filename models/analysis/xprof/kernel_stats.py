@@ -1,0 +1,1 @@
+"""XProf kernel_stats tool (registered below)."""

@@ -1,0 +1,1 @@
+"""XProf overview_page tool (registered below)."""
