@@ -5,6 +5,8 @@
  *       (segment, start, longest first) order
  *   claim_groups(src, dst, num_nodes, num_events, roots) -> (int32 group per
  *       event, -1 for none; int64 the roots that got a group)
+ *   op_stack(starts, ends, segment) -> (uint8 counted per event, int64
+ *       children time per event): XProf's host op stack (analysis.xprof)
  */
 #include "_cbuffers.h"
 
@@ -222,11 +224,100 @@ done:
     return out;
 }
 
+/* One begin or end of an op: its time, then the order it was recorded in
+ * (event 2i begins, 2i + 1 ends), so equal times keep that order. */
+typedef struct {
+    int64_t time, seq;
+} Activity;
+
+static int activity_order(const void *x, const void *y) {
+    const Activity *a = x, *b = y;
+    if (a->time != b->time) return a->time < b->time ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* op_stack(starts, ends, segment) -> (uint8 counted, int64 children) per
+ * event. XProf's host op metrics (xplane_to_op_metrics_db): per segment (a
+ * line) the begins and ends of its ops, stably sorted by time, drive a
+ * stack; an end pops down to its op (ops above it are dropped uncounted, and
+ * an end whose op is gone empties the stack), the op is counted and its
+ * duration added to the children time of the op below it. Events of a
+ * segment are contiguous, in the line's order. */
+static PyObject *op_stack(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *starts_obj, *ends_obj, *seg_obj;
+    if (!PyArg_ParseTuple(args, "OOO", &starts_obj, &ends_obj, &seg_obj)) return NULL;
+    PyArrayObject *starts = as_column(starts_obj, NPY_INT64), *ends = as_column(ends_obj, NPY_INT64);
+    PyArrayObject *seg = as_column(seg_obj, NPY_INT32);
+    PyObject *counted = NULL, *children = NULL, *out = NULL;
+    Activity *acts = NULL;
+    npy_intp *stack = NULL;
+    if (!starts || !ends || !seg) goto done;
+    npy_intp n = PyArray_DIM(starts, 0);
+    if (PyArray_DIM(ends, 0) != n || PyArray_DIM(seg, 0) != n) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    npy_intp dims[1] = {n};
+    counted = PyArray_ZEROS(1, dims, NPY_UINT8, 0);
+    children = PyArray_ZEROS(1, dims, NPY_INT64, 0);
+    acts = PyMem_RawMalloc(sizeof(Activity) * (2 * (size_t)n + 1));
+    stack = PyMem_RawMalloc(sizeof(npy_intp) * ((size_t)n + 1));
+    if (!counted || !children || !acts || !stack) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *s = PyArray_DATA(starts), *e = PyArray_DATA(ends);
+    const int32_t *g = PyArray_DATA(seg);
+    uint8_t *c = PyArray_DATA((PyArrayObject *)counted);
+    int64_t *ch = PyArray_DATA((PyArrayObject *)children);
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp a = 0; a < n;) {
+        npy_intp b = a + 1;
+        while (b < n && g[b] == g[a]) b++;
+        npy_intp m = 0;
+        int sorted = 1;
+        for (npy_intp i = a; i < b; i++) {
+            acts[m++] = (Activity){s[i], 2 * (i - a)};
+            acts[m++] = (Activity){e[i], 2 * (i - a) + 1};
+            if (m > 2 && activity_order(&acts[m - 3], &acts[m - 2]) > 0) sorted = 0;
+            if (activity_order(&acts[m - 2], &acts[m - 1]) > 0) sorted = 0;
+        }
+        if (!sorted) qsort(acts, (size_t)m, sizeof(Activity), activity_order);
+        npy_intp top = 0;
+        for (npy_intp k = 0; k < m; k++) {
+            npy_intp i = a + acts[k].seq / 2;
+            if (!(acts[k].seq & 1)) {
+                stack[top++] = i;
+                continue;
+            }
+            while (top > 0 && stack[top - 1] != i) top--;
+            if (top == 0) continue; /* its begin was dropped: nothing to count */
+            top--;
+            c[i] = 1;
+            if (top > 0) ch[stack[top - 1]] += e[i] - s[i];
+        }
+        a = b;
+    }
+    Py_END_ALLOW_THREADS
+    out = Py_BuildValue("OO", counted, children);
+done:
+    PyMem_RawFree(acts);
+    PyMem_RawFree(stack);
+    Py_XDECREF(counted);
+    Py_XDECREF(children);
+    Py_XDECREF(starts);
+    Py_XDECREF(ends);
+    Py_XDECREF(seg);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"xprof_order", xprof_order, METH_VARARGS,
      "xprof_order(starts, ends, segment) -> None when in (segment, start, longest first) order, else int64 permutation"},
     {"claim_groups", claim_groups, METH_VARARGS,
      "claim_groups(src, dst, num_nodes, num_events, roots) -> (int32 group per event, int64 roots that got one)"},
+    {"op_stack", op_stack, METH_VARARGS,
+     "op_stack(starts, ends, segment) -> (uint8 counted per event, int64 children time per event)"},
     {NULL, NULL, 0, NULL},
 };
 

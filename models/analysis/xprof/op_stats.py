@@ -1,0 +1,346 @@
+"""What XProf's OpStats holds, as numpy columns: the op metrics of a host's
+threads (XProf's host_op_metrics_db) and the run environment, read from
+XSpaces (xplane_to_op_stats, xplane_to_op_metrics_db in XProf's convert/).
+
+Host ops are the events of the `/host:CPU` plane whose name parses as a
+TensorFlow, JAX or tf.data op (`name:type`, `Iterator::...`), the events
+carrying a `tf_op` stat, and tf.data stage events (`input_pipeline_stage_id`
+with a category). Per line, their begins and ends drive XProf's op stack
+(formats.xspace._steps.op_stack); an op's self time is its time less that of
+the ops nested in it. A line's op time spans its first begin to its last end;
+what its ops do not cover is IDLE.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.formats.xspace import _steps
+from profscope.models.formats.xspace.xplane import HOST_PLANE, XSpaceData, read_xspace, xprof_order
+
+IDLE = "IDLE"
+GPU_PLANE_PREFIX = "/device:GPU:"
+TPU_PLANE_PREFIX = "/device:TPU:"
+# XProf's derived lines (steps, launches, ...) have ids from 0xdeadbeef on; they hold no host ops.
+DERIVED_LINE_MIN, DERIVED_LINE_COUNT = 0xDEADBEEF, 512
+
+# Op categories of tsl's TfOp (ParseTfOpFullname).
+UNKNOWN, TENSORFLOW, JAX, TF_DATA, INPUT_PIPELINE, MEMCPY = range(6)
+_TF_OP_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_./>-]*")
+_TF_OP_TYPE = re.compile(r"[A-Z_][a-zA-Z0-9_]*")
+_JAX_OP_TYPE = re.compile(r"[a-z_][a-z0-9_]*(\[.*\])?", re.S)
+_MEMCPY = ("MemcpyHToD", "MemcpyDToH", "MemcpyDToD", "MemcpyHToH")
+
+
+def _is_int(s: str) -> bool:
+    s = s.strip()
+    return bool(re.fullmatch(r"[+-]?\d+", s)) and -(2**63) <= int(s) < 2**63
+
+
+def parse_tf_op(fullname: str) -> tuple[int, str, str]:
+    """(category, name, type) of an op's full name, as tsl's ParseTfOpFullname."""
+    parts = fullname.split(":", 1)
+    if len(parts) != 2:
+        for memcpy in _MEMCPY:
+            if parts[0][: len(memcpy)].lower() == memcpy.lower():
+                return MEMCPY, fullname, memcpy
+        return UNKNOWN, fullname, ""
+    name, type_ = parts
+    if name == "Iterator":
+        return TF_DATA, fullname, "Dataset"
+    if _TF_OP_NAME.fullmatch(name) and _TF_OP_TYPE.fullmatch(type_):
+        return TENSORFLOW, name, type_
+    op_type = type_ or _derive_type(name)
+    if _JAX_OP_TYPE.fullmatch(op_type):
+        return JAX, name, op_type.split("[", 1)[0]
+    if not type_:
+        return TENSORFLOW, name, op_type
+    return UNKNOWN, fullname, ""
+
+
+def _derive_type(name: str) -> str:
+    op = name.split("/")[-1]
+    suffix = op.split("_")[-1]
+    return op[: len(op) - len(suffix) - 1] if _is_int(suffix) and "_" in op else op
+
+
+@dataclass
+class OpMetricsDb:
+    """XProf's OpMetricsDb as columns, one row per (id, name) op, in the order
+    XProf inserts them; IDLE last (occurrences 0)."""
+
+    name: list[str]
+    category: list[str]  # the op type ("IDLE" for the idle row)
+    occurrences: np.ndarray
+    time_ps: np.ndarray
+    self_time_ps: np.ndarray
+    is_eager: np.ndarray
+    total_time_ps: int = 0
+    total_op_time_ps: int = 0
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+
+@dataclass
+class OpStats:
+    """The parts of XProf's OpStats the tools read."""
+
+    host: OpMetricsDb
+    device_type: str = "CPU"
+    hardware_type: str = "CPU_ONLY"
+    device_core_count: int = 0
+    hostnames: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def read_spaces(paths: list[Path], task: TaskState) -> list[XSpaceData]:
+    if not paths:
+        raise ProfileError("no xplane.pb to analyse")
+    return [read_xspace(p, task) for p in paths]
+
+
+def op_stats(paths: list[Path], task: TaskState) -> OpStats:
+    """OpStats of one host's XSpace, or of several hosts combined."""
+    spaces = read_spaces(paths, task)
+    task.report(0.7, "Host ops")
+    dbs = [host_op_metrics(s) for s in spaces]
+    stats = OpStats(combine(dbs))
+    first = spaces[0]
+    gpus = [p for p in first.planes if p.name.startswith(GPU_PLANE_PREFIX)]
+    tpus = [p for p in first.planes if p.name.startswith(TPU_PLANE_PREFIX)]
+    if gpus:
+        stats.device_type, stats.hardware_type, stats.device_core_count = "GPU", "GPU", len(gpus)
+    elif tpus:
+        stats.device_type, stats.hardware_type, stats.device_core_count = "TPU", "TPU", len(tpus)
+    return stats
+
+
+def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
+    """XProf's ConvertHostThreadsXPlaneToOpMetricsDb."""
+    plane = space.plane_named(HOST_PLANE)
+    if plane < 0:
+        return _db_of([], [], [], [], [], [], 0, 0)
+    ev = space.events
+    a, b = space.plane_rows(plane)
+    rows = a + np.flatnonzero(~ev.aggregated[a:b])
+    p = space.planes[plane]
+    line_ids = np.array([ln.id for ln in space.lines], np.int64)
+    derived = ((line_ids & 0xFFFFFFFF) - DERIVED_LINE_MIN) % (1 << 32) < DERIVED_LINE_COUNT
+    rows = rows[~derived[ev.line[rows]]]
+
+    stat_names = [n for n in ("input_pipeline_stage_id", "input_pipeline_stage_category", "is_eager", "tf_op")
+                  if p.stat_ids(n)]
+    stats = space.stats(rows, plane, stat_names) if stat_names and len(rows) else {}
+    md = ev.metadata_id[rows].astype(np.int64)
+
+    # The op of each event's key: its metadata id, or its tf.data stage id;
+    # the first event met with a key names it (XProf's try_emplace).
+    key = md.copy()
+    stage_op: dict[int, tuple[int, str, str]] = {}
+    if "input_pipeline_stage_id" in stats:
+        sid = stats["input_pipeline_stage_id"]
+        key[sid.rows] = sid.ints_present()
+        staged = np.zeros(len(rows), bool)
+        staged[sid.rows] = True
+        if "input_pipeline_stage_category" in stats:
+            cat = stats["input_pipeline_stage_category"]
+            with_cat = np.intersect1d(sid.rows, cat.rows)
+            cat_text = _strings(space, p, cat, with_cat)
+            for r, text in zip(with_cat.tolist(), cat_text):
+                name = p.event_metadata.get(int(md[r]), ("", "", []))[0]
+                if name:
+                    stage_op.setdefault(int(key[r]), (INPUT_PIPELINE, name, text))
+    else:
+        staged = np.zeros(len(rows), bool)
+    ops: dict[int, tuple[int, str, str]] = {}
+    first_rows: dict[int, int] = {}
+    # Legacy ops by metadata id, first row of each id among unstaged events.
+    plain_md, first_at = np.unique(md[~staged], return_index=True)
+    plain_rows = np.flatnonzero(~staged)[first_at]
+    for mid, r in zip(plain_md.tolist(), plain_rows.tolist()):
+        name = p.event_metadata.get(mid, ("", "", []))[0]
+        if name:
+            op = parse_tf_op(name)
+            if op[0] != UNKNOWN:
+                ops[mid], first_rows[mid] = op, r
+    if stage_op:
+        staged_keys, staged_first = np.unique(key[staged], return_index=True)
+        staged_rows = np.flatnonzero(staged)[staged_first]
+        for k, r in zip(staged_keys.tolist(), staged_rows.tolist()):
+            if k in stage_op and (k not in ops or r < first_rows[k]):
+                ops[k] = stage_op[k]
+    # Events with an op: their key's, then (as a second op) their tf_op stat's.
+    op_keys = np.array(sorted(ops), np.int64)
+    has_op = _found(key, op_keys)
+    inst_rows = [np.flatnonzero(has_op)]
+    inst_op = [key[inst_rows[0]]]
+    inst_second = [np.zeros(len(inst_rows[0]), bool)]
+    eager = np.zeros(len(rows), bool)
+    if "is_eager" in stats:
+        e = stats["is_eager"]
+        eager[e.rows] = e.ints_present() != 0
+    inst_eager = [eager[inst_rows[0]]]
+    names: dict[tuple[int, str, str], int] = {}
+    if "tf_op" in stats:
+        t = stats["tf_op"]
+        texts = _strings(space, p, t, t.rows)
+        codes = []
+        for text in texts:
+            if not text:
+                codes.append(-1)
+                continue
+            op = parse_tf_op(text)
+            codes.append(names.setdefault(op, len(names)))
+        codes_arr = np.array(codes, np.int64)
+        keep = codes_arr >= 0
+        inst_rows.append(t.rows[keep])
+        inst_op.append(codes_arr[keep])
+        inst_second.append(np.ones(int(keep.sum()), bool))
+        inst_eager.append(np.zeros(int(keep.sum()), bool))
+    r_all = np.concatenate(inst_rows)
+    second = np.concatenate(inst_second)
+    op_all = np.concatenate(inst_op)
+    eager_all = np.concatenate(inst_eager)
+    # Each event's op, then its tf_op stat's, in the line's (XProf's) order.
+    start = space.start_ps(rows[r_all])
+    end = start + ev.duration_ps[rows[r_all]]
+    line = ev.line[rows[r_all]]
+    order = np.lexsort((second, r_all))
+    perm = xprof_order(start[order], end[order], line[order])
+    if perm is not None:
+        order = order[perm]
+    r_all, second, op_all, eager_all = r_all[order], second[order], op_all[order], eager_all[order]
+    start, end, line = start[order], end[order], line[order]
+    counted, children = _steps.op_stack(start, end, line.astype(np.int32))
+    counted = counted.astype(bool)
+
+    # Ops as (kind, code): kind 0 = by key (ops dict), 1 = by tf_op stat (names).
+    table = [ops[k] for k in op_keys.tolist()] + list(names)
+    code = np.where(second, len(op_keys) + op_all, np.searchsorted(op_keys, op_all))
+    op_id = np.array([k for k in op_keys.tolist()] + [0] * len(names), np.int64)
+    ident = [(int(op_id[i]) if table[i][0] == INPUT_PIPELINE else 0, table[i][1]) for i in range(len(table))]
+    # XProf keys metrics by (id, name): legacy ops have id 0.
+    uniq: dict[tuple[int, str], int] = {}
+    slot = np.array([uniq.setdefault(k, len(uniq)) for k in ident], np.int64) if ident else np.zeros(0, np.int64)
+
+    dur = end - start
+    c = counted
+    ops_slot = slot[code[c]] if len(slot) else np.zeros(0, np.int64)
+    n = len(uniq)
+    occurrences = np.bincount(ops_slot, minlength=n).astype(np.int64)
+    time_ps, self_ps = _exact_sums(ops_slot, dur[c], n), _exact_sums(ops_slot, (dur - children)[c], n)
+    is_eager = np.zeros(n, bool)
+    np.logical_or.at(is_eager, ops_slot, eager_all[c])
+
+    # Per line: the span of its ops (first begin to last end) against their self time.
+    lines_present, line_idx = np.unique(line, return_inverse=True)
+    first_begin = np.full(len(lines_present), np.iinfo(np.int64).max)
+    np.minimum.at(first_begin, line_idx, start)
+    last_end = np.full(len(lines_present), np.iinfo(np.int64).min)
+    np.maximum.at(last_end, line_idx, end)
+    line_op = _exact_sums(line_idx[c], (dur - children)[c], len(lines_present))
+    line_total = np.maximum(line_op, last_end - first_begin)
+    total_op = int(line_op.sum())
+    total = int(line_total.sum())
+
+    # XProf's insertion order: line by line, each op when it ends first.
+    first_end = np.full(n, np.iinfo(np.int64).max)
+    pos = np.arange(len(c))[c]
+    rank = np.lexsort((pos, end[c], line[c]))
+    seen = np.empty(len(rank), np.int64)
+    seen[rank] = np.arange(len(rank))
+    np.minimum.at(first_end, ops_slot, seen)
+    # An op's type: the first non-empty one it ends with (XProf sets an empty category again).
+    category = [""] * n
+    for ci, s_ in zip(code[c][rank].tolist(), ops_slot[rank].tolist()):
+        if not category[s_]:
+            category[s_] = table[ci][2]
+    inv = {v: k for k, v in uniq.items()}
+    keep = np.flatnonzero(occurrences > 0)
+    keep = keep[np.argsort(first_end[keep], kind="stable")]
+    return _db_of(
+        [inv[i][1] for i in keep.tolist()],
+        [category[i] for i in keep.tolist()],
+        occurrences[keep],
+        time_ps[keep],
+        self_ps[keep],
+        is_eager[keep],
+        total,
+        total_op,
+    )
+
+
+def _exact_sums(index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """int64 sums by index (bincount's float weights lose picoseconds past 2**53)."""
+    out = np.zeros(n, np.int64)
+    np.add.at(out, index, values.astype(np.int64))
+    return out
+
+
+def _db_of(name, category, occurrences, time_ps, self_ps, eager, total, total_op) -> OpMetricsDb:
+    """A host db with XProf's IDLE row appended."""
+    idle = total - total_op
+    return OpMetricsDb(
+        list(name) + [IDLE],
+        list(category) + [IDLE],
+        np.r_[np.asarray(occurrences, np.int64), 0],
+        np.r_[np.asarray(time_ps, np.int64), idle],
+        np.r_[np.asarray(self_ps, np.int64), idle],
+        np.r_[np.asarray(eager, bool), False],
+        total,
+        total_op,
+    )
+
+
+def combine(dbs: list[OpMetricsDb]) -> OpMetricsDb:
+    """XProf's OpMetricsDbCombiner over hosts: sums by (name), first category wins."""
+    if len(dbs) == 1:
+        return dbs[0]
+    index: dict[str, int] = {}
+    cats: list[str] = []
+    occ: list[int] = []
+    t: list[int] = []
+    st: list[int] = []
+    ea: list[bool] = []
+    for db in dbs:
+        for i, name in enumerate(db.name):
+            k = index.setdefault(name, len(index))
+            if k == len(cats):
+                cats.append(db.category[i])
+                occ.append(0)
+                t.append(0)
+                st.append(0)
+                ea.append(False)
+            occ[k] += int(db.occurrences[i])
+            t[k] += int(db.time_ps[i])
+            st[k] += int(db.self_time_ps[i])
+            ea[k] = ea[k] or bool(db.is_eager[i])
+    return OpMetricsDb(list(index), cats, np.array(occ, np.int64), np.array(t, np.int64), np.array(st, np.int64),
+                       np.array(ea, bool), sum(d.total_time_ps for d in dbs), sum(d.total_op_time_ps for d in dbs))
+
+
+def _found(a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
+    if not len(sorted_b):
+        return np.zeros(len(a), bool)
+    i = np.minimum(np.searchsorted(sorted_b, a), len(sorted_b) - 1)
+    return sorted_b[i] == a
+
+
+def _strings(space: XSpaceData, plane, col, rows: np.ndarray) -> list[str]:
+    """String values (str or ref) of a sparse stat at some of its rows."""
+    at = np.searchsorted(col.rows, rows)
+    out = []
+    for case, value, length in zip(col.case[at].tolist(), col.value[at].tolist(), col.length[at].tolist()):
+        if case == 5:  # str_value: its bytes in the file
+            out.append(bytes(space.buf[value : value + length]).decode("utf-8", "replace"))
+        elif case == 7:  # ref_value: a stat metadata's name
+            out.append(plane.stat_names.get(int(value), ""))
+        else:
+            out.append("")
+    return out
