@@ -26,6 +26,9 @@ TOOL_TITLES = {MEMORY_PROFILE: "Memory", TRACE_VIEWER: "Timeline", KERNEL_STATS:
 ALL_HOSTS = "All hosts"  # tree entry: the timeline of every host of a session
 
 
+WINDOW_TOOLS = (MEMORY_PROFILE, TRACE_VIEWER, *TIMELINE_TOOLS)
+
+
 def preferred_tool(tools: list[str]) -> str:
     """What clicking a host shows: its timeline when it has one."""
     return TRACE_VIEWER if TRACE_VIEWER in tools else MEMORY_PROFILE
@@ -41,7 +44,9 @@ def fill(tree: QTreeWidget, repo: ProfileRepository) -> QTreeWidgetItem | None:
         for host in info.hosts:
             host_item = QTreeWidgetItem(item, [host])
             host_item.setToolTip(0, host)
-            tools = [t for t in info.tools if host in repo.hosts_with(info.name, t)]
+            # The window's views (XProf's tools of an xplane host are exports, not views, for now).
+            tools = [t for t in info.tools if t in WINDOW_TOOLS and host in repo.hosts_with(info.name, t)
+                     and (t not in TIMELINE_TOOLS or host in repo.hosts_with(info.name, OP_STATS))]
             for tool in tools:
                 tool_item = QTreeWidgetItem(host_item, [TOOL_TITLES.get(tool, tool)])
                 tool_item.setData(0, ROLE_TARGET, (info.name, host, tool))
@@ -49,7 +54,7 @@ def fill(tree: QTreeWidget, repo: ProfileRepository) -> QTreeWidgetItem | None:
         if repo.combines_hosts(info.name):
             all_item = QTreeWidgetItem(item, [ALL_HOSTS])
             all_item.setData(0, ROLE_TARGET, (info.name, "", TRACE_VIEWER))
-            if KERNEL_STATS in info.tools:  # the statistics of every host side by side
+            if OP_STATS in info.tools:  # the trace statistics of every host side by side
                 for tool in (TRACE_VIEWER, *TIMELINE_TOOLS):
                     if tool in info.tools:
                         tool_item = QTreeWidgetItem(all_item, [TOOL_TITLES[tool]])

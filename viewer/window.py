@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 
 from profscope.models.hparams.curves import curves_job
 from profscope.models.repository.profile_repository import ProfileRepository
-from profscope.models.repository.registry import KERNEL_STATS, TRACE_VIEWER
+from profscope.models.repository.registry import OP_STATS, TRACE_VIEWER
 from profscope.viewer import help_menu, session_tree
 from profscope.viewer.controllers.capture import CaptureController
 from profscope.viewer.controllers.compare import CompareController
@@ -245,7 +245,7 @@ class MainWindow(QMainWindow):
         self.tabs.setTabVisible(self.tabs.indexOf(self.memory_view), repo is not None)
         # a tab only where some session has its data (a LogMemory log has no timeline)
         self.tabs.setTabVisible(self.tabs.indexOf(self.timeline_view), any(TRACE_VIEWER in s.tools for s in sessions))
-        self.tabs.setTabVisible(self.tabs.indexOf(self.stats_view), any(KERNEL_STATS in s.tools for s in sessions))
+        self.tabs.setTabVisible(self.tabs.indexOf(self.stats_view), any(OP_STATS in s.tools for s in sessions))
         if repo is not None:
             self._show_repository(repo)
         else:

@@ -13,7 +13,7 @@ from profscope.models.analysis import trace_stats
 from profscope.models.data.peak_pyramid import prepare_series
 from profscope.models.data.timeline import Timeline
 from profscope.models.repository.profile_repository import ProfileRepository
-from profscope.models.repository.registry import KERNEL_STATS, MEMORY_PROFILE, TIMELINE_TOOLS, TRACE_VIEWER
+from profscope.models.repository.registry import MEMORY_PROFILE, OP_STATS, TIMELINE_TOOLS, TRACE_VIEWER
 from profscope.viewer.session_tree import ALL_HOSTS
 from profscope.viewer.workers import TaskRunner
 from profscope.widgets.memory.view import NO_MEMORY_EVENTS, NOT_LOADED, NOTHING_SHOWN, MemoryView
@@ -101,9 +101,9 @@ class LoadController(QObject):
     def _has_stats(self, session: str, host: str) -> bool:
         """Whether the repository offers the trace statistics for a host (or all hosts)."""
         info = self.repo.session(session)
-        if KERNEL_STATS not in info.tools:
+        if OP_STATS not in info.tools:  # Profscope's trace statistics (an xplane's kernel_stats is XProf's)
             return False
-        return self.repo.combines_hosts(session) if not host else host in self.repo.hosts_with(session, KERNEL_STATS)
+        return self.repo.combines_hosts(session) if not host else host in self.repo.hosts_with(session, OP_STATS)
 
     def load_timeline(self, session: str, host: str, step: str = "", show: str = TRACE_VIEWER) -> None:
         """Loads a host's (or all hosts') timeline and, where the source has

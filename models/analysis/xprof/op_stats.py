@@ -124,8 +124,8 @@ def op_stats(paths: list[Path], task: TaskState) -> OpStats:
 def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
     """XProf's ConvertHostThreadsXPlaneToOpMetricsDb."""
     plane = space.plane_named(HOST_PLANE)
-    if plane < 0:
-        return _db_of([], [], [], [], [], [], 0, 0)
+    if plane < 0:  # no host threads: no host ops, not even IDLE
+        return OpMetricsDb([], [], *(np.zeros(0, t) for t in (np.int64, np.int64, np.int64, bool)))
     ev = space.events
     a, b = space.plane_rows(plane)
     rows = a + np.flatnonzero(~ev.aggregated[a:b])

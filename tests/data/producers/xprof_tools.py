@@ -8,6 +8,10 @@ For each `<name>.xplane.pb` there and each tool, `tools/<name>.<tool>.json`
 `xprof.convert.raw_to_tool_data.xspace_to_tool_data([path], tool,
 {"use_saved_result": False})` returns. XProf caches results beside the
 xplane it reads, so each file is converted from a copy in a folder of its own.
+
+Also `tools/small_nohost.framework_op_stats.json`: the same for
+`small.xplane.pb` without its `/host:CPU` plane (tests/test_xprof_tools.py
+builds that variant with the real schema).
 """
 
 import gzip
@@ -16,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tensorflow.tsl.profiler.protobuf import xplane_pb2
 from xprof.convert import raw_to_tool_data
 
 TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats")
@@ -23,14 +28,29 @@ TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kern
 folder = Path(sys.argv[1])
 out = folder / "tools"
 out.mkdir(exist_ok=True)
+
+
+def convert(path: Path, tool: str) -> bytes:
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / path.name
+        shutil.copyfile(path, copy)
+        data, _content_type = raw_to_tool_data.xspace_to_tool_data([str(copy)], tool, {"use_saved_result": False})
+    return data.encode() if isinstance(data, str) else data
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    space = xplane_pb2.XSpace.FromString((folder / "small.xplane.pb").read_bytes())
+    keep = [p for p in space.planes if p.name != "/host:CPU"]
+    del space.planes[:]
+    space.planes.extend(keep)
+    variant = Path(tmp) / "small_nohost.xplane.pb"
+    variant.write_bytes(space.SerializeToString())
+    (out / "small_nohost.framework_op_stats.json").write_bytes(convert(variant, "framework_op_stats"))
+
 for path in sorted(folder.glob("*.xplane.pb")):
     name = path.name[: -len(".xplane.pb")]
     for tool in TOOLS:
-        with tempfile.TemporaryDirectory() as tmp:
-            copy = Path(tmp) / path.name
-            shutil.copyfile(path, copy)
-            data, _content_type = raw_to_tool_data.xspace_to_tool_data([str(copy)], tool, {"use_saved_result": False})
-        data = data.encode() if isinstance(data, str) else data
+        data = convert(path, tool)
         target = out / f"{name}.{tool}.json"
         if len(data) > 64 << 10:
             target = target.with_suffix(".json.gz")

@@ -1,1 +1,0 @@
-"""XProf input_pipeline tool (registered below)."""

@@ -1,1 +1,0 @@
-"""XProf overview_page tool (registered below)."""
