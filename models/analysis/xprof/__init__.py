@@ -34,6 +34,8 @@ def register(name: str) -> Callable[[ToolFunction], ToolFunction]:
 
 # The tool modules, one a line (each registers its tools when imported).
 _TOOL_MODULES = (
+    "overview_page",
+    "input_pipeline",
     "framework_op_stats",
     "kernel_stats",
 )

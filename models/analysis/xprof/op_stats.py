@@ -96,7 +96,10 @@ class OpStats:
     hardware_type: str = "CPU_ONLY"
     device_core_count: int = 0
     hostnames: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # the XSpaces' own, sorted and without repeats
+    warnings: list[str] = field(default_factory=list)
+    is_training: bool = False  # from the XLA modules (XProf's ModelTracker)
+    steps: StepDb | None = None
 
 
 def read_spaces(paths: list[Path], task: TaskState) -> list[XSpaceData]:
@@ -105,13 +108,20 @@ def read_spaces(paths: list[Path], task: TaskState) -> list[XSpaceData]:
     return [read_xspace(p, task) for p in paths]
 
 
-def op_stats(paths: list[Path], task: TaskState) -> OpStats:
-    """OpStats of one host's XSpace, or of several hosts combined."""
+def op_stats(paths: list[Path], task: TaskState, steps: bool = False) -> OpStats:
+    """OpStats of one host's XSpace, or of several hosts combined (the step
+    db, with `steps`: the first host's)."""
     spaces = read_spaces(paths, task)
     task.report(0.7, "Host ops")
     dbs = [host_op_metrics(s) for s in spaces]
     stats = OpStats(combine(dbs))
     first = spaces[0]
+    stats.errors = sorted({e for s in spaces for e in s.errors})
+    stats.warnings = sorted({w for s in spaces for w in s.warnings})
+    if steps:
+        task.report(0.85, "Steps")
+        stats.steps = host_step_db(first)
+        stats.is_training = any(is_training(s) for s in spaces)
     gpus = [p for p in first.planes if p.name.startswith(GPU_PLANE_PREFIX)]
     tpus = [p for p in first.planes if p.name.startswith(TPU_PLANE_PREFIX)]
     if gpus:
@@ -344,3 +354,231 @@ def _strings(space: XSpaceData, plane, col, rows: np.ndarray) -> list[str]:
         else:
             out.append("")
     return out
+
+
+# ---------------------------------------------------------------- steps
+
+# XProf's EventType values (event_span.h): a higher value wins where events overlap.
+UNKNOWN_TIME, HOST_COMPUTE, HOST_COMPILE, HOST_TO_HOST, HOST_TO_DEVICE, HOST_PREPARE = 0, 10, 60, 70, 80, 90
+DEVICE_COLLECTIVES, HOST_WAIT_INPUT, DEVICE_TO_DEVICE, DEVICE_TO_HOST = 100, 110, 120, 130
+DEVICE_COMPUTE_32, DEVICE_COMPUTE_16, DEVICE_WAIT_DEVICE, DEVICE_WAIT_HOST = 140, 150, 160, 170
+# XProf (2.24's op stats options) drops a capture's first and last steps when it has more than this many.
+DROP_INCOMPLETE_STEPS_OVER = 5
+_NOT_REAL_COMPUTE = ("EagerExecute", "EagerLocalExecute", "EagerKernelExecute", "FunctionRun")
+
+
+@dataclass
+class StepDb:
+    """XProf's step_db of a host without devices: the well-formed steps by
+    group id, each with its name, span and time per EventType."""
+
+    number: np.ndarray  # int64 group ids
+    name: list[str]
+    begin_ps: np.ndarray
+    duration_ps: np.ndarray
+    type_ps: dict[int, np.ndarray]  # EventType -> int64 per step
+
+    def __len__(self) -> int:
+        return len(self.number)
+
+    def ms(self, *types: int) -> np.ndarray:
+        """Time of some event types per step, in ms (XProf's PicoToMilli, summed as it sums)."""
+        out = np.zeros(len(self), np.float64)
+        for t in types:
+            out = out + self.type_ps.get(t, np.zeros(len(self), np.int64)) / 1e9
+        return out
+
+
+def explicit_step_marker(name: str) -> bool:
+    return name.startswith(("train", "test", "TraceContext")) and "/" not in name
+
+
+def host_step_db(space: XSpaceData) -> StepDb:
+    """XProf's ConvertHostThreadsXPlaneToStepEvents, ToNonOverlappedStepEvents
+    and ConvertStepEventsToStepDb for a host without device planes: per step
+    (group), the longest of its markers (explicit `train`/`test` events, or its
+    root) is the step time; its events (classified by name) split it, where
+    they overlap the highest EventType winning; the rest is UNKNOWN_TIME.
+    Steps without host compute are dropped."""
+    from profscope.models.formats.xspace.groups import group_events
+
+    empty = StepDb(np.zeros(0, np.int64), [], np.zeros(0, np.int64), np.zeros(0, np.int64), {})
+    plane = space.plane_named(HOST_PLANE)
+    if plane < 0:
+        return empty
+    groups = group_events(space, plane)
+    if not len(groups.roots):
+        return empty
+    ev = space.events
+    p = space.planes[plane]
+    grouped = np.flatnonzero(groups.group >= 0)
+    rows, group = groups.rows[grouped], groups.group[grouped].astype(np.int64)
+    md = ev.metadata_id[rows].astype(np.int64)
+    start = space.start_ps(rows)
+    end = start + ev.duration_ps[rows]
+    # Per metadata id: is it a marker name, real compute, and its event type.
+    ids = np.unique(md)
+    marker_of = np.zeros(len(ids), bool)
+    compute_of = np.zeros(len(ids), bool)
+    type_of = np.zeros(len(ids), np.int64)
+    for k, mid in enumerate(ids.tolist()):
+        name = p.event_metadata.get(mid, ("", "", []))[0]
+        marker_of[k] = explicit_step_marker(name)
+        compute_of[k] = not name.startswith(_NOT_REAL_COMPUTE) and not marker_of[k]
+        type_of[k] = _cpu_event_type(name)
+    at = np.searchsorted(ids, md)
+    is_root = np.zeros(len(rows), bool)
+    is_root[np.searchsorted(rows, groups.roots)] = True  # roots carry XProf's step_name: implicit markers
+    marker = marker_of[at] | is_root
+    compute = compute_of[at] & ~marker
+    etype = type_of[at]
+    staged = _root_input_stages(space, plane, rows)
+    etype = np.where(staged & (etype == HOST_COMPUTE), HOST_WAIT_INPUT, etype)
+
+    n_groups = len(groups.roots)
+    # Step time: the longest marker (the first of equal ones, in line order).
+    m = np.flatnonzero(marker)
+    dur = end[m] - start[m]
+    order = np.lexsort((ev.line[rows[m]], -dur, group[m]))  # stable: file order among equals
+    first = np.r_[True, group[m][order][1:] != group[m][order][:-1]] if len(order) else np.zeros(0, bool)
+    best = m[order[first]]
+    step_begin = np.zeros(n_groups, np.int64)
+    step_end = np.zeros(n_groups, np.int64)
+    step_begin[group[best]] = start[best]
+    step_end[group[best]] = end[best]
+
+    # Time per event type within the step: XProf's sweep over the step's
+    # event boundaries (in C), the highest type current where events overlap.
+    c = np.flatnonzero(compute)
+    by_step = c[np.argsort(group[c], kind="stable")]
+    times, seen = _steps.step_sweep(start[by_step], end[by_step], etype[by_step].astype(np.int32),
+                                    group[by_step], step_begin, step_end)
+    duration = step_end - step_begin
+    times[:, 0] += np.maximum(duration - times.sum(axis=1), 0)  # the rest of the step: UNKNOWN_TIME
+    type_ps = {10 * k: times[:, k] for k in range(times.shape[1]) if seen[:, k].any() or k == 0}
+    well_formed = seen[:, HOST_COMPUTE // 10].astype(bool) & (duration > 0)  # XProf skips steps of no time
+    keep = np.flatnonzero(well_formed)
+    if len(keep) > DROP_INCOMPLETE_STEPS_OVER:  # the first and last steps may be cut by the capture
+        keep = keep[1:-1]
+    return StepDb(keep.astype(np.int64), [groups.names[i] for i in keep.tolist()], step_begin[keep], duration[keep],
+                  {t: v[keep] for t, v in type_ps.items()})
+
+
+def _cpu_event_type(name: str) -> int:
+    """XProf's ClassifyCpuEvent for a host without devices."""
+    category, _name, type_ = parse_tf_op(name)
+    if type_.startswith("InfeedEnqueue") or category == MEMCPY and type_ == "MemcpyHToD":
+        return HOST_TO_DEVICE
+    if category == MEMCPY and type_ == "MemcpyHToH":
+        return HOST_TO_HOST
+    if name.lower().startswith("iteratorgetnext"):
+        return HOST_WAIT_INPUT
+    return HOST_COMPUTE
+
+
+def _root_input_stages(space: XSpaceData, plane: int, rows: np.ndarray) -> np.ndarray:
+    """Events that are tf.data input pipeline stages (input_pipeline_stage_name)
+    not nested in another stage on their line nor consuming from one."""
+    p = space.planes[plane]
+    if not p.stat_ids("input_pipeline_stage_name"):
+        return np.zeros(len(rows), bool)
+    from profscope.models.data import _nesting
+
+    stats = space.stats(rows, plane, ["input_pipeline_stage_name", "consumer_type", "consumer_id",
+                                      "producer_type", "producer_id"])
+    stage = np.zeros(len(rows), bool)
+    stage[stats["input_pipeline_stage_name"].rows] = True
+    start = space.start_ps(rows)
+    end = start + space.events.duration_ps[rows]
+    line = space.events.line[rows]
+    order = xprof_order(start, end, line)
+    parent = _nesting.nest_parents(order, line, start, end, np.zeros(len(rows), bool))
+    inside = np.zeros(len(rows), bool)
+    # Descendants of a stage: walk up the parents (few levels).
+    up = parent.copy()
+    while (up >= 0).any():
+        has = up >= 0
+        inside[has] |= stage[up[has]]
+        up[has] = parent[up[has]]
+    pairs = set()
+    pt, pi = stats["producer_type"], stats["producer_id"]
+    both = np.intersect1d(pt.rows, pi.rows)
+    pairs.update(zip(pt.at(both, True).tolist(), pi.at(both, True).tolist()))
+    ct, ci = stats["consumer_type"], stats["consumer_id"]
+    both = np.intersect1d(ct.rows, ci.rows)
+    for r, k in zip(both.tolist(), zip(ct.at(both, True).tolist(), ci.at(both, True).tolist())):
+        if k in pairs:
+            inside[r] = True
+    return stage & ~inside
+
+
+# ---------------------------------------------------------------- HLO
+
+def is_training(space: XSpaceData) -> bool:
+    """XProf's ModelTracker over the XLA modules the XSpace holds (its
+    metadata plane's `Hlo Proto` stats): TensorFlow gradient scopes or a JAX
+    `transpose(` scope in an instruction's op_name mark training."""
+    from profscope.models.core import _protowire as wire
+
+    plane = space.plane_named("/host:metadata")
+    if plane < 0:
+        return False
+    p = space.planes[plane]
+    hlo_ids = set(p.stat_ids("Hlo Proto"))
+    if not hlo_ids:
+        return False
+    for _mid, (_name, _display, spans) in sorted(p.event_metadata.items()):
+        for o, n in spans:
+            (stat_spans,) = wire.find_fields(space.buf, o, o + n, [5])  # XEventMetadata.stats
+            for so, sn in stat_spans.tolist():
+                ids, values = wire.decode_messages(space.buf, np.array([[so, sn]], np.int64), [(1, "i"), (6, "s")])
+                if int(ids[0]) not in hlo_ids or values[0][0] < 0:
+                    continue
+                for op_type, op_name in _hlo_op_metadata(space.buf, int(values[0][0]), int(values[0][1])):
+                    if _training_op(op_name, op_type):
+                        return True
+    return False
+
+
+def _hlo_op_metadata(buf, o: int, n: int):
+    """(op_type, op_name) of every instruction of an HloProto's module."""
+    from profscope.models.core import _protowire as wire
+
+    (module,) = wire.find_fields(buf, o, o + n, [1])
+    for mo, mn in module.tolist():
+        (computations,) = wire.find_fields(buf, mo, mo + mn, [3])
+        if not len(computations):
+            continue
+        ((_owner, instructions),) = wire.find_children(buf, computations, [2])
+        if not len(instructions):
+            continue
+        ((_owner, metadata),) = wire.find_children(buf, instructions, [7])
+        if not len(metadata):
+            continue
+        types, names = wire.decode_messages(buf, metadata, [(1, "s"), (2, "s")])
+        for t, nm in zip(types, names):
+            yield _text_at(buf, t), _text_at(buf, nm)
+
+
+def _text_at(buf, span) -> str:
+    o, n = int(span[0]), int(span[1])
+    return bytes(buf[o : o + n]).decode("utf-8", "replace") if o >= 0 else ""
+
+
+_TF_OP_NAME_RE = _TF_OP_NAME
+_TF_OP_TYPE_RE = _TF_OP_TYPE
+
+
+def _training_op(name: str, type_: str) -> bool:
+    """XProf's ModelTracker.ProcessOp: does this (op_name, op_type) show training?"""
+    if _TF_OP_TYPE_RE.fullmatch(type_) and _TF_OP_NAME_RE.fullmatch(name):
+        for scope in name.split("/")[:-1]:
+            if scope.startswith("gradient"):
+                rest = scope[len("gradient"):]
+                if rest == "_tape" or rest.startswith("s"):
+                    return True
+        return False
+    jax = bool(name) and bool(_JAX_OP_TYPE.fullmatch(type_)) and type_ in name.split("/")[-1]
+    if jax or not type_:
+        return any(scope.startswith("transpose(") for scope in name.split("/"))
+    return False
