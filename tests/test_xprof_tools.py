@@ -1,4 +1,5 @@
-"""XProf's OpStats tools from xplanes (framework_op_stats, kernel_stats)
+"""XProf's OpStats tools from xplanes (overview_page, input_pipeline_analyzer,
+framework_op_stats, kernel_stats)
 against XProf 2.24.2's own converter output (tests/data/xprof/tools/, made by
 tests/data/producers/xprof_tools.py): the same tables, columns, rows in
 XProf's order and properties, numbers within 1e-6 relative."""
@@ -16,7 +17,7 @@ from profscope.viewer.cli import main
 
 XPROF = DATA / "xprof"
 FIXTURES = ("small", "keras", "jax", "tfdata")
-TOOLS = ("framework_op_stats", "kernel_stats")
+TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats")
 
 
 def xprof_answer(name: str, tool: str):
@@ -71,20 +72,47 @@ def test_tf_data_ops_are_host_ops(tmp_path):
     assert "Dataset" in types  # Iterator::... events
 
 
-def test_without_host_plane(tmp_path):
+@pytest.mark.parametrize("tool", TOOLS)
+def test_without_host_plane(tmp_path, tool):
+    """No host threads: no host ops and no steps; XProf's messages say so."""
     space = xplane_pb2.XSpace.FromString((XPROF / "small.xplane.pb").read_bytes())
     keep = [p for p in space.planes if p.name != "/host:CPU"]
     del space.planes[:]
     space.planes.extend(keep)
     path = tmp_path / "vm.xplane.pb"
     path.write_bytes(space.SerializeToString())
-    assert_same(export(tmp_path, path, "framework_op_stats"), xprof_answer("small_nohost", "framework_op_stats"))
+    assert_same(export(tmp_path, path, tool), xprof_answer("small_nohost", tool))
+
+
+def test_no_steps_message(tmp_path):
+    space = xplane_pb2.XSpace.FromString((XPROF / "small.xplane.pb").read_bytes())
+    keep = [p for p in space.planes if p.name != "/host:CPU"]
+    del space.planes[:]
+    space.planes.extend(keep)
+    path = tmp_path / "vm.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    page = export(tmp_path, path, "overview_page")
+    assert page[1]["rows"] == []
+    assert page[3]["p"]["statement"].startswith("No step time measured")
+    assert page[6]["rows"][0]["c"][1]["v"].startswith("No step marker observed")
+
+
+def test_overview_of_a_tf_data_fit(tmp_path):
+    """The Keras fit fed by tf.data is input-bound; its steps are the profiled batches."""
+    page = export(tmp_path, XPROF / "tfdata.xplane.pb", "overview_page")
+    assert [r["c"][0]["v"] for r in page[1]["rows"]] == ["train 2", "train 3", "train 4", "train 5"]
+    assert page[3]["p"]["bottleneck"] == "host"
+    assert "HIGHLY input-bound" in page[3]["p"]["statement"]
+    pipeline = export(tmp_path, XPROF / "tfdata.xplane.pb", "input_pipeline_analyzer")
+    ops = [r["c"][0]["v"] for r in pipeline[2]["rows"]]
+    assert ops[0] == "Iterator::Root::Prefetch::MapAndBatch"
+    assert {r["c"][6]["v"] for r in pipeline[2]["rows"]} == {"Preprocessing"}
 
 
 def test_sessions_list_the_tools(tmp_path):
     shutil.copy(XPROF / "tfdata.xplane.pb", tmp_path / "vm.xplane.pb")
     (info,) = open_repository(tmp_path).enum_sessions()
-    assert {"framework_op_stats", "kernel_stats"} <= set(info.tools)
+    assert {"overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats"} <= set(info.tools)
     assert "op_stats" not in info.tools  # Profscope's Chrome-trace statistics are not an xplane's
 
 

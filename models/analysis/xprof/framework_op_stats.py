@@ -5,14 +5,13 @@ shares of the self time, FLOP rate; twice, with and without IDLE
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
 
 from profscope.models.analysis.xprof import register
 from profscope.models.analysis.xprof.datatable import column, dumps, table
-from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb, OpStats, op_stats
+from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb, OpStats, op_stats, training_op
 from profscope.models.core.task import TaskState
 from profscope.models.data.tool_data import ToolData
 
@@ -82,28 +81,7 @@ def _table(stats: OpStats, exclude_idle: bool) -> dict:
             row.append(0.0)
         row += ["Unknown", "Eager" if db.is_eager[i] else "Function"]
         rows.append(row)
-        training = training or _is_training_op(db.name[i], db.category[i])
+        training = training or training_op(db.name[i], db.category[i])
     cols = COLUMNS + ([TENSOR_CORE_COLUMN] if gpu else []) + TAIL_COLUMNS
     p = {"architecture_type": "Unknown", "task_type": "Training" if training else "Inference"}
     return table(cols, rows, p)
-
-
-_TF_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_./>-]*")
-_TF_TYPE = re.compile(r"[A-Z_][a-zA-Z0-9_]*")
-_JAX_TYPE = re.compile(r"[a-z_][a-z0-9_]*(\[.*\])?", re.S)
-
-
-def _is_training_op(name: str, type_: str) -> bool:
-    """XProf's ModelTracker: TensorFlow gradient scopes (`gradients*`,
-    `gradient_tape`) or a JAX `transpose(` scope mark training."""
-    if _TF_TYPE.fullmatch(type_) and _TF_NAME.fullmatch(name):
-        for scope in name.split("/")[:-1]:
-            if scope.startswith("gradient"):
-                rest = scope[len("gradient"):]
-                if rest == "_tape" or rest.startswith("s"):
-                    return True
-        return False
-    jax = bool(name) and bool(_JAX_TYPE.fullmatch(type_)) and type_ in name.split("/")[-1]
-    if jax or not type_:
-        return any(scope.startswith("transpose(") for scope in name.split("/"))
-    return False

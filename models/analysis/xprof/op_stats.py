@@ -535,7 +535,7 @@ def is_training(space: XSpaceData) -> bool:
                 if int(ids[0]) not in hlo_ids or values[0][0] < 0:
                     continue
                 for op_type, op_name in _hlo_op_metadata(space.buf, int(values[0][0]), int(values[0][1])):
-                    if _training_op(op_name, op_type):
+                    if training_op(op_name, op_type):
                         return True
     return False
 
@@ -565,13 +565,9 @@ def _text_at(buf, span) -> str:
     return bytes(buf[o : o + n]).decode("utf-8", "replace") if o >= 0 else ""
 
 
-_TF_OP_NAME_RE = _TF_OP_NAME
-_TF_OP_TYPE_RE = _TF_OP_TYPE
-
-
-def _training_op(name: str, type_: str) -> bool:
+def training_op(name: str, type_: str) -> bool:
     """XProf's ModelTracker.ProcessOp: does this (op_name, op_type) show training?"""
-    if _TF_OP_TYPE_RE.fullmatch(type_) and _TF_OP_NAME_RE.fullmatch(name):
+    if _TF_OP_TYPE.fullmatch(type_) and _TF_OP_NAME.fullmatch(name):
         for scope in name.split("/")[:-1]:
             if scope.startswith("gradient"):
                 rest = scope[len("gradient"):]

@@ -9,8 +9,8 @@ For each `<name>.xplane.pb` there and each tool, `tools/<name>.<tool>.json`
 {"use_saved_result": False})` returns. XProf caches results beside the
 xplane it reads, so each file is converted from a copy in a folder of its own.
 
-Also `tools/small_nohost.framework_op_stats.json`: the same for
-`small.xplane.pb` without its `/host:CPU` plane (tests/test_xprof_tools.py
+Also `tools/small_nohost.<tool>.json`: the same for `small.xplane.pb`
+without its `/host:CPU` plane (no host ops, no steps; tests/test_xprof_tools.py
 builds that variant with the real schema).
 """
 
@@ -45,7 +45,8 @@ with tempfile.TemporaryDirectory() as tmp:
     space.planes.extend(keep)
     variant = Path(tmp) / "small_nohost.xplane.pb"
     variant.write_bytes(space.SerializeToString())
-    (out / "small_nohost.framework_op_stats.json").write_bytes(convert(variant, "framework_op_stats"))
+    for tool in TOOLS:
+        (out / f"small_nohost.{tool}.json").write_bytes(convert(variant, tool))
 
 for path in sorted(folder.glob("*.xplane.pb")):
     name = path.name[: -len(".xplane.pb")]
