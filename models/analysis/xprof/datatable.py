@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 
 def column(id_: str, type_: str, label: str, p: dict | None = None) -> dict:
-    col = {"id": id_, "label": label, "type": type_}
+    col: dict = {"id": id_, "label": label, "type": type_}
     if p:
         col["p"] = p
     return col

@@ -135,7 +135,8 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
     """XProf's ConvertHostThreadsXPlaneToOpMetricsDb."""
     plane = space.plane_named(HOST_PLANE)
     if plane < 0:  # no host threads: no host ops, not even IDLE
-        return OpMetricsDb([], [], *(np.zeros(0, t) for t in (np.int64, np.int64, np.int64, bool)))
+        none = np.zeros(0, np.int64)
+        return OpMetricsDb([], [], none, none, none, np.zeros(0, bool))
     ev = space.events
     a, b = space.plane_rows(plane)
     rows = a + np.flatnonzero(~ev.aggregated[a:b])
@@ -153,21 +154,19 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
     # the first event met with a key names it (XProf's try_emplace).
     key = md.copy()
     stage_op: dict[int, tuple[int, str, str]] = {}
+    staged = np.zeros(len(rows), bool)
     if "input_pipeline_stage_id" in stats:
         sid = stats["input_pipeline_stage_id"]
         key[sid.rows] = sid.ints_present()
-        staged = np.zeros(len(rows), bool)
         staged[sid.rows] = True
         if "input_pipeline_stage_category" in stats:
             cat = stats["input_pipeline_stage_category"]
             with_cat = np.intersect1d(sid.rows, cat.rows)
-            cat_text = _strings(space, p, cat, with_cat)
-            for r, text in zip(with_cat.tolist(), cat_text):
+            codes, texts = space.string_codes(cat, np.searchsorted(cat.rows, with_cat), plane)
+            for r, code_ in zip(with_cat.tolist(), codes.tolist()):
                 name = p.event_metadata.get(int(md[r]), ("", "", []))[0]
                 if name:
-                    stage_op.setdefault(int(key[r]), (INPUT_PIPELINE, name, text))
-    else:
-        staged = np.zeros(len(rows), bool)
+                    stage_op.setdefault(int(key[r]), (INPUT_PIPELINE, name, texts[code_]))
     ops: dict[int, tuple[int, str, str]] = {}
     first_rows: dict[int, int] = {}
     # Legacy ops by metadata id, first row of each id among unstaged events.
@@ -199,20 +198,15 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
     names: dict[tuple[int, str, str], int] = {}
     if "tf_op" in stats:
         t = stats["tf_op"]
-        texts = _strings(space, p, t, t.rows)
-        codes = []
-        for text in texts:
-            if not text:
-                codes.append(-1)
-                continue
-            op = parse_tf_op(text)
-            codes.append(names.setdefault(op, len(names)))
-        codes_arr = np.array(codes, np.int64)
-        keep = codes_arr >= 0
-        inst_rows.append(t.rows[keep])
-        inst_op.append(codes_arr[keep])
-        inst_second.append(np.ones(int(keep.sum()), bool))
-        inst_eager.append(np.zeros(int(keep.sum()), bool))
+        text_codes, texts = space.string_codes(t, np.arange(len(t.rows)), plane)
+        # Each distinct text parsed once; "" names no op.
+        op_code = np.array([names.setdefault(parse_tf_op(x), len(names)) if x else -1 for x in texts], np.int64)
+        codes_arr = op_code[text_codes]
+        has = codes_arr >= 0
+        inst_rows.append(t.rows[has])
+        inst_op.append(codes_arr[has])
+        inst_second.append(np.ones(int(has.sum()), bool))
+        inst_eager.append(np.zeros(int(has.sum()), bool))
     r_all = np.concatenate(inst_rows)
     second = np.concatenate(inst_second)
     op_all = np.concatenate(inst_op)
@@ -268,19 +262,22 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
     np.minimum.at(first_end, ops_slot, seen)
     # An op's type: the first non-empty one it ends with (XProf sets an empty category again).
     category = [""] * n
-    for ci, s_ in zip(code[c][rank].tolist(), ops_slot[rank].tolist()):
-        if not category[s_]:
-            category[s_] = table[ci][2]
+    typed = np.array([bool(entry[2]) for entry in table], bool)
+    ended = code[c][rank]
+    ended_slot = ops_slot[rank][typed[ended]] if len(typed) else np.zeros(0, np.int64)
+    slots, first = np.unique(ended_slot, return_index=True)
+    for s_, ci in zip(slots.tolist(), ended[typed[ended]][first].tolist() if len(typed) else []):
+        category[s_] = table[ci][2]
     inv = {v: k for k, v in uniq.items()}
-    keep = np.flatnonzero(occurrences > 0)
-    keep = keep[np.argsort(first_end[keep], kind="stable")]
+    met = np.flatnonzero(occurrences > 0)
+    met = met[np.argsort(first_end[met], kind="stable")]
     return _db_of(
-        [inv[i][1] for i in keep.tolist()],
-        [category[i] for i in keep.tolist()],
-        occurrences[keep],
-        time_ps[keep],
-        self_ps[keep],
-        is_eager[keep],
+        [inv[i][1] for i in met.tolist()],
+        [category[i] for i in met.tolist()],
+        occurrences[met],
+        time_ps[met],
+        self_ps[met],
+        is_eager[met],
         total,
         total_op,
     )
@@ -340,20 +337,6 @@ def _found(a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
         return np.zeros(len(a), bool)
     i = np.minimum(np.searchsorted(sorted_b, a), len(sorted_b) - 1)
     return sorted_b[i] == a
-
-
-def _strings(space: XSpaceData, plane, col, rows: np.ndarray) -> list[str]:
-    """String values (str or ref) of a sparse stat at some of its rows."""
-    at = np.searchsorted(col.rows, rows)
-    out = []
-    for case, value, length in zip(col.case[at].tolist(), col.value[at].tolist(), col.length[at].tolist()):
-        if case == 5:  # str_value: its bytes in the file
-            out.append(bytes(space.buf[value : value + length]).decode("utf-8", "replace"))
-        elif case == 7:  # ref_value: a stat metadata's name
-            out.append(plane.stat_names.get(int(value), ""))
-        else:
-            out.append("")
-    return out
 
 
 # ---------------------------------------------------------------- steps
@@ -500,7 +483,7 @@ def _root_input_stages(space: XSpaceData, plane: int, rows: np.ndarray) -> np.nd
         has = up >= 0
         inside[has] |= stage[up[has]]
         up[has] = parent[up[has]]
-    pairs = set()
+    pairs: set[tuple[int, int]] = set()
     pt, pi = stats["producer_type"], stats["producer_id"]
     both = np.intersect1d(pt.rows, pi.rows)
     pairs.update(zip(pt.at(both, True).tolist(), pi.at(both, True).tolist()))
