@@ -148,15 +148,16 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
     stat_names = [n for n in ("input_pipeline_stage_id", "input_pipeline_stage_category", "is_eager", "tf_op")
                   if p.stat_ids(n)]
     stats = space.stats(rows, plane, stat_names) if stat_names and len(rows) else {}
-    md = ev.metadata_id[rows].astype(np.int64)
+    md = ev.metadata_id[rows]
 
     # The op of each event's key: its metadata id, or its tf.data stage id;
     # the first event met with a key names it (XProf's try_emplace).
-    key = md.copy()
     stage_op: dict[int, tuple[int, str, str]] = {}
     staged = np.zeros(len(rows), bool)
+    key = md
     if "input_pipeline_stage_id" in stats:
         sid = stats["input_pipeline_stage_id"]
+        key = md.astype(np.int64)
         key[sid.rows] = sid.ints_present()
         staged[sid.rows] = True
         if "input_pipeline_stage_category" in stats:
@@ -169,9 +170,8 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
                     stage_op.setdefault(int(key[r]), (INPUT_PIPELINE, name, texts[code_]))
     ops: dict[int, tuple[int, str, str]] = {}
     first_rows: dict[int, int] = {}
-    # Legacy ops by metadata id, first row of each id among unstaged events.
-    plain_md, first_at = np.unique(md[~staged], return_index=True)
-    plain_rows = np.flatnonzero(~staged)[first_at]
+    # Legacy ops by metadata id, with the first row of each id among unstaged events.
+    plain_md, plain_rows = _first_rows(md, ~staged if staged.any() else None)
     for mid, r in zip(plain_md.tolist(), plain_rows.tolist()):
         name = p.event_metadata.get(mid, ("", "", []))[0]
         if name:
@@ -184,93 +184,86 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
         for k, r in zip(staged_keys.tolist(), staged_rows.tolist()):
             if k in stage_op and (k not in ops or r < first_rows[k]):
                 ops[k] = stage_op[k]
-    # Events with an op: their key's, then (as a second op) their tf_op stat's.
+    # Op instances: each event with an op by its key, then (a second op on
+    # the same event) by its tf_op stat. Codes index `table`.
     op_keys = np.array(sorted(ops), np.int64)
-    has_op = _found(key, op_keys)
-    inst_rows = [np.flatnonzero(has_op)]
-    inst_op = [key[inst_rows[0]]]
-    inst_second = [np.zeros(len(inst_rows[0]), bool)]
-    eager = np.zeros(len(rows), bool)
+    inst, code = _keyed(key, op_keys)
+    del key, md, staged
+    eager = np.zeros(len(inst), bool)
     if "is_eager" in stats:
         e = stats["is_eager"]
-        eager[e.rows] = e.ints_present() != 0
-    inst_eager = [eager[inst_rows[0]]]
+        at = np.minimum(np.searchsorted(inst, e.rows), max(len(inst) - 1, 0))
+        hit = inst[at] == e.rows if len(inst) else np.zeros(0, bool)
+        eager[at[hit]] = e.ints_present()[hit] != 0
     names: dict[tuple[int, str, str], int] = {}
     if "tf_op" in stats:
         t = stats["tf_op"]
         text_codes, texts = space.string_codes(t, np.arange(len(t.rows)), plane)
         # Each distinct text parsed once; "" names no op.
         op_code = np.array([names.setdefault(parse_tf_op(x), len(names)) if x else -1 for x in texts], np.int64)
-        codes_arr = op_code[text_codes]
-        has = codes_arr >= 0
-        inst_rows.append(t.rows[has])
-        inst_op.append(codes_arr[has])
-        inst_second.append(np.ones(int(has.sum()), bool))
-        inst_eager.append(np.zeros(int(has.sum()), bool))
-    r_all = np.concatenate(inst_rows)
-    second = np.concatenate(inst_second)
-    op_all = np.concatenate(inst_op)
-    eager_all = np.concatenate(inst_eager)
-    # Each event's op, then its tf_op stat's, in the line's (XProf's) order.
-    start = space.start_ps(rows[r_all])
-    end = start + ev.duration_ps[rows[r_all]]
-    line = ev.line[rows[r_all]]
-    order = np.lexsort((second, r_all))
-    perm = xprof_order(start[order], end[order], line[order])
-    if perm is not None:
-        order = order[perm]
-    r_all, second, op_all, eager_all = r_all[order], second[order], op_all[order], eager_all[order]
-    start, end, line = start[order], end[order], line[order]
-    counted, children = _steps.op_stack(start, end, line.astype(np.int32))
-    counted = counted.astype(bool)
-
-    # Ops as (kind, code): kind 0 = by key (ops dict), 1 = by tf_op stat (names).
+        extra_code = op_code[text_codes]
+        has = extra_code >= 0
+        if has.any():
+            # Interleaved after their event's own op, in file order.
+            both = np.concatenate([inst, t.rows[has]])
+            second = np.r_[np.zeros(len(inst), bool), np.ones(int(has.sum()), bool)]
+            order = np.lexsort((second, both))
+            inst = both[order]
+            code = np.r_[code, (len(op_keys) + extra_code[has]).astype(np.int32)][order]
+            eager = np.r_[eager, np.zeros(int(has.sum()), bool)][order]
+            del both, second, order
     table = [ops[k] for k in op_keys.tolist()] + list(names)
-    code = np.where(second, len(op_keys) + op_all, np.searchsorted(op_keys, op_all))
-    op_id = np.array([k for k in op_keys.tolist()] + [0] * len(names), np.int64)
-    ident = [(int(op_id[i]) if table[i][0] == INPUT_PIPELINE else 0, table[i][1]) for i in range(len(table))]
-    # XProf keys metrics by (id, name): legacy ops have id 0.
-    uniq: dict[tuple[int, str], int] = {}
-    slot = np.array([uniq.setdefault(k, len(uniq)) for k in ident], np.int64) if ident else np.zeros(0, np.int64)
 
+    # XProf's order within each line (start, then longest first), then its op stack.
+    events = rows[inst]
+    del inst
+    start = space.start_ps(events)
+    end = start + ev.duration_ps[events]
+    line = ev.line[events]
+    del events
+    perm = xprof_order(start, end, line)
+    if perm is not None:
+        start, end, line, code, eager = start[perm], end[perm], line[perm], code[perm], eager[perm]
+        del perm
+    counted, children = _steps.op_stack(start, end, line)
+    c = counted.astype(bool)
+    del counted
     dur = end - start
-    c = counted
-    ops_slot = slot[code[c]] if len(slot) else np.zeros(0, np.int64)
+    self_time = np.where(c, dur - children, 0)
+    del children
+
+    # XProf keys metrics by (id, name): legacy ops have id 0, tf.data stages their stage id.
+    uniq: dict[tuple[int, str], int] = {}
+    op_ids = op_keys.tolist() + [0] * len(names)
+    slot = np.array([uniq.setdefault((op_ids[i] if entry[0] == INPUT_PIPELINE else 0, entry[1]), len(uniq))
+                     for i, entry in enumerate(table)], np.int64)
     n = len(uniq)
+    ops_slot = slot[code[c]] if len(slot) else np.zeros(0, np.int64)
     occurrences = np.bincount(ops_slot, minlength=n).astype(np.int64)
-    time_ps, self_ps = _exact_sums(ops_slot, dur[c], n), _exact_sums(ops_slot, (dur - children)[c], n)
+    time_ps, self_ps = _exact_sums(ops_slot, dur[c], n), _exact_sums(ops_slot, self_time[c], n)
     is_eager = np.zeros(n, bool)
-    np.logical_or.at(is_eager, ops_slot, eager_all[c])
+    np.logical_or.at(is_eager, ops_slot, eager[c])
 
-    # Per line: the span of its ops (first begin to last end) against their self time.
-    lines_present, line_idx = np.unique(line, return_inverse=True)
-    first_begin = np.full(len(lines_present), np.iinfo(np.int64).max)
-    np.minimum.at(first_begin, line_idx, start)
-    last_end = np.full(len(lines_present), np.iinfo(np.int64).min)
-    np.maximum.at(last_end, line_idx, end)
-    line_op = _exact_sums(line_idx[c], (dur - children)[c], len(lines_present))
-    line_total = np.maximum(line_op, last_end - first_begin)
-    total_op = int(line_op.sum())
-    total = int(line_total.sum())
+    # Per line (contiguous): its ops' span, first begin to last end, against their self time.
+    total = total_op = 0
+    if len(line):
+        cuts = np.r_[0, np.flatnonzero(line[1:] != line[:-1]) + 1]
+        line_op = np.add.reduceat(self_time, cuts)
+        span = np.maximum.reduceat(end, cuts) - np.minimum.reduceat(start, cuts)
+        total_op, total = int(line_op.sum()), int(np.maximum(line_op, span).sum())
 
-    # XProf's insertion order: line by line, each op when it ends first.
-    first_end = np.full(n, np.iinfo(np.int64).max)
-    pos = np.arange(len(c))[c]
-    rank = np.lexsort((pos, end[c], line[c]))
-    seen = np.empty(len(rank), np.int64)
-    seen[rank] = np.arange(len(rank))
-    np.minimum.at(first_end, ops_slot, seen)
-    # An op's type: the first non-empty one it ends with (XProf sets an empty category again).
-    category = [""] * n
-    typed = np.array([bool(entry[2]) for entry in table], bool)
-    ended = code[c][rank]
-    ended_slot = ops_slot[rank][typed[ended]] if len(typed) else np.zeros(0, np.int64)
-    slots, first = np.unique(ended_slot, return_index=True)
-    for s_, ci in zip(slots.tolist(), ended[typed[ended]][first].tolist() if len(typed) else []):
-        category[s_] = table[ci][2]
+    # XProf's insertion order: line by line, each op when it first ends
+    # there; an op's type: the first non-empty one it ends with.
+    lines_c, ends_c, codes_c = line[c], end[c], code[c]
+    first_line = np.full(n, np.iinfo(np.int32).max, np.int64)
+    np.minimum.at(first_line, ops_slot, lines_c)
+    in_first = lines_c == first_line[ops_slot]
+    first_end = np.full(n, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first_end, ops_slot[in_first], ends_c[in_first])
+    category = _first_types(table, ops_slot, codes_c, lines_c, ends_c, n)
     inv = {v: k for k, v in uniq.items()}
     met = np.flatnonzero(occurrences > 0)
-    met = met[np.argsort(first_end[met], kind="stable")]
+    met = met[np.lexsort((first_end[met], first_line[met]))]
     return _db_of(
         [inv[i][1] for i in met.tolist()],
         [category[i] for i in met.tolist()],
@@ -281,6 +274,57 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
         total,
         total_op,
     )
+
+
+def _first_rows(ids: np.ndarray, where: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ids (of the rows where `where` holds) and the first row of each."""
+    rows = np.arange(len(ids)) if where is None else np.flatnonzero(where)
+    chosen = ids if where is None else ids[rows]
+    if len(chosen) and 0 <= int(chosen.min()) and int(chosen.max()) < 4 * len(chosen) + (1 << 20):
+        first = np.full(int(chosen.max()) + 1, -1, np.int64)
+        first[chosen[::-1]] = rows[::-1]  # the last write of each id is its first row
+        distinct = np.flatnonzero(first >= 0)
+        return distinct, first[distinct]
+    distinct, at = np.unique(chosen, return_index=True)
+    return distinct, rows[at]
+
+
+def _keyed(key: np.ndarray, op_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows whose key is one of op_keys (sorted), and its index there (int32)."""
+    if len(key) and len(op_keys) and 0 <= int(op_keys[0]) and int(op_keys[-1]) < 4 * len(key) + (1 << 20) \
+            and 0 <= int(key.min()):
+        lookup = np.full(max(int(key.max()), int(op_keys[-1])) + 1, -1, np.int32)
+        lookup[op_keys] = np.arange(len(op_keys), dtype=np.int32)
+        code = lookup[key]
+        inst = np.flatnonzero(code >= 0)
+        return inst, code[inst]
+    inst = np.flatnonzero(_found(key, op_keys))
+    return inst, np.searchsorted(op_keys, key[inst]).astype(np.int32)
+
+
+def _first_types(table, slot: np.ndarray, code: np.ndarray, line: np.ndarray, end: np.ndarray, n: int) -> list[str]:
+    """Each op's first non-empty type in (line, end) order: most ops have
+    one type, and only those with several are ordered."""
+    typed = np.array([bool(entry[2]) for entry in table], bool)
+    out = [""] * n
+    if not len(slot):
+        return out
+    keep = typed[code]
+    slot, code, line, end = slot[keep], code[keep], line[keep], end[keep]
+    lo = np.full(n, np.iinfo(np.int32).max, np.int64)
+    hi = np.full(n, -1, np.int64)
+    np.minimum.at(lo, slot, code)
+    np.maximum.at(hi, slot, code)
+    for s_ in np.flatnonzero(hi >= 0).tolist():
+        out[s_] = table[int(lo[s_])][2]
+    mixed = np.flatnonzero((hi >= 0) & (lo != hi))
+    if len(mixed):
+        sel = np.flatnonzero(_found(slot, mixed))
+        order = sel[np.lexsort((sel, end[sel], line[sel]))]
+        slots, first = np.unique(slot[order], return_index=True)
+        for s_, ci in zip(slots.tolist(), code[order][first].tolist()):
+            out[s_] = table[ci][2]
+    return out
 
 
 def _exact_sums(index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
@@ -395,47 +439,53 @@ def host_step_db(space: XSpaceData) -> StepDb:
     ev = space.events
     p = space.planes[plane]
     grouped = np.flatnonzero(groups.group >= 0)
-    rows, group = groups.rows[grouped], groups.group[grouped].astype(np.int64)
-    md = ev.metadata_id[rows].astype(np.int64)
-    start = space.start_ps(rows)
-    end = start + ev.duration_ps[rows]
+    rows, group = groups.rows[grouped], groups.group[grouped]
+    del grouped
     # Per metadata id: is it a marker name, real compute, and its event type.
-    ids = np.unique(md)
+    md = ev.metadata_id[rows]
+    ids, at = np.unique(md, return_inverse=True) if len(md) else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    del md
     marker_of = np.zeros(len(ids), bool)
     compute_of = np.zeros(len(ids), bool)
-    type_of = np.zeros(len(ids), np.int64)
+    type_of = np.zeros(len(ids), np.int32)
     for k, mid in enumerate(ids.tolist()):
         name = p.event_metadata.get(mid, ("", "", []))[0]
         marker_of[k] = explicit_step_marker(name)
         compute_of[k] = not name.startswith(_NOT_REAL_COMPUTE) and not marker_of[k]
         type_of[k] = _cpu_event_type(name)
-    at = np.searchsorted(ids, md)
-    is_root = np.zeros(len(rows), bool)
-    is_root[np.searchsorted(rows, groups.roots)] = True  # roots carry XProf's step_name: implicit markers
-    marker = marker_of[at] | is_root
+    marker = marker_of[at]
+    marker[np.searchsorted(rows, groups.roots)] = True  # roots carry XProf's step_name: implicit markers
     compute = compute_of[at] & ~marker
     etype = type_of[at]
+    del at
     staged = _root_input_stages(space, plane, rows)
-    etype = np.where(staged & (etype == HOST_COMPUTE), HOST_WAIT_INPUT, etype)
+    etype[staged & (etype == HOST_COMPUTE)] = HOST_WAIT_INPUT
+    del staged
 
     n_groups = len(groups.roots)
     # Step time: the longest marker (the first of equal ones, in line order).
     m = np.flatnonzero(marker)
-    dur = end[m] - start[m]
-    order = np.lexsort((ev.line[rows[m]], -dur, group[m]))  # stable: file order among equals
+    start = space.start_ps(rows[m])
+    end = start + ev.duration_ps[rows[m]]
+    order = np.lexsort((ev.line[rows[m]], start - end, group[m]))  # stable: file order among equals
     first = np.r_[True, group[m][order][1:] != group[m][order][:-1]] if len(order) else np.zeros(0, bool)
-    best = m[order[first]]
+    best = order[first]
     step_begin = np.zeros(n_groups, np.int64)
     step_end = np.zeros(n_groups, np.int64)
-    step_begin[group[best]] = start[best]
-    step_end[group[best]] = end[best]
+    step_begin[group[m][best]] = start[best]
+    step_end[group[m][best]] = end[best]
+    del marker, m, start, end
 
     # Time per event type within the step: XProf's sweep over the step's
     # event boundaries (in C), the highest type current where events overlap.
     c = np.flatnonzero(compute)
-    by_step = c[np.argsort(group[c], kind="stable")]
-    times, seen = _steps.step_sweep(start[by_step], end[by_step], etype[by_step].astype(np.int32),
-                                    group[by_step], step_begin, step_end)
+    del compute
+    c = c[np.argsort(group[c], kind="stable")]
+    events = rows[c]
+    start = space.start_ps(events)
+    times, seen = _steps.step_sweep(start, start + ev.duration_ps[events], etype[c], group[c].astype(np.int64),
+                                    step_begin, step_end)
+    del c, events, start
     duration = step_end - step_begin
     times[:, 0] += np.maximum(duration - times.sum(axis=1), 0)  # the rest of the step: UNKNOWN_TIME
     type_ps = {10 * k: times[:, k] for k in range(times.shape[1]) if seen[:, k].any() or k == 0}

@@ -360,12 +360,20 @@ static PyObject *step_sweep(PyObject *Py_UNUSED(self), PyObject *args) {
     npy_intp dims[2] = {steps, SWEEP_TYPES};
     time_out = PyArray_ZEROS(2, dims, NPY_INT64, 0);
     seen_out = PyArray_ZEROS(2, dims, NPY_UINT8, 0);
-    buf = PyMem_RawMalloc(sizeof(Boundary) * (2 * (size_t)n + 1));
+    const int64_t *g = PyArray_DATA(seg);
+    npy_intp largest = 0; /* the most events of one step: the buffer holds one step's boundaries */
+    for (npy_intp a = 0; a < n;) {
+        npy_intp b = a + 1;
+        while (b < n && g[b] == g[a]) b++;
+        if (b - a > largest) largest = b - a;
+        a = b;
+    }
+    buf = PyMem_RawMalloc(sizeof(Boundary) * (2 * (size_t)largest + 1));
     if (!time_out || !seen_out || !buf) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
-    const int64_t *s = PyArray_DATA(starts), *e = PyArray_DATA(ends), *g = PyArray_DATA(seg);
+    const int64_t *s = PyArray_DATA(starts), *e = PyArray_DATA(ends);
     const int64_t *sb = PyArray_DATA(begin), *se = PyArray_DATA(finish);
     const int32_t *t = PyArray_DATA(types);
     int64_t *tp = PyArray_DATA((PyArrayObject *)time_out);
