@@ -191,27 +191,31 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
     del key, md, staged
     eager = np.zeros(len(inst), bool)
     if "is_eager" in stats:
-        e = stats["is_eager"]
+        e = stats.pop("is_eager")
         at = np.minimum(np.searchsorted(inst, e.rows), max(len(inst) - 1, 0))
         hit = inst[at] == e.rows if len(inst) else np.zeros(0, bool)
         eager[at[hit]] = e.ints_present()[hit] != 0
     names: dict[tuple[int, str, str], int] = {}
     if "tf_op" in stats:
-        t = stats["tf_op"]
+        t = stats.pop("tf_op")
         text_codes, texts = space.string_codes(t, np.arange(len(t.rows)), plane)
+        tf_op_rows = t.rows
+        del t
         # Each distinct text parsed once; "" names no op.
         op_code = np.array([names.setdefault(parse_tf_op(x), len(names)) if x else -1 for x in texts], np.int64)
         extra_code = op_code[text_codes]
         has = extra_code >= 0
         if has.any():
             # Interleaved after their event's own op, in file order.
-            both = np.concatenate([inst, t.rows[has]])
+            both = np.concatenate([inst, tf_op_rows[has]])
             second = np.r_[np.zeros(len(inst), bool), np.ones(int(has.sum()), bool)]
             order = np.lexsort((second, both))
             inst = both[order]
             code = np.r_[code, (len(op_keys) + extra_code[has]).astype(np.int32)][order]
             eager = np.r_[eager, np.zeros(int(has.sum()), bool)][order]
             del both, second, order
+        del text_codes, extra_code, has, tf_op_rows
+    del stats
     table = [ops[k] for k in op_keys.tolist()] + list(names)
 
     # XProf's order within each line (start, then longest first), then its op stack.
@@ -440,7 +444,8 @@ def host_step_db(space: XSpaceData) -> StepDb:
     p = space.planes[plane]
     grouped = np.flatnonzero(groups.group >= 0)
     rows, group = groups.rows[grouped], groups.group[grouped]
-    del grouped
+    roots, names = groups.roots, groups.names
+    del grouped, groups
     # Per metadata id: is it a marker name, real compute, and its event type.
     md = ev.metadata_id[rows]
     ids, at = np.unique(md, return_inverse=True) if len(md) else (np.zeros(0, np.int64), np.zeros(0, np.int64))
@@ -454,7 +459,7 @@ def host_step_db(space: XSpaceData) -> StepDb:
         compute_of[k] = not name.startswith(_NOT_REAL_COMPUTE) and not marker_of[k]
         type_of[k] = _cpu_event_type(name)
     marker = marker_of[at]
-    marker[np.searchsorted(rows, groups.roots)] = True  # roots carry XProf's step_name: implicit markers
+    marker[np.searchsorted(rows, roots)] = True  # roots carry XProf's step_name: implicit markers
     compute = compute_of[at] & ~marker
     etype = type_of[at]
     del at
@@ -462,7 +467,7 @@ def host_step_db(space: XSpaceData) -> StepDb:
     etype[staged & (etype == HOST_COMPUTE)] = HOST_WAIT_INPUT
     del staged
 
-    n_groups = len(groups.roots)
+    n_groups = len(roots)
     # Step time: the longest marker (the first of equal ones, in line order).
     m = np.flatnonzero(marker)
     start = space.start_ps(rows[m])
@@ -481,11 +486,13 @@ def host_step_db(space: XSpaceData) -> StepDb:
     c = np.flatnonzero(compute)
     del compute
     c = c[np.argsort(group[c], kind="stable")]
-    events = rows[c]
+    types, step_of, events = etype[c], group[c].astype(np.int64), rows[c]
+    del c, etype, group, rows
     start = space.start_ps(events)
-    times, seen = _steps.step_sweep(start, start + ev.duration_ps[events], etype[c], group[c].astype(np.int64),
-                                    step_begin, step_end)
-    del c, events, start
+    end = start + ev.duration_ps[events]
+    del events
+    times, seen = _steps.step_sweep(start, end, types, step_of, step_begin, step_end)
+    del start, end, types, step_of
     duration = step_end - step_begin
     times[:, 0] += np.maximum(duration - times.sum(axis=1), 0)  # the rest of the step: UNKNOWN_TIME
     type_ps = {10 * k: times[:, k] for k in range(times.shape[1]) if seen[:, k].any() or k == 0}
@@ -493,7 +500,7 @@ def host_step_db(space: XSpaceData) -> StepDb:
     keep = np.flatnonzero(well_formed)
     if len(keep) > DROP_INCOMPLETE_STEPS_OVER:  # the first and last steps may be cut by the capture
         keep = keep[1:-1]
-    return StepDb(keep.astype(np.int64), [groups.names[i] for i in keep.tolist()], step_begin[keep], duration[keep],
+    return StepDb(keep.astype(np.int64), [names[i] for i in keep.tolist()], step_begin[keep], duration[keep],
                   {t: v[keep] for t, v in type_ps.items()})
 
 

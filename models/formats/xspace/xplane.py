@@ -245,6 +245,7 @@ class XSpaceData:
         codes = np.zeros(len(at), np.int32)
         if strings.any():
             codes[strings] = self._intern(case[strings], value[strings], length[strings], self.planes[plane], index)
+            self.release()  # the strings' pages, read from all over the file
         return codes, list(index)
 
     def _intern(self, case, value, length, p: Plane, index: dict) -> np.ndarray:
