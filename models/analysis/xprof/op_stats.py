@@ -14,6 +14,7 @@ what its ops do not cover is IDLE.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,7 +111,29 @@ def read_spaces(paths: list[Path], task: TaskState) -> list[XSpaceData]:
 
 def op_stats(paths: list[Path], task: TaskState, steps: bool = False) -> OpStats:
     """OpStats of one host's XSpace, or of several hosts combined (the step
-    db, with `steps`: the first host's)."""
+    db, with `steps`: the first host's). The last one computed is kept while
+    its files are unchanged: the window asks for several tools of a host."""
+    try:
+        key = tuple((str(p), st.st_mtime_ns, st.st_size) for p in paths for st in [Path(p).stat()])
+    except OSError:
+        key = None
+    with _last_lock:
+        last = _last.get(key) if key else None
+    if last is not None and (last.steps is not None or not steps):
+        return last
+    stats = _op_stats(paths, task, steps)
+    if key:
+        with _last_lock:
+            _last.clear()
+            _last[key] = stats
+    return stats
+
+
+_last: dict = {}  # files' (path, mtime, size) -> their OpStats: the last computed
+_last_lock = threading.Lock()
+
+
+def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
     spaces = read_spaces(paths, task)
     task.report(0.7, "Host ops")
     dbs = [host_op_metrics(s) for s in spaces]
