@@ -40,9 +40,9 @@ from profscope.widgets.memory.view import MemoryView
 from profscope.widgets.palette import Scheme
 from profscope.widgets.query.view import QueryView
 from profscope.widgets.stats.trace_stats_view import TraceStatsView
+from profscope.widgets.timeline.view import TimelineView
 from profscope.widgets.xprof.view import TOOL_TITLES as XPROF_VIEWS
 from profscope.widgets.xprof.view import XprofStatsView
-from profscope.widgets.timeline.view import TimelineView
 
 DEFAULT_SIZE = (1280, 860)
 

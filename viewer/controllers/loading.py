@@ -4,12 +4,11 @@ timeline, in the worker; then its tab shows it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QTabWidget
-
-import json
 
 from profscope.models.analysis import trace_stats
 from profscope.models.core.task import ProfileError

@@ -39,7 +39,8 @@ class DataTableModel(StatsTableModel):
                 kinds.append("number")
             else:
                 kinds.append("text")
-        self.COLUMNS = tuple((cols[k].get("label") or cols[k]["id"], kind, cols[k]["id"]) for k, kind in zip(keep, kinds))
+        self.COLUMNS = tuple((cols[k].get("label") or cols[k]["id"], kind, cols[k]["id"])
+                             for k, kind in zip(keep, kinds))
         self.HOST = None
         self.NAME = self.ids.index(self.name_id) if self.name_id in self.ids else 0
         self.TYPE = self.ids.index(self.type_id) if self.type_id in self.ids else None
