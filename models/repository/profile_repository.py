@@ -340,9 +340,11 @@ class LocalRepository(ProfileRepository):
         self.session(session)
         s = self._sessions[session]
         if not host:
-            sources = [s.source(h, tool) for h in sorted(s.hosts)]
-            if all(found is not None and found[0].xprof for found in sources) and len(sources) > 1:
-                return [p for found in sources if found for p in found[1]]
+            found = [f for h in sorted(s.hosts) if (f := s.source(h, tool)) is not None]
+            if not any(fmt.xprof for fmt, _ in found):
+                return None  # Profscope's statistics of Chrome traces (all hosts side by side)
+            if len(found) > 1 and all(fmt.xprof for fmt, _ in found):
+                return [p for _, files in found for p in files]
         host, fmt, files = self._source(session, host, tool)
         return list(files) if fmt.xprof else None
 

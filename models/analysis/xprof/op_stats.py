@@ -34,7 +34,7 @@ DERIVED_LINE_MIN, DERIVED_LINE_COUNT = 0xDEADBEEF, 512
 UNKNOWN, TENSORFLOW, JAX, TF_DATA, INPUT_PIPELINE, MEMCPY = range(6)
 _TF_OP_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_./>-]*")
 _TF_OP_TYPE = re.compile(r"[A-Z_][a-zA-Z0-9_]*")
-_JAX_OP_TYPE = re.compile(r"[a-z_][a-z0-9_]*(\[.*\])?", re.S)
+_JAX_OP_TYPE = re.compile(r"[a-z_][a-z0-9_]*(\[.*\])?")  # RE2: "." stops at a newline
 _MEMCPY = ("MemcpyHToD", "MemcpyDToH", "MemcpyDToD", "MemcpyHToH")
 
 
