@@ -268,8 +268,7 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
     ops_slot = slot[code[c]] if len(slot) else np.zeros(0, np.int64)
     occurrences = np.bincount(ops_slot, minlength=n).astype(np.int64)
     time_ps, self_ps = _exact_sums(ops_slot, dur[c], n), _exact_sums(ops_slot, self_time[c], n)
-    is_eager = np.zeros(n, bool)
-    np.logical_or.at(is_eager, ops_slot, eager[c])
+    is_eager = np.bincount(ops_slot[eager[c]], minlength=n) > 0
 
     # Per line (contiguous): its ops' span, first begin to last end, against their self time.
     total = total_op = 0
@@ -282,8 +281,9 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
     # XProf's insertion order: line by line, each op when it first ends
     # there; an op's type: the first non-empty one it ends with.
     lines_c, ends_c, codes_c = line[c], end[c], code[c]
-    first_line = np.full(n, np.iinfo(np.int32).max, np.int64)
-    np.minimum.at(first_line, ops_slot, lines_c)
+    first_at = np.full(n, -1, np.int64)
+    first_at[ops_slot[::-1]] = np.arange(len(ops_slot) - 1, -1, -1)  # lines come in order: the first is the lowest
+    first_line = np.where(first_at >= 0, lines_c[np.maximum(first_at, 0)] if len(lines_c) else 0, 2**31)
     in_first = lines_c == first_line[ops_slot]
     first_end = np.full(n, np.iinfo(np.int64).max, np.int64)
     np.minimum.at(first_end, ops_slot[in_first], ends_c[in_first])
@@ -355,10 +355,12 @@ def _first_types(table, slot: np.ndarray, code: np.ndarray, line: np.ndarray, en
 
 
 def _exact_sums(index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """int64 sums by index (bincount's float weights lose picoseconds past 2**53)."""
-    out = np.zeros(n, np.int64)
-    np.add.at(out, index, values.astype(np.int64))
-    return out
+    """int64 sums by index, by bincount (float weights) of the values' high
+    and low 26 bits: each partial sum stays exact below 2**53."""
+    values = values.astype(np.int64, copy=False)
+    high = np.bincount(index, weights=values >> 26, minlength=n).astype(np.int64)
+    low = np.bincount(index, weights=values & ((1 << 26) - 1), minlength=n).astype(np.int64)
+    return (high << 26) + low
 
 
 def _db_of(name, category, occurrences, time_ps, self_ps, eager, total, total_op) -> OpMetricsDb:
@@ -471,7 +473,7 @@ def host_step_db(space: XSpaceData) -> StepDb:
     del grouped, groups
     # Per metadata id: is it a marker name, real compute, and its event type.
     md = ev.metadata_id[rows]
-    ids, at = np.unique(md, return_inverse=True) if len(md) else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    ids, at = _dense_ids(md)
     del md
     marker_of = np.zeros(len(ids), bool)
     compute_of = np.zeros(len(ids), bool)
@@ -508,7 +510,9 @@ def host_step_db(space: XSpaceData) -> StepDb:
     # event boundaries (in C), the highest type current where events overlap.
     c = np.flatnonzero(compute)
     del compute
-    c = c[np.argsort(group[c], kind="stable")]
+    steps_of = group[c]
+    c = c[np.argsort(steps_of.astype(np.uint16) if n_groups <= 1 << 16 else steps_of, kind="stable")]  # radix sort
+    del steps_of
     types, step_of, events = etype[c], group[c].astype(np.int64), rows[c]
     del c, etype, group, rows
     start = space.start_ps(events)
@@ -525,6 +529,21 @@ def host_step_db(space: XSpaceData) -> StepDb:
         keep = keep[1:-1]
     return StepDb(keep.astype(np.int64), [names[i] for i in keep.tolist()], step_begin[keep], duration[keep],
                   {t: v[keep] for t, v in type_ps.items()})
+
+
+def _dense_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(ids, return_inverse=True), by a lookup table when the ids
+    are small (metadata ids are: numbered from 1)."""
+    if len(ids) and 0 <= int(ids.min()) and int(ids.max()) < 4 * len(ids) + (1 << 20):
+        present = np.zeros(int(ids.max()) + 1, bool)
+        present[ids] = True
+        distinct = np.flatnonzero(present)
+        index = np.zeros(len(present), np.int64)
+        index[distinct] = np.arange(len(distinct))
+        return distinct, index[ids]
+    if not len(ids):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.unique(ids, return_inverse=True)
 
 
 def _cpu_event_type(name: str) -> int:
