@@ -38,7 +38,7 @@ def kernel_stats(paths: list[Path], params: dict[str, str], task: TaskState) -> 
     spaces = read_spaces(paths, task)
     gpus = [p.name for s in spaces for p in s.planes if p.name.startswith(GPU_PLANE_PREFIX)]
     if gpus:
-        # XProf reads each kernel's kernel_details stat; not checked against a real GPU file here.
+        # XProf reads each kernel's kernel_details stat; no GPU profile could be made here to check against.
         raise ProfileError(
             f"{paths[0]}: Profscope does not compute XProf's kernel_stats of GPU planes yet ({gpus[0]})")
     return ToolData(dumps(table(COLUMNS, [])), "json")

@@ -133,8 +133,18 @@ _last: dict = {}  # files' (path, mtime, size) -> their OpStats: the last comput
 _last_lock = threading.Lock()
 
 
+def device_planes(space: XSpaceData) -> list[str]:
+    return [p.name for p in space.planes if p.name.startswith((GPU_PLANE_PREFIX, TPU_PLANE_PREFIX))]
+
+
 def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
     spaces = read_spaces(paths, task)
+    for space in spaces:
+        if devices := device_planes(space):
+            # XProf's device op metrics and device steps (GPU kernels, TPU cores) are not computed here: an answer
+            # from the host alone would be wrong, so there is none.
+            raise ProfileError(f"{space.path}: Profscope computes XProf's OpStats tools of host threads only; this "
+                               f"profile has device planes ({', '.join(devices[:3])}), whose analysis it lacks")
     task.report(0.7, "Host ops")
     dbs = [host_op_metrics(s) for s in spaces]
     stats = OpStats(combine(dbs))
