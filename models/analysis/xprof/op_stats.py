@@ -93,10 +93,10 @@ class OpStats:
     """The parts of XProf's OpStats the tools read."""
 
     host: OpMetricsDb
+    # XProf's run environment of a host without device planes (the only kind analysed here).
     device_type: str = "CPU"
     hardware_type: str = "CPU_ONLY"
     device_core_count: int = 0
-    hostnames: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # the XSpaces' own, sorted and without repeats
     warnings: list[str] = field(default_factory=list)
     is_training: bool = False  # from the XLA modules (XProf's ModelTracker)
@@ -155,13 +155,7 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
         task.report(0.85, "Steps")
         stats.steps = host_step_db(first)
         stats.is_training = any(is_training(s) for s in spaces)
-    gpus = [p for p in first.planes if p.name.startswith(GPU_PLANE_PREFIX)]
-    tpus = [p for p in first.planes if p.name.startswith(TPU_PLANE_PREFIX)]
-    if gpus:
-        stats.device_type, stats.hardware_type, stats.device_core_count = "GPU", "GPU", len(gpus)
-    elif tpus:
-        stats.device_type, stats.hardware_type, stats.device_core_count = "TPU", "TPU", len(tpus)
-    return stats
+    return stats  # CPU only: device planes were refused above
 
 
 def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
