@@ -147,3 +147,17 @@ def test_device_planes_are_refused_not_half_answered(tmp_path, capsys, tool):
     assert main(["export", str(path), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
     err = capsys.readouterr().err
     assert "/device:GPU:0" in err and "Traceback" not in err
+
+
+def test_sql_tables_hold_xprofs_rows(tmp_path):
+    from profscope.models.sql.database import ProfileDatabase
+
+    shutil.copy(XPROF / "tfdata.xplane.pb", tmp_path / "vm.xplane.pb")
+    db = ProfileDatabase.open(tmp_path)
+    rows = (lambda sql: db.query(sql).table.to_pylist())
+    steps = [tuple(r.values()) for r in rows("SELECT step, step_ms, input_ms FROM xprof_steps ORDER BY step")]
+    expected = xprof_answer("tfdata", "input_pipeline_analyzer")[1]["rows"]
+    assert [(s, pytest.approx(ms), pytest.approx(i)) for s, ms, i in steps] == [
+        (r["c"][0]["v"], r["c"][11]["v"], r["c"][6]["v"]) for r in expected]
+    ops = rows("SELECT operation, occurrences FROM xprof_ops WHERE type = 'Dataset' ORDER BY self_us DESC")
+    assert ops[0] == {"operation": "Iterator::Root::Prefetch::MapAndBatch", "occurrences": 3}
