@@ -116,16 +116,13 @@ def test_sessions_list_the_tools(tmp_path):
     assert "op_stats" not in info.tools  # Profscope's Chrome-trace statistics are not an xplane's
 
 
-def test_all_hosts_combined(tmp_path):
-    for host in ("a", "b"):
-        shutil.copy(XPROF / "small.xplane.pb", tmp_path / f"{host}.xplane.pb")
-    repo = open_repository(tmp_path)
-    one = json.loads(repo.tool_data(tmp_path.name, "framework_op_stats", "a").output)
-    both = json.loads(repo.tool_data(tmp_path.name, "framework_op_stats", "").output)
-    # Two identical hosts: twice the occurrences, the same shares.
-    row_one, row_both = one[1]["rows"][0]["c"], both[1]["rows"][0]["c"]
-    assert row_both[4]["v"] == 2 * row_one[4]["v"]
-    assert row_both[11]["v"] == pytest.approx(row_one[11]["v"])
+@pytest.mark.parametrize("tool", TOOLS)
+def test_all_hosts_equal_xprofs_list(tmp_path, tool):
+    """Host "" of a session of two xplanes is XProf's answer for both files:
+    host ops added up, the first host's steps, each step's longest time."""
+    shutil.copy(XPROF / "small.xplane.pb", tmp_path / "a.xplane.pb")
+    shutil.copy(XPROF / "tfdata.xplane.pb", tmp_path / "b.xplane.pb")
+    assert_same(export(tmp_path, tmp_path, tool), xprof_answer("small+tfdata", tool))
 
 
 def test_corrupt_xplane(tmp_path, capsys):

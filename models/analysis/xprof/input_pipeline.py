@@ -165,7 +165,8 @@ class InputAnalysis:
 
 def analyse(stats: OpStats, steps: StepDb) -> InputAnalysis:
     details = StepDetails.of(steps)
-    result = InputAnalysis(stats.hardware_type, details, summary(details.step))
+    step_ms = details.step if stats.step_ps is None else stats.step_ps / 1e9
+    result = InputAnalysis(stats.hardware_type, details, summary(step_ms))
     if not len(steps):
         result.warnings.append(NO_STEP_MARKER)
     _host_result(stats, result)

@@ -100,7 +100,10 @@ class OpStats:
     errors: list[str] = field(default_factory=list)  # the XSpaces' own, sorted and without repeats
     warnings: list[str] = field(default_factory=list)
     is_training: bool = False  # from the XLA modules (XProf's ModelTracker)
-    steps: StepDb | None = None
+    steps: StepDb | None = None  # the first host's steps (as many as every host has)
+    step_ps: np.ndarray | None = None  # per step, the longest of the hosts' (XProf's step time summary)
+    host_count: int = 1  # distinct host names
+    task_count: int = 1  # XSpaces
 
 
 def read_spaces(paths: list[Path], task: TaskState) -> list[XSpaceData]:
@@ -151,9 +154,16 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
     first = spaces[0]
     stats.errors = sorted({e for s in spaces for e in s.errors})
     stats.warnings = sorted({w for s in spaces for w in s.warnings})
+    stats.task_count = len(spaces)
+    stats.host_count = len({(s.hostnames or ["localhost"])[0] for s in spaces})
     if steps:
         task.report(0.85, "Steps")
-        stats.steps = host_step_db(first)
+        # XProf combines hosts' steps in order (as many as each has): the rows are the first host's, the step
+        # time summary takes each step's longest.
+        dbs_ = [host_step_db(s) for s in spaces]
+        n = min(len(d) for d in dbs_)
+        stats.steps = dbs_[0].first(n)
+        stats.step_ps = np.max([d.duration_ps[:n] for d in dbs_], axis=0) if n else np.zeros(0, np.int64)
         stats.is_training = any(is_training(s) for s in spaces)
     return stats  # CPU only: device planes were refused above
 
@@ -440,6 +450,10 @@ class StepDb:
 
     def __len__(self) -> int:
         return len(self.number)
+
+    def first(self, n: int) -> StepDb:
+        return StepDb(self.number[:n], self.name[:n], self.begin_ps[:n], self.duration_ps[:n],
+                      {t: v[:n] for t, v in self.type_ps.items()})
 
     def ms(self, *types: int) -> np.ndarray:
         """Time of some event types per step, in ms (XProf's PicoToMilli, summed as it sums)."""

@@ -75,9 +75,10 @@ def _analysis_table(stats: OpStats) -> dict:
 
 
 def _run_environment_table(stats: OpStats) -> dict:
+    hosts, tasks = stats.host_count, stats.task_count
     p = {
-        "host_count": "1",
-        "task_count": "1 (num tasks per host = 1)",
+        "host_count": str(hosts),
+        "task_count": f"{tasks} (num tasks per host = {tasks // hosts})",
         "device_type": stats.device_type,
         "device_core_count": str(stats.device_core_count),
         "is_training": "true" if stats.is_training else "false",

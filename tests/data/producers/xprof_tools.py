@@ -9,7 +9,8 @@ For each `<name>.xplane.pb` there and each tool, `tools/<name>.<tool>.json`
 {"use_saved_result": False})` returns. XProf caches results beside the
 xplane it reads, so each file is converted from a copy in a folder of its own.
 
-Also `tools/small_nohost.<tool>.json`: the same for `small.xplane.pb`
+Also `tools/small+tfdata.<tool>.json`: XProf's answer for the two files
+together (a session of two hosts; XProf takes the list), and `tools/small_nohost.<tool>.json`: the same for `small.xplane.pb`
 without its `/host:CPU` plane (no host ops, no steps; tests/test_xprof_tools.py
 builds that variant with the real schema).
 """
@@ -30,11 +31,15 @@ out = folder / "tools"
 out.mkdir(exist_ok=True)
 
 
-def convert(path: Path, tool: str) -> bytes:
+def convert(path: Path | list[Path], tool: str) -> bytes:
+    paths = path if isinstance(path, list) else [path]
     with tempfile.TemporaryDirectory() as tmp:
-        copy = Path(tmp) / path.name
-        shutil.copyfile(path, copy)
-        data, _content_type = raw_to_tool_data.xspace_to_tool_data([str(copy)], tool, {"use_saved_result": False})
+        copies = []
+        for k, p in enumerate(paths):
+            copies.append(Path(tmp) / (p.name if len(paths) == 1 else f"host{k}.xplane.pb"))
+            shutil.copyfile(p, copies[-1])
+        data, _content_type = raw_to_tool_data.xspace_to_tool_data([str(c) for c in copies], tool,
+                                                                    {"use_saved_result": False})
     return data.encode() if isinstance(data, str) else data
 
 
@@ -47,6 +52,10 @@ with tempfile.TemporaryDirectory() as tmp:
     variant.write_bytes(space.SerializeToString())
     for tool in TOOLS:
         (out / f"small_nohost.{tool}.json").write_bytes(convert(variant, tool))
+
+for tool in TOOLS:
+    (out / f"small+tfdata.{tool}.json").write_bytes(
+        convert([folder / "small.xplane.pb", folder / "tfdata.xplane.pb"], tool))
 
 for path in sorted(folder.glob("*.xplane.pb")):
     name = path.name[: -len(".xplane.pb")]
