@@ -151,7 +151,6 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
     task.report(0.7, "Host ops")
     dbs = [host_op_metrics(s) for s in spaces]
     stats = OpStats(combine(dbs))
-    first = spaces[0]
     stats.errors = sorted({e for s in spaces for e in s.errors})
     stats.warnings = sorted({w for s in spaces for w in s.warnings})
     stats.task_count = len(spaces)
@@ -160,10 +159,10 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
         task.report(0.85, "Steps")
         # XProf combines hosts' steps in order (as many as each has): the rows are the first host's, the step
         # time summary takes each step's longest.
-        dbs_ = [host_step_db(s) for s in spaces]
-        n = min(len(d) for d in dbs_)
-        stats.steps = dbs_[0].first(n)
-        stats.step_ps = np.max([d.duration_ps[:n] for d in dbs_], axis=0) if n else np.zeros(0, np.int64)
+        step_dbs = [host_step_db(s) for s in spaces]
+        n = min(len(d) for d in step_dbs)
+        stats.steps = step_dbs[0].first(n)
+        stats.step_ps = np.max([d.duration_ps[:n] for d in step_dbs], axis=0) if n else np.zeros(0, np.int64)
         stats.is_training = any(is_training(s) for s in spaces)
     return stats  # CPU only: device planes were refused above
 
