@@ -136,7 +136,7 @@ SESSION = "2026_01_01_00_00_00"
         ),
         ({"session_id": SESSION, "host_name": "nobody", "tool_name": "memory_profile"}, grpc.StatusCode.NOT_FOUND),
         ({"session_id": SESSION, "tool_name": "../../bin/sh"}, grpc.StatusCode.INVALID_ARGUMENT),
-        ({"session_id": SESSION, "tool_name": "overview_page"}, grpc.StatusCode.NOT_FOUND),
+        ({"session_id": SESSION, "tool_name": "pod_viewer"}, grpc.StatusCode.NOT_FOUND),
         (
             {"session_id": SESSION, "tool_name": "profscope.file", "parameters": {"name": "../../secret.txt"}},
             grpc.StatusCode.NOT_FOUND,
@@ -654,3 +654,16 @@ def test_a_remote_repository_that_cannot_list_closes_its_channel(monkeypatch, tm
     with pytest.raises(ProfileError, match="cannot be reached"):
         RemoteRepository("grpc://127.0.0.1:1")
     assert [c.closed for c in opened] == [True] and list(tmp_path.iterdir()) == []  # no download folder left
+
+
+def test_xprof_tools_over_grpc(served):
+    """GetSessionToolData serves XProf's framework_op_stats of an xplane host."""
+    root, address, _service = served
+    from profscope.models.repository.locations import open_repository
+
+    remote = open_repository(f"grpc://{address}")
+    local = LocalRepository(root)
+    session = "2026_01_01_00_00_00"
+    assert "framework_op_stats" in remote.session(session).tools
+    got = remote.tool_data(session, "framework_op_stats", "worker0")
+    assert got.output == local.tool_data(session, "framework_op_stats", "worker0").output

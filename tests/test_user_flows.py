@@ -17,7 +17,7 @@ from visible import unreadable
 KINDS = {
     "pytorch_gpu": (DATA / "chrome_trace" / "gpu_memory" / "gpu_memory.pt.trace.json.gz",
                     ["Memory", "Timeline", "Statistics", "Query"], "gpu_memory", "cuda:0"),
-    "xplane": (DATA / "xprof" / "keras.xplane.pb", ["Memory", "Timeline", "Query"], "keras",
+    "xplane": (DATA / "xprof" / "keras.xplane.pb", ["Memory", "Timeline", "XProf Statistics", "Query"], "keras",
                "bfc_cpu_allocator_for_gpu"),
     "step_stats": (DATA / "step_stats" / "run_metadata.pb", ["Memory", "Timeline", "Query"], "run_metadata", "mklcpu"),
     "log_memory": (DATA / "log_memory" / "eager-cpu.log", ["Memory", "Query"], "eager-cpu", "cpu"),

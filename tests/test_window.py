@@ -150,6 +150,42 @@ def test_xplane_session_with_two_hosts(qtbot, window, tmp_path):
     assert "JAX records no such events" in window.status.text()
 
 
+def test_xplane_host_shows_xprof_statistics(qtbot, window, tmp_path):
+    """An xplane host's XProf tools come with its timeline: the tree lists them,
+    clicking one shows its page at once in the XProf Statistics tab."""
+    import shutil
+
+    from conftest import DATA
+
+    session = tmp_path / "plugins" / "profile" / "2026_11_27_15_14_03"
+    session.mkdir(parents=True)
+    shutil.copy(DATA / "xprof" / "tfdata.xplane.pb", session / "vm.xplane.pb")
+    open_and_wait(qtbot, window, tmp_path)
+    host = window.tree.topLevelItem(0).child(0)
+    titles = [host.child(i).text(0) for i in range(host.childCount())]
+    assert titles[-4:] == ["Overview", "Input pipeline", "Framework ops", "Kernels"]
+    assert window.tabs.isTabVisible(window.tabs.indexOf(window.xprof_view))
+    assert not window.tabs.isTabVisible(window.tabs.indexOf(window.stats_view))  # Profscope's trace statistics
+    assert window.loading.current_timeline == ("2026_11_27_15_14_03", "vm")
+    with qtbot.assertNotEmitted(window.runner.busy_changed):
+        window._on_tree_item(host.child(titles.index("Overview")))
+    view = window.xprof_view
+    assert window.tabs.currentWidget() is view and view.current_page() == "overview_page"
+    overview = view.pages["overview_page"]
+    assert "HIGHLY input-bound" in overview.statement.text() and "Bottleneck: host" in overview.statement.text()
+    assert overview.chart.labels == ["train 2", "train 3", "train 4", "train 5"]
+    window._on_tree_item(host.child(titles.index("Framework ops")))
+    table = view.pages["framework_op_stats"].table
+    assert view.current_page() == "framework_op_stats"
+    column = table.model.ids.index("operation")
+    assert table.model.data(table.model.index(0, column)) == "Iterator::Root::Prefetch::MapAndBatch"
+    table.filter.setText("MatMul")
+    assert table.model.rowCount() > 0 and all(
+        "matmul" in table.model.data(table.model.index(r, column)).lower() for r in range(table.model.rowCount()))
+    pipeline = view.pages["input_pipeline_analyzer"]
+    assert pipeline.ops.model.rowCount() == 4
+
+
 GPU_TRACES = Path(__file__).parent / "data" / "chrome_trace" / "gpu"
 
 

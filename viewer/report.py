@@ -10,7 +10,7 @@ from profscope.models.analysis import trace_stats
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.core.units import format_bytes, format_time_ps
 from profscope.models.repository.profile_repository import ProfileRepository
-from profscope.models.repository.registry import KERNEL_STATS, MEMORY_PROFILE, TRACE_VIEWER
+from profscope.models.repository.registry import MEMORY_PROFILE, OP_STATS, TRACE_VIEWER
 from profscope.protos import api_pb2
 
 VIEW_SIZE = (1400, 900)
@@ -230,7 +230,7 @@ def write_report(
     if hparams is not None:
         sections.append(_hparams_section(hparams_view, hparams, save))
     for info in sorted(repo.enum_sessions() if repo is not None else [], key=lambda s: s.name):
-        with_stats = repo.hosts_with(info.name, KERNEL_STATS)
+        with_stats = repo.hosts_with(info.name, OP_STATS)
         for host in repo.hosts_with(info.name, TRACE_VIEWER):
             title = f"{info.name} / {host}"
             try:

@@ -18,12 +18,21 @@ from profscope.models.repository.registry import (
     TIMELINE_TOOLS,
     TRACE_VIEWER,
 )
+from profscope.widgets.xprof.view import TOOL_TITLES as XPROF_TITLES
 
 ROLE_TARGET = Qt.UserRole  # (session, host, tool) of a tree item
 HPARAMS = "hparams"  # tree target of the HParams entry
-TOOL_TITLES = {MEMORY_PROFILE: "Memory", TRACE_VIEWER: "Timeline", KERNEL_STATS: "Kernels", OP_STATS: "Operators",
-               OVERVIEW: "Overview"}
+TOOL_TITLES = {**XPROF_TITLES, MEMORY_PROFILE: "Memory", TRACE_VIEWER: "Timeline", KERNEL_STATS: "Kernels",
+               OP_STATS: "Operators", OVERVIEW: "Overview"}
 ALL_HOSTS = "All hosts"  # tree entry: the timeline of every host of a session
+
+
+def window_tools(repo: ProfileRepository, info, host: str) -> list[str]:
+    """The tools of a host the window shows: memory and timeline; the trace
+    statistics of a Chrome trace (it has op_stats); XProf's pages of an xplane."""
+    chrome = host in repo.hosts_with(info.name, OP_STATS)
+    return [t for t in info.tools if host in repo.hosts_with(info.name, t) and (
+        t in (MEMORY_PROFILE, TRACE_VIEWER) or (t in TIMELINE_TOOLS and chrome) or (t in XPROF_TITLES and not chrome))]
 
 
 def preferred_tool(tools: list[str]) -> str:
@@ -41,7 +50,7 @@ def fill(tree: QTreeWidget, repo: ProfileRepository) -> QTreeWidgetItem | None:
         for host in info.hosts:
             host_item = QTreeWidgetItem(item, [host])
             host_item.setToolTip(0, host)
-            tools = [t for t in info.tools if host in repo.hosts_with(info.name, t)]
+            tools = window_tools(repo, info, host)
             for tool in tools:
                 tool_item = QTreeWidgetItem(host_item, [TOOL_TITLES.get(tool, tool)])
                 tool_item.setData(0, ROLE_TARGET, (info.name, host, tool))
@@ -49,7 +58,7 @@ def fill(tree: QTreeWidget, repo: ProfileRepository) -> QTreeWidgetItem | None:
         if repo.combines_hosts(info.name):
             all_item = QTreeWidgetItem(item, [ALL_HOSTS])
             all_item.setData(0, ROLE_TARGET, (info.name, "", TRACE_VIEWER))
-            if KERNEL_STATS in info.tools:  # the statistics of every host side by side
+            if OP_STATS in info.tools:  # the trace statistics of every host side by side
                 for tool in (TRACE_VIEWER, *TIMELINE_TOOLS):
                     if tool in info.tools:
                         tool_item = QTreeWidgetItem(all_item, [TOOL_TITLES[tool]])

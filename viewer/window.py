@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 
 from profscope.models.hparams.curves import curves_job
 from profscope.models.repository.profile_repository import ProfileRepository
-from profscope.models.repository.registry import KERNEL_STATS, TRACE_VIEWER
+from profscope.models.repository.registry import OP_STATS, TRACE_VIEWER
 from profscope.viewer import help_menu, session_tree
 from profscope.viewer.controllers.capture import CaptureController
 from profscope.viewer.controllers.compare import CompareController
@@ -41,6 +41,8 @@ from profscope.widgets.palette import Scheme
 from profscope.widgets.query.view import QueryView
 from profscope.widgets.stats.trace_stats_view import TraceStatsView
 from profscope.widgets.timeline.view import TimelineView
+from profscope.widgets.xprof.view import TOOL_TITLES as XPROF_VIEWS
+from profscope.widgets.xprof.view import XprofStatsView
 
 DEFAULT_SIZE = (1280, 860)
 
@@ -69,12 +71,14 @@ class MainWindow(QMainWindow):
         self.timeline_view = TimelineView()
         self.hparams_view = HParamsView()
         self.stats_view = TraceStatsView()
+        self.xprof_view = XprofStatsView()
         self.query_view = QueryView(self.query_runner, self.settings)
         self.compare_view = CompareView()
         self.tabs = QTabWidget()
         self.tabs.addTab(self.memory_view, "Memory")
         self.tabs.addTab(self.timeline_view, "Timeline")
         self.tabs.addTab(self.stats_view, "Statistics")
+        self.tabs.addTab(self.xprof_view, "XProf Statistics")
         self.tabs.addTab(self.hparams_view, "HParams")
         self.tabs.addTab(self.query_view, "Query")
         self.tabs.addTab(self.compare_view, "Compare")
@@ -93,7 +97,8 @@ class MainWindow(QMainWindow):
         self.recent_menu = QMenu("Open &Recent", self)
         self.opening = OpenController(self, self.runner, self.settings, self.recent_menu, status)
         self.loading = LoadController(
-            self.runner, self.tabs, self.memory_view, self.timeline_view, self.stats_view, status, self
+            self.runner, self.tabs, self.memory_view, self.timeline_view, self.stats_view, status, self,
+            xprof_view=self.xprof_view,
         )
         self.hparams = HParamsController(self.hparams_runner, self.hparams_view, self.settings, status, self)
         self.compare = CompareController(self, self.runner, self.tabs, self.compare_view, status)
@@ -245,7 +250,9 @@ class MainWindow(QMainWindow):
         self.tabs.setTabVisible(self.tabs.indexOf(self.memory_view), repo is not None)
         # a tab only where some session has its data (a LogMemory log has no timeline)
         self.tabs.setTabVisible(self.tabs.indexOf(self.timeline_view), any(TRACE_VIEWER in s.tools for s in sessions))
-        self.tabs.setTabVisible(self.tabs.indexOf(self.stats_view), any(KERNEL_STATS in s.tools for s in sessions))
+        self.tabs.setTabVisible(self.tabs.indexOf(self.stats_view), any(OP_STATS in s.tools for s in sessions))
+        self.tabs.setTabVisible(self.tabs.indexOf(self.xprof_view),
+                                any(t in XPROF_VIEWS for s in sessions for t in s.tools if OP_STATS not in s.tools))
         if repo is not None:
             self._show_repository(repo)
         else:
@@ -273,7 +280,8 @@ class MainWindow(QMainWindow):
         """A location that could not be opened: nothing of the previous one stays; the
         status line and the current tab say what failed."""
         self._replace_location(None, None, None)
-        for view in (self.memory_view, self.timeline_view, self.stats_view, self.hparams_view, self.query_view):
+        for view in (self.memory_view, self.timeline_view, self.stats_view, self.xprof_view, self.hparams_view,
+                     self.query_view):
             self.tabs.setTabVisible(self.tabs.indexOf(view), True)  # as at start
         self.set_status(message, error=True)
         current = self.tabs.currentWidget()

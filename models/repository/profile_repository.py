@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from profscope.models.analysis import trace_stats
+from profscope.models.analysis.xprof import XPROF_TOOLS as XPROF_PRODUCERS
 from profscope.models.core import archives
 from profscope.models.core.files import stays_inside
 from profscope.models.core.task import ProfileError, TaskState
@@ -38,7 +39,14 @@ from profscope.models.data.memory_profile import MemoryProfileData, xprof_json_c
 from profscope.models.data.timeline import Timeline
 from profscope.models.data.tool_data import ToolData
 from profscope.models.formats import FORMATS, not_a_profile
-from profscope.models.repository.registry import MEMORY_PROFILE, TIMELINE_TOOLS, TOOLS, TRACE_VIEWER, Format
+from profscope.models.repository.registry import (
+    MEMORY_PROFILE,
+    TIMELINE_TOOLS,
+    TOOLS,
+    TRACE_VIEWER,
+    XPROF_TOOLS,
+    Format,
+)
 
 MAX_DEPTH = 6  # how deep to look below an opened folder
 WHERE_TO_LOOK = "`profscope formats` lists what Profscope reads."  # ends every "found nothing" message
@@ -142,6 +150,8 @@ class ProfileRepository(ABC):
         if tool == TRACE_VIEWER:
             host = self.resolve_host(session, host, tool)
             return ToolData(self.chrome_trace(session, host, params.get("step", ""), task), "json")
+        if tool in XPROF_TOOLS and (files := self.xprof_files(session, host, tool)) is not None:
+            return XPROF_PRODUCERS[tool](files, params, task or TaskState())
         if tool in TIMELINE_TOOLS:
             # Host "" of a session whose hosts share a timeline: every host, side by side.
             if host or not self.combines_hosts(session):
@@ -160,6 +170,12 @@ class ProfileRepository(ABC):
     ) -> bytes | Iterable[bytes]:
         """Chrome trace-event JSON of a host's step timeline (whole or in chunks)."""
 
+    def xprof_files(self, session: str, host: str, tool: str) -> list[Path] | None:
+        """The XSpaces XProf's `tool` reads for a host (host "": every host of
+        the session, as XProf combines them), or None when the host's source
+        of the tool is not an XSpace (kernel_stats of a Chrome trace)."""
+        return None
+
 
 @dataclass
 class _Session:
@@ -171,7 +187,10 @@ class _Session:
 
     def add(self, host: str, fmt: Format, path: Path, tools: tuple[str, ...] | None = None) -> None:
         self.hosts.setdefault(host, {}).setdefault(fmt, []).append(path)
-        self.offers.setdefault((host, fmt), set()).update(fmt.tools if tools is None else tools)
+        tools = fmt.tools if tools is None else tools
+        # XProf's tools that Profscope computes (profscope.models.analysis.xprof registers them).
+        tools = tuple(t for t in tools if not (fmt.xprof and t in XPROF_TOOLS) or t in XPROF_PRODUCERS)
+        self.offers.setdefault((host, fmt), set()).update(tools)
 
     def source(self, host: str, tool: str) -> tuple[Format, list[Path]] | None:
         """The format (and files) that serves a tool for a host: the lowest rank."""
@@ -316,6 +335,18 @@ class LocalRepository(ProfileRepository):
     ) -> bytes | Iterable[bytes]:
         host, fmt, files = self._source(session, host, TRACE_VIEWER)
         return fmt.chrome_trace(files, host, step, task or TaskState())
+
+    def xprof_files(self, session: str, host: str, tool: str) -> list[Path] | None:
+        self.session(session)
+        s = self._sessions[session]
+        if not host:
+            found = [f for h in sorted(s.hosts) if (f := s.source(h, tool)) is not None]
+            if not any(fmt.xprof for fmt, _ in found):
+                return None  # Profscope's statistics of Chrome traces (all hosts side by side)
+            if len(found) > 1 and all(fmt.xprof for fmt, _ in found):
+                return [p for _, files in found for p in files]
+        host, fmt, files = self._source(session, host, tool)
+        return list(files) if fmt.xprof else None
 
     # ---------------------------------------------------------- scanning
 

@@ -22,8 +22,27 @@ TRACE_VIEWER = "trace_viewer"
 KERNEL_STATS = "kernel_stats"
 OP_STATS = "op_stats"
 OVERVIEW = "overview"
+# XProf's analysis tools of XSpaces (profscope.models.analysis.xprof). kernel_stats is both: for a host
+# whose source is an XSpace it is XProf's kernel_stats, for a Chrome trace Profscope's (docs/TOOLS.md).
+OVERVIEW_PAGE = "overview_page"
+INPUT_PIPELINE_ANALYZER = "input_pipeline_analyzer"
+FRAMEWORK_OP_STATS = "framework_op_stats"
+HLO_STATS = "hlo_stats"
+OP_PROFILE = "op_profile"
+ROOFLINE_MODEL = "roofline_model"
+MEMORY_VIEWER = "memory_viewer"
+XPROF_TOOLS = (
+    OVERVIEW_PAGE,
+    INPUT_PIPELINE_ANALYZER,
+    FRAMEWORK_OP_STATS,
+    KERNEL_STATS,
+    HLO_STATS,
+    OP_PROFILE,
+    ROOFLINE_MODEL,
+    MEMORY_VIEWER,
+)
 # Every tool in the order the window and `profscope sessions` list them.
-TOOLS = (MEMORY_PROFILE, TRACE_VIEWER, KERNEL_STATS, OP_STATS, OVERVIEW)
+TOOLS = (MEMORY_PROFILE, TRACE_VIEWER, *XPROF_TOOLS, OP_STATS, OVERVIEW)
 # Tools computed from a host's timeline (profscope.models.analysis.trace_stats), whatever its format.
 TIMELINE_TOOLS = (KERNEL_STATS, OP_STATS, OVERVIEW)
 
@@ -48,6 +67,8 @@ class Format:
     patterns: tuple[str, ...] = ()  # file name patterns for the window's open dialog
     tools: tuple[str, ...] = ()
     combines_hosts = False  # a session's hosts can share one timeline (host "")
+    # Its files are XSpaces: XProf's tools (XPROF_TOOLS, kernel_stats included) read them as XProf does.
+    xprof = False
     # When a host has files of several formats offering a tool, the lowest
     # rank serves it (an XSpace's memory profile before a derived one).
     rank = 10

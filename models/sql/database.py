@@ -39,7 +39,12 @@ from profscope.models.core.task import Cancelled, ProfileError, TaskState
 from profscope.models.data.cuda_snapshot import RowFrames
 from profscope.models.data.memory_profile import ACTIVITY_NAMES
 from profscope.models.data.timeline import StringTable, Timeline
-from profscope.models.repository.registry import MEMORY_PROFILE, TRACE_VIEWER
+from profscope.models.repository.registry import (
+    FRAMEWORK_OP_STATS,
+    INPUT_PIPELINE_ANALYZER,
+    MEMORY_PROFILE,
+    TRACE_VIEWER,
+)
 from profscope.models.sql import parquet
 from profscope.models.sql.schema import ACTIVITY_COLUMNS, HPARAMS_TABLES, NEEDS, SCHEMA, SLICE_COLUMNS, TABLES
 
@@ -388,6 +393,39 @@ class ProfileDatabase:
             "CREATE VIEW ops AS SELECT s.*, o.self_ns, o.device_self_ns, o.device_total_ns "
             "FROM slices s JOIN _op_times o USING (session, host, tag, id)"
         )
+
+    def _xprof_rows(self, tool: str, table: int, task: TaskState):
+        """(session, host, DataTable) of XProf's `tool` for every xplane host (the table-th of its JSON)."""
+        for session, host in list(self._sources(tool)):
+            task.report(0.0, f"Computing XProf's {tool} of {host}")
+            data = self._read(lambda s=session, h=host: json.loads(self.repo.tool_data(s, tool, h, {}, task).output))
+            if data is not None:
+                yield session, host, data[table] if isinstance(data, list) else data
+
+    def _xprof_view(self, table: str, tool: str, index: int, columns: dict[str, str], task: TaskState) -> None:
+        """A table of XProf's DataTable rows: columns maps its SQL columns to the DataTable's column ids."""
+        parts = []
+        for session, host, data in self._xprof_rows(tool, index, task):
+            ids = [c.get("id") for c in data.get("cols", [])]
+            rows = [[cell.get("v") if cell else None for cell in r.get("c", [])] for r in data.get("rows", [])]
+            source = pa.table({sql: [row[ids.index(cid)] for row in rows] if cid in ids else [None] * len(rows)
+                               for sql, cid in columns.items()})
+            parts.append(self._part(source, {c: c for c in columns}, session=session, host=host))
+        self._view(table, parts)
+
+    def _load_xprof_ops(self, task: TaskState) -> None:
+        self._xprof_view("xprof_ops", FRAMEWORK_OP_STATS, 0, {
+            "host_or_device": "host_or_device", "type": "type", "operation": "operation",
+            "occurrences": "occurrences", "total_us": "total_time", "self_us": "total_self_time",
+            "self_share": "host_total_self_time_percent", "execution": "eager"}, task)
+
+    def _load_xprof_steps(self, task: TaskState) -> None:
+        self._xprof_view("xprof_steps", INPUT_PIPELINE_ANALYZER, 1, {
+            "step": "stepnum", "step_ms": "stepTimeMs", "device_compute_ms": "deviceComputeTimeMs",
+            "device_to_device_ms": "deviceToDeviceTimeMs", "device_collectives_ms": "deviceCollectivesTimeMs",
+            "host_compute_ms": "hostComputeTimeMs", "kernel_launch_ms": "kernelLaunchTimeMs",
+            "input_ms": "infeedTimeMs", "output_ms": "outfeedTimeMs", "compile_ms": "compileTimeMs",
+            "other_ms": "otherTimeMs"}, task)
 
     def _load_memory_snapshots(self, task: TaskState) -> None:
         parts = []

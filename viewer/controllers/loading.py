@@ -4,6 +4,7 @@ timeline, in the worker; then its tab shows it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
@@ -11,17 +12,20 @@ from PySide6.QtWidgets import QTabWidget
 
 from profscope.models.analysis import trace_stats
 from profscope.models.analysis.allocator_state import prepare_histories
+from profscope.models.core.task import ProfileError
 from profscope.models.data.peak_pyramid import prepare_series
 from profscope.models.data.timeline import Timeline
 from profscope.models.repository.profile_repository import ProfileRepository
-from profscope.models.repository.registry import KERNEL_STATS, MEMORY_PROFILE, TIMELINE_TOOLS, TRACE_VIEWER
+from profscope.models.repository.registry import MEMORY_PROFILE, OP_STATS, TIMELINE_TOOLS, TRACE_VIEWER
 from profscope.viewer.session_tree import ALL_HOSTS
 from profscope.viewer.workers import TaskRunner
 from profscope.widgets.memory.view import NO_MEMORY_EVENTS, NOT_LOADED, NOTHING_SHOWN, MemoryView
 from profscope.widgets.stats.trace_stats_view import TraceStatsView, describe_range
 from profscope.widgets.timeline.view import TimelineView
+from profscope.widgets.xprof.view import TOOL_TITLES as XPROF_VIEWS
+from profscope.widgets.xprof.view import XprofStatsView
 
-TIMELINE_VIEWS = (TRACE_VIEWER, *TIMELINE_TOOLS)  # tools shown from a loaded timeline
+TIMELINE_VIEWS = (TRACE_VIEWER, *TIMELINE_TOOLS, *XPROF_VIEWS)  # tools shown with a loaded timeline
 
 
 class LoadController(QObject):
@@ -31,8 +35,10 @@ class LoadController(QObject):
     shown = Signal()
 
     def __init__(self, runner: TaskRunner, tabs: QTabWidget, memory_view: MemoryView, timeline_view: TimelineView,
-                 stats_view: TraceStatsView, set_status: Callable[..., None], parent: QObject | None = None):
+                 stats_view: TraceStatsView, set_status: Callable[..., None], parent: QObject | None = None,
+                 xprof_view: XprofStatsView | None = None):
         super().__init__(parent)
+        self.xprof_view = xprof_view  # XProf's tools of xplane hosts, computed with their timeline
         self.runner = runner
         self.tabs = tabs
         self.memory_view = memory_view
@@ -44,6 +50,7 @@ class LoadController(QObject):
         self.current_timeline: tuple[str, str] | None = None  # (session, host) of the timeline tab
         self.current_step = ""  # the step (run metadata tag) of the timeline tab
         self.stats_timeline: Timeline | None = None  # the timeline the Statistics tab was computed from
+        self.xprof_of: tuple[str, str] | None = None  # (session, host) whose XProf pages are shown
         self.requested: tuple | None = None  # (session, host, tool) last asked for
         self.status_of: dict = {}  # tab view -> the status line of what it shows
         self.memory_wanted = False  # the Memory tab waits for the load under way to end, then loads its profile
@@ -57,6 +64,9 @@ class LoadController(QObject):
         """A newly opened location: a reopened path may hold other data under the same names."""
         self.stats_view.set_stats(None)
         self.stats_timeline = None
+        if self.xprof_view is not None:
+            self.xprof_view.set_data(None)
+        self.xprof_of = None
         self.timeline_view.set_steps([], "")
         self.timeline_view.set_timeline(None)  # the previous location's, even if the new one has none
         self.current_timeline = None
@@ -71,13 +81,21 @@ class LoadController(QObject):
     def pick(self, target: tuple) -> None:
         """A tree item's (session, host, tool) was clicked: loads it unless it is what was last asked for
         (a statistics page is shown again)."""
-        if self.repo is not None and (tuple(target) != self.requested or target[2] in TIMELINE_TOOLS):
+        if self.repo is not None and (tuple(target) != self.requested or target[2] in TIMELINE_VIEWS[1:]):
             self.load(*target)
 
     def load(self, session: str, host: str, tool: str) -> None:
         if tool not in TIMELINE_VIEWS:
             self.load_memory(session, host)
             return
+        if tool in XPROF_VIEWS and self._xprof_tools(session, host):
+            if self.xprof_of == (session, host) and not self.runner.busy:
+                self.requested = (session, host, tool)
+                self.show_xprof(tool)
+                return
+            if self.runner.busy and self.requested and tuple(self.requested[:2]) == (session, host):
+                self.requested = (session, host, tool)  # shown when its timeline's job ends
+                return
         if (
             self.runner.busy
             and self.requested
@@ -102,9 +120,15 @@ class LoadController(QObject):
     def _has_stats(self, session: str, host: str) -> bool:
         """Whether the repository offers the trace statistics for a host (or all hosts)."""
         info = self.repo.session(session)
-        if KERNEL_STATS not in info.tools:
+        if OP_STATS not in info.tools:  # Profscope's trace statistics (an xplane's kernel_stats is XProf's)
             return False
-        return self.repo.combines_hosts(session) if not host else host in self.repo.hosts_with(session, KERNEL_STATS)
+        return self.repo.combines_hosts(session) if not host else host in self.repo.hosts_with(session, OP_STATS)
+
+    def _xprof_tools(self, session: str, host: str) -> list[str]:
+        """XProf's tools the window shows for an xplane host (none for a Chrome trace or all hosts)."""
+        if not host or host in self.repo.hosts_with(session, OP_STATS):
+            return []
+        return [t for t in XPROF_VIEWS if host in self.repo.hosts_with(session, t)]
 
     def load_timeline(self, session: str, host: str, step: str = "", show: str = TRACE_VIEWER) -> None:
         """Loads a host's (or all hosts') timeline and, where the source has
@@ -112,6 +136,7 @@ class LoadController(QObject):
         repo = self.repo
         self.requested = (session, host, show)
         with_stats = self._has_stats(session, host)
+        xprof_tools = self._xprof_tools(session, host) if self.xprof_view is not None else []
         self.set_status(f"Loading the timeline of {session} / {host or ALL_HOSTS}…")
 
         def job(task):
@@ -119,7 +144,8 @@ class LoadController(QObject):
             timeline = repo.step_timeline(session, host, step, task)
             timeline.all_kind_stats  # noqa: B018 -- the op statistics tab's table, here rather than on the GUI thread
             stats = trace_stats.compute(timeline, None, task) if with_stats else None
-            return session, host, steps, step or (steps[0] if steps else ""), timeline, stats
+            xprof = xprof_data(repo, session, host, xprof_tools, task) if xprof_tools else None
+            return session, host, steps, step or (steps[0] if steps else ""), timeline, stats, xprof
 
         self.runner.start(job, self._show_timeline)
 
@@ -199,6 +225,12 @@ class LoadController(QObject):
             self._show_stats,
         )
 
+    def show_xprof(self, tool: str) -> None:
+        """The XProf Statistics tab on the page of a tool."""
+        if self.xprof_view is not None:
+            self.xprof_view.show_page(tool)
+            self.tabs.setCurrentWidget(self.xprof_view)
+
     def show_statistics(self, tool: str) -> None:
         """The Statistics tab on the page of a tool (overview, kernel_stats, op_stats)."""
         self.stats_view.show_page(tool)
@@ -207,7 +239,11 @@ class LoadController(QObject):
     def show_error(self, message: str) -> None:
         """A failure, in the status bar and in the tab of what was asked for."""
         self.set_status(message, error=True)
-        if self.requested and self.requested[2] in TIMELINE_TOOLS:
+        if self.requested and self.requested[2] in XPROF_VIEWS and self.xprof_view is not None \
+                and self._xprof_tools(*self.requested[:2]):
+            self.xprof_view.show_message(message)
+            self.tabs.setCurrentWidget(self.xprof_view)
+        elif self.requested and self.requested[2] in TIMELINE_TOOLS:
             self.stats_view.show_message(message)
             self.tabs.setCurrentWidget(self.stats_view)
         elif self.requested and self.requested[2] == TRACE_VIEWER:
@@ -230,7 +266,7 @@ class LoadController(QObject):
         self.shown.emit()
 
     def _show_timeline(self, result) -> None:
-        session, host, steps, step, timeline, stats = result
+        session, host, steps, step, timeline, stats, xprof = result
         # What to show: the tool last asked for, if it is this timeline's (clicked while it loaded).
         r = self.requested
         show = r[2] if r and tuple(r[:2]) == (session, host) and r[2] in TIMELINE_VIEWS else TRACE_VIEWER
@@ -240,8 +276,13 @@ class LoadController(QObject):
         self.timeline_view.set_timeline(timeline)
         self.stats_timeline = timeline if stats is not None else None
         self.stats_view.set_stats(stats)
+        if self.xprof_view is not None and xprof is not None:
+            self.xprof_view.set_data(xprof)
+            self.xprof_of = (session, host)
         if self.memory_wanted and self.tabs.currentWidget() is self.memory_view:
             pass  # the user went to the Memory tab meanwhile: its profile loads next (below)
+        elif show in XPROF_VIEWS and xprof is not None:
+            self.show_xprof(show)
         elif show in TIMELINE_TOOLS and stats is not None:
             self.show_statistics(show)
         else:
@@ -275,3 +316,19 @@ class LoadController(QObject):
         """The tab `view` is now in front: the status line says what it shows (not another tab's last load)."""
         if view in self.status_of and not self.runner.busy:
             self.set_status(self.status_of[view])
+
+
+def xprof_data(repo: ProfileRepository, session: str, host: str, tools: list[str], task) -> dict:
+    """XProf's tools of a host, as the XProf Statistics tab shows them: each
+    tool's JSON by name (a tool that fails is left out, its reason in
+    "errors")."""
+    data: dict = {}
+    errors = []
+    for tool in tools:
+        try:
+            data[tool] = json.loads(repo.tool_data(session, tool, host, {}, task).output)
+        except ProfileError as e:
+            errors.append(f"{tool}: {e}")
+    if errors:
+        data["errors"] = errors
+    return data

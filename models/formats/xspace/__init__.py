@@ -12,7 +12,7 @@ from profscope.models.formats.xspace.memory import xplane_memory_profile
 from profscope.models.formats.xspace.timeline import load_xplane_timeline
 from profscope.models.formats.xspace.trace import trace_viewer_json
 from profscope.models.formats.xspace.xplane import host_of_xplane
-from profscope.models.repository.registry import MEMORY_PROFILE, TRACE_VIEWER, Format
+from profscope.models.repository.registry import MEMORY_PROFILE, TRACE_VIEWER, XPROF_TOOLS, Format
 
 
 class XSpaceFormat(Format):
@@ -20,8 +20,10 @@ class XSpaceFormat(Format):
     title = "`XSpace` (TensorFlow 2.4+, JAX), memory profile and timelines"
     where = "`<host>.xplane.pb` in a session (one per host), or a single file"
     patterns = ("*.xplane.pb",)
-    tools = (MEMORY_PROFILE, TRACE_VIEWER)
+    # XProf's analysis tools are computed by profscope.models.analysis.xprof (the repository calls it).
+    tools = (MEMORY_PROFILE, TRACE_VIEWER, *XPROF_TOOLS)
     combines_hosts = True
+    xprof = True
 
     def host_in_folder(self, path: Path) -> str | None:
         return host_of_xplane(path.name)

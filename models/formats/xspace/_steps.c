@@ -5,6 +5,11 @@
  *       (segment, start, longest first) order
  *   claim_groups(src, dst, num_nodes, num_events, roots) -> (int32 group per
  *       event, -1 for none; int64 the roots that got a group)
+ *   op_stack(starts, ends, segment) -> (uint8 counted per event, int64
+ *       children time per event): XProf's host op stack (analysis.xprof)
+ *   step_sweep(starts, ends, types, segment, step_begin, step_end) ->
+ *       (int64 time per step and type, uint8 type seen per step): XProf's
+ *       non-overlapped step events (analysis.xprof)
  */
 #include "_cbuffers.h"
 
@@ -222,11 +227,228 @@ done:
     return out;
 }
 
+/* One begin or end of an op: its time, then the order it was recorded in
+ * (event 2i begins, 2i + 1 ends), so equal times keep that order. */
+typedef struct {
+    int64_t time, seq;
+} Activity;
+
+static int activity_order(const void *x, const void *y) {
+    const Activity *a = x, *b = y;
+    if (a->time != b->time) return a->time < b->time ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* op_stack(starts, ends, segment) -> (uint8 counted, int64 children) per
+ * event. XProf's host op metrics (xplane_to_op_metrics_db): per segment (a
+ * line) the begins and ends of its ops, stably sorted by time, drive a
+ * stack; an end pops down to its op (ops above it are dropped uncounted, and
+ * an end whose op is gone empties the stack), the op is counted and its
+ * duration added to the children time of the op below it. Events of a
+ * segment are contiguous, in the line's order. */
+static PyObject *op_stack(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *starts_obj, *ends_obj, *seg_obj;
+    if (!PyArg_ParseTuple(args, "OOO", &starts_obj, &ends_obj, &seg_obj)) return NULL;
+    PyArrayObject *starts = as_column(starts_obj, NPY_INT64), *ends = as_column(ends_obj, NPY_INT64);
+    PyArrayObject *seg = as_column(seg_obj, NPY_INT32);
+    PyObject *counted = NULL, *children = NULL, *out = NULL;
+    Activity *acts = NULL;
+    npy_intp *stack = NULL;
+    if (!starts || !ends || !seg) goto done;
+    npy_intp n = PyArray_DIM(starts, 0);
+    if (PyArray_DIM(ends, 0) != n || PyArray_DIM(seg, 0) != n) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    npy_intp dims[1] = {n};
+    counted = PyArray_ZEROS(1, dims, NPY_UINT8, 0);
+    children = PyArray_ZEROS(1, dims, NPY_INT64, 0);
+    acts = PyMem_RawMalloc(sizeof(Activity) * (2 * (size_t)n + 1));
+    stack = PyMem_RawMalloc(sizeof(npy_intp) * ((size_t)n + 1));
+    if (!counted || !children || !acts || !stack) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *s = PyArray_DATA(starts), *e = PyArray_DATA(ends);
+    const int32_t *g = PyArray_DATA(seg);
+    uint8_t *c = PyArray_DATA((PyArrayObject *)counted);
+    int64_t *ch = PyArray_DATA((PyArrayObject *)children);
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp a = 0; a < n;) {
+        npy_intp b = a + 1;
+        while (b < n && g[b] == g[a]) b++;
+        npy_intp m = 0;
+        int sorted = 1;
+        for (npy_intp i = a; i < b; i++) {
+            acts[m++] = (Activity){s[i], 2 * (i - a)};
+            acts[m++] = (Activity){e[i], 2 * (i - a) + 1};
+            if (m > 2 && activity_order(&acts[m - 3], &acts[m - 2]) > 0) sorted = 0;
+            if (activity_order(&acts[m - 2], &acts[m - 1]) > 0) sorted = 0;
+        }
+        if (!sorted) qsort(acts, (size_t)m, sizeof(Activity), activity_order);
+        npy_intp top = 0;
+        for (npy_intp k = 0; k < m; k++) {
+            npy_intp i = a + acts[k].seq / 2;
+            if (!(acts[k].seq & 1)) {
+                stack[top++] = i;
+                continue;
+            }
+            while (top > 0 && stack[top - 1] != i) top--;
+            if (top == 0) continue; /* its begin was dropped: nothing to count */
+            top--;
+            c[i] = 1;
+            if (top > 0) ch[stack[top - 1]] += e[i] - s[i];
+        }
+        a = b;
+    }
+    Py_END_ALLOW_THREADS
+    out = Py_BuildValue("OO", counted, children);
+done:
+    PyMem_RawFree(acts);
+    PyMem_RawFree(stack);
+    Py_XDECREF(counted);
+    Py_XDECREF(children);
+    Py_XDECREF(starts);
+    Py_XDECREF(ends);
+    Py_XDECREF(seg);
+    return out;
+}
+
+/* A start or end of a typed event (XProf's EventBoundary). */
+typedef struct {
+    int64_t time;
+    int32_t type;
+    int32_t is_start;
+} Boundary;
+
+/* XProf's order of boundaries: by time; at one time ends first; then the
+ * higher type first. */
+static int boundary_order(const void *x, const void *y) {
+    const Boundary *a = x, *b = y;
+    if (a->time != b->time) return a->time < b->time ? -1 : 1;
+    if (a->is_start != b->is_start) return a->is_start ? 1 : -1;
+    return a->type > b->type ? -1 : a->type < b->type;
+}
+
+#define SWEEP_TYPES 18 /* XProf's EventType values are multiples of 10 below 180 */
+
+/* step_sweep(starts, ends, types, segment, step_begin, step_end) -> (int64
+ * [steps, 18] time per step and type index (EventType / 10), uint8 [steps,
+ * 18] whether a piece of that type was made). Events of a step (segment =
+ * its index) are contiguous. XProf's ToNonOverlappedEvents and
+ * ConvertStepDetailsToStepInfo: the boundaries of a step's events in
+ * boundary_order drive per-type counts and a current type (raised by a
+ * start of a higher type; on an end that brings the current type's count to
+ * zero, the highest type with a positive count, else 0); each stretch
+ * between consecutive boundaries has the current type and adds its overlap
+ * with the step to that type. */
+static PyObject *step_sweep(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *s_obj, *e_obj, *t_obj, *g_obj, *b_obj, *f_obj;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &s_obj, &e_obj, &t_obj, &g_obj, &b_obj, &f_obj)) return NULL;
+    PyArrayObject *starts = as_column(s_obj, NPY_INT64), *ends = as_column(e_obj, NPY_INT64);
+    PyArrayObject *types = as_column(t_obj, NPY_INT32), *seg = as_column(g_obj, NPY_INT64);
+    PyArrayObject *begin = as_column(b_obj, NPY_INT64), *finish = as_column(f_obj, NPY_INT64);
+    PyObject *time_out = NULL, *seen_out = NULL, *out = NULL;
+    Boundary *buf = NULL;
+    if (!starts || !ends || !types || !seg || !begin || !finish) goto done;
+    npy_intp n = PyArray_DIM(starts, 0), steps = PyArray_DIM(begin, 0);
+    if (PyArray_DIM(ends, 0) != n || PyArray_DIM(types, 0) != n || PyArray_DIM(seg, 0) != n ||
+        PyArray_DIM(finish, 0) != steps) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    npy_intp dims[2] = {steps, SWEEP_TYPES};
+    time_out = PyArray_ZEROS(2, dims, NPY_INT64, 0);
+    seen_out = PyArray_ZEROS(2, dims, NPY_UINT8, 0);
+    const int64_t *g = PyArray_DATA(seg);
+    npy_intp largest = 0; /* the most events of one step: the buffer holds one step's boundaries */
+    for (npy_intp a = 0; a < n;) {
+        npy_intp b = a + 1;
+        while (b < n && g[b] == g[a]) b++;
+        if (b - a > largest) largest = b - a;
+        a = b;
+    }
+    buf = PyMem_RawMalloc(sizeof(Boundary) * (2 * (size_t)largest + 1));
+    if (!time_out || !seen_out || !buf) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *s = PyArray_DATA(starts), *e = PyArray_DATA(ends);
+    const int64_t *sb = PyArray_DATA(begin), *se = PyArray_DATA(finish);
+    const int32_t *t = PyArray_DATA(types);
+    int64_t *tp = PyArray_DATA((PyArrayObject *)time_out);
+    uint8_t *seen = PyArray_DATA((PyArrayObject *)seen_out);
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp a = 0; a < n && !failed;) {
+        npy_intp b = a + 1;
+        while (b < n && g[b] == g[a]) b++;
+        int64_t step = g[a];
+        if (step < 0 || step >= steps) {
+            failed = 1;
+            break;
+        }
+        npy_intp m = 0;
+        for (npy_intp i = a; i < b; i++) {
+            int32_t k = t[i] / 10;
+            if (k < 0 || k >= SWEEP_TYPES) k = 0;
+            buf[m++] = (Boundary){s[i], k, 1};
+            buf[m++] = (Boundary){e[i], k, 0};
+        }
+        qsort(buf, (size_t)m, sizeof(Boundary), boundary_order);
+        int64_t count[SWEEP_TYPES] = {0};
+        int32_t current = 0;
+        int64_t lo = sb[step], hi = se[step];
+        for (npy_intp k = 0; k + 1 < m; k++) {
+            int32_t ty = buf[k].type;
+            if (buf[k].is_start) {
+                count[ty]++;
+                if (ty > current) current = ty;
+            } else {
+                count[ty]--;
+                if (ty == current && count[ty] == 0) {
+                    current = 0;
+                    for (int32_t j = ty - 1; j >= 0; j--)
+                        if (count[j] > 0) {
+                            current = j;
+                            break;
+                        }
+                }
+            }
+            int64_t x = buf[k].time > lo ? buf[k].time : lo, y = buf[k + 1].time < hi ? buf[k + 1].time : hi;
+            tp[step * SWEEP_TYPES + current] += y > x ? y - x : 0;
+            seen[step * SWEEP_TYPES + current] = 1;
+        }
+        a = b;
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_SetString(PyExc_ValueError, "step index out of range");
+        goto done;
+    }
+    out = Py_BuildValue("OO", time_out, seen_out);
+done:
+    PyMem_RawFree(buf);
+    Py_XDECREF(time_out);
+    Py_XDECREF(seen_out);
+    Py_XDECREF(starts);
+    Py_XDECREF(ends);
+    Py_XDECREF(types);
+    Py_XDECREF(seg);
+    Py_XDECREF(begin);
+    Py_XDECREF(finish);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"xprof_order", xprof_order, METH_VARARGS,
      "xprof_order(starts, ends, segment) -> None when in (segment, start, longest first) order, else int64 permutation"},
     {"claim_groups", claim_groups, METH_VARARGS,
      "claim_groups(src, dst, num_nodes, num_events, roots) -> (int32 group per event, int64 roots that got one)"},
+    {"op_stack", op_stack, METH_VARARGS,
+     "op_stack(starts, ends, segment) -> (uint8 counted per event, int64 children time per event)"},
+    {"step_sweep", step_sweep, METH_VARARGS,
+     "step_sweep(starts, ends, types, segment, step_begin, step_end) -> (int64 time, uint8 seen) per step and type"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -11,6 +11,8 @@ XProf gives every event a `group_id` (its step) before its tools run:
   level (highest first), then by start time;
 - async events (`_a`) do not nest; contexts with 64 or more producers and
   consumers link nothing;
+- tf.data's function runs' step ids (`id`) are no steps: neither roots nor
+  while-loop iterations carrying them count;
 - each root in turn claims, as group 0, 1, ..., every event it reaches
   through those links that no earlier root claimed.
 """
@@ -26,6 +28,12 @@ from profscope.models.formats.xspace import _steps
 from profscope.models.formats.xspace.xplane import StatColumn, XSpaceData, xprof_order
 
 EXECUTOR_STATE_PROCESS = "ExecutorState::Process"
+# Iterator ops an executor step waits on (XProf connects them to that step).
+ITERATOR_OPS = ("IteratorGetNextOp::DoCompute", "IteratorGetNextAsOptionalOp::DoCompute")
+# tf.data's function runs: their step ids (`id`) mark tf.data's own executor steps, which are no steps.
+TF_DATA_FUNCTION_RUNS = ("InstantiatedCapturedFunction::Run", "InstantiatedCapturedFunction::RunAsync",
+                         "InstantiatedCapturedFunction::RunInstantiated",
+                         "InstantiatedCapturedFunction::RunWithBorrowedArgs")
 GROUP_STATS = ("_r", "_pt", "_p", "_ct", "_c", "_a")  # of every event
 EXECUTOR_STATS = ("id", "iter_num")  # only executor events' count
 NAME_STATS = ("iter_num", "step_num")  # only roots' count
@@ -93,13 +101,21 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
         prod, cons, keys = prod[keep_p], cons[keep_c], np.r_[keys[:len(keep_p)][keep_p], keys[len(keep_p):][keep_c]]
     src += [prod.astype(np.int32), (n + keys[len(prod):]).astype(np.int32)]
     dst += [(n + keys[:len(prod)]).astype(np.int32), cons.astype(np.int32)]
-    roots, loop_src, loop_dst = _loop_roots(space, plane, rows, start, stats)
+    link_src, link_dst = _iterator_links(space, plane, rows, stats)
+    src.append(link_src.astype(np.int32))
+    dst.append(link_dst.astype(np.int32))
+    tf_data_ids = _tf_data_step_ids(space, plane, rows)
+    roots, loop_src, loop_dst = _loop_roots(space, plane, rows, start, stats, tf_data_ids)
     src.append(loop_src.astype(np.int32))
     dst.append(loop_dst.astype(np.int32))
     src, dst = np.concatenate(src), np.concatenate(dst)  # type: ignore[assignment]  # the parts let go
     if not len(roots):  # every event with a root level (even 0), highest level first, then by time
         r = stats["_r"]
-        roots = r.rows[np.lexsort((start[r.rows], -r.ints_present()))]
+        keep = np.ones(len(r.rows), bool)
+        if len(tf_data_ids):
+            ids = _stats_at(space, plane, rows, _in(np.arange(n), r.rows), ("id",))["id"]
+            keep[np.searchsorted(r.rows, ids.rows[np.isin(ids.ints_present(), tf_data_ids)])] = False
+        roots = r.rows[keep][np.lexsort((start[r.rows[keep]], -r.ints_present()[keep]))]
     del start
 
     # Each root in turn claims what it reaches among the unclaimed (in C: one
@@ -116,7 +132,49 @@ def _stats_at(space: XSpaceData, plane: int, rows: np.ndarray, where: np.ndarray
     return {k: StatColumn(len(rows), at[c.rows], c.case, c.value, c.length) for k, c in found.items()}
 
 
-def _loop_roots(space: XSpaceData, plane: int, rows, start, stats):
+def _iterator_links(space: XSpaceData, plane: int, rows, stats) -> tuple[np.ndarray, np.ndarray]:
+    """XProf's inter-thread connections: the executor event (ExecutorState::Process)
+    with a step id and iteration leads to the iterator ops (IteratorGetNext...
+    DoCompute) of the same step and iteration (the last such executor event,
+    where several have them)."""
+    none = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    children = np.zeros(len(rows), bool)
+    for name in ITERATOR_OPS:
+        children |= _events_named(space, plane, rows, name)
+    if not children.any():
+        return none
+    ex = _common(stats["id"].rows, stats["iter_num"].rows)
+    if not len(ex):
+        return none
+    cst = _stats_at(space, plane, rows, children, EXECUTOR_STATS)
+    ch = _common(cst["id"].rows, cst["iter_num"].rows)
+    if not len(ch):
+        return none
+    keys, count = _pair_ids(np.r_[stats["id"].at(ex), cst["id"].at(ch)],
+                            np.r_[stats["iter_num"].at(ex), cst["iter_num"].at(ch)])
+    last = np.full(count, -1, np.int64)
+    last[keys[:len(ex)]] = ex  # ascending rows: the last executor event of a key stays
+    parent = last[keys[len(ex):]]
+    linked = parent >= 0
+    return parent[linked], ch[linked]
+
+
+def _in(a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
+    return _found(a, sorted_b)
+
+
+def _tf_data_step_ids(space: XSpaceData, plane: int, rows) -> np.ndarray:
+    """The sorted step ids (`id`) of tf.data's function runs."""
+    runs = np.zeros(len(rows), bool)
+    for name in TF_DATA_FUNCTION_RUNS:
+        runs |= _events_named(space, plane, rows, name)
+    if not runs.any():
+        return np.zeros(0, np.int64)
+    ids = _stats_at(space, plane, rows, runs, ("id",))["id"]
+    return np.unique(ids.ints_present())
+
+
+def _loop_roots(space: XSpaceData, plane: int, rows, start, stats, tf_data_ids=None):
     """TensorFlow while-loops: per (step_id, iter_num) of the executor events,
     the earliest is a root and the others its children. Sessions or
     functions without a loop (only iteration 0) do not count."""
@@ -130,6 +188,9 @@ def _loop_roots(space: XSpaceData, plane: int, rows, start, stats):
     if not len(ex):
         return none
     step, it = stats["id"].at(ex), stats["iter_num"].at(ex)
+    if tf_data_ids is not None and len(tf_data_ids):
+        mine = ~np.isin(step, tf_data_ids)
+        ex, step, it = ex[mine], step[mine], it[mine]
     keep = _found(step, np.sort(step[it != 0]))  # steps with an iteration past 0
     ex, step, it = ex[keep], step[keep], it[keep]
     if not len(ex):

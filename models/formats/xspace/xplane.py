@@ -235,6 +235,19 @@ class XSpaceData:
         out.table = list(index)
         return out
 
+    def string_codes(self, column: StatColumn, at: np.ndarray, plane: int) -> tuple[np.ndarray, list[str]]:
+        """A sparse stat's string values (str_value or ref_value) at some of
+        its positions (indices into column.rows), as ids into a table of the
+        distinct strings (0 = "": absent or not a string)."""
+        case, value, length = column.case[at], column.value[at], column.length[at]
+        strings = (case == STAT_STR) | (case == STAT_REF)
+        index = {"": 0}
+        codes = np.zeros(len(at), np.int32)
+        if strings.any():
+            codes[strings] = self._intern(case[strings], value[strings], length[strings], self.planes[plane], index)
+            self.release()  # the strings' pages, read from all over the file
+        return codes, list(index)
+
     def _intern(self, case, value, length, p: Plane, index: dict) -> np.ndarray:
         """String ids (into `index`, grown) of str_value spans and ref_values."""
         out = np.zeros(len(case), np.int32)

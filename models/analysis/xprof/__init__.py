@@ -1,0 +1,43 @@
+"""XProf's analysis tools computed from XSpaces (`<host>.xplane.pb`), with
+the output XProf's converter (`xprof.convert.raw_to_tool_data`) gives.
+
+XPROF_TOOLS maps a tool name to its function: (xplane paths of one host, or
+of every host of a session, as XProf takes a list; the request's params; the
+task) -> ToolData of XProf's JSON. Each tool module registers its function
+with `@register(name)`; the modules are imported at the end of this file.
+Only the repository calls these (it knows which files are XSpaces).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+
+from profscope.models.core.task import TaskState
+from profscope.models.data.tool_data import ToolData
+
+ToolFunction = Callable[[list[Path], dict[str, str], TaskState], ToolData]
+
+XPROF_TOOLS: dict[str, ToolFunction] = {}
+
+
+def register(name: str) -> Callable[[ToolFunction], ToolFunction]:
+    """Decorator: makes a function XProf tool `name`'s producer."""
+
+    def add(function: ToolFunction) -> ToolFunction:
+        XPROF_TOOLS[name] = function
+        return function
+
+    return add
+
+
+# The tool modules, one a line (each registers its tools when imported).
+_TOOL_MODULES = (
+    "overview_page",
+    "input_pipeline",
+    "framework_op_stats",
+    "kernel_stats",
+)
+for _module in _TOOL_MODULES:
+    importlib.import_module(f"{__name__}.{_module}")

@@ -1,0 +1,87 @@
+"""XProf's framework_op_stats (TensorFlow stats): per TF/JAX op, on the host
+and the device, occurrences, total and self time, shares and cumulative
+shares of the self time, FLOP rate; twice, with and without IDLE
+(op_stats_to_tf_stats in XProf's convert/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from profscope.models.analysis.xprof import register
+from profscope.models.analysis.xprof.datatable import column, dumps, table
+from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb, OpStats, op_stats, training_op
+from profscope.models.core.task import TaskState
+from profscope.models.data.tool_data import ToolData
+
+MAX_OPS = 500  # XProf keeps the 500 ops of most self time, per host and device
+
+COLUMNS = [
+    column("rank", "number", "Rank"),
+    column("host_or_device", "string", "Host/device"),
+    column("type", "string", "Operation Type"),
+    column("operation", "string", "Operation Name"),
+    column("occurrences", "number", "#Occurrences"),
+    column("total_time", "number", "Total time (us)"),
+    column("avg_time", "number", "Avg. time (us)"),
+    column("total_self_time", "number", "Total self-time (us)"),
+    column("avg_self_time", "number", "Avg. self-time (us)"),
+    column("device_total_self_time_percent", "number", "Total self-time on Device (%)"),
+    column("device_cumulative_total_self_time_percent", "number", "Cumulative total-self time on Device (%)"),
+    column("host_total_self_time_percent", "number", "Total self-time on Host (%)"),
+    column("Host_cumulative_total_self_time_percent", "number", "Cumulative total-self time on Host (%)"),
+    column("measured_flop_rate", "number", "Normalized FLOP Rate (FLOPs/s)"),
+    column("model_flop_rate", "number", "Model FLOP Rate (GFLOP/s)"),
+    column("measured_memory_bw", "number", "Measured Memory BW (GBytes/Sec)"),
+    column("operational_intensity", "number", "Operational Intensity (FLOPs/Byte)"),
+]
+TENSOR_CORE_COLUMN = column("gpu_tensorcore_utilization", "number", "GPU TensorCore utilization")
+TAIL_COLUMNS = [column("bound_by", "string", "Bound by"), column("eager", "string", "Execution mode")]
+
+
+@register("framework_op_stats")
+def framework_op_stats(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
+    return ToolData(dumps(framework_op_stats_json(op_stats(paths, task))), "json")
+
+
+def framework_op_stats_json(stats: OpStats) -> list[dict]:
+    return [_table(stats, exclude_idle=False), _table(stats, exclude_idle=True)]
+
+
+def sorted_ops(db: OpMetricsDb, limit: int = MAX_OPS) -> np.ndarray:
+    """Rows by self time, most first, then by name (XProf's SortedOpMetricsDb)."""
+    names = np.array(db.name, dtype=object)
+    order = sorted(range(len(db)), key=lambda i: (-int(db.self_time_ps[i]), names[i]))
+    return np.array(order[:limit], np.int64)
+
+
+def _table(stats: OpStats, exclude_idle: bool) -> dict:
+    gpu = "GPU" in stats.device_type
+    rows: list[list] = []
+    rank = 0
+    host_cumulative = 0.0
+    db = stats.host
+    total_us = (db.total_op_time_ps if exclude_idle else db.total_time_ps) / 1e6
+    training = False
+    for i in sorted_ops(db).tolist():
+        if exclude_idle and db.category[i] == IDLE:
+            continue
+        rank += 1
+        occurrences = int(db.occurrences[i])
+        time_us = int(db.time_ps[i]) / 1e6
+        self_us = int(db.self_time_ps[i]) / 1e6
+        share = self_us / total_us if total_us else 0.0
+        host_cumulative += share
+        row = [float(rank), "Host", db.category[i], db.name[i], float(occurrences), time_us,
+               time_us / occurrences if occurrences else 0.0, self_us,
+               self_us / occurrences if occurrences else 0.0, 0.0, 0.0, share, host_cumulative,
+               0.0, 0.0, 0.0, 0.0]
+        if gpu:
+            row.append(0.0)
+        row += ["Unknown", "Eager" if db.is_eager[i] else "Function"]
+        rows.append(row)
+        training = training or training_op(db.name[i], db.category[i])
+    cols = COLUMNS + ([TENSOR_CORE_COLUMN] if gpu else []) + TAIL_COLUMNS
+    p = {"architecture_type": "Unknown", "task_type": "Training" if training else "Inference"}
+    return table(cols, rows, p)

@@ -1,0 +1,148 @@
+"""XProf's overview_page: the top device ops and utilisation figures, the
+step-time breakdown (the input pipeline's step table), the run
+environment, the bottleneck statement with recommendations, inference
+latency and diagnostics (op_stats_to_overview_page in XProf's convert/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from profscope.models.analysis.xprof import register
+from profscope.models.analysis.xprof.datatable import column, dumps, table
+from profscope.models.analysis.xprof.input_pipeline import (
+    InputAnalysis,
+    anchor,
+    diagnostics_table,
+    input_analysis,
+    step_table,
+)
+from profscope.models.analysis.xprof.op_stats import IDLE, OpStats
+from profscope.models.core.task import TaskState
+from profscope.models.data.tool_data import ToolData
+
+NO_DEVICE_TRACE = ("No TensorCore device trace was collected. This might happen if your job hadn't been run on the "
+                   "device when sampling was turned on. You could try the sampling again later.")
+
+TOP_OPS_COLUMNS = [  # a CPU or TPU host (XProf's "TPU" analysis table); GPUs have TensorCore columns
+    column("selfTimePercent", "number", "Time (%)"),
+    column("cumulativeTimePercent", "number", "Cumulative time (%)"),
+    column("category", "string", "Category"),
+    column("operation", "string", "Operation"),
+    column("flopRate", "number", "Bf16 Normalized Flop Rate(GFLOPs/Sec)"),
+]
+GPU_TOP_OPS_COLUMNS = TOP_OPS_COLUMNS[:4] + [
+    column("flopRate", "number", "GFLOPs/Sec"),
+    column("tcEligibility", "boolean", "TensorCore eligibility"),
+    column("tcUtilization", "boolean", "Op is using TensorCore"),
+]
+
+
+def percent(x: float) -> str:
+    return f"{x:.1f}%" if x >= 0 else "unknown"
+
+
+def _analysis_table(stats: OpStats) -> dict:
+    db = stats.host
+    host_ops = int(db.occurrences.sum())
+    device_ops = 0  # device planes' ops: not computed here (no GPU/TPU op metrics yet)
+    total_ops = host_ops + device_ops
+    non_idle = [i for i in range(len(db)) if db.category[i] != IDLE]
+    host_time = sum(int(db.self_time_ps[i]) for i in non_idle)
+    eager_time = sum(int(db.self_time_ps[i]) for i in non_idle if db.is_eager[i])
+    p = {
+        "host_trace_level": "0",
+        "host_tf_op_percent": percent(100.0 * (host_ops / total_ops if total_ops else 0.0)),
+        "device_tf_op_percent": percent(100.0 * (device_ops / total_ops if total_ops else 0.0)),
+        "host_op_time_eager_percent": percent(100.0 * (eager_time / host_time if host_time else 0.0)),
+        "device_op_time_eager_percent": percent(0.0),
+        "remark_text": "",
+        "remark_color": "",
+        "mxu_utilization_percent": percent(0.0),
+        "hbm_utilization_percent": percent(0.0),
+    }
+    if "GPU" in stats.device_type:
+        p.update(device_compute_16bit_percent=percent(0.0), device_compute_32bit_percent=percent(0.0))
+        return table(GPU_TOP_OPS_COLUMNS, [], p)
+    p.update({
+        "flop_rate_utilization_relative_to_roofline": percent(0.0),
+        "memory_bw_utilization_relative_to_hw_limit": percent(0.0),
+        "device_idle_time_percent": percent(0.0),
+        "device_duty_cycle_percent": percent(0.0),
+        "device_duty_cycle_high_confidence_percent": percent(0.0),
+        "host_idle_time_percent": percent(0.0),
+    })
+    return table(TOP_OPS_COLUMNS, [], p)
+
+
+def _run_environment_table(stats: OpStats) -> dict:
+    hosts, tasks = stats.host_count, stats.task_count
+    p = {
+        "host_count": str(hosts),
+        "task_count": f"{tasks} (num tasks per host = {tasks // hosts})",
+        "device_type": stats.device_type,
+        "device_core_count": str(stats.device_core_count),
+        "is_training": "true" if stats.is_training else "false",
+    }
+    cols = [column(k, "string", k) for k in ("host_id", "command_line", "start_time", "bns_address")]
+    return table(cols, [], p)
+
+
+def _recommendation_table(stats: OpStats, a: InputAnalysis) -> dict:
+    hardware = stats.hardware_type
+    device_name = "TPU core" if hardware == "TPU" else hardware
+    op_tool = "op_profile" if hardware == "TPU" else "framework_op_stats"
+    rows = [
+        ["faq", "Refer to the TF2 Profiler FAQ", "Tool troubleshooting / FAQ"],
+        ["host", "input_pipeline_analyzer (especially Section 3 for the breakdown of input operations on the Host)",
+         "Next steps for reducing the Host time"],
+        ["host", "trace_viewer (look at the activities on the timeline of each Host Thread near the bottom of the "
+         "trace view)", "Next steps for reducing the Host time"],
+        ["device", f"{op_tool} (identify the time-consuming operations executed on the {hardware})",
+         "Next steps for reducing the Device time"],
+        ["device", f"trace_viewer (look at the activities on the timeline of each {device_name} in the trace view)",
+         "Next steps for reducing the Device time"],
+        ["doc", anchor("https://www.tensorflow.org/guide/data_performance_analysis",
+                       "Analyze tf.data performance with the TF Profiler"), "Other useful resources"],
+        ["doc", anchor("https://www.tensorflow.org/guide/data_performance", "Better performance with the tf.data API"),
+         "Other useful resources"],
+    ]
+    b = a.bottleneck
+    p = {
+        "bottleneck": b.input_classification,
+        "statement": b.input_statement,
+        "kernel_launch_bottleneck": b.kernel_launch_classification,
+        "kernel_launch_statement": b.kernel_launch_statement,
+        "all_other_bottleneck": b.all_other_classification,
+        "all_other_statement": b.all_other_statement,
+        "precision_statement": "",
+        "device_collectives_bottleneck": b.collectives_classification,
+        "device_collectives_statement": b.collectives_statement,
+        "non_bottleneck_tip_types": {"host": "device", "device": "host"}.get(b.input_classification, ""),
+    }
+    return table([column("tip_type", "string", "tip_type"), column("link", "string", "link"),
+                   column("description", "string", "description")], rows, p)
+
+
+def _inference_latency_table() -> dict:
+    return table([
+        column("percentile", "string", "percentile"),
+        column("hostTimeMs", "number", "Host time (in ms)"),
+        column("deviceTimeMs", "number", "Device time (in ms)"),
+        column("communicationTimeMs", "number", "Host-device communication time (in ms)"),
+        column("totalTimeMs", "number", "Total latency (in ms)"),
+    ], [])
+
+
+def overview_page_json(stats: OpStats, a: InputAnalysis) -> list[dict]:
+    errors = list(stats.errors)
+    if not errors and stats.device_type != "CPU" and stats.device_core_count <= 0:
+        errors.append(NO_DEVICE_TRACE)
+    diagnostics = diagnostics_table(errors, list(stats.warnings) + a.warnings)
+    return [_analysis_table(stats), step_table(a), _run_environment_table(stats), _recommendation_table(stats, a),
+            _inference_latency_table(), {}, diagnostics]
+
+
+@register("overview_page")
+def overview_page(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
+    stats, analysis = input_analysis(paths, task)
+    return ToolData(dumps(overview_page_json(stats, analysis)), "json")

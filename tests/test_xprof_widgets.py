@@ -1,0 +1,53 @@
+"""The XProf Statistics tab's pages, fed with Profscope's own export of XProf's tools."""
+
+import json
+
+from conftest import DATA
+
+from profscope.models.analysis.xprof import XPROF_TOOLS
+from profscope.models.core.task import TaskState
+from profscope.widgets.xprof.table_page import DataTableModel
+from profscope.widgets.xprof.view import XprofStatsView
+
+TFDATA = DATA / "xprof" / "tfdata.xplane.pb"
+
+
+def tool_json(tool: str):
+    return json.loads(XPROF_TOOLS[tool]([TFDATA], {}, TaskState()).output)
+
+
+def test_data_table_model_sorts_and_filters(qtbot, qtmodeltester):
+    with_idle, _ = tool_json("framework_op_stats")
+    model = DataTableModel("operation", "type", shares=("host_total_self_time_percent",))
+    model.set_table(with_idle)
+    qtmodeltester.check(model)
+    name = model.ids.index("operation")
+    self_time = model.ids.index("total_self_time")
+    assert model.rowCount() == len(with_idle["rows"])
+    model.sort(self_time)
+    times = [model.value(r, self_time) for r in range(model.rowCount())]
+    assert times == sorted(times)
+    model.set_filter(type_="Dataset")
+    assert {model.data(model.index(r, name)) for r in range(model.rowCount())} == {
+        "Iterator::Root::Prefetch::MapAndBatch", "Iterator::Root::Prefetch",
+        "Iterator::Root::Prefetch::MapAndBatch::TensorSlice", "Iterator::Root"}
+
+
+def test_view_shows_each_tool(qtbot):
+    view = XprofStatsView()
+    qtbot.addWidget(view)
+    data = {t: tool_json(t) for t in ("overview_page", "input_pipeline_analyzer", "framework_op_stats",
+                                      "kernel_stats")}
+    view.set_data(data)
+    assert view.current_page() == "overview_page"
+    overview = view.pages["overview_page"]
+    assert "Bottleneck: host" in overview.statement.text()
+    assert "4.2 ms" in overview.averages.text()  # steptime_ms_average
+    view.show_page("kernel_stats")
+    assert view.pages["kernel_stats"].table.summary.text() == "No GPU kernels in this profile."
+    ops = view.pages["framework_op_stats"]
+    rows_without_idle = ops.table.model.rowCount()
+    ops.idle.setChecked(True)
+    assert ops.table.model.rowCount() == rows_without_idle + 1
+    view.set_data({"errors": ["framework_op_stats: a reason"]})
+    assert view.message.text() == "framework_op_stats: a reason"

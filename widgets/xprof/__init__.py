@@ -1,0 +1,1 @@
+"""The Statistics tab of xplane sessions: XProf's tools as pages (view.XprofStatsView)."""
