@@ -1,0 +1,1 @@
+"""XProf hlo_stats tool (registered below)."""

@@ -1,0 +1,1 @@
+"""XProf op_profile tool (registered below)."""

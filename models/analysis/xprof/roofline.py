@@ -1,0 +1,1 @@
+"""XProf roofline tool (registered below)."""
