@@ -428,3 +428,46 @@ def unpadded_bytes(shape: hlo_pb2.ShapeProto) -> int:
         count *= max(int(d), 0)
     bits = _TYPE_BITS.get(shape.element_type, 0)
     return (count * bits + 7) // 8
+
+
+DEVICE_PLANE_PREFIXES = ("/device:GPU:", "/device:TPU:", "/device:CUSTOM:")
+
+
+def device_planes(paths: list[Path], task: TaskState | None = None) -> list[str]:
+    """The accelerator planes of the XSpaces (XProf's device op metrics come from these)."""
+    task = task or TaskState()
+    found = []
+    for path in paths:
+        buf = _map(Path(path), task)
+        if not len(buf):
+            raise ProfileError(f"{path}: the file is empty")
+        try:
+            (planes,) = wire.find_fields(buf, 0, len(buf), [_SPACE_PLANES])
+            (names,) = wire.decode_messages(buf, planes, [(_PLANE_NAME, "s")])
+        except ValueError as e:
+            raise _corrupt(Path(path), e) from None
+        for span in names.tolist():
+            name = _text(buf, span)
+            if name.startswith(DEVICE_PLANE_PREFIXES):
+                found.append(name)
+    return found
+
+
+def data_table(columns: list[tuple[str, str, str]], rows: list, properties: dict | None = None) -> dict:
+    """A Google Charts DataTable as XProf writes it: cols (id, label, type), p, rows."""
+    table: dict = {"cols": [{"id": i, "label": label, "type": kind} for i, label, kind in columns]}
+    if properties is not None:
+        table["p"] = properties
+    table["rows"] = rows
+    return table
+
+
+def require_host_only(paths: list[Path], tool: str, task: TaskState) -> None:
+    """Device op metrics (GPU, TPU planes) are not computed yet: say so
+    rather than give XProf's empty tables for a profile that has data."""
+    planes = device_planes(paths, task)
+    if planes:
+        raise ProfileError(
+            f"{tool}: this profile has device planes ({', '.join(planes[:3])}); Profscope computes {tool} for "
+            "host-only (CPU) profiles so far, where XProf's tables are empty"
+        )
