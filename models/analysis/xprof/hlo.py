@@ -280,44 +280,63 @@ class Module:
 
 
 class Instructions:
-    """A module's instructions by id: name, opcode, shape, metadata (each
-    decoded when first asked for)."""
+    """A module's instructions as columns (row by id in `row`): names and
+    opcodes interned, shapes and metadata as codes of their distinct bytes,
+    each distinct one decoded once (`shape_of_code`, `meta_of_code`)."""
 
     def __init__(self, buf, spans: np.ndarray, stack_frames: hlo_pb2.StackFrameIndexProto):
         self.buf = buf
-        ids, self._name, self._opcode, self._shape, self._metadata = wire.decode_messages(
+        ids, names, opcodes, shapes, metas = wire.decode_messages(
             buf,
             spans,
             [(_INSTR_ID, "i"), (_INSTR_NAME, "s"), (_INSTR_OPCODE, "s"), (_INSTR_SHAPE, "s"), (_INSTR_METADATA, "s")],
         )
         self.row = {int(i): k for k, i in enumerate(ids.tolist())}  # the last of an id wins, as in XProf's map
+        self.name_code, self.names = wire.intern_strings(buf, names)
+        self.opcode_code, self.opcodes = wire.intern_strings(buf, opcodes)
+        self.shape_code, self._shape_first = self._codes(shapes)
+        self.meta_code, self._meta_first = self._codes(metas)
         self.stack_frames = stack_frames
-        self._shapes: dict[bytes, hlo_pb2.ShapeProto] = {}
-        self._metas: dict[bytes, tuple[str, SourceInfo | None]] = {}
+        self._shapes: dict[int, hlo_pb2.ShapeProto] = {}
+        self._metas: dict[int, tuple[str, SourceInfo | None]] = {}
+
+    def _codes(self, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Codes of equal byte strings, and each code's first span."""
+        codes, distinct = wire.intern_strings(self.buf, spans)
+        first = np.full((len(distinct), 2), -1, np.int64)
+        order = np.unique(codes, return_index=True)
+        first[order[0]] = spans[order[1]]
+        return codes.astype(np.int64), first
+
+    def _bytes(self, span) -> bytes:
+        s, n = int(span[0]), int(span[1])
+        return bytes(self.buf[s : s + n]) if s >= 0 else b""
 
     def name(self, row: int) -> str:
-        return _text(self.buf, self._name[row])
+        return self.names[self.name_code[row]]
 
     def opcode(self, row: int) -> str:
-        return _text(self.buf, self._opcode[row])
+        return self.opcodes[self.opcode_code[row]]
 
-    def shape(self, row: int) -> hlo_pb2.ShapeProto:
-        s, n = (int(x) for x in self._shape[row])
-        key = bytes(self.buf[s : s + n]) if s >= 0 else b""
-        shape = self._shapes.get(key)
+    def shape_of_code(self, code: int) -> hlo_pb2.ShapeProto:
+        shape = self._shapes.get(code)
         if shape is None:
-            shape = self._shapes[key] = hlo_pb2.ShapeProto.FromString(key)
+            shape = self._shapes[code] = hlo_pb2.ShapeProto.FromString(self._bytes(self._shape_first[code]))
         return shape
 
-    def op_name_and_source(self, row: int) -> tuple[str, SourceInfo | None]:
-        """metadata.op_name and XProf's source info of the instruction."""
-        s, n = (int(x) for x in self._metadata[row])
-        key = bytes(self.buf[s : s + n]) if s >= 0 else b""
-        found = self._metas.get(key)
+    def shape(self, row: int) -> hlo_pb2.ShapeProto:
+        return self.shape_of_code(int(self.shape_code[row]))
+
+    def meta_of_code(self, code: int) -> tuple[str, SourceInfo | None]:
+        """metadata.op_name and XProf's source info of a distinct metadata."""
+        found = self._metas.get(code)
         if found is None:
-            meta = hlo_pb2.OpMetadata.FromString(key)
-            found = self._metas[key] = (meta.op_name, source_info(meta, self.stack_frames))
+            meta = hlo_pb2.OpMetadata.FromString(self._bytes(self._meta_first[code]))
+            found = self._metas[code] = (meta.op_name, source_info(meta, self.stack_frames))
         return found
+
+    def op_name_and_source(self, row: int) -> tuple[str, SourceInfo | None]:
+        return self.meta_of_code(int(self.meta_code[row]))
 
 
 @dataclass(frozen=True)
