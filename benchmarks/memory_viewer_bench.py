@@ -81,8 +81,10 @@ def main() -> None:
             data = memory_viewer([Path(tmp) / "vm.xplane.pb"], {"module_name": "big(1)"}, TaskState())
             size = len(data.output)
             best, best_cpu = min(best, time.perf_counter() - start), min(best_cpu, time.process_time() - cpu)
-    print(f"memory_viewer: {n_buffers} buffers, {n_events} heap events, {len(proto) / 1e6:.1f} MB module, "
-          f"{size / 1e6:.1f} MB JSON: {best:.3f} s wall, {best_cpu:.3f} s CPU (best of 5)")
+    print(
+        f"memory_viewer: {n_buffers} buffers, {n_events} heap events, {len(proto) / 1e6:.1f} MB module, "
+        f"{size / 1e6:.1f} MB JSON: {best:.3f} s wall, {best_cpu:.3f} s CPU (best of 5)"
+    )
 
 
 if __name__ == "__main__":

@@ -27,9 +27,9 @@ import numpy as np
 from profscope.models.core import _protowire as wire
 from profscope.models.core.files import GZIP_MAGIC, read_bytes, readable_errors
 from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.formats.xspace.xplane import METADATA_PLANE
 from profscope.protos import hlo_pb2, xplane_pb2
 
-METADATA_PLANE = "/host:metadata"
 HLO_PROTO_STAT, PROGRAM_ID_STAT = "Hlo Proto", "program_id"
 HLO_PROTO_SUFFIX = ".hlo_proto.pb"
 NO_MODULE = "NO_MODULE"  # XProf's file name marking a profile without HLO
@@ -248,9 +248,8 @@ class Module:
         ((owner, assigned),) = wire.find_children(buf, alloc_spans, [_ALLOC_ASSIGNED])
         a_buffer, a_offset, a_size = wire.decode_messages(buf, assigned, [(1, "i"), (2, "i"), (3, "i")])
         ((event_owner, event_spans),) = wire.find_children(buf, trace_spans, [_TRACE_EVENTS])
-        kind, buffer, name_span, share = wire.decode_messages(
-            buf, event_spans, [(_EVENT_KIND, "i"), (_EVENT_BUFFER, "i"), (_EVENT_INSTRUCTION, "s"), (_EVENT_SHARE_WITH, "i")]
-        )
+        event_fields = [(_EVENT_KIND, "i"), (_EVENT_BUFFER, "i"), (_EVENT_INSTRUCTION, "s"), (_EVENT_SHARE_WITH, "i")]
+        kind, buffer, name_span, share = wire.decode_messages(buf, event_spans, event_fields)
         codes, event_names = wire.intern_strings(buf, name_span)
         bounds = np.searchsorted(event_owner, np.arange(len(trace_spans) + 1))
         traces = [

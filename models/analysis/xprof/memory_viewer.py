@@ -143,9 +143,12 @@ class _Analysis:
         lb_rows = np.where(found, order[np.minimum(pos, max(len(order) - 1, 0))], -1) if len(order) else pos * 0 - 1
         instr_id = np.where(found, b.instruction_id[np.maximum(lb_rows, 0)] if len(b.id) else 0, 0)
         ipos = np.searchsorted(instruction_ids, instr_id)
-        has_instr = (ipos < len(instruction_ids)) & (
-            instruction_ids[np.minimum(ipos, max(len(instruction_ids) - 1, 0))] == instr_id
-        ) if len(instruction_ids) else np.zeros(len(instr_id), bool)
+        has_instr = (
+            (ipos < len(instruction_ids))
+            & (instruction_ids[np.minimum(ipos, max(len(instruction_ids) - 1, 0))] == instr_id)
+            if len(instruction_ids)
+            else np.zeros(len(instr_id), bool)
+        )
         valid = np.flatnonzero(found & has_instr)
         ids = b.assigned_buffer[valid]
         keep = np.unique(ids[::-1], return_index=True)[1]
@@ -180,7 +183,9 @@ class _Analysis:
         keys = shape_code.copy()
         self.name_code = ins.name_code[self.instr_row].astype(np.int64)
         self.names = list(ins.names)
-        distinct = {(int(c), ()): int(c) for c in np.unique(shape_code).tolist()}
+        distinct: dict[tuple[int, tuple[int, ...]], int] = {
+            (int(c), ()): int(c) for c in np.unique(shape_code).tolist()
+        }
         extra = int(shape_code.max()) + 1 if len(shape_code) else 0
         for k in with_index:
             shape_index = index[int(self.lb_rows[k])]
@@ -236,8 +241,8 @@ class _Analysis:
                 return self.trace_of_alloc[row]
         best, best_count = -1, 0
         for t, (_kind, buffer, _share, _names) in enumerate(traces):
-            k = self.index_of(buffer)
-            count = int(np.count_nonzero(self.lb_color[k[k >= 0]] == self.color))
+            known = self.index_of(buffer)
+            count = int(np.count_nonzero(self.lb_color[known[known >= 0]] == self.color))
             if count > best_count:
                 best, best_count = t, count
         return best
@@ -312,10 +317,10 @@ class _Objects:
         for row in a.allocations.tolist():
             if not a.alloc_indefinite[row]:
                 continue
-            k = a.index_of(b.assigned_buffer[b.assigned_owner == row])
-            k = k[k >= 0]
-            if len(k) and a.size[k].max() > 0:
-                best = int(k[np.argmax(a.size[k])])  # the first of the largest
+            members = a.index_of(b.assigned_buffer[b.assigned_owner == row])
+            members = members[members >= 0]
+            if len(members) and a.size[members].max() > 0:
+                best = int(members[np.argmax(a.size[members])])  # the first of the largest
                 self.indefinite_bytes += int(b.alloc["size"][a.alloc_row[best]])
                 if a.color == 0:
                     self.add(best)
@@ -414,7 +419,7 @@ class Blocks:
             total_x = max(total_x, len(traces[trace][0]))
         self.steps = total_x
         parts = []  # (allocation block?, known index or allocation row, offset)
-        ks = []
+        ks: list[np.ndarray] = []
         if total_x and total_y:
             for row, base in zip(rows, bases):
                 k = a.index_of(b.assigned_buffer[b.assigned_owner == row])
@@ -461,7 +466,7 @@ class Blocks:
     def json_rows(self) -> list[bytes]:
         """Each allocation's block then its buffers' blocks, as JSON text."""
         a = self.a
-        out = []
+        out: list[bytes] = []
         ins = a.module.instructions
         if not len(self.container_rows):
             return out
@@ -490,8 +495,10 @@ class Blocks:
             ),
             _snippets(
                 a.shape_key[self.buffer],
-                lambda v: (f'"shapeString":{_text(a.shape_strings[v])},' if a.shape_strings[v] else "")
-                + (f'"unpaddedSize":{int(a.shape_bytes[v])},' if a.shape_bytes[v] else ""),
+                lambda v: (
+                    (f'"shapeString":{_text(a.shape_strings[v])},' if a.shape_strings[v] else "")
+                    + (f'"unpaddedSize":{int(a.shape_bytes[v])},' if a.shape_bytes[v] else "")
+                ),
             ),
             ("s", self.color.astype(np.int64), [f'"color":"{c}"}}'.encode() for c in COLORS]),
         ]
