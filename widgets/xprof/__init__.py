@@ -1,0 +1,1 @@
+"""XProf's tools as pages of the Statistics tab for xplane sessions."""
