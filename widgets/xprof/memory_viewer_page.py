@@ -49,8 +49,10 @@ class MemoryData:
             self.peak = float(data.get("peakHeapMib", 0.0))
             self.peak_position = int(data.get("peakHeapSizePosition", 0))
             self.buffers = list(data.get("maxHeapBySize", []))
-            self.spans = {int(k): (int(v.get("start", 0)), int(v.get("limit", 0)))
-                          for k, v in data.get("logicalBufferSpans", {}).items()}
+            self.spans = {
+                int(k): (int(v.get("start", 0)), int(v.get("limit", 0)))
+                for k, v in data.get("logicalBufferSpans", {}).items()
+            }
             self.parameters = float(data.get("entryComputationParametersMib", 0.0))
             self.live_out = float(data.get("maybeLiveOutMib", 0.0))
             self.total = float(data.get("totalBufferAllocationMib", 0.0))
@@ -161,11 +163,13 @@ class MemoryViewerPage(QWidget):
         item.showGrid(x=True, y=True, alpha=0.25)
         item.addLegend(offset=(-10, 10))
         self.heap_curve = item.plot([], [], pen=pg.mkPen(HEAP_COLOR, width=2), name="Heap")
-        self.unpadded_curve = item.plot([], [], pen=pg.mkPen(UNPADDED_COLOR, width=1, style=Qt.DashLine),
-                                        name="Unpadded")
+        self.unpadded_curve = item.plot(
+            [], [], pen=pg.mkPen(UNPADDED_COLOR, width=1, style=Qt.DashLine), name="Unpadded"
+        )
         self.peak_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(PEAK_COLOR, width=1, style=Qt.DotLine))
-        self.lifetime = pg.LinearRegionItem(movable=False, brush=pg.mkBrush(255, 179, 0, 60),
-                                            pen=pg.mkPen(LIFETIME_COLOR))
+        self.lifetime = pg.LinearRegionItem(
+            movable=False, brush=pg.mkBrush(255, 179, 0, 60), pen=pg.mkPen(LIFETIME_COLOR)
+        )
         self.lifetime.setVisible(False)
         item.addItem(self.peak_line)
         item.addItem(self.lifetime)
@@ -232,8 +236,16 @@ class MemoryViewerPage(QWidget):
             else f"<b>{d.module}</b> · no buffers in this memory space"
         )
         fm = self.table.fontMetrics()
-        for column, sample in enumerate(("999.99 MiB", "f32[128,128,128]{2,1,0}", "jit(train_step)/transpose(jvp())",
-                                         "multiply_add_fusion.1", "Temporary", "convolution")):
+        for column, sample in enumerate(
+            (
+                "999.99 MiB",
+                "f32[128,128,128]{2,1,0}",
+                "jit(train_step)/transpose(jvp())",
+                "multiply_add_fusion.1",
+                "Temporary",
+                "convolution",
+            )
+        ):
             self.table.setColumnWidth(column, fm.horizontalAdvance(sample) + 24)
         self.plot.getPlotItem().enableAutoRange()
 
