@@ -136,7 +136,7 @@ SESSION = "2026_01_01_00_00_00"
         ),
         ({"session_id": SESSION, "host_name": "nobody", "tool_name": "memory_profile"}, grpc.StatusCode.NOT_FOUND),
         ({"session_id": SESSION, "tool_name": "../../bin/sh"}, grpc.StatusCode.INVALID_ARGUMENT),
-        ({"session_id": SESSION, "tool_name": "overview_page"}, grpc.StatusCode.NOT_FOUND),
+        ({"session_id": SESSION, "tool_name": "pod_viewer"}, grpc.StatusCode.NOT_FOUND),
         (
             {"session_id": SESSION, "tool_name": "profscope.file", "parameters": {"name": "../../secret.txt"}},
             grpc.StatusCode.NOT_FOUND,

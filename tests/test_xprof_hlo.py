@@ -175,3 +175,22 @@ def test_device_planes_are_refused_with_a_message(tmp_path):
     for tool in ("hlo_stats", "op_profile", "roofline_model"):
         with pytest.raises(ProfileError, match="/device:GPU:0"):
             run(tool, [path])
+
+
+def test_equal_sizes_keep_xprofs_order():
+    """jit_spread's peak holds 24 buffers of one size: XProf lists them by size
+    in the order its std::sort leaves equal ones (not program order)."""
+    doc = json.loads(run("memory_viewer", "jaxprog", module_name="jit_spread(26)"))
+    sizes = [o["logicalBufferSizeMib"] for o in doc["maxHeap"]]
+    assert len(sizes) > 16 and sizes.count(0.015625) == 24
+    want = json.loads(expected("jaxprog.memory_viewer.jit_spread(26).json"))["bySizeToMaxHeap"]
+    assert doc["bySizeToMaxHeap"] == want and want != sorted(range(len(sizes)), key=lambda i: -sizes[i])
+
+
+def test_cpp_sort_is_libstdcxx_order():
+    from profscope.models.analysis.xprof.cpp_sort import std_sort
+
+    values = [3, 1, 2, 2, 5, 1, 4, 4, 4, 0, 9, 7, 7, 2, 3, 8, 6, 5, 1, 1, 2]
+    order = std_sort(list(range(len(values))), lambda i, j: values[i] < values[j])
+    assert [values[i] for i in order] == sorted(values)
+    assert std_sort([], lambda a, b: a < b) == [] and std_sort([1], lambda a, b: a < b) == [1]

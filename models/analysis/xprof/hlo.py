@@ -415,10 +415,14 @@ def _layout_string(layout: hlo_pb2.LayoutProto) -> str:
 
 def shape_string(shape: hlo_pb2.ShapeProto) -> str:
     """XLA's ShapeUtil::HumanStringWithLayout: "f32[8,16]{1,0}", tuples as
-    "(f32[8]{0}, s32[])", bounded dynamic dimensions as "<=N", no "{}" for
-    scalars."""
+    "(f32[8]{0}, s32[])" (from the fifth element on every fifth one marked
+    "/*index=5*/"), bounded dynamic dimensions as "<=N", no "{}" for scalars."""
     if shape.element_type == hlo_pb2.TUPLE:
-        return "(" + ", ".join(shape_string(s) for s in shape.tuple_shapes) + ")"
+        # XLA marks every fifth element of a tuple with its index.
+        parts = [
+            (f"/*index={k}*/" if k and k % 5 == 0 else "") + shape_string(s) for k, s in enumerate(shape.tuple_shapes)
+        ]
+        return "(" + ", ".join(parts) + ")"
     dynamic = shape.is_dynamic_dimension
     dims = ",".join(
         ("<=" if k < len(dynamic) and dynamic[k] else "") + ("?" if d == -(1 << 63) else str(d))

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from profscope.models.analysis.xprof import _heap, register
+from profscope.models.analysis.xprof.cpp_sort import std_sort
 from profscope.models.analysis.xprof.hlo import Module, ModuleSource, shape_string, subshape, unpadded_bytes
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data import _jsonrows
@@ -536,7 +537,8 @@ class MemoryViewerResult:
         self.step_names = replay.names  # interned; step_name_codes index it (-1: "")
         self.step_name_codes = replay.name_codes
         self.max_heap = objects.objects
-        self.by_size = sorted(range(len(self.max_heap)), key=lambda i: -self.max_heap[i].get("logicalBufferSizeMib", 0))
+        sizes = [float(o.get("logicalBufferSizeMib", 0)) for o in self.max_heap]
+        self.by_size = std_sort(list(range(len(sizes))), lambda i, j: sizes[i] > sizes[j])  # XProf's order of ties
         self.peak_heap_mib = mib(replay.peak) + add
         self.peak_unpadded_heap_mib = mib(replay.peak_unpadded) + add
         self.peak_position = replay.peak_position

@@ -1,6 +1,7 @@
 """Writes a small real JAX profile (<host>.xplane.pb) of several jit-compiled
 programs of different shapes on CPU (an MLP training step, a convolution, a
-reduction with a scan), several steps each, so the profile's metadata plane
+reduction with a scan, a program with 24 outputs of one size, whose peak lists
+more equal-sized buffers than an insertion sort handles), several steps each, so the profile's metadata plane
 holds several XLA modules (HLO protos with their buffer assignments) for the
 HLO tools (hlo_stats, op_profile, roofline_model, memory_viewer). Run in a
 throwaway venv with jax[cpu], not in the test suite:
@@ -59,13 +60,21 @@ def running_stats(series, shift):
     return mean, jnp.sort(dists)[-5:]
 
 
-# compile and warm up outside the trace
+@jax.jit
+def spread(stack):
+    return [jnp.tanh(stack[i]) * (i + 1) for i in range(stack.shape[0])]
+
+
+# compile and warm up outside the trace (spread's input last: its transfer program takes the next id)
 jax.block_until_ready((train_step(mlp, x, y), conv_block(kernel, images), running_stats(series, jnp.zeros((), jnp.float32))))
+stack = f32(24, 64, 64)
+jax.block_until_ready(spread(stack))
 with jax.profiler.trace(logdir):
     for step in range(4):
         with jax.profiler.StepTraceAnnotation("train", step_num=step):
             mlp, loss = train_step(mlp, x, y)
             features, energy = conv_block(kernel, images)
             mean, top = running_stats(series, loss)
-            jax.block_until_ready((mlp, loss, features, energy, mean, top))
+            parts = spread(stack)
+            jax.block_until_ready((mlp, loss, features, energy, mean, top, parts))
 print("wrote", logdir)
