@@ -194,3 +194,8 @@ def test_cpp_sort_is_libstdcxx_order():
     order = std_sort(list(range(len(values))), lambda i, j: values[i] < values[j])
     assert [values[i] for i in order] == sorted(values)
     assert std_sort([], lambda a, b: a < b) == [] and std_sort([1], lambda a, b: a < b) == [1]
+
+
+def test_html_timeline_is_refused_with_a_message():
+    with pytest.raises(ProfileError, match="bufferBlocks"):
+        run("memory_viewer", "jaxprog", module_name="jit_conv_block(18)", view_memory_allocation_timeline="true")

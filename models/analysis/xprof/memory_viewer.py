@@ -649,6 +649,11 @@ def module_names(paths: list[Path], task: TaskState | None = None) -> list[str]:
 
 
 def memory_viewer_result(paths: list[Path], params: dict[str, str], task: TaskState) -> MemoryViewerResult:
+    if str(params.get("view_memory_allocation_timeline", "")).lower() in ("1", "true", "yes"):
+        raise ProfileError(
+            "memory_viewer: the allocation timeline as Graphviz HTML (view_memory_allocation_timeline) is not "
+            "produced; the JSON's bufferBlocks hold its blocks"
+        )
     module = load_module(paths, params, task)
     try:
         color = int(params.get("memory_space") or 0)
