@@ -108,12 +108,24 @@ def xspace_modules(path: Path, task: TaskState | None = None) -> dict[str, bytes
                 by_program.setdefault(program_id, proto)
     modules: dict[str, bytes] = {}
     for program_id, proto in by_program.items():
-        try:
-            module = hlo_pb2.HloProto.FromString(proto).hlo_module
-        except Exception:  # noqa: BLE001 - XProf skips protos that do not parse
-            continue
-        modules.setdefault(f"{module.name}({program_id})", proto)
+        name = _module_name(proto)
+        if name is not None:  # XProf skips protos that do not parse
+            modules.setdefault(f"{name}({program_id})", proto)
     return modules
+
+
+def _module_name(proto: bytes) -> str | None:
+    """HloProto.hlo_module.name, read from the wire (a program's proto can be
+    large: only its name is decoded to list it)."""
+    try:
+        (module,) = wire.find_fields(proto, 0, len(proto), [_HLO_MODULE])
+        if not len(module):
+            return ""
+        s, n = (int(x) for x in module[-1])
+        (name,) = wire.find_fields(proto, s, s + n, [1])
+        return _text(proto, name[-1]) if len(name) else ""
+    except ValueError:
+        return None
 
 
 class ModuleSource:
