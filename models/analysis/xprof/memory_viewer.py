@@ -537,8 +537,8 @@ class MemoryViewerResult:
         self.step_names = replay.names  # interned; step_name_codes index it (-1: "")
         self.step_name_codes = replay.name_codes
         self.max_heap = objects.objects
-        sizes = [float(o.get("logicalBufferSizeMib", 0)) for o in self.max_heap]
-        self.by_size = std_sort(list(range(len(sizes))), lambda i, j: sizes[i] > sizes[j])  # XProf's order of ties
+        object_mib = [float(o.get("logicalBufferSizeMib", 0)) for o in self.max_heap]
+        self.by_size = std_sort(list(range(len(object_mib))), lambda i, j: object_mib[i] > object_mib[j])  # ties: XProf's
         self.peak_heap_mib = mib(replay.peak) + add
         self.peak_unpadded_heap_mib = mib(replay.peak_unpadded) + add
         self.peak_position = replay.peak_position
