@@ -538,7 +538,8 @@ class MemoryViewerResult:
         self.step_name_codes = replay.name_codes
         self.max_heap = objects.objects
         object_mib = [float(o.get("logicalBufferSizeMib", 0)) for o in self.max_heap]
-        self.by_size = std_sort(list(range(len(object_mib))), lambda i, j: object_mib[i] > object_mib[j])  # ties: XProf's
+        # Largest first, equal sizes in the order XProf's std::sort leaves them.
+        self.by_size = std_sort(list(range(len(object_mib))), lambda i, j: object_mib[i] > object_mib[j])
         self.peak_heap_mib = mib(replay.peak) + add
         self.peak_unpadded_heap_mib = mib(replay.peak_unpadded) + add
         self.peak_position = replay.peak_position
