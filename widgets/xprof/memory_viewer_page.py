@@ -166,6 +166,9 @@ class MemoryViewerPage(QWidget):
         self.unpadded_curve = item.plot(
             [], [], pen=pg.mkPen(UNPADDED_COLOR, width=1, style=Qt.DashLine), name="Unpadded"
         )
+        for curve in (self.heap_curve, self.unpadded_curve):  # long programs: a min/max envelope of what is in view
+            curve.setClipToView(True)
+            curve.setDownsampling(auto=True, method="peak")
         self.peak_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(PEAK_COLOR, width=1, style=Qt.DotLine))
         self.lifetime = pg.LinearRegionItem(
             movable=False, brush=pg.mkBrush(255, 179, 0, 60), pen=pg.mkPen(LIFETIME_COLOR)
@@ -220,9 +223,9 @@ class MemoryViewerPage(QWidget):
         item.setLabel("left", f"Heap ({unit})")
         item.getAxis("left").enableAutoSIPrefix(False)
         # heapSizes[i] is the heap before step i (and one after the last): step i's level is drawn over [i, i + 1].
-        after = slice(1, None)
-        self.heap_curve.setData(steps, d.heap[after] * scale, stepMode="center")
-        self.unpadded_curve.setData(steps, d.unpadded[after] * scale, stepMode="center")
+        x = np.repeat(steps, 2)[1:-1]  # (0, 1, 1, 2, 2, ...): each level as a flat segment
+        self.heap_curve.setData(x, np.repeat(d.heap[1:] * scale, 2))
+        self.unpadded_curve.setData(x, np.repeat(d.unpadded[1:] * scale, 2))
         self.peak_line.setValue(d.peak_position)
         self.peak_line.setVisible(len(d.heap) > 0)
         self.lifetime.setVisible(False)
@@ -256,14 +259,18 @@ class MemoryViewerPage(QWidget):
         span = self.data.lifetime(i)
         buffer = self.data.buffers[i]
         name = buffer.get("instructionName", buffer.get("label", ""))
+        last = max(len(self.data.heap) - 1, 0)
         if span is None:
-            last = max(len(self.data.heap) - 1, 0)
             self.lifetime.setRegion((0, last))
             self.lifetime_label.setText(f"{name}: lives through the whole program (steps 0–{last})")
+            view = (0, last)
         else:
             self.lifetime.setRegion(span)
             self.lifetime_label.setText(f"{name}: allocated at step {span[0]}, freed at step {span[1]}")
+            margin = max(10, 2 * (span[1] - span[0]))
+            view = (max(0, span[0] - margin), min(last, span[1] + margin))
         self.lifetime.setVisible(True)
+        self.plot.getPlotItem().setXRange(*view, padding=0.02)  # the lifetime in view, with its surroundings
 
     def _restyle(self, scheme: Scheme) -> None:
         self.plot.setBackground(scheme.base)
