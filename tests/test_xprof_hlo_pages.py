@@ -44,6 +44,8 @@ def test_memory_viewer_page(qtbot):
     table.selectRow(last)
     assert page.lifetime.isVisible() and page.lifetime.getRegion() == (15, 17)
     assert page.lifetime_label.text() == "ynn_fusion: allocated at step 15, freed at step 17"
+    low, high = page.plot.getPlotItem().viewRange()[0]
+    assert low <= 15 and high >= 17 and high - low < 20  # brought into view with its surroundings
     # Sorting by op code.
     table.sortByColumn(5, Qt.AscendingOrder)
     codes = [cell(table, r, 5) for r in range(table.model().rowCount())]
