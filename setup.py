@@ -38,6 +38,7 @@ EXTENSIONS = [  # (module, source, what it does)
     ("profscope.models.formats.xspace._steps", "models/formats/xspace/_steps.c"),  # XProf's event order, step groups
     ("profscope.models.formats.xspace._trace", "models/formats/xspace/_trace.c"),  # trace_viewer JSON rows of XEvents
     ("profscope.models.sql._parquet", "models/sql/_parquet.c"),  # Parquet value encodings
+    ("profscope.models.analysis.xprof._heap", "models/analysis/xprof/_heap.c"),  # XLA heap simulator replay
 ]
 HEADERS = [*sorted(glob("models/native/*.h")), "models/formats/_labels.h"]  # a change to one rebuilds every extension
 

@@ -38,6 +38,10 @@ _TOOL_MODULES = (
     "input_pipeline",
     "framework_op_stats",
     "kernel_stats",
+    "hlo_stats",
+    "op_profile",
+    "roofline",
+    "memory_viewer",
 )
 for _module in _TOOL_MODULES:
     importlib.import_module(f"{__name__}.{_module}")

@@ -1,0 +1,127 @@
+"""The Statistics tab's pages of XProf's HLO tools: what they show for the
+fixtures' results (and XProf's own JSON of them)."""
+
+import json
+
+from conftest import DATA
+from PySide6.QtCore import Qt
+
+from profscope.models.analysis.xprof.memory_viewer import memory_viewer_result, module_names
+from profscope.models.core.task import TaskState
+from profscope.widgets.xprof.memory_viewer_page import MemoryViewerPage
+
+XPROF = DATA / "xprof"
+JAXPROG = [XPROF / "jaxprog.xplane.pb"]
+
+
+def cell(view, row, column):
+    return view.model().index(row, column).data()
+
+
+def test_memory_viewer_page(qtbot):
+    page = MemoryViewerPage()
+    qtbot.addWidget(page)
+    page.set_modules(module_names(JAXPROG), "jit_conv_block(18)")
+    assert page.module_box.currentText() == "jit_conv_block(18)"
+    with qtbot.waitSignal(page.module_selected) as chosen:
+        page.module_box.setCurrentText("jit_train_step(16)")
+    assert chosen.args == ["jit_train_step(16)"]
+    page.set_data(memory_viewer_result(JAXPROG, {"module_name": "jit_train_step(16)"}, TaskState()))
+    assert "jit_train_step" in page.summary.text() and "peak 243.3 KiB at step 15 of 20" in page.summary.text()
+    table = page.table
+    assert [cell(table, 0, c) for c in range(6)] == [
+        "64.0 KiB",
+        "f32[128,128]{1,0}",
+        "jit(train_step)/transpose(jvp())/transpose",
+        "dot.1",
+        "Output",
+        "dot",
+    ]
+    assert cell(table, 0, 6) == "whole program"
+    last = table.model().rowCount() - 1
+    assert (cell(table, last, 3), cell(table, last, 6)) == ("ynn_fusion", "steps 15–17")
+    # A click on a temporary buffer draws its lifetime on the chart.
+    table.selectRow(last)
+    assert page.lifetime.isVisible() and page.lifetime.getRegion() == (15, 17)
+    assert page.lifetime_label.text() == "ynn_fusion: allocated at step 15, freed at step 17"
+    low, high = page.plot.getPlotItem().viewRange()[0]
+    assert low <= 15 and high >= 17 and high - low < 20  # brought into view with its surroundings
+    # Sorting by op code.
+    table.sortByColumn(5, Qt.AscendingOrder)
+    codes = [cell(table, r, 5) for r in range(table.model().rowCount())]
+    assert codes == ["", "dot", "dot", "fusion", "fusion", "parameter", "parameter"]
+
+
+def test_memory_viewer_page_takes_xprofs_json(qtbot):
+    page = MemoryViewerPage()
+    qtbot.addWidget(page)
+    doc = json.loads((XPROF / "tools" / "jaxprog.memory_viewer.jit_conv_block(18).json").read_text())
+    page.set_data(doc)
+    assert "peak 97.4 KiB at step 0 of 4" in page.summary.text()  # XProf leaves out a position 0
+    assert cell(page.table, 0, 3) == "conv_general_dilated.1"
+    page.table.selectRow(0)
+    assert page.lifetime.getRegion() == (0, 1)
+
+
+def test_hlo_page(qtbot):
+    from xprof_page_samples import fixture_output, hlo_stats_sample
+
+    from profscope.widgets.xprof.hlo_page import NO_OPS, HloPage
+
+    page = HloPage()
+    qtbot.addWidget(page)
+    page.set_data(fixture_output("jaxprog.hlo_stats.json"))
+    assert not page.message.isHidden() and page.message.text() == NO_OPS and page.table.isHidden()
+    page.set_data(json.dumps(hlo_stats_sample()))
+    assert page.message.isHidden() and not page.table.isHidden()
+    name = page.model.column("hlo_op_name")
+    assert [cell(page.table, r, name) for r in range(3)] == ["conv.1", "fusion.3", "copy.2"]  # by self time
+    assert page.count.text() == "3 of 3 ops"
+    page.filter.setText("relu")
+    qtbot.waitUntil(lambda: page.count.text() == "1 of 3 ops")
+    assert cell(page.table, 0, name) == "fusion.3"
+    page.filter.clear()
+    page.table.sortByColumn(page.model.column("occurrences"), Qt.DescendingOrder)
+    assert cell(page.table, 0, name) == "copy.2"
+
+
+def test_op_profile_page(qtbot):
+    from xprof_page_samples import fixture_output, op_profile_sample
+
+    from profscope.widgets.xprof.op_profile_page import OpProfilePage
+
+    page = OpProfilePage()
+    qtbot.addWidget(page)
+    page.set_data(fixture_output("jaxprog.op_profile.json"))
+    assert "host-only (CPU)" in page.message.text() and page.tree.isHidden()
+    assert page.device.text() == "Device: CPU_ONLY"
+    page.set_data(op_profile_sample())
+    program = page.tree.topLevelItem(0)
+    assert [program.text(c) for c in range(4)] == ["jit_f(16)", "100.0 %", "46.0 %", "44.0 %"]
+    assert [program.child(0).text(c) for c in range(4)] == ["conv.1", "60.0 %", "70.0 %", "20.0 %"]
+    page.idle.setChecked(False)  # the tree without idle time
+    assert page.tree.topLevelItem(0).text(0) == "jit_f(16)"
+    with qtbot.waitSignal(page.group_by_requested) as asked:
+        page.grouping.setCurrentIndex(1)
+    assert asked.args == ["category"]
+    page.set_data(fixture_output("jaxprog.op_profile.by_category.json"))
+    assert page.grouping.currentText() == "By category" and "host-only" in page.message.text()
+
+
+def test_roofline_page(qtbot):
+    from xprof_page_samples import fixture_output, roofline_sample
+
+    from profscope.widgets.xprof.roofline_page import NO_ROOFS, RooflinePage
+
+    page = RooflinePage()
+    qtbot.addWidget(page)
+    page.set_data(fixture_output("jaxprog.roofline_model.json"))
+    assert page.message.text() == NO_ROOFS and page.plot.isHidden()
+    page.set_data(roofline_sample())
+    assert page.message.isHidden() and page.roof_count() == 1
+    legend = page.plot.getPlotItem().legend.items[0][1].text
+    assert legend == "HBM roof (ridge 12.1 FLOP/B)"  # 19500 GFLOP/s over 1500 GiB/s
+    points = page.points.points()
+    assert len(points) == 2 and points[0].size() > points[1].size()  # sized by self time
+    page._hovered(page.points, [points[1]], None)
+    assert page.hover.text() == "fusion.3: 0.5 FLOP/byte, 300 GFLOP/s, 40.0 µs self time"

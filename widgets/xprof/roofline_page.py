@@ -1,0 +1,116 @@
+"""XProf's roofline_model as a page: a log-log chart of FLOP rate against
+operational intensity with the device's compute roof and memory-bandwidth
+roofs (their ridge points marked), each op a point sized by its time;
+hovering a point names the op. set_data takes roofline_model's JSON (the
+list of DataTables, as dicts or text)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from profscope.widgets.palette import Scheme, follow, style_plot
+from profscope.widgets.xprof.data_table import DataTableModel
+from profscope.widgets.xprof.hlo_page import as_json
+
+GIB_PER_GB = (1 << 30) / 1e9  # bandwidths are GiB/s, FLOP rates GFLOP/s
+ROOFS = (
+    ("peak_hbm_bw", "HBM", "#1976d2"),
+    ("peak_cmem_read_bw", "CMEM read", "#7b1fa2"),
+    ("peak_vmem_read_bw", "VMEM read", "#00897b"),
+)
+NO_ROOFS = (
+    "No roofline. XProf draws it for the XLA ops of a device (GPU, TPU) against that device's peak "
+    "FLOP rate and memory bandwidth; this profile is host-only (CPU)."
+)
+
+
+class RooflinePage(QWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.model = DataTableModel(self)
+        self.message = QLabel(wordWrap=True)
+        self.hover = QLabel(" ")
+        self.plot = pg.PlotWidget()
+        self.plot.setMenuEnabled(False)
+        item = self.plot.getPlotItem()
+        item.setLogMode(x=True, y=True)
+        item.setLabel("bottom", "Operational intensity (FLOP/byte)")
+        item.setLabel("left", "FLOP rate (GFLOP/s)")
+        item.showGrid(x=True, y=True, alpha=0.25)
+        item.addLegend(offset=(10, 10))
+        self.points = pg.ScatterPlotItem(hoverable=True, brush=pg.mkBrush(229, 57, 53, 160), pen=None)
+        self.points.sigHovered.connect(self._hovered)
+        item.addItem(self.points)
+        self.roof_items: list = []
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.message, 1)
+        self.message.setAlignment(Qt.AlignTop | Qt.AlignLeft)
+        layout.addWidget(self.plot, 1)
+        layout.addWidget(self.hover)
+        follow(self, self._restyle)
+
+    def _restyle(self, scheme: Scheme) -> None:
+        self.plot.setBackground(scheme.base)
+        style_plot(self.plot.getPlotItem(), scheme)
+
+    def set_data(self, data) -> None:
+        tables = as_json(data) or []
+        self.model.set_table(tables[0] if tables else None)
+        p = self.model.properties
+        item = self.plot.getPlotItem()
+        for roof in self.roof_items:
+            item.removeItem(roof)
+        self.roof_items = []
+        peak = float(p.get("peak_flop_rate", 0) or 0)
+        rows = range(len(self.model.rows))
+        x_col, y_col = self.model.column("operational_intensity"), self.model.column("measured_flop_rate")
+        t_col, name_col = self.model.column("total_self_time"), self.model.column("operation")
+        xs = np.array([float(self.model.value(r, x_col) or 0) for r in rows]) if x_col >= 0 else np.zeros(0)
+        ys = np.array([float(self.model.value(r, y_col) or 0) for r in rows]) if y_col >= 0 else np.zeros(0)
+        times = np.array([float(self.model.value(r, t_col) or 0) for r in rows]) if t_col >= 0 else np.zeros(0)
+        keep = (xs > 0) & (ys > 0)
+        sizes = 6 + 24 * np.sqrt(times / times.max()) if len(times) and times.max() > 0 else np.full(len(xs), 8.0)
+        names = [str(self.model.value(r, name_col)) if name_col >= 0 else "" for r in rows]
+        self.points.setData(
+            x=np.log10(xs[keep]) if keep.any() else [],
+            y=np.log10(ys[keep]) if keep.any() else [],
+            size=sizes[keep] if keep.any() else [],
+            data=[(names[r], xs[r], ys[r], times[r]) for r in np.flatnonzero(keep)],
+        )
+        if peak > 0:
+            low, high = 1e-2, 1e4
+            for key, label, color in ROOFS:
+                bandwidth = float(p.get(key, 0) or 0) * GIB_PER_GB
+                if bandwidth <= 0:
+                    continue
+                ridge = peak / bandwidth
+                x = np.array([low, ridge, high])
+                y = np.minimum(peak, x * bandwidth)
+                line = item.plot(x, y, pen=pg.mkPen(color, width=2), name=f"{label} roof (ridge {ridge:.3g} FLOP/B)")
+                marker = pg.ScatterPlotItem(
+                    [np.log10(ridge)], [np.log10(peak)], symbol="d", size=10, brush=pg.mkBrush(color)
+                )
+                item.addItem(marker)
+                self.roof_items += [line, marker]
+        empty = peak <= 0 and not keep.any()
+        self.message.setText(NO_ROOFS if empty else "")
+        self.message.setVisible(empty)
+        self.plot.setVisible(not empty)
+        self.hover.setVisible(not empty)
+        item.enableAutoRange()
+
+    def _hovered(self, _item, points, _event) -> None:
+        if len(points):
+            name, x, y, time = points[0].data()
+            self.hover.setText(f"{name}: {x:.3g} FLOP/byte, {y:.3g} GFLOP/s, {time:,.1f} µs self time")
+        else:
+            self.hover.setText(" ")
+
+    def hover_text(self) -> str:
+        return self.hover.text()
+
+    def roof_count(self) -> int:
+        return sum(1 for r in self.roof_items if isinstance(r, pg.PlotDataItem))
