@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from profscope.models.analysis import trace_stats
+from profscope.models.analysis.xprof import XPROF_OFFERED
 from profscope.models.analysis.xprof import XPROF_TOOLS as XPROF_PRODUCERS
 from profscope.models.core import archives
 from profscope.models.core.files import stays_inside
@@ -189,7 +190,8 @@ class _Session:
         self.hosts.setdefault(host, {}).setdefault(fmt, []).append(path)
         tools = fmt.tools if tools is None else tools
         # XProf's tools that Profscope computes (profscope.models.analysis.xprof registers them).
-        tools = tuple(t for t in tools if not (fmt.xprof and t in XPROF_TOOLS) or t in XPROF_PRODUCERS)
+        tools = tuple(t for t in tools if not (fmt.xprof and t in XPROF_TOOLS) or (
+            t in XPROF_PRODUCERS and (t not in XPROF_OFFERED or XPROF_OFFERED[t](path))))
         self.offers.setdefault((host, fmt), set()).update(tools)
 
     def source(self, host: str, tool: str) -> tuple[Format, list[Path]] | None:

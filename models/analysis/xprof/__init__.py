@@ -20,13 +20,18 @@ from profscope.models.data.tool_data import ToolData
 ToolFunction = Callable[[list[Path], dict[str, str], TaskState], ToolData]
 
 XPROF_TOOLS: dict[str, ToolFunction] = {}
+# Tools XProf lists only for some files (memory_viewer: an XSpace with XLA modules): name -> does this file have data.
+XPROF_OFFERED: dict[str, Callable[[Path], bool]] = {}
 
 
-def register(name: str) -> Callable[[ToolFunction], ToolFunction]:
-    """Decorator: makes a function XProf tool `name`'s producer."""
+def register(name: str, offered: Callable[[Path], bool] | None = None) -> Callable[[ToolFunction], ToolFunction]:
+    """Decorator: makes a function XProf tool `name`'s producer; `offered`, when given, says cheaply whether a
+    file has data for it (otherwise every XSpace has)."""
 
     def add(function: ToolFunction) -> ToolFunction:
         XPROF_TOOLS[name] = function
+        if offered is not None:
+            XPROF_OFFERED[name] = offered
         return function
 
     return add

@@ -663,6 +663,14 @@ def memory_viewer_result(paths: list[Path], params: dict[str, str], task: TaskSt
     return MemoryViewerResult(module, color)
 
 
-@register("memory_viewer")
+def has_modules(path: Path) -> bool:
+    """Whether XProf lists memory_viewer for a file: it has an XLA module to show."""
+    try:
+        return bool(module_names([path]))
+    except ProfileError:
+        return False
+
+
+@register("memory_viewer", offered=has_modules)
 def memory_viewer(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
     return ToolData(memory_viewer_result(paths, params, task).to_json(), "json")
