@@ -19,10 +19,11 @@ from profscope.viewer.cli import main
 FOLDER = DATA / "torch_snapshot"
 TYPED = FOLDER / "typed_snapshot.pickle"
 PROFILE = FOLDER / "profile_snapshot.pickle"
+RING = FOLDER / "ring_snapshot.pickle"  # a ring buffer that overflowed: the trace starts mid-way
 EXPECTED = json.loads((FOLDER / "expected.json").read_text())
 
 
-@pytest.mark.parametrize("path", [TYPED, PROFILE])
+@pytest.mark.parametrize("path", [TYPED, PROFILE, RING])
 def test_timelines_match_torchs_numbers(path):
     profile = load_torch_snapshot(path)
     expected = EXPECTED[path.name]
@@ -43,7 +44,7 @@ def test_timelines_match_torchs_numbers(path):
         assert np.all(np.diff(tl.time_ps) >= 0)
 
 
-@pytest.mark.parametrize("path", [TYPED, PROFILE])
+@pytest.mark.parametrize("path", [TYPED, PROFILE, RING])
 def test_reserved_over_time_matches_a_replay_of_the_segment_events(path):
     for memory_id, want in EXPECTED[path.name].items():
         tl = load_torch_snapshot(path).allocators[memory_id].timeline
@@ -102,7 +103,28 @@ def test_typed_snapshot_details():
     assert regions.count("free_completed") == 1 and regions.count("free") == 3
 
 
-@pytest.mark.parametrize("path", [TYPED, PROFILE])
+def test_out_of_memory_is_marked_on_the_timeline_with_the_free_bytes(qtbot):
+    from profscope.widgets.memory.plot import MemoryPlot
+
+    a = load_torch_snapshot(TYPED).allocators["cuda:0"]
+    ((at, label),) = a.markers
+    assert label == "OOM: 64 MiB requested, 3 MiB free"
+    # the oom falls between the rows of the events recorded before and after it
+    trace = loads(TYPED.read_bytes())["device_traces"][0]
+    k = [e["action"] for e in trace].index("oom")
+    before = sum(e["action"] in ("alloc", "free_completed", "segment_alloc", "segment_free", "segment_map",
+                                 "segment_unmap") for e in trace[:k])
+    times = a.timeline.time_ps[a.timeline.time_ps > 0]
+    assert times[before - 1] < at < times[before]
+    plot = MemoryPlot()
+    qtbot.addWidget(plot)
+    plot.set_profile(a)
+    assert [(m.value(), m.label.toPlainText()) for m in plot.marker_items] == [(at, label)]
+    plot.set_profile(load_torch_snapshot(PROFILE).allocators["cuda:0"])
+    assert plot.marker_items == []
+
+
+@pytest.mark.parametrize("path", [TYPED, PROFILE, RING])
 def test_sql_segments_frames_and_top_frames(path):
     db = ProfileDatabase.open(path)
     q = lambda sql: db.query(sql).table.to_pylist()

@@ -189,6 +189,8 @@ class AllocatorProfile:
     category: np.ndarray | None = None
     # The region of each row is the allocation's whole call stack (JAX pprof profiles): a diff matches rows by it.
     region_is_stack: bool = False
+    # Moments the plot marks with a line and a label (PyTorch snapshots' out-of-memory events): (time_ps, label).
+    markers: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def peak_rows_given(self) -> bool:

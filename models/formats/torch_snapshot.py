@@ -27,6 +27,10 @@ event leaves reserved. Reserved before recording began, as MemoryViz finds
 it: a segment freed or unmapped that the trace did not reserve, and each of
 the snapshot's segments less what the trace reserved inside it.
 
+An oom entry is a note and a marker on the plot (AllocatorProfile.markers)
+at its place among the rows, with the bytes asked for and those the device
+reported free.
+
 The file is decoded by _torch_snapshot.c into CudaSnapshot's columns
 (read_cuda_snapshot); the replay works on those columns with numpy.
 """
@@ -46,6 +50,7 @@ from profscope.models.core.guards import max_nesting, nesting_refused
 from profscope.models.core.safe_pickle import is_pickle, loads
 from profscope.models.core.sniff import head_of
 from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.core.units import format_bytes
 from profscope.models.data.cuda_snapshot import (
     ACTIVE_ALLOCATED,
     ACTIVE_AWAITING_FREE,
@@ -463,6 +468,10 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
     for i in np.flatnonzero(trace.action == OOM).tolist():
         profile.notes.append(f"Out of memory: {int(trace.size[i]):,} bytes requested, "
                              f"{int(trace.device_free[i]):,} bytes free on the device.")
+        # on the time axis the rows use (an oom is never merged, so it is one of ev)
+        at = int(trace.time_us[i]) - first_time if timed else int(np.searchsorted(ev, i)) + 1
+        profile.markers.append((at * 1_000_000, f"OOM: {format_bytes(int(trace.size[i]))} requested, "
+                                               f"{format_bytes(int(trace.device_free[i]))} free"))
     return profile
 
 

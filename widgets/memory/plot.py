@@ -347,6 +347,7 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.lifetime.hide()
         self.moment_line.hide()
         self.hover_line.hide()
+        self.marker_items: list[pg.InfiniteLine] = []  # the profile's markers (out-of-memory events)
         self.plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.plot.scene().sigMouseClicked.connect(self._on_mouse_clicked)
         follow(self, self._apply_scheme)
@@ -492,6 +493,7 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self.profile = profile
         self.lifetime.hide()
         self.moment_line.hide()
+        self._set_markers(profile.markers if profile is not None else [])
         if profile is None or not len(profile.timeline):
             self.series = None
             self._set_categories(())
@@ -511,6 +513,19 @@ class MemoryPlot(pg.GraphicsLayoutWidget):
         self._changed()
         self.reset_zoom()
         self._place_peak_label()
+
+    def _set_markers(self, markers: list[tuple[int, str]]) -> None:
+        """A dashed line with its label at the top of the plot for each marked moment."""
+        for item in self.marker_items:
+            self.plot.removeItem(item)
+        self.marker_items = []
+        for time_ps, label in markers:
+            pen = pg.mkPen("#d62728", width=1.5, style=Qt.DashLine)
+            line = pg.InfiniteLine(pos=float(time_ps), angle=90, pen=pen, label=label,
+                                   labelOpts={"position": 0.95, "color": "#d62728", "anchors": [(0, 0), (0, 0)]})
+            line.setToolTip(label)
+            self.plot.addItem(line, ignoreBounds=True)
+            self.marker_items.append(line)
 
     def has_free(self) -> bool:
         return self.series is not None and self.series.has("free")

@@ -2,12 +2,15 @@
 
     pip install torch && python make_snapshots.py OUT_DIR [--existing]
 
-(--existing: the numbers for the snapshots already in OUT_DIR, leaving them as they are.)
+(--existing: the numbers for the snapshots already in OUT_DIR, leaving them as they are; missing ones are made.)
 
 - profile_snapshot.pickle: three CPU training steps of a small MLP profiled with profile_memory=True, made a
   snapshot by torch.cuda._memory_viz._profile_to_snapshot (without a GPU its device 0 is the CPU);
 - typed_snapshot.pickle: a snapshot built by hand after the TypedDicts of torch/cuda/memory.py: two devices,
   segments with blocks (one in a private pool), every trace action, one allocation made before recording;
+- ring_snapshot.pickle: typed_snapshot.pickle as it is when `_record_memory_history(max_entries=9)`'s ring buffer
+  overflowed: each device's trace keeps its last 9 entries (device 0's starts with the free_completed of a
+  free_requested that was dropped), the segments stay the snapshot's;
 - expected.json: per file and device, what torch.cuda._memory_viz's helpers (segsum's per-block sizes via
   _block_extra and calc_active, trace's entry counts, memory's flame-graph lines) say, and the Active Memory
   Timeline's peak replayed here by MemoryViz.js's process_alloc_data rules (plain dictionaries), and the bytes
@@ -95,6 +98,12 @@ def typed_snapshot():
             block(base1 + 1 * MiB + 512, 1 * MiB - 512, "inactive")]),
     ]
     return {"segments": segments, "device_traces": [dev0, dev1]}
+
+
+def ring_snapshot(max_entries=9):
+    snapshot = typed_snapshot()
+    snapshot["device_traces"] = [entries[-max_entries:] for entries in snapshot["device_traces"]]
+    return snapshot
 
 
 def profile_snapshot():
@@ -209,8 +218,9 @@ def numbers(snapshot):
 
 
 expected = {"torch": torch.__version__}
-for name, make in (("typed_snapshot.pickle", typed_snapshot), ("profile_snapshot.pickle", profile_snapshot)):
-    if "--existing" in sys.argv:
+for name, make in (("typed_snapshot.pickle", typed_snapshot), ("profile_snapshot.pickle", profile_snapshot),
+                   ("ring_snapshot.pickle", ring_snapshot)):
+    if "--existing" in sys.argv and (out / name).exists():
         snapshot = pickle.loads((out / name).read_bytes())
     else:
         snapshot = make()
