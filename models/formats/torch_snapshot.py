@@ -469,9 +469,9 @@ def _allocator(memory_id: str, snap: CudaSnapshot, device: int, ops: tuple) -> A
         profile.notes.append(f"Out of memory: {int(trace.size[i]):,} bytes requested, "
                              f"{int(trace.device_free[i]):,} bytes free on the device.")
         # on the time axis the rows use (an oom is never merged, so it is one of ev)
-        at = int(trace.time_us[i]) - first_time if timed else int(np.searchsorted(ev, i)) + 1
-        profile.markers.append((at * 1_000_000, f"OOM: {format_bytes(int(trace.size[i]))} requested, "
-                                               f"{format_bytes(int(trace.device_free[i]))} free"))
+        oom_at = int(trace.time_us[i]) - first_time if timed else int(np.searchsorted(ev, i)) + 1
+        profile.markers.append((oom_at * 1_000_000, f"OOM: {format_bytes(int(trace.size[i]))} requested, "
+                                                   f"{format_bytes(int(trace.device_free[i]))} free"))
     return profile
 
 
