@@ -12,7 +12,8 @@ RSS from /usr/bin/time -v):
 - `profscope export FILE --tool memory_profile --param xprof_form=1 -o OUT` (targets: no slower than the
   yardstick, at most half its peak RSS);
 - the decoder alone (read_cuda_snapshot) and the replay alone, in this process;
-- the window's memory view: load as the window's worker does (load, prepare_series), set_profile, shown;
+- the window's memory view: load as the window's worker does (load, prepare_series, prepare_histories),
+  set_profile, shown;
 - moving the moment: pick_moment at the peak and at spread snapshots with the real MemoryView offscreen, in ms
   (target: 100 ms); and on a trace with 200,000 allocations alive at once (an out-of-memory moment).
 """
@@ -116,6 +117,7 @@ def view_bench(path: Path) -> None:
     import numpy as np
     from PySide6.QtWidgets import QApplication
 
+    from profscope.models.analysis.allocator_state import prepare_histories
     from profscope.models.data.memory_profile import MemoryProfileData
     from profscope.models.data.peak_pyramid import prepare_series
     from profscope.models.formats.torch_snapshot import load_torch_snapshot, read_cuda_snapshot, snapshot_allocators
@@ -125,11 +127,12 @@ def view_bench(path: Path) -> None:
     t = time.perf_counter()
     data = load_torch_snapshot(path)
     series = prepare_series(data)  # the window's worker makes the plot's pyramids with the profile
+    histories = prepare_histories(data.cuda_snapshot)  # and the allocator state history of each device
     loaded = time.perf_counter() - t
     view = MemoryView()
     view.resize(1400, 900)
     t = time.perf_counter()
-    view.set_profile(data, series)
+    view.set_profile(data, series, histories)
     view.show()
     app.processEvents()
     shown = time.perf_counter() - t

@@ -165,3 +165,28 @@ def test_report_has_the_allocator_state_and_segments_of_each_device(tmp_path):
         "cached_segments_typed_snapshot.pickle_typed_snapshot_cuda_1.png"]
     index = (tmp_path / "index.html").read_text()
     assert "15 events; at the last: 2 segments, 23,068,672 bytes reserved" in index
+
+
+def test_a_long_event_list_is_not_laid_out_row_by_row(qtbot, monkeypatch):
+    """Showing the last of 200,000 events asks the model for its rows a few times, not once per row (a list view
+    did that on every scroll: seconds of a frozen window for a trace of millions of events)."""
+    from profscope.models.analysis.allocator_state import build_history
+    from profscope.models.data.cuda_snapshot import from_plain
+    from profscope.widgets.memory.allocator_state import AllocatorStateView, EventModel
+
+    entries = []
+    for i in range(100_000):
+        entries += [{"action": "alloc", "addr": 4096 * i, "size": 512}, {"action": "free_completed",
+                                                                        "addr": 4096 * i, "size": 512}]
+    history = build_history(from_plain({"segments": [], "device_traces": [entries]}), 0)
+    calls = []
+    count = EventModel.rowCount
+    monkeypatch.setattr(EventModel, "rowCount", lambda self, parent=None: calls.append(1) or count(self))
+    view = AllocatorStateView()
+    qtbot.addWidget(view)
+    view.resize(1000, 600)
+    view.show()
+    view.set_history(history)
+    QApplication.processEvents()
+    assert view.list.currentIndex().row() == view.events.rowCount() - 1
+    assert len(calls) < 1000

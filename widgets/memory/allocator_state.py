@@ -19,14 +19,16 @@ import numpy as np
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QPoint, Qt, Signal
 from PySide6.QtGui import QFont, QImage, QKeyEvent, QMouseEvent, QPainter, QPen
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QAbstractScrollArea,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
-    QListView,
     QPlainTextEdit,
     QPushButton,
     QSlider,
     QSplitter,
+    QTableView,
     QToolTip,
     QVBoxLayout,
     QWidget,
@@ -323,10 +325,20 @@ class AllocatorStateView(QWidget):
         self.history: History | None = None
         self.current = -1
         self.events = EventModel(self)
-        self.list = QListView()
+        # A table, not a QListView: a list view lays out every row (a Python rowCount call each) on a scroll, seconds
+        # for a trace of millions of events; a table's rows all have the header's one height.
+        self.list = QTableView()
         self.list.setModel(self.events)
-        self.list.setUniformItemSizes(True)
         self.list.setFont(QFont("monospace"))
+        self.list.horizontalHeader().hide()
+        self.list.horizontalHeader().setStretchLastSection(True)
+        self.list.verticalHeader().hide()
+        self.list.verticalHeader().setSectionResizeMode(QHeaderView.Fixed)
+        self.list.verticalHeader().setDefaultSectionSize(self.list.fontMetrics().height() + 4)
+        self.list.setShowGrid(False)
+        self.list.setWordWrap(False)
+        self.list.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.list.setSelectionMode(QAbstractItemView.SingleSelection)
         self.prev_button = QPushButton("◀ Previous")
         self.next_button = QPushButton("Next ▶")
         self.prev_button.setToolTip("The event before (Left / Up)")
