@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from profscope.models.data.cuda_snapshot import RowFrames
 from profscope.models.data.memory_profile import AllocatorProfile
 
 Frame = tuple[str, str, int]  # function, file, line (0 when unknown)
@@ -122,7 +123,16 @@ def allocation_flame(profile: AllocatorProfile, index: int | None = None) -> Fla
     if profile.frames is None or not len(profile.timeline):
         return None
     live = profile.live_rows(profile.peak_index if index is None else index)
-    sizes = profile.timeline.allocation[live].tolist()
+    sizes = profile.timeline.allocation[live]
+    if isinstance(profile.frames, RowFrames):  # a snapshot's rows name interned tracebacks: bytes per traceback
+        tbs, at = np.unique(profile.frames.row_tb[live], return_inverse=True)
+        totals = np.zeros(len(tbs), np.int64)
+        np.add.at(totals, at, sizes)
+        first = np.zeros(len(tbs), np.int64)
+        first[at[::-1]] = live[::-1]  # a row of each traceback
+        return flame_graph(((_stack(profile.frames.get(int(row)) or []), int(total))
+                            for row, total in zip(first.tolist(), totals.tolist())), root=profile.memory_id)
+    sizes = sizes.tolist()
     # Sources share one frames list among allocations of one stack: add their bytes up once per list.
     by_list: dict[int, list] = {}
     for row, size in zip(live.tolist(), sizes):
