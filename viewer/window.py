@@ -58,6 +58,7 @@ class MainWindow(QMainWindow):
         # HParams loads and watch checks run apart, so they never cancel a profile load.
         self.hparams_runner = TaskRunner(self)
         self.curves_runner = TaskRunner(self)  # the selected sessions' training curves
+        self.xprof_runner = TaskRunner(self)  # an XProf page's later request (a module): never cancels a load
         self.query_runner = QueryRunner(self)  # apart from self.runner: a query never cancels a load
 
         self.tree = QTreeWidget()
@@ -98,7 +99,7 @@ class MainWindow(QMainWindow):
         self.opening = OpenController(self, self.runner, self.settings, self.recent_menu, status)
         self.loading = LoadController(
             self.runner, self.tabs, self.memory_view, self.timeline_view, self.stats_view, status, self,
-            xprof_view=self.xprof_view,
+            xprof_view=self.xprof_view, xprof_runner=self.xprof_runner,
         )
         self.hparams = HParamsController(self.hparams_runner, self.hparams_view, self.settings, status, self)
         self.compare = CompareController(self, self.runner, self.tabs, self.compare_view, status)
@@ -393,7 +394,7 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window_state", self.saveState())
         self.hparams.save_layout()
         self.hparams.watch_timer.stop()
-        for runner in (self.runner, self.hparams_runner, self.curves_runner):
+        for runner in (self.runner, self.hparams_runner, self.curves_runner, self.xprof_runner):
             runner.cancel()
             runner.wait(5000)
         super().closeEvent(event)

@@ -1,0 +1,81 @@
+"""The XProf Statistics tab in the window, driven as a user does: the tree's
+tool entries, the memory viewer's module picker (answered by the worker),
+op_profile's other grouping."""
+
+import shutil
+
+import pytest
+from conftest import DATA
+
+XPROF = DATA / "xprof"
+
+
+def open_xplane(qtbot, window, tmp_path, fixture: str, host: str = "vm"):
+    session = tmp_path / "plugins" / "profile" / "2026_11_27_15_14_03"
+    session.mkdir(parents=True)
+    shutil.copy(XPROF / f"{fixture}.xplane.pb", session / f"{host}.xplane.pb")
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.open_path(str(tmp_path))  # scan
+    with qtbot.waitSignal(window.runner.finished, timeout=60000):
+        pass  # then the host's timeline, with XProf's tools
+    host_item = window.tree.topLevelItem(0).child(0)
+    return {host_item.child(i).text(0): host_item.child(i) for i in range(host_item.childCount())}
+
+
+def click(qtbot, window, item):
+    """A click on a tree entry (the tree's own itemClicked)."""
+    window.tree.setCurrentItem(item)
+    window.tree.itemClicked.emit(item, 0)
+
+
+def test_jax_host_lists_every_xprof_page_and_memory_viewer_modules(qtbot, window, tmp_path):
+    entries = open_xplane(qtbot, window, tmp_path, "jaxprog")
+    assert list(entries)[-8:] == ["Overview", "Input pipeline", "Framework ops", "Kernels", "HLO ops",
+                                  "Op profile", "Roofline", "Memory viewer"]
+    view = window.xprof_view
+    click(qtbot, window, entries["Memory viewer"])
+    assert window.tabs.currentWidget() is view and view.current_page() == "memory_viewer"
+    assert not view.list.item(view.tools.index("memory_viewer")).isHidden()
+    page = view.memory_page
+    box = page.module_box
+    assert box.count() == 14
+    assert box.currentText() == "jit_conv_block(18)"  # the first module, shown at load
+    assert "<b>jit_conv_block</b>" in page.summary.text() and "peak 97.4 KiB" in page.summary.text()
+    # Choosing another module: the worker loads it, the window stays responsive meanwhile.
+    with qtbot.waitSignal(window.xprof_runner.finished, timeout=20000):
+        box.setCurrentText("jit_train_step(16)")
+        assert "loading" in page.summary.text()
+    assert "<b>jit_train_step</b>" in page.summary.text() and "peak 243.3 KiB at step 15 of 20" in page.summary.text()
+    assert page.table.model().index(0, 3).data() == "dot.1"
+    # HLO pages of a CPU profile: XProf's answer (no device ops), said on the page.
+    click(qtbot, window, entries["HLO ops"])
+    assert view.current_page() == "hlo_stats" and not view.pages["hlo_stats"].message.isHidden()
+    click(qtbot, window, entries["Roofline"])
+    assert "host-only (CPU)" in view.pages["roofline_model"].message.text()
+    click(qtbot, window, entries["Op profile"])
+    ops = view.op_profile_page
+    assert "Device: CPU_ONLY" == ops.device.text()
+    with qtbot.waitSignal(window.xprof_runner.finished, timeout=20000):
+        ops.grouping.setCurrentIndex(1)  # by category: asked of the worker
+    assert "byCategory" in ops.doc and "byProgram" in ops.doc  # both groupings kept
+    assert "host-only (CPU)" in ops.message.text()
+
+
+def test_module_choices_cancel_each_other_and_another_host_drops_them(qtbot, window, tmp_path):
+    open_xplane(qtbot, window, tmp_path, "jaxprog")
+    page = window.xprof_view.memory_page
+    with qtbot.waitSignal(window.xprof_runner.finished, timeout=20000) as shown:
+        page.module_box.setCurrentText("jit_stage(0)")
+        page.module_box.setCurrentText("jit_spread(26)")  # before the first came back: it is dropped
+    assert shown.args[0][2] == ("module", "jit_spread(26)")
+    assert page.module_box.currentText() == "jit_spread(26)" and "<b>jit_spread</b>" in page.summary.text()
+
+
+@pytest.mark.parametrize("fixture", ["tfdata"])
+def test_tf_host_without_xla_modules_has_no_memory_viewer(qtbot, window, tmp_path, fixture):
+    entries = open_xplane(qtbot, window, tmp_path, fixture)
+    assert "Memory viewer" not in entries and "HLO ops" in entries
+    view = window.xprof_view
+    assert view.list.item(view.tools.index("memory_viewer")).isHidden()
+    click(qtbot, window, entries["HLO ops"])
+    assert view.current_page() == "hlo_stats"
