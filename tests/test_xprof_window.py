@@ -79,3 +79,53 @@ def test_tf_host_without_xla_modules_has_no_memory_viewer(qtbot, window, tmp_pat
     assert view.list.item(view.tools.index("memory_viewer")).isHidden()
     click(qtbot, window, entries["HLO ops"])
     assert view.current_page() == "hlo_stats"
+
+
+def shown_names(table, column):
+    model = table.model()
+    return [model.index(r, column).data() for r in range(model.rowCount())]
+
+
+def test_framework_op_row_highlights_its_timeline_events_and_back(qtbot, window, tmp_path):
+    entries = open_xplane(qtbot, window, tmp_path, "tfdata")
+    click(qtbot, window, entries["Framework ops"])
+    table = window.xprof_view.pages["framework_op_stats"].table
+    column = table.model.NAME
+    names = shown_names(table.view, column)
+    relu = names.index("StatefulPartitionedCall/sequential_1/dense_1/Relu")
+    table.view.selectRow(relu)  # as a click on the row does
+    timeline_view = window.timeline_view
+    tl = timeline_view.timeline
+    highlighted = timeline_view.canvas.highlight
+    # Its 4 events: TensorFlow names them "op:type".
+    assert {tl.names[i] for i in highlighted} == {
+        "StatefulPartitionedCall/sequential_1/dense_1/Relu:_MklNativeFusedMatMul"}
+    assert len(highlighted) == 4 and timeline_view.match_label.text().startswith("4 × ")
+    assert "4 event(s) highlighted in the Timeline" in window.status.text()
+    # A tf.data iterator: only its own events, not those of the iterators below it ("…::MapAndBatch::TensorSlice").
+    table.view.selectRow(names.index("Iterator::Root::Prefetch::MapAndBatch"))
+    assert {tl.names[i] for i in timeline_view.canvas.highlight} == {"Iterator::Root::Prefetch::MapAndBatch"}
+    # The reverse: an event selected in the Timeline selects its op's row in the page shown.
+    event = next(i for i in range(len(tl)) if tl.names[i].startswith("StatefulPartitionedCall/gradient_tape/")
+                 and tl.names[i].endswith(":_MklMatMul"))
+    before = timeline_view.canvas.highlight
+    timeline_view.canvas.select_event(event)
+    current = table.view.currentIndex()
+    assert current.siblingAtColumn(column).data() == tl.names[event].rsplit(":", 1)[0]
+    assert timeline_view.canvas.highlight is before  # the Timeline's highlight stays (e.g. a search's)
+
+
+def test_memory_viewer_instruction_highlights_its_timeline_events(qtbot, window, tmp_path):
+    entries = open_xplane(qtbot, window, tmp_path, "jaxprog")
+    click(qtbot, window, entries["Memory viewer"])
+    page = window.xprof_view.memory_page
+    instructions = shown_names(page.table, 3)
+    assert instructions[0] == "conv_general_dilated.1"
+    page.table.selectRow(0)
+    tl = window.timeline_view.timeline
+    assert {tl.names[i] for i in window.timeline_view.canvas.highlight} == {"conv_general_dilated.1"}
+    assert len(window.timeline_view.canvas.highlight) == 4  # its thunk ran 4 times, "end: …" events left out
+    page.table.selectRow(1)  # a parameter: no event runs it
+    assert window.status.text() == "images.1: the Timeline has no events of that name."
+    window.timeline_view.canvas.select_event(int(window.timeline_view.canvas.highlight[2]))
+    assert page.table.currentIndex().row() == 0

@@ -30,6 +30,7 @@ from profscope.viewer.controllers.hparams import HParamsController
 from profscope.viewer.controllers.jumps import JumpController
 from profscope.viewer.controllers.loading import LoadController
 from profscope.viewer.controllers.opening import OpenController
+from profscope.viewer.controllers.xprof_links import XprofLinks
 from profscope.viewer.desktop import app_icon
 from profscope.viewer.query_runner import QueryRunner
 from profscope.viewer.session_tree import HPARAMS, ROLE_TARGET
@@ -109,6 +110,7 @@ class MainWindow(QMainWindow):
         self.jumps = JumpController(
             self.loading, self.tabs, self.memory_view, self.timeline_view, self.tree, status, self
         )
+        self.xprof_links = XprofLinks(self.loading, self.xprof_view, self.timeline_view, status, self)
         self._build_menus()
         self._connect()
         self.resize(*DEFAULT_SIZE)

@@ -48,6 +48,9 @@ class HloPage(QWidget):
         self.message.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         layout.addWidget(self.table, 1)
 
+    def op_tables(self) -> list:
+        return [(self.table, lambda: self.model.column("hlo_op_name"))]
+
     def set_data(self, data) -> None:
         self.model.set_table(as_json(data))
         for c in range(self.model.columnCount()):

@@ -203,6 +203,9 @@ class MemoryViewerPage(QWidget):
         layout.addWidget(splitter, 1)
         follow(self, self._restyle)
 
+    def op_tables(self) -> list:
+        return [(self.table, lambda: 3)]  # the HLO instruction of each buffer
+
     def set_modules(self, names: list[str], current: str = "") -> None:
         self.module_box.blockSignals(True)
         self.module_box.clear()

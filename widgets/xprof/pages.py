@@ -116,6 +116,9 @@ class InputPipelinePage(QWidget):
         layout.addWidget(self.chart, 1)
         layout.addWidget(self.ops, 2)
 
+    def op_tables(self) -> list:
+        return self.ops.op_tables()
+
     def set_data(self, data) -> None:
         tables = data if isinstance(data, list) else []
         steps = tables[1] if len(tables) > 1 else {}
@@ -148,6 +151,9 @@ class FrameworkOpsPage(QWidget):
         layout.addWidget(self.table, 1)
         self.data: list = []
 
+    def op_tables(self) -> list:
+        return self.table.op_tables()
+
     def set_data(self, data) -> None:
         self.data = data if isinstance(data, list) else []
         self._show()
@@ -165,6 +171,9 @@ class KernelsPage(QWidget):
         self.table = DataTablePage("Kernels", "kernel_name", "op_name")
         layout = QVBoxLayout(self)
         layout.addWidget(self.table)
+
+    def op_tables(self) -> list:
+        return self.table.op_tables()
 
     def set_data(self, data) -> None:
         table = data if isinstance(data, dict) else None

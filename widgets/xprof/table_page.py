@@ -109,6 +109,10 @@ class DataTablePage(QWidget):
         layout.addWidget(self.view, 1)
         self.summary.hide()
 
+    def op_tables(self) -> list:
+        """(view, its name column) of the tables whose rows are ops (linked to the Timeline)."""
+        return [(self.view, lambda: self.model.NAME)]
+
     def _type_chosen(self, text: str) -> None:
         self.model.set_filter(type_="" if text in ("", ALL) else text)
 

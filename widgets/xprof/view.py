@@ -39,6 +39,7 @@ class XprofStatsView(QWidget):
 
     module_requested = Signal(str)  # memory_viewer: another XLA module chosen
     group_by_requested = Signal(str)  # op_profile: the grouping ("program", "category") not loaded
+    op_selected = Signal(str)  # an op, kernel or HLO instruction chosen in a table (its name)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -61,6 +62,10 @@ class XprofStatsView(QWidget):
         self.op_profile_page: OpProfilePage = self.pages["op_profile"]  # type: ignore[assignment]
         self.memory_page.module_selected.connect(self._module_chosen)
         self.op_profile_page.group_by_requested.connect(self.group_by_requested)
+        for page in self.pages.values():
+            for table, column in getattr(page, "op_tables", list)():
+                table.selectionModel().currentRowChanged.connect(
+                    lambda current, _old, column=column: self._row_chosen(current, column()))
         self.list.currentRowChanged.connect(self._chosen)
         layout = QHBoxLayout(self)
         layout.addWidget(self.list)
@@ -112,6 +117,27 @@ class XprofStatsView(QWidget):
         if "op_profile" in self.data:
             self.data["op_profile"] = merged = {**self.data["op_profile"], **data}
             self.op_profile_page.set_data(merged)
+
+    def _row_chosen(self, current, column: int) -> None:
+        name = current.siblingAtColumn(column).data() if current.isValid() and column >= 0 else None
+        if name:
+            self.op_selected.emit(str(name))
+
+    def select_op(self, name: str) -> bool:
+        """Selects the row of an op (by name) in the tables of the page shown; whether it has one."""
+        page = self.pages.get(self.current_page())
+        if page is None or self.stack.currentWidget() is not page:
+            return False
+        for table, column in getattr(page, "op_tables", list)():
+            model, c = table.model(), column()
+            if c < 0 or not model.rowCount():
+                continue
+            found = model.match(model.index(0, c), Qt.DisplayRole, name, 1, Qt.MatchExactly | Qt.MatchRecursive)
+            if found:
+                table.setCurrentIndex(found[0])
+                table.scrollTo(found[0])
+                return True
+        return False
 
     def current_page(self) -> str:
         row = self.list.currentRow()
