@@ -129,3 +129,35 @@ def test_memory_viewer_instruction_highlights_its_timeline_events(qtbot, window,
     assert window.status.text() == "images.1: the Timeline has no events of that name."
     window.timeline_view.canvas.select_event(int(window.timeline_view.canvas.highlight[2]))
     assert page.table.currentIndex().row() == 0
+
+
+def test_all_hosts_shows_xprofs_combined_tools(qtbot, window, tmp_path):
+    session = tmp_path / "plugins" / "profile" / "2026_11_22_09_00_00"
+    session.mkdir(parents=True)
+    shutil.copy(XPROF / "tfdata.xplane.pb", session / "a.xplane.pb")
+    shutil.copy(XPROF / "keras.xplane.pb", session / "b.xplane.pb")
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.open_path(str(tmp_path))
+    with qtbot.waitSignal(window.runner.finished, timeout=60000):
+        pass
+    top = window.tree.topLevelItem(0)
+    all_hosts = top.child(2)
+    assert all_hosts.text(0) == "All hosts"
+    entries = {all_hosts.child(i).text(0): all_hosts.child(i) for i in range(all_hosts.childCount())}
+    assert list(entries) == ["Timeline", "Overview", "Input pipeline", "Framework ops", "Kernels", "HLO ops",
+                             "Op profile", "Roofline"]
+    with qtbot.waitSignal(window.runner.finished, timeout=60000):
+        click(qtbot, window, entries["Overview"])
+    view = window.xprof_view
+    assert window.loading.xprof_of == ("2026_11_22_09_00_00", "")
+    assert window.tabs.currentWidget() is view and view.current_page() == "overview_page"
+    # The two hosts' ops in one table (55 and 218 ops; XProf adds up the hosts' rows).
+    click(qtbot, window, entries["Framework ops"])
+    table = view.pages["framework_op_stats"].table
+    names = shown_names(table.view, table.model.NAME)
+    assert len(names) == 273 and {"Add_1/ReadVariableOp", "Iterator::Root::Prefetch::MapAndBatch"} <= set(names)
+    # A row of the combined tables highlights its events in the combined timeline (both hosts').
+    table.view.selectRow(names.index("Iterator::Root::Prefetch::MapAndBatch"))
+    tl = window.timeline_view.timeline
+    assert {tl.names[i] for i in window.timeline_view.canvas.highlight} == {"Iterator::Root::Prefetch::MapAndBatch"}
+    assert "Iterator::Root::Prefetch::MapAndBatch: " in window.status.text()

@@ -25,7 +25,7 @@ from profscope.models.repository.registry import (
     TIMELINE_TOOLS,
     TRACE_VIEWER,
 )
-from profscope.viewer.session_tree import ALL_HOSTS
+from profscope.viewer.session_tree import ALL_HOSTS, xprof_tools
 from profscope.viewer.workers import TaskRunner
 from profscope.widgets.memory.view import NO_MEMORY_EVENTS, NOT_LOADED, NOTHING_SHOWN, MemoryView
 from profscope.widgets.stats.trace_stats_view import TraceStatsView, describe_range
@@ -142,10 +142,8 @@ class LoadController(QObject):
         return self.repo.combines_hosts(session) if not host else host in self.repo.hosts_with(session, OP_STATS)
 
     def _xprof_tools(self, session: str, host: str) -> list[str]:
-        """XProf's tools the window shows for an xplane host (none for a Chrome trace or all hosts)."""
-        if not host or host in self.repo.hosts_with(session, OP_STATS):
-            return []
-        return [t for t in XPROF_VIEWS if host in self.repo.hosts_with(session, t)]
+        """XProf's tools the window shows for an xplane host, or all hosts combined (none for a Chrome trace)."""
+        return xprof_tools(self.repo, session, host)
 
     def load_timeline(self, session: str, host: str, step: str = "", show: str = TRACE_VIEWER) -> None:
         """Loads a host's (or all hosts') timeline and, where the source has
