@@ -161,3 +161,31 @@ def test_all_hosts_shows_xprofs_combined_tools(qtbot, window, tmp_path):
     tl = window.timeline_view.timeline
     assert {tl.names[i] for i in window.timeline_view.canvas.highlight} == {"Iterator::Root::Prefetch::MapAndBatch"}
     assert "Iterator::Root::Prefetch::MapAndBatch: " in window.status.text()
+
+
+def test_report_renders_every_xprof_page_of_each_host_and_all_hosts(qtbot, tmp_path):
+    from PySide6.QtGui import QColor, QImage
+
+    from profscope.models.repository.locations import open_repository
+    from profscope.viewer.report import write_report
+
+    session = tmp_path / "logs" / "plugins" / "profile" / "2026_11_22_09_00_00"
+    session.mkdir(parents=True)
+    shutil.copy(XPROF / "jaxprog.xplane.pb", session / "a.xplane.pb")
+    shutil.copy(XPROF / "tfdata.xplane.pb", session / "b.xplane.pb")
+    out = tmp_path / "report"
+    written = [p.name for p in write_report(open_repository(tmp_path / "logs"), out)]
+    pages = ["overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "hlo_stats",
+             "op_profile", "roofline_model"]
+    for host in ("a", "b", "all_hosts"):
+        for tool in pages + (["memory_viewer"] if host == "a" else []):  # b: no XLA modules
+            assert f"xprof_2026_11_22_09_00_00_{host}_{tool}.png" in written
+    assert "xprof_2026_11_22_09_00_00_b_memory_viewer.png" not in written
+    index = (out / "index.html").read_text()
+    assert "<h2>XProf: 2026_11_22_09_00_00 / All hosts</h2>" in index
+    # The memory viewer shows the module with the largest peak heap; every module's peak is listed.
+    assert "Memory viewer: 14 XLA module(s); shown: jit_spread(26), the largest peak heap." in index
+    assert "<tr><td>jit_train_step(16)</td><td>0.238 MiB</td></tr>" in index
+    image = QImage(str(out / "xprof_2026_11_22_09_00_00_b_overview_page.png"))
+    colors = [QColor(image.pixel(x, 250)) for x in range(0, 1400, 7)]
+    assert image.width() == 1400 and any(c.red() > 200 and c.green() < 100 for c in colors)  # input time, in red

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QSplitter,
+    QStackedWidget,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -194,8 +195,15 @@ class MemoryViewerPage(QWidget):
         lower_layout.addWidget(QLabel("Buffers live at the peak, largest first (click one for its lifetime)"))
         lower_layout.addWidget(self.table)
         lower_layout.addWidget(self.lifetime_label)
+        # A module whose buffers all live through the whole program has no heap over program order.
+        self.no_heap = QLabel(
+            "No heap over program order: every buffer of this module lives through the whole program "
+            "(parameters, outputs, constants); the table lists them.", wordWrap=True, alignment=Qt.AlignCenter)
+        self.upper = QStackedWidget()
+        self.upper.addWidget(self.plot)
+        self.upper.addWidget(self.no_heap)
         splitter = QSplitter(Qt.Vertical)
-        splitter.addWidget(self.plot)
+        splitter.addWidget(self.upper)
         splitter.addWidget(lower)
         splitter.setSizes([300, 260])
         layout = QVBoxLayout(self)
@@ -231,13 +239,15 @@ class MemoryViewerPage(QWidget):
         self.unpadded_curve.setData(x, np.repeat(d.unpadded[1:] * scale, 2))
         self.peak_line.setValue(d.peak_position)
         self.peak_line.setVisible(len(d.heap) > 0)
+        self.upper.setCurrentWidget(self.plot if len(d.heap) > 1 or not d.buffers else self.no_heap)
         self.lifetime.setVisible(False)
         self.lifetime_label.clear()
         self.model.set_data(d)
         self.table.horizontalHeader().setSortIndicator(0, Qt.DescendingOrder)
         self.summary.setText(
-            f"<b>{d.module}</b> · peak {_mib(d.peak)} at step {d.peak_position} of {max(len(d.heap) - 1, 0)}"
-            f" · parameters {_mib(d.parameters)} · outputs {_mib(d.live_out)} · allocated {_mib(d.total)}"
+            f"<b>{d.module}</b> · peak {_mib(d.peak)}"
+            + (f" at step {d.peak_position} of {len(d.heap) - 1}" if len(d.heap) > 1 else "")
+            + f" · parameters {_mib(d.parameters)} · outputs {_mib(d.live_out)} · allocated {_mib(d.total)}"
             if len(d.heap) or d.buffers
             else f"<b>{d.module}</b> · no buffers in this memory space"
         )

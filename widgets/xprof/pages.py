@@ -110,7 +110,8 @@ class InputPipelinePage(QWidget):
         self.statement = _label()
         self.chart = StepChart()
         self.ops = DataTablePage("Host input ops", "opName", "category", shares=("timeInPercent",
-                                                                                 "selfTimeInPercent"))
+                                                                                 "selfTimeInPercent"),
+                                 empty="No tf.data input ops on the host in this profile.")
         layout = QVBoxLayout(self)
         layout.addWidget(self.statement)
         layout.addWidget(self.chart, 1)
@@ -145,7 +146,9 @@ class FrameworkOpsPage(QWidget):
         self.table = DataTablePage("Framework ops", "operation", "type",
                                    shares=("host_total_self_time_percent", "device_total_self_time_percent",
                                            "Host_cumulative_total_self_time_percent",
-                                           "device_cumulative_total_self_time_percent"))
+                                           "device_cumulative_total_self_time_percent"),
+                                   empty="No framework ops in this profile: XProf counts TensorFlow ops on the "
+                                         "host and the ops of device (GPU, TPU) planes.")
         layout = QVBoxLayout(self)
         layout.addWidget(self.idle)
         layout.addWidget(self.table, 1)
