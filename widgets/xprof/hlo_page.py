@@ -62,6 +62,10 @@ class HloPage(QWidget):
         total = self.model.column("total_self_time")
         if total >= 0 and self.model.rows:
             self.table.sortByColumn(total, Qt.DescendingOrder)
+        self.table.resizeColumnsToContents()  # headers and values readable, a long op text capped
+        limit = self.table.fontMetrics().horizontalAdvance("M") * 40
+        for c in range(self.model.columnCount()):
+            self.table.setColumnWidth(c, min(self.table.columnWidth(c), limit))
         has_rows = bool(self.model.rows)
         self.message.setVisible(not has_rows)
         self.table.setVisible(has_rows)

@@ -149,7 +149,7 @@ class MemoryViewerPage(QWidget):
         self.module_box = QComboBox(minimumContentsLength=24)
         self.module_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
         self.module_box.currentTextChanged.connect(self._module_chosen)
-        self.summary = QLabel()
+        self.summary = QLabel(wordWrap=True)  # wraps rather than widening the page
         self.summary.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.lifetime_label = QLabel()
         top = QHBoxLayout()

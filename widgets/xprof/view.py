@@ -44,7 +44,6 @@ class XprofStatsView(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.list = QListWidget()
-        self.list.setMaximumWidth(self.fontMetrics().horizontalAdvance("Input pipeline") * 2)
         self.stack = QStackedWidget()
         self.message = QLabel()
         self.message.setWordWrap(True)
@@ -58,6 +57,8 @@ class XprofStatsView(QWidget):
             self.stack.addWidget(page)
             self.list.addItem(title)
         self.stack.addWidget(self.message)
+        # As wide as its longest title, whatever a page's own minimum width asks for.
+        self.list.setFixedWidth(self.list.sizeHintForColumn(0) + 2 * self.list.frameWidth() + 12)
         self.memory_page: MemoryViewerPage = self.pages["memory_viewer"]  # type: ignore[assignment]
         self.op_profile_page: OpProfilePage = self.pages["op_profile"]  # type: ignore[assignment]
         self.memory_page.module_selected.connect(self._module_chosen)
