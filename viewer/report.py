@@ -95,17 +95,26 @@ def _statistics_section(title: str, view, stats, save, top: int = 20) -> str:
     )
 
 
-def _xprof_section(title: str, view, repo, session: str, host: str, save, task=None) -> str:
+def _xprof_section(title: str, view, repo, session: str, host: str, save, task=None,
+                   errors: list[str] | None = None) -> str:
     """XProf's tools of a host (host "": all hosts, combined as XProf combines them), each page as PNG;
-    memory_viewer shows the module with the largest peak heap, every module's peak listed."""
+    memory_viewer shows the module with the largest peak heap, every module's peak listed. A tool that fails
+    is left out, "title: error" added to `errors`; when overview_page (which reads the whole file) fails, so
+    does the section (ProfileError)."""
     import json
 
     from profscope.viewer.controllers.loading import xprof_data
     from profscope.viewer.session_tree import xprof_tools
     from profscope.widgets.xprof.view import TOOL_TITLES
 
-    data = xprof_data(repo, session, host, xprof_tools(repo, session, host), task)
-    errors = "".join(f"<p class=error>{html.escape(e)}</p>" for e in data.get("errors", []))
+    tools = xprof_tools(repo, session, host)
+    data = xprof_data(repo, session, host, tools, task)
+    failed = data.get("errors", [])
+    if failed and "overview_page" in tools and "overview_page" not in data:
+        raise ProfileError("; ".join(failed))
+    if errors is not None:
+        errors += [f"XProf: {title}: {e}" for e in failed]
+    problems = "".join(f"<p class=error>{html.escape(e)}</p>" for e in failed)
     modules = ""
     if (memory := data.get("memory_viewer")) is not None:
         peaks = []
@@ -126,7 +135,7 @@ def _xprof_section(title: str, view, repo, session: str, host: str, save, task=N
             png = save(view, f"xprof_{_slug(session, host or 'all_hosts', tool)}.png")
             images.append(f"<h3>{html.escape(TOOL_TITLES[tool])}</h3><img src='{html.escape(png.name)}' "
                           f"alt='{html.escape(tool)}'>")
-    return f"<h2>XProf: {html.escape(title)}</h2>{errors}{modules}" + "".join(images)
+    return f"<h2>XProf: {html.escape(title)}</h2>{problems}{modules}" + "".join(images)
 
 
 def _kernel_section(log, memory_id: str, top: int = 20) -> str:
@@ -287,7 +296,7 @@ def write_report(
             if xprof_tools(repo, info.name, host):
                 title = f"{info.name} / {host or ALL_HOSTS}"
                 try:
-                    sections.append(_xprof_section(title, xprof_view, repo, info.name, host, save, task))
+                    sections.append(_xprof_section(title, xprof_view, repo, info.name, host, save, task, errors))
                 except ProfileError as e:
                     sections.append(error_section(f"XProf: {title}", e))
         if with_stats and repo.combines_hosts(info.name):  # every host side by side
