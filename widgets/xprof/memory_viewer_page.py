@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -162,7 +163,7 @@ class MemoryViewerPage(QWidget):
         item.setLabel("left", "Heap (MiB)")
         item.setLabel("bottom", "Program order (heap simulator step; the line is the heap after each step)")
         item.showGrid(x=True, y=True, alpha=0.25)
-        item.addLegend(offset=(-10, 10))
+        self.legend = item.addLegend(offset=(-10, 10))
         self.heap_curve = item.plot([], [], pen=pg.mkPen(HEAP_COLOR, width=2), name="Heap")
         self.unpadded_curve = item.plot(
             [], [], pen=pg.mkPen(UNPADDED_COLOR, width=1, style=Qt.DashLine), name="Unpadded"
@@ -288,3 +289,6 @@ class MemoryViewerPage(QWidget):
     def _restyle(self, scheme: Scheme) -> None:
         self.plot.setBackground(scheme.base)
         style_plot(self.plot.getPlotItem(), scheme)
+        backing = QColor(scheme.base)
+        backing.setAlpha(220)  # the legend stays readable over a dense curve
+        self.legend.setBrush(pg.mkBrush(backing))
