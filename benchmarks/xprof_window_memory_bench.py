@@ -1,12 +1,11 @@
 """The XProf Statistics tab's memory viewer when another module is chosen:
-seconds in the worker (the tool and its JSON parsed) and on the GUI thread
+seconds in the worker (the tool's result, as the window takes it: no JSON) and on the GUI thread
 (the page set and painted) for a module of 100,000 buffers
 (memory_viewer_bench.py's scaled module), printed, never asserted.
 
     QT_QPA_PLATFORM=offscreen python benchmarks/xprof_window_memory_bench.py [BUFFERS]
 """
 
-import json
 import shutil
 import sys
 import tempfile
@@ -16,7 +15,7 @@ from pathlib import Path
 from memory_viewer_bench import DATA, scaled_module
 from PySide6.QtWidgets import QApplication
 
-from profscope.models.analysis.xprof.memory_viewer import memory_viewer
+from profscope.models.analysis.xprof.memory_viewer import memory_viewer_result
 from profscope.models.core.task import TaskState
 from profscope.widgets.xprof.view import XprofStatsView
 
@@ -28,7 +27,7 @@ def main() -> None:
         shutil.copy(DATA / "small.xplane.pb", Path(tmp) / "vm.xplane.pb")
         (Path(tmp) / "big(1).hlo_proto.pb").write_bytes(scaled_module(buffers))
         start = time.perf_counter()
-        doc = json.loads(memory_viewer([Path(tmp) / "vm.xplane.pb"], {"module_name": "big(1)"}, TaskState()).output)
+        result = memory_viewer_result([Path(tmp) / "vm.xplane.pb"], {"module_name": "big(1)"}, TaskState())
         worker = time.perf_counter() - start
     view = XprofStatsView()
     view.resize(1090, 780)
@@ -37,11 +36,11 @@ def main() -> None:
     view.show()
     app.processEvents()
     start = time.perf_counter()
-    view.set_module_data("big(1)", doc)
+    view.set_module_data("big(1)", result)
     app.processEvents()
     gui = time.perf_counter() - start
-    print(f"memory viewer, {buffers:,} buffers ({len(doc.get('heapSizes', [])):,} heap steps): worker {worker:.2f} s "
-          f"(tool + JSON parse), GUI thread {gui:.2f} s (page set + painted)")
+    print(f"memory viewer, {buffers:,} buffers ({len(result.heap_mib):,} heap steps): worker {worker:.2f} s, "
+          f"GUI thread {gui:.2f} s (page set + painted)")
 
 
 if __name__ == "__main__":

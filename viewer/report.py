@@ -101,9 +101,7 @@ def _xprof_section(title: str, view, repo, session: str, host: str, save, task=N
     memory_viewer shows the module with the largest peak heap, every module's peak listed. A tool that fails
     is left out, "title: error" added to `errors`; when overview_page (which reads the whole file) fails, so
     does the section (ProfileError)."""
-    import json
-
-    from profscope.viewer.controllers.loading import xprof_data
+    from profscope.viewer.controllers.loading import module_memory, xprof_data
     from profscope.viewer.session_tree import xprof_tools
     from profscope.widgets.xprof.view import TOOL_TITLES
 
@@ -119,10 +117,10 @@ def _xprof_section(title: str, view, repo, session: str, host: str, save, task=N
     if (memory := data.get("memory_viewer")) is not None:
         peaks = []
         for name in memory["modules"]:
-            doc = json.loads(repo.tool_data(session, "memory_viewer", host, {"module_name": name}, task).output)
-            peaks.append((float(doc.get("peakHeapMib", 0.0)), name))
+            result = module_memory(repo, session, host, name, task)
+            peaks.append((float(result.peak_heap_mib), name))
             if peaks[-1] == max(peaks):
-                memory.update(module=name, data=doc)
+                memory.update(module=name, data=result)
         rows = "".join(f"<tr><td>{html.escape(name)}</td><td>{peak:,.3f} MiB</td></tr>"
                        for peak, name in sorted(peaks, reverse=True))
         modules = (f"<p>Memory viewer: {len(peaks)} XLA module(s); shown: {html.escape(memory['module'])}, "

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QTabWidget
 
 from profscope.models.analysis import trace_stats
 from profscope.models.analysis.allocator_state import prepare_histories
-from profscope.models.analysis.xprof.memory_viewer import module_names
+from profscope.models.analysis.xprof.memory_viewer import memory_viewer_result, module_names
 from profscope.models.core.task import ProfileError
 from profscope.models.data.peak_pyramid import prepare_series
 from profscope.models.data.timeline import Timeline
@@ -257,6 +257,8 @@ class LoadController(QObject):
         self.xprof_asked = asked
 
         def job(task):
+            if tool == MEMORY_VIEWER:
+                return session, host, asked, module_memory(repo, session, host, params["module_name"], task)
             return session, host, asked, json.loads(repo.tool_data(session, tool, host, params, task).output)
 
         self.xprof_runner.start(job, self._show_xprof_part)
@@ -384,8 +386,8 @@ def xprof_data(repo: ProfileRepository, session: str, host: str, tools: list[str
                 files = repo.xprof_files(session, host, tool)
                 names = module_names(files, task) if files else []
                 if names:
-                    first = repo.tool_data(session, tool, host, {"module_name": names[0]}, task).output
-                    data[tool] = {"modules": names, "module": names[0], "data": json.loads(first)}
+                    data[tool] = {"modules": names, "module": names[0],
+                                  "data": module_memory(repo, session, host, names[0], task)}
                 continue
             data[tool] = json.loads(repo.tool_data(session, tool, host, {}, task).output)
         except ProfileError as e:
@@ -393,3 +395,12 @@ def xprof_data(repo: ProfileRepository, session: str, host: str, tools: list[str
     if errors:
         data["errors"] = errors
     return data
+
+
+def module_memory(repo: ProfileRepository, session: str, host: str, name: str, task):
+    """memory_viewer's result for one XLA module of a host, as the page takes it: the result itself (its numpy
+    columns), not its JSON, which for a module of 100,000 buffers is some 70 MB to write and parse again."""
+    files = repo.xprof_files(session, host, MEMORY_VIEWER)
+    if not files:
+        raise ProfileError(f"{session} / {host or ALL_HOSTS}: memory_viewer reads XSpaces; this host has none")
+    return memory_viewer_result(files, {"module_name": name}, task)
