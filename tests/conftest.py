@@ -69,7 +69,7 @@ def window(qtbot, tmp_path):
     w = MainWindow(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat))
     qtbot.addWidget(w)
     yield w
-    for runner in (w.runner, w.hparams_runner, w.curves_runner):
+    for runner in (w.runner, w.hparams_runner, w.curves_runner, w.xprof_runner):
         runner.cancel()
         assert runner.wait(10000)
 

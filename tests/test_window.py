@@ -163,7 +163,8 @@ def test_xplane_host_shows_xprof_statistics(qtbot, window, tmp_path):
     open_and_wait(qtbot, window, tmp_path)
     host = window.tree.topLevelItem(0).child(0)
     titles = [host.child(i).text(0) for i in range(host.childCount())]
-    assert titles[-4:] == ["Overview", "Input pipeline", "Framework ops", "Kernels"]
+    assert titles[-7:] == ["Overview", "Input pipeline", "Framework ops", "Kernels", "HLO ops", "Op profile",
+                           "Roofline"]
     assert window.tabs.isTabVisible(window.tabs.indexOf(window.xprof_view))
     assert not window.tabs.isTabVisible(window.tabs.indexOf(window.stats_view))  # Profscope's trace statistics
     assert window.loading.current_timeline == ("2026_11_27_15_14_03", "vm")

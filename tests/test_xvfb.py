@@ -69,7 +69,7 @@ TAB_KINDS = {
     "pytorch_gpu": (DATA / "chrome_trace" / "gpu_memory" / "gpu_memory.pt.trace.json.gz",
                     ["Memory", "Timeline", "Statistics", "Query"]),
     "hparams": (DATA / "hparams" / "keras_callback", ["HParams", "Query"]),
-    "xplane": (DATA / "xprof" / "keras.xplane.pb", ["Memory", "Timeline", "Query"]),
+    "xplane": (DATA / "xprof" / "keras.xplane.pb", ["Memory", "Timeline", "XProf_Statistics", "Query"]),
     "step_stats": (DATA / "step_stats" / "run_metadata.pb", ["Memory", "Timeline", "Query"]),
     "log_memory": (DATA / "log_memory" / "eager-cpu.log", ["Memory", "Query"]),
     "memory_timeline": (DATA / "memory_timeline" / "cpu.json.gz", ["Memory", "Query"]),  # stacked categories

@@ -93,8 +93,8 @@ def visit_tabs(out: Path, app: subprocess.Popen, control: Path) -> None:
             if app.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"tab {index} was never shown")
             time.sleep(0.05)
-        wanted, count_text, name, size = done.read_text().split()
-        count = int(count_text)
+        wanted, count_text, *words, size = done.read_text().split()
+        count, name = int(count_text), "_".join(words)  # "XProf Statistics": one word in the line printed
         png = out.with_name(f"{out.stem}-tab{index}-{name}.png")
         settle(window_id(), png, app, time.monotonic() + TIMEOUT_S)
         print(f"tab={index} {name} {size} {png}")

@@ -95,6 +95,47 @@ def _statistics_section(title: str, view, stats, save, top: int = 20) -> str:
     )
 
 
+def _xprof_section(title: str, view, repo, session: str, host: str, save, task=None,
+                   errors: list[str] | None = None) -> str:
+    """XProf's tools of a host (host "": all hosts, combined as XProf combines them), each page as PNG;
+    memory_viewer shows the module with the largest peak heap, every module's peak listed. A tool that fails
+    is left out, "title: error" added to `errors`; when overview_page (which reads the whole file) fails, so
+    does the section (ProfileError)."""
+    from profscope.viewer.controllers.loading import module_memory, xprof_data
+    from profscope.viewer.session_tree import xprof_tools
+    from profscope.widgets.xprof.view import TOOL_TITLES
+
+    tools = xprof_tools(repo, session, host)
+    data = xprof_data(repo, session, host, tools, task)
+    failed = data.get("errors", [])
+    if failed and "overview_page" in tools and "overview_page" not in data:
+        raise ProfileError("; ".join(failed))
+    if errors is not None:
+        errors += [f"XProf: {title}: {e}" for e in failed]
+    problems = "".join(f"<p class=error>{html.escape(e)}</p>" for e in failed)
+    modules = ""
+    if (memory := data.get("memory_viewer")) is not None:
+        peaks = []
+        for name in memory["modules"]:
+            result = module_memory(repo, session, host, name, task)
+            peaks.append((float(result.peak_heap_mib), name))
+            if peaks[-1] == max(peaks):
+                memory.update(module=name, data=result)
+        rows = "".join(f"<tr><td>{html.escape(name)}</td><td>{peak:,.3f} MiB</td></tr>"
+                       for peak, name in sorted(peaks, reverse=True))
+        modules = (f"<p>Memory viewer: {len(peaks)} XLA module(s); shown: {html.escape(memory['module'])}, "
+                   f"the largest peak heap.</p><table><tr><th>Module</th><th>Peak heap</th></tr>{rows}</table>")
+    view.set_data(data)
+    images = []
+    for tool in view.tools:
+        if tool in data:
+            view.show_page(tool)
+            png = save(view, f"xprof_{_slug(session, host or 'all_hosts', tool)}.png")
+            images.append(f"<h3>{html.escape(TOOL_TITLES[tool])}</h3><img src='{html.escape(png.name)}' "
+                          f"alt='{html.escape(tool)}'>")
+    return f"<h2>XProf: {html.escape(title)}</h2>{problems}{modules}" + "".join(images)
+
+
 def _kernel_section(log, memory_id: str, top: int = 20) -> str:
     """What a LogMemory log says beyond the plot: its counts and the kernels
     that allocated the most bytes."""
@@ -178,7 +219,8 @@ def write_report(
     """Renders the memory view of every session, host and allocator, the
     timeline and op statistics of every host with a step timeline, the
     Statistics (overview, top kernels and operators) of GPU traces per host
-    and for all hosts, and the HParams table, parallel coordinates, scatter
+    and for all hosts, every XProf tool page of each xplane host and of all
+    hosts combined, and the HParams table, parallel coordinates, scatter
     matrix of the top metric and best groups' curves of a sweep.
 
     Returns the written paths, index.html last. Sessions that fail to load
@@ -189,13 +231,14 @@ def write_report(
 
     from profscope.models.data.flame import allocation_flame
     from profscope.viewer.app import application
-    from profscope.viewer.session_tree import ALL_HOSTS
+    from profscope.viewer.session_tree import ALL_HOSTS, xprof_tools
     from profscope.widgets.hparams.view import HParamsView
     from profscope.widgets.memory.flame import FlameView
     from profscope.widgets.memory.summary import summary_items
     from profscope.widgets.memory.view import MemoryView
     from profscope.widgets.stats.trace_stats_view import TraceStatsView
     from profscope.widgets.timeline.view import TimelineView
+    from profscope.widgets.xprof.view import XprofStatsView
 
     app = application(offscreen_without_display=True)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -214,6 +257,8 @@ def write_report(
     timeline_view.resize(*VIEW_SIZE)
     stats_view = TraceStatsView()
     stats_view.resize(*VIEW_SIZE)
+    xprof_view = XprofStatsView()
+    xprof_view.resize(*VIEW_SIZE)
 
     def save(widget, name: str) -> Path:
         widget.show()
@@ -245,6 +290,13 @@ def write_report(
             sections.append(_timeline_section(title, timeline, png))
             if stats is not None:
                 sections.append(_statistics_section(title, stats_view, stats, save))
+        for host in [*info.hosts, ""]:  # XProf's tools of each xplane host, then of all hosts combined
+            if xprof_tools(repo, info.name, host):
+                title = f"{info.name} / {host or ALL_HOSTS}"
+                try:
+                    sections.append(_xprof_section(title, xprof_view, repo, info.name, host, save, task, errors))
+                except ProfileError as e:
+                    sections.append(error_section(f"XProf: {title}", e))
         if with_stats and repo.combines_hosts(info.name):  # every host side by side
             title = f"{info.name} / {ALL_HOSTS}"
             try:
@@ -288,10 +340,10 @@ def write_report(
                     + _allocator_state_section(view, memory_id, save, (info.name, host))
                 )
     # Delete the widgets now, while Qt is fully alive, not at interpreter exit.
-    for widget in (view, flame_view, timeline_view, hparams_view, stats_view):
+    for widget in (view, flame_view, timeline_view, hparams_view, stats_view, xprof_view):
         widget.close()
         widget.deleteLater()
-    del view, flame_view, timeline_view, hparams_view, stats_view
+    del view, flame_view, timeline_view, hparams_view, stats_view, xprof_view
     app.sendPostedEvents(None, QEvent.DeferredDelete)
     if repo is not None and (files := repo.not_profiles()):
         rows = "".join(f"<li>{html.escape(path)}: {html.escape(reason)}</li>" for path, reason in files)

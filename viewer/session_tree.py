@@ -13,6 +13,7 @@ from profscope.models.repository.profile_repository import ProfileRepository
 from profscope.models.repository.registry import (
     KERNEL_STATS,
     MEMORY_PROFILE,
+    MEMORY_VIEWER,
     OP_STATS,
     OVERVIEW,
     TIMELINE_TOOLS,
@@ -33,6 +34,18 @@ def window_tools(repo: ProfileRepository, info, host: str) -> list[str]:
     chrome = host in repo.hosts_with(info.name, OP_STATS)
     return [t for t in info.tools if host in repo.hosts_with(info.name, t) and (
         t in (MEMORY_PROFILE, TRACE_VIEWER) or (t in TIMELINE_TOOLS and chrome) or (t in XPROF_TITLES and not chrome))]
+
+
+def xprof_tools(repo: ProfileRepository, session: str, host: str) -> list[str]:
+    """XProf's tools the window shows for an xplane host; for all hosts (host "") of a session whose
+    hosts are all xplanes, the tools XProf combines over them (not memory_viewer: one host's XLA modules)."""
+    chrome = repo.hosts_with(session, OP_STATS)
+    if host:
+        return [] if host in chrome else [t for t in XPROF_TITLES if host in repo.hosts_with(session, t)]
+    hosts = repo.session(session).hosts
+    if chrome or len(hosts) < 2 or not repo.combines_hosts(session):
+        return []
+    return [t for t in XPROF_TITLES if t != MEMORY_VIEWER and all(h in repo.hosts_with(session, t) for h in hosts)]
 
 
 def preferred_tool(tools: list[str]) -> str:
@@ -63,6 +76,10 @@ def fill(tree: QTreeWidget, repo: ProfileRepository) -> QTreeWidgetItem | None:
                     if tool in info.tools:
                         tool_item = QTreeWidgetItem(all_item, [TOOL_TITLES[tool]])
                         tool_item.setData(0, ROLE_TARGET, (info.name, "", tool))
+            elif xprof := xprof_tools(repo, info.name, ""):  # XProf's tools, combined over the hosts
+                for tool in (TRACE_VIEWER, *xprof):
+                    tool_item = QTreeWidgetItem(all_item, [TOOL_TITLES[tool]])
+                    tool_item.setData(0, ROLE_TARGET, (info.name, "", tool))
         if info.hosts:
             latest = item.child(0)
     add_not_profiles(tree, repo.not_profiles())

@@ -30,6 +30,7 @@ from profscope.viewer.controllers.hparams import HParamsController
 from profscope.viewer.controllers.jumps import JumpController
 from profscope.viewer.controllers.loading import LoadController
 from profscope.viewer.controllers.opening import OpenController
+from profscope.viewer.controllers.xprof_links import XprofLinks
 from profscope.viewer.desktop import app_icon
 from profscope.viewer.query_runner import QueryRunner
 from profscope.viewer.session_tree import HPARAMS, ROLE_TARGET
@@ -58,6 +59,7 @@ class MainWindow(QMainWindow):
         # HParams loads and watch checks run apart, so they never cancel a profile load.
         self.hparams_runner = TaskRunner(self)
         self.curves_runner = TaskRunner(self)  # the selected sessions' training curves
+        self.xprof_runner = TaskRunner(self)  # an XProf page's later request (a module): never cancels a load
         self.query_runner = QueryRunner(self)  # apart from self.runner: a query never cancels a load
 
         self.tree = QTreeWidget()
@@ -98,7 +100,7 @@ class MainWindow(QMainWindow):
         self.opening = OpenController(self, self.runner, self.settings, self.recent_menu, status)
         self.loading = LoadController(
             self.runner, self.tabs, self.memory_view, self.timeline_view, self.stats_view, status, self,
-            xprof_view=self.xprof_view,
+            xprof_view=self.xprof_view, xprof_runner=self.xprof_runner,
         )
         self.hparams = HParamsController(self.hparams_runner, self.hparams_view, self.settings, status, self)
         self.compare = CompareController(self, self.runner, self.tabs, self.compare_view, status)
@@ -108,6 +110,7 @@ class MainWindow(QMainWindow):
         self.jumps = JumpController(
             self.loading, self.tabs, self.memory_view, self.timeline_view, self.tree, status, self
         )
+        self.xprof_links = XprofLinks(self.loading, self.xprof_view, self.timeline_view, status, self)
         self._build_menus()
         self._connect()
         self.resize(*DEFAULT_SIZE)
@@ -393,7 +396,7 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window_state", self.saveState())
         self.hparams.save_layout()
         self.hparams.watch_timer.stop()
-        for runner in (self.runner, self.hparams_runner, self.curves_runner):
+        for runner in (self.runner, self.hparams_runner, self.curves_runner, self.xprof_runner):
             runner.cancel()
             runner.wait(5000)
         super().closeEvent(event)

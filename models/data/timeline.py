@@ -90,6 +90,11 @@ class StringColumn:
         return np.unique(owner)
 
 
+def is_op_event(name: str, op: str) -> bool:
+    """Whether an event named `name` is op `op`: the same name, or "op:type"."""
+    return name == op or (name.startswith(op) and name[len(op):len(op) + 1] == ":" and ":" not in name[len(op) + 1:])
+
+
 class StringTable:
     """One string per event as an index into a table of distinct strings:
     4 bytes per event when names repeat (XSpace events share metadata)."""
@@ -273,6 +278,17 @@ class Timeline:
         kinds = [k for k, name in enumerate(self.kinds) if folded in name.casefold()]
         by_kind = np.flatnonzero(np.isin(self.kind, kinds)) if kinds else np.zeros(0, np.int64)
         return np.union1d(by_kind, self.names.find(text))
+
+    def events_named(self, op: str) -> np.ndarray:
+        """The events of an op as XProf's tables name it: the event's name is
+        the op's, or TensorFlow's "op:type" (a type holds no colon), in index order."""
+        if not op:
+            return np.zeros(0, np.int64)
+        if isinstance(self.names, StringTable):  # each distinct name once
+            hits = [k for k, s in enumerate(self.names.strings) if is_op_event(s, op)]
+            return np.flatnonzero(np.isin(self.names.ids, hits)) if hits else np.zeros(0, np.int64)
+        found = self.names.find(op)
+        return found[np.array([is_op_event(self.names[i], op) for i in found.tolist()], bool)] if len(found) else found
 
     @cached_property
     def all_kind_stats(self) -> KindStats:

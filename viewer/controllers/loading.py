@@ -12,12 +12,20 @@ from PySide6.QtWidgets import QTabWidget
 
 from profscope.models.analysis import trace_stats
 from profscope.models.analysis.allocator_state import prepare_histories
+from profscope.models.analysis.xprof.memory_viewer import memory_viewer_result, module_names
 from profscope.models.core.task import ProfileError
 from profscope.models.data.peak_pyramid import prepare_series
 from profscope.models.data.timeline import Timeline
 from profscope.models.repository.profile_repository import ProfileRepository
-from profscope.models.repository.registry import MEMORY_PROFILE, OP_STATS, TIMELINE_TOOLS, TRACE_VIEWER
-from profscope.viewer.session_tree import ALL_HOSTS
+from profscope.models.repository.registry import (
+    MEMORY_PROFILE,
+    MEMORY_VIEWER,
+    OP_PROFILE,
+    OP_STATS,
+    TIMELINE_TOOLS,
+    TRACE_VIEWER,
+)
+from profscope.viewer.session_tree import ALL_HOSTS, xprof_tools
 from profscope.viewer.workers import TaskRunner
 from profscope.widgets.memory.view import NO_MEMORY_EVENTS, NOT_LOADED, NOTHING_SHOWN, MemoryView
 from profscope.widgets.stats.trace_stats_view import TraceStatsView, describe_range
@@ -36,9 +44,17 @@ class LoadController(QObject):
 
     def __init__(self, runner: TaskRunner, tabs: QTabWidget, memory_view: MemoryView, timeline_view: TimelineView,
                  stats_view: TraceStatsView, set_status: Callable[..., None], parent: QObject | None = None,
-                 xprof_view: XprofStatsView | None = None):
+                 xprof_view: XprofStatsView | None = None, xprof_runner: TaskRunner | None = None):
         super().__init__(parent)
         self.xprof_view = xprof_view  # XProf's tools of xplane hosts, computed with their timeline
+        # What an XProf page asks for later (another XLA module, op_profile's other grouping): apart from
+        # `runner`, so that it never cancels a load; a newer request cancels the one before.
+        self.xprof_runner = xprof_runner or TaskRunner(self)
+        self.xprof_asked: tuple[str, str] | None = None  # ("module", name) or ("group_by", key) under way
+        if xprof_view is not None:
+            xprof_view.module_requested.connect(self.load_module)
+            xprof_view.group_by_requested.connect(self.load_op_profile)
+            self.xprof_runner.failed.connect(self._xprof_failed)
         self.runner = runner
         self.tabs = tabs
         self.memory_view = memory_view
@@ -67,6 +83,7 @@ class LoadController(QObject):
         if self.xprof_view is not None:
             self.xprof_view.set_data(None)
         self.xprof_of = None
+        self.xprof_runner.cancel()
         self.timeline_view.set_steps([], "")
         self.timeline_view.set_timeline(None)  # the previous location's, even if the new one has none
         self.current_timeline = None
@@ -125,10 +142,8 @@ class LoadController(QObject):
         return self.repo.combines_hosts(session) if not host else host in self.repo.hosts_with(session, OP_STATS)
 
     def _xprof_tools(self, session: str, host: str) -> list[str]:
-        """XProf's tools the window shows for an xplane host (none for a Chrome trace or all hosts)."""
-        if not host or host in self.repo.hosts_with(session, OP_STATS):
-            return []
-        return [t for t in XPROF_VIEWS if host in self.repo.hosts_with(session, t)]
+        """XProf's tools the window shows for an xplane host, or all hosts combined (none for a Chrome trace)."""
+        return xprof_tools(self.repo, session, host)
 
     def load_timeline(self, session: str, host: str, step: str = "", show: str = TRACE_VIEWER) -> None:
         """Loads a host's (or all hosts') timeline and, where the source has
@@ -137,6 +152,7 @@ class LoadController(QObject):
         self.requested = (session, host, show)
         with_stats = self._has_stats(session, host)
         xprof_tools = self._xprof_tools(session, host) if self.xprof_view is not None else []
+        self.xprof_runner.cancel()  # a module asked for on the pages about to be replaced
         self.set_status(f"Loading the timeline of {session} / {host or ALL_HOSTS}…")
 
         def job(task):
@@ -224,6 +240,46 @@ class LoadController(QObject):
             lambda task: (session, host, timeline, trace_stats.compute(timeline, step_range, task, known_launch=known)),
             self._show_stats,
         )
+
+    def load_module(self, name: str) -> None:
+        """memory_viewer of another XLA module of the XProf pages' host, in the worker."""
+        self._ask_xprof(("module", name), MEMORY_VIEWER, {"module_name": name})
+
+    def load_op_profile(self, group_by: str) -> None:
+        """op_profile grouped the other way ("program" or "category"), in the worker."""
+        if self.xprof_asked != ("group_by", group_by) or not self.xprof_runner.busy:
+            self._ask_xprof(("group_by", group_by), OP_PROFILE, {"group_by": group_by})
+
+    def _ask_xprof(self, asked: tuple[str, str], tool: str, params: dict[str, str]) -> None:
+        if self.xprof_of is None or self.repo is None:
+            return
+        repo, (session, host) = self.repo, self.xprof_of
+        self.xprof_asked = asked
+
+        def job(task):
+            if tool == MEMORY_VIEWER:
+                return session, host, asked, module_memory(repo, session, host, params["module_name"], task)
+            return session, host, asked, json.loads(repo.tool_data(session, tool, host, params, task).output)
+
+        self.xprof_runner.start(job, self._show_xprof_part)
+
+    def _show_xprof_part(self, result) -> None:
+        session, host, (kind, value), data = result
+        if self.xprof_view is None or self.xprof_of != (session, host):
+            return  # another host's pages are shown now
+        if kind == "module":
+            self.xprof_view.set_module_data(value, data)
+        else:
+            self.xprof_view.add_op_profile(data)
+
+    def _xprof_failed(self, message: str) -> None:
+        if self.xprof_view is not None and self.xprof_asked is not None:
+            kind, value = self.xprof_asked
+            if kind == "module":
+                self.xprof_view.module_failed(value, message)
+            else:
+                self.xprof_view.op_profile_page.message.setText(message)
+        self.set_status(message, error=True)
 
     def show_xprof(self, tool: str) -> None:
         """The XProf Statistics tab on the page of a tool."""
@@ -326,9 +382,25 @@ def xprof_data(repo: ProfileRepository, session: str, host: str, tools: list[str
     errors = []
     for tool in tools:
         try:
+            if tool == MEMORY_VIEWER:  # one XLA module at a time: the list and the first one's
+                files = repo.xprof_files(session, host, tool)
+                names = module_names(files, task) if files else []
+                if names:
+                    data[tool] = {"modules": names, "module": names[0],
+                                  "data": module_memory(repo, session, host, names[0], task)}
+                continue
             data[tool] = json.loads(repo.tool_data(session, tool, host, {}, task).output)
         except ProfileError as e:
             errors.append(f"{tool}: {e}")
     if errors:
         data["errors"] = errors
     return data
+
+
+def module_memory(repo: ProfileRepository, session: str, host: str, name: str, task):
+    """memory_viewer's result for one XLA module of a host, as the page takes it: the result itself (its numpy
+    columns), not its JSON, which for a module of 100,000 buffers is some 70 MB to write and parse again."""
+    files = repo.xprof_files(session, host, MEMORY_VIEWER)
+    if not files:
+        raise ProfileError(f"{session} / {host or ALL_HOSTS}: memory_viewer reads XSpaces; this host has none")
+    return memory_viewer_result(files, {"module_name": name}, task)

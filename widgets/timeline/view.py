@@ -215,9 +215,21 @@ class TimelineView(QWidget):
         tl = self.timeline
         if tl is None:
             return
-        events = np.flatnonzero((tl.kind == kind) & (tl.event_group == group))
+        self._highlight(np.flatnonzero((tl.kind == kind) & (tl.event_group == group)), tl.kinds[kind])
+
+    def highlight_op(self, name: str) -> int:
+        """Highlights the events of an op named as XProf's tables name it (Enter steps through them);
+        returns how many (none: the highlight is left as it was)."""
+        events = self.timeline.events_named(name) if self.timeline is not None else np.zeros(0, np.int64)
+        if len(events):
+            self._highlight(events, name)
+        return len(events)
+
+    def _highlight(self, events: np.ndarray, what: str) -> None:
         self.matches, self.match_index = events, -1
-        self.match_label.setText(f"{len(events):,} × {tl.kinds[kind]}")
+        self.match_label.setToolTip(what)
+        what = what if len(what) <= 40 else f"{what[:18]}…{what[-18:]}"  # a long op name: the bar keeps its room
+        self.match_label.setText(f"{len(events):,} × {what}")
         self.canvas.set_highlight(events)
 
     # ------------------------------------------------------------ details and range

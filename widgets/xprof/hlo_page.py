@@ -48,6 +48,9 @@ class HloPage(QWidget):
         self.message.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         layout.addWidget(self.table, 1)
 
+    def op_tables(self) -> list:
+        return [(self.table, lambda: self.model.column("hlo_op_name"))]
+
     def set_data(self, data) -> None:
         self.model.set_table(as_json(data))
         for c in range(self.model.columnCount()):
@@ -59,6 +62,10 @@ class HloPage(QWidget):
         total = self.model.column("total_self_time")
         if total >= 0 and self.model.rows:
             self.table.sortByColumn(total, Qt.DescendingOrder)
+        self.table.resizeColumnsToContents()  # headers and values readable, a long op text capped
+        limit = self.table.fontMetrics().horizontalAdvance("M") * 40
+        for c in range(self.model.columnCount()):
+            self.table.setColumnWidth(c, min(self.table.columnWidth(c), limit))
         has_rows = bool(self.model.rows)
         self.message.setVisible(not has_rows)
         self.table.setVisible(has_rows)

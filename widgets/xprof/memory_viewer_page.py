@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QSplitter,
+    QStackedWidget,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -148,7 +150,7 @@ class MemoryViewerPage(QWidget):
         self.module_box = QComboBox(minimumContentsLength=24)
         self.module_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
         self.module_box.currentTextChanged.connect(self._module_chosen)
-        self.summary = QLabel()
+        self.summary = QLabel(wordWrap=True)  # wraps rather than widening the page
         self.summary.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.lifetime_label = QLabel()
         top = QHBoxLayout()
@@ -161,7 +163,7 @@ class MemoryViewerPage(QWidget):
         item.setLabel("left", "Heap (MiB)")
         item.setLabel("bottom", "Program order (heap simulator step; the line is the heap after each step)")
         item.showGrid(x=True, y=True, alpha=0.25)
-        item.addLegend(offset=(-10, 10))
+        self.legend = item.addLegend(offset=(-10, 10))
         self.heap_curve = item.plot([], [], pen=pg.mkPen(HEAP_COLOR, width=2), name="Heap")
         self.unpadded_curve = item.plot(
             [], [], pen=pg.mkPen(UNPADDED_COLOR, width=1, style=Qt.DashLine), name="Unpadded"
@@ -194,14 +196,24 @@ class MemoryViewerPage(QWidget):
         lower_layout.addWidget(QLabel("Buffers live at the peak, largest first (click one for its lifetime)"))
         lower_layout.addWidget(self.table)
         lower_layout.addWidget(self.lifetime_label)
+        # A module whose buffers all live through the whole program has no heap over program order.
+        self.no_heap = QLabel(
+            "No heap over program order: every buffer of this module lives through the whole program "
+            "(parameters, outputs, constants); the table lists them.", wordWrap=True, alignment=Qt.AlignCenter)
+        self.upper = QStackedWidget()
+        self.upper.addWidget(self.plot)
+        self.upper.addWidget(self.no_heap)
         splitter = QSplitter(Qt.Vertical)
-        splitter.addWidget(self.plot)
+        splitter.addWidget(self.upper)
         splitter.addWidget(lower)
         splitter.setSizes([300, 260])
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(splitter, 1)
         follow(self, self._restyle)
+
+    def op_tables(self) -> list:
+        return [(self.table, lambda: 3)]  # the HLO instruction of each buffer
 
     def set_modules(self, names: list[str], current: str = "") -> None:
         self.module_box.blockSignals(True)
@@ -228,13 +240,15 @@ class MemoryViewerPage(QWidget):
         self.unpadded_curve.setData(x, np.repeat(d.unpadded[1:] * scale, 2))
         self.peak_line.setValue(d.peak_position)
         self.peak_line.setVisible(len(d.heap) > 0)
+        self.upper.setCurrentWidget(self.plot if len(d.heap) > 1 or not d.buffers else self.no_heap)
         self.lifetime.setVisible(False)
         self.lifetime_label.clear()
         self.model.set_data(d)
         self.table.horizontalHeader().setSortIndicator(0, Qt.DescendingOrder)
         self.summary.setText(
-            f"<b>{d.module}</b> · peak {_mib(d.peak)} at step {d.peak_position} of {max(len(d.heap) - 1, 0)}"
-            f" · parameters {_mib(d.parameters)} · outputs {_mib(d.live_out)} · allocated {_mib(d.total)}"
+            f"<b>{d.module}</b> · peak {_mib(d.peak)}"
+            + (f" at step {d.peak_position} of {len(d.heap) - 1}" if len(d.heap) > 1 else "")
+            + f" · parameters {_mib(d.parameters)} · outputs {_mib(d.live_out)} · allocated {_mib(d.total)}"
             if len(d.heap) or d.buffers
             else f"<b>{d.module}</b> · no buffers in this memory space"
         )
@@ -275,3 +289,6 @@ class MemoryViewerPage(QWidget):
     def _restyle(self, scheme: Scheme) -> None:
         self.plot.setBackground(scheme.base)
         style_plot(self.plot.getPlotItem(), scheme)
+        backing = QColor(scheme.base)
+        backing.setAlpha(220)  # the legend stays readable over a dense curve
+        self.legend.setBrush(pg.mkBrush(backing))

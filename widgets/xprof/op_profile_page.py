@@ -87,6 +87,9 @@ class OpProfilePage(QWidget):
         self.message.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         layout.addWidget(self.tree, 1)
 
+    def op_tables(self) -> list:
+        return [(self.tree, lambda: 0)]  # programs, categories and their HLO ops by name
+
     def set_data(self, data) -> None:
         self.doc = as_json(data) or {}
         if "byCategory" in self.doc and "byProgram" not in self.doc:

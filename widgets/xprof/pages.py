@@ -110,11 +110,15 @@ class InputPipelinePage(QWidget):
         self.statement = _label()
         self.chart = StepChart()
         self.ops = DataTablePage("Host input ops", "opName", "category", shares=("timeInPercent",
-                                                                                 "selfTimeInPercent"))
+                                                                                 "selfTimeInPercent"),
+                                 empty="No tf.data input ops on the host in this profile.")
         layout = QVBoxLayout(self)
         layout.addWidget(self.statement)
         layout.addWidget(self.chart, 1)
         layout.addWidget(self.ops, 2)
+
+    def op_tables(self) -> list:
+        return self.ops.op_tables()
 
     def set_data(self, data) -> None:
         tables = data if isinstance(data, list) else []
@@ -142,11 +146,16 @@ class FrameworkOpsPage(QWidget):
         self.table = DataTablePage("Framework ops", "operation", "type",
                                    shares=("host_total_self_time_percent", "device_total_self_time_percent",
                                            "Host_cumulative_total_self_time_percent",
-                                           "device_cumulative_total_self_time_percent"))
+                                           "device_cumulative_total_self_time_percent"),
+                                   empty="No framework ops in this profile: XProf counts TensorFlow ops on the "
+                                         "host and the ops of device (GPU, TPU) planes.")
         layout = QVBoxLayout(self)
         layout.addWidget(self.idle)
         layout.addWidget(self.table, 1)
         self.data: list = []
+
+    def op_tables(self) -> list:
+        return self.table.op_tables()
 
     def set_data(self, data) -> None:
         self.data = data if isinstance(data, list) else []
@@ -165,6 +174,9 @@ class KernelsPage(QWidget):
         self.table = DataTablePage("Kernels", "kernel_name", "op_name")
         layout = QVBoxLayout(self)
         layout.addWidget(self.table)
+
+    def op_tables(self) -> list:
+        return self.table.op_tables()
 
     def set_data(self, data) -> None:
         table = data if isinstance(data, dict) else None

@@ -27,13 +27,25 @@ NO_ROOFS = (
 )
 
 
+class DecadeAxis(pg.AxisItem):
+    """A log axis labelled at its decades only (pyqtgraph labels 2..9 of each too, which crowd together on a
+    tall chart); every tick keeps its label when fewer than two decades are in view."""
+
+    def tickStrings(self, values, scale, spacing):
+        strings = super().tickStrings(values, scale, spacing)
+        if not self.logMode:
+            return strings
+        decades = [abs(v - round(v)) < 1e-9 for v in values]
+        return strings if sum(decades) < 2 else [s if d else "" for s, d in zip(strings, decades)]
+
+
 class RooflinePage(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.model = DataTableModel(self)
         self.message = QLabel(wordWrap=True)
         self.hover = QLabel(" ")
-        self.plot = pg.PlotWidget()
+        self.plot = pg.PlotWidget(axisItems={"left": DecadeAxis("left")})
         self.plot.setMenuEnabled(False)
         item = self.plot.getPlotItem()
         item.setLogMode(x=True, y=True)

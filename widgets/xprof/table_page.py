@@ -79,8 +79,9 @@ class DataTablePage(QWidget):
     """Filter, type picker and table of one DataTable."""
 
     def __init__(self, title: str, name: str, type_: str | None = None, shares: tuple[str, ...] = (),
-                 hidden=(), parent=None):
+                 hidden=(), parent=None, empty: str = ""):
         super().__init__(parent)
+        self.empty = empty  # said above the table when it has no rows
         self.model = DataTableModel(name, type_, shares, hidden, self)
         self.title = QLabel(f"<b>{title}</b>")
         self.summary = QLabel()
@@ -109,6 +110,10 @@ class DataTablePage(QWidget):
         layout.addWidget(self.view, 1)
         self.summary.hide()
 
+    def op_tables(self) -> list:
+        """(view, its name column) of the tables whose rows are ops (linked to the Timeline)."""
+        return [(self.view, lambda: self.model.NAME)]
+
     def _type_chosen(self, text: str) -> None:
         self.model.set_filter(type_="" if text in ("", ALL) else text)
 
@@ -122,6 +127,8 @@ class DataTablePage(QWidget):
             self.types.addItems([ALL, *sorted({str(t) for t in self.model.columns[self.model.TYPE]})])
         self.types.blockSignals(False)
         self.model.set_filter(type_="")
+        if self.empty and not self.model.total_rows:
+            summary = f"{summary}<br>{self.empty}" if summary else self.empty
         self.summary.setText(summary)
         self.summary.setVisible(bool(summary))
         self.view.resizeColumnsToContents()
