@@ -176,8 +176,10 @@ def jax_metadata():
     src = xplane_pb2.XSpace.FromString((Path(sys.argv[1]) / "jaxprog.xplane.pb").read_bytes())
     meta = next(p for p in src.planes if p.name == "/host:metadata")
     hlo_stat = next(k for k, m in meta.stat_metadata.items() if m.name == "Hlo Proto")
+    program_stat = next(k for k, m in meta.stat_metadata.items() if m.name == "program_id")
     modules = []
     for mid, md in sorted(meta.event_metadata.items()):
+        program_id = next((s.uint64_value or s.int64_value for s in md.stats if s.metadata_id == program_stat), mid)
         for s in md.stats:
             if s.metadata_id == hlo_stat:
                 proto = hlo_pb2.HloProto.FromString(s.bytes_value)
@@ -185,7 +187,7 @@ def jax_metadata():
                              if c.id == proto.hlo_module.entry_computation_id)
                 names = [i.name for i in entry.instructions if i.opcode not in ("parameter", "tuple", "constant",
                                                                                "get-tuple-element", "bitcast")]
-                modules.append((mid, proto.hlo_module.name, names))
+                modules.append((program_id, proto.hlo_module.name, names))
     return meta, modules
 
 
@@ -209,7 +211,7 @@ def jax_device(space, plane_name, vendor, tpu=False):
         steps_line = None
     t = 0
     correlation = 1000
-    chosen = [m for m in modules if m[2]][:4]
+    chosen = [m for m in modules if len(m[2]) >= 3][:4]  # the modules of several kernels
     for step in range(STEPS):
         begin = t
         t += 4 * US
