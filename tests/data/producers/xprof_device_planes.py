@@ -11,7 +11,7 @@ with the device's capabilities as plane stats (clock_rate, core_count,
 memory_bandwidth, memory_size, compute_cap_major/minor, device_vendor), a
 stream line `Stream #7(compute)` of kernels carrying `correlation_id`,
 `kernel_details`, `tf_op` (TensorFlow) or `hlo_op`/`hlo_module`/`program_id`
-(JAX), `group_id`, and memcpy events with `memcpy_details`; a `/host:CPU`
+(JAX), and memcpy events with `memcpy_details`; a `/host:CPU`
 plane whose step markers (`_r` root level, `step_num`) group the host ops and
 their `cudaLaunchKernel` launches, linked to the kernels by correlation_id.
 The JAX variants reuse the real XLA modules (HloProtos) of jaxprog.xplane.pb's
@@ -117,8 +117,9 @@ def tf_gpu(space):
     host = Plane(space, 1, "/host:CPU")
     gpu = Plane(space, 2, "/device:GPU:0")
     device_caps(gpu, vendor="Nvidia")
-    python = host.line(1, "python3")
-    executor = host.line(2, "tf_Compute")
+    # The executor's ops and launches nest in the step marker: XProf's grouping
+    # gives them its step, and the kernels (same correlation_id) that of their launch.
+    python = executor = host.line(1, "python3")
     stream = gpu.line(7, "Stream #7(compute)")
     copies = gpu.line(8, "Stream #8(MemcpyH2D)")
     t = 0
@@ -126,11 +127,11 @@ def tf_gpu(space):
     for step in range(STEPS):
         begin = t
         t += 5 * US
-        host.event(executor, "IteratorGetNext:IteratorGetNext", t, 3 * US, group_id=step)
+        host.event(executor, "IteratorGetNext:IteratorGetNext", t, 3 * US)
         t += 4 * US
-        host.event(executor, "cudaMemcpyAsync", t, 2 * US, correlation_id=correlation, group_id=step)
+        host.event(executor, "cudaMemcpyAsync", t, 2 * US, correlation_id=correlation)
         gpu.event(copies, "MemcpyH2D", t + 1 * US, 6 * US + step * 10_000, correlation_id=correlation,
-                  group_id=step, memcpy_details="kind_src:pageable kind_dst:device size:1048576 dest:0 async:0")
+                  memcpy_details="kind_src:pageable kind_dst:device size:1048576 dest:0 async:0")
         correlation += 1
         t += 3 * US
         device_t = t + 8 * US
@@ -138,14 +139,14 @@ def tf_gpu(space):
             op_begin = t
             t += 1 * US
             for kernel, duration, kd in kernels:
-                host.event(executor, "cudaLaunchKernel", t, 2 * US, correlation_id=correlation, group_id=step)
+                host.event(executor, "cudaLaunchKernel", t, 2 * US, correlation_id=correlation)
                 device_t = max(device_t, t + 5 * US)
                 gpu.event(stream, kernel, device_t, duration + step * 1_000, correlation_id=correlation,
-                          kernel_details=kd, tf_op=op, group_id=step, context_id=1)
+                          kernel_details=kd, tf_op=op, context_id=1)
                 device_t += duration + step * 1_000 + 500_000
                 correlation += 1
                 t += 3 * US
-            host.event(executor, op, op_begin, t - op_begin, group_id=step)
+            host.event(executor, op, op_begin, t - op_begin)
             t += 1 * US
         t = max(t, device_t) + 2 * US
         host.event(python, "train", begin, t - begin, _r=1, step_num=step)
@@ -199,8 +200,7 @@ def jax_device(space, plane_name, vendor, tpu=False):
     host = Plane(space, 1, "/host:CPU")
     dev = Plane(space, 2, plane_name)
     device_caps(dev, vendor, tpu)
-    python = host.line(1, "python3")
-    launcher = host.line(2, "pjrt_thread")
+    python = launcher = host.line(1, "python3")
     if tpu:
         ops_line = dev.line(2, "XLA Ops")
         modules_line = dev.line(1, "XLA Modules")
@@ -219,12 +219,12 @@ def jax_device(space, plane_name, vendor, tpu=False):
         step_begin = device_t
         for program_id, module, names in chosen:
             module_begin = device_t
-            host.event(launcher, f"PjitFunction({module})", t, 3 * US, group_id=step)
+            host.event(launcher, f"PjitFunction({module})", t, 3 * US)
             for k, name in enumerate(names[:6]):
                 duration = (1 + (k * 7 + program_id) % 9) * 1_100_000 + step * 1_000
-                stats = dict(hlo_op=name, hlo_module=module, program_id=program_id, group_id=step)
+                stats = dict(hlo_op=name, hlo_module=module, program_id=program_id)
                 if not tpu:
-                    host.event(launcher, "cuLaunchKernel", t, 1 * US, correlation_id=correlation, group_id=step)
+                    host.event(launcher, "cuLaunchKernel", t, 1 * US, correlation_id=correlation)
                     stats.update(correlation_id=correlation,
                                  kernel_details=details(32 + 8 * k, 1024 * k, (k + 1, 1, 1), (128, 1, 1),
                                                         100.0 / (k + 1)))
@@ -240,7 +240,7 @@ def jax_device(space, plane_name, vendor, tpu=False):
                           group_id=step)
             t += 2 * US
         if steps_line is not None:
-            dev.event(steps_line, f"{step}", step_begin, device_t - step_begin, group_id=step, step_num=step)
+            dev.event(steps_line, f"{step}", step_begin, device_t - step_begin, step_num=step)
         t = max(t, device_t) + 2 * US
         host.event(python, "train", begin, t - begin, _r=1, step_num=step)
         t += 8 * US
@@ -274,6 +274,12 @@ def main():
         space = xplane_pb2.XSpace()
         space.hostnames.append("gpuhost")
         VARIANTS[name](space)
+        for plane in space.planes:  # tracers' lines are in time order, enclosing events first
+            for line in plane.lines:
+                events = sorted((xplane_pb2.XEvent.FromString(e.SerializeToString()) for e in line.events),
+                                key=lambda e: (e.offset_ps, -e.duration_ps))
+                del line.events[:]
+                line.events.extend(events)
         path = folder / f"{name}.xplane.pb"
         path.write_bytes(space.SerializeToString(deterministic=True))
         for tool in TOOLS:
