@@ -1,0 +1,364 @@
+"""XProf's analyses of GPU device planes (`/device:GPU:N`, NVIDIA or AMD):
+the device op metrics (ConvertDeviceTraceXPlaneToOpMetricsDb) and the kernel
+reports (ConvertDeviceTraceXPlaneToKernelReports) of XProf 2.24.2, as numpy
+columns over the plane's events.
+
+A GPU plane's lines are streams; XProf skips its derived lines (ids from
+0xdeadbeef). Every event of the other lines spans the device's time (first
+begin to last end). An event with `hlo_op`, `hlo_module` and `program_id`
+is an XLA op: consecutive events of one HLO instruction (and step) are one
+occurrence; its category, framework op and FLOPs come from the module's
+HloProto and XLA's cost analysis. An event with a `tf_op` stat is a
+TensorFlow op's kernel: its op is `<tf op name>/<kernel name>`, of the TF
+op's type, with no FLOPs (XProf's TfOpRoofLineCostEstimator is retired). An
+event with `kernel_details` is a kernel for kernel_stats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from profscope.models.analysis.xprof.op_stats import (
+    DERIVED_LINE_COUNT,
+    DERIVED_LINE_MIN,
+    GPU_PLANE_PREFIX,
+    IDLE,
+    UNKNOWN,
+    OpMetricsDb,
+    parse_tf_op,
+)
+from profscope.models.formats.xspace.xplane import DenseStats, XSpaceData
+
+_STATS = ["kernel_details", "tf_op", "hlo_op", "hlo_module", "program_id", "is_eager", "group_id", "equation"]
+
+# Kernel names with these use TensorCores (XProf's kernel_stats_utils, as 2.24.2 applies them).
+TENSOR_CORE_KERNEL_PATTERNS = (
+    "16816", "c1688", "conv1x1", "conv2d_c1_k1", "dgrad_1x1_stride_2x2", "direct_group",
+    "first_layer_wgrad_kernel", "h1688", "h884", "hmma", "i16832", "i8816", "s884", "s1688", "xmma_gemm",
+    "xmma_implicit_gemm", "xmma_sparse_conv", "xmma_sparse_gemm", "xmma_warp_specialized_implicit_gemm",
+)
+_ELIGIBLE_SUFFIXES = (
+    "Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "Conv3D", "DepthwiseConv2dNative",
+    "DepthwiseConv2dNativeBackpropFilter", "DepthwiseConv2dNativeBackpropInput", "/MatMul", "FusedMatMul",
+    "/CudnnRNN", "XlaDot", "XlaDotV2",
+    # JAX's ops: XProf 2.24.2 counts them eligible (checked against its output; not in upstream's list).
+    "dot_general", "conv_general_dilated",
+)
+_ELIGIBLE_PARTS = ("BatchMatMul", "CudnnRNNV", "CudnnRNNForward", "CudnnRNNBackprop")
+
+
+def gpu_planes(space: XSpaceData) -> list[int]:
+    return [i for i, p in enumerate(space.planes) if p.name.startswith(GPU_PLANE_PREFIX)]
+
+
+def kernel_uses_tensor_core(name: str) -> bool:
+    return any(p in name for p in TENSOR_CORE_KERNEL_PATTERNS)
+
+
+def op_tensor_core_eligible(op_name: str) -> bool:
+    return op_name.endswith(_ELIGIBLE_SUFFIXES) or any(p in op_name for p in _ELIGIBLE_PARTS)
+
+
+def einsum_tensor_core_eligible(equation: str) -> bool:
+    parts = equation.split("->")
+    return bool(equation) and len(parts) == 2 and len(parts[0].split(",")) == 2
+
+
+@dataclass
+class DeviceEvents:
+    """The events of a GPU plane's stream lines, in file order, with the stats XProf reads."""
+
+    space: XSpaceData
+    plane: int
+    rows: np.ndarray  # event indices
+    start: np.ndarray  # ps
+    duration: np.ndarray  # ps
+    stats: DenseStats
+
+    def names(self) -> list[str]:
+        p = self.space.planes[self.plane]
+        return [p.event_metadata.get(int(m), ("", "", []))[0] for m in self.space.events.metadata_id[self.rows]]
+
+    def strings(self, name: str) -> tuple[np.ndarray, list[str]]:
+        return self.stats.strings(name), self.stats.table
+
+
+def device_events(space: XSpaceData, plane: int) -> DeviceEvents:
+    a, b = space.plane_rows(plane)
+    ev = space.events
+    rows = np.arange(a, b, dtype=np.int64)
+    rows = rows[~ev.aggregated[a:b]]
+    line_ids = np.array([ln.id for ln in space.lines], np.int64)
+    derived = ((line_ids & 0xFFFFFFFF) - DERIVED_LINE_MIN) % (1 << 32) < DERIVED_LINE_COUNT
+    rows = rows[~derived[ev.line[rows]]] if len(rows) else rows
+    stats = space.dense_stats(ev.spans(rows), plane, _STATS)
+    return DeviceEvents(space, plane, rows, space.start_ps(rows), ev.duration_ps[rows].astype(np.int64), stats)
+
+
+class HloOps:
+    """The instructions of a session's XLA modules by (program id, name): their framework op (metadata.op_name)."""
+
+    def __init__(self, paths):
+        from profscope.models.analysis.xprof.hlo import Module, ModuleSource
+
+        self._source = ModuleSource(paths)
+        self._module = Module
+        self._by_program: dict[int, dict[str, str] | None] = {}
+
+    def op_names(self, program_id: int) -> dict[str, str] | None:
+        if program_id not in self._by_program:
+            found = None
+            suffix = f"({program_id})"
+            for name in self._source.names():
+                if name.endswith(suffix):
+                    ins = self._module(self._source.load(name)).instructions
+                    found = {ins.name(r): ins.op_name_and_source(r)[0] for r in range(len(ins.name_code))}
+                    break
+            self._by_program[program_id] = found
+        return self._by_program[program_id]
+
+    def op_name(self, program_id: int, hlo_op: str) -> str | None:
+        names = self.op_names(program_id)
+        return None if names is None else names.get(hlo_op)
+
+
+def _xla_ops(d: DeviceEvents) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Which events are XLA ops (hlo_op, hlo_module and program_id), their program ids and last hlo_op names."""
+    hlo, table = d.strings("hlo_op")
+    module, _ = d.strings("hlo_module")
+    present = (hlo > 0) & (module > 0) & d.stats.present("program_id")
+    program = np.where(present, d.stats.value.get("program_id", np.zeros(len(d.rows), np.int64)), 0)
+    last = [t.split(",")[-1] for t in table]
+    return present, program, last
+
+
+@dataclass
+class KernelReports:
+    """XProf's KernelReportMap: one row per distinct kernel (name, launch shape, op)."""
+
+    name: list[str]
+    registers: np.ndarray
+    static_shmem: np.ndarray
+    dynamic_shmem: np.ndarray
+    block: list[tuple[int, int, int]]
+    grid: list[tuple[int, int, int]]
+    occupancy: np.ndarray  # float32, as XProf's proto keeps it
+    uses_tensor_core: np.ndarray
+    eligible: np.ndarray
+    op_name: list[str]
+    occurrences: np.ndarray
+    total_ns: np.ndarray
+    min_ns: np.ndarray
+    max_ns: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+    def order(self) -> np.ndarray:
+        """XProf's order: total duration, most first; then name, grid, block, registers, shared memory,
+        TensorCore use and eligibility, op name."""
+        keys = [(-int(self.total_ns[i]), self.name[i], self.grid[i], self.block[i], int(self.registers[i]),
+                 int(self.static_shmem[i]), int(self.dynamic_shmem[i]), bool(self.uses_tensor_core[i]),
+                 bool(self.eligible[i]), self.op_name[i]) for i in range(len(self))]
+        return np.array(sorted(range(len(self)), key=keys.__getitem__), np.int64)
+
+
+def parse_kernel_details(text: str) -> tuple[int, int, int, tuple[int, int, int], tuple[int, int, int], float]:
+    """(registers, static and dynamic shared memory, block, grid, occupancy %) of a kernel_details stat."""
+    regs = static = dynamic = 0
+    block = grid = (1, 1, 1)
+    occ = 0.0
+    for token in text.replace("\n", " ").split(" "):
+        kv = token.split(":")
+        if len(kv) != 2:
+            continue
+        key, value = kv
+        if key in ("regs", "static_shared", "dynamic_shared") and _uint32(value) is not None:
+            number = _uint32(value) or 0
+            if key == "regs":
+                regs = number
+            elif key == "static_shared":
+                static = number
+            else:
+                dynamic = number
+        elif key in ("block", "grid"):
+            dims = [_uint32(v) for v in value.split(",")]
+            if len(dims) == 3 and all(x is not None for x in dims):
+                if key == "block":
+                    block = (dims[0], dims[1], dims[2])  # type: ignore[assignment]
+                else:
+                    grid = (dims[0], dims[1], dims[2])  # type: ignore[assignment]
+        elif key == "occ_pct":
+            try:
+                occ = float(value)
+            except ValueError:
+                pass
+    return regs, static, dynamic, block, grid, occ
+
+
+def _uint32(text: str) -> int | None:
+    t = text.strip()
+    if t.startswith("+"):
+        t = t[1:]
+    if not t.isdigit() or int(t) >= 1 << 32:
+        return None
+    return int(t)
+
+
+def kernel_reports(spaces: list[XSpaceData], paths) -> KernelReports:
+    """XProf's kernel reports of every GPU plane of the XSpaces, merged."""
+    hlo = HloOps(paths)
+    keys: dict[tuple, int] = {}
+    occ_of: list[float] = []
+    count: list[int] = []
+    total: list[int] = []
+    lo: list[int] = []
+    hi: list[int] = []
+    for space in spaces:
+        for plane in gpu_planes(space):
+            d = device_events(space, plane)
+            details, table = d.strings("kernel_details")
+            kernels = np.flatnonzero(details > 0)
+            if not len(kernels):
+                continue
+            names = d.names()
+            tf_op, _ = d.strings("tf_op")
+            equation, _ = d.strings("equation")
+            xla, program, last = _xla_ops(d)
+            hlo_code, _ = d.strings("hlo_op")
+            ns = d.duration // 1000
+            parsed: dict[int, tuple] = {}
+            # Kernels of equal attributes: one key per distinct combination of codes, then per event.
+            combo = np.stack([d.space.events.metadata_id[d.rows].astype(np.int64), details.astype(np.int64),
+                              tf_op.astype(np.int64), equation.astype(np.int64), xla.astype(np.int64), program,
+                              hlo_code.astype(np.int64)], axis=1)[kernels]
+            distinct, inverse = np.unique(combo, axis=0, return_inverse=True)
+            inverse = inverse.reshape(-1)
+            key_of = []
+            for first, (mid, dc, tc, ec, is_xla, pid, hc) in zip(
+                    np.unique(inverse, return_index=True)[1].tolist(), distinct.tolist()):
+                name = names[int(kernels[first])]
+                if dc not in parsed:
+                    parsed[dc] = parse_kernel_details(table[dc])
+                regs, static, dynamic, block, grid, occ = parsed[dc]
+                uses = kernel_uses_tensor_core(name)
+                op_name, eligible = "", False
+                if tc:
+                    op_name = parse_tf_op(table[tc])[1]
+                    eligible = einsum_tensor_core_eligible(table[ec]) or op_tensor_core_eligible(op_name) or uses
+                if is_xla:
+                    found = hlo.op_name(int(pid), last[hc])
+                    if found is not None:
+                        op_name = found
+                        eligible = op_tensor_core_eligible(op_name) or eligible
+                key = (name, regs, static, dynamic, block, grid, uses, eligible, op_name)
+                if key not in keys:
+                    keys[key] = len(keys)
+                    occ_of.append(occ)
+                    count.append(0)
+                    total.append(0)
+                    lo.append(np.iinfo(np.int64).max)
+                    hi.append(0)
+                key_of.append(keys[key])
+            slot = np.array(key_of, np.int64)[inverse]
+            n = len(keys)
+            k_ns = ns[kernels]
+            c = np.bincount(slot, minlength=n)
+            t = np.bincount(slot, weights=k_ns, minlength=n).astype(np.int64)
+            mn = np.full(n, np.iinfo(np.int64).max, np.int64)
+            mx = np.zeros(n, np.int64)
+            np.minimum.at(mn, slot, k_ns)
+            np.maximum.at(mx, slot, k_ns)
+            for s in np.flatnonzero(c).tolist():
+                count[s] += int(c[s])
+                total[s] += int(t[s])
+                lo[s] = min(lo[s], int(mn[s]))
+                hi[s] = max(hi[s], int(mx[s]))
+    ks = list(keys)
+    return KernelReports(
+        [k[0] for k in ks], np.array([k[1] for k in ks], np.int64), np.array([k[2] for k in ks], np.int64),
+        np.array([k[3] for k in ks], np.int64), [k[4] for k in ks], [k[5] for k in ks],
+        np.array(occ_of, np.float32), np.array([k[6] for k in ks], bool), np.array([k[7] for k in ks], bool),
+        [k[8] for k in ks], np.array(count, np.int64), np.array(total, np.int64), np.array(lo, np.int64),
+        np.array(hi, np.int64))
+
+
+def device_op_metrics(space: XSpaceData, plane: int) -> OpMetricsDb:
+    """XProf's ConvertDeviceTraceXPlaneToOpMetricsDb for TensorFlow's kernels
+    (tf_op): one row per `<tf op name>/<kernel>`, its time its kernels' sum,
+    and IDLE the rest of the device's span. `category` is the TF op's type;
+    `provenance` (kept in `name_tf_op`) the tf_op full name."""
+    d = device_events(space, plane)
+    n_events = len(d.rows)
+    if not n_events:
+        return _device_db([], [], [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool), 0)
+    end = d.start + d.duration
+    total = int(end.max() - d.start.min())
+    xla, _program, _last = _xla_ops(d)
+    tf_op, table = d.strings("tf_op")
+    ops = np.flatnonzero((tf_op > 0) & ~xla)
+    names = d.names()
+    eager = d.stats.ints("is_eager") != 0
+    keys: dict[str, int] = {}
+    cats: list[str] = []
+    prov: list[str] = []
+    parsed: dict[int, tuple[int, str, str]] = {}
+    slot = np.zeros(len(ops), np.int64)
+    for j, r in enumerate(ops.tolist()):
+        code = int(tf_op[r])
+        op = parsed.get(code)
+        if op is None:
+            op = parsed[code] = parse_tf_op(table[code])
+        name = f"{op[1]}/{names[r]}"
+        k = keys.setdefault(name, len(keys))
+        if k == len(cats):
+            cats.append(op[2])
+            prov.append(table[code])
+        slot[j] = k
+    n = len(keys)
+    time_ps = np.bincount(slot, weights=d.duration[ops], minlength=n).astype(np.int64)
+    occurrences = np.bincount(slot, minlength=n).astype(np.int64)
+    is_eager = np.bincount(slot[eager[ops]], minlength=n) > 0
+    return _device_db(list(keys), cats, prov, occurrences, time_ps, is_eager, total)
+
+
+def _device_db(names, cats, prov, occurrences, time_ps, is_eager, total) -> OpMetricsDb:
+    op_time = int(np.sum(time_ps))
+    idle = max(total - op_time, 0)
+    db = OpMetricsDb(list(names) + [IDLE], list(cats) + [IDLE], np.r_[occurrences, 0].astype(np.int64),
+                     np.r_[time_ps, idle].astype(np.int64), np.r_[time_ps, idle].astype(np.int64),
+                     np.r_[is_eager, False].astype(bool), total, op_time)
+    db.provenance = list(prov) + [""]  # type: ignore[attr-defined]
+    return db
+
+
+def tf_metrics_of_device(db: OpMetricsDb) -> OpMetricsDb:
+    """XProf's CreateTfMetricsDbFromDeviceOpMetricsDb: the device ops by their
+    framework op (provenance): times summed, occurrences the most of any of
+    its device ops; IDLE kept."""
+    prov = getattr(db, "provenance", [""] * len(db))
+    keys: dict[tuple[str, str], int] = {}
+    occ: list[int] = []
+    t: list[int] = []
+    st: list[int] = []
+    ea: list[bool] = []
+    for i in range(len(db)):
+        if db.category[i] == IDLE:
+            key = (IDLE, IDLE)
+        else:
+            category, name, type_ = parse_tf_op(prov[i])
+            key = (name, type_) if category != UNKNOWN else (prov[i], "Unknown")
+        k = keys.setdefault(key, len(keys))
+        if k == len(occ):
+            occ.append(0)
+            t.append(0)
+            st.append(0)
+            ea.append(False)
+        occ[k] = max(occ[k], int(db.occurrences[i]))
+        t[k] += int(db.time_ps[i])
+        st[k] += int(db.self_time_ps[i])
+        ea[k] = ea[k] or bool(db.is_eager[i])
+    return OpMetricsDb([k[0] for k in keys], [k[1] for k in keys], np.array(occ, np.int64), np.array(t, np.int64),
+                       np.array(st, np.int64), np.array(ea, bool), db.total_time_ps, db.total_op_time_ps)
