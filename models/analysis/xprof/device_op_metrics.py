@@ -362,3 +362,83 @@ def tf_metrics_of_device(db: OpMetricsDb) -> OpMetricsDb:
         ea[k] = ea[k] or bool(db.is_eager[i])
     return OpMetricsDb([k[0] for k in keys], [k[1] for k in keys], np.array(occ, np.int64), np.array(t, np.int64),
                        np.array(st, np.int64), np.array(ea, bool), db.total_time_ps, db.total_op_time_ps)
+
+
+TPU_STEP_LINES = ("Steps", "SparseCore Steps")
+TPU_OP_LINES = ("XLA Ops", "SparseCore Ops")
+
+
+def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> tuple[OpMetricsDb, str, str]:
+    """(device op metrics by framework op, device type, hardware type) of the XSpaces' device planes."""
+    from profscope.models.core.task import ProfileError
+
+    planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(DEVICE_PREFIXES)]
+    if steps:
+        # XProf's device step db (kernels grouped into steps through their launches) is not computed here.
+        raise ProfileError(f"{planes[0][0].path}: Profscope does not compute XProf's step analysis of device "
+                           f"planes ({planes[0][0].planes[planes[0][1]].name}) yet")
+    gpu = [(s, i) for s, i in planes if s.planes[i].name.startswith(GPU_PLANE_PREFIX)]
+    dbs = []
+    for space, plane in gpu:
+        d = device_events(space, plane)
+        if _xla_ops(d)[0].any():
+            # XProf takes an XLA op's FLOPs and bytes from XLA's C++ cost analysis of its HloProto.
+            raise ProfileError(f"{space.path}: {space.planes[plane].name} runs XLA ops; Profscope lacks XLA's cost "
+                               "analysis, from which XProf computes their FLOPs and bytes")
+        dbs.append(device_op_metrics(space, plane))
+    if gpu:
+        return tf_metrics_of_device(_combine_device(dbs)), "GPU", "GPU"
+    total = sum(_tpu_span(s, i) for s, i in planes)
+    return _device_db([], [], [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool), total), \
+        "TPU", "TPU"
+
+
+DEVICE_PREFIXES = (GPU_PLANE_PREFIX, "/device:TPU:")
+
+
+def _tpu_span(space: XSpaceData, plane: int) -> int:
+    """The span of a TPU plane's steps and ops (XProf's total time of its device op metrics)."""
+    a, b = space.plane_rows(plane)
+    rows = np.arange(a, b, dtype=np.int64)
+    names = np.array([ln.name in TPU_STEP_LINES + TPU_OP_LINES for ln in space.lines], bool)
+    rows = rows[names[space.events.line[rows]]] if len(rows) else rows
+    if not len(rows):
+        return 0
+    start = space.start_ps(rows)
+    return int((start + space.events.duration_ps[rows]).max() - start.min())
+
+
+def _combine_device(dbs: list[OpMetricsDb]) -> OpMetricsDb:
+    """The device dbs of several GPUs as one (XProf's combiner): rows summed by name, IDLE last."""
+    if len(dbs) == 1:
+        return dbs[0]
+    index: dict[str, int] = {}
+    cats, prov, occ, t, ea = [], [], [], [], []
+    for db in dbs:
+        p = getattr(db, "provenance", [""] * len(db))
+        for i in range(len(db) - 1):  # IDLE recomputed below
+            k = index.setdefault(db.name[i], len(index))
+            if k == len(cats):
+                cats.append(db.category[i])
+                prov.append(p[i])
+                occ.append(0)
+                t.append(0)
+                ea.append(False)
+            occ[k] += int(db.occurrences[i])
+            t[k] += int(db.time_ps[i])
+            ea[k] = ea[k] or bool(db.is_eager[i])
+    return _device_db(list(index), cats, prov, np.array(occ, np.int64), np.array(t, np.int64), np.array(ea, bool),
+                      sum(d.total_time_ps for d in dbs))
+
+
+def tensor_core_shares(reports: KernelReports) -> dict[str, float]:
+    """Per op name, the share of its kernels' time on kernels using TensorCores (XProf's
+    GroupKernelReportsByOpName over its kept kernels)."""
+    total: dict[str, int] = {}
+    tc: dict[str, int] = {}
+    for i in reports.order()[:1000].tolist():
+        name = reports.op_name[i]
+        total[name] = total.get(name, 0) + int(reports.total_ns[i])
+        if reports.uses_tensor_core[i]:
+            tc[name] = tc.get(name, 0) + int(reports.total_ns[i])
+    return {name: tc.get(name, 0) / t if t else 0.0 for name, t in total.items()}

@@ -104,6 +104,7 @@ class OpStats:
     step_ps: np.ndarray | None = None  # per step, the longest of the hosts' (XProf's step time summary)
     host_count: int = 1  # distinct host names
     task_count: int = 1  # XSpaces
+    device: OpMetricsDb | None = None  # the device planes' op metrics (device_op_metrics.py), by framework op
 
 
 def read_spaces(paths: list[Path], task: TaskState) -> list[XSpaceData]:
@@ -142,12 +143,11 @@ def device_planes(space: XSpaceData) -> list[str]:
 
 def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
     spaces = read_spaces(paths, task)
-    for space in spaces:
-        if devices := device_planes(space):
-            # XProf's device op metrics and device steps (GPU kernels, TPU cores) are not computed here: an answer
-            # from the host alone would be wrong, so there is none.
-            raise ProfileError(f"{space.path}: Profscope computes XProf's OpStats tools of host threads only; this "
-                               f"profile has device planes ({', '.join(devices[:3])}), whose analysis it lacks")
+    device = None
+    if any(device_planes(s) for s in spaces):
+        from profscope.models.analysis.xprof import device_op_metrics
+
+        device = device_op_metrics.device_stats(spaces, paths, steps)
     task.report(0.7, "Host ops")
     dbs = [host_op_metrics(s) for s in spaces]
     stats = OpStats(combine(dbs))
@@ -164,7 +164,9 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
         stats.steps = step_dbs[0].first(n)
         stats.step_ps = np.max([d.duration_ps[:n] for d in step_dbs], axis=0) if n else np.zeros(0, np.int64)
         stats.is_training = any(is_training(s) for s in spaces)
-    return stats  # CPU only: device planes were refused above
+    if device is not None:
+        stats.device, stats.device_type, stats.hardware_type = device
+    return stats
 
 
 def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
