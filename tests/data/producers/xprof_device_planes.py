@@ -3,7 +3,7 @@ the real schema (tsl's xplane.proto, stat names of tsl's xplane_schema), and
 XProf 2.24.2's converter output for each of them (run in a throwaway venv with
 xprof; not part of the test suite):
 
-    python xprof_device_planes.py tests/data/xprof
+    python xprof_device_planes.py tests/data/xprof/device
 
 No GPU or TPU could be profiled here, so the device planes are made the way
 TensorFlow's and JAX's device tracers lay them out: a `/device:GPU:0` plane
@@ -15,7 +15,8 @@ stream line `Stream #7(compute)` of kernels carrying `correlation_id`,
 plane whose step markers (`_r` root level, `step_num`) group the host ops and
 their `cudaLaunchKernel` launches, linked to the kernels by correlation_id.
 The JAX variants reuse the real XLA modules (HloProtos) of jaxprog.xplane.pb's
-metadata plane, and name real instructions of them.
+metadata plane (tests/data/xprof/jaxprog.xplane.pb), and name real
+instructions of them.
 
 Files: `gpu_tf.xplane.pb`, `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
 device_vendor), `tpu_jax.xplane.pb`; for each, `tools/<name>.<tool>.json` is
@@ -174,7 +175,7 @@ def jax_metadata():
         from tensorflow.compiler.xla.service import hlo_pb2
     except ImportError:  # pragma: no cover
         from xla.service import hlo_pb2
-    src = xplane_pb2.XSpace.FromString((Path(sys.argv[1]) / "jaxprog.xplane.pb").read_bytes())
+    src = xplane_pb2.XSpace.FromString((Path(sys.argv[1]).parent / "jaxprog.xplane.pb").read_bytes())
     meta = next(p for p in src.planes if p.name == "/host:metadata")
     hlo_stat = next(k for k, m in meta.stat_metadata.items() if m.name == "Hlo Proto")
     program_stat = next(k for k, m in meta.stat_metadata.items() if m.name == "program_id")
