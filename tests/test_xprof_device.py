@@ -19,13 +19,20 @@ from profscope.viewer.cli import main
 XPROF = DATA / "xprof" / "device"
 VARIANTS = ("gpu_tf", "gpu_jax", "rocm_jax", "tpu_jax")
 # (variant, tool) pairs Profscope computes, each equal to XProf's answer.
-COMPUTED = [(v, "kernel_stats") for v in VARIANTS] + [("gpu_tf", "framework_op_stats"),
-                                                      ("tpu_jax", "framework_op_stats")]
+COMPUTED = [
+    *[(v, "kernel_stats") for v in VARIANTS],
+    *[("gpu_tf", t) for t in ("framework_op_stats", "overview_page", "input_pipeline_analyzer")],
+    ("gpu_jax", "input_pipeline_analyzer"),
+    ("rocm_jax", "input_pipeline_analyzer"),
+    ("tpu_jax", "framework_op_stats"),
+    # small.xplane.pb with a GPU plane that recorded nothing.
+    *[("small_emptygpu", t) for t in ("kernel_stats", "framework_op_stats", "overview_page",
+                                      "input_pipeline_analyzer")],
+]
 # What is not computed yet, with the reason the message gives.
 REFUSED = [
-    ("gpu_jax", "framework_op_stats", "cost analysis"),
-    ("rocm_jax", "framework_op_stats", "cost analysis"),
-    *[(v, t, "step analysis") for v in VARIANTS for t in ("overview_page", "input_pipeline_analyzer")],
+    *[(v, t, "cost analysis") for v in ("gpu_jax", "rocm_jax") for t in ("framework_op_stats", "overview_page")],
+    *[("tpu_jax", t, "step analysis") for t in ("overview_page", "input_pipeline_analyzer")],
 ]
 
 

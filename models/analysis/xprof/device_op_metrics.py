@@ -25,13 +25,15 @@ from profscope.models.analysis.xprof.op_stats import (
     DERIVED_LINE_MIN,
     GPU_PLANE_PREFIX,
     IDLE,
+    MEMCPY,
     UNKNOWN,
     OpMetricsDb,
     parse_tf_op,
 )
 from profscope.models.formats.xspace.xplane import DenseStats, XSpaceData
 
-_STATS = ["kernel_details", "tf_op", "hlo_op", "hlo_module", "program_id", "is_eager", "group_id", "equation"]
+_STATS = ["kernel_details", "tf_op", "hlo_op", "hlo_module", "program_id", "is_eager", "group_id", "equation",
+          "correlation_id"]
 
 # Kernel names with these use TensorCores (XProf's kernel_stats_utils, as 2.24.2 applies them).
 TENSOR_CORE_KERNEL_PATTERNS = (
@@ -368,29 +370,44 @@ TPU_STEP_LINES = ("Steps", "SparseCore Steps")
 TPU_OP_LINES = ("XLA Ops", "SparseCore Ops")
 
 
-def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> tuple[OpMetricsDb, str, str]:
-    """(device op metrics by framework op, device type, hardware type) of the XSpaces' device planes."""
+@dataclass
+class DeviceStats:
+    """What the device planes add to XProf's OpStats."""
+
+    db: OpMetricsDb  # device op metrics by framework op
+    device_type: str
+    hardware_type: str
+    steps: list | None = None  # per XSpace, its StepDb (GPU hosts)
+    core_count: int = 0  # device planes (XProf: each GPU one core)
+    xla: str = ""  # why the op metrics are not computed (XLA ops, whose FLOPs come from XLA's cost analysis)
+
+
+def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
+    """The device planes' part of XProf's OpStats: op metrics, and with `steps` the GPU hosts' step dbs."""
     from profscope.models.core.task import ProfileError
 
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(DEVICE_PREFIXES)]
-    if steps:
-        # XProf's device step db (kernels grouped into steps through their launches) is not computed here.
-        raise ProfileError(f"{planes[0][0].path}: Profscope does not compute XProf's step analysis of device "
-                           f"planes ({planes[0][0].planes[planes[0][1]].name}) yet")
     gpu = [(s, i) for s, i in planes if s.planes[i].name.startswith(GPU_PLANE_PREFIX)]
+    if steps and len(gpu) != len(planes):
+        # XProf's TPU step db (per core, from the Steps line and XLA op metadata) is not computed here.
+        raise ProfileError(f"{planes[0][0].path}: Profscope does not compute XProf's step analysis of TPU "
+                           f"planes ({planes[0][0].planes[planes[0][1]].name}) yet")
     dbs = []
+    xla = ""
     for space, plane in gpu:
         d = device_events(space, plane)
         if _xla_ops(d)[0].any():
             # XProf takes an XLA op's FLOPs and bytes from XLA's C++ cost analysis of its HloProto.
-            raise ProfileError(f"{space.path}: {space.planes[plane].name} runs XLA ops; Profscope lacks XLA's cost "
-                               "analysis, from which XProf computes their FLOPs and bytes")
+            xla = (f"{space.path}: {space.planes[plane].name} runs XLA ops; Profscope lacks XLA's cost analysis, "
+                   "from which XProf computes their FLOPs and bytes")
         dbs.append(device_op_metrics(space, plane))
     if gpu:
-        return tf_metrics_of_device(_combine_device(dbs)), "GPU", "GPU"
+        space, plane = gpu[0]
+        model = gpu_model_name(plane_stats(space, plane)) or "GPU"  # "GPU" without capabilities
+        return DeviceStats(tf_metrics_of_device(_combine_device(dbs)), model, "GPU", [gpu_step_db(s) for s in spaces] if steps else None, len(gpu), xla)
     total = sum(_tpu_span(s, i) for s, i in planes)
-    return _device_db([], [], [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool), total), \
-        "TPU", "TPU"
+    none = np.zeros(0, np.int64)
+    return DeviceStats(_device_db([], [], [], none, none, np.zeros(0, bool), total), "TPU", "TPU")
 
 
 DEVICE_PREFIXES = (GPU_PLANE_PREFIX, "/device:TPU:")
@@ -431,14 +448,144 @@ def _combine_device(dbs: list[OpMetricsDb]) -> OpMetricsDb:
                       sum(d.total_time_ps for d in dbs))
 
 
-def tensor_core_shares(reports: KernelReports) -> dict[str, float]:
-    """Per op name, the share of its kernels' time on kernels using TensorCores (XProf's
-    GroupKernelReportsByOpName over its kept kernels)."""
-    total: dict[str, int] = {}
-    tc: dict[str, int] = {}
+def op_kernel_stats(reports: KernelReports) -> dict[str, tuple[bool, int, int]]:
+    """Per op name: (TensorCore eligible, its kernels' time on TensorCores, their time) in ns, over the kernels
+    XProf keeps (its GroupKernelReportsByOpName)."""
+    out: dict[str, tuple[bool, int, int]] = {}
     for i in reports.order()[:1000].tolist():
-        name = reports.op_name[i]
-        total[name] = total.get(name, 0) + int(reports.total_ns[i])
-        if reports.uses_tensor_core[i]:
-            tc[name] = tc.get(name, 0) + int(reports.total_ns[i])
-    return {name: tc.get(name, 0) / t if t else 0.0 for name, t in total.items()}
+        eligible, tc, total = out.get(reports.op_name[i], (False, 0, 0))
+        ns = int(reports.total_ns[i])
+        out[reports.op_name[i]] = (eligible or bool(reports.eligible[i]),
+                                   tc + (ns if reports.uses_tensor_core[i] else 0), total + ns)
+    return out
+
+
+def tensor_core_shares(reports: KernelReports) -> dict[str, float]:
+    """Per op name, the share of its kernels' time on kernels using TensorCores."""
+    return {name: tc / total if total else 0.0 for name, (_e, tc, total) in op_kernel_stats(reports).items()}
+
+
+# ---------------------------------------------------------------- GPU steps
+
+_MEMCPY_TYPES = {"MemcpyHToD": 80, "MemcpyDToH": 130, "MemcpyDToD": 120}  # XProf's EventType of each copy
+
+
+def gpu_event_type(name: str, tensor_shapes: str = "") -> int:
+    """XProf's ClassifyGpuEvent: copies by their TF op type, NCCL kernels collectives, the rest compute
+    (16-bit where the name says half or fp16)."""
+    category, _name, type_ = parse_tf_op(name)
+    if category == MEMCPY and type_ in _MEMCPY_TYPES:
+        return _MEMCPY_TYPES[type_]
+    if name.lower().startswith("nccl"):
+        return 100
+    half = "half" in tensor_shapes if tensor_shapes else ("half" in name or "fp16" in name)
+    return 150 if half else 140
+
+
+def gpu_step_db(space: XSpaceData):
+    """XProf's step db of a host with GPUs, as XProf 2.24.2 gives it: each
+    device event (with a correlation_id) takes the step of the host event
+    that launched it (same correlation_id; the host's grouping); a step
+    spans its device events, split by their EventType (the highest where
+    they overlap) and the rest unknown; steps without device compute are
+    dropped, and with more than 5 the first and last."""
+    from profscope.models.analysis.xprof.op_stats import DROP_INCOMPLETE_STEPS_OVER, StepDb
+    from profscope.models.formats.xspace import _steps
+    from profscope.models.formats.xspace.groups import group_events
+    from profscope.models.formats.xspace.xplane import HOST_PLANE
+
+    empty = StepDb(np.zeros(0, np.int64), [], np.zeros(0, np.int64), np.zeros(0, np.int64), {})
+    host = space.plane_named(HOST_PLANE)
+    if host < 0:
+        return empty
+    groups = group_events(space, host)
+    grouped = groups.rows[groups.group >= 0]
+    launch = space.stats(grouped, host, ["correlation_id"])["correlation_id"]
+    if not len(launch.rows):
+        return empty
+    correlation = launch.ints_present(True)
+    launch_group = groups.of_events(grouped[launch.rows]).astype(np.int64)
+    order = np.argsort(correlation, kind="stable")
+    correlation, launch_group = correlation[order], launch_group[order]
+    starts, ends, types, step_of = [], [], [], []
+    for plane in gpu_planes(space):
+        d = device_events(space, plane)
+        has = d.stats.present("correlation_id") if "correlation_id" in d.stats.case else None
+        if has is None:
+            cid_stats = space.stats(d.rows, plane, ["correlation_id"])["correlation_id"]
+            rows, cid = cid_stats.rows, cid_stats.ints_present(True)
+        else:
+            rows = np.flatnonzero(has)
+            cid = d.stats.value["correlation_id"][rows]
+        at = np.minimum(np.searchsorted(correlation, cid), len(correlation) - 1)
+        hit = correlation[at] == cid
+        rows, group = rows[hit], launch_group[at[hit]]
+        names = d.names()
+        type_of = {}
+        t = np.array([type_of.setdefault(names[r], gpu_event_type(names[r])) for r in rows.tolist()], np.int32)
+        starts.append(d.start[rows])
+        ends.append(d.start[rows] + d.duration[rows])
+        types.append(t)
+        step_of.append(group)
+    if not starts:
+        return empty
+    start, end, etype, step = (np.concatenate(x) for x in (starts, ends, types, step_of))
+    n = len(groups.roots)
+    begin = np.full(n, np.iinfo(np.int64).max, np.int64)
+    finish = np.zeros(n, np.int64)
+    np.minimum.at(begin, step, start)
+    np.maximum.at(finish, step, end)
+    order = np.argsort(step, kind="stable")
+    times, seen = _steps.step_sweep(start[order], end[order], etype[order], step[order], begin, finish)
+    duration = np.where(finish > 0, finish - begin, 0)
+    times[:, 0] += np.maximum(duration - times.sum(axis=1), 0)
+    type_ps = {10 * k: times[:, k] for k in range(times.shape[1]) if seen[:, k].any() or k == 0}
+    well_formed = (seen[:, 14] | seen[:, 15]).astype(bool) & (duration > 0)
+    keep = np.flatnonzero(well_formed)
+    if len(keep) > DROP_INCOMPLETE_STEPS_OVER:
+        keep = keep[1:-1]
+    return StepDb(keep.astype(np.int64), [""] * len(keep), begin[keep], duration[keep],
+                  {k: v[keep] for k, v in type_ps.items()})
+
+
+# ---------------------------------------------------------------- device capabilities
+
+
+def plane_stats(space: XSpaceData, plane: int) -> dict[str, object]:
+    """A plane's own stats (XPlane.stats: the device's capabilities), by name; strings of ref_values resolved."""
+    from profscope.models.core import _protowire as wire
+    from profscope.protos import xplane_pb2
+
+    buf = space.buf
+    (planes,) = wire.find_fields(buf, 0, len(buf), [1])  # XSpace.planes
+    if plane >= len(planes):
+        return {}
+    o, n = (int(x) for x in planes[plane])
+    (stats,) = wire.find_fields(buf, o, o + n, [6])  # XPlane.stats
+    names = space.planes[plane].stat_names
+    out: dict[str, object] = {}
+    for so, sn in stats.tolist():
+        stat = xplane_pb2.XStat.FromString(bytes(buf[so : so + sn]))
+        kind = stat.WhichOneof("value")
+        value = getattr(stat, kind) if kind else 0
+        if kind == "ref_value":
+            value = names.get(int(value), "")
+        out[names.get(stat.metadata_id, "")] = value
+    return out
+
+
+def gpu_model_name(caps: dict[str, object]) -> str:
+    """XProf's GpuModelName of a GPU plane's capabilities."""
+    vendor, major, minor = caps.get("device_vendor", ""), int(caps.get("compute_cap_major", 0) or 0), \
+        int(caps.get("compute_cap_minor", 0) or 0)  # type: ignore[call-overload]
+    if vendor == "Nvidia":
+        names = {2: "Fermi", 3: "Kepler", 5: "Maxwell", 6: "Pascal", 9: "Hopper", 10: "Blackwell"}
+        if major == 7:
+            return f"Nvidia GPU ({'Volta' if minor < 5 else 'Turing'})"
+        if major == 8:
+            return f"Nvidia GPU ({'Ampere' if minor < 9 else 'Ada Lovelace'})"
+        return f"Nvidia GPU ({names[major]})" if major in names else "Nvidia GPU"
+    if vendor == "AMD":
+        return {9: "AMD GPU - gfx-9XX series", 10: "AMD GPU - gfx-10XX series",
+                11: "AMD GPU - gfx-11XX series"}.get(major, "AMD GPU")
+    return ""

@@ -12,7 +12,7 @@ import numpy as np
 from profscope.models.analysis.xprof import register
 from profscope.models.analysis.xprof.datatable import column, dumps, table
 from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb, OpStats, op_stats, training_op
-from profscope.models.core.task import TaskState
+from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.tool_data import ToolData
 
 MAX_OPS = 500  # XProf keeps the 500 ops of most self time, per host and device
@@ -43,6 +43,8 @@ TAIL_COLUMNS = [column("bound_by", "string", "Bound by"), column("eager", "strin
 @register("framework_op_stats")
 def framework_op_stats(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
     stats = op_stats(paths, task)
+    if stats.device_unknown:
+        raise ProfileError(stats.device_unknown)
     tensor_core: dict[str, float] = {}
     if stats.device is not None and "GPU" in stats.device_type:
         from profscope.models.analysis.xprof.device_op_metrics import kernel_reports, tensor_core_shares

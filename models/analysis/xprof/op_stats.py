@@ -105,6 +105,7 @@ class OpStats:
     host_count: int = 1  # distinct host names
     task_count: int = 1  # XSpaces
     device: OpMetricsDb | None = None  # the device planes' op metrics (device_op_metrics.py), by framework op
+    device_unknown: str = ""  # why the device's op metrics are not computed, if they are not
 
 
 def read_spaces(paths: list[Path], task: TaskState) -> list[XSpaceData]:
@@ -165,7 +166,12 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
         stats.step_ps = np.max([d.duration_ps[:n] for d in step_dbs], axis=0) if n else np.zeros(0, np.int64)
         stats.is_training = any(is_training(s) for s in spaces)
     if device is not None:
-        stats.device, stats.device_type, stats.hardware_type = device
+        stats.device, stats.device_type, stats.hardware_type = device.db, device.device_type, device.hardware_type
+        stats.device_core_count, stats.device_unknown = device.core_count, device.xla
+        if device.steps is not None:  # a GPU host's steps are its device's (device_op_metrics.gpu_step_db)
+            n = min(len(d) for d in device.steps)
+            stats.steps = device.steps[0].first(n)
+            stats.step_ps = np.max([d.duration_ps[:n] for d in device.steps], axis=0) if n else np.zeros(0, np.int64)
     return stats
 
 

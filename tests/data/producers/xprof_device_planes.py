@@ -19,7 +19,8 @@ metadata plane (tests/data/xprof/jaxprog.xplane.pb), and name real
 instructions of them.
 
 Files: `gpu_tf.xplane.pb`, `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
-device_vendor), `tpu_jax.xplane.pb`; for each, `tools/<name>.<tool>.json` is
+device_vendor), `tpu_jax.xplane.pb`, `small_emptygpu.xplane.pb` (small.xplane.pb
+with a GPU plane that recorded nothing); for each, `tools/<name>.<tool>.json` is
 what `xprof.convert.raw_to_tool_data.xspace_to_tool_data([copy], tool,
 {"use_saved_result": False})` returns (op_profile also with group_by
 category), each file converted from a copy in a folder of its own.
@@ -247,11 +248,18 @@ def jax_device(space, plane_name, vendor, tpu=False):
         t += 8 * US
 
 
+def empty_gpu(space):
+    """small.xplane.pb (TensorFlow on CPU) with a GPU plane that recorded nothing."""
+    space.MergeFrom(xplane_pb2.XSpace.FromString((Path(sys.argv[1]).parent / "small.xplane.pb").read_bytes()))
+    space.planes.add(id=99, name="/device:GPU:0")
+
+
 VARIANTS = {
     "gpu_tf": tf_gpu,
     "gpu_jax": lambda s: jax_device(s, "/device:GPU:0", "Nvidia"),
     "rocm_jax": lambda s: jax_device(s, "/device:GPU:0", "AMD"),
     "tpu_jax": lambda s: jax_device(s, "/device:TPU:0", "", tpu=True),
+    "small_emptygpu": empty_gpu,
 }
 
 
@@ -273,7 +281,8 @@ def main():
     only = sys.argv[2:] or list(VARIANTS)
     for name in only:
         space = xplane_pb2.XSpace()
-        space.hostnames.append("gpuhost")
+        if name != "small_emptygpu":
+            space.hostnames.append("gpuhost")
         VARIANTS[name](space)
         for plane in space.planes:  # tracers' lines are in time order, enclosing events first
             for line in plane.lines:
