@@ -14,6 +14,7 @@ from test_xprof_tools import assert_same, export
 
 
 from profscope.models.analysis.xprof.device_op_metrics import parse_kernel_details
+from profscope.protos import xplane_pb2
 from profscope.viewer.cli import main
 
 XPROF = DATA / "xprof" / "device"
@@ -25,13 +26,15 @@ COMPUTED = [
     ("gpu_jax", "input_pipeline_analyzer"),
     ("rocm_jax", "input_pipeline_analyzer"),
     ("tpu_jax", "framework_op_stats"),
+    *[(v, "hlo_stats") for v in ("gpu_tf", "tpu_jax", "small_emptygpu")],
     # small.xplane.pb with a GPU plane that recorded nothing.
     *[("small_emptygpu", t) for t in ("kernel_stats", "framework_op_stats", "overview_page",
                                       "input_pipeline_analyzer")],
 ]
 # What is not computed yet, with the reason the message gives.
 REFUSED = [
-    *[(v, t, "cost analysis") for v in ("gpu_jax", "rocm_jax") for t in ("framework_op_stats", "overview_page")],
+    *[(v, t, "cost analysis") for v in ("gpu_jax", "rocm_jax")
+      for t in ("framework_op_stats", "overview_page", "hlo_stats")],
     *[("tpu_jax", t, "step analysis") for t in ("overview_page", "input_pipeline_analyzer")],
 ]
 
@@ -92,3 +95,24 @@ def test_kernel_details_parsing():
         == (32, 0, 16, (64, 2, 1), (2, 1, 1), 50.5)
     # Unreadable tokens leave XProf's defaults.
     assert parse_kernel_details("regs:x grid:1,2 block bogus") == (0, 0, 0, (1, 1, 1), (1, 1, 1), 0.0)
+
+
+def test_tpu_ops_with_symbols_are_not_half_answered(tmp_path, capsys):
+    """XProf counts a TPU op by its metadata's program_id and symbol_id; those are not computed here, so a
+    TPU plane with such ops gets a message, not the device's bare span as IDLE."""
+    space = xplane_pb2.XSpace.FromString((XPROF / "tpu_jax.xplane.pb").read_bytes())
+    tpu = next(p for p in space.planes if p.name == "/device:TPU:0")
+    ids = {}
+    for name in ("program_id", "symbol_id"):
+        ids[name] = max(tpu.stat_metadata) + 1
+        tpu.stat_metadata[ids[name]].id = ids[name]
+        tpu.stat_metadata[ids[name]].name = name
+    ops = next(line for line in tpu.lines if line.name == "XLA Ops")
+    metadata = tpu.event_metadata[ops.events[0].metadata_id]
+    metadata.stats.add(metadata_id=ids["program_id"], int64_value=16)
+    metadata.stats.add(metadata_id=ids["symbol_id"], int64_value=3)
+    path = tmp_path / "tpu.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    assert main(["export", str(path), "--tool", "framework_op_stats", "-o", str(tmp_path / "o.json")]) != 0
+    err = capsys.readouterr().err
+    assert "TPU op metrics" in err and "Traceback" not in err

@@ -375,6 +375,7 @@ class DeviceStats:
     """What the device planes add to XProf's OpStats."""
 
     db: OpMetricsDb  # device op metrics by framework op
+    ops: OpMetricsDb  # device op metrics by device op (`<tf op name>/<kernel>`; hlo_stats' rows)
     device_type: str
     hardware_type: str
     steps: list | None = None  # per XSpace, its StepDb (GPU hosts)
@@ -404,10 +405,40 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     if gpu:
         space, plane = gpu[0]
         model = gpu_model_name(plane_stats(space, plane)) or "GPU"  # "GPU" without capabilities
-        return DeviceStats(tf_metrics_of_device(_combine_device(dbs)), model, "GPU", [gpu_step_db(s) for s in spaces] if steps else None, len(gpu), xla)
+        ops = _combine_device(dbs)
+        return DeviceStats(tf_metrics_of_device(ops), ops, model, "GPU", [gpu_step_db(s) for s in spaces] if steps else None, len(gpu), xla)
+    for space, plane in planes:
+        if _tpu_symbol_ops(space, plane):
+            # XProf's TPU op metrics come from XLA's per-op metadata and cost model: not computed here.
+            raise ProfileError(f"{space.path}: {space.planes[plane].name} has XLA ops with their symbol metadata; "
+                               "Profscope does not compute XProf's TPU op metrics yet")
     total = sum(_tpu_span(s, i) for s, i in planes)
     none = np.zeros(0, np.int64)
-    return DeviceStats(_device_db([], [], [], none, none, np.zeros(0, bool), total), "TPU", "TPU")
+    idle = _device_db([], [], [], none, none, np.zeros(0, bool), total)
+    return DeviceStats(idle, idle, "TPU", "TPU")
+
+
+def _tpu_symbol_ops(space: XSpaceData, plane: int) -> bool:
+    """Does a TPU plane have op events whose metadata carries program_id and symbol_id (the ops XProf
+    counts; without them it counts none, only the device's span)?"""
+    from profscope.models.core import _protowire as wire
+
+    p = space.planes[plane]
+    wanted = set(p.stat_ids("program_id")), set(p.stat_ids("symbol_id"))
+    if not wanted[0] or not wanted[1]:
+        return False
+    a, b = space.plane_rows(plane)
+    on_ops = np.array([ln.name in TPU_OP_LINES for ln in space.lines], bool)
+    rows = np.arange(a, b)[on_ops[space.events.line[a:b]]]
+    for mid in np.unique(space.events.metadata_id[rows]).tolist():
+        for o, n in p.event_metadata.get(int(mid), ("", "", []))[2]:
+            (stats,) = wire.find_fields(space.buf, o, o + n, [5])  # XEventMetadata.stats
+            if not len(stats):
+                continue
+            ids = set(wire.decode_messages(space.buf, stats, [(1, "i")])[0].tolist())
+            if ids & wanted[0] and ids & wanted[1]:
+                return True
+    return False
 
 
 DEVICE_PREFIXES = (GPU_PLANE_PREFIX, "/device:TPU:")
