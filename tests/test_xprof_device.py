@@ -26,7 +26,7 @@ COMPUTED = [
     ("gpu_jax", "input_pipeline_analyzer"),
     ("rocm_jax", "input_pipeline_analyzer"),
     ("tpu_jax", "framework_op_stats"),
-    *[(v, "hlo_stats") for v in ("gpu_tf", "tpu_jax", "small_emptygpu")],
+    *[(v, t) for v in ("gpu_tf", "tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
     # small.xplane.pb with a GPU plane that recorded nothing.
     *[("small_emptygpu", t) for t in ("kernel_stats", "framework_op_stats", "overview_page",
                                       "input_pipeline_analyzer")],
@@ -34,7 +34,7 @@ COMPUTED = [
 # What is not computed yet, with the reason the message gives.
 REFUSED = [
     *[(v, t, "cost analysis") for v in ("gpu_jax", "rocm_jax")
-      for t in ("framework_op_stats", "overview_page", "hlo_stats")],
+      for t in ("framework_op_stats", "overview_page", "hlo_stats", "op_profile")],
     *[("tpu_jax", t, "step analysis") for t in ("overview_page", "input_pipeline_analyzer")],
 ]
 
@@ -46,6 +46,12 @@ def xprof_answer(name: str, tool: str):
 @pytest.mark.parametrize(("name", "tool"), COMPUTED)
 def test_export_equals_xprofs(tmp_path, name, tool):
     assert_same(export(tmp_path, XPROF / f"{name}.xplane.pb", tool), xprof_answer(name, tool))
+
+
+@pytest.mark.parametrize("name", ["gpu_tf", "tpu_jax", "small_emptygpu"])
+def test_op_profile_by_category_equals_xprofs(tmp_path, name):
+    got = export(tmp_path, XPROF / f"{name}.xplane.pb", "op_profile", "--param", "group_by=category")
+    assert_same(got, xprof_answer(name, "op_profile.by_category"))
 
 
 @pytest.mark.parametrize(("name", "tool", "why"), REFUSED)

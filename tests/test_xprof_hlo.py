@@ -167,13 +167,13 @@ def test_bad_input_gives_messages(tmp_path):
 
 
 def test_device_planes_are_refused_with_a_message(tmp_path):
-    """op_profile and roofline_model of device planes are not computed yet: a clear message, not XProf's
-    empty tables (hlo_stats is: tests/test_xprof_device.py)."""
+    """roofline_model of device planes is not computed yet: a clear message, not XProf's empty tables
+    (hlo_stats and op_profile are: tests/test_xprof_device.py)."""
     space = xplane_pb2.XSpace.FromString((XPROF / "small.xplane.pb").read_bytes())
     space.planes.add(id=99, name="/device:GPU:0")
     path = tmp_path / "gpu.xplane.pb"
     path.write_bytes(space.SerializeToString())
-    for tool in ("op_profile", "roofline_model"):
+    for tool in ("roofline_model",):
         with pytest.raises(ProfileError, match="/device:GPU:0"):
             run(tool, [path])
 
