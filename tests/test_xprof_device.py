@@ -12,7 +12,6 @@ import pytest
 from conftest import DATA
 from test_xprof_tools import assert_same, export
 
-
 from profscope.models.analysis.xprof.device_op_metrics import parse_kernel_details
 from profscope.protos import xplane_pb2
 from profscope.viewer.cli import main

@@ -79,9 +79,11 @@ class DeviceEvents:
     duration: np.ndarray  # ps
     stats: DenseStats
 
-    def names(self) -> list[str]:
-        p = self.space.planes[self.plane]
-        return [p.event_metadata.get(int(m), ("", "", []))[0] for m in self.space.events.metadata_id[self.rows]]
+    def metadata_ids(self) -> np.ndarray:
+        return self.space.events.metadata_id[self.rows].astype(np.int64)
+
+    def name_of(self, metadata_id: int) -> str:
+        return self.space.planes[self.plane].event_metadata.get(int(metadata_id), ("", "", []))[0]
 
     def strings(self, name: str) -> tuple[np.ndarray, list[str]]:
         return self.stats.strings(name), self.stats.table
@@ -225,7 +227,6 @@ def kernel_reports(spaces: list[XSpaceData], paths) -> KernelReports:
             kernels = np.flatnonzero(details > 0)
             if not len(kernels):
                 continue
-            names = d.names()
             tf_op, _ = d.strings("tf_op")
             equation, _ = d.strings("equation")
             xla, program, last = _xla_ops(d)
@@ -233,15 +234,14 @@ def kernel_reports(spaces: list[XSpaceData], paths) -> KernelReports:
             ns = d.duration // 1000
             parsed: dict[int, tuple] = {}
             # Kernels of equal attributes: one key per distinct combination of codes, then per event.
-            combo = np.stack([d.space.events.metadata_id[d.rows].astype(np.int64), details.astype(np.int64),
+            combo = np.stack([d.metadata_ids(), details.astype(np.int64),
                               tf_op.astype(np.int64), equation.astype(np.int64), xla.astype(np.int64), program,
                               hlo_code.astype(np.int64)], axis=1)[kernels]
             distinct, inverse = np.unique(combo, axis=0, return_inverse=True)
             inverse = inverse.reshape(-1)
             key_of = []
-            for first, (mid, dc, tc, ec, is_xla, pid, hc) in zip(
-                    np.unique(inverse, return_index=True)[1].tolist(), distinct.tolist()):
-                name = names[int(kernels[first])]
+            for mid, dc, tc, ec, is_xla, pid, hc in distinct.tolist():
+                name = d.name_of(mid)
                 if dc not in parsed:
                     parsed[dc] = parse_kernel_details(table[dc])
                 regs, static, dynamic, block, grid, occ = parsed[dc]
@@ -301,24 +301,22 @@ def device_op_metrics(space: XSpaceData, plane: int) -> OpMetricsDb:
     xla, _program, _last = _xla_ops(d)
     tf_op, table = d.strings("tf_op")
     ops = np.flatnonzero((tf_op > 0) & ~xla)
-    names = d.names()
     eager = d.stats.ints("is_eager") != 0
     keys: dict[str, int] = {}
     cats: list[str] = []
     prov: list[str] = []
-    parsed: dict[int, tuple[int, str, str]] = {}
-    slot = np.zeros(len(ops), np.int64)
-    for j, r in enumerate(ops.tolist()):
-        code = int(tf_op[r])
-        op = parsed.get(code)
-        if op is None:
-            op = parsed[code] = parse_tf_op(table[code])
-        name = f"{op[1]}/{names[r]}"
-        k = keys.setdefault(name, len(keys))
+    # One op per distinct (kernel name, tf_op): parsed once each.
+    pairs, inverse = np.unique(np.stack([d.metadata_ids()[ops], tf_op[ops].astype(np.int64)], axis=1), axis=0,
+                               return_inverse=True)
+    pair_slot = np.zeros(len(pairs), np.int64)
+    for j, (mid, code) in enumerate(pairs.tolist()):
+        op = parse_tf_op(table[code])
+        k = keys.setdefault(f"{op[1]}/{d.name_of(mid)}", len(keys))
         if k == len(cats):
             cats.append(op[2])
             prov.append(table[code])
-        slot[j] = k
+        pair_slot[j] = k
+    slot = pair_slot[inverse.reshape(-1)] if len(ops) else np.zeros(0, np.int64)
     n = len(keys)
     time_ps = np.bincount(slot, weights=d.duration[ops], minlength=n).astype(np.int64)
     occurrences = np.bincount(slot, minlength=n).astype(np.int64)
@@ -329,18 +327,16 @@ def device_op_metrics(space: XSpaceData, plane: int) -> OpMetricsDb:
 def _device_db(names, cats, prov, occurrences, time_ps, is_eager, total) -> OpMetricsDb:
     op_time = int(np.sum(time_ps))
     idle = max(total - op_time, 0)
-    db = OpMetricsDb(list(names) + [IDLE], list(cats) + [IDLE], np.r_[occurrences, 0].astype(np.int64),
-                     np.r_[time_ps, idle].astype(np.int64), np.r_[time_ps, idle].astype(np.int64),
-                     np.r_[is_eager, False].astype(bool), total, op_time)
-    db.provenance = list(prov) + [""]  # type: ignore[attr-defined]
-    return db
+    return OpMetricsDb(list(names) + [IDLE], list(cats) + [IDLE], np.r_[occurrences, 0].astype(np.int64),
+                       np.r_[time_ps, idle].astype(np.int64), np.r_[time_ps, idle].astype(np.int64),
+                       np.r_[is_eager, False].astype(bool), total, op_time, list(prov) + [""])
 
 
 def tf_metrics_of_device(db: OpMetricsDb) -> OpMetricsDb:
     """XProf's CreateTfMetricsDbFromDeviceOpMetricsDb: the device ops by their
     framework op (provenance): times summed, occurrences the most of any of
     its device ops; IDLE kept."""
-    prov = getattr(db, "provenance", [""] * len(db))
+    prov = db.provenance or [""] * len(db)
     keys: dict[tuple[str, str], int] = {}
     occ: list[int] = []
     t: list[int] = []
@@ -406,7 +402,8 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
         space, plane = gpu[0]
         model = gpu_model_name(plane_stats(space, plane)) or "GPU"  # "GPU" without capabilities
         ops = _combine_device(dbs)
-        return DeviceStats(tf_metrics_of_device(ops), ops, model, "GPU", [gpu_step_db(s) for s in spaces] if steps else None, len(gpu), xla)
+        step_dbs = [gpu_step_db(s) for s in spaces] if steps else None
+        return DeviceStats(tf_metrics_of_device(ops), ops, model, "GPU", step_dbs, len(gpu), xla)
     for space, plane in planes:
         if _tpu_symbol_ops(space, plane):
             # XProf's TPU op metrics come from XLA's per-op metadata and cost model: not computed here.
@@ -461,9 +458,13 @@ def _combine_device(dbs: list[OpMetricsDb]) -> OpMetricsDb:
     if len(dbs) == 1:
         return dbs[0]
     index: dict[str, int] = {}
-    cats, prov, occ, t, ea = [], [], [], [], []
+    cats: list[str] = []
+    prov: list[str] = []
+    occ: list[int] = []
+    t: list[int] = []
+    ea: list[bool] = []
     for db in dbs:
-        p = getattr(db, "provenance", [""] * len(db))
+        p = db.provenance or [""] * len(db)
         for i in range(len(db) - 1):  # IDLE recomputed below
             k = index.setdefault(db.name[i], len(index))
             if k == len(cats):
@@ -551,9 +552,9 @@ def gpu_step_db(space: XSpaceData):
         at = np.minimum(np.searchsorted(correlation, cid), len(correlation) - 1)
         hit = correlation[at] == cid
         rows, group = rows[hit], launch_group[at[hit]]
-        names = d.names()
-        type_of = {}
-        t = np.array([type_of.setdefault(names[r], gpu_event_type(names[r])) for r in rows.tolist()], np.int32)
+        ids, at_id = np.unique(d.metadata_ids()[rows], return_inverse=True)
+        t = np.array([gpu_event_type(d.name_of(m)) for m in ids.tolist()], np.int32)[at_id.reshape(-1)] \
+            if len(rows) else np.zeros(0, np.int32)
         starts.append(d.start[rows])
         ends.append(d.start[rows] + d.duration[rows])
         types.append(t)
@@ -607,8 +608,8 @@ def plane_stats(space: XSpaceData, plane: int) -> dict[str, object]:
 
 def gpu_model_name(caps: dict[str, object]) -> str:
     """XProf's GpuModelName of a GPU plane's capabilities."""
-    vendor, major, minor = caps.get("device_vendor", ""), int(caps.get("compute_cap_major", 0) or 0), \
-        int(caps.get("compute_cap_minor", 0) or 0)  # type: ignore[call-overload]
+    vendor = caps.get("device_vendor", "")
+    major, minor = (int(caps.get(k, 0) or 0) for k in ("compute_cap_major", "compute_cap_minor"))  # type: ignore
     if vendor == "Nvidia":
         names = {2: "Fermi", 3: "Kepler", 5: "Maxwell", 6: "Pascal", 9: "Hopper", 10: "Blackwell"}
         if major == 7:

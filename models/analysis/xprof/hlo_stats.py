@@ -65,9 +65,10 @@ def hlo_stats_table(paths: list[Path], task: TaskState) -> dict:
     # GPU TensorFlow kernels: one row per device op, shares of the device's whole time; no FLOPs or bytes
     # (XProf gives them none), program 0.
     db = device.ops
-    prov = getattr(db, "provenance", [""] * len(db))
+    prov = db.provenance or [""] * len(db)
     total = db.total_time_ps
-    rows, cumulative = [], 0.0
+    rows: list[list] = []
+    cumulative = 0.0
     for i in sorted_ops(db, limit=len(db)).tolist():
         if db.category[i] == IDLE:
             continue

@@ -86,7 +86,7 @@ def _device_tree(db, by: str, idle: bool) -> dict:
     op type > device op, under program "main" when by program; IDLE a leaf of the root."""
     from profscope.models.analysis.xprof.op_stats import IDLE
 
-    prov = getattr(db, "provenance", [""] * len(db))
+    prov = db.provenance or [""] * len(db)
     types: dict[str, list[dict]] = {}
     for i in range(len(db)):
         if db.category[i] != IDLE:

@@ -83,6 +83,7 @@ class OpMetricsDb:
     is_eager: np.ndarray
     total_time_ps: int = 0
     total_op_time_ps: int = 0
+    provenance: list[str] | None = None  # device ops: each one's framework op (tf_op full name)
 
     def __len__(self) -> int:
         return len(self.name)

@@ -95,7 +95,7 @@ def _top_device_ops(dev: OpMetricsDb, kernels: dict[str, tuple[bool, int, int]])
     """The device ops of most self time (without IDLE), their shares of the device's op time, TensorCore use."""
     from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
 
-    rows = []
+    rows: list[list] = []
     cumulative = 0.0
     op_time = dev.total_op_time_ps
     for i in sorted_ops(dev).tolist():
@@ -175,8 +175,8 @@ def overview_page_json(stats: OpStats, a: InputAnalysis,
     if not errors and stats.device_type != "CPU" and stats.device_core_count <= 0:
         errors.append(NO_DEVICE_TRACE)
     diagnostics = diagnostics_table(errors, list(stats.warnings) + a.warnings)
-    return [_analysis_table(stats, kernels or {}), step_table(a), _run_environment_table(stats), _recommendation_table(stats, a),
-            _inference_latency_table(), {}, diagnostics]
+    return [_analysis_table(stats, kernels or {}), step_table(a), _run_environment_table(stats),
+            _recommendation_table(stats, a), _inference_latency_table(), {}, diagnostics]
 
 
 @register("overview_page")
