@@ -89,6 +89,19 @@ class DeviceEvents:
         return self.stats.strings(name), self.stats.table
 
 
+def distinct_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The first row of each distinct combination of the columns' values, and each row's combination: one
+    dense code per column, folded into one int64 key (np.unique along rows, without its slow axis=0 path)."""
+    n = len(columns[0])
+    key = np.zeros(n, np.int64)
+    for column in columns:
+        values, code = np.unique(column, return_inverse=True)
+        key = key * len(values) + code.reshape(-1)
+        key = np.unique(key, return_inverse=True)[1].reshape(-1)  # dense again: no overflow
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
+
+
 def device_events(space: XSpaceData, plane: int) -> DeviceEvents:
     a, b = space.plane_rows(plane)
     ev = space.events
@@ -104,7 +117,7 @@ def device_events(space: XSpaceData, plane: int) -> DeviceEvents:
 class HloOps:
     """The instructions of a session's XLA modules by (program id, name): their framework op (metadata.op_name)."""
 
-    def __init__(self, paths):
+    def __init__(self, paths: list) -> None:
         from profscope.models.analysis.xprof.hlo import Module, ModuleSource
 
         self._source = ModuleSource(paths)
@@ -234,13 +247,10 @@ def kernel_reports(spaces: list[XSpaceData], paths) -> KernelReports:
             ns = d.duration // 1000
             parsed: dict[int, tuple] = {}
             # Kernels of equal attributes: one key per distinct combination of codes, then per event.
-            combo = np.stack([d.metadata_ids(), details.astype(np.int64),
-                              tf_op.astype(np.int64), equation.astype(np.int64), xla.astype(np.int64), program,
-                              hlo_code.astype(np.int64)], axis=1)[kernels]
-            distinct, inverse = np.unique(combo, axis=0, return_inverse=True)
-            inverse = inverse.reshape(-1)
+            columns = [c[kernels] for c in (d.metadata_ids(), details, tf_op, equation, xla, program, hlo_code)]
+            first, inverse = distinct_rows(columns)
             key_of = []
-            for mid, dc, tc, ec, is_xla, pid, hc in distinct.tolist():
+            for mid, dc, tc, ec, is_xla, pid, hc in zip(*(c[first].tolist() for c in columns)):
                 name = d.name_of(mid)
                 if dc not in parsed:
                     parsed[dc] = parse_kernel_details(table[dc])
@@ -306,17 +316,17 @@ def device_op_metrics(space: XSpaceData, plane: int) -> OpMetricsDb:
     cats: list[str] = []
     prov: list[str] = []
     # One op per distinct (kernel name, tf_op): parsed once each.
-    pairs, inverse = np.unique(np.stack([d.metadata_ids()[ops], tf_op[ops].astype(np.int64)], axis=1), axis=0,
-                               return_inverse=True)
-    pair_slot = np.zeros(len(pairs), np.int64)
-    for j, (mid, code) in enumerate(pairs.tolist()):
+    columns = [d.metadata_ids()[ops], tf_op[ops]]
+    first, inverse = distinct_rows(columns)
+    pair_slot = np.zeros(len(first), np.int64)
+    for j, (mid, code) in enumerate(zip(*(c[first].tolist() for c in columns))):
         op = parse_tf_op(table[code])
         k = keys.setdefault(f"{op[1]}/{d.name_of(mid)}", len(keys))
         if k == len(cats):
             cats.append(op[2])
             prov.append(table[code])
         pair_slot[j] = k
-    slot = pair_slot[inverse.reshape(-1)] if len(ops) else np.zeros(0, np.int64)
+    slot = pair_slot[inverse]
     n = len(keys)
     time_ps = np.bincount(slot, weights=d.duration[ops], minlength=n).astype(np.int64)
     occurrences = np.bincount(slot, minlength=n).astype(np.int64)
