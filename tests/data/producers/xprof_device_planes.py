@@ -24,6 +24,11 @@ with a GPU plane that recorded nothing); for each, `tools/<name>.<tool>.json` is
 what `xprof.convert.raw_to_tool_data.xspace_to_tool_data([copy], tool,
 {"use_saved_result": False})` returns (op_profile also with group_by
 category), each file converted from a copy in a folder of its own.
+
+    python xprof_device_planes.py tests/data/xprof/device --big /tmp/big.xplane.pb
+
+writes gpu_tf of 20,000 steps (about 480,000 events) for
+benchmarks/xprof_tools_bench.py --file /tmp/big.xplane.pb --tools kernel_stats ...
 """
 
 import gzip
@@ -263,6 +268,16 @@ VARIANTS = {
 }
 
 
+def in_time_order(space) -> None:
+    """Tracers' lines are in time order, enclosing events first (XProf's grouping needs it)."""
+    for plane in space.planes:
+        for line in plane.lines:
+            events = sorted((xplane_pb2.XEvent.FromString(e.SerializeToString()) for e in line.events),
+                            key=lambda e: (e.offset_ps, -e.duration_ps))
+            del line.events[:]
+            line.events.extend(events)
+
+
 def write(target: Path, data) -> None:
     data = data.encode() if isinstance(data, str) else data
     if len(data) > 64 << 10:
@@ -275,6 +290,15 @@ def write(target: Path, data) -> None:
 
 
 def main():
+    if sys.argv[2:3] == ["--big"]:  # benchmarks: gpu_tf of 20,000 steps (about 480,000 events) to a path
+        global STEPS
+        STEPS = 20_000
+        space = xplane_pb2.XSpace()
+        space.hostnames.append("gpuhost")
+        tf_gpu(space)
+        in_time_order(space)
+        Path(sys.argv[3]).write_bytes(space.SerializeToString())
+        return
     folder = Path(sys.argv[1])
     out = folder / "tools"
     out.mkdir(exist_ok=True)
@@ -284,12 +308,7 @@ def main():
         if name != "small_emptygpu":
             space.hostnames.append("gpuhost")
         VARIANTS[name](space)
-        for plane in space.planes:  # tracers' lines are in time order, enclosing events first
-            for line in plane.lines:
-                events = sorted((xplane_pb2.XEvent.FromString(e.SerializeToString()) for e in line.events),
-                                key=lambda e: (e.offset_ps, -e.duration_ps))
-                del line.events[:]
-                line.events.extend(events)
+        in_time_order(space)
         path = folder / f"{name}.xplane.pb"
         path.write_bytes(space.SerializeToString(deterministic=True))
         for tool in TOOLS:
