@@ -26,6 +26,7 @@ COMPUTED = [
     ("rocm_jax", "input_pipeline_analyzer"),
     ("tpu_jax", "framework_op_stats"),
     *[(v, t) for v in ("gpu_tf", "tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
+    *[(v, "roofline_model") for v in ("gpu_tf", "small_emptygpu")],
     # small.xplane.pb with a GPU plane that recorded nothing.
     *[("small_emptygpu", t) for t in ("kernel_stats", "framework_op_stats", "overview_page",
                                       "input_pipeline_analyzer")],
@@ -33,8 +34,9 @@ COMPUTED = [
 # What is not computed yet, with the reason the message gives.
 REFUSED = [
     *[(v, t, "cost analysis") for v in ("gpu_jax", "rocm_jax")
-      for t in ("framework_op_stats", "overview_page", "hlo_stats", "op_profile")],
+      for t in ("framework_op_stats", "overview_page", "hlo_stats", "op_profile", "roofline_model")],
     *[("tpu_jax", t, "step analysis") for t in ("overview_page", "input_pipeline_analyzer")],
+    ("tpu_jax", "roofline_model", "roofline_model of TPU"),
 ]
 
 
@@ -121,3 +123,23 @@ def test_tpu_ops_with_symbols_are_not_half_answered(tmp_path, capsys):
     assert main(["export", str(path), "--tool", "framework_op_stats", "-o", str(tmp_path / "o.json")]) != 0
     err = capsys.readouterr().err
     assert "TPU op metrics" in err and "Traceback" not in err
+
+
+def test_gpu_roofs_from_the_device_capabilities():
+    """XProf's peaks: FLOPs per SM and cycle by architecture x clock x SMs; HBM from memory_bandwidth;
+    shared memory 256 bytes per SM and cycle on NVIDIA, by architecture on AMD (unknown: zero)."""
+    from profscope.models.analysis.xprof.device_op_metrics import gpu_roofs
+
+    volta = {"device_vendor": "Nvidia", "compute_cap_major": 7, "compute_cap_minor": 0, "clock_rate": 1_530_000,
+             "core_count": 80, "memory_bandwidth": 900_000_000_000}
+    roofs = gpu_roofs(volta)
+    assert roofs.peak_gflops == pytest.approx(1024 * 1.53 * 80)
+    assert roofs.shared_bytes_per_s == pytest.approx(256 * 1.53e9 * 80)
+    hopper = gpu_roofs({**volta, "compute_cap_major": 9})
+    assert hopper.peak_gflops == pytest.approx(4096 * 1.53 * 80)
+    newer = gpu_roofs({**volta, "compute_cap_major": 12})  # unknown: the newest known architecture's
+    assert newer.peak_gflops == pytest.approx(8192 * 1.53 * 80)
+    amd = gpu_roofs({**volta, "device_vendor": "AMD", "compute_cap_major": 9, "compute_cap_minor": 4})
+    assert amd.peak_gflops == pytest.approx(2048 * 1.53 * 80) and amd.shared_bytes_per_s == pytest.approx(
+        128 * 1.53e9 * 80)
+    assert gpu_roofs({**volta, "device_vendor": "AMD"}).peak_gflops == 0.0

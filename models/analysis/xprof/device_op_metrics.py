@@ -631,3 +631,42 @@ def gpu_model_name(caps: dict[str, object]) -> str:
         return {9: "AMD GPU - gfx-9XX series", 10: "AMD GPU - gfx-10XX series",
                 11: "AMD GPU - gfx-11XX series"}.get(major, "AMD GPU")
     return ""
+
+
+# Peak FLOPs per SM (CU) per cycle, the most of the fp32 and fp16 vector and matrix units (XProf's tables),
+# by NVIDIA compute capability (major * 1000 + minor * 10) and by AMD architecture.
+_NVIDIA_FLOPS_PER_SM_CYCLE = {10000: 8192, 9000: 4096, 8090: 1024, 8060: 1024, 8000: 2048, 7050: 1024, 7000: 1024,
+                              6010: 256, 6000: 256, 5000: 256, 3000: 384, 2000: 64}
+_AMD_FLOPS_PER_CU_CYCLE = {"gfx908": 1024, "gfx90a": 2048, "gfx942": 2048, "gfx950": 4096}
+_AMD_LDS_BYTES_PER_CU_CYCLE = {"gfx908": 128.0, "gfx90a": 128.0, "gfx942": 128.0, "gfx950": 256.0}
+
+
+@dataclass
+class GpuRoofs:
+    """A GPU's peaks as XProf computes them from its capabilities: GFLOP/s, and bytes/s of HBM and shared memory."""
+
+    peak_gflops: float
+    hbm_bytes_per_s: float
+    shared_bytes_per_s: float
+
+
+def gpu_roofs(caps: dict[str, object]) -> GpuRoofs:
+    vendor = caps.get("device_vendor", "")
+    major, minor = (int(caps.get(k, 0) or 0) for k in ("compute_cap_major", "compute_cap_minor"))  # type: ignore
+    ghz = float(caps.get("clock_rate", 0) or 0) / 1e6  # type: ignore[arg-type]  # kHz
+    cores = int(caps.get("core_count", 0) or 0)  # type: ignore[call-overload]
+    per_cycle = 0.0
+    shared = 0.0
+    if vendor == "Nvidia":
+        known = sorted(_NVIDIA_FLOPS_PER_SM_CYCLE)
+        cap = major * 1000 + minor * 10
+        below = [k for k in known if k <= cap]  # an unknown capability takes the closest older one
+        per_cycle = _NVIDIA_FLOPS_PER_SM_CYCLE[below[-1] if below else known[0]]
+        shared = 32 * 4 / 2 if major <= 2 else 32 * 8
+    elif vendor == "AMD":
+        name = str(caps.get("device_name", "") or "").split(":")[0]
+        gfx = name or {(9, 4): "gfx942", (9, 5): "gfx950"}.get((major, minor), "")
+        per_cycle = _AMD_FLOPS_PER_CU_CYCLE.get(gfx, 0)
+        shared = _AMD_LDS_BYTES_PER_CU_CYCLE.get(gfx, 0.0)
+    return GpuRoofs(per_cycle * ghz * cores, float(caps.get("memory_bandwidth", 0) or 0),  # type: ignore[arg-type]
+                    shared * ghz * 1e9 * cores)
