@@ -17,16 +17,18 @@ from profscope.protos import xplane_pb2
 from profscope.viewer.cli import main
 
 XPROF = DATA / "xprof" / "device"
-VARIANTS = ("gpu_tf", "gpu_jax", "rocm_jax", "tpu_jax")
+VARIANTS = ("gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "tpu_jax")
+ALL_TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "hlo_stats",
+             "op_profile", "roofline_model")
 # (variant, tool) pairs Profscope computes, each equal to XProf's answer.
 COMPUTED = [
     *[(v, "kernel_stats") for v in VARIANTS],
-    *[("gpu_tf", t) for t in ("framework_op_stats", "overview_page", "input_pipeline_analyzer")],
+    *[(v, t) for v in ("gpu_tf", "gpu_tf2") for t in ALL_TOOLS if t != "kernel_stats"],
     ("gpu_jax", "input_pipeline_analyzer"),
     ("rocm_jax", "input_pipeline_analyzer"),
     ("tpu_jax", "framework_op_stats"),
-    *[(v, t) for v in ("gpu_tf", "tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
-    *[(v, "roofline_model") for v in ("gpu_tf", "small_emptygpu")],
+    *[(v, t) for v in ("tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
+    ("small_emptygpu", "roofline_model"),
     # small.xplane.pb with a GPU plane that recorded nothing.
     *[("small_emptygpu", t) for t in ("kernel_stats", "framework_op_stats", "overview_page",
                                       "input_pipeline_analyzer")],
@@ -49,7 +51,7 @@ def test_export_equals_xprofs(tmp_path, name, tool):
     assert_same(export(tmp_path, XPROF / f"{name}.xplane.pb", tool), xprof_answer(name, tool))
 
 
-@pytest.mark.parametrize("name", ["gpu_tf", "tpu_jax", "small_emptygpu"])
+@pytest.mark.parametrize("name", ["gpu_tf", "gpu_tf2", "tpu_jax", "small_emptygpu"])
 def test_op_profile_by_category_equals_xprofs(tmp_path, name):
     got = export(tmp_path, XPROF / f"{name}.xplane.pb", "op_profile", "--param", "group_by=category")
     assert_same(got, xprof_answer(name, "op_profile.by_category"))
@@ -95,6 +97,16 @@ def test_device_rows_lead_framework_op_stats(tmp_path):
     assert first[1:5] == ["Device", "Conv2D", "model/conv/Conv2D", 8.0]  # two kernels per run: 8 occurrences
     assert first[17] == pytest.approx(440.028 / 440.056)  # the TensorCore kernel's share of the op's kernel time
     assert "IDLE" not in [r[3] for r in rows(without_idle)]
+
+
+def test_two_gpus_steps_and_precision(tmp_path):
+    """Two GPUs: a step spans its kernels on the GPU where they span longest, copies count as input/output,
+    NCCL kernels as collectives; little 16-bit compute gets XProf's precision advice."""
+    overview = export(tmp_path, XPROF / "gpu_tf2.xplane.pb", "overview_page")
+    steps = rows(overview[1])
+    assert steps[0][0] == "1" and steps[0][3] > 0 and steps[0][6] > 0  # collectives, input
+    assert overview[2]["p"]["device_type"] == "Nvidia GPU (Ampere)" and overview[2]["p"]["device_core_count"] == "2"
+    assert overview[3]["p"]["precision_statement"].startswith("Only 9.0% of device computation is 16 bit.")
 
 
 def test_kernel_details_parsing():

@@ -528,8 +528,9 @@ def gpu_step_db(space: XSpaceData):
     """XProf's step db of a host with GPUs, as XProf 2.24.2 gives it: each
     device event (with a correlation_id) takes the step of the host event
     that launched it (same correlation_id; the host's grouping); a step
-    spans its device events, split by their EventType (the highest where
-    they overlap) and the rest unknown; steps without device compute are
+    spans its device events on the GPU where they span longest, split by
+    the EventType of all its device events (the highest where they
+    overlap) and the rest unknown; steps without device compute are
     dropped, and with more than 5 the first and last."""
     from profscope.models.analysis.xprof.op_stats import DROP_INCOMPLETE_STEPS_OVER, StepDb
     from profscope.models.formats.xspace import _steps
@@ -571,12 +572,18 @@ def gpu_step_db(space: XSpaceData):
         step_of.append(group)
     if not starts:
         return empty
-    start, end, etype, step = (np.concatenate(x) for x in (starts, ends, types, step_of))
     n = len(groups.roots)
-    begin = np.full(n, np.iinfo(np.int64).max, np.int64)
+    # The step's span: the longest of its spans on each GPU (the first of equal ones).
+    begin = np.zeros(n, np.int64)
     finish = np.zeros(n, np.int64)
-    np.minimum.at(begin, step, start)
-    np.maximum.at(finish, step, end)
+    for p_start, p_end, p_step in zip(starts, ends, step_of):
+        lo = np.full(n, np.iinfo(np.int64).max, np.int64)
+        hi = np.zeros(n, np.int64)
+        np.minimum.at(lo, p_step, p_start)
+        np.maximum.at(hi, p_step, p_end)
+        longer = (hi > 0) & (hi - lo > finish - begin)
+        begin[longer], finish[longer] = lo[longer], hi[longer]
+    start, end, etype, step = (np.concatenate(x) for x in (starts, ends, types, step_of))
     order = np.argsort(step, kind="stable")
     times, seen = _steps.step_sweep(start[order], end[order], etype[order], step[order], begin, finish)
     duration = np.where(finish > 0, finish - begin, 0)

@@ -62,9 +62,7 @@ def _analysis_table(stats: OpStats, kernels: dict[str, tuple[bool, int, int]]) -
         "hbm_utilization_percent": percent(0.0),
     }
     if "GPU" in stats.device_type:
-        half, full = 0.0, 0.0
-        if stats.steps is not None and len(stats.steps):
-            half, full = float(stats.steps.ms(DEVICE_COMPUTE_16).sum()), float(stats.steps.ms(DEVICE_COMPUTE_32).sum())
+        half, full = _compute_ms(stats)
         both = half + full
         p.update(device_compute_16bit_percent=percent(100.0 * half / both if both else 0.0),
                  device_compute_32bit_percent=percent(100.0 * full / both if both else 0.0))
@@ -81,6 +79,25 @@ def _analysis_table(stats: OpStats, kernels: dict[str, tuple[bool, int, int]]) -
 
 
 TOP_OPS = 10  # XProf's overview shows the 10 device ops of most self time
+LOW_PRECISION_PERCENT = 10.0  # below this share of 16-bit device compute XProf suggests 16-bit ops
+
+
+def _compute_ms(stats: OpStats) -> tuple[float, float]:
+    """The steps' 16-bit and 32-bit device compute (GPU hosts; XProf's precision stats)."""
+    if stats.steps is None or not len(stats.steps):
+        return 0.0, 0.0
+    return float(stats.steps.ms(DEVICE_COMPUTE_16).sum()), float(stats.steps.ms(DEVICE_COMPUTE_32).sum())
+
+
+def _precision_statement(stats: OpStats) -> str:
+    half, full = _compute_ms(stats)
+    if half + full <= 0:
+        return ""
+    percent = 100.0 * half / (half + full)
+    if percent >= LOW_PRECISION_PERCENT:
+        return ""
+    return (f"Only {percent:.1f}% of device computation is 16 bit. So you might want to replace more 32-bit Ops by "
+            "16-bit Ops to improve performance (if the reduced accuracy is acceptable).")
 
 
 def _eager_share(dev: OpMetricsDb | None) -> float:
@@ -150,7 +167,7 @@ def _recommendation_table(stats: OpStats, a: InputAnalysis) -> dict:
         "kernel_launch_statement": b.kernel_launch_statement,
         "all_other_bottleneck": b.all_other_classification,
         "all_other_statement": b.all_other_statement,
-        "precision_statement": "",
+        "precision_statement": _precision_statement(stats),
         "device_collectives_bottleneck": b.collectives_classification,
         "device_collectives_statement": b.collectives_statement,
         "non_bottleneck_tip_types": {"host": "device", "device": "host"}.get(b.input_classification, ""),

@@ -122,11 +122,12 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
     total = db.total_time_ps
     zeros9, zeros4 = [0.0] * 9, [0.0] * 4
     steps = device.steps[0] if device.steps else None
+    cores = max(device.core_count, 1)  # XProf's time per core: each GPU a core
     rows = []
     for include in (True, False):
         total_us = total / 1e6
         rows.append(["Total", 0.0, "Program", "Program", 1.0, total_us, total_us, 0.0, 0.0, 0.0, 0.0, *zeros9,
-                     "Unknown", total_us, 1.0 if total else 0.0, *zeros4, include, "0", ""])
+                     "Unknown", total_us / cores, 1.0 if total else 0.0, *zeros4, include, "0", ""])
         cumulative = 0.0
         rank = 0
         for i in sorted_ops(db, limit=len(db)).tolist():
@@ -138,7 +139,7 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
             share = int(db.self_time_ps[i]) / total if total else 0.0
             cumulative += share
             rows.append(["Total", float(rank), db.category[i], db.name[i], float(n), time_us, time_us / n,
-                         self_us, self_us / n, share, cumulative, *zeros9, "Unknown", time_us,
+                         self_us, self_us / n, share, cumulative, *zeros9, "Unknown", time_us / cores,
                          int(db.time_ps[i]) / total if total else 0.0, *zeros4, include, "0", ""])
         for step in (steps.number.tolist() if steps is not None else []):
             rows.append([str(step), 0.0, "Program", "Program", 1.0, *([0.0] * 15), "Unknown", 0.0, 0.0, *zeros4,

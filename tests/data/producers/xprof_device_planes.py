@@ -18,7 +18,8 @@ The JAX variants reuse the real XLA modules (HloProtos) of jaxprog.xplane.pb's
 metadata plane (tests/data/xprof/jaxprog.xplane.pb), and name real
 instructions of them.
 
-Files: `gpu_tf.xplane.pb`, `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
+Files: `gpu_tf.xplane.pb`, `gpu_tf2.xplane.pb` (two Ampere GPUs: MemcpyHToD/DToH copies,
+a half-precision kernel, an NCCL all-reduce), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
 device_vendor), `tpu_jax.xplane.pb`, `small_emptygpu.xplane.pb` (small.xplane.pb
 with a GPU plane that recorded nothing); for each, `tools/<name>.<tool>.json` is
 what `xprof.convert.raw_to_tool_data.xspace_to_tool_data([copy], tool,
@@ -160,7 +161,61 @@ def tf_gpu(space):
         t += 10 * US
 
 
-def device_caps(plane, vendor, tpu=False):
+def tf_two_gpus(space):
+    """Data parallel TensorFlow on two GPUs (Ampere): each step copies its batch in (MemcpyHToD), runs the
+    ops' kernels on both GPUs (a half-precision one), all-reduces the gradient with NCCL and copies the loss
+    out (MemcpyDToH)."""
+    host = Plane(space, 1, "/host:CPU")
+    gpus = [Plane(space, 2 + k, f"/device:GPU:{k}") for k in range(2)]
+    for gpu in gpus:
+        device_caps(gpu, vendor="Nvidia", major=8, minor=0)
+    python = executor = host.line(1, "python3")
+    streams = [gpu.line(7, "Stream #7(compute)") for gpu in gpus]
+    copies = [gpu.line(8, "Stream #8(MemcpyH2D)") for gpu in gpus]
+    ops = [("model/dense/MatMul:MatMul", "ampere_sgemm_128x64_nn", 21_000_000, details(128, 0, (4, 2, 1),
+                                                                                       (256, 1, 1), 25.0)),
+           ("model/dense/Cast:Cast", "void half_cast_kernel<float, Eigen::half>", 2_000_000,
+            details(16, 0, (64, 1, 1), (256, 1, 1), 100.0)),
+           ("gradient_tape/model/dense/MatMul/MatMul:MatMul", "ampere_h16816gemm_128x128_ldg8_stages_64x3_nt",
+            19_000_000, details(232, 73_728, (8, 1, 1), (128, 1, 1), 12.5)),
+           ("Adam/NcclAllReduce:NcclAllReduce", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 9_000_000,
+            details(96, 0, (2, 1, 1), (512, 1, 1), 50.0))]
+    t = 0
+    correlation = 500
+    for step in range(STEPS):
+        begin = t
+        t += 4 * US
+        device_t = [t + 4 * US, t + 6 * US]
+        for k, gpu in enumerate(gpus):
+            host.event(executor, "cudaMemcpyAsync", t, 1 * US, correlation_id=correlation)
+            gpu.event(copies[k], "MemcpyHToD", device_t[k], 3 * US, correlation_id=correlation,
+                      memcpy_details="kind_src:pinned kind_dst:device num_bytes:524288 dest:0 async:1")
+            device_t[k] += 4 * US
+            correlation += 1
+            t += 1 * US
+        for op, kernel, duration, kd in ops:
+            op_begin = t
+            for k, gpu in enumerate(gpus):
+                host.event(executor, "cudaLaunchKernel", t, 1 * US, correlation_id=correlation)
+                gpu.event(streams[k], kernel, device_t[k], duration + (k + step) * 1_000, correlation_id=correlation,
+                          kernel_details=kd, tf_op=op)
+                device_t[k] += duration + (k + step) * 1_000 + 300_000
+                correlation += 1
+                t += 2 * US
+            host.event(executor, op, op_begin, t - op_begin)
+        for k, gpu in enumerate(gpus):
+            host.event(executor, "cudaMemcpyAsync", t, 1 * US, correlation_id=correlation)
+            gpu.event(copies[k], "MemcpyDToH", device_t[k], 1 * US, correlation_id=correlation,
+                      memcpy_details="kind_src:device kind_dst:pinned num_bytes:4 dest:0 async:0")
+            device_t[k] += 2 * US
+            correlation += 1
+            t += 1 * US
+        t = max(t, *device_t) + 2 * US
+        host.event(python, "train", begin, t - begin, _r=1, step_num=step)
+        t += 10 * US
+
+
+def device_caps(plane, vendor, tpu=False, major=7, minor=0):
     p = plane
     if tpu:
         p.set_stat(p.p, "peak_teraflops_per_second", 275.0)
@@ -170,8 +225,8 @@ def device_caps(plane, vendor, tpu=False):
     p.set_stat(p.p, "core_count", 80)
     p.set_stat(p.p, "memory_bandwidth", 900_000_000_000)  # bytes/s
     p.set_stat(p.p, "memory_size", 17_071_734_784)
-    p.set_stat(p.p, "compute_cap_major", 7)
-    p.set_stat(p.p, "compute_cap_minor", 0)
+    p.set_stat(p.p, "compute_cap_major", major)
+    p.set_stat(p.p, "compute_cap_minor", minor)
     p.set_stat(p.p, "device_vendor", vendor)
 
 
@@ -261,6 +316,7 @@ def empty_gpu(space):
 
 VARIANTS = {
     "gpu_tf": tf_gpu,
+    "gpu_tf2": tf_two_gpus,
     "gpu_jax": lambda s: jax_device(s, "/device:GPU:0", "Nvidia"),
     "rocm_jax": lambda s: jax_device(s, "/device:GPU:0", "AMD"),
     "tpu_jax": lambda s: jax_device(s, "/device:TPU:0", "", tpu=True),
