@@ -7,6 +7,7 @@ Tools not computed for a kind of device plane yet say so (a clear message
 and a non-zero exit)."""
 
 import json
+import shutil
 
 import pytest
 from conftest import DATA
@@ -155,3 +156,24 @@ def test_gpu_roofs_from_the_device_capabilities():
     assert amd.peak_gflops == pytest.approx(2048 * 1.53 * 80) and amd.shared_bytes_per_s == pytest.approx(
         128 * 1.53e9 * 80)
     assert gpu_roofs({**volta, "device_vendor": "AMD"}).peak_gflops == 0.0
+
+
+@pytest.mark.parametrize("tool", ["kernel_stats", "framework_op_stats", "hlo_stats", "op_profile"])
+def test_two_hosts_with_gpus_equal_xprofs(tmp_path, tool):
+    """A session of two hosts with GPUs (gpu_tf, gpu_tf2): kernels and device ops of both, as XProf adds them."""
+    session = tmp_path / "run"
+    session.mkdir()
+    shutil.copy(XPROF / "gpu_tf.xplane.pb", session / "a.xplane.pb")
+    shutil.copy(XPROF / "gpu_tf2.xplane.pb", session / "b.xplane.pb")
+    assert_same(export(tmp_path, session, tool), xprof_answer("gpu_tf+gpu_tf2", tool))
+
+
+@pytest.mark.parametrize("tool", ["overview_page", "input_pipeline_analyzer", "roofline_model"])
+def test_two_hosts_with_gpus_steps_say_not_computed(tmp_path, capsys, tool):
+    session = tmp_path / "run"
+    session.mkdir()
+    shutil.copy(XPROF / "gpu_tf.xplane.pb", session / "a.xplane.pb")
+    shutil.copy(XPROF / "gpu_tf2.xplane.pb", session / "b.xplane.pb")
+    assert main(["export", str(session), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
+    err = capsys.readouterr().err
+    assert "several hosts with GPU planes" in err and "Traceback" not in err

@@ -395,6 +395,10 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
 
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(DEVICE_PREFIXES)]
     gpu = [(s, i) for s, i in planes if s.planes[i].name.startswith(GPU_PLANE_PREFIX)]
+    if steps and len({id(s) for s, _ in gpu}) > 1:
+        # XProf intersects the steps of several hosts with GPUs in its own way (not reproduced here).
+        raise ProfileError(f"{gpu[1][0].path}: Profscope does not compute XProf's step analysis of several hosts "
+                           f"with GPU planes ({gpu[1][0].planes[gpu[1][1]].name}) yet")
     if steps and len(gpu) != len(planes):
         # XProf's TPU step db (per core, from the Steps line and XLA op metadata) is not computed here.
         raise ProfileError(f"{planes[0][0].path}: Profscope does not compute XProf's step analysis of TPU "

@@ -21,7 +21,8 @@ instructions of them.
 Files: `gpu_tf.xplane.pb`, `gpu_tf2.xplane.pb` (two Ampere GPUs: MemcpyHToD/DToH copies,
 a half-precision kernel, an NCCL all-reduce), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
 device_vendor), `tpu_jax.xplane.pb`, `small_emptygpu.xplane.pb` (small.xplane.pb
-with a GPU plane that recorded nothing); for each, `tools/<name>.<tool>.json` is
+with a GPU plane that recorded nothing); for each, and for `gpu_tf+gpu_tf2` (the two
+files as one session of two hosts), `tools/<name>.<tool>.json` is
 what `xprof.convert.raw_to_tool_data.xspace_to_tool_data([copy], tool,
 {"use_saved_result": False})` returns (op_profile also with group_by
 category), each file converted from a copy in a folder of its own.
@@ -358,7 +359,18 @@ def main():
     folder = Path(sys.argv[1])
     out = folder / "tools"
     out.mkdir(exist_ok=True)
-    only = sys.argv[2:] or list(VARIANTS)
+    only = sys.argv[2:] or [*VARIANTS, "gpu_tf+gpu_tf2"]
+    if "gpu_tf+gpu_tf2" in only:  # a session of two hosts with GPUs (XProf takes the list)
+        only.remove("gpu_tf+gpu_tf2")
+        for tool in TOOLS:
+            with tempfile.TemporaryDirectory() as tmp:
+                copies = []
+                for k, name in enumerate(("gpu_tf", "gpu_tf2")):
+                    copies.append(Path(tmp) / f"host{k}.xplane.pb")
+                    shutil.copyfile(folder / f"{name}.xplane.pb", copies[-1])
+                data, _ = raw_to_tool_data.xspace_to_tool_data([str(c) for c in copies], tool,
+                                                                {"use_saved_result": False})
+            write(out / f"gpu_tf+gpu_tf2.{tool}.json", data)
     for name in only:
         space = xplane_pb2.XSpace()
         if name != "small_emptygpu":
