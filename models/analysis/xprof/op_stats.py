@@ -94,7 +94,7 @@ class OpStats:
     """The parts of XProf's OpStats the tools read."""
 
     host: OpMetricsDb
-    # XProf's run environment of a host without device planes (the only kind analysed here).
+    # XProf's run environment: a host's own; device planes set it (device_op_metrics.DeviceStats).
     device_type: str = "CPU"
     hardware_type: str = "CPU_ONLY"
     device_core_count: int = 0
