@@ -16,7 +16,6 @@ from profscope.models.analysis.xprof import XPROF_TOOLS
 from profscope.models.analysis.xprof.hlo import xspace_modules
 from profscope.models.analysis.xprof.memory_viewer import module_names
 from profscope.models.core.task import ProfileError, TaskState
-from profscope.protos import xplane_pb2
 
 XPROF = DATA / "xprof"
 TOOLS = XPROF / "tools"
@@ -164,17 +163,6 @@ def test_bad_input_gives_messages(tmp_path):
     empty.write_bytes(b"")
     with pytest.raises(ProfileError, match="empty"):
         run("memory_viewer", [empty], module_name="x")
-
-
-def test_device_planes_are_refused_with_a_message(tmp_path):
-    """GPU/TPU op metrics are not computed yet: a clear message, not XProf's empty tables."""
-    space = xplane_pb2.XSpace.FromString((XPROF / "small.xplane.pb").read_bytes())
-    space.planes.add(id=99, name="/device:GPU:0")
-    path = tmp_path / "gpu.xplane.pb"
-    path.write_bytes(space.SerializeToString())
-    for tool in ("hlo_stats", "op_profile", "roofline_model"):
-        with pytest.raises(ProfileError, match="/device:GPU:0"):
-            run(tool, [path])
 
 
 def test_equal_sizes_keep_xprofs_order():

@@ -133,19 +133,6 @@ def test_corrupt_xplane(tmp_path, capsys):
     assert "vm.xplane.pb" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("tool", TOOLS)
-def test_device_planes_are_refused_not_half_answered(tmp_path, capsys, tool):
-    """XProf's device analyses (GPU kernels, TPU cores) are not computed: a
-    profile with a device plane gets a clear message, not host-only numbers."""
-    space = xplane_pb2.XSpace.FromString((XPROF / "small.xplane.pb").read_bytes())
-    space.planes.add(id=99, name="/device:GPU:0")
-    path = tmp_path / "vm.xplane.pb"
-    path.write_bytes(space.SerializeToString())
-    assert main(["export", str(path), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
-    err = capsys.readouterr().err
-    assert "/device:GPU:0" in err and "Traceback" not in err
-
-
 def test_sql_tables_hold_xprofs_rows(tmp_path):
     from profscope.models.sql.database import ProfileDatabase
 

@@ -12,7 +12,7 @@ import numpy as np
 from profscope.models.analysis.xprof import register
 from profscope.models.analysis.xprof.datatable import column, dumps, table
 from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb, OpStats, op_stats, training_op
-from profscope.models.core.task import TaskState
+from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.tool_data import ToolData
 
 MAX_OPS = 500  # XProf keeps the 500 ops of most self time, per host and device
@@ -42,11 +42,21 @@ TAIL_COLUMNS = [column("bound_by", "string", "Bound by"), column("eager", "strin
 
 @register("framework_op_stats")
 def framework_op_stats(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
-    return ToolData(dumps(framework_op_stats_json(op_stats(paths, task))), "json")
+    stats = op_stats(paths, task)
+    if stats.device_unknown:
+        raise ProfileError(stats.device_unknown)
+    tensor_core: dict[str, float] = {}
+    if stats.device is not None and "GPU" in stats.device_type:
+        from profscope.models.analysis.xprof.device_op_metrics import kernel_reports, tensor_core_shares
+        from profscope.models.analysis.xprof.op_stats import read_spaces
+
+        tensor_core = tensor_core_shares(kernel_reports(read_spaces(paths, task), paths))
+    return ToolData(dumps(framework_op_stats_json(stats, tensor_core)), "json")
 
 
-def framework_op_stats_json(stats: OpStats) -> list[dict]:
-    return [_table(stats, exclude_idle=False), _table(stats, exclude_idle=True)]
+def framework_op_stats_json(stats: OpStats, tensor_core: dict[str, float] | None = None) -> list[dict]:
+    return [_table(stats, exclude_idle=False, tensor_core=tensor_core or {}),
+            _table(stats, exclude_idle=True, tensor_core=tensor_core or {})]
 
 
 def sorted_ops(db: OpMetricsDb, limit: int = MAX_OPS) -> np.ndarray:
@@ -56,14 +66,34 @@ def sorted_ops(db: OpMetricsDb, limit: int = MAX_OPS) -> np.ndarray:
     return np.array(order[:limit], np.int64)
 
 
-def _table(stats: OpStats, exclude_idle: bool) -> dict:
+def _table(stats: OpStats, exclude_idle: bool, tensor_core: dict[str, float]) -> dict:
     gpu = "GPU" in stats.device_type
     rows: list[list] = []
     rank = 0
+    training = False
+    if stats.device is not None:  # the device's rows first, by their share of the device's time
+        dev = stats.device
+        device_us = (dev.total_op_time_ps if exclude_idle else dev.total_time_ps) / 1e6
+        cumulative = 0.0
+        for i in sorted_ops(dev).tolist():
+            if exclude_idle and dev.category[i] == IDLE:
+                continue
+            rank += 1
+            occurrences = int(dev.occurrences[i])
+            time_us, self_us = int(dev.time_ps[i]) / 1e6, int(dev.self_time_ps[i]) / 1e6
+            share = self_us / device_us if device_us else 0.0
+            cumulative += share
+            row = [float(rank), "Device", dev.category[i], dev.name[i], float(occurrences), time_us,
+                   time_us / occurrences if occurrences else 0.0, self_us,
+                   self_us / occurrences if occurrences else 0.0, share, cumulative, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+            if gpu:
+                row.append(tensor_core.get(dev.name[i], 0.0))
+            row += ["Unknown", "Eager" if dev.is_eager[i] else "Function"]
+            rows.append(row)
+            training = training or training_op(dev.name[i], dev.category[i])
     host_cumulative = 0.0
     db = stats.host
     total_us = (db.total_op_time_ps if exclude_idle else db.total_time_ps) / 1e6
-    training = False
     for i in sorted_ops(db).tolist():
         if exclude_idle and db.category[i] == IDLE:
             continue

@@ -494,14 +494,3 @@ def data_table(columns: list[tuple[str, str, str]], rows: list, properties: dict
         table["p"] = properties
     table["rows"] = rows
     return table
-
-
-def require_host_only(paths: list[Path], tool: str, task: TaskState) -> None:
-    """Device op metrics (GPU, TPU planes) are not computed yet: say so
-    rather than give XProf's empty tables for a profile that has data."""
-    planes = device_planes(paths, task)
-    if planes:
-        raise ProfileError(
-            f"{tool}: this profile has device planes ({', '.join(planes[:3])}); Profscope computes {tool} for "
-            "host-only (CPU) profiles so far, where XProf's tables are empty"
-        )

@@ -1,10 +1,12 @@
 """XProf's hlo_stats tool: one row per HLO op of the device op metrics
 (XProf's op_stats_to_hlo_stats), as a DataTable.
 
-XProf fills it from the device planes' XLA ops only; a host-only profile
+XProf fills it from the device op metrics only; a host-only profile
 (TensorFlow or JAX on CPU: the ops run on host threads) gets the table with
-no rows, which is what XProf 2.24 returns for such profiles. Device planes
-are refused with a message (not computed yet)."""
+no rows, which is what XProf 2.24 returns for such profiles. GPU planes of
+TensorFlow kernels get a row per device op (device_op_metrics.py); XLA ops
+on a GPU are refused with a message (their FLOPs and bytes come from XLA's
+cost analysis, which Profscope lacks)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ import json
 from pathlib import Path
 
 from profscope.models.analysis.xprof import register
-from profscope.models.analysis.xprof.hlo import data_table, require_host_only
-from profscope.models.core.task import TaskState
+from profscope.models.analysis.xprof.hlo import data_table, device_planes
+from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.tool_data import ToolData
 
 N, S = "number", "string"
@@ -51,8 +53,33 @@ COLUMNS = [
 
 
 def hlo_stats_table(paths: list[Path], task: TaskState) -> dict:
-    require_host_only(paths, "hlo_stats", task)
-    return data_table(COLUMNS, [])
+    if not device_planes(paths, task):
+        return data_table(COLUMNS, [])
+    from profscope.models.analysis.xprof.device_op_metrics import device_stats
+    from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
+    from profscope.models.analysis.xprof.op_stats import IDLE, read_spaces
+
+    device = device_stats(read_spaces(paths, task), paths, steps=False)
+    if device.xla:
+        raise ProfileError(device.xla)
+    # GPU TensorFlow kernels: one row per device op, shares of the device's whole time; no FLOPs or bytes
+    # (XProf gives them none), program 0.
+    db = device.ops
+    prov = db.provenance or [""] * len(db)
+    total = db.total_time_ps
+    rows: list[list] = []
+    cumulative = 0.0
+    for i in sorted_ops(db, limit=len(db)).tolist():
+        if db.category[i] == IDLE:
+            continue
+        n = int(db.occurrences[i])
+        time_us, self_us = int(db.time_ps[i]) / 1e6, int(db.self_time_ps[i]) / 1e6
+        share = 100.0 * int(db.self_time_ps[i]) / total if total else 0.0
+        cumulative += share
+        rows.append([float(len(rows) + 1), "0", db.category[i], db.name[i], db.name[i], prov[i], float(n), time_us,
+                     time_us / n if n else 0.0, self_us, self_us / n if n else 0.0, share, cumulative,
+                     0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "Unknown", "No", "No", "No", "", "", "", 0.0])
+    return data_table(COLUMNS, [{"c": [{"v": v} for v in row]} for row in rows])
 
 
 @register("hlo_stats")

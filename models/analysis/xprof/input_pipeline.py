@@ -347,16 +347,17 @@ def step_table(a: InputAnalysis) -> dict:
              kernel_launch_statement=b.kernel_launch_statement, all_other_bottleneck=b.all_other_statement,
              all_other_statement=b.all_other_statement, summary_nextstep=a.summary_next_step)
     rows = []
+    inputs = d.input  # a sum of two columns: once, not per step
     for i, name in enumerate(d.name):
         tooltip = (f"Step {name}, duration: {two(d.step[i])} ms\n-All others: {two(d.unknown[i])} ms"
                    f"\n-Compilation: {two(d.host_compile[i])} ms\n-Output: {two(d.output[i])} ms"
-                   f"\n-Input: {two(d.input[i])} ms\n-Kernel launch: {two(d.host_prepare[i])} ms"
+                   f"\n-Input: {two(inputs[i])} ms\n-Kernel launch: {two(d.host_prepare[i])} ms"
                    f"\n-Host compute: {two(d.host_compute[i])} ms"
                    f"\n-Device collectives: {two(d.collectives[i])} ms"
                    f"\n-Device to device: {two(d.device_to_device[i])} ms"
                    f"\n-Device compute: {two(d.device_compute[i])} ms")
         rows.append([name, float(d.device_compute[i]), float(d.device_to_device[i]), float(d.collectives[i]),
-                     float(d.host_compute[i]), float(d.host_prepare[i]), float(d.input[i]), float(d.output[i]),
+                     float(d.host_compute[i]), float(d.host_prepare[i]), float(inputs[i]), float(d.output[i]),
                      float(d.host_compile[i]), float(d.unknown[i]), tooltip, float(d.step[i])])
     return table(STEP_COLUMNS, rows, p)
 

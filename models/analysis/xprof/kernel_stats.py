@@ -10,8 +10,9 @@ from pathlib import Path
 
 from profscope.models.analysis.xprof import register
 from profscope.models.analysis.xprof.datatable import column, dumps, table
-from profscope.models.analysis.xprof.op_stats import GPU_PLANE_PREFIX, read_spaces
-from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.analysis.xprof.device_op_metrics import kernel_reports
+from profscope.models.analysis.xprof.op_stats import read_spaces
+from profscope.models.core.task import TaskState
 from profscope.models.data.tool_data import ToolData
 
 COLUMNS = [
@@ -33,12 +34,21 @@ COLUMNS = [
 ]
 
 
+MAX_KERNELS = 1000  # XProf keeps the 1,000 kernels of most time
+
+
 @register("kernel_stats")
 def kernel_stats(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
     spaces = read_spaces(paths, task)
-    gpus = [p.name for s in spaces for p in s.planes if p.name.startswith(GPU_PLANE_PREFIX)]
-    if gpus:
-        # XProf reads each kernel's kernel_details stat; no GPU profile could be made here to check against.
-        raise ProfileError(
-            f"{paths[0]}: Profscope does not compute XProf's kernel_stats of GPU planes yet ({gpus[0]})")
-    return ToolData(dumps(table(COLUMNS, [])), "json")
+    reports = kernel_reports(spaces, paths)
+    rows = []
+    for rank, i in enumerate(reports.order()[:MAX_KERNELS].tolist(), 1):
+        occurrences = int(reports.occurrences[i])
+        total = int(reports.total_ns[i])
+        rows.append([float(rank), reports.name[i], float(reports.registers[i]),
+                     float(reports.static_shmem[i] + reports.dynamic_shmem[i]),
+                     ",".join(map(str, reports.block[i])), ",".join(map(str, reports.grid[i])),
+                     float(reports.occupancy[i]), bool(reports.eligible[i]), bool(reports.uses_tensor_core[i]),
+                     reports.op_name[i], float(occurrences), total / 1e3, (total // occurrences) / 1e3,
+                     int(reports.min_ns[i]) / 1e3, int(reports.max_ns[i]) / 1e3])
+    return ToolData(dumps(table(COLUMNS, rows)), "json")

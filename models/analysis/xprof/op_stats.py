@@ -83,6 +83,7 @@ class OpMetricsDb:
     is_eager: np.ndarray
     total_time_ps: int = 0
     total_op_time_ps: int = 0
+    provenance: list[str] | None = None  # device ops: each one's framework op (tf_op full name)
 
     def __len__(self) -> int:
         return len(self.name)
@@ -93,7 +94,7 @@ class OpStats:
     """The parts of XProf's OpStats the tools read."""
 
     host: OpMetricsDb
-    # XProf's run environment of a host without device planes (the only kind analysed here).
+    # XProf's run environment: a host's own; device planes set it (device_op_metrics.DeviceStats).
     device_type: str = "CPU"
     hardware_type: str = "CPU_ONLY"
     device_core_count: int = 0
@@ -104,6 +105,8 @@ class OpStats:
     step_ps: np.ndarray | None = None  # per step, the longest of the hosts' (XProf's step time summary)
     host_count: int = 1  # distinct host names
     task_count: int = 1  # XSpaces
+    device: OpMetricsDb | None = None  # the device planes' op metrics (device_op_metrics.py), by framework op
+    device_unknown: str = ""  # why the device's op metrics are not computed, if they are not
 
 
 def read_spaces(paths: list[Path], task: TaskState) -> list[XSpaceData]:
@@ -142,12 +145,11 @@ def device_planes(space: XSpaceData) -> list[str]:
 
 def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
     spaces = read_spaces(paths, task)
-    for space in spaces:
-        if devices := device_planes(space):
-            # XProf's device op metrics and device steps (GPU kernels, TPU cores) are not computed here: an answer
-            # from the host alone would be wrong, so there is none.
-            raise ProfileError(f"{space.path}: Profscope computes XProf's OpStats tools of host threads only; this "
-                               f"profile has device planes ({', '.join(devices[:3])}), whose analysis it lacks")
+    device = None
+    if any(device_planes(s) for s in spaces):
+        from profscope.models.analysis.xprof import device_op_metrics
+
+        device = device_op_metrics.device_stats(spaces, paths, steps)
     task.report(0.7, "Host ops")
     dbs = [host_op_metrics(s) for s in spaces]
     stats = OpStats(combine(dbs))
@@ -164,7 +166,14 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
         stats.steps = step_dbs[0].first(n)
         stats.step_ps = np.max([d.duration_ps[:n] for d in step_dbs], axis=0) if n else np.zeros(0, np.int64)
         stats.is_training = any(is_training(s) for s in spaces)
-    return stats  # CPU only: device planes were refused above
+    if device is not None:
+        stats.device, stats.device_type, stats.hardware_type = device.db, device.device_type, device.hardware_type
+        stats.device_core_count, stats.device_unknown = device.core_count, device.xla
+        if device.steps is not None:  # a GPU host's steps are its device's (device_op_metrics.gpu_step_db)
+            n = min(len(d) for d in device.steps)
+            stats.steps = device.steps[0].first(n)
+            stats.step_ps = np.max([d.duration_ps[:n] for d in device.steps], axis=0) if n else np.zeros(0, np.int64)
+    return stats
 
 
 def host_op_metrics(space: XSpaceData) -> OpMetricsDb:

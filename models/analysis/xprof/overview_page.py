@@ -16,8 +16,8 @@ from profscope.models.analysis.xprof.input_pipeline import (
     input_analysis,
     step_table,
 )
-from profscope.models.analysis.xprof.op_stats import IDLE, OpStats
-from profscope.models.core.task import TaskState
+from profscope.models.analysis.xprof.op_stats import DEVICE_COMPUTE_16, DEVICE_COMPUTE_32, IDLE, OpMetricsDb, OpStats
+from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.tool_data import ToolData
 
 NO_DEVICE_TRACE = ("No TensorCore device trace was collected. This might happen if your job hadn't been run on the "
@@ -41,10 +41,11 @@ def percent(x: float) -> str:
     return f"{x:.1f}%" if x >= 0 else "unknown"
 
 
-def _analysis_table(stats: OpStats) -> dict:
+def _analysis_table(stats: OpStats, kernels: dict[str, tuple[bool, int, int]]) -> dict:
     db = stats.host
     host_ops = int(db.occurrences.sum())
-    device_ops = 0  # device planes' ops: not computed here (no GPU/TPU op metrics yet)
+    dev = stats.device
+    device_ops = int(dev.occurrences.sum()) if dev is not None else 0
     total_ops = host_ops + device_ops
     non_idle = [i for i in range(len(db)) if db.category[i] != IDLE]
     host_time = sum(int(db.self_time_ps[i]) for i in non_idle)
@@ -54,15 +55,18 @@ def _analysis_table(stats: OpStats) -> dict:
         "host_tf_op_percent": percent(100.0 * (host_ops / total_ops if total_ops else 0.0)),
         "device_tf_op_percent": percent(100.0 * (device_ops / total_ops if total_ops else 0.0)),
         "host_op_time_eager_percent": percent(100.0 * (eager_time / host_time if host_time else 0.0)),
-        "device_op_time_eager_percent": percent(0.0),
+        "device_op_time_eager_percent": percent(_eager_share(dev)),
         "remark_text": "",
         "remark_color": "",
         "mxu_utilization_percent": percent(0.0),
         "hbm_utilization_percent": percent(0.0),
     }
     if "GPU" in stats.device_type:
-        p.update(device_compute_16bit_percent=percent(0.0), device_compute_32bit_percent=percent(0.0))
-        return table(GPU_TOP_OPS_COLUMNS, [], p)
+        half, full = _compute_ms(stats)
+        both = half + full
+        p.update(device_compute_16bit_percent=percent(100.0 * half / both if both else 0.0),
+                 device_compute_32bit_percent=percent(100.0 * full / both if both else 0.0))
+        return table(GPU_TOP_OPS_COLUMNS, _top_device_ops(dev, kernels) if dev is not None else [], p)
     p.update({
         "flop_rate_utilization_relative_to_roofline": percent(0.0),
         "memory_bw_utilization_relative_to_hw_limit": percent(0.0),
@@ -72,6 +76,55 @@ def _analysis_table(stats: OpStats) -> dict:
         "host_idle_time_percent": percent(0.0),
     })
     return table(TOP_OPS_COLUMNS, [], p)
+
+
+TOP_OPS = 10  # XProf's overview shows the 10 device ops of most self time
+LOW_PRECISION_PERCENT = 10.0  # below this share of 16-bit device compute XProf suggests 16-bit ops
+
+
+def _compute_ms(stats: OpStats) -> tuple[float, float]:
+    """The steps' 16-bit and 32-bit device compute (GPU hosts; XProf's precision stats)."""
+    if stats.steps is None or not len(stats.steps):
+        return 0.0, 0.0
+    return float(stats.steps.ms(DEVICE_COMPUTE_16).sum()), float(stats.steps.ms(DEVICE_COMPUTE_32).sum())
+
+
+def _precision_statement(stats: OpStats) -> str:
+    half, full = _compute_ms(stats)
+    if half + full <= 0:
+        return ""
+    percent = 100.0 * half / (half + full)
+    if percent >= LOW_PRECISION_PERCENT:
+        return ""
+    return (f"Only {percent:.1f}% of device computation is 16 bit. So you might want to replace more 32-bit Ops by "
+            "16-bit Ops to improve performance (if the reduced accuracy is acceptable).")
+
+
+def _eager_share(dev: OpMetricsDb | None) -> float:
+    if dev is None:
+        return 0.0
+    ops = [i for i in range(len(dev)) if dev.category[i] != IDLE]
+    time = sum(int(dev.self_time_ps[i]) for i in ops)
+    return 100.0 * sum(int(dev.self_time_ps[i]) for i in ops if dev.is_eager[i]) / time if time else 0.0
+
+
+def _top_device_ops(dev: OpMetricsDb, kernels: dict[str, tuple[bool, int, int]]) -> list[list]:
+    """The device ops of most self time (without IDLE), their shares of the device's op time, TensorCore use."""
+    from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
+
+    rows: list[list] = []
+    cumulative = 0.0
+    op_time = dev.total_op_time_ps
+    for i in sorted_ops(dev).tolist():
+        if dev.category[i] == IDLE:
+            continue
+        if len(rows) == TOP_OPS:
+            break
+        share = int(dev.self_time_ps[i]) / op_time if op_time else 0.0
+        cumulative += share
+        eligible, tc, _total = kernels.get(dev.name[i], (False, 0, 0))
+        rows.append([share, cumulative, dev.category[i], dev.name[i], 0.0, eligible, tc > 0])
+    return rows
 
 
 def _run_environment_table(stats: OpStats) -> dict:
@@ -114,7 +167,7 @@ def _recommendation_table(stats: OpStats, a: InputAnalysis) -> dict:
         "kernel_launch_statement": b.kernel_launch_statement,
         "all_other_bottleneck": b.all_other_classification,
         "all_other_statement": b.all_other_statement,
-        "precision_statement": "",
+        "precision_statement": _precision_statement(stats),
         "device_collectives_bottleneck": b.collectives_classification,
         "device_collectives_statement": b.collectives_statement,
         "non_bottleneck_tip_types": {"host": "device", "device": "host"}.get(b.input_classification, ""),
@@ -133,16 +186,25 @@ def _inference_latency_table() -> dict:
     ], [])
 
 
-def overview_page_json(stats: OpStats, a: InputAnalysis) -> list[dict]:
+def overview_page_json(stats: OpStats, a: InputAnalysis,
+                       kernels: dict[str, tuple[bool, int, int]] | None = None) -> list[dict]:
     errors = list(stats.errors)
     if not errors and stats.device_type != "CPU" and stats.device_core_count <= 0:
         errors.append(NO_DEVICE_TRACE)
     diagnostics = diagnostics_table(errors, list(stats.warnings) + a.warnings)
-    return [_analysis_table(stats), step_table(a), _run_environment_table(stats), _recommendation_table(stats, a),
-            _inference_latency_table(), {}, diagnostics]
+    return [_analysis_table(stats, kernels or {}), step_table(a), _run_environment_table(stats),
+            _recommendation_table(stats, a), _inference_latency_table(), {}, diagnostics]
 
 
 @register("overview_page")
 def overview_page(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
     stats, analysis = input_analysis(paths, task)
-    return ToolData(dumps(overview_page_json(stats, analysis)), "json")
+    if stats.device_unknown:  # the top device ops need their FLOPs
+        raise ProfileError(stats.device_unknown)
+    kernels = None
+    if stats.device is not None and "GPU" in stats.device_type:
+        from profscope.models.analysis.xprof.device_op_metrics import kernel_reports, op_kernel_stats
+        from profscope.models.analysis.xprof.op_stats import read_spaces
+
+        kernels = op_kernel_stats(kernel_reports(read_spaces(paths, task), paths))
+    return ToolData(dumps(overview_page_json(stats, analysis, kernels)), "json")

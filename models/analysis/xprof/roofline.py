@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 
 from profscope.models.analysis.xprof import register
-from profscope.models.analysis.xprof.hlo import data_table, require_host_only
-from profscope.models.core.task import TaskState
+from profscope.models.analysis.xprof.hlo import data_table, device_planes
+from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.tool_data import ToolData
 
 N, S, B = "number", "string", "boolean"
@@ -81,10 +81,83 @@ ROOFS = (
 )
 
 
+# A GPU's table lacks the TPU memories' columns, and its VMEM is the SMs' shared memory (SHM/L1).
+_NOT_ON_GPU = {"dma_stall_percent", "cmem_read_bw", "cmem_write_bw", "vmem_read_bw", "cmem_read_operational_intensity",
+               "cmem_write_operational_intensity", "vmem_read_operational_intensity"}
+_GPU_LABELS = {"vmem_write_bw": "SHM/L1 BW (GiB/s)",
+               "vmem_write_operational_intensity": "SHM/L1 Operational Intensity (FLOP/Byte)"}
+GPU_COLUMNS = [(i, _GPU_LABELS.get(i, label), kind) for i, label, kind in COLUMNS if i not in _NOT_ON_GPU]
+
+
 def roofline_tables(paths: list[Path], task: TaskState) -> list[dict]:
-    require_host_only(paths, "roofline_model", task)
+    if device_planes(paths, task):
+        return _gpu_roofline(paths, task)
     roofs = {name: ("" if name == "device_type" else "0") for name in ROOFS}
     return [data_table(COLUMNS, [], roofs), data_table(DIAGNOSTICS_COLUMNS, [])]
+
+
+def _g(x: float) -> str:
+    """A number as XProf's table properties write it (C++ streams: 6 significant digits)."""
+    return f"{x:.6g}"
+
+
+def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
+    """XProf's roofline of GPU TensorFlow kernels (no FLOPs or bytes: every rate zero): the whole profile and
+    its ops, then a row per step (empty: XProf has no per-step op metrics of GPUs), with and without
+    infeed/outfeed; the roofs from the device's capabilities."""
+    from profscope.models.analysis.xprof.device_op_metrics import device_stats, gpu_roofs, plane_stats
+    from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
+    from profscope.models.analysis.xprof.input_pipeline import NO_STEP_MARKER
+    from profscope.models.analysis.xprof.op_stats import GPU_PLANE_PREFIX, IDLE, read_spaces
+
+    spaces = read_spaces(paths, task)
+    planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(GPU_PLANE_PREFIX)]
+    if not planes:
+        tpu = next(p.name for s in spaces for p in s.planes if p.name.startswith("/device:"))
+        raise ProfileError(f"{paths[0]}: Profscope does not compute XProf's roofline_model of TPU planes ({tpu}) yet")
+    device = device_stats(spaces, paths, steps=True)
+    if device.xla:
+        raise ProfileError(device.xla)
+    db = device.ops
+    total = db.total_time_ps
+    zeros9, zeros4 = [0.0] * 9, [0.0] * 4
+    steps = device.steps[0] if device.steps else None
+    cores = max(device.core_count, 1)  # XProf's time per core: each GPU a core
+    rows = []
+    for include in (True, False):
+        total_us = total / 1e6
+        rows.append(["Total", 0.0, "Program", "Program", 1.0, total_us, total_us, 0.0, 0.0, 0.0, 0.0, *zeros9,
+                     "Unknown", total_us / cores, 1.0 if total else 0.0, *zeros4, include, "0", ""])
+        cumulative = 0.0
+        rank = 0
+        for i in sorted_ops(db, limit=len(db)).tolist():
+            if db.category[i] == IDLE:
+                continue
+            rank += 1
+            n = int(db.occurrences[i])
+            time_us, self_us = int(db.time_ps[i]) / 1e6, int(db.self_time_ps[i]) / 1e6
+            share = int(db.self_time_ps[i]) / total if total else 0.0
+            cumulative += share
+            rows.append(["Total", float(rank), db.category[i], db.name[i], float(n), time_us, time_us / n,
+                         self_us, self_us / n, share, cumulative, *zeros9, "Unknown", time_us / cores,
+                         int(db.time_ps[i]) / total if total else 0.0, *zeros4, include, "0", ""])
+        for step in (steps.number.tolist() if steps is not None else []):
+            rows.append([str(step), 0.0, "Program", "Program", 1.0, *([0.0] * 15), "Unknown", 0.0, 0.0, *zeros4,
+                         include, "0", ""])
+    space, plane = planes[0]
+    roofs = gpu_roofs(plane_stats(space, plane))
+    p = {
+        "device_type": device.device_type,
+        "hbm_ridge_point": _g(roofs.peak_gflops / (roofs.hbm_bytes_per_s / 1e9)) if roofs.hbm_bytes_per_s else "0",
+        "peak_flop_rate": _g(roofs.peak_gflops),
+        "peak_hbm_bw": _g(roofs.hbm_bytes_per_s / 2**30),
+        "peak_vmem_write_bw": _g(roofs.shared_bytes_per_s / 2**30),
+        "vmem_write_ridge_point": _g(roofs.peak_gflops / (roofs.shared_bytes_per_s / 1e9))
+        if roofs.shared_bytes_per_s else "0",
+    }
+    warnings = [] if steps is not None and len(steps) else [NO_STEP_MARKER]
+    return [data_table(GPU_COLUMNS, [{"c": [{"v": v} for v in row]} for row in rows], p),
+            data_table(DIAGNOSTICS_COLUMNS, [{"c": [{"v": "WARNING"}, {"v": w}]} for w in warnings])]
 
 
 @register("roofline_model")

@@ -1,0 +1,394 @@
+"""Writes XSpaces with device planes (GPU, ROCm-named GPU, TPU), built with
+the real schema (tsl's xplane.proto, stat names of tsl's xplane_schema), and
+XProf 2.24.2's converter output for each of them (run in a throwaway venv with
+xprof; not part of the test suite):
+
+    python xprof_device_planes.py tests/data/xprof/device
+
+No GPU or TPU could be profiled here, so the device planes are made the way
+TensorFlow's and JAX's device tracers lay them out: a `/device:GPU:0` plane
+with the device's capabilities as plane stats (clock_rate, core_count,
+memory_bandwidth, memory_size, compute_cap_major/minor, device_vendor), a
+stream line `Stream #7(compute)` of kernels carrying `correlation_id`,
+`kernel_details`, `tf_op` (TensorFlow) or `hlo_op`/`hlo_module`/`program_id`
+(JAX), and memcpy events with `memcpy_details`; a `/host:CPU`
+plane whose step markers (`_r` root level, `step_num`) group the host ops and
+their `cudaLaunchKernel` launches, linked to the kernels by correlation_id.
+The JAX variants reuse the real XLA modules (HloProtos) of jaxprog.xplane.pb's
+metadata plane (tests/data/xprof/jaxprog.xplane.pb), and name real
+instructions of them.
+
+Files: `gpu_tf.xplane.pb`, `gpu_tf2.xplane.pb` (two Ampere GPUs: MemcpyHToD/DToH copies,
+a half-precision kernel, an NCCL all-reduce), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
+device_vendor), `tpu_jax.xplane.pb`, `small_emptygpu.xplane.pb` (small.xplane.pb
+with a GPU plane that recorded nothing); for each, and for `gpu_tf+gpu_tf2` (the two
+files as one session of two hosts), `tools/<name>.<tool>.json` is
+what `xprof.convert.raw_to_tool_data.xspace_to_tool_data([copy], tool,
+{"use_saved_result": False})` returns (op_profile also with group_by
+category), each file converted from a copy in a folder of its own.
+
+    python xprof_device_planes.py tests/data/xprof/device --big /tmp/big.xplane.pb
+
+writes gpu_tf of 20,000 steps (about 480,000 events) for
+benchmarks/xprof_tools_bench.py --file /tmp/big.xplane.pb --tools kernel_stats ...
+"""
+
+import gzip
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from tensorflow.tsl.profiler.protobuf import xplane_pb2
+from xprof.convert import raw_to_tool_data
+
+TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "hlo_stats",
+         "op_profile", "roofline_model")
+US = 1_000_000  # ps
+STEPS = 8
+
+
+class Plane:
+    """An XPlane under construction: metadata interned by name."""
+
+    def __init__(self, space, id_, name):
+        self.p = space.planes.add(id=id_, name=name)
+        self.events: dict[str, int] = {}
+        self.stats: dict[str, int] = {}
+
+    def stat_id(self, name):
+        if name not in self.stats:
+            sid = len(self.stats) + 1
+            self.p.stat_metadata[sid].id = sid
+            self.p.stat_metadata[sid].name = name
+            self.stats[name] = sid
+        return self.stats[name]
+
+    def event_id(self, name):
+        if name not in self.events:
+            mid = len(self.events) + 1
+            self.p.event_metadata[mid].id = mid
+            self.p.event_metadata[mid].name = name
+            self.events[name] = mid
+        return self.events[name]
+
+    def set_stat(self, target, name, value):
+        s = target.stats.add(metadata_id=self.stat_id(name))
+        if isinstance(value, float):
+            s.double_value = value
+        elif isinstance(value, str):
+            s.ref_value = self.stat_id(value)  # interned, as the tracers do
+        elif isinstance(value, bytes):
+            s.bytes_value = value
+        elif value < 0:
+            s.int64_value = value
+        else:
+            s.uint64_value = value
+
+    def line(self, id_, name, timestamp_ns=1_000_000):
+        return self.p.lines.add(id=id_, display_id=id_, name=name, timestamp_ns=timestamp_ns)
+
+    def event(self, line, name, offset_ps, duration_ps, **stats):
+        e = line.events.add(metadata_id=self.event_id(name), offset_ps=offset_ps, duration_ps=duration_ps)
+        for k, v in stats.items():
+            self.set_stat(e, k, v)
+        return e
+
+
+def details(regs, shared, grid, block, occ):
+    return (f"regs:{regs} static_shared:{shared} dynamic_shared:0 grid:{grid[0]},{grid[1]},{grid[2]} "
+            f"block:{block[0]},{block[1]},{block[2]} occ_pct:{occ}")
+
+
+# TensorFlow ops and the kernels each launches (name, duration in ps, kernel_details).
+TF_OPS = [
+    ("model/dense/MatMul:MatMul", [("volta_sgemm_128x64_nn", 41_500_000, details(128, 0, (4, 2, 1), (256, 1, 1), 25.0))]),
+    ("model/dense/BiasAdd:BiasAdd", [("void tensorflow::BiasNHWCKernel<float>", 3_250_000,
+                                      details(32, 0, (40, 1, 1), (1024, 1, 1), 100.0))]),
+    ("model/dense/Relu:Relu", [("void Eigen::internal::EigenMetaKernel<relu>", 2_999_000,
+                                details(16, 0, (80, 1, 1), (512, 1, 1), 100.0))]),
+    ("model/conv/Conv2D:Conv2D", [("volta_h884cudnn_256x64_ldg8_relu_exp_small_nhwc_tn_v1", 55_000_000,
+                                   details(168, 33_280, (2, 3, 1), (256, 1, 1), 12.5)),
+                                  ("void cudnn::ops::nchwToNhwcKernel<float>", 999,
+                                   details(24, 4_096, (16, 4, 1), (32, 8, 1), 75.5))]),
+    ("gradient_tape/model/dense/MatMul/MatMul:MatMul", [("ampere_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn",
+                                                         37_000_000, details(232, 73_728, (8, 1, 1),
+                                                                             (128, 1, 1), 8.3))]),
+    ("Adam/update/ResourceApplyAdam:ResourceApplyAdam", [("void tensorflow::functor::ApplyAdamKernel<float>",
+                                                          4_000_000, details(40, 0, (10, 1, 1),
+                                                                             (1024, 1, 1), 62.5))]),
+]
+
+
+def tf_gpu(space):
+    """A TensorFlow GPU training loop: per step, ops on the executor thread
+    launch kernels; an input copy (MemcpyH2D) per step."""
+    host = Plane(space, 1, "/host:CPU")
+    gpu = Plane(space, 2, "/device:GPU:0")
+    device_caps(gpu, vendor="Nvidia")
+    # The executor's ops and launches nest in the step marker: XProf's grouping
+    # gives them its step, and the kernels (same correlation_id) that of their launch.
+    python = executor = host.line(1, "python3")
+    stream = gpu.line(7, "Stream #7(compute)")
+    copies = gpu.line(8, "Stream #8(MemcpyH2D)")
+    t = 0
+    correlation = 100
+    for step in range(STEPS):
+        begin = t
+        t += 5 * US
+        host.event(executor, "IteratorGetNext:IteratorGetNext", t, 3 * US)
+        t += 4 * US
+        host.event(executor, "cudaMemcpyAsync", t, 2 * US, correlation_id=correlation)
+        gpu.event(copies, "MemcpyH2D", t + 1 * US, 6 * US + step * 10_000, correlation_id=correlation,
+                  memcpy_details="kind_src:pageable kind_dst:device size:1048576 dest:0 async:0")
+        correlation += 1
+        t += 3 * US
+        device_t = t + 8 * US
+        for op, kernels in TF_OPS:
+            op_begin = t
+            t += 1 * US
+            for kernel, duration, kd in kernels:
+                host.event(executor, "cudaLaunchKernel", t, 2 * US, correlation_id=correlation)
+                device_t = max(device_t, t + 5 * US)
+                gpu.event(stream, kernel, device_t, duration + step * 1_000, correlation_id=correlation,
+                          kernel_details=kd, tf_op=op, context_id=1)
+                device_t += duration + step * 1_000 + 500_000
+                correlation += 1
+                t += 3 * US
+            host.event(executor, op, op_begin, t - op_begin)
+            t += 1 * US
+        t = max(t, device_t) + 2 * US
+        host.event(python, "train", begin, t - begin, _r=1, step_num=step)
+        t += 10 * US
+
+
+def tf_two_gpus(space):
+    """Data parallel TensorFlow on two GPUs (Ampere): each step copies its batch in (MemcpyHToD), runs the
+    ops' kernels on both GPUs (a half-precision one), all-reduces the gradient with NCCL and copies the loss
+    out (MemcpyDToH)."""
+    host = Plane(space, 1, "/host:CPU")
+    gpus = [Plane(space, 2 + k, f"/device:GPU:{k}") for k in range(2)]
+    for gpu in gpus:
+        device_caps(gpu, vendor="Nvidia", major=8, minor=0)
+    python = executor = host.line(1, "python3")
+    streams = [gpu.line(7, "Stream #7(compute)") for gpu in gpus]
+    copies = [gpu.line(8, "Stream #8(MemcpyH2D)") for gpu in gpus]
+    ops = [("model/dense/MatMul:MatMul", "ampere_sgemm_128x64_nn", 21_000_000, details(128, 0, (4, 2, 1),
+                                                                                       (256, 1, 1), 25.0)),
+           ("model/dense/Cast:Cast", "void half_cast_kernel<float, Eigen::half>", 2_000_000,
+            details(16, 0, (64, 1, 1), (256, 1, 1), 100.0)),
+           ("gradient_tape/model/dense/MatMul/MatMul:MatMul", "ampere_h16816gemm_128x128_ldg8_stages_64x3_nt",
+            19_000_000, details(232, 73_728, (8, 1, 1), (128, 1, 1), 12.5)),
+           ("Adam/NcclAllReduce:NcclAllReduce", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 9_000_000,
+            details(96, 0, (2, 1, 1), (512, 1, 1), 50.0))]
+    t = 0
+    correlation = 500
+    for step in range(STEPS):
+        begin = t
+        t += 4 * US
+        device_t = [t + 4 * US, t + 6 * US]
+        for k, gpu in enumerate(gpus):
+            host.event(executor, "cudaMemcpyAsync", t, 1 * US, correlation_id=correlation)
+            gpu.event(copies[k], "MemcpyHToD", device_t[k], 3 * US, correlation_id=correlation,
+                      memcpy_details="kind_src:pinned kind_dst:device num_bytes:524288 dest:0 async:1")
+            device_t[k] += 4 * US
+            correlation += 1
+            t += 1 * US
+        for op, kernel, duration, kd in ops:
+            op_begin = t
+            for k, gpu in enumerate(gpus):
+                host.event(executor, "cudaLaunchKernel", t, 1 * US, correlation_id=correlation)
+                gpu.event(streams[k], kernel, device_t[k], duration + (k + step) * 1_000, correlation_id=correlation,
+                          kernel_details=kd, tf_op=op)
+                device_t[k] += duration + (k + step) * 1_000 + 300_000
+                correlation += 1
+                t += 2 * US
+            host.event(executor, op, op_begin, t - op_begin)
+        for k, gpu in enumerate(gpus):
+            host.event(executor, "cudaMemcpyAsync", t, 1 * US, correlation_id=correlation)
+            gpu.event(copies[k], "MemcpyDToH", device_t[k], 1 * US, correlation_id=correlation,
+                      memcpy_details="kind_src:device kind_dst:pinned num_bytes:4 dest:0 async:0")
+            device_t[k] += 2 * US
+            correlation += 1
+            t += 1 * US
+        t = max(t, *device_t) + 2 * US
+        host.event(python, "train", begin, t - begin, _r=1, step_num=step)
+        t += 10 * US
+
+
+def device_caps(plane, vendor, tpu=False, major=7, minor=0):
+    p = plane
+    if tpu:
+        p.set_stat(p.p, "peak_teraflops_per_second", 275.0)
+        p.set_stat(p.p, "peak_hbm_bw_gigabytes_per_second", 1200.0)
+        return
+    p.set_stat(p.p, "clock_rate", 1_530_000)  # kHz
+    p.set_stat(p.p, "core_count", 80)
+    p.set_stat(p.p, "memory_bandwidth", 900_000_000_000)  # bytes/s
+    p.set_stat(p.p, "memory_size", 17_071_734_784)
+    p.set_stat(p.p, "compute_cap_major", major)
+    p.set_stat(p.p, "compute_cap_minor", minor)
+    p.set_stat(p.p, "device_vendor", vendor)
+
+
+def jax_metadata():
+    """jaxprog's metadata plane and, per module, (program id, name, instruction names of its entry computation)."""
+    try:
+        from tensorflow.compiler.xla.service import hlo_pb2
+    except ImportError:  # pragma: no cover
+        from xla.service import hlo_pb2
+    src = xplane_pb2.XSpace.FromString((Path(sys.argv[1]).parent / "jaxprog.xplane.pb").read_bytes())
+    meta = next(p for p in src.planes if p.name == "/host:metadata")
+    hlo_stat = next(k for k, m in meta.stat_metadata.items() if m.name == "Hlo Proto")
+    program_stat = next(k for k, m in meta.stat_metadata.items() if m.name == "program_id")
+    modules = []
+    for mid, md in sorted(meta.event_metadata.items()):
+        program_id = next((s.uint64_value or s.int64_value for s in md.stats if s.metadata_id == program_stat), mid)
+        for s in md.stats:
+            if s.metadata_id == hlo_stat:
+                proto = hlo_pb2.HloProto.FromString(s.bytes_value)
+                entry = next(c for c in proto.hlo_module.computations
+                             if c.id == proto.hlo_module.entry_computation_id)
+                names = [i.name for i in entry.instructions if i.opcode not in ("parameter", "tuple", "constant",
+                                                                               "get-tuple-element", "bitcast")]
+                modules.append((program_id, proto.hlo_module.name, names))
+    return meta, modules
+
+
+def jax_device(space, plane_name, vendor, tpu=False):
+    """A JAX program on one device: per step, the jitted modules' instructions
+    as kernels (GPU) or XLA ops (TPU), with hlo_op, hlo_module, program_id."""
+    meta, modules = jax_metadata()
+    space.planes.add().CopyFrom(meta)
+    host = Plane(space, 1, "/host:CPU")
+    dev = Plane(space, 2, plane_name)
+    device_caps(dev, vendor, tpu)
+    python = launcher = host.line(1, "python3")
+    if tpu:
+        ops_line = dev.line(2, "XLA Ops")
+        modules_line = dev.line(1, "XLA Modules")
+        steps_line = dev.line(0, "Steps")
+    else:
+        ops_line = dev.line(7, "Stream #7(compute)")
+        modules_line = None
+        steps_line = None
+    t = 0
+    correlation = 1000
+    chosen = [m for m in modules if len(m[2]) >= 3][:4]  # the modules of several kernels
+    for step in range(STEPS):
+        begin = t
+        t += 4 * US
+        device_t = t + 6 * US
+        step_begin = device_t
+        for program_id, module, names in chosen:
+            module_begin = device_t
+            host.event(launcher, f"PjitFunction({module})", t, 3 * US)
+            for k, name in enumerate(names[:6]):
+                duration = (1 + (k * 7 + program_id) % 9) * 1_100_000 + step * 1_000
+                stats = dict(hlo_op=name, hlo_module=module, program_id=program_id)
+                if not tpu:
+                    host.event(launcher, "cuLaunchKernel", t, 1 * US, correlation_id=correlation)
+                    stats.update(correlation_id=correlation,
+                                 kernel_details=details(32 + 8 * k, 1024 * k, (k + 1, 1, 1), (128, 1, 1),
+                                                        100.0 / (k + 1)))
+                    correlation += 1
+                    kernel = f"{name.replace('.', '_')}_kernel" if k % 2 else name
+                else:
+                    kernel = name
+                dev.event(ops_line, kernel, device_t, duration, **stats)
+                device_t += duration + 200_000
+                t += 1 * US
+            if modules_line is not None:
+                dev.event(modules_line, module, module_begin, device_t - module_begin, program_id=program_id,
+                          group_id=step)
+            t += 2 * US
+        if steps_line is not None:
+            dev.event(steps_line, f"{step}", step_begin, device_t - step_begin, step_num=step)
+        t = max(t, device_t) + 2 * US
+        host.event(python, "train", begin, t - begin, _r=1, step_num=step)
+        t += 8 * US
+
+
+def empty_gpu(space):
+    """small.xplane.pb (TensorFlow on CPU) with a GPU plane that recorded nothing."""
+    space.MergeFrom(xplane_pb2.XSpace.FromString((Path(sys.argv[1]).parent / "small.xplane.pb").read_bytes()))
+    space.planes.add(id=99, name="/device:GPU:0")
+
+
+VARIANTS = {
+    "gpu_tf": tf_gpu,
+    "gpu_tf2": tf_two_gpus,
+    "gpu_jax": lambda s: jax_device(s, "/device:GPU:0", "Nvidia"),
+    "rocm_jax": lambda s: jax_device(s, "/device:GPU:0", "AMD"),
+    "tpu_jax": lambda s: jax_device(s, "/device:TPU:0", "", tpu=True),
+    "small_emptygpu": empty_gpu,
+}
+
+
+def in_time_order(space) -> None:
+    """Tracers' lines are in time order, enclosing events first (XProf's grouping needs it)."""
+    for plane in space.planes:
+        for line in plane.lines:
+            events = sorted((xplane_pb2.XEvent.FromString(e.SerializeToString()) for e in line.events),
+                            key=lambda e: (e.offset_ps, -e.duration_ps))
+            del line.events[:]
+            line.events.extend(events)
+
+
+def write(target: Path, data) -> None:
+    data = data.encode() if isinstance(data, str) else data
+    if len(data) > 64 << 10:
+        target = target.with_name(target.name + ".gz")
+        with open(target, "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9, mtime=0) as z:
+            z.write(data)
+    else:
+        target.write_bytes(data)
+    print(target, len(data))
+
+
+def main():
+    if sys.argv[2:3] == ["--big"]:  # benchmarks: gpu_tf of 20,000 steps (about 480,000 events) to a path
+        global STEPS
+        STEPS = 20_000
+        space = xplane_pb2.XSpace()
+        space.hostnames.append("gpuhost")
+        tf_gpu(space)
+        in_time_order(space)
+        Path(sys.argv[3]).write_bytes(space.SerializeToString())
+        return
+    folder = Path(sys.argv[1])
+    out = folder / "tools"
+    out.mkdir(exist_ok=True)
+    only = sys.argv[2:] or [*VARIANTS, "gpu_tf+gpu_tf2"]
+    if "gpu_tf+gpu_tf2" in only:  # a session of two hosts with GPUs (XProf takes the list)
+        only.remove("gpu_tf+gpu_tf2")
+        for tool in TOOLS:
+            with tempfile.TemporaryDirectory() as tmp:
+                copies = []
+                for k, name in enumerate(("gpu_tf", "gpu_tf2")):
+                    copies.append(Path(tmp) / f"host{k}.xplane.pb")
+                    shutil.copyfile(folder / f"{name}.xplane.pb", copies[-1])
+                data, _ = raw_to_tool_data.xspace_to_tool_data([str(c) for c in copies], tool,
+                                                                {"use_saved_result": False})
+            write(out / f"gpu_tf+gpu_tf2.{tool}.json", data)
+    for name in only:
+        space = xplane_pb2.XSpace()
+        if name != "small_emptygpu":
+            space.hostnames.append("gpuhost")
+        VARIANTS[name](space)
+        in_time_order(space)
+        path = folder / f"{name}.xplane.pb"
+        path.write_bytes(space.SerializeToString(deterministic=True))
+        for tool in TOOLS:
+            for suffix, params in [("", {})] + ([(".by_category", {"group_by": "category"})]
+                                                if tool == "op_profile" else []):
+                with tempfile.TemporaryDirectory() as tmp:
+                    copy = Path(tmp) / path.name
+                    shutil.copyfile(path, copy)
+                    data, _ = raw_to_tool_data.xspace_to_tool_data([str(copy)], tool,
+                                                                    {"use_saved_result": False, **params})
+                write(out / f"{name}.{tool}{suffix}.json", data)
+
+
+if __name__ == "__main__":
+    main()

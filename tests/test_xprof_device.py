@@ -1,0 +1,179 @@
+"""XProf's tools of XSpaces with device planes (GPU of TensorFlow and of
+JAX, a ROCm-named GPU, TPU) against XProf 2.24.2's own converter output
+(tests/data/xprof/device/tools/, made with the XSpaces by
+tests/data/producers/xprof_device_planes.py): the same tables, rows and
+properties, numbers within 1e-6 relative, through `profscope export`.
+Tools not computed for a kind of device plane yet say so (a clear message
+and a non-zero exit)."""
+
+import json
+import shutil
+
+import pytest
+from conftest import DATA
+from test_xprof_tools import assert_same, export
+
+from profscope.models.analysis.xprof.device_op_metrics import parse_kernel_details
+from profscope.protos import xplane_pb2
+from profscope.viewer.cli import main
+
+XPROF = DATA / "xprof" / "device"
+VARIANTS = ("gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "tpu_jax")
+ALL_TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "hlo_stats",
+             "op_profile", "roofline_model")
+# (variant, tool) pairs Profscope computes, each equal to XProf's answer.
+COMPUTED = [
+    *[(v, "kernel_stats") for v in VARIANTS],
+    *[(v, t) for v in ("gpu_tf", "gpu_tf2") for t in ALL_TOOLS if t != "kernel_stats"],
+    ("gpu_jax", "input_pipeline_analyzer"),
+    ("rocm_jax", "input_pipeline_analyzer"),
+    ("tpu_jax", "framework_op_stats"),
+    *[(v, t) for v in ("tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
+    ("small_emptygpu", "roofline_model"),
+    # small.xplane.pb with a GPU plane that recorded nothing.
+    *[("small_emptygpu", t) for t in ("kernel_stats", "framework_op_stats", "overview_page",
+                                      "input_pipeline_analyzer")],
+]
+# What is not computed yet, with the reason the message gives.
+REFUSED = [
+    *[(v, t, "cost analysis") for v in ("gpu_jax", "rocm_jax")
+      for t in ("framework_op_stats", "overview_page", "hlo_stats", "op_profile", "roofline_model")],
+    *[("tpu_jax", t, "step analysis") for t in ("overview_page", "input_pipeline_analyzer")],
+    ("tpu_jax", "roofline_model", "roofline_model of TPU"),
+]
+
+
+def xprof_answer(name: str, tool: str):
+    return json.loads((XPROF / "tools" / f"{name}.{tool}.json").read_bytes())
+
+
+@pytest.mark.parametrize(("name", "tool"), COMPUTED)
+def test_export_equals_xprofs(tmp_path, name, tool):
+    assert_same(export(tmp_path, XPROF / f"{name}.xplane.pb", tool), xprof_answer(name, tool))
+
+
+@pytest.mark.parametrize("name", ["gpu_tf", "gpu_tf2", "tpu_jax", "small_emptygpu"])
+def test_op_profile_by_category_equals_xprofs(tmp_path, name):
+    got = export(tmp_path, XPROF / f"{name}.xplane.pb", "op_profile", "--param", "group_by=category")
+    assert_same(got, xprof_answer(name, "op_profile.by_category"))
+
+
+@pytest.mark.parametrize(("name", "tool", "why"), REFUSED)
+def test_not_computed_yet_says_so(tmp_path, capsys, name, tool, why):
+    assert main(["export", str(XPROF / f"{name}.xplane.pb"), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
+    err = capsys.readouterr().err
+    assert why in err and "/device:" in err and "Traceback" not in err
+
+
+def rows(table):
+    return [[c["v"] for c in r["c"]] for r in table["rows"]]
+
+
+def test_kernel_rows_as_xprof_2_24_2_gives_them(tmp_path):
+    table = rows(export(tmp_path, XPROF / "gpu_tf.xplane.pb", "kernel_stats"))
+    by_name = {r[1]: r for r in table}
+    # h884 and 16816 kernels use TensorCores; an sgemm does not, though its op (MatMul) is eligible.
+    assert by_name["volta_h884cudnn_256x64_ldg8_relu_exp_small_nhwc_tn_v1"][7:9] == [True, True]
+    assert by_name["volta_sgemm_128x64_nn"][7:9] == [True, False]
+    # XProf 2.24.2 keeps a kernel of less than a nanosecond (upstream's newer source skips it).
+    tiny = by_name["void cudnn::ops::nchwToNhwcKernel<float>"]
+    assert tiny[9:] == ["model/conv/Conv2D", 8.0, 0.028, 0.003, 0.0, 0.007]
+    assert tiny[3] == 4096.0 and tiny[4:6] == ["32,8,1", "16,4,1"]
+    # Occupancy passes through a float32, as in XProf's proto.
+    assert by_name["ampere_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn"][6] == pytest.approx(8.300000190734863,
+                                                                                                  rel=1e-12)
+    assert [r[0] for r in table] == [float(i) for i in range(1, len(table) + 1)]
+
+
+def test_jax_kernels_name_their_framework_op_from_the_hlo(tmp_path):
+    table = rows(export(tmp_path, XPROF / "gpu_jax.xplane.pb", "kernel_stats"))
+    ops = {r[1]: (r[9], r[7]) for r in table}
+    assert ops["ynn_fusion.2"] == ("jit(train_step)/jvp()/dot_general", True)
+    assert ops["tanh_bitcast_fusion"] == ("jit(spread)/tanh", False)
+
+
+def test_device_rows_lead_framework_op_stats(tmp_path):
+    with_idle, without_idle = export(tmp_path, XPROF / "gpu_tf.xplane.pb", "framework_op_stats")
+    first = rows(with_idle)[0]
+    assert first[1:5] == ["Device", "Conv2D", "model/conv/Conv2D", 8.0]  # two kernels per run: 8 occurrences
+    assert first[17] == pytest.approx(440.028 / 440.056)  # the TensorCore kernel's share of the op's kernel time
+    assert "IDLE" not in [r[3] for r in rows(without_idle)]
+
+
+def test_two_gpus_steps_and_precision(tmp_path):
+    """Two GPUs: a step spans its kernels on the GPU where they span longest, copies count as input/output,
+    NCCL kernels as collectives; little 16-bit compute gets XProf's precision advice."""
+    overview = export(tmp_path, XPROF / "gpu_tf2.xplane.pb", "overview_page")
+    steps = rows(overview[1])
+    assert steps[0][0] == "1" and steps[0][3] > 0 and steps[0][6] > 0  # collectives, input
+    assert overview[2]["p"]["device_type"] == "Nvidia GPU (Ampere)" and overview[2]["p"]["device_core_count"] == "2"
+    assert overview[3]["p"]["precision_statement"].startswith("Only 9.0% of device computation is 16 bit.")
+
+
+def test_kernel_details_parsing():
+    assert parse_kernel_details("regs:32 static_shared:0 dynamic_shared:16 grid:2,1,1 block:64,2,1 occ_pct:50.5") \
+        == (32, 0, 16, (64, 2, 1), (2, 1, 1), 50.5)
+    # Unreadable tokens leave XProf's defaults.
+    assert parse_kernel_details("regs:x grid:1,2 block bogus") == (0, 0, 0, (1, 1, 1), (1, 1, 1), 0.0)
+
+
+def test_tpu_ops_with_symbols_are_not_half_answered(tmp_path, capsys):
+    """XProf counts a TPU op by its metadata's program_id and symbol_id; those are not computed here, so a
+    TPU plane with such ops gets a message, not the device's bare span as IDLE."""
+    space = xplane_pb2.XSpace.FromString((XPROF / "tpu_jax.xplane.pb").read_bytes())
+    tpu = next(p for p in space.planes if p.name == "/device:TPU:0")
+    ids = {}
+    for name in ("program_id", "symbol_id"):
+        ids[name] = max(tpu.stat_metadata) + 1
+        tpu.stat_metadata[ids[name]].id = ids[name]
+        tpu.stat_metadata[ids[name]].name = name
+    ops = next(line for line in tpu.lines if line.name == "XLA Ops")
+    metadata = tpu.event_metadata[ops.events[0].metadata_id]
+    metadata.stats.add(metadata_id=ids["program_id"], int64_value=16)
+    metadata.stats.add(metadata_id=ids["symbol_id"], int64_value=3)
+    path = tmp_path / "tpu.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    assert main(["export", str(path), "--tool", "framework_op_stats", "-o", str(tmp_path / "o.json")]) != 0
+    err = capsys.readouterr().err
+    assert "TPU op metrics" in err and "Traceback" not in err
+
+
+def test_gpu_roofs_from_the_device_capabilities():
+    """XProf's peaks: FLOPs per SM and cycle by architecture x clock x SMs; HBM from memory_bandwidth;
+    shared memory 256 bytes per SM and cycle on NVIDIA, by architecture on AMD (unknown: zero)."""
+    from profscope.models.analysis.xprof.device_op_metrics import gpu_roofs
+
+    volta = {"device_vendor": "Nvidia", "compute_cap_major": 7, "compute_cap_minor": 0, "clock_rate": 1_530_000,
+             "core_count": 80, "memory_bandwidth": 900_000_000_000}
+    roofs = gpu_roofs(volta)
+    assert roofs.peak_gflops == pytest.approx(1024 * 1.53 * 80)
+    assert roofs.shared_bytes_per_s == pytest.approx(256 * 1.53e9 * 80)
+    hopper = gpu_roofs({**volta, "compute_cap_major": 9})
+    assert hopper.peak_gflops == pytest.approx(4096 * 1.53 * 80)
+    newer = gpu_roofs({**volta, "compute_cap_major": 12})  # unknown: the newest known architecture's
+    assert newer.peak_gflops == pytest.approx(8192 * 1.53 * 80)
+    amd = gpu_roofs({**volta, "device_vendor": "AMD", "compute_cap_major": 9, "compute_cap_minor": 4})
+    assert amd.peak_gflops == pytest.approx(2048 * 1.53 * 80) and amd.shared_bytes_per_s == pytest.approx(
+        128 * 1.53e9 * 80)
+    assert gpu_roofs({**volta, "device_vendor": "AMD"}).peak_gflops == 0.0
+
+
+@pytest.mark.parametrize("tool", ["kernel_stats", "framework_op_stats", "hlo_stats", "op_profile"])
+def test_two_hosts_with_gpus_equal_xprofs(tmp_path, tool):
+    """A session of two hosts with GPUs (gpu_tf, gpu_tf2): kernels and device ops of both, as XProf adds them."""
+    session = tmp_path / "run"
+    session.mkdir()
+    shutil.copy(XPROF / "gpu_tf.xplane.pb", session / "a.xplane.pb")
+    shutil.copy(XPROF / "gpu_tf2.xplane.pb", session / "b.xplane.pb")
+    assert_same(export(tmp_path, session, tool), xprof_answer("gpu_tf+gpu_tf2", tool))
+
+
+@pytest.mark.parametrize("tool", ["overview_page", "input_pipeline_analyzer", "roofline_model"])
+def test_two_hosts_with_gpus_steps_say_not_computed(tmp_path, capsys, tool):
+    session = tmp_path / "run"
+    session.mkdir()
+    shutil.copy(XPROF / "gpu_tf.xplane.pb", session / "a.xplane.pb")
+    shutil.copy(XPROF / "gpu_tf2.xplane.pb", session / "b.xplane.pb")
+    assert main(["export", str(session), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
+    err = capsys.readouterr().err
+    assert "several hosts with GPU planes" in err and "Traceback" not in err
