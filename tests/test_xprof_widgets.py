@@ -51,3 +51,24 @@ def test_view_shows_each_tool(qtbot):
     assert ops.table.model.rowCount() == rows_without_idle + 1
     view.set_data({"errors": ["framework_op_stats: a reason"]})
     assert view.message.text() == "framework_op_stats: a reason"
+
+
+def test_gpu_pages_read_in_units_that_fit(qtbot):
+    """Sub-millisecond GPU steps get a time axis in us (not "0.0 ms" three times), a kernel table's numbers keep
+    no trailing zeros, and a roofline without FLOP counts says why it has no points."""
+    gpu = DATA / "xprof" / "device" / "gpu_tf2.xplane.pb"
+    view = XprofStatsView()
+    qtbot.addWidget(view)
+    view.set_data({t: json.loads(XPROF_TOOLS[t]([gpu], {}, TaskState()).output)
+                   for t in ("overview_page", "kernel_stats", "roofline_model")})
+    steps = view.pages["overview_page"].chart
+    top_ms = max(sum(v) for v in steps.values)
+    assert top_ms < 1
+    assert steps.axis_labels() == ["0 us", f"{top_ms * 500:.3g} us", f"{top_ms * 1000:.3g} us"]
+    table = view.pages["kernel_stats"].table.model
+    occupancy = table.ids.index("occupancy_pct")
+    assert sorted(table.data(table.index(r, occupancy)) for r in range(table.rowCount())) == ["100", "12.5", "25",
+                                                                                             "50"]
+    roofline = view.pages["roofline_model"]
+    assert roofline.points.data.size == 0
+    assert roofline.hover.text().startswith("No op to place: none of the 22 rows has a FLOP rate")

@@ -112,6 +112,11 @@ class RooflinePage(QWidget):
         self.message.setVisible(empty)
         self.plot.setVisible(not empty)
         self.hover.setVisible(not empty)
+        if not empty and not keep.any():  # roofs without points: say why rather than leave the chart bare
+            self.hover.setText(f"No op to place: none of the {len(xs):,} rows has a FLOP rate and an operational "
+                               "intensity (the profile's ops carry no FLOP or byte counts).")
+        elif not empty:
+            self.hover.setText(" ")
         item.enableAutoRange()
 
     def _hovered(self, _item, points, _event) -> None:

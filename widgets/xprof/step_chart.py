@@ -8,6 +8,7 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QPainter, QPen
 from PySide6.QtWidgets import QToolTip, QWidget
 
+from profscope.models.core.units import time_unit
 from profscope.widgets.palette import Scheme
 
 # The step table's time columns (by id) in stacking order, with colours.
@@ -71,6 +72,13 @@ class StepChart(QWidget):
     def _scale(self) -> float:
         return max((sum(v) for v in self.values), default=0.0) or 1.0
 
+    def axis_labels(self) -> list[str]:
+        """The time axis' labels at 0, half and the top, in one unit that suits the top (sub-millisecond GPU steps
+        read in us)."""
+        top = self._scale()
+        size, unit = time_unit(top * 1e9)
+        return [f"{top * frac * 1e9 / size:.3g} {unit}" for frac in (0.0, 0.5, 1.0)]
+
     def paintEvent(self, event) -> None:
         scheme = Scheme.of(self)
         p = QPainter(self)
@@ -91,13 +99,12 @@ class StepChart(QWidget):
             p.drawText(r, Qt.AlignCenter, "No steps")
             return
         top = self._scale()
-        # Axis: 0, half and the top, in ms.
         p.setPen(QPen(scheme.shade(0.3)))
-        for frac in (0.0, 0.5, 1.0):
+        for frac, label in zip((0.0, 0.5, 1.0), self.axis_labels()):
             yy = r.bottom() - frac * r.height()
             p.drawLine(int(r.left()), int(yy), int(r.right()), int(yy))
             p.drawText(QRectF(0, yy - fm.height() / 2, r.left() - 6, fm.height()), Qt.AlignRight | Qt.AlignVCenter,
-                       f"{top * frac:.1f} ms")
+                       label)
         n = len(self.values)
         pitch = r.width() / n
         bar = max(pitch * 0.8, 1.0)

@@ -71,7 +71,8 @@ class DataTableModel(StatsTableModel):
             v = float(value)
             if v != v:
                 return ""
-            return f"{v:,.0f}" if v == int(v) and abs(v) < 1e15 else f"{v:,.3f}"
+            # up to 3 decimals, without trailing zeros: a column reads 25 and 12.5, not 25 and 12.500
+            return f"{v:,.0f}" if v == int(v) and abs(v) < 1e15 else f"{v:,.3f}".rstrip("0").rstrip(".")
         return StatsTableModel.format(value, kind)
 
 
