@@ -23,6 +23,8 @@
  *       copied into one bytes object.
  *   stat_columns(buf, spans, field, ids) -> XStat (xplane.proto) values of
  *       chosen metadata ids, one column per id.
+ *   stat_entries(buf, offsets, lengths, rows, field, ids) -> the same values
+ *       only where present, as entries (message, id, value).
  *
  * Malformed data (a varint or field running past its message) raises
  * ValueError naming the offset, never reads out of bounds.
@@ -342,10 +344,67 @@ done:
     return Py_BuildValue("(NN)", blob, offsets);
 }
 
-/* XStat (xplane.proto) values of chosen stat metadata ids, one column per id,
- * for the messages at `spans` whose repeated XStat sits at field `field`.
- * XStat: metadata_id = 1, then one of double_value = 2, uint64_value = 3,
- * int64_value = 4, str_value = 5, bytes_value = 6, ref_value = 7.
+/* One XStat (xplane.proto): metadata_id = 1, then one of double_value = 2,
+ * uint64_value = 3, int64_value = 4, str_value = 5, bytes_value = 6,
+ * ref_value = 7. case is the value's field number (0: none); value the
+ * number, the double's bits, the ref id or the string's offset in base;
+ * length the string's length. */
+typedef struct {
+    int64_t metadata_id, value, length;
+    int value_case;
+} XStat;
+
+/* Reads the XStat at st; returns -1, else the offset of the malformed byte. */
+static Py_ssize_t read_xstat(Cursor st, const uint8_t *base, XStat *out) {
+    *out = (XStat){0, 0, 0, 0};
+    while (st.p < st.end) {
+        uint64_t t, v;
+        if (!read_varint(&st, &t)) return st.p - base;
+        int number = (t >> 3) <= 7 ? (int)(t >> 3) : 0, wire = (int)(t & 7);
+        if (wire == 0 && (number == 1 || number == 3 || number == 4 || number == 7)) {
+            if (!read_varint(&st, &v)) return st.p - base;
+            if (number == 1) out->metadata_id = (int64_t)v;
+            else { out->value_case = number; out->value = (int64_t)v; out->length = 0; }
+        } else if (wire == 1 && number == 2) {
+            if (st.end - st.p < 8) return st.p - base;
+            memcpy(&out->value, st.p, 8);
+            st.p += 8;
+            out->value_case = 2;
+            out->length = 0;
+        } else if (wire == 2 && (number == 5 || number == 6)) {
+            if (!read_varint(&st, &v) || v > (uint64_t)(st.end - st.p)) return st.p - base;
+            out->value_case = number;
+            out->value = st.p - base;
+            out->length = (int64_t)v;
+            st.p += v;
+        } else if (!skip_field(&st, wire)) {
+            return st.p - base;
+        }
+    }
+    return -1;
+}
+
+/* The next XStat at field `field` of the message c walks: 1 when one was
+ * read into *out, 0 at the message's end, -1 when malformed (*bad_at set). */
+static int next_xstat(Cursor *c, const uint8_t *base, int field, XStat *out, Py_ssize_t *bad_at) {
+    while (c->p < c->end) {
+        uint64_t tag, n_stat;
+        if (!read_varint(c, &tag)) { *bad_at = c->p - base; return -1; }
+        if ((tag >> 3) != (uint64_t)field || (tag & 7) != 2) {
+            if (!skip_field(c, (int)(tag & 7))) { *bad_at = c->p - base; return -1; }
+            continue;
+        }
+        if (!read_varint(c, &n_stat) || n_stat > (uint64_t)(c->end - c->p)) { *bad_at = c->p - base; return -1; }
+        Cursor st = {c->p, c->p + n_stat};
+        c->p += n_stat;
+        if ((*bad_at = read_xstat(st, base, out)) >= 0) return -1;
+        return 1;
+    }
+    return 0;
+}
+
+/* XStat values of chosen stat metadata ids, one column per id, for the
+ * messages at `spans` whose repeated XStat sits at field `field`.
  * Returns (case int8[n, k]: the value's field number, 0 when absent;
  * value int64[n, k]: the number, the double's bits, the ref id or the
  * string's offset; length int64[n, k]: the string's length). */
@@ -378,48 +437,13 @@ static PyObject *stat_columns(PyObject *Py_UNUSED(self), PyObject *args) {
         if (off < 0) continue;
         if (len < 0 || off + len > view.len) { bad_at = off; break; }
         Cursor c = {base + off, base + off + len};
-        while (c.p < c.end && bad_at < 0) {
-            uint64_t tag, n_stat;
-            if (!read_varint(&c, &tag)) { bad_at = c.p - base; break; }
-            if ((tag >> 3) != (uint64_t)field || (tag & 7) != 2) {
-                if (!skip_field(&c, (int)(tag & 7))) bad_at = c.p - base;
-                continue;
-            }
-            if (!read_varint(&c, &n_stat) || n_stat > (uint64_t)(c.end - c.p)) { bad_at = c.p - base; break; }
-            Cursor st = {c.p, c.p + n_stat};
-            c.p += n_stat;
-            int64_t metadata_id = 0, value = 0, length = 0;
-            int value_case = 0;
-            while (st.p < st.end) {
-                uint64_t t, v;
-                if (!read_varint(&st, &t)) { bad_at = st.p - base; break; }
-                int number = (t >> 3) <= 7 ? (int)(t >> 3) : 0, wire = (int)(t & 7);
-                if (wire == 0 && (number == 1 || number == 3 || number == 4 || number == 7)) {
-                    if (!read_varint(&st, &v)) { bad_at = st.p - base; break; }
-                    if (number == 1) metadata_id = (int64_t)v;
-                    else { value_case = number; value = (int64_t)v; length = 0; }
-                } else if (wire == 1 && number == 2) {
-                    if (st.end - st.p < 8) { bad_at = st.p - base; break; }
-                    memcpy(&value, st.p, 8);
-                    st.p += 8;
-                    value_case = 2;
-                    length = 0;
-                } else if (wire == 2 && (number == 5 || number == 6)) {
-                    if (!read_varint(&st, &v) || v > (uint64_t)(st.end - st.p)) { bad_at = st.p - base; break; }
-                    value_case = number;
-                    value = st.p - base;
-                    length = (int64_t)v;
-                    st.p += v;
-                } else if (!skip_field(&st, wire)) {
-                    bad_at = st.p - base;
-                    break;
-                }
-            }
+        XStat x;
+        while (next_xstat(&c, base, field, &x, &bad_at) > 0) {
             for (npy_intp j = 0; j < k; j++) {
-                if (want[j] == metadata_id) {
-                    cs[r * k + j] = (int8_t)value_case;
-                    vs[r * k + j] = value;
-                    ls[r * k + j] = length;
+                if (want[j] == x.metadata_id) {
+                    cs[r * k + j] = (int8_t)x.value_case;
+                    vs[r * k + j] = x.value;
+                    ls[r * k + j] = x.length;
                     break;
                 }
             }
@@ -438,6 +462,121 @@ done:
     return out;
 }
 
+/* A growable column of stat entries (stat_entries). */
+typedef struct {
+    int64_t *at, *value, *length;
+    int32_t *which;
+    int8_t *value_case;
+    npy_intp count, cap;
+} Entries;
+
+static int entries_grow(Entries *e) {
+    npy_intp cap = e->cap ? 2 * e->cap : 1024;
+    int64_t *at = PyMem_RawRealloc(e->at, sizeof(int64_t) * cap);
+    if (at) e->at = at;
+    int64_t *value = PyMem_RawRealloc(e->value, sizeof(int64_t) * cap);
+    if (value) e->value = value;
+    int64_t *length = PyMem_RawRealloc(e->length, sizeof(int64_t) * cap);
+    if (length) e->length = length;
+    int32_t *which = PyMem_RawRealloc(e->which, sizeof(int32_t) * cap);
+    if (which) e->which = which;
+    int8_t *value_case = PyMem_RawRealloc(e->value_case, (size_t)cap);
+    if (value_case) e->value_case = value_case;
+    if (!at || !value || !length || !which || !value_case) return 0;
+    e->cap = cap;
+    return 1;
+}
+
+static void entries_free(Entries *e) {
+    PyMem_RawFree(e->at);
+    PyMem_RawFree(e->value);
+    PyMem_RawFree(e->length);
+    PyMem_RawFree(e->which);
+    PyMem_RawFree(e->value_case);
+}
+
+/* A numpy array copied from raw memory. */
+static PyObject *array_of(const void *data, npy_intp n, int type) {
+    npy_intp dims[1] = {n};
+    PyObject *a = PyArray_SimpleNew(1, dims, type);
+    if (a && n) memcpy(PyArray_DATA((PyArrayObject *)a), data, (size_t)n * PyArray_ITEMSIZE((PyArrayObject *)a));
+    return a;
+}
+
+/* stat_entries(buf, offsets, lengths, rows, field, ids): stat_columns'
+ * values as entries, only where present: the messages are offsets[rows[i]],
+ * lengths[rows[i]] (i the entry's `at`). Returns (at int64[m], which
+ * int32[m]: index into ids, case int8[m], value int64[m], length int64[m]),
+ * by message, each message's in the order its stats first appear; as in
+ * stat_columns a later stat of the same id overwrites the earlier. For the
+ * few events of millions that carry a stat, without n x k columns. */
+static PyObject *stat_entries(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *obj, *off_obj, *len_obj, *rows_obj, *ids_obj;
+    int field;
+    if (!PyArg_ParseTuple(args, "OOOOiO", &obj, &off_obj, &len_obj, &rows_obj, &field, &ids_obj)) return NULL;
+    PyArrayObject *offsets = as_column(off_obj, NPY_INT64), *lens = as_column(len_obj, NPY_INT32);
+    PyArrayObject *rows = as_column(rows_obj, NPY_INT64), *ids = as_column(ids_obj, NPY_INT64);
+    PyObject *out = NULL;
+    Entries e = {0};
+    Py_buffer view;
+    int have_view = 0;
+    if (!offsets || !lens || !rows || !ids) goto done;
+    npy_intp n = PyArray_DIM(rows, 0), k = PyArray_DIM(ids, 0), total = PyArray_DIM(offsets, 0);
+    if (PyArray_DIM(lens, 0) != total) {
+        PyErr_SetString(PyExc_ValueError, "offsets and lengths differ in length");
+        goto done;
+    }
+    if (get_buffer(obj, &view) < 0) goto done;
+    have_view = 1;
+    const uint8_t *base = view.buf;
+    const int64_t *off = PyArray_DATA(offsets), *rw = PyArray_DATA(rows), *want = PyArray_DATA(ids);
+    const int32_t *ln = PyArray_DATA(lens);
+    Py_ssize_t bad_at = -1;
+    int failed = 0; /* 1: out of memory, 2: a row outside the messages */
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp i = 0; i < n && bad_at < 0 && !failed; i++) {
+        if (rw[i] < 0 || rw[i] >= total) { failed = 2; break; }
+        int64_t o = off[rw[i]], len = ln[rw[i]];
+        if (o < 0) continue;
+        if (len < 0 || o + len > view.len) { bad_at = o; break; }
+        Cursor c = {base + o, base + o + len};
+        npy_intp first = e.count; /* this message's entries */
+        XStat x;
+        while (next_xstat(&c, base, field, &x, &bad_at) > 0) {
+            npy_intp j = 0;
+            while (j < k && want[j] != x.metadata_id) j++;
+            if (j == k) continue;
+            npy_intp slot = first;
+            while (slot < e.count && e.which[slot] != (int32_t)j) slot++;
+            if (slot == e.count) {
+                if (e.count == e.cap && !entries_grow(&e)) { failed = 1; break; }
+                e.count++;
+            }
+            e.at[slot] = i;
+            e.which[slot] = (int32_t)j;
+            e.value_case[slot] = (int8_t)x.value_case;
+            e.value[slot] = x.value;
+            e.length[slot] = x.length;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (failed == 1) PyErr_NoMemory();
+    else if (failed == 2) PyErr_SetString(PyExc_ValueError, "row outside the messages");
+    else if (bad_at >= 0) malformed(bad_at);
+    else
+        out = Py_BuildValue("(NNNNN)", array_of(e.at, e.count, NPY_INT64), array_of(e.which, e.count, NPY_INT32),
+                            array_of(e.value_case, e.count, NPY_INT8), array_of(e.value, e.count, NPY_INT64),
+                            array_of(e.length, e.count, NPY_INT64));
+done:
+    entries_free(&e);
+    if (have_view) PyBuffer_Release(&view);
+    Py_XDECREF(offsets);
+    Py_XDECREF(lens);
+    Py_XDECREF(rows);
+    Py_XDECREF(ids);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"find_fields", find_fields, METH_VARARGS,
      "find_fields(buf, start, end, numbers) -> [int64[k, 2] spans per field number]"},
@@ -450,6 +589,8 @@ static PyMethodDef methods[] = {
      "intern_strings(buf, spans) -> (int32 ids, list of unique str, id 0 = '')"},
     {"stat_columns", stat_columns, METH_VARARGS,
      "stat_columns(buf, spans, field, ids) -> (int8 value case[n, k], int64 value[n, k], int64 length[n, k])"},
+    {"stat_entries", stat_entries, METH_VARARGS,
+     "stat_entries(buf, offsets, lengths, rows, field, ids) -> (at, which, case, value, length) where present"},
     {NULL, NULL, 0, NULL},
 };
 

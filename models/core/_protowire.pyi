@@ -14,3 +14,6 @@ def intern_strings(buf: _Buffer, spans: np.ndarray, /) -> tuple[np.ndarray, list
 def stat_columns(
     buf: _Buffer, spans: np.ndarray, field: int, ids: Any, /
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+def stat_entries(
+    buf: _Buffer, offsets: np.ndarray, lengths: np.ndarray, rows: np.ndarray, field: int, ids: Any, /
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...

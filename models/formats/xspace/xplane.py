@@ -179,22 +179,28 @@ class XSpaceData:
         line_ps = np.array([ln.timestamp_ns for ln in self.lines], np.int64) * 1000
         return line_ps[self.events.line[rows]] + self.events.offset_ps[rows]
 
-    def stats(self, rows: np.ndarray, plane: int, names: list[str], chunk: int = 1 << 15) -> dict[str, StatColumn]:
-        """Named stats of the given events (all of one plane), read in chunks
-        and kept only where present. As XProf's GetStat: the event's own
-        stats (not its metadata's), the last occurrence winning."""
+    def stats(self, rows: np.ndarray, plane: int, names: list[str], chunk: int = 1 << 17) -> dict[str, StatColumn]:
+        """Named stats of the given events (all of one plane, in file order),
+        read in chunks (each one's pages given back when done) and kept only
+        where present. As XProf's GetStat: the event's own stats (not its
+        metadata's), the last occurrence winning."""
         p = self.planes[plane]
         wanted = [(sid, name) for name in names for sid in p.stat_ids(name)]
         ids = np.asarray([sid for sid, _ in wanted], np.int64)
         found: dict[str, list] = {name: [] for name in names}
+        ev = self.events
         for a in range(0, len(rows) if len(ids) else 0, chunk):
-            part = self.events.spans(rows[a : a + chunk])
-            cases, values, lengths = self._stat_columns(part, ids)
-            self.release_spans(part)
+            part = rows[a : a + chunk]
+            try:
+                at, which, cases, values, lengths = wire.stat_entries(self.buf, ev.byte_offset, ev.byte_length, part,
+                                                                      EVENT_STATS, ids)
+            except ValueError as e:
+                raise self.corrupt_stats(e) from None
+            self.release_spans(ev.spans(part[[0, -1]]))
             for k, (_sid, name) in enumerate(wanted):
-                here = np.flatnonzero(cases[:, k])
-                if len(here):
-                    found[name].append((a + here, cases[here, k], values[here, k], lengths[here, k]))
+                here = np.flatnonzero(which == k) if len(wanted) > 1 else slice(None)
+                if len(at[here]):
+                    found[name].append((a + at[here], cases[here], values[here], lengths[here]))
         return {name: StatColumn.join(len(rows), parts) for name, parts in found.items()}
 
     def dense_stats(self, spans: np.ndarray, plane: int, names: list[str], chunk: int = 1 << 16) -> DenseStats:
