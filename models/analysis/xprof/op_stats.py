@@ -149,6 +149,9 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
             raise ProfileError(f"{space.path}: Profscope computes XProf's OpStats tools of host threads only; this "
                                f"profile has device planes ({', '.join(devices[:3])}), whose analysis it lacks")
     task.report(0.7, "Host ops")
+    if steps:  # host ops and step groups read stats of the same events: one pass over them for both
+        for s in spaces:
+            _keep_host_stats(s)
     dbs = [host_op_metrics(s) for s in spaces]
     stats = OpStats(combine(dbs))
     stats.errors = sorted({e for s in spaces for e in s.errors})
@@ -164,7 +167,24 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
         stats.steps = step_dbs[0].first(n)
         stats.step_ps = np.max([d.duration_ps[:n] for d in step_dbs], axis=0) if n else np.zeros(0, np.int64)
         stats.is_training = any(is_training(s) for s in spaces)
+        for s in spaces:
+            s.kept = None
     return stats  # CPU only: device planes were refused above
+
+
+HOST_OP_STATS = ("input_pipeline_stage_id", "input_pipeline_stage_category", "is_eager", "tf_op")
+INPUT_STAGE_STATS = ("input_pipeline_stage_name", "consumer_type", "consumer_id", "producer_type", "producer_id")
+
+
+def _keep_host_stats(space: XSpaceData) -> None:
+    """Every stat host_op_metrics and host_step_db read of the host's events, in one pass."""
+    from profscope.models.formats.xspace import groups
+
+    plane = space.plane_named(HOST_PLANE)
+    if plane >= 0:
+        a, b = space.plane_rows(plane)
+        names = {*HOST_OP_STATS, *INPUT_STAGE_STATS, *groups.GROUP_STATS, *groups.EXECUTOR_STATS, *groups.NAME_STATS}
+        space.keep_stats(a + np.flatnonzero(~space.events.aggregated[a:b]), plane, sorted(names))
 
 
 def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
@@ -181,8 +201,7 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
     derived = ((line_ids & 0xFFFFFFFF) - DERIVED_LINE_MIN) % (1 << 32) < DERIVED_LINE_COUNT
     rows = rows[~derived[ev.line[rows]]]
 
-    stat_names = [n for n in ("input_pipeline_stage_id", "input_pipeline_stage_category", "is_eager", "tf_op")
-                  if p.stat_ids(n)]
+    stat_names = [n for n in HOST_OP_STATS if p.stat_ids(n)]
     stats = space.stats(rows, plane, stat_names) if stat_names and len(rows) else {}
     md = ev.metadata_id[rows]
 
@@ -583,8 +602,7 @@ def _root_input_stages(space: XSpaceData, plane: int, rows: np.ndarray) -> np.nd
         return np.zeros(len(rows), bool)
     from profscope.models.data import _nesting
 
-    stats = space.stats(rows, plane, ["input_pipeline_stage_name", "consumer_type", "consumer_id",
-                                      "producer_type", "producer_id"])
+    stats = space.stats(rows, plane, list(INPUT_STAGE_STATS))
     stage = np.zeros(len(rows), bool)
     stage[stats["input_pipeline_stage_name"].rows] = True
     start = space.start_ps(rows)
