@@ -195,9 +195,9 @@ class XSpaceData:
         where present. As XProf's GetStat: the event's own stats (not its
         metadata's), the last occurrence winning."""
         if self.kept is not None and self.kept[0] == plane and set(names) <= self.kept[2].keys():
-            found = _kept_subset(self.kept[1], self.kept[2], rows, names)
-            if found is not None:
-                return found
+            subset = _kept_subset(self.kept[1], self.kept[2], rows, names)
+            if subset is not None:
+                return subset
         p = self.planes[plane]
         wanted = [(sid, name) for name in names for sid in p.stat_ids(name)]
         ids = np.asarray([sid for sid, _ in wanted], np.int64)
