@@ -21,6 +21,10 @@
  *       share an id; absent spans map to "".
  *   gather_spans(buf, spans) -> (bytes, int64 offsets[n + 1]): the spans
  *       copied into one bytes object.
+ *   count_children(buf, spans, number) -> int64[n]: length-delimited
+ *       fields `number` per message
+ *   decode_children(buf, spans, number, fields, count, out): those children
+ *       (count in all) and their varint fields, into preallocated columns
  *   stat_columns(buf, spans, field, ids) -> XStat (xplane.proto) values of
  *       chosen metadata ids, one column per id.
  *   stat_entries(buf, offsets, lengths, rows, field, ids) -> the same values
@@ -344,6 +348,178 @@ done:
     return Py_BuildValue("(NN)", blob, offsets);
 }
 
+/* The length-delimited occurrences of field `number` at the top level of
+ * the message c walks: calls visit(child, ctx) on each; returns -1 when
+ * well-formed, else the offset of the malformed byte (-2: visit failed). */
+static Py_ssize_t each_child(Cursor c, const uint8_t *base, uint64_t number,
+                             int (*visit)(Cursor child, void *ctx), void *ctx) {
+    while (c.p < c.end) {
+        uint64_t tag, len;
+        if (!read_varint(&c, &tag)) return c.p - base;
+        if ((tag >> 3) == number && (tag & 7) == 2) {
+            if (!read_varint(&c, &len) || len > (uint64_t)(c.end - c.p)) return c.p - base;
+            if (!visit((Cursor){c.p, c.p + len}, ctx)) return -2;
+            c.p += len;
+        } else if (!skip_field(&c, (int)(tag & 7))) {
+            return c.p - base;
+        }
+    }
+    return -1;
+}
+
+static int count_one(Cursor child, void *ctx) {
+    (void)child;
+    ++*(int64_t *)ctx;
+    return 1;
+}
+
+/* decode_children's output: where the next child goes and what to read. */
+typedef struct {
+    const uint8_t *base;
+    npy_intp next, room;
+    int64_t *offsets;
+    int32_t *lengths;
+    int column_of[MAX_FIELD + 1];
+    int64_t *columns[MAX_FIELD + 1];
+    Py_ssize_t bad_at;
+} ChildSink;
+
+/* One child: its span, and its wanted varint fields (the last occurrence
+ * wins; absent: 0; another wire type for a wanted number: skipped). */
+static int decode_one(Cursor c, void *ctx) {
+    ChildSink *k = ctx;
+    if (k->next >= k->room) return 0;
+    npy_intp i = k->next++;
+    if (c.end - c.p > INT32_MAX) { k->bad_at = c.p - k->base; return 0; }
+    k->offsets[i] = c.p - k->base;
+    k->lengths[i] = (int32_t)(c.end - c.p);
+    for (int f = 0; f <= MAX_FIELD; f++)
+        if (k->column_of[f] >= 0) k->columns[f][i] = 0;
+    while (c.p < c.end) {
+        uint64_t tag, v;
+        if (!read_varint(&c, &tag)) { k->bad_at = c.p - k->base; return 0; }
+        uint64_t number = tag >> 3;
+        int wire = (int)(tag & 7);
+        if (wire == 0 && number <= MAX_FIELD && k->column_of[number] >= 0) {
+            if (!read_varint(&c, &v)) { k->bad_at = c.p - k->base; return 0; }
+            k->columns[number][i] = (int64_t)v;
+        } else if (!skip_field(&c, wire)) {
+            k->bad_at = c.p - k->base;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* count_children(buf, spans, number) -> int64[n]: how many length-delimited
+ * fields `number` each message has at its top level. */
+static PyObject *count_children(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *obj, *spans_obj;
+    int number;
+    if (!PyArg_ParseTuple(args, "OOi", &obj, &spans_obj, &number)) return NULL;
+    Py_buffer view;
+    PyArrayObject *spans = with_buffer(as_spans(spans_obj), obj, &view);
+    if (!spans) return NULL;
+    npy_intp n = PyArray_DIM(spans, 0);
+    PyObject *counts = PyArray_ZEROS(1, &n, NPY_INT64, 0);
+    Py_ssize_t bad_at = -1;
+    if (counts) {
+        const int64_t *sp = PyArray_DATA(spans);
+        int64_t *out = PyArray_DATA((PyArrayObject *)counts);
+        const uint8_t *base = view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (npy_intp r = 0; r < n && bad_at < 0; r++) {
+            if (sp[2 * r] < 0) continue;
+            if (sp[2 * r + 1] < 0 || sp[2 * r] + sp[2 * r + 1] > view.len) { bad_at = sp[2 * r]; break; }
+            Cursor c = {base + sp[2 * r], base + sp[2 * r] + sp[2 * r + 1]};
+            bad_at = each_child(c, base, (uint64_t)number, count_one, &out[r]);
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&view);
+    Py_DECREF(spans);
+    if (bad_at >= 0) {
+        Py_CLEAR(counts);
+        malformed(bad_at);
+    }
+    return counts;
+}
+
+/* out[j] as a writable 1-d C-contiguous array of the type with room for n. */
+static void *out_column(PyObject *out, Py_ssize_t j, int type, npy_intp n) {
+    PyObject *a = PySequence_Fast_GET_ITEM(out, j);
+    if (!PyArray_Check(a) || PyArray_NDIM((PyArrayObject *)a) != 1 || PyArray_TYPE((PyArrayObject *)a) != type ||
+        !PyArray_ISCARRAY((PyArrayObject *)a) || PyArray_DIM((PyArrayObject *)a, 0) < n) {
+        PyErr_Format(PyExc_ValueError, "output %zd: not a writable contiguous column of the type and length", j);
+        return NULL;
+    }
+    return PyArray_DATA((PyArrayObject *)a);
+}
+
+/* decode_children(buf, spans, number, fields, count, out) -> None: the
+ * children at length-delimited field `number` of the messages (count of
+ * them in all, as count_children says), in order, into preallocated
+ * columns: out = [int64 offsets, int32 lengths, one int64 column per
+ * varint field number in fields]. find_children and decode_messages in one
+ * pass, writing where the caller's columns are (no parts to join). */
+static PyObject *decode_children(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *obj, *spans_obj, *fields_obj, *out_obj;
+    int number;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "OOiOnO", &obj, &spans_obj, &number, &fields_obj, &count, &out_obj)) return NULL;
+    PyObject *fields = PySequence_Fast(fields_obj, "fields must be a sequence");
+    PyObject *out = fields ? PySequence_Fast(out_obj, "out must be a sequence") : NULL;
+    Py_buffer view;
+    PyArrayObject *spans = out ? with_buffer(as_spans(spans_obj), obj, &view) : NULL;
+    PyObject *result = NULL;
+    if (!spans) goto done;
+    ChildSink k = {.base = view.buf, .room = count, .bad_at = -1};
+    for (int f = 0; f <= MAX_FIELD; f++) k.column_of[f] = -1;
+    Py_ssize_t nf = PySequence_Fast_GET_SIZE(fields);
+    if (count < 0 || PySequence_Fast_GET_SIZE(out) != nf + 2) {
+        PyErr_SetString(PyExc_ValueError, "out needs offsets, lengths and a column per field");
+        goto release;
+    }
+    k.offsets = out_column(out, 0, NPY_INT64, count);
+    k.lengths = k.offsets ? out_column(out, 1, NPY_INT32, count) : NULL;
+    if (!k.lengths) goto release;
+    for (Py_ssize_t j = 0; j < nf; j++) {
+        long f = PyLong_AsLong(PySequence_Fast_GET_ITEM(fields, j));
+        if (f == -1 && PyErr_Occurred()) goto release;
+        if (f < 1 || f > MAX_FIELD || k.column_of[f] >= 0) {
+            PyErr_Format(PyExc_ValueError, "bad field number %ld", f);
+            goto release;
+        }
+        k.column_of[f] = (int)j;
+        if (!(k.columns[f] = out_column(out, j + 2, NPY_INT64, count))) goto release;
+    }
+    const int64_t *sp = PyArray_DATA(spans);
+    npy_intp n = PyArray_DIM(spans, 0);
+    Py_ssize_t bad_at = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp r = 0; r < n && bad_at == -1; r++) {
+        if (sp[2 * r] < 0) continue;
+        if (sp[2 * r + 1] < 0 || sp[2 * r] + sp[2 * r + 1] > view.len) { bad_at = sp[2 * r]; break; }
+        Cursor c = {k.base + sp[2 * r], k.base + sp[2 * r] + sp[2 * r + 1]};
+        bad_at = each_child(c, k.base, (uint64_t)number, decode_one, &k);
+    }
+    Py_END_ALLOW_THREADS
+    if (bad_at == -2 && k.bad_at >= 0) bad_at = k.bad_at;
+    if (bad_at >= 0) malformed(bad_at);
+    else if (bad_at == -2 || k.next != count) PyErr_SetString(PyExc_ValueError, "count differs from the children found");
+    else {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+release:
+    PyBuffer_Release(&view);
+done:
+    Py_XDECREF(spans);
+    Py_XDECREF(out);
+    Py_XDECREF(fields);
+    return result;
+}
+
 /* One XStat (xplane.proto): metadata_id = 1, then one of double_value = 2,
  * uint64_value = 3, int64_value = 4, str_value = 5, bytes_value = 6,
  * ref_value = 7. case is the value's field number (0: none); value the
@@ -589,6 +765,10 @@ static PyMethodDef methods[] = {
      "intern_strings(buf, spans) -> (int32 ids, list of unique str, id 0 = '')"},
     {"stat_columns", stat_columns, METH_VARARGS,
      "stat_columns(buf, spans, field, ids) -> (int8 value case[n, k], int64 value[n, k], int64 length[n, k])"},
+    {"count_children", count_children, METH_VARARGS,
+     "count_children(buf, spans, number) -> int64 number of length-delimited fields `number` per message"},
+    {"decode_children", decode_children, METH_VARARGS,
+     "decode_children(buf, spans, number, fields, count, out) -> None: children's spans and varints into out"},
     {"stat_entries", stat_entries, METH_VARARGS,
      "stat_entries(buf, offsets, lengths, rows, field, ids) -> (at, which, case, value, length) where present"},
     {NULL, NULL, 0, NULL},

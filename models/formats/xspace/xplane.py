@@ -494,59 +494,35 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
 
 
 def _decode_events(buf, line_spans: np.ndarray, chunk_bytes: int = 16 << 20) -> tuple[Events, np.ndarray]:
-    """The event columns, decoded a few lines at a time (each group's pages
-    of the file given back when done) and joined column by column, so
-    neither the whole file nor a second copy of the columns is held."""
+    """The event columns: their count per line first, then each column
+    allocated once and filled a few lines at a time (each group's pages of
+    the file given back when done), so neither the whole file nor a second
+    copy of the columns is held."""
+    counts = wire.count_children(buf, line_spans, LINE_EVENTS)
+    _release(buf)
+    line_rows = np.r_[0, np.cumsum(counts)].astype(np.int64)
+    total = int(line_rows[-1])
+    fields = [EVENT_METADATA_ID, EVENT_OFFSET_PS, EVENT_DURATION_PS, EVENT_NUM_OCCURRENCES]
+    byte_offset, byte_length = np.empty(total, np.int64), np.empty(total, np.int32)
+    md, offset, duration, occurrences = (np.empty(total, np.int64) for _ in fields)
     ends = np.cumsum(line_spans[:, 1])
-    cuts = np.unique(
-        np.r_[
-            0,
-            np.searchsorted(ends, np.arange(chunk_bytes, ends[-1] if len(ends) else 0, chunk_bytes), side="right"),
-            len(line_spans),
-        ]
-    )
-    parts: dict[str, list] = {
-        k: [] for k in ("metadata_id", "offset_ps", "duration_ps", "byte_offset", "byte_length", "aggregated")
-    }
-    counts = []
+    cuts = np.unique(np.r_[0, np.searchsorted(ends, np.arange(chunk_bytes, ends[-1] if len(ends) else 0, chunk_bytes),
+                                              side="right"), len(line_spans)])
     for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
-        ((owner, spans),) = wire.find_children(buf, line_spans[a:b], [LINE_EVENTS])
-        md, offset, duration, occurrences = wire.decode_messages(
-            buf,
-            spans,
-            [(EVENT_METADATA_ID, "i"), (EVENT_OFFSET_PS, "i"), (EVENT_DURATION_PS, "i"), (EVENT_NUM_OCCURRENCES, "i")],
-        )
-        for key, col in (
-            ("metadata_id", md),
-            ("offset_ps", offset),
-            ("duration_ps", duration),
-            ("byte_offset", spans[:, 0].copy()),
-            ("byte_length", spans[:, 1].astype(np.int32)),
-            ("aggregated", occurrences != 0),
-        ):
-            parts[key].append(col)
-        counts.append(np.bincount(owner, minlength=b - a))
-        del owner, spans, md, offset, duration, occurrences
+        lo, hi = int(line_rows[a]), int(line_rows[b])
+        wire.decode_children(buf, line_spans[a:b], LINE_EVENTS, fields, hi - lo,
+                             [c[lo:hi] for c in (byte_offset, byte_length, md, offset, duration, occurrences)])
         present = line_spans[a:b][line_spans[a:b, 0] >= 0]
         if len(present):
             _release(buf, int(present[0, 0]), int(present[-1, 0] + present[-1, 1]))
-    columns = {}
-    for key, dtype in (
-        ("metadata_id", np.int64),
-        ("offset_ps", np.int64),
-        ("duration_ps", np.int64),
-        ("byte_offset", np.int64),
-        ("byte_length", np.int32),
-        ("aggregated", bool),
-    ):
-        columns[key] = np.concatenate(parts.pop(key)) if counts else np.zeros(0, dtype)  # one column's parts at a time
-    md = columns["metadata_id"]
+    aggregated = occurrences != 0
+    del occurrences
     if len(md) and -(2**31) <= int(md.min()) and int(md.max()) < 2**31:
-        columns["metadata_id"] = md.astype(np.int32)
-    del md
-    counts = np.concatenate(counts) if counts else np.zeros(0, np.int64)  # type: ignore[assignment]  # as an array
+        md = md.astype(np.int32)
     line = np.repeat(np.arange(len(line_spans), dtype=np.int32), counts)
-    return Events(line=line, **columns), np.r_[0, np.cumsum(counts)].astype(np.int64)
+    events = Events(line=line, metadata_id=md, offset_ps=offset, duration_ps=duration, byte_offset=byte_offset,
+                    byte_length=byte_length, aggregated=aggregated)
+    return events, line_rows
 
 
 def _release(buf, start: int = 0, end: int | None = None) -> None:
