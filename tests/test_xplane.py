@@ -626,6 +626,9 @@ def test_step_sweep_splits_each_step_by_the_highest_type_current():
         types = (rng.integers(0, 18, n) * 10).astype(np.int32)
         begin = rng.integers(0, 20, steps).astype(np.int64)
         finish = begin + rng.integers(0, 60, steps)
+        if _trial % 10 == 0:  # times too far apart for the radix keys: the merge sort
+            far = 1 << 56
+            starts, ends, begin, finish = starts * far, ends * far, begin * far, finish * far
         got = _steps.step_sweep(starts, ends, types, segment, begin, finish)
         want = _step_sweep_by_definition(starts, ends, types, segment, begin, finish)
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()

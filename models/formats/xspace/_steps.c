@@ -329,13 +329,62 @@ static inline int boundary_before(const Boundary *a, const Boundary *b) {
     return a->type > b->type;
 }
 
+#define RADIX_BITS 11
+
+/* Sorts keys[0..m) (tmp: room for m) by an LSD radix sort over their low `bits`. */
+static void radix_sort(uint64_t *keys, uint64_t *tmp, npy_intp m, int bits) {
+    npy_intp count[1 << RADIX_BITS];
+    uint64_t *from = keys, *to = tmp;
+    for (int shift = 0; shift < bits; shift += RADIX_BITS) {
+        memset(count, 0, sizeof(count));
+        for (npy_intp i = 0; i < m; i++) count[(from[i] >> shift) & ((1 << RADIX_BITS) - 1)]++;
+        npy_intp sum = 0;
+        for (int d = 0; d < 1 << RADIX_BITS; d++) {
+            npy_intp c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (npy_intp i = 0; i < m; i++) to[count[(from[i] >> shift) & ((1 << RADIX_BITS) - 1)]++] = from[i];
+        uint64_t *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != keys) memcpy(keys, from, sizeof(uint64_t) * (size_t)m);
+}
+
+/* Sorts buf[0..m) by boundary_before, by a radix sort of one key per
+ * boundary (time from the earliest, then ends first, then the higher type
+ * first: 6 bits) where the step's times span less than 2^57 ps; 0 when
+ * they do not (tmp: room for m boundaries, i.e. 2m keys). */
+static int radix_boundaries(Boundary *buf, Boundary *tmp, npy_intp m) {
+    if (m < 2) return 1;
+    int64_t lo = buf[0].time, hi = buf[0].time;
+    for (npy_intp i = 1; i < m; i++) {
+        if (buf[i].time < lo) lo = buf[i].time;
+        if (buf[i].time > hi) hi = buf[i].time;
+    }
+    uint64_t span = (uint64_t)hi - (uint64_t)lo;
+    if (span >= (uint64_t)1 << 57) return 0;
+    uint64_t *keys = (uint64_t *)tmp, *spare = keys + m;
+    for (npy_intp i = 0; i < m; i++)
+        keys[i] = (((uint64_t)buf[i].time - (uint64_t)lo) << 6) | ((uint64_t)buf[i].is_start << 5) |
+                  (uint64_t)(31 - buf[i].type);
+    int bits = 6;
+    while (bits < 64 && (span << 6) >> bits) bits++;
+    radix_sort(keys, spare, m, bits);
+    for (npy_intp i = 0; i < m; i++)
+        buf[i] = (Boundary){(int64_t)((uint64_t)lo + (keys[i] >> 6)), 31 - (int32_t)(keys[i] & 31),
+                            (int32_t)((keys[i] >> 5) & 1)};
+    return 1;
+}
+
 /* Sorts buf[0..m) by boundary_before (tmp: room for m boundaries, cuts for
- * m + 1 run starts): a bottom-up merge of
- * the runs already in order. A step's events come line by line, each line's
- * by start, so its boundaries are a few long runs, merged in a few passes;
- * qsort's compare calls took most of step_sweep's time. Equal boundaries are
- * alike to the sweep, so their order does not matter. */
+ * m + 1 run starts): by radix_boundaries, else (times too far apart for its
+ * keys) a bottom-up merge of the runs already in order. qsort's compare
+ * calls took most of step_sweep's time. Equal boundaries are alike to the
+ * sweep, so their order does not matter. */
 static void sort_boundaries(Boundary *buf, Boundary *tmp, npy_intp *cuts, npy_intp m) {
+    if (radix_boundaries(buf, tmp, m)) return;
     npy_intp runs = 0;
     for (npy_intp i = 0; i < m; i++)
         if (i == 0 || boundary_before(&buf[i], &buf[i - 1])) cuts[runs++] = i;
