@@ -381,6 +381,7 @@ typedef struct {
     int32_t *lengths;
     int column_of[MAX_FIELD + 1];
     int64_t *columns[MAX_FIELD + 1];
+    int wanted[MAX_FIELD + 1], num_wanted; /* the field numbers read */
     Py_ssize_t bad_at;
 } ChildSink;
 
@@ -393,8 +394,7 @@ static int decode_one(Cursor c, void *ctx) {
     if (c.end - c.p > INT32_MAX) { k->bad_at = c.p - k->base; return 0; }
     k->offsets[i] = c.p - k->base;
     k->lengths[i] = (int32_t)(c.end - c.p);
-    for (int f = 0; f <= MAX_FIELD; f++)
-        if (k->column_of[f] >= 0) k->columns[f][i] = 0;
+    for (int f = 0; f < k->num_wanted; f++) k->columns[k->wanted[f]][i] = 0;
     while (c.p < c.end) {
         uint64_t tag, v;
         if (!read_varint(&c, &tag)) { k->bad_at = c.p - k->base; return 0; }
@@ -491,6 +491,7 @@ static PyObject *decode_children(PyObject *Py_UNUSED(self), PyObject *args) {
             goto release;
         }
         k.column_of[f] = (int)j;
+        k.wanted[k.num_wanted++] = (int)f;
         if (!(k.columns[f] = out_column(out, j + 2, NPY_INT64, count))) goto release;
     }
     const int64_t *sp = PyArray_DATA(spans);
