@@ -22,7 +22,7 @@ import numpy as np
 
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.formats.xspace import _steps
-from profscope.models.formats.xspace.xplane import HOST_PLANE, XSpaceData, read_xspace, xprof_order
+from profscope.models.formats.xspace.xplane import HOST_PLANE, XSpaceData, heap_reuse, read_xspace, xprof_order
 
 IDLE = "IDLE"
 GPU_PLANE_PREFIX = "/device:GPU:"
@@ -124,7 +124,8 @@ def op_stats(paths: list[Path], task: TaskState, steps: bool = False) -> OpStats
         last = _last.get(key) if key else None
     if last is not None and (last.steps is not None or not steps):
         return last
-    stats = _op_stats(paths, task, steps)
+    with heap_reuse():
+        stats = _op_stats(paths, task, steps)
     if key:
         with _last_lock:
             _last.clear()

@@ -18,6 +18,7 @@ file does not sit in memory beside the event columns.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import mmap
 import sys
@@ -410,15 +411,51 @@ def _tune_malloc() -> None:
     if _malloc_tuned or not sys.platform.startswith("linux"):
         return
     _malloc_tuned = True
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, 4 << 20)  # M_MMAP_THRESHOLD
-        libc.mallopt(-1, 32 << 20)  # M_TRIM_THRESHOLD
-    except (OSError, AttributeError):
-        pass
+    libc = _libc()
+    if libc is not None:
+        libc.mallopt(M_MMAP_THRESHOLD, 4 << 20)
+        libc.mallopt(M_TRIM_THRESHOLD, 32 << 20)
 
 
 _malloc_tuned = False
+
+
+@contextlib.contextmanager
+def heap_reuse():
+    """Within: glibc's malloc keeps freed buffers of any size for reuse
+    instead of unmapping them (_tune_malloc's choice), for analyses that
+    allocate and free columns of millions of events in turn, each fresh
+    mapping faulted in page by page: on the 2M-event bench an OpStats export
+    spent 0.25-0.35 s in system time on 75,000 page faults, 0.12-0.15 s on
+    28,000 this way, at 1-3% more peak RSS. After: _tune_malloc's
+    thresholds again, and the heap's free pages given back."""
+    libc = _libc()
+    if libc is None:
+        yield
+        return
+    _tune_malloc()
+    libc.mallopt(M_MMAP_THRESHOLD, 1 << 30)
+    libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
+    try:
+        yield
+    finally:
+        libc.mallopt(M_MMAP_THRESHOLD, 4 << 20)
+        libc.mallopt(M_TRIM_THRESHOLD, 32 << 20)
+        libc.malloc_trim(0)
+
+
+M_MMAP_THRESHOLD, M_TRIM_THRESHOLD = -3, -1  # glibc's mallopt parameters
+
+
+def _libc():
+    """glibc, where the process has it (Linux), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
+    return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
 
 
 def _map(path: Path, task: TaskState):
