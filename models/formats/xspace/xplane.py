@@ -21,7 +21,9 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import mmap
+import os
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -204,14 +206,19 @@ class XSpaceData:
         ids = np.asarray([sid for sid, _ in wanted], np.int64)
         found: dict[str, list] = {name: [] for name in names}
         ev = self.events
-        for a in range(0, len(rows) if len(ids) else 0, chunk):
+        starts = list(range(0, len(rows) if len(ids) else 0, chunk))
+
+        def read(a: int):
             part = rows[a : a + chunk]
-            try:
-                at, which, cases, values, lengths = wire.stat_entries(self.buf, ev.byte_offset, ev.byte_length, part,
-                                                                      EVENT_STATS, ids)
-            except ValueError as e:
-                raise self.corrupt_stats(e) from None
+            entries = wire.stat_entries(self.buf, ev.byte_offset, ev.byte_length, part, EVENT_STATS, ids)
             self.release_spans(ev.spans(part[[0, -1]]))
+            return entries
+
+        try:
+            chunks = in_threads(read, starts)
+        except ValueError as e:
+            raise self.corrupt_stats(e) from None
+        for a, (at, which, cases, values, lengths) in zip(starts, chunks):
             for k, (_sid, name) in enumerate(wanted):
                 here = np.flatnonzero(which == k) if len(wanted) > 1 else slice(None)
                 if len(at[here]):
@@ -269,13 +276,22 @@ class XSpaceData:
             self.release()  # the strings' pages, read from all over the file
         return codes, list(index)
 
-    def _intern(self, case, value, length, p: Plane, index: dict) -> np.ndarray:
-        """String ids (into `index`, grown) of str_value spans and ref_values."""
+    def _intern(self, case, value, length, p: Plane, index: dict, chunk: int = 1 << 15) -> np.ndarray:
+        """String ids (into `index`, grown in order of first occurrence) of
+        str_value spans and ref_values. Strings are read a chunk at a time,
+        each chunk's pages given back: a stat on every other event has its
+        strings all over the file (the whole file resident at once was an
+        OpStats export's peak RSS)."""
         out = np.zeros(len(case), np.int32)
         is_str = case == STAT_STR
         if is_str.any():
-            sid, strs = wire.intern_strings(self.buf, np.stack([value[is_str], length[is_str]], axis=1))
-            out[is_str] = np.array([index.setdefault(s, len(index)) for s in strs], np.int32)[sid]
+            spans = np.stack([value[is_str], length[is_str]], axis=1)
+            codes = np.empty(len(spans), np.int32)
+            for a in range(0, len(spans), chunk):
+                sid, strs = wire.intern_strings(self.buf, spans[a : a + chunk])
+                codes[a : a + chunk] = np.array([index.setdefault(s, len(index)) for s in strs], np.int32)[sid]
+                self.release_spans(spans[a : a + chunk])
+            out[is_str] = codes
         is_ref = ~is_str
         if is_ref.any():
             refs, inverse = np.unique(value[is_ref], return_inverse=True)
@@ -350,6 +366,37 @@ class StatColumn:
     def at(self, rows: np.ndarray, unsigned_too: bool = False) -> np.ndarray:
         """Values at some of the rows that have the stat."""
         return self.ints_present(unsigned_too)[np.searchsorted(self.rows, rows)]
+
+
+def in_threads(work, items: list) -> list:
+    """[work(x) for x in items], on two threads where there are two cores:
+    the passes over a file's bytes are C that lets go of the GIL. The first
+    exception raised is raised here, after both threads are done."""
+    if len(items) < 2 or (os.cpu_count() or 1) < 2:
+        return [work(x) for x in items]
+    out: list = [None] * len(items)
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    todo = iter(range(len(items)))
+
+    def run() -> None:
+        while not errors:
+            with lock:
+                i = next(todo, None)
+            if i is None:
+                return
+            try:
+                out[i] = work(items[i])
+            except BaseException as e:  # noqa: BLE001 -- raised again by the caller's thread
+                errors.append(e)
+
+    helper = threading.Thread(target=run, name="profscope-xspace-pass", daemon=True)
+    helper.start()
+    run()
+    helper.join()
+    if errors:
+        raise errors[0]
+    return out
 
 
 def _kept_subset(kept_rows: np.ndarray | range, kept: dict[str, StatColumn], rows: np.ndarray,
@@ -545,13 +592,17 @@ def _decode_events(buf, line_spans: np.ndarray, chunk_bytes: int = 16 << 20) -> 
     ends = np.cumsum(line_spans[:, 1])
     cuts = np.unique(np.r_[0, np.searchsorted(ends, np.arange(chunk_bytes, ends[-1] if len(ends) else 0, chunk_bytes),
                                               side="right"), len(line_spans)])
-    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+
+    def decode(ab: tuple[int, int]) -> None:  # the chunks' columns are apart: two threads may fill them
+        a, b = ab
         lo, hi = int(line_rows[a]), int(line_rows[b])
         wire.decode_children(buf, line_spans[a:b], LINE_EVENTS, fields, hi - lo,
                              [c[lo:hi] for c in (byte_offset, byte_length, md, offset, duration, occurrences)])
         present = line_spans[a:b][line_spans[a:b, 0] >= 0]
         if len(present):
             _release(buf, int(present[0, 0]), int(present[-1, 0] + present[-1, 1]))
+
+    in_threads(decode, list(zip(cuts[:-1].tolist(), cuts[1:].tolist())))
     aggregated = occurrences != 0
     del occurrences
     if len(md) and -(2**31) <= int(md.min()) and int(md.max()) < 2**31:
