@@ -593,16 +593,18 @@ def _decode_events(buf, line_spans: np.ndarray, chunk_bytes: int = 16 << 20) -> 
     cuts = np.unique(np.r_[0, np.searchsorted(ends, np.arange(chunk_bytes, ends[-1] if len(ends) else 0, chunk_bytes),
                                               side="right"), len(line_spans)])
 
-    def decode(ab: tuple[int, int]) -> None:  # the chunks' columns are apart: two threads may fill them
+    columns = (byte_offset, byte_length, md, offset, duration, occurrences)
+
+    def decode(ab: tuple[int, int], columns=columns) -> None:  # the chunks' columns are apart: two threads may fill
         a, b = ab
         lo, hi = int(line_rows[a]), int(line_rows[b])
-        wire.decode_children(buf, line_spans[a:b], LINE_EVENTS, fields, hi - lo,
-                             [c[lo:hi] for c in (byte_offset, byte_length, md, offset, duration, occurrences)])
+        wire.decode_children(buf, line_spans[a:b], LINE_EVENTS, fields, hi - lo, [c[lo:hi] for c in columns])
         present = line_spans[a:b][line_spans[a:b, 0] >= 0]
         if len(present):
             _release(buf, int(present[0, 0]), int(present[-1, 0] + present[-1, 1]))
 
     in_threads(decode, list(zip(cuts[:-1].tolist(), cuts[1:].tolist())))
+    del decode, columns
     aggregated = occurrences != 0
     del occurrences
     if len(md) and -(2**31) <= int(md.min()) and int(md.max()) < 2**31:
