@@ -651,16 +651,20 @@ def is_training(space: XSpaceData) -> bool:
     hlo_ids = set(p.stat_ids("Hlo Proto"))
     if not hlo_ids:
         return False
-    for _mid, (_name, _display, spans) in sorted(p.event_metadata.items()):
-        for o, n in spans:
-            (stat_spans,) = wire.find_fields(space.buf, o, o + n, [5])  # XEventMetadata.stats
-            for so, sn in stat_spans.tolist():
-                ids, values = wire.decode_messages(space.buf, np.array([[so, sn]], np.int64), [(1, "i"), (6, "s")])
-                if int(ids[0]) not in hlo_ids or values[0][0] < 0:
-                    continue
-                for op_type, op_name in _hlo_op_metadata(space.buf, int(values[0][0]), int(values[0][1])):
-                    if training_op(op_name, op_type):
-                        return True
+    try:
+        for _mid, (_name, _display, spans) in sorted(p.event_metadata.items()):
+            for o, n in spans:
+                (stat_spans,) = wire.find_fields(space.buf, o, o + n, [5])  # XEventMetadata.stats
+                for so, sn in stat_spans.tolist():
+                    ids, values = wire.decode_messages(space.buf, np.array([[so, sn]], np.int64),
+                                                       [(1, "i"), (6, "s")])
+                    if int(ids[0]) not in hlo_ids or values[0][0] < 0:
+                        continue
+                    for op_type, op_name in _hlo_op_metadata(space.buf, int(values[0][0]), int(values[0][1])):
+                        if training_op(op_name, op_type):
+                            return True
+    except ValueError as e:
+        raise ProfileError(f"{space.path}: an XLA module's HloProto in {p.name} is not readable ({e})") from None
     return False
 
 
