@@ -164,12 +164,12 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
         # XProf combines hosts' steps in order (as many as each has): the rows are the first host's, the step
         # time summary takes each step's longest.
         step_dbs = [host_step_db(s) for s in spaces]
+        for s in spaces:
+            s.kept = None
         n = min(len(d) for d in step_dbs)
         stats.steps = step_dbs[0].first(n)
         stats.step_ps = np.max([d.duration_ps[:n] for d in step_dbs], axis=0) if n else np.zeros(0, np.int64)
         stats.is_training = any(is_training(s) for s in spaces)
-        for s in spaces:
-            s.kept = None
     return stats  # CPU only: device planes were refused above
 
 
