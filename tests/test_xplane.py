@@ -267,9 +267,69 @@ def test_span_arguments_of_the_wrong_shape_are_refused():
 
     bad = np.zeros((3, 1), np.int64)
     for call in (lambda: wire.intern_strings(b"abc", bad), lambda: wire.gather_spans(b"abc", bad),
-                 lambda: wire.stat_columns(b"", bad, 4, np.arange(2)), lambda: wire.find_children(b"", bad, [1])):
+                 lambda: wire.stat_columns(b"", bad, 4, np.arange(2)), lambda: wire.find_children(b"", bad, [1]),
+                 lambda: wire.count_children(b"", bad, 4), lambda: wire.decode_children(b"", bad, 4, [], 0, [])):
         with pytest.raises(ValueError, match="shape"):
             call()
+
+
+def test_one_pass_event_and_stat_decoders_equal_the_general_ones():
+    """decode_children (the event columns in one pass) and stat_entries (stats
+    where present) give what find_children + decode_messages and the dense
+    stat_columns give, on every real fixture."""
+    from profscope.models.core import _protowire as wire
+    from profscope.models.formats.xspace.xplane import read_xspace
+
+    for name in ("small", "keras", "jax", "tfdata"):
+        space = read_xspace(XPROF / f"{name}.xplane.pb")
+        buf = bytes(space.buf)
+        (plane_spans,) = wire.find_fields(buf, 0, len(buf), [1])
+        ((_p, line_spans),) = wire.find_children(buf, plane_spans, [3])
+        ((owner, spans),) = wire.find_children(buf, line_spans, [4])
+        expected = wire.decode_messages(buf, spans, [(1, "i"), (2, "i"), (3, "i"), (5, "i")])
+        counts = wire.count_children(buf, line_spans, 4)
+        assert counts.tolist() == np.bincount(owner, minlength=len(line_spans)).tolist()
+        n = int(counts.sum())
+        out = [np.empty(n, np.int64), np.empty(n, np.int32)] + [np.empty(n, np.int64) for _ in range(4)]
+        assert wire.decode_children(buf, line_spans, 4, [1, 2, 3, 5], n, out) is None
+        assert out[0].tolist() == spans[:, 0].tolist() and out[1].tolist() == spans[:, 1].tolist()
+        for got, want in zip(out[2:], expected):
+            assert got.tolist() == want.tolist()
+        ids = np.array(sorted({i for p in space.planes for i in p.stat_names}), np.int64)
+        cases, values, lengths = wire.stat_columns(buf, spans, 4, ids)
+        rows = np.arange(0, n, 2)  # a subset, as the analyses ask
+        at, which, c, v, ln = wire.stat_entries(buf, spans[:, 0], spans[:, 1].astype(np.int32), rows, 4, ids)
+        present = np.argwhere(cases[rows] != 0)
+        assert sorted(zip(at.tolist(), which.tolist())) == [tuple(x) for x in present.tolist()]
+        assert len(at) > 0
+        for i, j, cc, vv, ll in zip(at.tolist(), which.tolist(), c.tolist(), v.tolist(), ln.tolist()):
+            r = int(rows[i])
+            assert (cc, vv, ll) == (cases[r, j], values[r, j], lengths[r, j])
+
+
+def test_one_pass_decoders_refuse_malformed_data_and_bad_columns():
+    from profscope.models.core import _protowire as wire
+
+    line = bytes([0x22, 0x04, 0x08, 0x01, 0x10, 0x02])  # XLine.events = XEvent{metadata_id 1, offset_ps 2}
+    spans = np.array([[0, len(line)]], np.int64)
+    assert wire.count_children(line, spans, 4).tolist() == [1]
+    out = [np.empty(1, np.int64), np.empty(1, np.int32), np.empty(1, np.int64)]
+    wire.decode_children(line, spans, 4, [1], 1, out)
+    assert out[2].tolist() == [1]
+    for cut in range(1, len(line)):
+        short = np.array([[0, cut]], np.int64)
+        with pytest.raises(ValueError, match="malformed"):
+            wire.count_children(line[:cut], short, 4)
+        with pytest.raises(ValueError, match="malformed"):
+            wire.decode_children(line[:cut], short, 4, [1], 1, out)
+    with pytest.raises(ValueError, match="count differs"):
+        wire.decode_children(line, spans, 4, [1], 0, out)
+    with pytest.raises(ValueError, match="output 1"):
+        wire.decode_children(line, spans, 4, [1], 1, [out[0], np.empty(1, np.int64), out[2]])
+    with pytest.raises(ValueError, match="malformed"):
+        wire.stat_entries(line, np.array([0]), np.array([3], np.int32), np.array([0]), 4, np.array([1]))
+    with pytest.raises(ValueError, match="row outside"):
+        wire.stat_entries(line, np.array([0]), np.array([3], np.int32), np.array([1]), 4, np.array([1]))
 
 
 # ---------------------------------------------------------------- native passes
@@ -524,3 +584,91 @@ def test_line_timestamps_past_int64_picoseconds_still_load(tmp_path):
     assert len(load_xplane_timeline([path], ["h"])) == 2
     rows = [r for r in b"".join(trace_viewer_json(path)).split(b"\n") if b'"ph": "X"' in r]
     assert [json.loads(r.rstrip(b","))["ts"] for r in rows] == [(2**62 * 1000 + o) % 2**64 / 1e6 for o in (0, 20)]
+
+
+def _step_sweep_by_definition(starts, ends, types, segment, begin, finish):
+    """step_sweep's documented rule, boundary by boundary in Python."""
+    times = np.zeros((len(begin), 18), np.int64)
+    seen = np.zeros((len(begin), 18), np.uint8)
+    for step in np.unique(segment).tolist():
+        mine = np.flatnonzero(segment == step)
+        bounds = sorted([(int(starts[i]), 1, -(int(types[i]) // 10)) for i in mine]
+                        + [(int(ends[i]), 0, -(int(types[i]) // 10)) for i in mine])
+        count = [0] * 18
+        current = 0
+        for k in range(len(bounds) - 1):
+            t, is_start, ty = bounds[k][0], bounds[k][1], -bounds[k][2]
+            if is_start:
+                count[ty] += 1
+                current = max(current, ty)
+            else:
+                count[ty] -= 1
+                if ty == current and count[ty] == 0:
+                    current = next((j for j in range(ty - 1, -1, -1) if count[j] > 0), 0)
+            lo, hi = max(t, int(begin[step])), min(bounds[k + 1][0], int(finish[step]))
+            times[step, current] += max(hi - lo, 0)
+            seen[step, current] = 1
+    return times, seen
+
+
+def test_step_sweep_splits_each_step_by_the_highest_type_current():
+    from profscope.models.formats.xspace import _steps
+
+    rng = np.random.default_rng(11)
+    for _trial in range(200):
+        steps = int(rng.integers(1, 5))
+        n = int(rng.integers(0, 60))
+        segment = np.sort(rng.integers(0, steps, n)).astype(np.int64)
+        starts = rng.integers(0, 50, n).astype(np.int64)
+        ends = starts + rng.integers(0, 20, n)
+        order = np.lexsort((starts, segment))  # by step, each step's events mostly by start, as lines give them
+        starts, ends, segment = starts[order], ends[order], segment[order]
+        types = (rng.integers(0, 18, n) * 10).astype(np.int32)
+        begin = rng.integers(0, 20, steps).astype(np.int64)
+        finish = begin + rng.integers(0, 60, steps)
+        if _trial % 10 == 0:  # times too far apart for the radix keys: the merge sort
+            far = 1 << 56
+            starts, ends, begin, finish = starts * far, ends * far, begin * far, finish * far
+        got = _steps.step_sweep(starts, ends, types, segment, begin, finish)
+        want = _step_sweep_by_definition(starts, ends, types, segment, begin, finish)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+def _op_stack_by_definition(starts, ends, segment):
+    """op_stack's documented rule in Python: per segment, begins and ends by (time, recorded order) drive a stack."""
+    counted = np.zeros(len(starts), np.uint8)
+    children = np.zeros(len(starts), np.int64)
+    for seg in np.unique(segment).tolist():
+        mine = np.flatnonzero(segment == seg).tolist()
+        acts = sorted([(int(starts[i]), 2 * k, i) for k, i in enumerate(mine)]
+                      + [(int(ends[i]), 2 * k + 1, i) for k, i in enumerate(mine)])
+        stack: list[int] = []
+        for _t, seq, i in acts:
+            if not seq & 1:
+                stack.append(i)
+                continue
+            while stack and stack[-1] != i:
+                stack.pop()
+            if not stack:
+                continue
+            stack.pop()
+            counted[i] = 1
+            if stack:
+                children[stack[-1]] += int(ends[i]) - int(starts[i])
+    return counted, children
+
+
+def test_op_stack_counts_ops_and_their_children_time_by_its_rule():
+    from profscope.models.formats.xspace import _steps
+
+    rng = np.random.default_rng(5)
+    for trial in range(200):
+        n = int(rng.integers(0, 80))
+        segment = np.sort(rng.integers(0, 3, n)).astype(np.int32)
+        starts = rng.integers(0, 40, n).astype(np.int64)
+        ends = starts + rng.integers(0, 15, n)
+        if trial % 10 == 0:  # times too far apart for the radix keys: qsort
+            starts, ends = starts << 52, ends << 52
+        got = _steps.op_stack(starts, ends, segment)
+        want = _op_stack_by_definition(starts, ends, segment)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()

@@ -145,3 +145,18 @@ def test_sql_tables_hold_xprofs_rows(tmp_path):
         (r["c"][0]["v"], r["c"][11]["v"], r["c"][6]["v"]) for r in expected]
     ops = rows("SELECT operation, occurrences FROM xprof_ops WHERE type = 'Dataset' ORDER BY self_us DESC")
     assert ops[0] == {"operation": "Iterator::Root::Prefetch::MapAndBatch", "occurrences": 3}
+
+
+def test_an_unreadable_xla_module_is_a_clear_error_not_a_traceback(tmp_path, capsys):
+    """A JAX xplane whose metadata plane's HloProto bytes are damaged (the XSpace around them intact): the tools that
+    read the modules say which, and the command exits 1."""
+    space = xplane_pb2.XSpace()
+    space.ParseFromString((XPROF / "jax.xplane.pb").read_bytes())
+    plane = next(p for p in space.planes if p.name == "/host:metadata")
+    hlo_id = next(k for k, m in plane.stat_metadata.items() if m.name == "Hlo Proto")
+    stat = next(s for m in plane.event_metadata.values() for s in m.stats if s.metadata_id == hlo_id)
+    stat.bytes_value = b"\xff" * 16 + stat.bytes_value[16:]  # an overlong varint where the module starts
+    path = tmp_path / "damaged.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    assert main(["export", str(path), "--tool", "overview_page", "-o", str(tmp_path / "out.json")]) == 1
+    assert "HloProto in /host:metadata is not readable" in capsys.readouterr().err

@@ -21,8 +21,14 @@
  *       share an id; absent spans map to "".
  *   gather_spans(buf, spans) -> (bytes, int64 offsets[n + 1]): the spans
  *       copied into one bytes object.
+ *   count_children(buf, spans, number) -> int64[n]: length-delimited
+ *       fields `number` per message
+ *   decode_children(buf, spans, number, fields, count, out): those children
+ *       (count in all) and their varint fields, into preallocated columns
  *   stat_columns(buf, spans, field, ids) -> XStat (xplane.proto) values of
  *       chosen metadata ids, one column per id.
+ *   stat_entries(buf, offsets, lengths, rows, field, ids) -> the same values
+ *       only where present, as entries (message, id, value).
  *
  * Malformed data (a varint or field running past its message) raises
  * ValueError naming the offset, never reads out of bounds.
@@ -342,10 +348,240 @@ done:
     return Py_BuildValue("(NN)", blob, offsets);
 }
 
-/* XStat (xplane.proto) values of chosen stat metadata ids, one column per id,
- * for the messages at `spans` whose repeated XStat sits at field `field`.
- * XStat: metadata_id = 1, then one of double_value = 2, uint64_value = 3,
- * int64_value = 4, str_value = 5, bytes_value = 6, ref_value = 7.
+/* The length-delimited occurrences of field `number` at the top level of
+ * the message c walks: calls visit(child, ctx) on each; returns -1 when
+ * well-formed, else the offset of the malformed byte (-2: visit failed). */
+static Py_ssize_t each_child(Cursor c, const uint8_t *base, uint64_t number,
+                             int (*visit)(Cursor child, void *ctx), void *ctx) {
+    while (c.p < c.end) {
+        uint64_t tag, len;
+        if (!read_varint(&c, &tag)) return c.p - base;
+        if ((tag >> 3) == number && (tag & 7) == 2) {
+            if (!read_varint(&c, &len) || len > (uint64_t)(c.end - c.p)) return c.p - base;
+            if (!visit((Cursor){c.p, c.p + len}, ctx)) return -2;
+            c.p += len;
+        } else if (!skip_field(&c, (int)(tag & 7))) {
+            return c.p - base;
+        }
+    }
+    return -1;
+}
+
+static int count_one(Cursor child, void *ctx) {
+    (void)child;
+    ++*(int64_t *)ctx;
+    return 1;
+}
+
+/* decode_children's output: where the next child goes and what to read. */
+typedef struct {
+    const uint8_t *base;
+    npy_intp next, room;
+    int64_t *offsets;
+    int32_t *lengths;
+    int column_of[MAX_FIELD + 1];
+    int64_t *columns[MAX_FIELD + 1];
+    int wanted[MAX_FIELD + 1], num_wanted; /* the field numbers read */
+    Py_ssize_t bad_at;
+} ChildSink;
+
+/* One child: its span, and its wanted varint fields (the last occurrence
+ * wins; absent: 0; another wire type for a wanted number: skipped). */
+static int decode_one(Cursor c, void *ctx) {
+    ChildSink *k = ctx;
+    if (k->next >= k->room) return 0;
+    npy_intp i = k->next++;
+    if (c.end - c.p > INT32_MAX) { k->bad_at = c.p - k->base; return 0; }
+    k->offsets[i] = c.p - k->base;
+    k->lengths[i] = (int32_t)(c.end - c.p);
+    for (int f = 0; f < k->num_wanted; f++) k->columns[k->wanted[f]][i] = 0;
+    while (c.p < c.end) {
+        uint64_t tag, v;
+        if (!read_varint(&c, &tag)) { k->bad_at = c.p - k->base; return 0; }
+        uint64_t number = tag >> 3;
+        int wire = (int)(tag & 7);
+        if (wire == 0 && number <= MAX_FIELD && k->column_of[number] >= 0) {
+            if (!read_varint(&c, &v)) { k->bad_at = c.p - k->base; return 0; }
+            k->columns[number][i] = (int64_t)v;
+        } else if (!skip_field(&c, wire)) {
+            k->bad_at = c.p - k->base;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* count_children(buf, spans, number) -> int64[n]: how many length-delimited
+ * fields `number` each message has at its top level. */
+static PyObject *count_children(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *obj, *spans_obj;
+    int number;
+    if (!PyArg_ParseTuple(args, "OOi", &obj, &spans_obj, &number)) return NULL;
+    Py_buffer view;
+    PyArrayObject *spans = with_buffer(as_spans(spans_obj), obj, &view);
+    if (!spans) return NULL;
+    npy_intp n = PyArray_DIM(spans, 0);
+    PyObject *counts = PyArray_ZEROS(1, &n, NPY_INT64, 0);
+    Py_ssize_t bad_at = -1;
+    if (counts) {
+        const int64_t *sp = PyArray_DATA(spans);
+        int64_t *out = PyArray_DATA((PyArrayObject *)counts);
+        const uint8_t *base = view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (npy_intp r = 0; r < n && bad_at < 0; r++) {
+            if (sp[2 * r] < 0) continue;
+            if (sp[2 * r + 1] < 0 || sp[2 * r] + sp[2 * r + 1] > view.len) { bad_at = sp[2 * r]; break; }
+            Cursor c = {base + sp[2 * r], base + sp[2 * r] + sp[2 * r + 1]};
+            bad_at = each_child(c, base, (uint64_t)number, count_one, &out[r]);
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&view);
+    Py_DECREF(spans);
+    if (bad_at >= 0) {
+        Py_CLEAR(counts);
+        malformed(bad_at);
+    }
+    return counts;
+}
+
+/* out[j] as a writable 1-d C-contiguous array of the type with room for n. */
+static void *out_column(PyObject *out, Py_ssize_t j, int type, npy_intp n) {
+    PyObject *a = PySequence_Fast_GET_ITEM(out, j);
+    if (!PyArray_Check(a) || PyArray_NDIM((PyArrayObject *)a) != 1 || PyArray_TYPE((PyArrayObject *)a) != type ||
+        !PyArray_ISCARRAY((PyArrayObject *)a) || PyArray_DIM((PyArrayObject *)a, 0) < n) {
+        PyErr_Format(PyExc_ValueError, "output %zd: not a writable contiguous column of the type and length", j);
+        return NULL;
+    }
+    return PyArray_DATA((PyArrayObject *)a);
+}
+
+/* decode_children(buf, spans, number, fields, count, out) -> None: the
+ * children at length-delimited field `number` of the messages (count of
+ * them in all, as count_children says), in order, into preallocated
+ * columns: out = [int64 offsets, int32 lengths, one int64 column per
+ * varint field number in fields]. find_children and decode_messages in one
+ * pass, writing where the caller's columns are (no parts to join). */
+static PyObject *decode_children(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *obj, *spans_obj, *fields_obj, *out_obj;
+    int number;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "OOiOnO", &obj, &spans_obj, &number, &fields_obj, &count, &out_obj)) return NULL;
+    PyObject *fields = PySequence_Fast(fields_obj, "fields must be a sequence");
+    PyObject *out = fields ? PySequence_Fast(out_obj, "out must be a sequence") : NULL;
+    Py_buffer view;
+    PyArrayObject *spans = out ? with_buffer(as_spans(spans_obj), obj, &view) : NULL;
+    PyObject *result = NULL;
+    if (!spans) goto done;
+    ChildSink k = {.base = view.buf, .room = count, .bad_at = -1};
+    for (int f = 0; f <= MAX_FIELD; f++) k.column_of[f] = -1;
+    Py_ssize_t nf = PySequence_Fast_GET_SIZE(fields);
+    if (count < 0 || PySequence_Fast_GET_SIZE(out) != nf + 2) {
+        PyErr_SetString(PyExc_ValueError, "out needs offsets, lengths and a column per field");
+        goto release;
+    }
+    k.offsets = out_column(out, 0, NPY_INT64, count);
+    k.lengths = k.offsets ? out_column(out, 1, NPY_INT32, count) : NULL;
+    if (!k.lengths) goto release;
+    for (Py_ssize_t j = 0; j < nf; j++) {
+        long f = PyLong_AsLong(PySequence_Fast_GET_ITEM(fields, j));
+        if (f == -1 && PyErr_Occurred()) goto release;
+        if (f < 1 || f > MAX_FIELD || k.column_of[f] >= 0) {
+            PyErr_Format(PyExc_ValueError, "bad field number %ld", f);
+            goto release;
+        }
+        k.column_of[f] = (int)j;
+        k.wanted[k.num_wanted++] = (int)f;
+        if (!(k.columns[f] = out_column(out, j + 2, NPY_INT64, count))) goto release;
+    }
+    const int64_t *sp = PyArray_DATA(spans);
+    npy_intp n = PyArray_DIM(spans, 0);
+    Py_ssize_t bad_at = -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp r = 0; r < n && bad_at == -1; r++) {
+        if (sp[2 * r] < 0) continue;
+        if (sp[2 * r + 1] < 0 || sp[2 * r] + sp[2 * r + 1] > view.len) { bad_at = sp[2 * r]; break; }
+        Cursor c = {k.base + sp[2 * r], k.base + sp[2 * r] + sp[2 * r + 1]};
+        bad_at = each_child(c, k.base, (uint64_t)number, decode_one, &k);
+    }
+    Py_END_ALLOW_THREADS
+    if (bad_at == -2 && k.bad_at >= 0) bad_at = k.bad_at;
+    if (bad_at >= 0) malformed(bad_at);
+    else if (bad_at == -2 || k.next != count) PyErr_SetString(PyExc_ValueError, "count differs from the children found");
+    else {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+release:
+    PyBuffer_Release(&view);
+done:
+    Py_XDECREF(spans);
+    Py_XDECREF(out);
+    Py_XDECREF(fields);
+    return result;
+}
+
+/* One XStat (xplane.proto): metadata_id = 1, then one of double_value = 2,
+ * uint64_value = 3, int64_value = 4, str_value = 5, bytes_value = 6,
+ * ref_value = 7. case is the value's field number (0: none); value the
+ * number, the double's bits, the ref id or the string's offset in base;
+ * length the string's length. */
+typedef struct {
+    int64_t metadata_id, value, length;
+    int value_case;
+} XStat;
+
+/* Reads the XStat at st; returns -1, else the offset of the malformed byte. */
+static Py_ssize_t read_xstat(Cursor st, const uint8_t *base, XStat *out) {
+    *out = (XStat){0, 0, 0, 0};
+    while (st.p < st.end) {
+        uint64_t t, v;
+        if (!read_varint(&st, &t)) return st.p - base;
+        int number = (t >> 3) <= 7 ? (int)(t >> 3) : 0, wire = (int)(t & 7);
+        if (wire == 0 && (number == 1 || number == 3 || number == 4 || number == 7)) {
+            if (!read_varint(&st, &v)) return st.p - base;
+            if (number == 1) out->metadata_id = (int64_t)v;
+            else { out->value_case = number; out->value = (int64_t)v; out->length = 0; }
+        } else if (wire == 1 && number == 2) {
+            if (st.end - st.p < 8) return st.p - base;
+            memcpy(&out->value, st.p, 8);
+            st.p += 8;
+            out->value_case = 2;
+            out->length = 0;
+        } else if (wire == 2 && (number == 5 || number == 6)) {
+            if (!read_varint(&st, &v) || v > (uint64_t)(st.end - st.p)) return st.p - base;
+            out->value_case = number;
+            out->value = st.p - base;
+            out->length = (int64_t)v;
+            st.p += v;
+        } else if (!skip_field(&st, wire)) {
+            return st.p - base;
+        }
+    }
+    return -1;
+}
+
+/* The next XStat at field `field` of the message c walks: 1 when one was
+ * read into *out, 0 at the message's end, -1 when malformed (*bad_at set). */
+static int next_xstat(Cursor *c, const uint8_t *base, int field, XStat *out, Py_ssize_t *bad_at) {
+    while (c->p < c->end) {
+        uint64_t tag, n_stat;
+        if (!read_varint(c, &tag)) { *bad_at = c->p - base; return -1; }
+        if ((tag >> 3) != (uint64_t)field || (tag & 7) != 2) {
+            if (!skip_field(c, (int)(tag & 7))) { *bad_at = c->p - base; return -1; }
+            continue;
+        }
+        if (!read_varint(c, &n_stat) || n_stat > (uint64_t)(c->end - c->p)) { *bad_at = c->p - base; return -1; }
+        Cursor st = {c->p, c->p + n_stat};
+        c->p += n_stat;
+        if ((*bad_at = read_xstat(st, base, out)) >= 0) return -1;
+        return 1;
+    }
+    return 0;
+}
+
+/* XStat values of chosen stat metadata ids, one column per id, for the
+ * messages at `spans` whose repeated XStat sits at field `field`.
  * Returns (case int8[n, k]: the value's field number, 0 when absent;
  * value int64[n, k]: the number, the double's bits, the ref id or the
  * string's offset; length int64[n, k]: the string's length). */
@@ -378,48 +614,13 @@ static PyObject *stat_columns(PyObject *Py_UNUSED(self), PyObject *args) {
         if (off < 0) continue;
         if (len < 0 || off + len > view.len) { bad_at = off; break; }
         Cursor c = {base + off, base + off + len};
-        while (c.p < c.end && bad_at < 0) {
-            uint64_t tag, n_stat;
-            if (!read_varint(&c, &tag)) { bad_at = c.p - base; break; }
-            if ((tag >> 3) != (uint64_t)field || (tag & 7) != 2) {
-                if (!skip_field(&c, (int)(tag & 7))) bad_at = c.p - base;
-                continue;
-            }
-            if (!read_varint(&c, &n_stat) || n_stat > (uint64_t)(c.end - c.p)) { bad_at = c.p - base; break; }
-            Cursor st = {c.p, c.p + n_stat};
-            c.p += n_stat;
-            int64_t metadata_id = 0, value = 0, length = 0;
-            int value_case = 0;
-            while (st.p < st.end) {
-                uint64_t t, v;
-                if (!read_varint(&st, &t)) { bad_at = st.p - base; break; }
-                int number = (t >> 3) <= 7 ? (int)(t >> 3) : 0, wire = (int)(t & 7);
-                if (wire == 0 && (number == 1 || number == 3 || number == 4 || number == 7)) {
-                    if (!read_varint(&st, &v)) { bad_at = st.p - base; break; }
-                    if (number == 1) metadata_id = (int64_t)v;
-                    else { value_case = number; value = (int64_t)v; length = 0; }
-                } else if (wire == 1 && number == 2) {
-                    if (st.end - st.p < 8) { bad_at = st.p - base; break; }
-                    memcpy(&value, st.p, 8);
-                    st.p += 8;
-                    value_case = 2;
-                    length = 0;
-                } else if (wire == 2 && (number == 5 || number == 6)) {
-                    if (!read_varint(&st, &v) || v > (uint64_t)(st.end - st.p)) { bad_at = st.p - base; break; }
-                    value_case = number;
-                    value = st.p - base;
-                    length = (int64_t)v;
-                    st.p += v;
-                } else if (!skip_field(&st, wire)) {
-                    bad_at = st.p - base;
-                    break;
-                }
-            }
+        XStat x;
+        while (next_xstat(&c, base, field, &x, &bad_at) > 0) {
             for (npy_intp j = 0; j < k; j++) {
-                if (want[j] == metadata_id) {
-                    cs[r * k + j] = (int8_t)value_case;
-                    vs[r * k + j] = value;
-                    ls[r * k + j] = length;
+                if (want[j] == x.metadata_id) {
+                    cs[r * k + j] = (int8_t)x.value_case;
+                    vs[r * k + j] = x.value;
+                    ls[r * k + j] = x.length;
                     break;
                 }
             }
@@ -438,6 +639,121 @@ done:
     return out;
 }
 
+/* A growable column of stat entries (stat_entries). */
+typedef struct {
+    int64_t *at, *value, *length;
+    int32_t *which;
+    int8_t *value_case;
+    npy_intp count, cap;
+} Entries;
+
+static int entries_grow(Entries *e) {
+    npy_intp cap = e->cap ? 2 * e->cap : 1024;
+    int64_t *at = PyMem_RawRealloc(e->at, sizeof(int64_t) * cap);
+    if (at) e->at = at;
+    int64_t *value = PyMem_RawRealloc(e->value, sizeof(int64_t) * cap);
+    if (value) e->value = value;
+    int64_t *length = PyMem_RawRealloc(e->length, sizeof(int64_t) * cap);
+    if (length) e->length = length;
+    int32_t *which = PyMem_RawRealloc(e->which, sizeof(int32_t) * cap);
+    if (which) e->which = which;
+    int8_t *value_case = PyMem_RawRealloc(e->value_case, (size_t)cap);
+    if (value_case) e->value_case = value_case;
+    if (!at || !value || !length || !which || !value_case) return 0;
+    e->cap = cap;
+    return 1;
+}
+
+static void entries_free(Entries *e) {
+    PyMem_RawFree(e->at);
+    PyMem_RawFree(e->value);
+    PyMem_RawFree(e->length);
+    PyMem_RawFree(e->which);
+    PyMem_RawFree(e->value_case);
+}
+
+/* A numpy array copied from raw memory. */
+static PyObject *array_of(const void *data, npy_intp n, int type) {
+    npy_intp dims[1] = {n};
+    PyObject *a = PyArray_SimpleNew(1, dims, type);
+    if (a && n) memcpy(PyArray_DATA((PyArrayObject *)a), data, (size_t)n * PyArray_ITEMSIZE((PyArrayObject *)a));
+    return a;
+}
+
+/* stat_entries(buf, offsets, lengths, rows, field, ids): stat_columns'
+ * values as entries, only where present: the messages are offsets[rows[i]],
+ * lengths[rows[i]] (i the entry's `at`). Returns (at int64[m], which
+ * int32[m]: index into ids, case int8[m], value int64[m], length int64[m]),
+ * by message, each message's in the order its stats first appear; as in
+ * stat_columns a later stat of the same id overwrites the earlier. For the
+ * few events of millions that carry a stat, without n x k columns. */
+static PyObject *stat_entries(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *obj, *off_obj, *len_obj, *rows_obj, *ids_obj;
+    int field;
+    if (!PyArg_ParseTuple(args, "OOOOiO", &obj, &off_obj, &len_obj, &rows_obj, &field, &ids_obj)) return NULL;
+    PyArrayObject *offsets = as_column(off_obj, NPY_INT64), *lens = as_column(len_obj, NPY_INT32);
+    PyArrayObject *rows = as_column(rows_obj, NPY_INT64), *ids = as_column(ids_obj, NPY_INT64);
+    PyObject *out = NULL;
+    Entries e = {0};
+    Py_buffer view;
+    int have_view = 0;
+    if (!offsets || !lens || !rows || !ids) goto done;
+    npy_intp n = PyArray_DIM(rows, 0), k = PyArray_DIM(ids, 0), total = PyArray_DIM(offsets, 0);
+    if (PyArray_DIM(lens, 0) != total) {
+        PyErr_SetString(PyExc_ValueError, "offsets and lengths differ in length");
+        goto done;
+    }
+    if (get_buffer(obj, &view) < 0) goto done;
+    have_view = 1;
+    const uint8_t *base = view.buf;
+    const int64_t *off = PyArray_DATA(offsets), *rw = PyArray_DATA(rows), *want = PyArray_DATA(ids);
+    const int32_t *ln = PyArray_DATA(lens);
+    Py_ssize_t bad_at = -1;
+    int failed = 0; /* 1: out of memory, 2: a row outside the messages */
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp i = 0; i < n && bad_at < 0 && !failed; i++) {
+        if (rw[i] < 0 || rw[i] >= total) { failed = 2; break; }
+        int64_t o = off[rw[i]], len = ln[rw[i]];
+        if (o < 0) continue;
+        if (len < 0 || o + len > view.len) { bad_at = o; break; }
+        Cursor c = {base + o, base + o + len};
+        npy_intp first = e.count; /* this message's entries */
+        XStat x;
+        while (next_xstat(&c, base, field, &x, &bad_at) > 0) {
+            npy_intp j = 0;
+            while (j < k && want[j] != x.metadata_id) j++;
+            if (j == k) continue;
+            npy_intp slot = first;
+            while (slot < e.count && e.which[slot] != (int32_t)j) slot++;
+            if (slot == e.count) {
+                if (e.count == e.cap && !entries_grow(&e)) { failed = 1; break; }
+                e.count++;
+            }
+            e.at[slot] = i;
+            e.which[slot] = (int32_t)j;
+            e.value_case[slot] = (int8_t)x.value_case;
+            e.value[slot] = x.value;
+            e.length[slot] = x.length;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (failed == 1) PyErr_NoMemory();
+    else if (failed == 2) PyErr_SetString(PyExc_ValueError, "row outside the messages");
+    else if (bad_at >= 0) malformed(bad_at);
+    else
+        out = Py_BuildValue("(NNNNN)", array_of(e.at, e.count, NPY_INT64), array_of(e.which, e.count, NPY_INT32),
+                            array_of(e.value_case, e.count, NPY_INT8), array_of(e.value, e.count, NPY_INT64),
+                            array_of(e.length, e.count, NPY_INT64));
+done:
+    entries_free(&e);
+    if (have_view) PyBuffer_Release(&view);
+    Py_XDECREF(offsets);
+    Py_XDECREF(lens);
+    Py_XDECREF(rows);
+    Py_XDECREF(ids);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"find_fields", find_fields, METH_VARARGS,
      "find_fields(buf, start, end, numbers) -> [int64[k, 2] spans per field number]"},
@@ -450,6 +766,12 @@ static PyMethodDef methods[] = {
      "intern_strings(buf, spans) -> (int32 ids, list of unique str, id 0 = '')"},
     {"stat_columns", stat_columns, METH_VARARGS,
      "stat_columns(buf, spans, field, ids) -> (int8 value case[n, k], int64 value[n, k], int64 length[n, k])"},
+    {"count_children", count_children, METH_VARARGS,
+     "count_children(buf, spans, number) -> int64 number of length-delimited fields `number` per message"},
+    {"decode_children", decode_children, METH_VARARGS,
+     "decode_children(buf, spans, number, fields, count, out) -> None: children's spans and varints into out"},
+    {"stat_entries", stat_entries, METH_VARARGS,
+     "stat_entries(buf, offsets, lengths, rows, field, ids) -> (at, which, case, value, length) where present"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -16,7 +16,6 @@ import re
 import shutil
 import tarfile
 import tempfile
-import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
 
@@ -77,6 +76,8 @@ class _Unpacker:
             self._tar()
 
     def _zip(self) -> None:
+        import zipfile  # here: its import is 15 ms of every start
+
         try:
             with zipfile.ZipFile(self.path) as z:
                 infos = z.infolist()

@@ -22,7 +22,7 @@ import numpy as np
 
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.formats.xspace import _steps
-from profscope.models.formats.xspace.xplane import HOST_PLANE, XSpaceData, read_xspace, xprof_order
+from profscope.models.formats.xspace.xplane import HOST_PLANE, XSpaceData, heap_reuse, read_xspace, xprof_order
 
 IDLE = "IDLE"
 GPU_PLANE_PREFIX = "/device:GPU:"
@@ -127,7 +127,8 @@ def op_stats(paths: list[Path], task: TaskState, steps: bool = False) -> OpStats
         last = _last.get(key) if key else None
     if last is not None and (last.steps is not None or not steps):
         return last
-    stats = _op_stats(paths, task, steps)
+    with heap_reuse():
+        stats = _op_stats(paths, task, steps)
     if key:
         with _last_lock:
             _last.clear()
@@ -151,6 +152,9 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
 
         device = device_op_metrics.device_stats(spaces, paths, steps)
     task.report(0.7, "Host ops")
+    if steps:  # host ops and step groups read stats of the same events: one pass over them for both
+        for s in spaces:
+            _keep_host_stats(s)
     dbs = [host_op_metrics(s) for s in spaces]
     stats = OpStats(combine(dbs))
     stats.errors = sorted({e for s in spaces for e in s.errors})
@@ -162,6 +166,8 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
         # XProf combines hosts' steps in order (as many as each has): the rows are the first host's, the step
         # time summary takes each step's longest.
         step_dbs = [host_step_db(s) for s in spaces]
+        for s in spaces:
+            s.kept = None
         n = min(len(d) for d in step_dbs)
         stats.steps = step_dbs[0].first(n)
         stats.step_ps = np.max([d.duration_ps[:n] for d in step_dbs], axis=0) if n else np.zeros(0, np.int64)
@@ -176,6 +182,23 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
     return stats
 
 
+HOST_OP_STATS = ("input_pipeline_stage_id", "input_pipeline_stage_category", "is_eager", "tf_op")
+INPUT_STAGE_STATS = ("input_pipeline_stage_name", "consumer_type", "consumer_id", "producer_type", "producer_id")
+
+
+def _keep_host_stats(space: XSpaceData) -> None:
+    """Every stat host_op_metrics and host_step_db read of the host's events, in one pass."""
+    from profscope.models.formats.xspace import groups
+
+    plane = space.plane_named(HOST_PLANE)
+    if plane >= 0:
+        a, b = space.plane_rows(plane)
+        names = {*HOST_OP_STATS, *INPUT_STAGE_STATS, *groups.GROUP_STATS, *groups.EXECUTOR_STATS, *groups.NAME_STATS}
+        rows = np.flatnonzero(~space.events.aggregated[a:b])
+        rows += a
+        space.keep_stats(rows, plane, sorted(names))
+
+
 def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
     """XProf's ConvertHostThreadsXPlaneToOpMetricsDb."""
     plane = space.plane_named(HOST_PLANE)
@@ -184,14 +207,15 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
         return OpMetricsDb([], [], none, none, none, np.zeros(0, bool))
     ev = space.events
     a, b = space.plane_rows(plane)
-    rows = a + np.flatnonzero(~ev.aggregated[a:b])
+    rows = np.flatnonzero(~ev.aggregated[a:b])
+    rows += a
     p = space.planes[plane]
     line_ids = np.array([ln.id for ln in space.lines], np.int64)
     derived = ((line_ids & 0xFFFFFFFF) - DERIVED_LINE_MIN) % (1 << 32) < DERIVED_LINE_COUNT
-    rows = rows[~derived[ev.line[rows]]]
+    if derived.any():  # rarely: the 2M-row filter costs a tenth of the analysis
+        rows = rows[~derived[ev.line[rows]]]
 
-    stat_names = [n for n in ("input_pipeline_stage_id", "input_pipeline_stage_category", "is_eager", "tf_op")
-                  if p.stat_ids(n)]
+    stat_names = [n for n in HOST_OP_STATS if p.stat_ids(n)]
     stats = space.stats(rows, plane, stat_names) if stat_names and len(rows) else {}
     md = ev.metadata_id[rows]
 
@@ -362,8 +386,10 @@ def _first_types(table, slot: np.ndarray, code: np.ndarray, line: np.ndarray, en
     slot, code, line, end = slot[keep], code[keep], line[keep], end[keep]
     lo = np.full(n, np.iinfo(np.int32).max, np.int64)
     hi = np.full(n, -1, np.int64)
-    np.minimum.at(lo, slot, code)
-    np.maximum.at(hi, slot, code)
+    wide = code.astype(np.int64)  # ufunc.at casting int32 into int64 takes its slow path: 20x slower
+    np.minimum.at(lo, slot, wide)
+    np.maximum.at(hi, slot, wide)
+    del wide
     for s_ in np.flatnonzero(hi >= 0).tolist():
         out[s_] = table[int(lo[s_])][2]
     mixed = np.flatnonzero((hi >= 0) & (lo != hi))
@@ -592,8 +618,7 @@ def _root_input_stages(space: XSpaceData, plane: int, rows: np.ndarray) -> np.nd
         return np.zeros(len(rows), bool)
     from profscope.models.data import _nesting
 
-    stats = space.stats(rows, plane, ["input_pipeline_stage_name", "consumer_type", "consumer_id",
-                                      "producer_type", "producer_id"])
+    stats = space.stats(rows, plane, list(INPUT_STAGE_STATS))
     stage = np.zeros(len(rows), bool)
     stage[stats["input_pipeline_stage_name"].rows] = True
     start = space.start_ps(rows)
@@ -635,16 +660,20 @@ def is_training(space: XSpaceData) -> bool:
     hlo_ids = set(p.stat_ids("Hlo Proto"))
     if not hlo_ids:
         return False
-    for _mid, (_name, _display, spans) in sorted(p.event_metadata.items()):
-        for o, n in spans:
-            (stat_spans,) = wire.find_fields(space.buf, o, o + n, [5])  # XEventMetadata.stats
-            for so, sn in stat_spans.tolist():
-                ids, values = wire.decode_messages(space.buf, np.array([[so, sn]], np.int64), [(1, "i"), (6, "s")])
-                if int(ids[0]) not in hlo_ids or values[0][0] < 0:
-                    continue
-                for op_type, op_name in _hlo_op_metadata(space.buf, int(values[0][0]), int(values[0][1])):
-                    if training_op(op_name, op_type):
-                        return True
+    try:
+        for _mid, (_name, _display, spans) in sorted(p.event_metadata.items()):
+            for o, n in spans:
+                (stat_spans,) = wire.find_fields(space.buf, o, o + n, [5])  # XEventMetadata.stats
+                for so, sn in stat_spans.tolist():
+                    ids, values = wire.decode_messages(space.buf, np.array([[so, sn]], np.int64),
+                                                       [(1, "i"), (6, "s")])
+                    if int(ids[0]) not in hlo_ids or values[0][0] < 0:
+                        continue
+                    for op_type, op_name in _hlo_op_metadata(space.buf, int(values[0][0]), int(values[0][1])):
+                        if training_op(op_name, op_type):
+                            return True
+    except ValueError as e:
+        raise ProfileError(f"{space.path}: an XLA module's HloProto in {p.name} is not readable ({e})") from None
     return False
 
 

@@ -227,6 +227,29 @@ done:
     return out;
 }
 
+#define RADIX_BITS 11
+
+/* Sorts keys[0..m) (tmp: room for m) by an LSD radix sort over their low `bits`. */
+static void radix_sort(uint64_t *keys, uint64_t *tmp, npy_intp m, int bits) {
+    npy_intp count[1 << RADIX_BITS];
+    uint64_t *from = keys, *to = tmp;
+    for (int shift = 0; shift < bits; shift += RADIX_BITS) {
+        memset(count, 0, sizeof(count));
+        for (npy_intp i = 0; i < m; i++) count[(from[i] >> shift) & ((1 << RADIX_BITS) - 1)]++;
+        npy_intp sum = 0;
+        for (int d = 0; d < 1 << RADIX_BITS; d++) {
+            npy_intp c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (npy_intp i = 0; i < m; i++) to[count[(from[i] >> shift) & ((1 << RADIX_BITS) - 1)]++] = from[i];
+        uint64_t *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != keys) memcpy(keys, from, sizeof(uint64_t) * (size_t)m);
+}
+
 /* One begin or end of an op: its time, then the order it was recorded in
  * (event 2i begins, 2i + 1 ends), so equal times keep that order. */
 typedef struct {
@@ -237,6 +260,31 @@ static int activity_order(const void *x, const void *y) {
     const Activity *a = x, *b = y;
     if (a->time != b->time) return a->time < b->time ? -1 : 1;
     return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Sorts acts[0..m) by activity_order, by a radix sort of one key per
+ * activity (time from the earliest, then its seq: seqs are distinct, so
+ * the order is the one qsort gives) where both fit 64 bits; 0 when they do
+ * not. keys: room for 2m. */
+static int radix_activities(Activity *acts, uint64_t *keys, npy_intp m) {
+    if (m < 2) return 1;
+    int64_t lo = acts[0].time, hi = acts[0].time;
+    for (npy_intp i = 1; i < m; i++) {
+        if (acts[i].time < lo) lo = acts[i].time;
+        if (acts[i].time > hi) hi = acts[i].time;
+    }
+    int seq_bits = 1, time_bits = 0;
+    while (seq_bits < 63 && ((uint64_t)m >> seq_bits)) seq_bits++;
+    uint64_t span = (uint64_t)hi - (uint64_t)lo;
+    while (time_bits < 64 && (span >> time_bits)) time_bits++;
+    if (seq_bits + time_bits > 64) return 0;
+    for (npy_intp i = 0; i < m; i++)
+        keys[i] = (((uint64_t)acts[i].time - (uint64_t)lo) << seq_bits) | (uint64_t)acts[i].seq;
+    radix_sort(keys, keys + m, m, seq_bits + time_bits);
+    uint64_t mask = ((uint64_t)1 << seq_bits) - 1;
+    for (npy_intp i = 0; i < m; i++)
+        acts[i] = (Activity){(int64_t)((uint64_t)lo + (keys[i] >> seq_bits)), (int64_t)(keys[i] & mask)};
+    return 1;
 }
 
 /* op_stack(starts, ends, segment) -> (uint8 counted, int64 children) per
@@ -253,6 +301,7 @@ static PyObject *op_stack(PyObject *Py_UNUSED(self), PyObject *args) {
     PyArrayObject *seg = as_column(seg_obj, NPY_INT32);
     PyObject *counted = NULL, *children = NULL, *out = NULL;
     Activity *acts = NULL;
+    uint64_t *keys = NULL;
     npy_intp *stack = NULL;
     if (!starts || !ends || !seg) goto done;
     npy_intp n = PyArray_DIM(starts, 0);
@@ -264,8 +313,9 @@ static PyObject *op_stack(PyObject *Py_UNUSED(self), PyObject *args) {
     counted = PyArray_ZEROS(1, dims, NPY_UINT8, 0);
     children = PyArray_ZEROS(1, dims, NPY_INT64, 0);
     acts = PyMem_RawMalloc(sizeof(Activity) * (2 * (size_t)n + 1));
+    keys = PyMem_RawMalloc(sizeof(uint64_t) * 2 * (2 * (size_t)n + 1));
     stack = PyMem_RawMalloc(sizeof(npy_intp) * ((size_t)n + 1));
-    if (!counted || !children || !acts || !stack) {
+    if (!counted || !children || !acts || !keys || !stack) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
@@ -285,7 +335,7 @@ static PyObject *op_stack(PyObject *Py_UNUSED(self), PyObject *args) {
             if (m > 2 && activity_order(&acts[m - 3], &acts[m - 2]) > 0) sorted = 0;
             if (activity_order(&acts[m - 2], &acts[m - 1]) > 0) sorted = 0;
         }
-        if (!sorted) qsort(acts, (size_t)m, sizeof(Activity), activity_order);
+        if (!sorted && !radix_activities(acts, keys, m)) qsort(acts, (size_t)m, sizeof(Activity), activity_order);
         npy_intp top = 0;
         for (npy_intp k = 0; k < m; k++) {
             npy_intp i = a + acts[k].seq / 2;
@@ -305,6 +355,7 @@ static PyObject *op_stack(PyObject *Py_UNUSED(self), PyObject *args) {
     out = Py_BuildValue("OO", counted, children);
 done:
     PyMem_RawFree(acts);
+    PyMem_RawFree(keys);
     PyMem_RawFree(stack);
     Py_XDECREF(counted);
     Py_XDECREF(children);
@@ -322,12 +373,68 @@ typedef struct {
 } Boundary;
 
 /* XProf's order of boundaries: by time; at one time ends first; then the
- * higher type first. */
-static int boundary_order(const void *x, const void *y) {
-    const Boundary *a = x, *b = y;
-    if (a->time != b->time) return a->time < b->time ? -1 : 1;
-    if (a->is_start != b->is_start) return a->is_start ? 1 : -1;
-    return a->type > b->type ? -1 : a->type < b->type;
+ * higher type first. Is a before b? */
+static inline int boundary_before(const Boundary *a, const Boundary *b) {
+    if (a->time != b->time) return a->time < b->time;
+    if (a->is_start != b->is_start) return !a->is_start;
+    return a->type > b->type;
+}
+
+/* Sorts buf[0..m) by boundary_before, by a radix sort of one key per
+ * boundary (time from the earliest, then ends first, then the higher type
+ * first: 6 bits) where the step's times span less than 2^57 ps; 0 when
+ * they do not (tmp: room for m boundaries, i.e. 2m keys). */
+static int radix_boundaries(Boundary *buf, Boundary *tmp, npy_intp m) {
+    if (m < 2) return 1;
+    int64_t lo = buf[0].time, hi = buf[0].time;
+    for (npy_intp i = 1; i < m; i++) {
+        if (buf[i].time < lo) lo = buf[i].time;
+        if (buf[i].time > hi) hi = buf[i].time;
+    }
+    uint64_t span = (uint64_t)hi - (uint64_t)lo;
+    if (span >= (uint64_t)1 << 57) return 0;
+    uint64_t *keys = (uint64_t *)tmp, *spare = keys + m;
+    for (npy_intp i = 0; i < m; i++)
+        keys[i] = (((uint64_t)buf[i].time - (uint64_t)lo) << 6) | ((uint64_t)buf[i].is_start << 5) |
+                  (uint64_t)(31 - buf[i].type);
+    int bits = 6;
+    while (bits < 64 && (span << 6) >> bits) bits++;
+    radix_sort(keys, spare, m, bits);
+    for (npy_intp i = 0; i < m; i++)
+        buf[i] = (Boundary){(int64_t)((uint64_t)lo + (keys[i] >> 6)), 31 - (int32_t)(keys[i] & 31),
+                            (int32_t)((keys[i] >> 5) & 1)};
+    return 1;
+}
+
+/* Sorts buf[0..m) by boundary_before (tmp: room for m boundaries, cuts for
+ * m + 1 run starts): by radix_boundaries, else (times too far apart for its
+ * keys) a bottom-up merge of the runs already in order. qsort's compare
+ * calls took most of step_sweep's time. Equal boundaries are alike to the
+ * sweep, so their order does not matter. */
+static void sort_boundaries(Boundary *buf, Boundary *tmp, npy_intp *cuts, npy_intp m) {
+    if (radix_boundaries(buf, tmp, m)) return;
+    npy_intp runs = 0;
+    for (npy_intp i = 0; i < m; i++)
+        if (i == 0 || boundary_before(&buf[i], &buf[i - 1])) cuts[runs++] = i;
+    cuts[runs] = m;
+    Boundary *from = buf, *to = tmp;
+    while (runs > 1) {
+        npy_intp merged = 0;
+        for (npy_intp r = 0; r < runs; r += 2) {
+            npy_intp a = cuts[r], mid = cuts[r + 1 < runs ? r + 1 : runs], b = cuts[r + 2 < runs ? r + 2 : runs];
+            npy_intp i = a, j = mid, o = a;
+            while (i < mid && j < b) to[o++] = boundary_before(&from[j], &from[i]) ? from[j++] : from[i++];
+            while (i < mid) to[o++] = from[i++];
+            while (j < b) to[o++] = from[j++];
+            cuts[merged++] = a;
+        }
+        cuts[merged] = m;
+        runs = merged;
+        Boundary *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != buf) memcpy(buf, from, sizeof(Boundary) * (size_t)m);
 }
 
 #define SWEEP_TYPES 18 /* XProf's EventType values are multiples of 10 below 180 */
@@ -337,7 +444,7 @@ static int boundary_order(const void *x, const void *y) {
  * 18] whether a piece of that type was made). Events of a step (segment =
  * its index) are contiguous. XProf's ToNonOverlappedEvents and
  * ConvertStepDetailsToStepInfo: the boundaries of a step's events in
- * boundary_order drive per-type counts and a current type (raised by a
+ * boundary_before's order drive per-type counts and a current type (raised by a
  * start of a higher type; on an end that brings the current type's count to
  * zero, the highest type with a positive count, else 0); each stretch
  * between consecutive boundaries has the current type and adds its overlap
@@ -368,7 +475,9 @@ static PyObject *step_sweep(PyObject *Py_UNUSED(self), PyObject *args) {
         if (b - a > largest) largest = b - a;
         a = b;
     }
-    buf = PyMem_RawMalloc(sizeof(Boundary) * (2 * (size_t)largest + 1));
+    /* One step's boundaries, the merge's room for as many, and its run starts. */
+    size_t room = 2 * (size_t)largest + 1;
+    buf = PyMem_RawMalloc(sizeof(Boundary) * 2 * room + sizeof(npy_intp) * (room + 1));
     if (!time_out || !seen_out || !buf) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
@@ -388,14 +497,14 @@ static PyObject *step_sweep(PyObject *Py_UNUSED(self), PyObject *args) {
             failed = 1;
             break;
         }
-        npy_intp m = 0;
-        for (npy_intp i = a; i < b; i++) {
+        npy_intp m = 2 * (b - a);
+        for (npy_intp i = a; i < b; i++) { /* the starts (in order on each line), then the ends */
             int32_t k = t[i] / 10;
             if (k < 0 || k >= SWEEP_TYPES) k = 0;
-            buf[m++] = (Boundary){s[i], k, 1};
-            buf[m++] = (Boundary){e[i], k, 0};
+            buf[i - a] = (Boundary){s[i], k, 1};
+            buf[b - a + i - a] = (Boundary){e[i], k, 0};
         }
-        qsort(buf, (size_t)m, sizeof(Boundary), boundary_order);
+        sort_boundaries(buf, buf + room, (npy_intp *)(buf + 2 * room), m);
         int64_t count[SWEEP_TYPES] = {0};
         int32_t current = 0;
         int64_t lo = sb[step], hi = se[step];
