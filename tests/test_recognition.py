@@ -18,7 +18,6 @@ NOT_PROFILES = DATA / "not_profiles"
 ET = NOT_PROFILES / "benchmark_simple_add_et.json.gz"
 KINETO = NOT_PROFILES / "benchmark_simple_add_trace.json.gz"
 CONFIG = NOT_PROFILES / "config.json"
-OVERVIEW_PAGE = NOT_PROFILES / "vm.overview_page.pb"
 TWO_RANKS = DATA / "chrome_trace" / "two_ranks"
 
 
@@ -27,10 +26,9 @@ def test_a_folder_lists_profiles_and_the_files_that_are_not(capsys):
     out = json.loads(capsys.readouterr().out)
     assert [(s["sessionId"], s["hosts"]) for s in out["sessions"]] == [("not_profiles", ["rank-0"])]
     reasons = {item["path"]: item["reason"] for item in out["notProfiles"]}
-    assert sorted(reasons) == [str(ET), str(CONFIG), str(OVERVIEW_PAGE)]
+    assert sorted(reasons) == [str(ET), str(CONFIG)]
     assert "PyTorch execution trace" in reasons[str(ET)]
     assert "model configuration" in reasons[str(CONFIG)]
-    assert "XProf's overview_page tool data" in reasons[str(OVERVIEW_PAGE)]
     # The Kineto trace has no memory events: no memory_profile listed.
     assert out["sessions"][0]["availableTools"] == ["trace_viewer", "kernel_stats", "op_stats", "overview"]
 
@@ -39,7 +37,7 @@ def test_a_folder_lists_profiles_and_the_files_that_are_not(capsys):
     assert "not profiles:\n" in text and f"{ET}: a PyTorch execution trace" in text
 
 
-@pytest.mark.parametrize("name", [ET.name, CONFIG.name, OVERVIEW_PAGE.name])
+@pytest.mark.parametrize("name", [ET.name, CONFIG.name])
 def test_nothing_but_files_that_are_not_profiles_exits_1_with_one_line(tmp_path, capsys, name):
     shutil.copy(NOT_PROFILES / name, tmp_path / name)
     for path in (tmp_path, tmp_path / name):
@@ -76,7 +74,7 @@ def test_report_lists_the_files_that_are_not_profiles(tmp_path):
     out = tmp_path / "report"
     assert main(["report", str(NOT_PROFILES), "-o", str(out)]) == 0
     index = (out / "index.html").read_text()
-    assert "Not profiles (3)" in index and "PyTorch execution trace" in index
+    assert "Not profiles (2)" in index and "PyTorch execution trace" in index
 
 
 def test_a_binary_protobuf_of_another_message_is_not_a_memory_profile(tmp_path, capsys):
@@ -160,8 +158,8 @@ def test_the_tree_shows_the_files_that_are_not_profiles_greyed(qtbot):
     first = fill(tree, open_repository(NOT_PROFILES))
     assert first is not None and first.text(0) == "rank-0"
     top = tree.topLevelItem(tree.topLevelItemCount() - 1)
-    assert top.text(0) == "Not profiles (3)"
+    assert top.text(0) == "Not profiles (2)"
     children = [top.child(i) for i in range(top.childCount())]
-    assert [c.text(0).split(":")[0] for c in children] == [ET.name, CONFIG.name, OVERVIEW_PAGE.name]
+    assert [c.text(0).split(":")[0] for c in children] == [ET.name, CONFIG.name]
     assert not any(item.flags() & Qt.ItemFlag.ItemIsEnabled for item in [top, *children])
     assert "PyTorch execution trace" in children[0].toolTip(0)

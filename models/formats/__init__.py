@@ -20,12 +20,14 @@ from profscope.models.formats import (
     others,
     run_metadata_events,
     step_stats,
+    tool_protos,
     torch_snapshot,
     xspace,
 )
 
 FORMATS = (
     xspace.FORMAT,
+    tool_protos.FORMAT,
     run_metadata_events.FORMAT,
     step_stats.FORMAT,
     log_memory.FORMAT,

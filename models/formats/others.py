@@ -17,8 +17,9 @@ JSON_KINDS = (
 )
 
 
-# Other tools' data TensorFlow 2.2-2.3 wrote into profile sessions beside the files Profscope reads.
-XPROF_TOOL_DATA = ("overview_page", "input_pipeline", "tensorflow_stats", "kernel_stats", "pod_viewer")
+# Other tools' data TensorFlow 2.2-2.3 wrote into profile sessions beside the files Profscope reads
+# (it reads their overview_page, input_pipeline, tensorflow_stats and kernel_stats: formats.tool_protos).
+XPROF_TOOL_DATA = ("pod_viewer",)
 
 
 def what_it_is(name: str, head: bytes) -> str | None:
@@ -26,7 +27,7 @@ def what_it_is(name: str, head: bytes) -> str | None:
     for tool in XPROF_TOOL_DATA:
         if name.endswith((f".{tool}.pb", f".{tool}.pb.gz")) or name in (f"{tool}.pb", f"{tool}.pb.gz"):
             return (f"XProf's {tool} tool data (TensorFlow 2.2-2.3 wrote it beside the profile), which "
-                    "Profscope does not read; it reads the session's xplane.pb, memory_profile and trace files")
+                    "Profscope does not read")
     keys = set(json_keys(head, 256))
     for wanted, kind in JSON_KINDS:
         if wanted <= keys:

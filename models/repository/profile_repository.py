@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from profscope.models.analysis import trace_stats
-from profscope.models.analysis.xprof import XPROF_OFFERED
+from profscope.models.analysis.xprof import XPROF_OFFERED, tool_protos
 from profscope.models.analysis.xprof import XPROF_TOOLS as XPROF_PRODUCERS
 from profscope.models.core import archives
 from profscope.models.core.files import stays_inside
@@ -151,6 +151,8 @@ class ProfileRepository(ABC):
         if tool == TRACE_VIEWER:
             host = self.resolve_host(session, host, tool)
             return ToolData(self.chrome_trace(session, host, params.get("step", ""), task), "json")
+        if tool in XPROF_TOOLS and (own := self.tool_files(session, host, tool)) is not None:
+            return tool_protos.tool_data(tool, own[0].tool_result(own[1], tool))
         if tool in XPROF_TOOLS and (files := self.xprof_files(session, host, tool)) is not None:
             return XPROF_PRODUCERS[tool](files, params, task or TaskState())
         if tool in TIMELINE_TOOLS:
@@ -170,6 +172,11 @@ class ProfileRepository(ABC):
         self, session: str, host: str, step: str = "", task: TaskState | None = None
     ) -> bytes | Iterable[bytes]:
         """Chrome trace-event JSON of a host's step timeline (whole or in chunks)."""
+
+    def tool_files(self, session: str, host: str, tool: str) -> tuple[Format, list[Path]] | None:
+        """The format and files that serve an XProf tool themselves for a host
+        (TF 2.2-2.3's per-tool protos), or None when they do not."""
+        return None
 
     def xprof_files(self, session: str, host: str, tool: str) -> list[Path] | None:
         """The XSpaces XProf's `tool` reads for a host (host "": every host of
@@ -337,6 +344,19 @@ class LocalRepository(ProfileRepository):
     ) -> bytes | Iterable[bytes]:
         host, fmt, files = self._source(session, host, TRACE_VIEWER)
         return fmt.chrome_trace(files, host, step, task or TaskState())
+
+    def tool_files(self, session: str, host: str, tool: str) -> tuple[Format, list[Path]] | None:
+        self.session(session)
+        s = self._sessions[session]
+        if not host:
+            found = [f for h in sorted(s.hosts) if (f := s.source(h, tool)) is not None]
+            if len(found) > 1 and all(fmt.serves_xprof_tools for fmt, _ in found):
+                self.resolve_host(session, host, tool)  # these show one host at a time: asks to choose
+            if len(found) != 1:
+                return None
+            return found[0] if found[0][0].serves_xprof_tools else None
+        source = s.source(self.resolve_host(session, host, tool), tool)
+        return source if source is not None and source[0].serves_xprof_tools else None
 
     def xprof_files(self, session: str, host: str, tool: str) -> list[Path] | None:
         self.session(session)

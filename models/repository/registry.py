@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from google.protobuf.message import Message
+
 from profscope.models.core.task import ProfileError, TaskState
 
 # Tool names, as XProf's GetSessionToolData knows them.
@@ -69,6 +71,8 @@ class Format:
     combines_hosts = False  # a session's hosts can share one timeline (host "")
     # Its files are XSpaces: XProf's tools (XPROF_TOOLS, kernel_stats included) read them as XProf does.
     xprof = False
+    # Its files hold XProf tools' results (TF 2.2-2.3's per-tool protos: profscope.models.analysis.xprof.tool_protos).
+    serves_xprof_tools = False
     # When a host has files of several formats offering a tool, the lowest
     # rank serves it (an XSpace's memory profile before a derived one).
     rank = 10
@@ -129,3 +133,7 @@ class Format:
         """The trace_viewer tool's JSON (Chrome trace-event format), whole or
         as chunks written as they are made."""
         raise ProfileError(f"{self.title} has no trace_viewer export")
+
+    def tool_result(self, files: list[Path], tool: str) -> Message:
+        """The message holding an XProf tool's result, for formats that serves_xprof_tools."""
+        raise ProfileError(f"{self.title} has no {tool} data")
