@@ -11,6 +11,7 @@ from conftest import DATA
 from test_xprof_tools import assert_same, export
 
 from profscope.models.repository.locations import open_repository
+from profscope.protos import input_pipeline_pb2
 from profscope.viewer.cli import main
 
 V1 = DATA / "xprof" / "v1"
@@ -75,6 +76,17 @@ def test_a_corrupt_file_is_a_clear_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "vm.overview_page.pb: not a readable OverviewPage" in err and "Traceback" not in err
     assert not (tmp_path / "o.json").exists()
+
+
+def test_a_damaged_step_inside_is_a_clear_error(tmp_path, capsys):
+    ipa = input_pipeline_pb2.InputPipelineAnalysisResult.FromString(
+        (V1 / "tfdata" / "tfdata.input_pipeline.pb").read_bytes())
+    ipa.step_details[0].value = ipa.step_details[0].value[:5]  # the file parses; the step packed in it does not
+    bad = tmp_path / "vm.input_pipeline.pb"
+    bad.write_bytes(ipa.SerializeToString())
+    assert main(["export", str(bad), "--tool", "input_pipeline_analyzer", "-o", str(tmp_path / "o.json")]) == 1
+    err = capsys.readouterr().err
+    assert "not a readable PerGenericStepDetails" in err and "Traceback" not in err
 
 
 def test_another_file_of_the_name_is_not_a_profile(tmp_path, capsys):

@@ -7,9 +7,10 @@ from __future__ import annotations
 import datetime
 from typing import TypeVar
 
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 
 from profscope.models.analysis.xprof import datatable
+from profscope.models.core.task import ProfileError
 from profscope.models.data.tool_data import ToolData
 from profscope.models.repository.registry import (
     FRAMEWORK_OP_STATS,
@@ -28,7 +29,10 @@ def unpack(any_, message: type[M]) -> M:
     as Any.Unpack leaves it."""
     out = message()
     if any_.type_url.rsplit("/", 1)[-1] == f"tensorflow.profiler.{message.DESCRIPTOR.name}":
-        out.ParseFromString(any_.value)
+        try:
+            out.ParseFromString(any_.value)
+        except DecodeError as e:  # read only now: the file's parse keeps an Any's bytes as they are
+            raise ProfileError(f"not a readable {message.DESCRIPTOR.name} inside the tool's file: {e}") from None
     return out
 
 
