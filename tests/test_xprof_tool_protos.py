@@ -94,3 +94,25 @@ def test_another_file_of_the_name_is_not_a_profile(tmp_path, capsys):
     other.write_bytes(b"\x0a\x03abc")  # field 1 of TfStatsDatabase is reserved
     assert main(["sessions", str(other)]) == 1
     assert "not XProf's TfStatsDatabase" in capsys.readouterr().err
+
+
+def test_the_window_shows_the_pages_without_a_timeline(qtbot, window, tmp_path):
+    shutil.copytree(V1 / "tfdata", tmp_path / "tfdata")
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.open_path(str(tmp_path))  # scan
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        pass  # then the host's XProf pages: it has no timeline
+    view = window.xprof_view
+    assert window.tabs.currentWidget() is view and view.current_page() == "overview_page"
+    assert "tfdata / tfdata: XProf's tools (no timeline in this session)." == window.status.text()
+    host = window.tree.topLevelItem(0).child(0)
+    entries = {host.child(i).text(0): host.child(i) for i in range(host.childCount())}
+    assert list(entries) == ["Overview", "Input pipeline", "Framework ops", "Kernels"]
+    window.tree.setCurrentItem(entries["Input pipeline"])
+    window.tree.itemClicked.emit(entries["Input pipeline"], 0)  # loaded: shown at once
+    assert view.current_page() == "input_pipeline_analyzer" and not window.runner.busy
+    page = view.pages["input_pipeline_analyzer"]
+    assert "HIGHLY input-bound" in page.statement.text()
+    table, _column = page.ops.op_tables()[0]
+    assert table.model().index(0, 0).data() == "Iterator::Root::Prefetch::MapAndBatch"
+    window.grab().save(str(tmp_path / "window.png"))

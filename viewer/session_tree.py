@@ -49,8 +49,11 @@ def xprof_tools(repo: ProfileRepository, session: str, host: str) -> list[str]:
 
 
 def preferred_tool(tools: list[str]) -> str:
-    """What clicking a host shows: its timeline when it has one."""
-    return TRACE_VIEWER if TRACE_VIEWER in tools else MEMORY_PROFILE
+    """What clicking a host shows: its timeline when it has one, else its memory profile, else its
+    first XProf page (TF 2.2-2.3's per-tool protos)."""
+    if TRACE_VIEWER in tools or MEMORY_PROFILE in tools:
+        return TRACE_VIEWER if TRACE_VIEWER in tools else MEMORY_PROFILE
+    return next((t for t in XPROF_TITLES if t in tools), MEMORY_PROFILE)
 
 
 def fill(tree: QTreeWidget, repo: ProfileRepository) -> QTreeWidgetItem | None:

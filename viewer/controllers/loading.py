@@ -18,6 +18,8 @@ from profscope.models.data.peak_pyramid import prepare_series
 from profscope.models.data.timeline import Timeline
 from profscope.models.repository.profile_repository import ProfileRepository
 from profscope.models.repository.registry import (
+    INPUT_PIPELINE_ANALYZER,
+    KERNEL_STATS,
     MEMORY_PROFILE,
     MEMORY_VIEWER,
     OP_PROFILE,
@@ -110,6 +112,9 @@ class LoadController(QObject):
                 self.requested = (session, host, tool)
                 self.show_xprof(tool)
                 return
+            if host and host not in self.repo.hosts_with(session, TRACE_VIEWER):
+                self.load_xprof_pages(session, host, tool)  # TF 2.2-2.3's per-tool protos: no timeline
+                return
             if self.runner.busy and self.requested and tuple(self.requested[:2]) == (session, host):
                 self.requested = (session, host, tool)  # shown when its timeline's job ends
                 return
@@ -164,6 +169,28 @@ class LoadController(QObject):
             return session, host, steps, step or (steps[0] if steps else ""), timeline, stats, xprof
 
         self.runner.start(job, self._show_timeline)
+
+    def load_xprof_pages(self, session: str, host: str, tool: str) -> None:
+        """XProf's pages of a host that has them without a timeline, then the page of `tool`."""
+        repo = self.repo
+        self.requested = (session, host, tool)
+        tools = self._xprof_tools(session, host)
+        self.set_status(f"Loading XProf's tools of {session} / {host}…")
+
+        def job(task):
+            return session, host, pages_of_plugin_24(xprof_data(repo, session, host, tools, task))
+
+        self.runner.start(job, self._show_xprof_pages)
+
+    def _show_xprof_pages(self, result) -> None:
+        session, host, xprof = result
+        if self.xprof_view is None:
+            return
+        self.xprof_view.set_data(xprof)
+        self.xprof_of = (session, host)
+        r = self.requested
+        self.show_xprof(r[2] if r and tuple(r[:2]) == (session, host) and r[2] in XPROF_VIEWS else XPROF_VIEWS[0])
+        self._shown_status((self.xprof_view,), f"{session} / {host}: XProf's tools (no timeline in this session).")
 
     def load_step(self, step: str) -> None:
         """Another step of the timeline shown."""
@@ -395,6 +422,18 @@ def xprof_data(repo: ProfileRepository, session: str, host: str, tools: list[str
     if errors:
         data["errors"] = errors
     return data
+
+
+def pages_of_plugin_24(data: dict) -> dict:
+    """tensorboard-plugin-profile 2.4's layouts (what TF 2.2-2.3's per-tool protos export as) placed as
+    the XProf pages read XProf 2.24's: its input pipeline has no leading {}, its kernel_stats is a list
+    of its one table. The overview and framework op tables sit where 2.24's do."""
+    out = dict(data)
+    if isinstance(out.get(INPUT_PIPELINE_ANALYZER), list):
+        out[INPUT_PIPELINE_ANALYZER] = [{}, *out[INPUT_PIPELINE_ANALYZER]]
+    if isinstance(out.get(KERNEL_STATS), list):
+        out[KERNEL_STATS] = next(iter(out[KERNEL_STATS]), {})
+    return out
 
 
 def module_memory(repo: ProfileRepository, session: str, host: str, name: str, task):
