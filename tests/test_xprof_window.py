@@ -2,6 +2,7 @@
 tool entries, the memory viewer's module picker (answered by the worker),
 op_profile's other grouping."""
 
+import json
 import shutil
 
 import pytest
@@ -189,3 +190,45 @@ def test_report_renders_every_xprof_page_of_each_host_and_all_hosts(qtbot, tmp_p
     image = QImage(str(out / "xprof_2026_11_22_09_00_00_b_overview_page.png"))
     colors = [QColor(image.pixel(x, 250)) for x in range(0, 1400, 7)]
     assert image.width() == 1400 and any(c.red() > 200 and c.green() < 100 for c in colors)  # input time, in red
+
+
+def test_one_load_decodes_the_xplane_once_and_lets_it_go(qtbot, window, tmp_path, monkeypatch):
+    """A GPU host's timeline and its XProf pages (six of which read the device planes) come from one decode of
+    the file, and nothing holds that decoded file once the pages are shown."""
+    import gc
+    import weakref
+
+    from profscope.models.formats.xspace import xplane
+
+    decoded = []
+    parse = xplane.parse_xspace
+
+    def counted(buf, path, host, task):
+        space = parse(buf, path, host, task)
+        decoded.append((path.name, weakref.ref(space)))
+        return space
+
+    monkeypatch.setattr(xplane, "parse_xspace", counted)
+    entries = open_xplane(qtbot, window, tmp_path, "device/gpu_tf")
+    assert [name for name, _ in decoded] == ["vm.xplane.pb"]
+    view = window.xprof_view
+    assert {"Overview", "Kernels", "HLO ops", "Op profile", "Roofline"} <= set(entries)
+    assert view.pages["kernel_stats"].table.model.rowCount() > 0  # the GPU's kernels, from that decode
+    gc.collect()
+    assert decoded[0][1]() is None
+
+
+def test_kernel_stats_of_a_cpu_xplane_does_not_decode_it(tmp_path, monkeypatch):
+    """kernel_stats looks for GPU planes by their names: a CPU profile's (empty) table without decoding the file;
+    a GPU profile's kernels as before."""
+    from profscope.models.analysis.xprof.kernel_stats import kernel_stats
+    from profscope.models.core.task import TaskState
+    from profscope.models.formats.xspace import xplane
+
+    decoded = []
+    parse = xplane.parse_xspace
+    monkeypatch.setattr(xplane, "parse_xspace", lambda buf, path, *a: decoded.append(path.name) or parse(buf, path, *a))
+    cpu = json.loads(kernel_stats([XPROF / "small.xplane.pb"], {}, TaskState()).output)
+    assert decoded == [] and cpu["rows"] == [] and cpu["cols"][1]["label"] == "Kernel Name"
+    gpu = json.loads(kernel_stats([XPROF / "device" / "gpu_tf.xplane.pb"], {}, TaskState()).output)
+    assert decoded == ["gpu_tf.xplane.pb"] and len(gpu["rows"]) > 0

@@ -27,6 +27,7 @@ import threading
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +41,7 @@ from profscope.models.data.memory_profile import MemoryProfileData, xprof_json_c
 from profscope.models.data.timeline import Timeline
 from profscope.models.data.tool_data import ToolData
 from profscope.models.formats import FORMATS, not_a_profile
+from profscope.models.formats.xspace.xplane import decode_once
 from profscope.models.repository.registry import (
     MEMORY_PROFILE,
     TIMELINE_TOOLS,
@@ -89,6 +91,12 @@ class ProfileRepository(ABC):
     @abstractmethod
     def step_timeline(self, session: str, host: str, step: str = "", task: TaskState | None = None) -> Timeline:
         """The decoded step timeline of one host (step "" = the first)."""
+
+    def decoding_once(self) -> AbstractContextManager:
+        """Within, on this thread: a file that several readers take is decoded
+        once (the window's job: a host's timeline, then XProf's tools of it);
+        let go at the end."""
+        return decode_once()
 
     def combines_hosts(self, session: str) -> bool:
         """Whether the session's timeline can show all its hosts at once (host "")."""

@@ -4,6 +4,7 @@ timeline, in the worker; then its tab shows it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 
@@ -161,11 +162,14 @@ class LoadController(QObject):
         self.set_status(f"Loading the timeline of {session} / {host or ALL_HOSTS}…")
 
         def job(task):
-            steps = repo.steps(session, host)
-            timeline = repo.step_timeline(session, host, step, task)
-            timeline.all_kind_stats  # noqa: B018 -- the op statistics tab's table, here rather than on the GUI thread
-            stats = trace_stats.compute(timeline, None, task) if with_stats else None
-            xprof = xprof_data(repo, session, host, xprof_tools, task) if xprof_tools else None
+            # XProf's tools read the file the timeline has just decoded: decoded once for both (only then, so a
+            # timeline alone does not hold the decoded file while it is built)
+            with repo.decoding_once() if xprof_tools else contextlib.nullcontext():
+                steps = repo.steps(session, host)
+                timeline = repo.step_timeline(session, host, step, task)
+                timeline.all_kind_stats  # noqa: B018 -- the op statistics tab's table, not on the GUI thread
+                stats = trace_stats.compute(timeline, None, task) if with_stats else None
+                xprof = xprof_data(repo, session, host, xprof_tools, task) if xprof_tools else None
             return session, host, steps, step or (steps[0] if steps else ""), timeline, stats, xprof
 
         self.runner.start(job, self._show_timeline)
@@ -407,18 +411,19 @@ def xprof_data(repo: ProfileRepository, session: str, host: str, tools: list[str
     "errors")."""
     data: dict = {}
     errors = []
-    for tool in tools:
-        try:
-            if tool == MEMORY_VIEWER:  # one XLA module at a time: the list and the first one's
-                files = repo.xprof_files(session, host, tool)
-                names = module_names(files, task) if files else []
-                if names:
-                    data[tool] = {"modules": names, "module": names[0],
-                                  "data": module_memory(repo, session, host, names[0], task)}
-                continue
-            data[tool] = json.loads(repo.tool_data(session, tool, host, {}, task).output)
-        except ProfileError as e:
-            errors.append(f"{tool}: {e}")
+    with repo.decoding_once():  # the tools that decode the host's XSpace (a GPU host's: most) share one decode
+        for tool in tools:
+            try:
+                if tool == MEMORY_VIEWER:  # one XLA module at a time: the list and the first one's
+                    files = repo.xprof_files(session, host, tool)
+                    names = module_names(files, task) if files else []
+                    if names:
+                        data[tool] = {"modules": names, "module": names[0],
+                                      "data": module_memory(repo, session, host, names[0], task)}
+                    continue
+                data[tool] = json.loads(repo.tool_data(session, tool, host, {}, task).output)
+            except ProfileError as e:
+                errors.append(f"{tool}: {e}")
     if errors:
         data["errors"] = errors
     return data

@@ -59,8 +59,8 @@ class DataTableModel(StatsTableModel):
             self.order = np.zeros(0, np.int64)
             self.endResetModel()
 
-    def data(self, index, role=Qt.DisplayRole):
-        if role == Qt.UserRole and index.isValid() and self.COLUMNS[index.column()][1] == "share":
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if role == Qt.ItemDataRole.UserRole and index.isValid() and self.COLUMNS[index.column()][1] == "share":
             v = float(self.value(index.row(), index.column()))
             return v if v == v else 0.0
         return super().data(index, role)

@@ -11,9 +11,10 @@ from pathlib import Path
 from profscope.models.analysis.xprof import register
 from profscope.models.analysis.xprof.datatable import column, dumps, table
 from profscope.models.analysis.xprof.device_op_metrics import kernel_reports
-from profscope.models.analysis.xprof.op_stats import read_spaces
+from profscope.models.analysis.xprof.op_stats import GPU_PLANE_PREFIX, read_spaces
 from profscope.models.core.task import TaskState
 from profscope.models.data.tool_data import ToolData
+from profscope.models.formats.xspace.xplane import plane_names
 
 COLUMNS = [
     column("rank", "number", "Rank"),
@@ -39,7 +40,9 @@ MAX_KERNELS = 1000  # XProf keeps the 1,000 kernels of most time
 
 @register("kernel_stats")
 def kernel_stats(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
-    spaces = read_spaces(paths, task)
+    # Kernels are events of GPU planes: files without one are not decoded (their plane names read from the wire).
+    gpu = [p for p in paths if any(n.startswith(GPU_PLANE_PREFIX) for n in plane_names(p, task))]
+    spaces = read_spaces(gpu, task) if gpu or not paths else []  # no paths: read_spaces says so
     reports = kernel_reports(spaces, paths)
     rows = []
     for rank, i in enumerate(reports.order()[:MAX_KERNELS].tolist(), 1):

@@ -24,7 +24,7 @@ import mmap
 import os
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -432,18 +432,83 @@ def xprof_order(start: np.ndarray, end: np.ndarray, line: np.ndarray | None = No
 
 
 def read_xspace(path: Path, task: TaskState | None = None, host: str = "") -> XSpaceData:
-    """Maps and decodes one xplane.pb (structure and event columns)."""
+    """Maps and decodes one xplane.pb (structure and event columns); within
+    decode_once(), the copy decoded there before, if any."""
     task = task or TaskState()
     path = Path(path)
+    host = host or host_of_xplane(path.name) or path.name
+    spaces, key = _decoded(path)
+    if key in spaces:
+        space = spaces[key]
+        return space if space.host == host else replace(space, host=host)
     _tune_malloc()
     buf = _map(path, task)
     try:
-        space = parse_xspace(buf, path, host or host_of_xplane(path.name) or path.name, task)
+        space = parse_xspace(buf, path, host, task)
     except ValueError as e:
-        raise ProfileError(
-            f"{path}: not a readable XSpace ({e}); the file may be truncated or not an xplane.pb"
-        ) from None
+        raise _unreadable(path, e) from None
+    if key is not None:
+        spaces[key] = space
     return space
+
+
+def plane_names(path: Path, task: TaskState | None = None) -> list[str]:
+    """The names of an XSpace's planes, read from the wire without decoding
+    the rest: what a tool that reads only some planes (kernel_stats: the
+    GPU's) needs to learn that a file has none."""
+    path = Path(path)
+    spaces, key = _decoded(path)
+    if key in spaces:
+        return [p.name for p in spaces[key].planes]
+    buf = _map(path, task or TaskState())
+    if not len(buf):
+        raise ProfileError(f"{path}: the file is empty")
+    try:
+        (planes,) = wire.find_fields(buf, 0, len(buf), [SPACE_PLANES])
+        (names,) = wire.decode_messages(buf, planes, [(PLANE_NAME, "s")])
+    except ValueError as e:
+        raise _unreadable(path, e) from None
+    finally:
+        _release(buf)
+    if not len(planes):
+        raise ProfileError(f"{path}: the XSpace holds no planes; is it an xplane.pb?")
+    return [_text(buf, n) for n in names]
+
+
+def _unreadable(path: Path, e: Exception) -> ProfileError:
+    return ProfileError(f"{path}: not a readable XSpace ({e}); the file may be truncated or not an xplane.pb")
+
+
+_scope = threading.local()  # .spaces: decode_once()'s decoded XSpaces on this thread
+
+
+@contextlib.contextmanager
+def decode_once():
+    """Within, on this thread: each xplane.pb is decoded once, and everything
+    that reads it (the window's timeline, then XProf's tools of the same
+    host) gets that one XSpaceData. After (the outermost scope's end): let
+    go, so no decoded file outlives the job that read it."""
+    if getattr(_scope, "spaces", None) is not None:  # nested: the outer scope's
+        yield
+        return
+    _scope.spaces = {}
+    try:
+        yield
+    finally:
+        _scope.spaces = None
+
+
+def _decoded(path: Path) -> tuple[dict, tuple | None]:
+    """decode_once()'s spaces on this thread ({} outside one) and the file's key
+    (None outside one or when it cannot be stated: the reader says why)."""
+    spaces = getattr(_scope, "spaces", None)
+    if spaces is None:
+        return {}, None
+    try:
+        st = path.stat()
+    except OSError:
+        return {}, None
+    return spaces, (str(path.resolve()), st.st_mtime_ns, st.st_size)
 
 
 def _tune_malloc() -> None:
