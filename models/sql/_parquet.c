@@ -241,6 +241,18 @@ static PyObject *end_page(PyObject *page, uint8_t *end) {
 /* Room for the levels of n rows. */
 #define LEVELS_ROOM(n) (16 + (n) / 8)
 
+/* The column of a PLAIN encoder's (values, bitmap, offset) args, read as `type`, and a
+   page with room for its levels and `bits` bits a row; NULL (column closed) on error. */
+static PyObject *open_plain(PyObject *args, int type, Py_ssize_t bits, Column *c, uint8_t **w) {
+    PyObject *values, *bitmap;
+    long long offset;
+    if (!PyArg_ParseTuple(args, "OOL", &values, &bitmap, &offset)) return NULL;
+    if (!open_column(c, values, type, bitmap, offset)) return NULL;
+    PyObject *page = new_page(LEVELS_ROOM(c->n) + (c->n * bits + 7) / 8, w);
+    if (!page) close_column(c);
+    return page;
+}
+
 static PyObject *encode_ints(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *values, *bitmap;
     long long offset;
@@ -284,18 +296,11 @@ static PyObject *encode_ints(PyObject *Py_UNUSED(self), PyObject *args) {
 }
 
 static PyObject *encode_doubles(PyObject *Py_UNUSED(self), PyObject *args) {
-    PyObject *values, *bitmap;
-    long long offset;
-    if (!PyArg_ParseTuple(args, "OOL", &values, &bitmap, &offset)) return NULL;
     Column c;
-    if (!open_column(&c, values, NPY_FLOAT64, bitmap, offset)) return NULL;
-    Py_ssize_t n = c.n, non_null = 0, nans = 0;
     uint8_t *w;
-    PyObject *page = new_page(LEVELS_ROOM(n) + n * 8, &w);
-    if (!page) {
-        close_column(&c);
-        return NULL;
-    }
+    PyObject *page = open_plain(args, NPY_FLOAT64, 64, &c, &w);
+    if (!page) return NULL;
+    Py_ssize_t n = c.n, non_null = 0, nans = 0;
     Py_BEGIN_ALLOW_THREADS
     const uint8_t *bits = c.has_bitmap ? c.bitmap.buf : NULL;
     w = put_levels(w, n, bits, c.offset, &non_null);
@@ -317,18 +322,11 @@ static PyObject *encode_doubles(PyObject *Py_UNUSED(self), PyObject *args) {
 
 /* Levels, then the non-null booleans PLAIN: bit-packed, one bit each, LSB first. */
 static PyObject *encode_booleans(PyObject *Py_UNUSED(self), PyObject *args) {
-    PyObject *values, *bitmap;
-    long long offset;
-    if (!PyArg_ParseTuple(args, "OOL", &values, &bitmap, &offset)) return NULL;
     Column c;
-    if (!open_column(&c, values, NPY_BOOL, bitmap, offset)) return NULL;
-    Py_ssize_t n = c.n, non_null = 0, trues = 0;
     uint8_t *w;
-    PyObject *page = new_page(LEVELS_ROOM(n) + (n + 7) / 8, &w);
-    if (!page) {
-        close_column(&c);
-        return NULL;
-    }
+    PyObject *page = open_plain(args, NPY_BOOL, 1, &c, &w);
+    if (!page) return NULL;
+    Py_ssize_t n = c.n, non_null = 0, trues = 0;
     Py_BEGIN_ALLOW_THREADS
     const uint8_t *bits = c.has_bitmap ? c.bitmap.buf : NULL;
     w = put_levels(w, n, bits, c.offset, &non_null);
