@@ -54,8 +54,6 @@ KERNEL_TYPE = (f"CASE WHEN {_RE.format(trace_stats.COMMUNICATION_PATTERN)} THEN 
                f"WHEN {_RE.format(trace_stats.MEMORY_PATTERN)} THEN 'MEMORY' "
                f"WHEN {_RE.format(trace_stats.NOT_COMPUTATION_PATTERN)} THEN 'OTHER' ELSE 'COMPUTATION' END")
 MEMORY_LIMIT_VARIABLE = "PROFSCOPE_SQL_MEMORY"
-_NUMPY_TYPES = {"BIGINT": np.int64, "INTEGER": np.int32, "UBIGINT": np.uint64, "DOUBLE": np.float64,
-                "BOOLEAN": np.bool_}
 
 
 class QueryError(ProfileError):
@@ -653,7 +651,7 @@ class ProfileDatabase:
                 ends, texts, per_run = _distinct_runs(values)
                 return parquet.RunColumn(ends, per_run, pa.array(texts.astype(str), pa.string())).rows
             return lambda a, n: parquet.from_arrow(values.slice(a, n), sql_type)  # a names blob (StepStats) is hashed
-        want = np.dtype(_NUMPY_TYPES[sql_type])
+        want = np.dtype(parquet.NUMPY_TYPES[sql_type])
         if isinstance(values, pa.RunEndEncodedArray):  # per-lane numbers
             ends, distinct, per_run = _distinct_runs(values)
             if isinstance(expr, _Ns) or not _widens(distinct.dtype, want):

@@ -50,7 +50,8 @@ _TYPES: dict[str, tuple[int, int | None, list | None]] = {
     "BOOLEAN": (_BOOLEAN, None, None),
     "VARCHAR": (_BYTE_ARRAY, _UTF8, [(1, _STRUCT, [])]),  # StringType
 }
-_NUMPY = {"BIGINT": np.int64, "INTEGER": np.int32, "UBIGINT": np.uint64, "DOUBLE": np.float64, "BOOLEAN": np.bool_}
+# The numpy type of each SQL type's values (the SQL database checks columns against it too).
+NUMPY_TYPES = {"BIGINT": np.int64, "INTEGER": np.int32, "UBIGINT": np.uint64, "DOUBLE": np.float64, "BOOLEAN": np.bool_}
 ROW_GROUP_ROWS = 1 << 20
 CREATED_BY = "profscope"
 
@@ -184,7 +185,7 @@ def from_arrow(array: pa.Array, sql_type: str) -> Values:
         return Values(values.astype(np.int32, copy=False), bitmap, offset, array.dictionary, nulls)
     if isinstance(array, pa.RunEndEncodedArray):
         array = pc.run_end_decode(array)
-    dtype = _NUMPY[sql_type]
+    dtype = NUMPY_TYPES[sql_type]
     bitmap, offset, nulls = _nulls(array)
     if pa.types.is_null(array.type):
         return Values(np.zeros(len(array), dtype), bitmap, offset, null_count=nulls)
@@ -305,7 +306,7 @@ def _dictionary_page(sql_type: str, dictionary) -> bytes:
             raise ValueError(f"a text column holds invalid text: {e}") from None
         values = _parquet.plain_strings(*_string_buffers(dictionary))
     else:
-        values = np.ascontiguousarray(dictionary, _NUMPY[sql_type]).tobytes()
+        values = np.ascontiguousarray(dictionary, NUMPY_TYPES[sql_type]).tobytes()
     return _page_header(_DICTIONARY_PAGE, values, [(1, _I32, len(dictionary)), (2, _I32, _PLAIN)]) + values
 
 
