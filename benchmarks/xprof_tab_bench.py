@@ -26,7 +26,7 @@ import json, sys, time
 from profscope.models.core.task import TaskState
 from profscope.models.repository.locations import open_repository
 from profscope.viewer.controllers.loading import XPROF_VIEWS, xprof_data
-repo = open_repository({path!r})
+repo = open_repository(sys.argv[1])
 session = repo.enum_sessions()[0].name
 host = repo.hosts_with(session, "trace_viewer")[0]
 tools = [t for t in XPROF_VIEWS if host in repo.hosts_with(session, t)]
@@ -42,7 +42,9 @@ print(json.dumps([t1 - t0, c1 - c0, t2 - t1, c2 - c1, tools, data.get("errors", 
 """
 
 
-def main() -> None:
+def fresh_process_rounds(code: str) -> tuple[Path, int, list]:
+    """Parses --file and --rounds, runs `code` (the file as argv[1]) in a fresh
+    offscreen process each round; each run's last line of output, as JSON."""
     like_an_installed_copy()
     parser = argparse.ArgumentParser()
     parser.add_argument("--file", type=Path, default=Path("/tmp/profscope-sql-bench/bench.xplane.pb"))
@@ -53,11 +55,16 @@ def main() -> None:
         sys.exit(f"{path}: missing (benchmarks/sql_bench.py makes it)")
     runs = []
     for _ in range(args.rounds):
-        out = subprocess.run([sys.executable, "-c", JOB.format(path=str(path))], capture_output=True, text=True,
-                             env={"QT_QPA_PLATFORM": "offscreen", **os.environ}, check=True)
+        out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                             env={**os.environ, "QT_QPA_PLATFORM": "offscreen"}, check=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return path, args.rounds, runs
+
+
+def main() -> None:
+    path, rounds, runs = fresh_process_rounds(JOB)
     med = [statistics.median(r[i] for r in runs) for i in range(4)]
-    print(f"{path} ({path.stat().st_size / 2**20:.0f} MiB), medians of {args.rounds} rounds")
+    print(f"{path} ({path.stat().st_size / 2**20:.0f} MiB), medians of {rounds} rounds")
     print(f"timeline (step_timeline + op statistics)   {med[0]:6.2f} s wall {med[1]:6.2f} s CPU")
     print(f"XProf Statistics tab ({len(runs[0][4])} tools)          {med[2]:6.2f} s wall {med[3]:6.2f} s CPU")
     print(f"tools: {', '.join(runs[0][4])}")

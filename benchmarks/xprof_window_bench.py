@@ -10,15 +10,9 @@ The file defaults to the 2M-event XSpace of benchmarks/sql_bench.py.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
-from pathlib import Path
 
-from as_a_user import like_an_installed_copy
+from xprof_tab_bench import fresh_process_rounds
 
 WINDOW = """
 import json, sys, time
@@ -48,21 +42,9 @@ print(json.dumps([t1 - t0, t2 - t0, sorted(w.xprof_view.data)]))
 
 
 def main() -> None:
-    like_an_installed_copy()
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--file", type=Path, default=Path("/tmp/profscope-sql-bench/bench.xplane.pb"))
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    path = args.file.resolve()
-    if not path.exists():
-        sys.exit(f"{path}: missing (benchmarks/sql_bench.py makes it)")
-    runs = []
-    for _ in range(args.rounds):
-        out = subprocess.run([sys.executable, "-c", WINDOW, str(path)], capture_output=True, text=True,
-                             env={**os.environ, "QT_QPA_PLATFORM": "offscreen"}, check=True)
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    path, rounds, runs = fresh_process_rounds(WINDOW)
     shown, painted = (statistics.median(r[i] for r in runs) for i in range(2))
-    print(f"{path} ({path.stat().st_size / 2**20:.0f} MiB), medians of {args.rounds} rounds")
+    print(f"{path} ({path.stat().st_size / 2**20:.0f} MiB), medians of {rounds} rounds")
     print(f"open -> XProf Statistics tab has its pages   {shown:6.2f} s wall")
     print(f"open -> the tab painted                       {painted:6.2f} s wall")
     print(f"pages: {', '.join(runs[0][2])}")

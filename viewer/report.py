@@ -116,8 +116,9 @@ def _xprof_section(title: str, view, repo, session: str, host: str, save, task=N
     modules = ""
     if (memory := data.get("memory_viewer")) is not None:
         peaks = []
+        first = memory["module"], memory["data"]  # xprof_data's module: not computed again
         for name in memory["modules"]:
-            result = module_memory(repo, session, host, name, task)
+            result = first[1] if name == first[0] else module_memory(repo, session, host, name, task)
             peaks.append((float(result.peak_heap_mib), name))
             if peaks[-1] == max(peaks):
                 memory.update(module=name, data=result)

@@ -51,9 +51,7 @@ def xprof_tools(repo: ProfileRepository, session: str, host: str) -> list[str]:
 def preferred_tool(tools: list[str]) -> str:
     """What clicking a host shows: its timeline when it has one, else its memory profile, else its
     first XProf page (TF 2.2-2.3's per-tool protos)."""
-    if TRACE_VIEWER in tools or MEMORY_PROFILE in tools:
-        return TRACE_VIEWER if TRACE_VIEWER in tools else MEMORY_PROFILE
-    return next((t for t in XPROF_TITLES if t in tools), MEMORY_PROFILE)
+    return next((t for t in (TRACE_VIEWER, MEMORY_PROFILE, *XPROF_TITLES) if t in tools), MEMORY_PROFILE)
 
 
 def fill(tree: QTreeWidget, repo: ProfileRepository) -> QTreeWidgetItem | None:
@@ -75,14 +73,13 @@ def fill(tree: QTreeWidget, repo: ProfileRepository) -> QTreeWidgetItem | None:
             all_item = QTreeWidgetItem(item, [ALL_HOSTS])
             all_item.setData(0, ROLE_TARGET, (info.name, "", TRACE_VIEWER))
             if OP_STATS in info.tools:  # the trace statistics of every host side by side
-                for tool in (TRACE_VIEWER, *TIMELINE_TOOLS):
-                    if tool in info.tools:
-                        tool_item = QTreeWidgetItem(all_item, [TOOL_TITLES[tool]])
-                        tool_item.setData(0, ROLE_TARGET, (info.name, "", tool))
-            elif xprof := xprof_tools(repo, info.name, ""):  # XProf's tools, combined over the hosts
-                for tool in (TRACE_VIEWER, *xprof):
-                    tool_item = QTreeWidgetItem(all_item, [TOOL_TITLES[tool]])
-                    tool_item.setData(0, ROLE_TARGET, (info.name, "", tool))
+                combined = [t for t in (TRACE_VIEWER, *TIMELINE_TOOLS) if t in info.tools]
+            else:  # XProf's tools, combined over the hosts
+                xprof = xprof_tools(repo, info.name, "")
+                combined = [TRACE_VIEWER, *xprof] if xprof else []
+            for tool in combined:
+                tool_item = QTreeWidgetItem(all_item, [TOOL_TITLES[tool]])
+                tool_item.setData(0, ROLE_TARGET, (info.name, "", tool))
         if info.hosts:
             latest = item.child(0)
     add_not_profiles(tree, repo.not_profiles())

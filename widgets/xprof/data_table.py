@@ -19,7 +19,6 @@ class DataTableModel(QAbstractTableModel):
         self.rows: list[list] = []
         self.order: list[int] = []
         self.properties: dict = {}
-        self.column_max: dict[int, float] = {}
 
     def set_table(self, table: dict | None) -> None:
         self.beginResetModel()
@@ -28,11 +27,6 @@ class DataTableModel(QAbstractTableModel):
         self.rows = [list(row.get("c", [])) for row in table.get("rows", [])]
         self.properties = dict(table.get("p", {}))
         self.order = list(range(len(self.rows)))
-        self.column_max = {}
-        for c, col in enumerate(self.columns):
-            if col.get("type") == "number":
-                values = [v for v in (self.value(r, c) for r in range(len(self.rows))) if isinstance(v, (int, float))]
-                self.column_max[c] = max(values, default=0.0)
         self.endResetModel()
 
     def column(self, column_id: str) -> int:
