@@ -32,7 +32,7 @@ MiB = 1 << 20
 
 
 def frames(*names):
-    return [{"filename": f"/work/train.py", "line": 10 + i, "name": n} for i, n in enumerate(names)] + [
+    return [{"filename": "/work/train.py", "line": 10 + i, "name": n} for i, n in enumerate(names)] + [
         {"filename": "Python/ceval.c", "line": 1, "name": "_PyEval_EvalFrameDefault"}]
 
 
