@@ -49,11 +49,14 @@ from profscope.models.data.cuda_snapshot import (
     ALLOC,
     FREE_COMPLETED,
     FREE_REQUESTED,
+    NO_FRAMES,
     SEGMENT_ALLOC,
     SEGMENT_FREE,
     SEGMENT_MAP,
     SEGMENT_UNMAP,
     CudaSnapshot,
+    frame_text,
+    keep_frame,
 )
 
 FREE = 100  # MemoryViz's merged free_requested + free_completed
@@ -61,20 +64,10 @@ ALLOCATED, AWAITING_FREE = 0, 1  # block states at an event (what is not a block
 STATE_NAMES = ("allocated", "active awaiting free")
 
 
-# PyTorch's frame filter (MemoryViz.js frameFilter, _memory_viz._frame_filter): frames of the interpreter and
-# the dispatcher are left out of the stacks shown.
-OMIT_FUNCTIONS = ("unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp", "_start", "__libc_start_main",
-                  "PyEval_", "PyObject_", "PyFunction_")
-OMIT_FILENAMES = ("core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c", "Objects/call.c",
-                  "Objects/methodobject.c", "pycore_ceval.h", "ceval.c", "cpython/abstract.h")
-NO_FRAMES = "<block was allocated before _record_history was enabled>"
-
-
 def user_frames(snap: CudaSnapshot, tb: int) -> list[str]:
     """A traceback's frames as PyTorch prints them (filename:line:name), innermost first, filtered."""
-    return [f"{file}:{line}:{name}" if file not in ("", "none") else name
-            for name, file, line in snap.tracebacks.frames_of(tb, snap.strings)
-            if not any(o in name for o in OMIT_FUNCTIONS) and not any(o in file for o in OMIT_FILENAMES)]
+    return [frame_text(name, file, line) for name, file, line in snap.tracebacks.frames_of(tb, snap.strings)
+            if keep_frame(name, file)]
 
 
 def top_frame(snap: CudaSnapshot, tb: int) -> str:

@@ -37,6 +37,24 @@ UNKNOWN_STATE = len(BLOCK_STATES)
 NO_TIME = np.iinfo(np.int64).min  # an entry without time_us
 NO_SIZE = -1  # a segment without allocated_size / active_size / requested_size (sum its blocks instead)
 NO_NAME = "(none)"  # how an action or block state that is missing (or not a string) is counted
+NO_FRAMES = "<block was allocated before _record_history was enabled>"  # PyTorch's text for a block without frames
+# PyTorch's frame filter (_memory_viz._frame_filter, MemoryViz.js frameFilter): frames of the interpreter and
+# the dispatcher are left out of the stacks shown.
+OMIT_FUNCTIONS = ("unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp", "_start", "__libc_start_main",
+                  "PyEval_", "PyObject_", "PyFunction_")
+OMIT_FILENAMES = ("core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c", "Objects/call.c",
+                  "Objects/methodobject.c", "pycore_ceval.h", "ceval.c", "cpython/abstract.h")
+
+
+def keep_frame(name: str, filename: str) -> bool:
+    """Whether PyTorch's frame filter keeps a frame."""
+    return not any(o in name for o in OMIT_FUNCTIONS) and not any(o in filename for o in OMIT_FILENAMES)
+
+
+def frame_text(name: str, filename: str, line) -> str:
+    """A frame as PyTorch prints it: filename:line:name, only the name where there is no file
+    (_profile_to_snapshot's frames)."""
+    return name if filename in ("", "none") else f"{filename}:{line}:{name}"
 
 
 def pool_text(pool) -> str:

@@ -58,8 +58,11 @@ from profscope.models.data.cuda_snapshot import (
     ALLOC,
     FREE_COMPLETED,
     FREE_REQUESTED,
+    NO_FRAMES,
     NO_SIZE,
     NO_TIME,
+    OMIT_FILENAMES,
+    OMIT_FUNCTIONS,
     OOM,
     SEGMENT_ALLOC,
     SEGMENT_FREE,
@@ -71,7 +74,9 @@ from profscope.models.data.cuda_snapshot import (
     RowFrames,
     Segments,
     Tracebacks,
+    frame_text,
     from_plain,
+    keep_frame,
 )
 from profscope.models.data.memory_profile import (
     ALLOCATION,
@@ -90,12 +95,6 @@ from profscope.models.repository.registry import MEMORY_PROFILE, Format, strip_s
 SUFFIXES = (".pickle.gz", ".pickle", ".pkl.gz", ".pkl")
 KEYS = (b"segments", b"device_traces")
 BEFORE = "allocated before recording"
-NO_FRAMES = "<block was allocated before _record_history was enabled>"
-# PyTorch's frame filter (_memory_viz._frame_filter, MemoryViz.js frameFilter).
-OMIT_FUNCTIONS = ("unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp", "_start", "__libc_start_main",
-                  "PyEval_", "PyObject_", "PyFunction_")
-OMIT_FILENAMES = ("core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c", "Objects/call.c",
-                  "Objects/methodobject.c", "pycore_ceval.h", "ceval.c", "cpython/abstract.h")
 
 
 def is_torch_snapshot(head: bytes | None) -> bool:
@@ -257,30 +256,22 @@ def _traceback_ops(snap: CudaSnapshot) -> np.ndarray:
         r = int(chosen[t])
         key = (int(tb.name[r]), int(tb.filename[r]), int(tb.line[r]))
         if (text := texts.get(key)) is None:
-            name, filename = S[key[0]], S[key[1]]
-            text = texts[key] = name if filename in ("", "none") else f"{filename}:{key[2]}:{name}"
+            text = texts[key] = frame_text(S[key[0]], S[key[1]], key[2])
         out[t] = text
     return out
-
-
-def keep_frame(frame: dict) -> bool:
-    name, filename = str(frame.get("name", "")), str(frame.get("filename", ""))
-    return not any(f in name for f in OMIT_FUNCTIONS) and not any(f in filename for f in OMIT_FILENAMES)
 
 
 def top_frame(frames) -> str:
     """The allocation's top user frame, as PyTorch prints frames (filename:line:name)."""
     if not isinstance(frames, list) or not frames:
         return NO_FRAMES
-    kept = [f for f in frames if isinstance(f, dict) and keep_frame(f)]
+    kept = [f for f in frames
+            if isinstance(f, dict) and keep_frame(str(f.get("name", "")), str(f.get("filename", "")))]
     if not kept:
         return NO_FRAMES
     python = [f for f in kept if str(f.get("filename", "")).endswith(".py")]
     f = (python or kept)[0]
-    filename = str(f.get("filename", ""))
-    if filename in ("", "none"):  # _profile_to_snapshot's frames: only a name
-        return str(f.get("name", ""))
-    return f"{filename}:{f.get('line', '')}:{f.get('name', '')}"
+    return frame_text(str(f.get("name", "")), str(f.get("filename", "")), f.get("line", ""))
 
 
 FREE = 255  # a free_requested followed at once by the free_completed of its address: one free (as MemoryViz)

@@ -13,28 +13,11 @@ import sys
 from pathlib import Path
 
 import torch
-from torch.cuda import _memory_viz as viz
-from torch.profiler import ProfilerActivity, profile
+from make_snapshots import profile_snapshot  # this folder's producer: the same training script
 
 out = Path(sys.argv[1])
 
-
-def snapshot(width):
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(64, width), torch.nn.ReLU(), torch.nn.Linear(width, 10))
-    optimizer = torch.optim.Adam(model.parameters())
-    x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True,
-                 with_stack=True) as prof:
-        for _ in range(2):
-            optimizer.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            optimizer.step()
-    return viz._profile_to_snapshot(prof)
-
-
 for name, width in (("pair_before.pickle", 128), ("pair_after.pickle", 256)):
     with open(out / name, "wb") as f:
-        pickle.dump(snapshot(width), f, protocol=4)
+        pickle.dump(profile_snapshot(width, steps=2), f, protocol=4)
 print(torch.__version__)

@@ -28,12 +28,11 @@ import torch
 from torch.cuda import _memory_viz as viz
 from torch.profiler import ProfilerActivity, profile
 
-out = Path(sys.argv[1])
 MiB = 1 << 20
 
 
 def frames(*names):
-    return [{"filename": f"/work/train.py", "line": 10 + i, "name": n} for i, n in enumerate(names)] + [
+    return [{"filename": "/work/train.py", "line": 10 + i, "name": n} for i, n in enumerate(names)] + [
         {"filename": "Python/ceval.c", "line": 1, "name": "_PyEval_EvalFrameDefault"}]
 
 
@@ -106,14 +105,15 @@ def ring_snapshot(max_entries=9):
     return snapshot
 
 
-def profile_snapshot():
+def profile_snapshot(width=128, steps=3):
+    """CPU training steps of a small MLP (hidden layer `width`) made a snapshot (make_diff_pair.py uses it too)."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    model = torch.nn.Sequential(torch.nn.Linear(64, width), torch.nn.ReLU(), torch.nn.Linear(width, 10))
     optimizer = torch.optim.Adam(model.parameters())
     x, y = torch.randn(32, 64), torch.randint(0, 10, (32,))
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True,
                  with_stack=True) as prof:
-        for _ in range(3):
+        for _ in range(steps):
             optimizer.zero_grad()
             loss = torch.nn.functional.cross_entropy(model(x), y)
             loss.backward()
@@ -217,15 +217,17 @@ def numbers(snapshot):
     return devices
 
 
-expected = {"torch": torch.__version__}
-for name, make in (("typed_snapshot.pickle", typed_snapshot), ("profile_snapshot.pickle", profile_snapshot),
-                   ("ring_snapshot.pickle", ring_snapshot)):
-    if "--existing" in sys.argv and (out / name).exists():
-        snapshot = pickle.loads((out / name).read_bytes())
-    else:
-        snapshot = make()
-        (out / name).write_bytes(pickle.dumps(snapshot, protocol=4))
-    viz.segsum(snapshot)  # its own accounting checks pass
-    expected[name] = numbers(snapshot)
-(out / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
-print(json.dumps(expected, indent=1))
+if __name__ == "__main__":
+    out = Path(sys.argv[1])
+    expected = {"torch": torch.__version__}
+    for name, make in (("typed_snapshot.pickle", typed_snapshot), ("profile_snapshot.pickle", profile_snapshot),
+                       ("ring_snapshot.pickle", ring_snapshot)):
+        if "--existing" in sys.argv and (out / name).exists():
+            snapshot = pickle.loads((out / name).read_bytes())
+        else:
+            snapshot = make()
+            (out / name).write_bytes(pickle.dumps(snapshot, protocol=4))
+        viz.segsum(snapshot)  # its own accounting checks pass
+        expected[name] = numbers(snapshot)
+    (out / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
+    print(json.dumps(expected, indent=1))
