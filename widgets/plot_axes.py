@@ -15,6 +15,17 @@ NICE_STEPS = (1.0, 2.0, 2.5, 5.0, 10.0)  # x 10^k of the unit shown
 TICK_PX = 35  # the least room between two labelled ticks
 
 
+def nice_step(span: float) -> float:
+    """1, 2 or 5 times a power of ten, at least `span`."""
+    if span <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(span))
+    for m in (1, 2, 5, 10):
+        if m * power >= span:
+            return m * power
+    return 10 * power
+
+
 def _digits(step: float) -> int:
     """Decimals that write every multiple of `step` (1, 2, 2.5 or 5 x 10^k) exactly."""
     for d in range(7):

@@ -44,6 +44,7 @@ from profscope.models.analysis.allocator_state import (
 )
 from profscope.models.core.units import byte_unit, format_bytes
 from profscope.widgets.palette import Scheme, argb, follow
+from profscope.widgets.plot_axes import nice_step
 
 # Pixel codes of the segment rows, and their colours (a free code draws nothing: the background).
 BACKGROUND, FREE, ALLOCATED_A, ALLOCATED_B, AWAITING, ROUNDING, BORDER, POOL_BORDER = range(8)
@@ -545,7 +546,7 @@ class SegmentTimeline(QWidget):
         painter.drawLine(self.LEFT, self.TOP, self.LEFT, base_y)
         painter.drawLine(self.LEFT, base_y, self.width() - self.RIGHT, base_y)
         unit, _ = byte_unit(peak)
-        step = _nice_step(peak / unit / 4) * unit
+        step = nice_step(peak / unit / 4) * unit
         fm = painter.fontMetrics()
         for v in np.arange(0, peak + 1, step):
             y = int(base_y - v * sy)
@@ -602,17 +603,6 @@ class SegmentTimeline(QWidget):
         k, _ = self._at(event.position().toPoint())
         if self.bands is not None and k >= 0:
             self.event_picked.emit(k)
-
-
-def _nice_step(raw: float) -> float:
-    """1, 2 or 5 times a power of ten: a readable tick step of about `raw` (in the axis' byte unit)."""
-    if raw <= 0:
-        return 1.0
-    power = 10 ** np.floor(np.log10(raw))
-    for m in (1, 2, 5, 10):
-        if m * power >= raw:
-            return float(m * power)
-    return float(10 * power)
 
 
 class SegmentTimelineView(QWidget):

@@ -39,6 +39,7 @@ from PySide6.QtWidgets import QToolTip, QWidget
 from profscope.models.core.units import format_time_ps
 from profscope.models.data.timeline import WIDE_PIXELS, Timeline
 from profscope.widgets.palette import Scheme, argb, mix
+from profscope.widgets.plot_axes import nice_step
 
 RULER_H = 26
 GUTTER_W = 210
@@ -90,17 +91,6 @@ def _lighter(colors: np.ndarray) -> np.ndarray:
     rgb = [(colors >> s) & 0xFF for s in (16, 8, 0)]
     mixed = [(3 * c + 2 * 255) // 5 for c in rgb]
     return (0xFF000000 | (mixed[0] << 16) | (mixed[1] << 8) | mixed[2]).astype(np.uint32)
-
-
-def nice_step(span: float) -> float:
-    """1, 2 or 5 times a power of ten, at least `span`."""
-    if span <= 0:
-        return 1.0
-    power = 10 ** math.floor(math.log10(span))
-    for m in (1, 2, 5, 10):
-        if m * power >= span:
-            return m * power
-    return 10 * power
 
 
 class TimelineCanvas(QWidget):
