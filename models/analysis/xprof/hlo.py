@@ -485,12 +485,3 @@ def device_planes(paths: list[Path], task: TaskState | None = None) -> list[str]
             if name.startswith(DEVICE_PLANE_PREFIXES):
                 found.append(name)
     return found
-
-
-def data_table(columns: list[tuple[str, str, str]], rows: list, properties: dict | None = None) -> dict:
-    """A Google Charts DataTable as XProf writes it: cols (id, label, type), p, rows."""
-    table: dict = {"cols": [{"id": i, "label": label, "type": kind} for i, label, kind in columns]}
-    if properties is not None:
-        table["p"] = properties
-    table["rows"] = rows
-    return table
