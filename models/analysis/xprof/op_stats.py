@@ -163,11 +163,13 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
     stats.host_count = len({(s.hostnames or ["localhost"])[0] for s in spaces})
     if steps:
         task.report(0.85, "Steps")
-        # XProf combines hosts' steps in order (as many as each has): the rows are the first host's, the step
-        # time summary takes each step's longest.
-        step_dbs = [host_step_db(s) for s in spaces]
+        # A GPU host's steps are its device's (device_op_metrics.gpu_step_db); otherwise the host's.
+        step_dbs = device.steps if device is not None and device.steps is not None else [
+            host_step_db(s) for s in spaces]
         for s in spaces:
             s.kept = None
+        # XProf combines hosts' steps in order (as many as each has): the rows are the first host's, the step
+        # time summary takes each step's longest.
         n = min(len(d) for d in step_dbs)
         stats.steps = step_dbs[0].first(n)
         stats.step_ps = np.max([d.duration_ps[:n] for d in step_dbs], axis=0) if n else np.zeros(0, np.int64)
@@ -175,10 +177,6 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
     if device is not None:
         stats.device, stats.device_type, stats.hardware_type = device.db, device.device_type, device.hardware_type
         stats.device_core_count, stats.device_unknown = device.core_count, device.xla
-        if device.steps is not None:  # a GPU host's steps are its device's (device_op_metrics.gpu_step_db)
-            n = min(len(d) for d in device.steps)
-            stats.steps = device.steps[0].first(n)
-            stats.step_ps = np.max([d.duration_ps[:n] for d in device.steps], axis=0) if n else np.zeros(0, np.int64)
     return stats
 
 
