@@ -428,27 +428,41 @@ def combine(dbs: list[OpMetricsDb]) -> OpMetricsDb:
     """XProf's OpMetricsDbCombiner over hosts: sums by (name), first category wins."""
     if len(dbs) == 1:
         return dbs[0]
-    index: dict[str, int] = {}
-    cats: list[str] = []
-    occ: list[int] = []
-    t: list[int] = []
-    st: list[int] = []
-    ea: list[bool] = []
-    for db in dbs:
-        for i, name in enumerate(db.name):
-            k = index.setdefault(name, len(index))
-            if k == len(cats):
-                cats.append(db.category[i])
-                occ.append(0)
-                t.append(0)
-                st.append(0)
-                ea.append(False)
-            occ[k] += int(db.occurrences[i])
-            t[k] += int(db.time_ps[i])
-            st[k] += int(db.self_time_ps[i])
-            ea[k] = ea[k] or bool(db.is_eager[i])
-    return OpMetricsDb(list(index), cats, np.array(occ, np.int64), np.array(t, np.int64), np.array(st, np.int64),
-                       np.array(ea, bool), sum(d.total_time_ps for d in dbs), sum(d.total_op_time_ps for d in dbs))
+    db = concatenate(dbs)
+    names, first, occ, t, st, ea = sum_by(db.name, db)
+    return OpMetricsDb(names, [db.category[i] for i in first.tolist()], occ, t, st, ea,
+                       sum(d.total_time_ps for d in dbs), sum(d.total_op_time_ps for d in dbs))
+
+
+def concatenate(dbs: list[OpMetricsDb], last_row: bool = True) -> OpMetricsDb:
+    """The dbs' rows one after another (without each one's last, IDLE, row unless `last_row`); totals 0."""
+    cut = [len(d) if last_row else max(len(d) - 1, 0) for d in dbs]
+    return OpMetricsDb(
+        [x for d, n in zip(dbs, cut) for x in d.name[:n]],
+        [x for d, n in zip(dbs, cut) for x in d.category[:n]],
+        np.concatenate([d.occurrences[:n] for d, n in zip(dbs, cut)]).astype(np.int64, copy=False),
+        np.concatenate([d.time_ps[:n] for d, n in zip(dbs, cut)]).astype(np.int64, copy=False),
+        np.concatenate([d.self_time_ps[:n] for d, n in zip(dbs, cut)]).astype(np.int64, copy=False),
+        np.concatenate([d.is_eager[:n] for d, n in zip(dbs, cut)]).astype(bool, copy=False),
+        provenance=[x for d, n in zip(dbs, cut) for x in (d.provenance or [""] * len(d))[:n]],
+    )
+
+
+def sum_by(keys: list, db: OpMetricsDb, most_occurrences: bool = False):
+    """db's rows summed by key (one a row), keys in first-seen order: (the keys, each one's first row,
+    occurrences (summed, or with `most_occurrences` the most of a row), time, self time, eager (any row))."""
+    index: dict = {}
+    slot = np.array([index.setdefault(k, len(index)) for k in keys], np.int64)
+    n = len(index)
+    first = np.full(n, len(keys), np.int64)
+    np.minimum.at(first, slot, np.arange(len(keys), dtype=np.int64))
+    occ, t, st = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    (np.maximum if most_occurrences else np.add).at(occ, slot, db.occurrences)
+    np.add.at(t, slot, db.time_ps)
+    np.add.at(st, slot, db.self_time_ps)
+    ea = np.zeros(n, bool)
+    np.logical_or.at(ea, slot, db.is_eager)
+    return list(index), first, occ, t, st, ea
 
 
 def _found(a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
