@@ -17,6 +17,7 @@ from pathlib import Path
 from profscope.models.analysis.xprof import register
 from profscope.models.analysis.xprof.datatable import column, table
 from profscope.models.analysis.xprof.hlo import device_planes
+from profscope.models.analysis.xprof.input_pipeline import diagnostics_table
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.tool_data import ToolData
 
@@ -60,7 +61,6 @@ COLUMNS = [column(i, kind, label) for i, label, kind in (
     ("hlo_module_id", "Program ID", S),
     ("source_info", "Source Info", S),
 )]
-DIAGNOSTICS_COLUMNS = [column("severity", S, "Severity"), column("message", S, "Message")]
 # The device's roofs (XProf's table properties; all strings, sorted by name). Zero without a device.
 ROOFS = (
     "cmem_read_ridge_point",
@@ -94,7 +94,7 @@ def roofline_tables(paths: list[Path], task: TaskState) -> list[dict]:
     if device_planes(paths, task):
         return _gpu_roofline(paths, task)
     roofs = {name: ("" if name == "device_type" else "0") for name in ROOFS}
-    return [table(COLUMNS, [], roofs), table(DIAGNOSTICS_COLUMNS, [])]
+    return [table(COLUMNS, [], roofs), diagnostics_table([], [])]
 
 
 def _g(x: float) -> str:
@@ -157,7 +157,7 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
         if roofs.shared_bytes_per_s else "0",
     }
     warnings = [] if steps is not None and len(steps) else [NO_STEP_MARKER]
-    return [table(GPU_COLUMNS, rows, p), table(DIAGNOSTICS_COLUMNS, [["WARNING", w] for w in warnings])]
+    return [table(GPU_COLUMNS, rows, p), diagnostics_table([], warnings)]
 
 
 @register("roofline_model")
