@@ -509,7 +509,7 @@ def gpu_step_db(space: XSpaceData):
     the EventType of all its device events (the highest where they
     overlap) and the rest unknown; steps without device compute are
     dropped, and with more than 5 the first and last."""
-    from profscope.models.analysis.xprof.op_stats import DROP_INCOMPLETE_STEPS_OVER, StepDb
+    from profscope.models.analysis.xprof.op_stats import DEVICE_COMPUTE_16, DEVICE_COMPUTE_32, StepDb, swept_step_db
     from profscope.models.formats.xspace import _steps
     from profscope.models.formats.xspace.groups import group_events
     from profscope.models.formats.xspace.xplane import HOST_PLANE
@@ -564,14 +564,7 @@ def gpu_step_db(space: XSpaceData):
     order = np.argsort(step, kind="stable")
     times, seen = _steps.step_sweep(start[order], end[order], etype[order], step[order], begin, finish)
     duration = np.where(finish > 0, finish - begin, 0)
-    times[:, 0] += np.maximum(duration - times.sum(axis=1), 0)
-    type_ps = {10 * k: times[:, k] for k in range(times.shape[1]) if seen[:, k].any() or k == 0}
-    well_formed = (seen[:, 14] | seen[:, 15]).astype(bool) & (duration > 0)
-    keep = np.flatnonzero(well_formed)
-    if len(keep) > DROP_INCOMPLETE_STEPS_OVER:
-        keep = keep[1:-1]
-    return StepDb(keep.astype(np.int64), [""] * len(keep), begin[keep], duration[keep],
-                  {k: v[keep] for k, v in type_ps.items()})
+    return swept_step_db(times, seen, begin, duration, (DEVICE_COMPUTE_32, DEVICE_COMPUTE_16))
 
 
 # ---------------------------------------------------------------- device capabilities

@@ -584,15 +584,21 @@ def host_step_db(space: XSpaceData) -> StepDb:
     del events
     times, seen = _steps.step_sweep(start, end, types, step_of, step_begin, step_end)
     del start, end, types, step_of
-    duration = step_end - step_begin
-    times[:, 0] += np.maximum(duration - times.sum(axis=1), 0)  # the rest of the step: UNKNOWN_TIME
+    return swept_step_db(times, seen, step_begin, step_end - step_begin, (HOST_COMPUTE,), names)
+
+
+def swept_step_db(times: np.ndarray, seen: np.ndarray, begin_ps: np.ndarray, duration_ps: np.ndarray,
+                  compute: tuple[int, ...], names: list[str] | None = None) -> StepDb:
+    """The step db of a step sweep's time and presence per step and EventType (_steps.step_sweep): the rest
+    of each step is UNKNOWN_TIME; steps without events of the `compute` types, or of no time, are dropped
+    (XProf's well-formed steps), and with more than DROP_INCOMPLETE_STEPS_OVER the first and last too."""
+    times[:, 0] += np.maximum(duration_ps - times.sum(axis=1), 0)
     type_ps = {10 * k: times[:, k] for k in range(times.shape[1]) if seen[:, k].any() or k == 0}
-    well_formed = seen[:, HOST_COMPUTE // 10].astype(bool) & (duration > 0)  # XProf skips steps of no time
-    keep = np.flatnonzero(well_formed)
+    keep = np.flatnonzero(seen[:, [t // 10 for t in compute]].any(axis=1) & (duration_ps > 0))
     if len(keep) > DROP_INCOMPLETE_STEPS_OVER:  # the first and last steps may be cut by the capture
         keep = keep[1:-1]
-    return StepDb(keep.astype(np.int64), [names[i] for i in keep.tolist()], step_begin[keep], duration[keep],
-                  {t: v[keep] for t, v in type_ps.items()})
+    return StepDb(keep.astype(np.int64), [names[i] for i in keep.tolist()] if names is not None else [""] * len(keep),
+                  begin_ps[keep], duration_ps[keep], {t: v[keep] for t, v in type_ps.items()})
 
 
 def _dense_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
