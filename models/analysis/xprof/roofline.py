@@ -17,7 +17,7 @@ from pathlib import Path
 from profscope.models.analysis.xprof import register
 from profscope.models.analysis.xprof.datatable import column, table
 from profscope.models.analysis.xprof.hlo import device_planes
-from profscope.models.analysis.xprof.input_pipeline import diagnostics_table
+from profscope.models.analysis.xprof.input_pipeline import NO_STEP_MARKER, diagnostics_table
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.tool_data import ToolData
 
@@ -108,7 +108,6 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
     infeed/outfeed; the roofs from the device's capabilities."""
     from profscope.models.analysis.xprof.device_op_metrics import device_stats, gpu_roofs, plane_stats
     from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
-    from profscope.models.analysis.xprof.input_pipeline import NO_STEP_MARKER
     from profscope.models.analysis.xprof.op_stats import GPU_PLANE_PREFIX, IDLE, read_spaces
 
     spaces = read_spaces(paths, task)
