@@ -22,6 +22,7 @@ import numpy as np
 
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.formats.xspace import _steps
+from profscope.models.formats.xspace.groups import in_sorted
 from profscope.models.formats.xspace.xplane import HOST_PLANE, XSpaceData, heap_reuse, read_xspace, xprof_order
 
 IDLE = "IDLE"
@@ -369,7 +370,7 @@ def _keyed(key: np.ndarray, op_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray
         code = lookup[key]
         inst = np.flatnonzero(code >= 0)
         return inst, code[inst]
-    inst = np.flatnonzero(_found(key, op_keys))
+    inst = np.flatnonzero(in_sorted(key, op_keys))
     return inst, np.searchsorted(op_keys, key[inst]).astype(np.int32)
 
 
@@ -392,7 +393,7 @@ def _first_types(table, slot: np.ndarray, code: np.ndarray, line: np.ndarray, en
         out[s_] = table[int(lo[s_])][2]
     mixed = np.flatnonzero((hi >= 0) & (lo != hi))
     if len(mixed):
-        sel = np.flatnonzero(_found(slot, mixed))
+        sel = np.flatnonzero(in_sorted(slot, mixed))
         order = sel[np.lexsort((sel, end[sel], line[sel]))]
         slots, first = np.unique(slot[order], return_index=True)
         for s_, ci in zip(slots.tolist(), code[order][first].tolist()):
@@ -463,13 +464,6 @@ def sum_by(keys: list, db: OpMetricsDb, most_occurrences: bool = False):
     ea = np.zeros(n, bool)
     np.logical_or.at(ea, slot, db.is_eager)
     return list(index), first, occ, t, st, ea
-
-
-def _found(a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
-    if not len(sorted_b):
-        return np.zeros(len(a), bool)
-    i = np.minimum(np.searchsorted(sorted_b, a), len(sorted_b) - 1)
-    return sorted_b[i] == a
 
 
 # ---------------------------------------------------------------- steps

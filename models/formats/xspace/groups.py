@@ -88,7 +88,7 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
         # step id and iteration with a legacy one (for TPU ops): theirs is lost.
         executors = _events_named(space, plane, rows[prod], (EXECUTOR_STATE_PROCESS,))
         both = _common(stats["id"].rows, stats["iter_num"].rows)
-        prod = prod[~(executors & _found(prod, both))]
+        prod = prod[~(executors & in_sorted(prod, both))]
     # Each (type, id) context is a node of its own (index n + k): producers
     # lead to it, it leads to the consumers. XProf links every producer to
     # every consumer; this reaches the same events without the product.
@@ -113,7 +113,7 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
         r = stats["_r"]
         keep = np.ones(len(r.rows), bool)
         if len(tf_data_ids):
-            ids = _stats_at(space, plane, rows, _found(np.arange(n), r.rows), ("id",))["id"]
+            ids = _stats_at(space, plane, rows, in_sorted(np.arange(n), r.rows), ("id",))["id"]
             keep[np.searchsorted(r.rows, ids.rows[np.isin(ids.ints_present(), tf_data_ids)])] = False
         roots = r.rows[keep][np.lexsort((start[r.rows[keep]], -r.ints_present()[keep]))]
     del start
@@ -183,7 +183,7 @@ def _loop_roots(space: XSpaceData, plane: int, rows, start, stats, tf_data_ids=N
     if tf_data_ids is not None and len(tf_data_ids):
         mine = ~np.isin(step, tf_data_ids)
         ex, step, it = ex[mine], step[mine], it[mine]
-    keep = _found(step, np.sort(step[it != 0]))  # steps with an iteration past 0
+    keep = in_sorted(step, np.sort(step[it != 0]))  # steps with an iteration past 0
     ex, step, it = ex[keep], step[keep], it[keep]
     if not len(ex):
         return none
@@ -209,7 +209,7 @@ def _pair_ids(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
     return out, int(ids[-1]) + 1
 
 
-def _found(a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
+def in_sorted(a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
     """Which values of a are in sorted_b (np.isin/intersect1d go through
     numpy's hash unique, which takes seconds on millions of sorted rows)."""
     if not len(sorted_b):
@@ -220,7 +220,7 @@ def _found(a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
 
 def _common(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The sorted distinct values of sorted a also in sorted b."""
-    both = a[_found(a, b)]
+    both = a[in_sorted(a, b)]
     return both[np.r_[True, both[1:] != both[:-1]]] if len(both) else both
 
 
