@@ -23,7 +23,14 @@ import numpy as np
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.formats.xspace import _steps
 from profscope.models.formats.xspace.groups import in_sorted
-from profscope.models.formats.xspace.xplane import HOST_PLANE, XSpaceData, heap_reuse, read_xspace, xprof_order
+from profscope.models.formats.xspace.xplane import (
+    HOST_PLANE,
+    XSpaceData,
+    heap_reuse,
+    read_xspace,
+    span_text,
+    xprof_order,
+)
 
 IDLE = "IDLE"
 GPU_PLANE_PREFIX = "/device:GPU:"
@@ -706,12 +713,7 @@ def _hlo_op_metadata(buf, o: int, n: int):
             continue
         types, names = wire.decode_messages(buf, metadata, [(1, "s"), (2, "s")])
         for t, nm in zip(types, names):
-            yield _text_at(buf, t), _text_at(buf, nm)
-
-
-def _text_at(buf, span) -> str:
-    o, n = int(span[0]), int(span[1])
-    return bytes(buf[o : o + n]).decode("utf-8", "replace") if o >= 0 else ""
+            yield span_text(buf, t), span_text(buf, nm)
 
 
 def training_op(name: str, type_: str) -> bool:
