@@ -10,14 +10,12 @@ Only the repository calls these (it knows which files are XSpaces).
 
 from __future__ import annotations
 
-import functools
 import importlib
 from collections.abc import Callable
 from pathlib import Path
 
 from profscope.models.core.task import TaskState
 from profscope.models.data.tool_data import ToolData
-from profscope.models.formats.xspace.xplane import decode_once
 
 ToolFunction = Callable[[list[Path], dict[str, str], TaskState], ToolData]
 
@@ -31,13 +29,7 @@ def register(name: str, offered: Callable[[Path], bool] | None = None) -> Callab
     file has data for it (otherwise every XSpace has)."""
 
     def add(function: ToolFunction) -> ToolFunction:
-        @functools.wraps(function)
-        def once(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
-            # A tool may read its XSpaces in several passes (OpStats, then a GPU's kernel reports): one decode.
-            with decode_once():
-                return function(paths, params, task)
-
-        XPROF_TOOLS[name] = once
+        XPROF_TOOLS[name] = function
         if offered is not None:
             XPROF_OFFERED[name] = offered
         return function
