@@ -12,6 +12,7 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError, Message
 
+from profscope.models.core.sniff import proto_fields
 from profscope.models.core.task import ProfileError
 from profscope.models.repository.registry import (
     FRAMEWORK_OP_STATS,
@@ -50,18 +51,13 @@ def _first_field_fits(path: Path, message: type[Message]) -> bool:
         return False
     if not head:
         return True
-    tag, shift = 0, 0
-    for byte in head:
-        tag |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            break
-    else:
+    fields = proto_fields(head, 1)
+    if not fields:
         return False
-    field = message.DESCRIPTOR.fields_by_number.get(tag >> 3)
+    number, wire = fields[0]
+    field = message.DESCRIPTOR.fields_by_number.get(number)
     if field is None:
         return False
-    wire = tag & 7
     if field.is_repeated and wire == 2:
         return True  # packed numbers
     kind = {field.TYPE_MESSAGE: "message", field.TYPE_STRING: "string", field.TYPE_BYTES: "bytes",

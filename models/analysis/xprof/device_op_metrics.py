@@ -28,7 +28,9 @@ from profscope.models.analysis.xprof.op_stats import (
     MEMCPY,
     UNKNOWN,
     OpMetricsDb,
+    concatenate,
     parse_tf_op,
+    sum_by,
 )
 from profscope.models.formats.xspace.xplane import DenseStats, XSpaceData
 
@@ -347,29 +349,16 @@ def tf_metrics_of_device(db: OpMetricsDb) -> OpMetricsDb:
     framework op (provenance): times summed, occurrences the most of any of
     its device ops; IDLE kept."""
     prov = db.provenance or [""] * len(db)
-    keys: dict[tuple[str, str], int] = {}
-    occ: list[int] = []
-    t: list[int] = []
-    st: list[int] = []
-    ea: list[bool] = []
+    keys: list[tuple[str, str]] = []
     for i in range(len(db)):
         if db.category[i] == IDLE:
-            key = (IDLE, IDLE)
+            keys.append((IDLE, IDLE))
         else:
             category, name, type_ = parse_tf_op(prov[i])
-            key = (name, type_) if category != UNKNOWN else (prov[i], "Unknown")
-        k = keys.setdefault(key, len(keys))
-        if k == len(occ):
-            occ.append(0)
-            t.append(0)
-            st.append(0)
-            ea.append(False)
-        occ[k] = max(occ[k], int(db.occurrences[i]))
-        t[k] += int(db.time_ps[i])
-        st[k] += int(db.self_time_ps[i])
-        ea[k] = ea[k] or bool(db.is_eager[i])
-    return OpMetricsDb([k[0] for k in keys], [k[1] for k in keys], np.array(occ, np.int64), np.array(t, np.int64),
-                       np.array(st, np.int64), np.array(ea, bool), db.total_time_ps, db.total_op_time_ps)
+            keys.append((name, type_) if category != UNKNOWN else (prov[i], "Unknown"))
+    distinct, _first, occ, t, st, ea = sum_by(keys, db, most_occurrences=True)
+    return OpMetricsDb([k[0] for k in distinct], [k[1] for k in distinct], occ, t, st, ea, db.total_time_ps,
+                       db.total_op_time_ps)
 
 
 TPU_STEP_LINES = ("Steps", "SparseCore Steps")
@@ -471,26 +460,10 @@ def _combine_device(dbs: list[OpMetricsDb]) -> OpMetricsDb:
     """The device dbs of several GPUs as one (XProf's combiner): rows summed by name, IDLE last."""
     if len(dbs) == 1:
         return dbs[0]
-    index: dict[str, int] = {}
-    cats: list[str] = []
-    prov: list[str] = []
-    occ: list[int] = []
-    t: list[int] = []
-    ea: list[bool] = []
-    for db in dbs:
-        p = db.provenance or [""] * len(db)
-        for i in range(len(db) - 1):  # IDLE recomputed below
-            k = index.setdefault(db.name[i], len(index))
-            if k == len(cats):
-                cats.append(db.category[i])
-                prov.append(p[i])
-                occ.append(0)
-                t.append(0)
-                ea.append(False)
-            occ[k] += int(db.occurrences[i])
-            t[k] += int(db.time_ps[i])
-            ea[k] = ea[k] or bool(db.is_eager[i])
-    return _device_db(list(index), cats, prov, np.array(occ, np.int64), np.array(t, np.int64), np.array(ea, bool),
+    db = concatenate(dbs, last_row=False)  # IDLE recomputed
+    names, first, occ, t, _st, ea = sum_by(db.name, db)
+    prov = db.provenance or []
+    return _device_db(names, [db.category[i] for i in first.tolist()], [prov[i] for i in first.tolist()], occ, t, ea,
                       sum(d.total_time_ps for d in dbs))
 
 
@@ -536,7 +509,7 @@ def gpu_step_db(space: XSpaceData):
     the EventType of all its device events (the highest where they
     overlap) and the rest unknown; steps without device compute are
     dropped, and with more than 5 the first and last."""
-    from profscope.models.analysis.xprof.op_stats import DROP_INCOMPLETE_STEPS_OVER, StepDb
+    from profscope.models.analysis.xprof.op_stats import DEVICE_COMPUTE_16, DEVICE_COMPUTE_32, StepDb, swept_step_db
     from profscope.models.formats.xspace import _steps
     from profscope.models.formats.xspace.groups import group_events
     from profscope.models.formats.xspace.xplane import HOST_PLANE
@@ -591,14 +564,7 @@ def gpu_step_db(space: XSpaceData):
     order = np.argsort(step, kind="stable")
     times, seen = _steps.step_sweep(start[order], end[order], etype[order], step[order], begin, finish)
     duration = np.where(finish > 0, finish - begin, 0)
-    times[:, 0] += np.maximum(duration - times.sum(axis=1), 0)
-    type_ps = {10 * k: times[:, k] for k in range(times.shape[1]) if seen[:, k].any() or k == 0}
-    well_formed = (seen[:, 14] | seen[:, 15]).astype(bool) & (duration > 0)
-    keep = np.flatnonzero(well_formed)
-    if len(keep) > DROP_INCOMPLETE_STEPS_OVER:
-        keep = keep[1:-1]
-    return StepDb(keep.astype(np.int64), [""] * len(keep), begin[keep], duration[keep],
-                  {k: v[keep] for k, v in type_ps.items()})
+    return swept_step_db(times, seen, begin, duration, (DEVICE_COMPUTE_32, DEVICE_COMPUTE_16))
 
 
 # ---------------------------------------------------------------- device capabilities

@@ -17,7 +17,6 @@ names and source locations are decoded on demand, once per distinct value.
 
 from __future__ import annotations
 
-import mmap
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -25,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from profscope.models.core import _protowire as wire
-from profscope.models.core.files import GZIP_MAGIC, read_bytes, readable_errors
+from profscope.models.core.files import readable_errors
 from profscope.models.core.task import ProfileError, TaskState
-from profscope.models.formats.xspace.xplane import METADATA_PLANE
+from profscope.models.formats.xspace.xplane import METADATA_PLANE, map_file, span_text, unreadable
 from profscope.protos import hlo_pb2, xplane_pb2
 
 HLO_PROTO_STAT, PROGRAM_ID_STAT = "Hlo Proto", "program_id"
@@ -64,22 +63,11 @@ _POINTER_SIZE = 8  # XProf sizes a tuple's unpadded bytes as one pointer per ele
 _COMBINED_DIMENSION = -(1 << 63)  # a tile dimension XLA prints as "*"
 
 
-def _map(path: Path, task: TaskState):
-    with readable_errors(path), open(path, "rb") as f:
-        if f.read(2) == GZIP_MAGIC or not f.seek(0, 2):
-            return read_bytes(path, task, weight=0.1)
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-
-
-def _corrupt(path: Path, e: Exception) -> ProfileError:
-    return ProfileError(f"{path}: not a readable XSpace ({e}); the file may be truncated or not an xplane.pb")
-
-
 def xspace_modules(path: Path, task: TaskState | None = None) -> dict[str, bytes]:
     """The modules in an XSpace's metadata plane: name(program id) -> the
     serialised HloProto. Only the metadata plane is decoded."""
     task = task or TaskState()
-    buf = _map(path, task)
+    buf = map_file(path, task, weight=0.1)
     if not len(buf):
         raise ProfileError(f"{path}: the file is empty")
     try:
@@ -92,7 +80,7 @@ def xspace_modules(path: Path, task: TaskState | None = None) -> dict[str, bytes
             if nn == len(wanted) and buf[ns : ns + nn] == wanted
         ]
     except Exception as e:  # noqa: BLE001 - the wire decoder's ValueError, protobuf's DecodeError
-        raise _corrupt(path, e) from None
+        raise unreadable(path, e) from None
     by_program: dict[int, bytes] = {}
     for plane in metadata:
         stat_ids = {k: v.name for k, v in plane.stat_metadata.items()}
@@ -123,7 +111,7 @@ def _module_name(proto: bytes) -> str | None:
             return ""
         s, n = (int(x) for x in module[-1])
         (name,) = wire.find_fields(proto, s, s + n, [1])
-        return _text(proto, name[-1]) if len(name) else ""
+        return span_text(proto, name[-1]) if len(name) else ""
     except ValueError:
         return None
 
@@ -180,11 +168,6 @@ class ModuleSource:
 
 def _spans(buf, start: int, end: int, numbers: list[int]) -> list[np.ndarray]:
     return wire.find_fields(buf, start, end, numbers)
-
-
-def _text(buf, span) -> str:
-    s, n = int(span[0]), int(span[1])
-    return bytes(buf[s : s + n]).decode("utf-8", "replace") if s >= 0 else ""
 
 
 @dataclass
@@ -472,25 +455,16 @@ def device_planes(paths: list[Path], task: TaskState | None = None) -> list[str]
     task = task or TaskState()
     found = []
     for path in paths:
-        buf = _map(Path(path), task)
+        buf = map_file(Path(path), task, weight=0.1)
         if not len(buf):
             raise ProfileError(f"{path}: the file is empty")
         try:
             (planes,) = wire.find_fields(buf, 0, len(buf), [_SPACE_PLANES])
             (names,) = wire.decode_messages(buf, planes, [(_PLANE_NAME, "s")])
         except ValueError as e:
-            raise _corrupt(Path(path), e) from None
+            raise unreadable(Path(path), e) from None
         for span in names.tolist():
-            name = _text(buf, span)
+            name = span_text(buf, span)
             if name.startswith(DEVICE_PLANE_PREFIXES):
                 found.append(name)
     return found
-
-
-def data_table(columns: list[tuple[str, str, str]], rows: list, properties: dict | None = None) -> dict:
-    """A Google Charts DataTable as XProf writes it: cols (id, label, type), p, rows."""
-    table: dict = {"cols": [{"id": i, "label": label, "type": kind} for i, label, kind in columns]}
-    if properties is not None:
-        table["p"] = properties
-    table["rows"] = rows
-    return table

@@ -14,12 +14,13 @@ import json
 from pathlib import Path
 
 from profscope.models.analysis.xprof import register
-from profscope.models.analysis.xprof.hlo import data_table, device_planes
+from profscope.models.analysis.xprof.datatable import column, table
+from profscope.models.analysis.xprof.hlo import device_planes
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.tool_data import ToolData
 
 N, S = "number", "string"
-COLUMNS = [
+COLUMNS = [column(i, kind, label) for i, label, kind in (
     ("rank", "Rank", N),
     ("program_id", "Program id", S),
     ("category", "HLO op category", S),
@@ -49,12 +50,12 @@ COLUMNS = [
     ("core_type", "TPU core type", S),
     ("parent_op_name", "Parent op name", S),
     ("vdd_energy", "VDD Energy (J)", N),
-]
+)]
 
 
 def hlo_stats_table(paths: list[Path], task: TaskState) -> dict:
     if not device_planes(paths, task):
-        return data_table(COLUMNS, [])
+        return table(COLUMNS, [])
     from profscope.models.analysis.xprof.device_op_metrics import device_stats
     from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
     from profscope.models.analysis.xprof.op_stats import IDLE, read_spaces
@@ -79,7 +80,7 @@ def hlo_stats_table(paths: list[Path], task: TaskState) -> dict:
         rows.append([float(len(rows) + 1), "0", db.category[i], db.name[i], db.name[i], prov[i], float(n), time_us,
                      time_us / n if n else 0.0, self_us, self_us / n if n else 0.0, share, cumulative,
                      0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "Unknown", "No", "No", "No", "", "", "", 0.0])
-    return data_table(COLUMNS, [{"c": [{"v": v} for v in row]} for row in rows])
+    return table(COLUMNS, rows)
 
 
 @register("hlo_stats")

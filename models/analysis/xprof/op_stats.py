@@ -22,7 +22,15 @@ import numpy as np
 
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.formats.xspace import _steps
-from profscope.models.formats.xspace.xplane import HOST_PLANE, XSpaceData, heap_reuse, read_xspace, xprof_order
+from profscope.models.formats.xspace.groups import in_sorted
+from profscope.models.formats.xspace.xplane import (
+    HOST_PLANE,
+    XSpaceData,
+    heap_reuse,
+    read_xspace,
+    span_text,
+    xprof_order,
+)
 
 IDLE = "IDLE"
 GPU_PLANE_PREFIX = "/device:GPU:"
@@ -163,11 +171,13 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
     stats.host_count = len({(s.hostnames or ["localhost"])[0] for s in spaces})
     if steps:
         task.report(0.85, "Steps")
-        # XProf combines hosts' steps in order (as many as each has): the rows are the first host's, the step
-        # time summary takes each step's longest.
-        step_dbs = [host_step_db(s) for s in spaces]
+        # A GPU host's steps are its device's (device_op_metrics.gpu_step_db); otherwise the host's.
+        step_dbs = device.steps if device is not None and device.steps is not None else [
+            host_step_db(s) for s in spaces]
         for s in spaces:
             s.kept = None
+        # XProf combines hosts' steps in order (as many as each has): the rows are the first host's, the step
+        # time summary takes each step's longest.
         n = min(len(d) for d in step_dbs)
         stats.steps = step_dbs[0].first(n)
         stats.step_ps = np.max([d.duration_ps[:n] for d in step_dbs], axis=0) if n else np.zeros(0, np.int64)
@@ -175,10 +185,6 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
     if device is not None:
         stats.device, stats.device_type, stats.hardware_type = device.db, device.device_type, device.hardware_type
         stats.device_core_count, stats.device_unknown = device.core_count, device.xla
-        if device.steps is not None:  # a GPU host's steps are its device's (device_op_metrics.gpu_step_db)
-            n = min(len(d) for d in device.steps)
-            stats.steps = device.steps[0].first(n)
-            stats.step_ps = np.max([d.duration_ps[:n] for d in device.steps], axis=0) if n else np.zeros(0, np.int64)
     return stats
 
 
@@ -371,7 +377,7 @@ def _keyed(key: np.ndarray, op_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray
         code = lookup[key]
         inst = np.flatnonzero(code >= 0)
         return inst, code[inst]
-    inst = np.flatnonzero(_found(key, op_keys))
+    inst = np.flatnonzero(in_sorted(key, op_keys))
     return inst, np.searchsorted(op_keys, key[inst]).astype(np.int32)
 
 
@@ -394,7 +400,7 @@ def _first_types(table, slot: np.ndarray, code: np.ndarray, line: np.ndarray, en
         out[s_] = table[int(lo[s_])][2]
     mixed = np.flatnonzero((hi >= 0) & (lo != hi))
     if len(mixed):
-        sel = np.flatnonzero(_found(slot, mixed))
+        sel = np.flatnonzero(in_sorted(slot, mixed))
         order = sel[np.lexsort((sel, end[sel], line[sel]))]
         slots, first = np.unique(slot[order], return_index=True)
         for s_, ci in zip(slots.tolist(), code[order][first].tolist()):
@@ -430,34 +436,41 @@ def combine(dbs: list[OpMetricsDb]) -> OpMetricsDb:
     """XProf's OpMetricsDbCombiner over hosts: sums by (name), first category wins."""
     if len(dbs) == 1:
         return dbs[0]
-    index: dict[str, int] = {}
-    cats: list[str] = []
-    occ: list[int] = []
-    t: list[int] = []
-    st: list[int] = []
-    ea: list[bool] = []
-    for db in dbs:
-        for i, name in enumerate(db.name):
-            k = index.setdefault(name, len(index))
-            if k == len(cats):
-                cats.append(db.category[i])
-                occ.append(0)
-                t.append(0)
-                st.append(0)
-                ea.append(False)
-            occ[k] += int(db.occurrences[i])
-            t[k] += int(db.time_ps[i])
-            st[k] += int(db.self_time_ps[i])
-            ea[k] = ea[k] or bool(db.is_eager[i])
-    return OpMetricsDb(list(index), cats, np.array(occ, np.int64), np.array(t, np.int64), np.array(st, np.int64),
-                       np.array(ea, bool), sum(d.total_time_ps for d in dbs), sum(d.total_op_time_ps for d in dbs))
+    db = concatenate(dbs)
+    names, first, occ, t, st, ea = sum_by(db.name, db)
+    return OpMetricsDb(names, [db.category[i] for i in first.tolist()], occ, t, st, ea,
+                       sum(d.total_time_ps for d in dbs), sum(d.total_op_time_ps for d in dbs))
 
 
-def _found(a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
-    if not len(sorted_b):
-        return np.zeros(len(a), bool)
-    i = np.minimum(np.searchsorted(sorted_b, a), len(sorted_b) - 1)
-    return sorted_b[i] == a
+def concatenate(dbs: list[OpMetricsDb], last_row: bool = True) -> OpMetricsDb:
+    """The dbs' rows one after another (without each one's last, IDLE, row unless `last_row`); totals 0."""
+    cut = [len(d) if last_row else max(len(d) - 1, 0) for d in dbs]
+    return OpMetricsDb(
+        [x for d, n in zip(dbs, cut) for x in d.name[:n]],
+        [x for d, n in zip(dbs, cut) for x in d.category[:n]],
+        np.concatenate([d.occurrences[:n] for d, n in zip(dbs, cut)]).astype(np.int64, copy=False),
+        np.concatenate([d.time_ps[:n] for d, n in zip(dbs, cut)]).astype(np.int64, copy=False),
+        np.concatenate([d.self_time_ps[:n] for d, n in zip(dbs, cut)]).astype(np.int64, copy=False),
+        np.concatenate([d.is_eager[:n] for d, n in zip(dbs, cut)]).astype(bool, copy=False),
+        provenance=[x for d, n in zip(dbs, cut) for x in (d.provenance or [""] * len(d))[:n]],
+    )
+
+
+def sum_by(keys: list, db: OpMetricsDb, most_occurrences: bool = False):
+    """db's rows summed by key (one a row), keys in first-seen order: (the keys, each one's first row,
+    occurrences (summed, or with `most_occurrences` the most of a row), time, self time, eager (any row))."""
+    index: dict = {}
+    slot = np.array([index.setdefault(k, len(index)) for k in keys], np.int64)
+    n = len(index)
+    first = np.full(n, len(keys), np.int64)
+    np.minimum.at(first, slot, np.arange(len(keys), dtype=np.int64))
+    occ, t, st = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    (np.maximum if most_occurrences else np.add).at(occ, slot, db.occurrences)
+    np.add.at(t, slot, db.time_ps)
+    np.add.at(st, slot, db.self_time_ps)
+    ea = np.zeros(n, bool)
+    np.logical_or.at(ea, slot, db.is_eager)
+    return list(index), first, occ, t, st, ea
 
 
 # ---------------------------------------------------------------- steps
@@ -572,15 +585,21 @@ def host_step_db(space: XSpaceData) -> StepDb:
     del events
     times, seen = _steps.step_sweep(start, end, types, step_of, step_begin, step_end)
     del start, end, types, step_of
-    duration = step_end - step_begin
-    times[:, 0] += np.maximum(duration - times.sum(axis=1), 0)  # the rest of the step: UNKNOWN_TIME
+    return swept_step_db(times, seen, step_begin, step_end - step_begin, (HOST_COMPUTE,), names)
+
+
+def swept_step_db(times: np.ndarray, seen: np.ndarray, begin_ps: np.ndarray, duration_ps: np.ndarray,
+                  compute: tuple[int, ...], names: list[str] | None = None) -> StepDb:
+    """The step db of a step sweep's time and presence per step and EventType (_steps.step_sweep): the rest
+    of each step is UNKNOWN_TIME; steps without events of the `compute` types, or of no time, are dropped
+    (XProf's well-formed steps), and with more than DROP_INCOMPLETE_STEPS_OVER the first and last too."""
+    times[:, 0] += np.maximum(duration_ps - times.sum(axis=1), 0)
     type_ps = {10 * k: times[:, k] for k in range(times.shape[1]) if seen[:, k].any() or k == 0}
-    well_formed = seen[:, HOST_COMPUTE // 10].astype(bool) & (duration > 0)  # XProf skips steps of no time
-    keep = np.flatnonzero(well_formed)
+    keep = np.flatnonzero(seen[:, [t // 10 for t in compute]].any(axis=1) & (duration_ps > 0))
     if len(keep) > DROP_INCOMPLETE_STEPS_OVER:  # the first and last steps may be cut by the capture
         keep = keep[1:-1]
-    return StepDb(keep.astype(np.int64), [names[i] for i in keep.tolist()], step_begin[keep], duration[keep],
-                  {t: v[keep] for t, v in type_ps.items()})
+    return StepDb(keep.astype(np.int64), [names[i] for i in keep.tolist()] if names is not None else [""] * len(keep),
+                  begin_ps[keep], duration_ps[keep], {t: v[keep] for t, v in type_ps.items()})
 
 
 def _dense_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -694,12 +713,7 @@ def _hlo_op_metadata(buf, o: int, n: int):
             continue
         types, names = wire.decode_messages(buf, metadata, [(1, "s"), (2, "s")])
         for t, nm in zip(types, names):
-            yield _text_at(buf, t), _text_at(buf, nm)
-
-
-def _text_at(buf, span) -> str:
-    o, n = int(span[0]), int(span[1])
-    return bytes(buf[o : o + n]).decode("utf-8", "replace") if o >= 0 else ""
+            yield span_text(buf, t), span_text(buf, nm)
 
 
 def training_op(name: str, type_: str) -> bool:

@@ -15,12 +15,14 @@ import json
 from pathlib import Path
 
 from profscope.models.analysis.xprof import register
-from profscope.models.analysis.xprof.hlo import data_table, device_planes
+from profscope.models.analysis.xprof.datatable import column, table
+from profscope.models.analysis.xprof.hlo import device_planes
+from profscope.models.analysis.xprof.input_pipeline import NO_STEP_MARKER, diagnostics_table
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.tool_data import ToolData
 
 N, S, B = "number", "string", "boolean"
-COLUMNS = [
+COLUMNS = [column(i, kind, label) for i, label, kind in (
     ("step", "Step", S),
     ("rank", "Rank", N),
     ("category", "Category", S),
@@ -58,8 +60,7 @@ COLUMNS = [
     ("include_infeed_outfeed", "Include Infeed/Outfeed", B),
     ("hlo_module_id", "Program ID", S),
     ("source_info", "Source Info", S),
-]
-DIAGNOSTICS_COLUMNS = [("severity", "Severity", S), ("message", "Message", S)]
+)]
 # The device's roofs (XProf's table properties; all strings, sorted by name). Zero without a device.
 ROOFS = (
     "cmem_read_ridge_point",
@@ -86,14 +87,14 @@ _NOT_ON_GPU = {"dma_stall_percent", "cmem_read_bw", "cmem_write_bw", "vmem_read_
                "cmem_write_operational_intensity", "vmem_read_operational_intensity"}
 _GPU_LABELS = {"vmem_write_bw": "SHM/L1 BW (GiB/s)",
                "vmem_write_operational_intensity": "SHM/L1 Operational Intensity (FLOP/Byte)"}
-GPU_COLUMNS = [(i, _GPU_LABELS.get(i, label), kind) for i, label, kind in COLUMNS if i not in _NOT_ON_GPU]
+GPU_COLUMNS = [dict(c, label=_GPU_LABELS.get(c["id"], c["label"])) for c in COLUMNS if c["id"] not in _NOT_ON_GPU]
 
 
 def roofline_tables(paths: list[Path], task: TaskState) -> list[dict]:
     if device_planes(paths, task):
         return _gpu_roofline(paths, task)
     roofs = {name: ("" if name == "device_type" else "0") for name in ROOFS}
-    return [data_table(COLUMNS, [], roofs), data_table(DIAGNOSTICS_COLUMNS, [])]
+    return [table(COLUMNS, [], roofs), diagnostics_table([], [])]
 
 
 def _g(x: float) -> str:
@@ -107,7 +108,6 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
     infeed/outfeed; the roofs from the device's capabilities."""
     from profscope.models.analysis.xprof.device_op_metrics import device_stats, gpu_roofs, plane_stats
     from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
-    from profscope.models.analysis.xprof.input_pipeline import NO_STEP_MARKER
     from profscope.models.analysis.xprof.op_stats import GPU_PLANE_PREFIX, IDLE, read_spaces
 
     spaces = read_spaces(paths, task)
@@ -156,8 +156,7 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
         if roofs.shared_bytes_per_s else "0",
     }
     warnings = [] if steps is not None and len(steps) else [NO_STEP_MARKER]
-    return [data_table(GPU_COLUMNS, [{"c": [{"v": v} for v in row]} for row in rows], p),
-            data_table(DIAGNOSTICS_COLUMNS, [{"c": [{"v": "WARNING"}, {"v": w}]} for w in warnings])]
+    return [table(GPU_COLUMNS, rows, p), diagnostics_table([], warnings)]
 
 
 @register("roofline_model")

@@ -63,7 +63,7 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
     if not n:
         return Groups(rows, np.zeros(0, np.int32), np.zeros(0, np.int64), [])
     stats = space.stats(rows, plane, list(GROUP_STATS))  # sparse: few events carry these
-    stats.update(_stats_at(space, plane, rows, _events_named(space, plane, rows, EXECUTOR_STATE_PROCESS),
+    stats.update(_stats_at(space, plane, rows, _events_named(space, plane, rows, (EXECUTOR_STATE_PROCESS,)),
                            EXECUTOR_STATS))
 
     # Nesting within each line, in XProf's order (start, then longest first).
@@ -86,9 +86,9 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
     if _has_stat(space, plane, "id") and _has_stat(space, plane, "iter_num"):
         # XProf replaces the producer context of executor events carrying a
         # step id and iteration with a legacy one (for TPU ops): theirs is lost.
-        executors = _events_named(space, plane, rows[prod], EXECUTOR_STATE_PROCESS)
+        executors = _events_named(space, plane, rows[prod], (EXECUTOR_STATE_PROCESS,))
         both = _common(stats["id"].rows, stats["iter_num"].rows)
-        prod = prod[~(executors & _found(prod, both))]
+        prod = prod[~(executors & in_sorted(prod, both))]
     # Each (type, id) context is a node of its own (index n + k): producers
     # lead to it, it leads to the consumers. XProf links every producer to
     # every consumer; this reaches the same events without the product.
@@ -113,7 +113,7 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
         r = stats["_r"]
         keep = np.ones(len(r.rows), bool)
         if len(tf_data_ids):
-            ids = _stats_at(space, plane, rows, _in(np.arange(n), r.rows), ("id",))["id"]
+            ids = _stats_at(space, plane, rows, in_sorted(np.arange(n), r.rows), ("id",))["id"]
             keep[np.searchsorted(r.rows, ids.rows[np.isin(ids.ints_present(), tf_data_ids)])] = False
         roots = r.rows[keep][np.lexsort((start[r.rows[keep]], -r.ints_present()[keep]))]
     del start
@@ -138,9 +138,7 @@ def _iterator_links(space: XSpaceData, plane: int, rows, stats) -> tuple[np.ndar
     DoCompute) of the same step and iteration (the last such executor event,
     where several have them)."""
     none = np.zeros(0, np.int64), np.zeros(0, np.int64)
-    children = np.zeros(len(rows), bool)
-    for name in ITERATOR_OPS:
-        children |= _events_named(space, plane, rows, name)
+    children = _events_named(space, plane, rows, ITERATOR_OPS)
     if not children.any():
         return none
     ex = _common(stats["id"].rows, stats["iter_num"].rows)
@@ -159,15 +157,9 @@ def _iterator_links(space: XSpaceData, plane: int, rows, stats) -> tuple[np.ndar
     return parent[linked], ch[linked]
 
 
-def _in(a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
-    return _found(a, sorted_b)
-
-
 def _tf_data_step_ids(space: XSpaceData, plane: int, rows) -> np.ndarray:
     """The sorted step ids (`id`) of tf.data's function runs."""
-    runs = np.zeros(len(rows), bool)
-    for name in TF_DATA_FUNCTION_RUNS:
-        runs |= _events_named(space, plane, rows, name)
+    runs = _events_named(space, plane, rows, TF_DATA_FUNCTION_RUNS)
     if not runs.any():
         return np.zeros(0, np.int64)
     ids = _stats_at(space, plane, rows, runs, ("id",))["id"]
@@ -191,7 +183,7 @@ def _loop_roots(space: XSpaceData, plane: int, rows, start, stats, tf_data_ids=N
     if tf_data_ids is not None and len(tf_data_ids):
         mine = ~np.isin(step, tf_data_ids)
         ex, step, it = ex[mine], step[mine], it[mine]
-    keep = _found(step, np.sort(step[it != 0]))  # steps with an iteration past 0
+    keep = in_sorted(step, np.sort(step[it != 0]))  # steps with an iteration past 0
     ex, step, it = ex[keep], step[keep], it[keep]
     if not len(ex):
         return none
@@ -217,7 +209,7 @@ def _pair_ids(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
     return out, int(ids[-1]) + 1
 
 
-def _found(a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
+def in_sorted(a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
     """Which values of a are in sorted_b (np.isin/intersect1d go through
     numpy's hash unique, which takes seconds on millions of sorted rows)."""
     if not len(sorted_b):
@@ -228,7 +220,7 @@ def _found(a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
 
 def _common(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The sorted distinct values of sorted a also in sorted b."""
-    both = a[_found(a, b)]
+    both = a[in_sorted(a, b)]
     return both[np.r_[True, both[1:] != both[:-1]]] if len(both) else both
 
 
@@ -236,8 +228,8 @@ def _has_stat(space: XSpaceData, plane: int, name: str) -> bool:
     return name in space.planes[plane].stat_names.values()
 
 
-def _events_named(space: XSpaceData, plane: int, events: np.ndarray, name: str) -> np.ndarray:
-    md = [mid for mid, (n, _d, _s) in space.planes[plane].event_metadata.items() if n == name]
+def _events_named(space: XSpaceData, plane: int, events: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    md = [mid for mid, (n, _d, _s) in space.planes[plane].event_metadata.items() if n in names]
     return np.isin(space.events.metadata_id[events], md)
 
 

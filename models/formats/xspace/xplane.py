@@ -442,11 +442,11 @@ def read_xspace(path: Path, task: TaskState | None = None, host: str = "") -> XS
         space = spaces[key]
         return space if space.host == host else replace(space, host=host)
     _tune_malloc()
-    buf = _map(path, task)
+    buf = map_file(path, task)
     try:
         space = parse_xspace(buf, path, host, task)
     except ValueError as e:
-        raise _unreadable(path, e) from None
+        raise unreadable(path, e) from None
     if key is not None:
         spaces[key] = space
     return space
@@ -460,22 +460,22 @@ def plane_names(path: Path, task: TaskState | None = None) -> list[str]:
     spaces, key = _decoded(path)
     if key in spaces:
         return [p.name for p in spaces[key].planes]
-    buf = _map(path, task or TaskState())
+    buf = map_file(path, task or TaskState())
     if not len(buf):
         raise ProfileError(f"{path}: the file is empty")
     try:
         (planes,) = wire.find_fields(buf, 0, len(buf), [SPACE_PLANES])
         (names,) = wire.decode_messages(buf, planes, [(PLANE_NAME, "s")])
     except ValueError as e:
-        raise _unreadable(path, e) from None
+        raise unreadable(path, e) from None
     finally:
         _release(buf)
     if not len(planes):
         raise ProfileError(f"{path}: the XSpace holds no planes; is it an xplane.pb?")
-    return [_text(buf, n) for n in names]
+    return [span_text(buf, n) for n in names]
 
 
-def _unreadable(path: Path, e: Exception) -> ProfileError:
+def unreadable(path: Path, e: Exception) -> ProfileError:
     return ProfileError(f"{path}: not a readable XSpace ({e}); the file may be truncated or not an xplane.pb")
 
 
@@ -570,11 +570,11 @@ def _libc():
     return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
 
 
-def _map(path: Path, task: TaskState):
-    """The file mapped read-only (gzip data and empty files are read)."""
+def map_file(path: Path, task: TaskState, weight: float = 0.4):
+    """The file mapped read-only (gzip data and empty files are read, as `weight` of the task's progress)."""
     with readable_errors(path), open(path, "rb") as f:
         if f.read(2) == GZIP_MAGIC or not f.seek(0, 2):
-            return read_bytes(path, task, weight=0.4)
+            return read_bytes(path, task, weight=weight)
         return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
@@ -584,7 +584,7 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
     plane_spans, error_spans, warning_spans, hostname_spans = wire.find_fields(
         buf, 0, len(buf), [SPACE_PLANES, SPACE_ERRORS, SPACE_WARNINGS, SPACE_HOSTNAMES]
     )
-    texts = [[_text(buf, s) for s in spans] for spans in (error_spans, warning_spans, hostname_spans)]
+    texts = [[span_text(buf, s) for s in spans] for spans in (error_spans, warning_spans, hostname_spans)]
     if not len(plane_spans):
         raise ProfileError(f"{path}: the XSpace holds no planes; is it an xplane.pb?")
     task.report(0.45, "Decoding planes")
@@ -605,7 +605,7 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
         ],
     )
     lines = [
-        Line(int(i), int(d), _text(buf, n), _text(buf, dn), int(t), int(dp))
+        Line(int(i), int(d), span_text(buf, n), span_text(buf, dn), int(t), int(dp))
         for i, d, n, dn, t, dp in zip(
             line_cols[0], line_cols[1], line_cols[2], line_cols[3], line_cols[4], line_cols[5]
         )
@@ -618,7 +618,7 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
         planes.append(
             Plane(
                 id=int(plane_id[k]),
-                name=_text(buf, plane_name[k]),
+                name=span_text(buf, plane_name[k]),
                 lines=[lines[i] for i in np.flatnonzero(line_plane == k)],
                 event_metadata=event_md[k],
                 stat_names=stat_md[k],
@@ -691,7 +691,7 @@ def _release(buf, start: int = 0, end: int | None = None) -> None:
         buf.madvise(mmap.MADV_DONTNEED, start, end - start)
 
 
-def _text(buf, span) -> str:
+def span_text(buf, span) -> str:
     o, n = int(span[0]), int(span[1])
     return bytes(buf[o : o + n]).decode("utf-8", "replace") if o >= 0 else ""
 
@@ -713,9 +713,9 @@ def _metadata_maps(buf, owner: np.ndarray, entries: np.ndarray, num_planes: int,
         with_stats = set(stat_owner.tolist())
         for k in range(len(entries)):
             stats = [(int(values[k, 0]), int(values[k, 1]))] if k in with_stats else []
-            maps[owner[k]][int(keys[k])] = (_text(buf, names[k]), _text(buf, display[k]), stats)
+            maps[owner[k]][int(keys[k])] = (span_text(buf, names[k]), span_text(buf, display[k]), stats)
     else:
         (names,) = wire.decode_messages(buf, values, [(STAT_METADATA_NAME, "s")])
         for k in range(len(entries)):
-            maps[owner[k]][int(keys[k])] = _text(buf, names[k])
+            maps[owner[k]][int(keys[k])] = span_text(buf, names[k])
     return maps
