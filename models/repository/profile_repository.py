@@ -162,7 +162,8 @@ class ProfileRepository(ABC):
         if tool in XPROF_TOOLS and (own := self.tool_files(session, host, tool)) is not None:
             return tool_protos.tool_data(tool, own[0].tool_result(own[1], tool))
         if tool in XPROF_TOOLS and (files := self.xprof_files(session, host, tool)) is not None:
-            return XPROF_PRODUCERS[tool](files, params, task or TaskState())
+            with self.decoding_once():  # a tool that reads a file twice (OpStats, then kernels) decodes it once
+                return XPROF_PRODUCERS[tool](files, params, task or TaskState())
         if tool in TIMELINE_TOOLS:
             # Host "" of a session whose hosts share a timeline: every host, side by side.
             if host or not self.combines_hosts(session):

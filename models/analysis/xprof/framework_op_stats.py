@@ -14,7 +14,6 @@ from profscope.models.analysis.xprof.datatable import column, dumps, table
 from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb, OpStats, op_stats, training_op
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.tool_data import ToolData
-from profscope.models.formats.xspace.xplane import decode_once
 
 MAX_OPS = 500  # XProf keeps the 500 ops of most self time, per host and device
 
@@ -42,7 +41,6 @@ TAIL_COLUMNS = [column("bound_by", "string", "Bound by"), column("eager", "strin
 
 
 @register("framework_op_stats")
-@decode_once()  # OpStats, then a GPU's kernel reports: each file decoded once
 def framework_op_stats(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
     stats = op_stats(paths, task)
     if stats.device_unknown:

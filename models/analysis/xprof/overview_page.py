@@ -19,7 +19,6 @@ from profscope.models.analysis.xprof.input_pipeline import (
 from profscope.models.analysis.xprof.op_stats import DEVICE_COMPUTE_16, DEVICE_COMPUTE_32, IDLE, OpMetricsDb, OpStats
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.tool_data import ToolData
-from profscope.models.formats.xspace.xplane import decode_once
 
 NO_DEVICE_TRACE = ("No TensorCore device trace was collected. This might happen if your job hadn't been run on the "
                    "device when sampling was turned on. You could try the sampling again later.")
@@ -198,7 +197,6 @@ def overview_page_json(stats: OpStats, a: InputAnalysis,
 
 
 @register("overview_page")
-@decode_once()  # OpStats, then a GPU's kernel reports: each file decoded once
 def overview_page(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
     stats, analysis = input_analysis(paths, task)
     if stats.device_unknown:  # the top device ops need their FLOPs
