@@ -8,10 +8,10 @@ import pytest
 from conftest import DATA
 
 from profscope.models.core.task import ProfileError
+from profscope.models.data.peak_pyramid import category_bytes
 from profscope.models.formats.memory_profile_file import parse_memory_profile
 from profscope.models.formats.memory_timeline import (
     CATEGORIES,
-    category_totals,
     load_memory_timeline,
     timeline_form,
 )
@@ -47,8 +47,9 @@ def test_raw_timeline_values_are_the_files():
     replay = plain_replay(kept)
     totals = [sum(t.values()) for t in replay]
     assert tl.heap.tolist() == totals
+    by_category = category_bytes(a)
     for i in (0, 644, 5000, 12345, len(kept) - 1):
-        assert category_totals(tl, i) == {c: replay[i][k] for k, c in enumerate(CATEGORIES)}
+        assert by_category[i].tolist() == [replay[i][k] for k in range(len(CATEGORIES))]
     peak = max(totals)
     last_peak = len(totals) - 1 - totals[::-1].index(peak)
     assert (a.summary.peak_heap, a.peak_index) == (peak, last_peak)
@@ -58,7 +59,7 @@ def test_raw_timeline_values_are_the_files():
     by_op = {}
     for op, size, n in zip(a.peak_allocations.op, a.peak_allocations.allocation, a.peak_allocations.occurrences):
         by_op[op] = by_op.get(op, 0) + int(size) * int(n)
-    assert by_op == {c: b for c, b in category_totals(tl, last_peak).items() if b}
+    assert by_op == {c: b for c, b in zip(CATEGORIES, by_category[last_peak].tolist()) if b}
     assert "Categories at the peak: parameter" in a.notes[0]
 
 
@@ -113,15 +114,15 @@ def test_coalesced_timeline_values_are_the_files(name):
     last_row = dict(zip(times, sizes))  # the first time comes twice: preexisting memory, then its own changes
     for t, row in last_row.items():
         i = int(np.searchsorted(tl.time_ps, (t - first) * 1_000_000, side="right")) - 1
-        assert category_totals(tl, i) == dict(zip(CATEGORIES, row[1:]))
+        assert category_bytes(a)[i].tolist() == row[1:]
         assert tl.heap[i] == sum(row)
     assert a.summary.peak_heap == max(map(sum, sizes)) == 227_776
 
 
 def test_raw_and_coalesced_forms_of_one_run_agree():
     profiles = [load_memory_timeline(FOLDER / n).allocators["cpu"] for n in ("cpu.raw.json.gz", "cpu.json")]
-    ends = [category_totals(a.timeline, len(a.timeline) - 1) for a in profiles]
-    assert ends[0] == ends[1] and ends[0]["optimizer state"] == 76_896
+    ends = [category_bytes(a)[-1].tolist() for a in profiles]
+    assert ends[0] == ends[1] and ends[0][CATEGORIES.index("optimizer state")] == 76_896
     assert profiles[0].summary.peak_heap == profiles[1].summary.peak_heap
     assert profiles[0].timeline.time_ps[-1] // 1_000_000 == profiles[1].timeline.time_ps[-1] // 1_000_000
     assert not profiles[0].notes[1:]  # raw rows pair exactly

@@ -41,6 +41,7 @@ from profscope.models.data.memory_profile import (
     complete_profile,
     summarize,
 )
+from profscope.models.data.peak_pyramid import category_bytes
 from profscope.models.repository.registry import MEMORY_PROFILE, Format, strip_suffix
 
 CATEGORIES = ("parameter", "optimizer state", "input", "temporary", "activation", "gradient",
@@ -172,20 +173,13 @@ def _allocator(memory_id: str, time_ps, delta, category, action) -> AllocatorPro
     profile = complete_profile(memory_id, timeline, summary, lifetimes=(allocs, frees),
                                categories=tuple(zip(CATEGORIES, COLORS)), category=category.astype(np.int8))
     if n:
-        at_peak = category_totals(timeline, profile.peak_index)
+        at_peak = category_bytes(profile)[profile.peak_index].tolist()
         profile.notes.append("Categories at the peak: " + ", ".join(
-            f"{c} {b:,} bytes" for c, b in at_peak.items() if b) + ".")
+            f"{c} {b:,} bytes" for c, b in zip(CATEGORIES, at_peak) if b) + ".")
     if unmatched:
         profile.notes.append(f"{unmatched:,} decreases matched no earlier increase of the same category and size; "
                              "the table of allocations alive at a moment does not show them.")
     return profile
-
-
-def category_totals(tl: Snapshots, index: int) -> dict[str, int]:
-    """Bytes per category right after snapshot `index`."""
-    signed = np.where(tl.activity[: index + 1] == ALLOCATION, 1, -1) * tl.allocation[: index + 1]
-    sums = np.bincount(tl.op[: index + 1] - 1, weights=signed, minlength=len(CATEGORIES))
-    return {c: int(round(s)) for c, s in zip(CATEGORIES, sums)}
 
 
 def _pair(delta: np.ndarray, category: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
