@@ -71,18 +71,25 @@ def test_hlo_page(qtbot):
     page = HloPage()
     qtbot.addWidget(page)
     page.set_data(fixture_output("jaxprog.hlo_stats.json"))
-    assert not page.message.isHidden() and page.message.text() == NO_OPS and page.table.isHidden()
+    assert not page.message.isHidden() and page.message.text() == NO_OPS and page.view.isHidden()
     page.set_data(json.dumps(hlo_stats_sample()))
-    assert page.message.isHidden() and not page.table.isHidden()
+    assert page.message.isHidden() and not page.view.isHidden()
     name = page.model.column("hlo_op_name")
-    assert [cell(page.table, r, name) for r in range(3)] == ["conv.1", "fusion.3", "copy.2"]  # by self time
+    assert [cell(page.view, r, name) for r in range(3)] == ["conv.1", "fusion.3", "copy.2"]  # by self time
     assert page.count.text() == "3 of 3 ops"
-    page.filter.setText("relu")
+    page.filter.setText("relu")  # a framework op's name
     qtbot.waitUntil(lambda: page.count.text() == "1 of 3 ops")
-    assert cell(page.table, 0, name) == "fusion.3"
+    assert cell(page.view, 0, name) == "fusion.3"
+    page.filter.setText("FORMAT")  # a category, any case
+    assert [cell(page.view, r, name) for r in range(page.model.rowCount())] == ["copy.2"]
     page.filter.clear()
-    page.table.sortByColumn(page.model.column("occurrences"), Qt.DescendingOrder)
-    assert cell(page.table, 0, name) == "copy.2"
+    page.types.setCurrentText("convolution")
+    assert page.count.text() == "1 of 3 ops" and cell(page.view, 0, name) == "conv.1"
+    page.types.setCurrentText("All")
+    page.view.sortByColumn(page.model.column("occurrences"), Qt.DescendingOrder)
+    assert cell(page.view, 0, name) == "copy.2"
+    assert [page.types.itemText(i) for i in range(page.types.count())] == [
+        "All", "convolution", "data formatting", "loop fusion"]
 
 
 def test_op_profile_page(qtbot):

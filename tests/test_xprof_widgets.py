@@ -47,8 +47,11 @@ def test_view_shows_each_tool(qtbot):
     assert view.pages["kernel_stats"].table.summary.text() == "No GPU kernels in this profile."
     ops = view.pages["framework_op_stats"]
     rows_without_idle = ops.table.model.rowCount()
+    assert ops.table.count.text() == f"{rows_without_idle} of {rows_without_idle} ops"
     ops.idle.setChecked(True)
     assert ops.table.model.rowCount() == rows_without_idle + 1
+    ops.table.filter.setText("prefetch")
+    assert ops.table.count.text() == f"3 of {rows_without_idle + 1} ops"  # Prefetch and the two iterators under it
     view.set_data({"errors": ["framework_op_stats: a reason"]})
     assert view.message.text() == "framework_op_stats: a reason"
 

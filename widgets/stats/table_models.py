@@ -61,11 +61,15 @@ class StatsTableModel(QAbstractTableModel):
         self.beginResetModel()
         self.columns = [np.asarray(c, dtype=object) if kind in ("text", "type") else np.asarray(c)
                         for c, (_, kind, _) in zip(columns, self.COLUMNS)]
-        self._folded = [str(n).casefold() for n in self.columns[self.NAME]]
+        self._folded = self._search_texts()
         self.column_max = [float(np.nanmax(c)) if kind not in ("text", "type") and len(c) and not np.isnan(c).all()
                            else 0.0 for c, (_, kind, _) in zip(self.columns, self.COLUMNS)]
         self.order = self._ordered(self._matching())
         self.endResetModel()
+
+    def _search_texts(self) -> list[str]:
+        """Per row, the folded text the filter searches: its name."""
+        return [str(n).casefold() for n in self.columns[self.NAME]]
 
     def set_filter(self, text: str | None = None, host: str | None = None, type_: str | None = None) -> None:
         """Shows the rows whose name contains `text` (any case), of `host` and

@@ -111,7 +111,7 @@ class InputPipelinePage(QWidget):
         self.chart = StepChart()
         self.ops = DataTablePage("Host input ops", "opName", "category", shares=("timeInPercent",
                                                                                  "selfTimeInPercent"),
-                                 empty="No tf.data input ops on the host in this profile.")
+                                 empty="No tf.data input ops on the host in this profile.", noun="input ops")
         layout = QVBoxLayout(self)
         layout.addWidget(self.statement)
         layout.addWidget(self.chart, 1)
@@ -148,7 +148,7 @@ class FrameworkOpsPage(QWidget):
                                            "Host_cumulative_total_self_time_percent",
                                            "device_cumulative_total_self_time_percent"),
                                    empty="No framework ops in this profile: XProf counts TensorFlow ops on the "
-                                         "host and the ops of device (GPU, TPU) planes.")
+                                         "host and the ops of device (GPU, TPU) planes.", noun="ops")
         layout = QVBoxLayout(self)
         layout.addWidget(self.idle)
         layout.addWidget(self.table, 1)
@@ -171,7 +171,7 @@ class KernelsPage(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.table = DataTablePage("Kernels", "kernel_name", "op_name")
+        self.table = DataTablePage("Kernels", "kernel_name", "op_name", noun="kernels")
         layout = QVBoxLayout(self)
         layout.addWidget(self.table)
 

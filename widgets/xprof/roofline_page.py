@@ -12,7 +12,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from profscope.widgets.palette import Scheme, follow, style_plot
-from profscope.widgets.xprof.data_table import DataTableModel
 from profscope.widgets.xprof.hlo_page import as_json
 
 GIB_PER_GB = (1 << 30) / 1e9  # bandwidths are GiB/s, FLOP rates GFLOP/s
@@ -25,6 +24,14 @@ NO_ROOFS = (
     "No roofline. XProf draws it for the XLA ops of a device (GPU, TPU) against that device's peak "
     "FLOP rate and memory bandwidth; this profile is host-only (CPU)."
 )
+
+
+def column_values(table: dict, column_id: str) -> list:
+    """A DataTable column's values, row by row (None for each row when the table lacks it)."""
+    ids = [c.get("id") for c in table.get("cols", [])]
+    k = ids.index(column_id) if column_id in ids else -1
+    rows = [r.get("c") or [] for r in table.get("rows", [])]
+    return [(row[k] or {}).get("v") if 0 <= k < len(row) else None for row in rows]
 
 
 class DecadeAxis(pg.AxisItem):
@@ -42,7 +49,6 @@ class DecadeAxis(pg.AxisItem):
 class RooflinePage(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.model = DataTableModel(self)
         self.message = QLabel(wordWrap=True)
         self.hover = QLabel(" ")
         self.plot = pg.PlotWidget(axisItems={"left": DecadeAxis("left")})
@@ -70,22 +76,18 @@ class RooflinePage(QWidget):
 
     def set_data(self, data) -> None:
         tables = as_json(data) or []
-        self.model.set_table(tables[0] if tables else None)
-        p = self.model.properties
+        table = tables[0] if tables and isinstance(tables[0], dict) else {}
+        p = table.get("p") or {}
         item = self.plot.getPlotItem()
         for roof in self.roof_items:
             item.removeItem(roof)
         self.roof_items = []
         peak = float(p.get("peak_flop_rate", 0) or 0)
-        rows = range(len(self.model.rows))
-        x_col, y_col = self.model.column("operational_intensity"), self.model.column("measured_flop_rate")
-        t_col, name_col = self.model.column("total_self_time"), self.model.column("operation")
-        xs = np.array([float(self.model.value(r, x_col) or 0) for r in rows]) if x_col >= 0 else np.zeros(0)
-        ys = np.array([float(self.model.value(r, y_col) or 0) for r in rows]) if y_col >= 0 else np.zeros(0)
-        times = np.array([float(self.model.value(r, t_col) or 0) for r in rows]) if t_col >= 0 else np.zeros(0)
+        xs, ys, times = (np.array([float(v or 0) for v in column_values(table, c)]) for c in (
+            "operational_intensity", "measured_flop_rate", "total_self_time"))
+        names = ["" if v is None else str(v) for v in column_values(table, "operation")]
         keep = (xs > 0) & (ys > 0)
         sizes = 6 + 24 * np.sqrt(times / times.max()) if len(times) and times.max() > 0 else np.full(len(xs), 8.0)
-        names = [str(self.model.value(r, name_col)) if name_col >= 0 else "" for r in rows]
         self.points.setData(
             x=np.log10(xs[keep]) if keep.any() else [],
             y=np.log10(ys[keep]) if keep.any() else [],

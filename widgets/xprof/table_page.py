@@ -17,18 +17,31 @@ ALL = "All"
 
 class DataTableModel(StatsTableModel):
     """The rows of a DataTable ({"cols", "rows"}) as columns; `shares` names
-    the columns holding fractions (drawn as bars), `name` the filtered one."""
+    the columns holding shares (drawn as bars), `name` the op's column and
+    `searched` the columns the filter text searches (the name when empty)."""
 
-    def __init__(self, name: str, type_: str | None = None, shares: tuple[str, ...] = (), hidden=(), parent=None):
+    def __init__(self, name: str, type_: str | None = None, shares: tuple[str, ...] = (), hidden=(), parent=None,
+                 searched: tuple[str, ...] = ()):
         super().__init__(parent)
         self.name_id, self.type_id, self.share_ids, self.hidden = name, type_, shares, set(hidden)
+        self.searched_ids = searched or (name,)
         self.ids: list[str] = []
         self.COLUMNS = ()
+        self.properties: dict = {}
+
+    def column(self, column_id: str) -> int:
+        """The shown column of a DataTable column id, -1 when it has none."""
+        return self.ids.index(column_id) if column_id in self.ids else -1
+
+    def _search_texts(self) -> list[str]:
+        searched = [self.columns[c] for c in map(self.column, self.searched_ids) if c >= 0] or [self.columns[self.NAME]]
+        return ["\n".join(map(str, texts)).casefold() for texts in zip(*searched)]
 
     def set_table(self, table: dict | None) -> None:
         cols = [c for c in (table or {}).get("cols", [])]
         keep = [k for k, c in enumerate(cols) if c.get("id") not in self.hidden]
         rows = [r.get("c", []) for r in (table or {}).get("rows", [])]
+        self.properties = dict((table or {}).get("p", {}))
         self.ids = [cols[k]["id"] for k in keep]
         kinds = []
         for k in keep:
@@ -80,10 +93,13 @@ class DataTablePage(QWidget):
     """Filter, type picker and table of one DataTable."""
 
     def __init__(self, title: str, name: str, type_: str | None = None, shares: tuple[str, ...] = (),
-                 hidden=(), parent=None, empty: str = ""):
+                 hidden=(), parent=None, empty: str = "", share_scale: float = 1.0,
+                 searched: tuple[str, ...] = (), noun: str = "rows"):
         super().__init__(parent)
         self.empty = empty  # said above the table when it has no rows
-        self.model = DataTableModel(name, type_, shares, hidden, self)
+        self.noun = noun  # what the rows are, for the count ("12 of 40 ops")
+        self.count = QLabel()
+        self.model = DataTableModel(name, type_, shares, hidden, self, searched)
         self.title = QLabel(f"<b>{title}</b>")
         self.summary = QLabel()
         self.summary.setWordWrap(True)
@@ -99,17 +115,22 @@ class DataTablePage(QWidget):
         self.view = stats_table(self.model)
         self.view.setSortingEnabled(True)
         self.view.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)  # XProf's row order until a click
-        self.shares = ShareDelegate(self.view)
+        self.shares = ShareDelegate(self.view, scale=share_scale)
         top = QHBoxLayout()
         top.addWidget(self.title)
         top.addStretch(1)
         top.addWidget(self.types)
         top.addWidget(self.filter)
+        top.addWidget(self.count)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.summary)
         layout.addWidget(self.view, 1)
         self.summary.hide()
+        self.model.modelReset.connect(self._count)
+
+    def _count(self) -> None:
+        self.count.setText(f"{self.model.rowCount():,} of {self.model.total_rows:,} {self.noun}")
 
     def op_tables(self) -> list:
         """(view, its name column) of the tables whose rows are ops (linked to the Timeline)."""
