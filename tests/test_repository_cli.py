@@ -137,6 +137,14 @@ def test_export_to_file_with_params(tmp_path, capsys):
     assert "unknown tool" in capsys.readouterr().err
 
 
+def test_a_tool_the_profile_lacks_is_named_as_missing_not_unknown(tmp_path, capsys):
+    small = DATA / "xprof" / "small.xplane.pb"  # TensorFlow without XLA: no module for the memory viewer
+    assert main(["export", str(small), "--tool", "memory_viewer", "-o", str(tmp_path / "out.json")]) == 1
+    err = capsys.readouterr().err
+    assert "has no memory_viewer data" in err and "unknown tool" not in err
+    assert not (tmp_path / "out.json").exists()
+
+
 def test_an_export_failing_midway_leaves_no_partial_file(tmp_path, monkeypatch, capsys):
     from profscope.models.repository.profile_repository import LocalRepository, ToolData
 

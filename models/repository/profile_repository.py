@@ -174,6 +174,8 @@ class ProfileRepository(ABC):
                 return ToolData(trace_stats.tool_json(timeline, tool, params), "json", [note] if note else [])
             except ValueError as e:
                 raise ProfileError(str(e)) from None
+        if tool in TOOLS:
+            self.resolve_host(session, host, tool)  # says why the session has no data for it
         raise ProfileError(f"unknown tool {tool!r}; Profscope offers: {', '.join(TOOLS)}")
 
     @abstractmethod
