@@ -1,5 +1,5 @@
-"""XProf's hlo_stats as a page: the HLO ops in a sortable table (by self
-time first), filtered by a text over their names, categories and framework
+"""XProf's hlo_stats as a page: the HLO ops in a sortable table (XProf's
+rank first), filtered by a text over their names, categories and framework
 ops or by category, share bars on the time shares. set_data takes
 hlo_stats's DataTable (dict or JSON text)."""
 
@@ -34,10 +34,7 @@ class HloPage(DataTablePage):
         self.layout().addWidget(self.message, 1)
 
     def set_data(self, data) -> None:
-        self.set_table(as_json(data))
-        total = self.model.column("total_self_time")
-        if total >= 0 and self.model.total_rows:
-            self.view.sortByColumn(total, Qt.DescendingOrder)
+        self.set_table(as_json(data))  # in XProf's order (by self time, ties by its rank) until a click
         has_rows = bool(self.model.total_rows)
         self.message.setVisible(not has_rows)
         self.view.setVisible(has_rows)
