@@ -158,9 +158,10 @@ def test_gpu_roofs_from_the_device_capabilities():
     assert gpu_roofs({**volta, "device_vendor": "AMD"}).peak_gflops == 0.0
 
 
-@pytest.mark.parametrize("tool", ["kernel_stats", "framework_op_stats", "hlo_stats", "op_profile"])
+@pytest.mark.parametrize("tool", ALL_TOOLS)
 def test_two_hosts_with_gpus_equal_xprofs(tmp_path, tool):
-    """A session of two hosts with GPUs (gpu_tf, gpu_tf2): kernels and device ops of both, as XProf adds them."""
+    """A session of two hosts with GPUs (gpu_tf, gpu_tf2): kernels and device ops of both, as XProf adds them;
+    the steps both hosts have by XProf's step intersection."""
     session = tmp_path / "run"
     session.mkdir()
     shutil.copy(XPROF / "gpu_tf.xplane.pb", session / "a.xplane.pb")
@@ -168,12 +169,67 @@ def test_two_hosts_with_gpus_equal_xprofs(tmp_path, tool):
     assert_same(export(tmp_path, session, tool), xprof_answer("gpu_tf+gpu_tf2", tool))
 
 
+def shifted(path, shift_us: int) -> bytes:
+    """An XSpace with every line's clock moved by shift_us (as the producer moves it for XProf)."""
+    space = xplane_pb2.XSpace.FromString(path.read_bytes())
+    for plane in space.planes:
+        for line in plane.lines:
+            line.timestamp_ns += shift_us * 1000
+    return space.SerializeToString()
+
+
+# Sessions of several hosts (file, clock moved by us), as tests/data/producers/xprof_device_planes.py's SESSIONS.
+SESSIONS = {
+    "gpu_tf2+gpu_tf": [("gpu_tf2", 0), ("gpu_tf", 0)],
+    "small+gpu_tf": [("small", 0), ("gpu_tf", 0)],
+    "gpu_tf2+early+late": [("gpu_tf2", 0), ("gpu_tf", -990), ("gpu_tf", 302)],
+}
+
+
 @pytest.mark.parametrize("tool", ["overview_page", "input_pipeline_analyzer", "roofline_model"])
-def test_two_hosts_with_gpus_steps_say_not_computed(tmp_path, capsys, tool):
+@pytest.mark.parametrize("name", SESSIONS)
+def test_step_intersection_equals_xprofs(tmp_path, name, tool):
+    """The steps of several hosts as XProf intersects them: the other order of gpu_tf and gpu_tf2 (the first
+    host's steps are the rows, from where they meet the others'); a CPU-only host first (it takes no part in a
+    session with GPUs: no rows, the summary of the GPU host's steps); three hosts whose steps have none in
+    common (XProf's empty-intersection warning)."""
+    session = tmp_path / "run"
+    session.mkdir()
+    for k, (file, shift_us) in enumerate(SESSIONS[name]):
+        source = XPROF / f"{file}.xplane.pb"
+        source = source if source.exists() else DATA / "xprof" / f"{file}.xplane.pb"
+        (session / f"host{k}.xplane.pb").write_bytes(shifted(source, shift_us))
+    assert_same(export(tmp_path, session, tool), xprof_answer(name, tool))
+
+
+def test_two_hosts_steps_are_those_both_have(tmp_path):
+    """gpu_tf's first four steps meet gpu_tf2's last four: four combined steps, numbered from 0, with gpu_tf's
+    times; the empty intersection of three hosts says why there are no steps."""
     session = tmp_path / "run"
     session.mkdir()
     shutil.copy(XPROF / "gpu_tf.xplane.pb", session / "a.xplane.pb")
     shutil.copy(XPROF / "gpu_tf2.xplane.pb", session / "b.xplane.pb")
-    assert main(["export", str(session), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
-    err = capsys.readouterr().err
-    assert "several hosts with GPU planes" in err and "Traceback" not in err
+    steps = rows(export(tmp_path, session, "input_pipeline_analyzer")[1])
+    assert [r[0] for r in steps] == ["0", "1", "2", "3"]
+    assert steps[0][-1] == pytest.approx(0.156756999)  # gpu_tf's first step
+
+
+def test_intersection_rules():
+    """XProf's StepIntersection: the chief spans least; ties of overlap go to the smallest offset >= 0."""
+    import numpy as np
+
+    from profscope.models.analysis.xprof.step_intersection import intersect
+
+    def spans(*pairs):
+        return np.array([a for a, _ in pairs], np.int64), np.array([b for _, b in pairs], np.int64)
+
+    chief = spans((0, 10), (10, 20), (20, 30))
+    other = spans((10, 20), (20, 30), (30, 40), (40, 50))  # its first step is the chief's second
+    x = intersect([other, chief])
+    assert (x.first, x.count, x.empty_intersect) == ([0, 1], 2, False)
+    # No overlap at all: offset 0, as many steps as the shorter has.
+    far = spans((1000, 1010), (1010, 1020))
+    assert intersect([chief, far]).first == [0, 0] and intersect([chief, far]).count == 2
+    # A host that takes no part (None) and a host without steps.
+    assert intersect([None, chief]).first == [None, 0]
+    assert intersect([chief, spans()]).count == 0

@@ -384,10 +384,6 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
 
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(DEVICE_PREFIXES)]
     gpu = [(s, i) for s, i in planes if s.planes[i].name.startswith(GPU_PLANE_PREFIX)]
-    if steps and len({id(s) for s, _ in gpu}) > 1:
-        # XProf intersects the steps of several hosts with GPUs in its own way (not reproduced here).
-        raise ProfileError(f"{gpu[1][0].path}: Profscope does not compute XProf's step analysis of several hosts "
-                           f"with GPU planes ({gpu[1][0].planes[gpu[1][1]].name}) yet")
     if steps and len(gpu) != len(planes):
         # XProf's TPU step db (per core, from the Steps line and XLA op metadata) is not computed here.
         raise ProfileError(f"{planes[0][0].path}: Profscope does not compute XProf's step analysis of TPU "
@@ -402,7 +398,7 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
                    "from which XProf computes their FLOPs and bytes")
         dbs.append(device_op_metrics(space, plane))
     if gpu:
-        space, plane = gpu[0]
+        space, plane = host_gpus(gpu)[-1]  # several hosts: XProf's combined run environment keeps the last's
         model = gpu_model_name(plane_stats(space, plane)) or "GPU"  # "GPU" without capabilities
         ops = _combine_device(dbs)
         step_dbs = [gpu_step_db(s) for s in spaces] if steps else None
@@ -416,6 +412,12 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     none = np.zeros(0, np.int64)
     idle = _device_db([], [], [], none, none, np.zeros(0, bool), total)
     return DeviceStats(idle, idle, "TPU", "TPU")
+
+
+def host_gpus(gpu: list[tuple[XSpaceData, int]]) -> list[tuple[XSpaceData, int]]:
+    """The first GPU plane of each host that has one (what XProf reads a host's device model and roofs from)."""
+    seen: set[int] = set()
+    return [(s, i) for s, i in gpu if id(s) not in seen and not seen.add(id(s))]  # type: ignore[func-returns-value]
 
 
 def _tpu_symbol_ops(space: XSpaceData, plane: int) -> bool:

@@ -33,6 +33,7 @@ from profscope.models.analysis.xprof.op_stats import (
     StepDb,
     op_stats,
 )
+from profscope.models.analysis.xprof.step_intersection import EMPTY_INTERSECT
 from profscope.models.core.task import TaskState
 from profscope.models.data.tool_data import ToolData
 
@@ -167,8 +168,8 @@ def analyse(stats: OpStats, steps: StepDb) -> InputAnalysis:
     details = StepDetails.of(steps)
     step_ms = details.step if stats.step_ps is None else stats.step_ps / 1e9
     result = InputAnalysis(stats.hardware_type, details, summary(step_ms))
-    if not len(steps):
-        result.warnings.append(NO_STEP_MARKER)
+    if not len(step_ms):
+        result.warnings.append(EMPTY_INTERSECT if stats.empty_intersect else NO_STEP_MARKER)
     _host_result(stats, result)
     result.bottleneck = _bottleneck(details, result.breakdown_us)
     result.summary_next_step = _next_step(result.bottleneck.input_classification, result.breakdown_us)

@@ -16,7 +16,7 @@ from profscope.models.analysis.xprof.input_pipeline import (
     input_analysis,
     step_table,
 )
-from profscope.models.analysis.xprof.op_stats import DEVICE_COMPUTE_16, DEVICE_COMPUTE_32, IDLE, OpMetricsDb, OpStats
+from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb, OpStats
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.tool_data import ToolData
 
@@ -84,9 +84,7 @@ LOW_PRECISION_PERCENT = 10.0  # below this share of 16-bit device compute XProf 
 
 def _compute_ms(stats: OpStats) -> tuple[float, float]:
     """The steps' 16-bit and 32-bit device compute (GPU hosts; XProf's precision stats)."""
-    if stats.steps is None or not len(stats.steps):
-        return 0.0, 0.0
-    return float(stats.steps.ms(DEVICE_COMPUTE_16).sum()), float(stats.steps.ms(DEVICE_COMPUTE_32).sum())
+    return stats.compute_ms
 
 
 def _precision_statement(stats: OpStats) -> str:

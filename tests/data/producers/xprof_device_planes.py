@@ -325,6 +325,30 @@ VARIANTS = {
 }
 
 
+STEP_TOOLS = ("overview_page", "input_pipeline_analyzer", "roofline_model")
+# Sessions of several hosts: (file, its clock moved by so many microseconds) per host, in XProf's list order, and
+# the tools written. gpu_tf's steps overlap gpu_tf2's (the chief: its steps span least) best two steps later;
+# a CPU-only host first takes no part in a session with GPUs; and copies of gpu_tf moved to overlap only the
+# chief's first steps and only its last make an empty intersection.
+SESSIONS = {
+    "gpu_tf+gpu_tf2": ([("gpu_tf", 0), ("gpu_tf2", 0)], TOOLS),
+    "gpu_tf2+gpu_tf": ([("gpu_tf2", 0), ("gpu_tf", 0)], STEP_TOOLS),
+    "small+gpu_tf": ([("small", 0), ("gpu_tf", 0)], STEP_TOOLS),
+    "gpu_tf2+early+late": ([("gpu_tf2", 0), ("gpu_tf", -990), ("gpu_tf", 302)], STEP_TOOLS),
+}
+
+
+def shifted(data: bytes, shift_us: int) -> bytes:
+    """An XSpace with every line's clock (timestamp_ns) moved by shift_us."""
+    if not shift_us:
+        return data
+    space = xplane_pb2.XSpace.FromString(data)
+    for plane in space.planes:
+        for line in plane.lines:
+            line.timestamp_ns += shift_us * 1000
+    return space.SerializeToString(deterministic=True)
+
+
 def in_time_order(space) -> None:
     """Tracers' lines are in time order, enclosing events first (XProf's grouping needs it)."""
     for plane in space.planes:
@@ -359,18 +383,22 @@ def main():
     folder = Path(sys.argv[1])
     out = folder / "tools"
     out.mkdir(exist_ok=True)
-    only = sys.argv[2:] or [*VARIANTS, "gpu_tf+gpu_tf2"]
-    if "gpu_tf+gpu_tf2" in only:  # a session of two hosts with GPUs (XProf takes the list)
-        only.remove("gpu_tf+gpu_tf2")
-        for tool in TOOLS:
+    only = sys.argv[2:] or [*VARIANTS, *SESSIONS]
+    for session in [s for s in only if s in SESSIONS]:  # sessions of several hosts (XProf takes the list)
+        only.remove(session)
+        hosts, tools = SESSIONS[session]
+        for tool in tools:
             with tempfile.TemporaryDirectory() as tmp:
                 copies = []
-                for k, name in enumerate(("gpu_tf", "gpu_tf2")):
+                for k, (name, shift_us) in enumerate(hosts):
                     copies.append(Path(tmp) / f"host{k}.xplane.pb")
-                    shutil.copyfile(folder / f"{name}.xplane.pb", copies[-1])
+                    source = folder / f"{name}.xplane.pb"
+                    if not source.exists():
+                        source = folder.parent / f"{name}.xplane.pb"
+                    copies[-1].write_bytes(shifted(source.read_bytes(), shift_us))
                 data, _ = raw_to_tool_data.xspace_to_tool_data([str(c) for c in copies], tool,
                                                                 {"use_saved_result": False})
-            write(out / f"gpu_tf+gpu_tf2.{tool}.json", data)
+            write(out / f"{session}.{tool}.json", data)
     for name in only:
         space = xplane_pb2.XSpace()
         if name != "small_emptygpu":
