@@ -113,9 +113,9 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
         host_gpus,
         plane_stats,
     )
-    from profscope.models.analysis.xprof.step_intersection import EMPTY_INTERSECT
     from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
     from profscope.models.analysis.xprof.op_stats import GPU_PLANE_PREFIX, IDLE, read_spaces
+    from profscope.models.analysis.xprof.step_intersection import EMPTY_INTERSECT
 
     spaces = read_spaces(paths, task)
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(GPU_PLANE_PREFIX)]
