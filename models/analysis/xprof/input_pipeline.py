@@ -400,5 +400,9 @@ def input_analysis(paths: list[Path], task: TaskState) -> tuple[OpStats, InputAn
 
 @register("input_pipeline_analyzer")
 def input_pipeline_analyzer(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
-    _stats, analysis = input_analysis(paths, task)
+    stats, analysis = input_analysis(paths, task)
+    if stats.tpu_steps is not None:  # TensorCores: XProf's TPU step breakdown (tpu_steps.py)
+        from profscope.models.analysis.xprof.tpu_steps import tpu_input_pipeline_json
+
+        return ToolData(dumps(tpu_input_pipeline_json(stats)), "json")
     return ToolData(dumps(input_pipeline_json(analysis)), "json")

@@ -17,6 +17,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,6 +32,9 @@ from profscope.models.formats.xspace.xplane import (
     span_text,
     xprof_order,
 )
+
+if TYPE_CHECKING:
+    from profscope.models.analysis.xprof.tpu_steps import TpuSteps
 
 IDLE = "IDLE"
 GPU_PLANE_PREFIX = "/device:GPU:"
@@ -113,6 +117,7 @@ class OpStats:
     step_ps: np.ndarray | None = None  # per step, the longest of the hosts' (XProf's step time summary)
     empty_intersect: bool = False  # several hosts had steps, but no step in common
     compute_ms: tuple[float, float] = (0.0, 0.0)  # 16- and 32-bit device compute of every host's steps
+    tpu_steps: TpuSteps | None = None  # TensorCores' steps (tpu_steps.py), for a TPU host
     host_count: int = 1  # distinct host names
     task_count: int = 1  # XSpaces
     device: OpMetricsDb | None = None  # the device planes' op metrics (device_op_metrics.py), by framework op
@@ -186,6 +191,8 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
         stats.compute_ms = (sum(float(d.ms(DEVICE_COMPUTE_16).sum()) for d in step_dbs),
                             sum(float(d.ms(DEVICE_COMPUTE_32).sum()) for d in step_dbs))
         stats.is_training = any(is_training(s) for s in spaces)
+        if device is not None and device.tpu_steps is not None:
+            stats.tpu_steps = device.tpu_steps
     if device is not None:
         stats.device, stats.device_type, stats.hardware_type = device.db, device.device_type, device.hardware_type
         stats.device_core_count, stats.device_unknown = device.core_count, device.xla
