@@ -27,7 +27,7 @@ COMPUTED = [
     *[(v, t) for v in ("gpu_tf", "gpu_tf2") for t in ALL_TOOLS if t != "kernel_stats"],
     ("gpu_jax", "input_pipeline_analyzer"),
     ("rocm_jax", "input_pipeline_analyzer"),
-    ("tpu_jax", "framework_op_stats"),
+    *[("tpu_jax", t) for t in ("framework_op_stats", "overview_page", "input_pipeline_analyzer")],
     *[(v, t) for v in ("tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
     ("small_emptygpu", "roofline_model"),
     # small.xplane.pb with a GPU plane that recorded nothing.
@@ -38,7 +38,6 @@ COMPUTED = [
 REFUSED = [
     *[(v, t, "cost analysis") for v in ("gpu_jax", "rocm_jax")
       for t in ("framework_op_stats", "overview_page", "hlo_stats", "op_profile", "roofline_model")],
-    *[("tpu_jax", t, "step analysis") for t in ("overview_page", "input_pipeline_analyzer")],
     ("tpu_jax", "roofline_model", "roofline_model of TPU"),
 ]
 

@@ -413,7 +413,7 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     total = sum(_tpu_span(s, i) for s, i in planes)
     none = np.zeros(0, np.int64)
     idle = _device_db([], [], [], none, none, np.zeros(0, bool), total)
-    stats = DeviceStats(idle, idle, "TPU", "TPU")
+    stats = DeviceStats(idle, idle, "TPU", "TPU", core_count=len(planes))
     if steps:
         from profscope.models.analysis.xprof.tpu_steps import tpu_steps
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from profscope.models.analysis.xprof.datatable import column, table
-from profscope.models.formats.xspace.xplane import HOST_PLANE, XSpaceData
+from profscope.models.formats.xspace.xplane import HOST_PLANE, XSpaceData, span_text
 
 TENSOR_CORE = re.compile(r"/device:TPU:(\d+)$")
 STEP_LINE, OP_LINE = "Steps", "XLA Ops"
@@ -225,3 +225,103 @@ def tpu_input_pipeline_json(stats) -> list[dict]:
     tables[0] = max_infeed_core_table(d)
     tables[1] = tpu_step_table(d, statement, _next_step(classification, host.breakdown_us))
     return tables
+
+
+# ---------------------------------------------------------------- overview (TPU)
+
+MODULE_LINE = "XLA Modules"
+# HLO categories whose time the TensorCore is not on duty (tsl's IsOffDutyOp).
+OFF_DUTY = {"infeed", "outfeed", "host send", "host send-done", "host recv", "host recv-done", "megacore fusion"}
+
+
+def duty_cycle(space: XSpaceData) -> tuple[int, int]:
+    """(busy, idle) ps of the TensorCores, XProf's duty cycle: per core, the union of its XLA ops (not those of
+    an off-duty category) is busy, the rest of its ops' and modules' span idle; the cores' times add up."""
+    busy = idle = 0
+    for plane in tensor_cores(space):
+        ops = _line_rows(space, plane, OP_LINE)
+        spans = [ops, _line_rows(space, plane, MODULE_LINE)]
+        rows = np.concatenate(spans)
+        if not len(rows):
+            continue
+        begin = space.start_ps(rows)
+        end = begin + space.events.duration_ps[rows].astype(np.int64)
+        total = int(end.max() - begin.min())
+        on = np.zeros(len(rows), bool)
+        on[: len(ops)] = ~_off_duty(space, plane, ops)
+        b, e = begin[on], end[on]
+        order = np.argsort(b, kind="stable")
+        b, e = b[order], e[order]
+        covered = 0
+        if len(b):
+            reach = np.maximum.accumulate(e)
+            starts = np.r_[True, b[1:] > reach[:-1]]  # a new run where an op begins after all before it ended
+            first = np.flatnonzero(starts)
+            last = np.r_[first[1:], len(b)] - 1
+            covered = int((reach[last] - b[first]).sum())
+        busy += covered
+        idle += total - covered
+    return busy, idle
+
+
+def _off_duty(space: XSpaceData, plane: int, ops: np.ndarray) -> np.ndarray:
+    """Which ops' metadata has an hlo_category stat naming an off-duty category."""
+    from profscope.models.core import _protowire as wire
+
+    p = space.planes[plane]
+    wanted = set(p.stat_ids("hlo_category"))
+    out = np.zeros(len(ops), bool)
+    if not wanted or not len(ops):
+        return out
+    mids = space.events.metadata_id[ops]
+    for mid in np.unique(mids).tolist():
+        for o, n in p.event_metadata.get(int(mid), ("", "", []))[2]:
+            (stats,) = wire.find_fields(space.buf, o, o + n, [5])  # XEventMetadata.stats
+            if not len(stats):
+                continue
+            ids, refs, texts = wire.decode_messages(space.buf, stats, [(1, "i"), (7, "i"), (5, "s")])
+            for sid, ref, text in zip(ids.tolist(), refs.tolist(), texts):
+                if sid in wanted:
+                    value = p.stat_names.get(int(ref), "") if ref else span_text(space.buf, text)
+                    out[mids == mid] = value in OFF_DUTY
+    return out
+
+
+def tpu_overview_json(stats, spaces: list[XSpaceData]) -> list[dict]:
+    """XProf's overview_page of a TPU host."""
+    from profscope.models.analysis.xprof import overview_page as ov
+    from profscope.models.analysis.xprof.input_pipeline import InputAnalysis, StepDetails, diagnostics_table
+    from profscope.models.analysis.xprof.op_stats import StepDb
+
+    tables = tpu_input_pipeline_json(stats)
+    busy = idle = 0
+    for space in spaces:
+        b, i = duty_cycle(space)
+        busy, idle = busy + b, idle + i
+    none = np.zeros(0, np.int64)
+    analysis = ov._analysis_table(stats, {})
+    dev, host = stats.device, stats.host
+    analysis["p"].update({
+        "device_duty_cycle_percent": ov.percent(100.0 * busy / (busy + idle) if busy + idle else 0.0),
+        "device_duty_cycle_high_confidence_percent": ov.percent(100.0 * busy / (busy + idle) if busy + idle else 0.0),
+        "idle_time_high_confidence_ps": f"{idle:.6g}",
+        "device_idle_time_percent": ov.percent(100.0 * _idle_ratio(dev)),
+        "host_idle_time_percent": ov.percent(100.0 * _idle_ratio(host)),
+    })
+    stub = InputAnalysis("TPU", StepDetails.of(StepDb(none, [], none, none, {})), (0.0, 0.0, 0.0, 0.0))
+    recommendation = ov._recommendation_table(stats, stub)
+    recommendation["p"] = {k: "" for k in recommendation["p"]}  # XProf's TPU page fills none of the generic ones
+    errors = list(stats.errors)
+    if not errors and stats.device_core_count <= 0:
+        errors.append(ov.NO_DEVICE_TRACE)
+    diagnostics = diagnostics_table(errors, list(stats.warnings) + ([] if len(stats.tpu_steps) else [
+        tables[4]["rows"][0]["c"][1]["v"]] if tables[4]["rows"] else []))
+    environment = ov._run_environment_table(stats)
+    environment["p"]["device_type"] = ""  # XProf 2.24.2 names no TPU type without the chip's own stats
+    return [analysis, tables[1], environment, recommendation, ov._inference_latency_table(), {}, diagnostics]
+
+
+def _idle_ratio(db) -> float:
+    """XProf's IdleTimeRatio: 1 - op time / total time (a db of no time: 1)."""
+    total = db.total_time_ps if db is not None else 0
+    return 1.0 - (db.total_op_time_ps / total if total else 0.0)
