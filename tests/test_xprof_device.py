@@ -18,7 +18,7 @@ from profscope.protos import xplane_pb2
 from profscope.viewer.cli import main
 
 XPROF = DATA / "xprof" / "device"
-VARIANTS = ("gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "tpu_jax")
+VARIANTS = ("gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "tpu_jax", "tpu_ops")
 ALL_TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "hlo_stats",
              "op_profile", "roofline_model")
 # (variant, tool) pairs Profscope computes, each equal to XProf's answer.
@@ -28,6 +28,7 @@ COMPUTED = [
     ("gpu_jax", "input_pipeline_analyzer"),
     ("rocm_jax", "input_pipeline_analyzer"),
     *[("tpu_jax", t) for t in ("framework_op_stats", "overview_page", "input_pipeline_analyzer")],
+    ("tpu_ops", "input_pipeline_analyzer"),
     *[(v, t) for v in ("tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
     ("small_emptygpu", "roofline_model"),
     # small.xplane.pb with a GPU plane that recorded nothing.
@@ -39,6 +40,8 @@ REFUSED = [
     *[(v, t, "cost analysis") for v in ("gpu_jax", "rocm_jax")
       for t in ("framework_op_stats", "overview_page", "hlo_stats", "op_profile", "roofline_model")],
     ("tpu_jax", "roofline_model", "roofline_model of TPU"),
+    *[("tpu_ops", t, "TPU op metrics") for t in ("overview_page", "framework_op_stats", "hlo_stats", "op_profile")],
+    ("tpu_ops", "roofline_model", "roofline_model of TPU"),
 ]
 
 
@@ -114,6 +117,18 @@ def test_kernel_details_parsing():
         == (32, 0, 16, (64, 2, 1), (2, 1, 1), 50.5)
     # Unreadable tokens leave XProf's defaults.
     assert parse_kernel_details("regs:x grid:1,2 block bogus") == (0, 0, 0, (1, 1, 1), (1, 1, 1), 0.0)
+
+
+def test_tpu_steps_by_category(tmp_path):
+    """Two TensorCores whose XLA ops carry their metadata: each core's step lasts the step's time (the longer
+    core's); its infeed, outfeed, host send and idle time are waits, the rest compute; the step's compute is the
+    least of the cores', its input the most, its output their average."""
+    pipeline = export(tmp_path, XPROF / "tpu_ops.xplane.pb", "input_pipeline_analyzer")
+    first = rows(pipeline[1])[0]
+    assert first[0] == "8"  # XProf groups the device steps after the host's eight
+    assert first[1] == pytest.approx(0.04975)  # 68.371 us less core 0's infeed, outfeed, host send and idle
+    assert first[4:8] == pytest.approx([0.006003, 0.0035015, 0.0091165, 0.002003])
+    assert pipeline[1]["p"]["output_conclusion"].startswith("Your program is MODERATELY output-bound because 5.1%")
 
 
 def test_tpu_ops_with_symbols_are_not_half_answered(tmp_path, capsys):

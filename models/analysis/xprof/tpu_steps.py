@@ -28,13 +28,13 @@ DBL_MIN = 2.2250738585072014e-308  # a tsl Stat<double>'s maximum before any val
 
 @dataclass
 class TpuSteps:
-    """XProf's TPU step db: per step its group id, time (ps) and per TensorCore (by plane id) its own
-    step time and its idle time."""
+    """XProf's TPU step db: per step its group id, time (ps) and per TensorCore (by plane id) the self time of
+    its XLA ops by HLO category (the rest of the step is the core's idle time)."""
 
     number: list[int] = field(default_factory=list)
     begin_ps: list[int] = field(default_factory=list)
     duration_ps: list[int] = field(default_factory=list)
-    per_core: list[dict[int, tuple[int, int]]] = field(default_factory=list)  # core -> (duration, idle) ps
+    per_core: list[dict[int, dict[str, int]]] = field(default_factory=list)  # core -> category -> self ps
 
     def __len__(self) -> int:
         return len(self.number)
@@ -51,14 +51,58 @@ def _line_rows(space: XSpaceData, plane: int, name: str) -> np.ndarray:
     return rows[on[space.events.line[a:b]]] if b > a else rows
 
 
+def op_metadata(space: XSpaceData, plane: int, ops: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Per op: whether its metadata names it for XProf's op metrics (program_id and symbol_id), and its HLO
+    category (hlo_category)."""
+    from profscope.models.core import _protowire as wire
+
+    p = space.planes[plane]
+    program, symbol, category = (set(p.stat_ids(n)) for n in ("program_id", "symbol_id", "hlo_category"))
+    keyed = np.zeros(len(ops), bool)
+    categories = [""] * len(ops)
+    mids = space.events.metadata_id[ops].astype(np.int64)
+    for mid in np.unique(mids).tolist():
+        ids: set[int] = set()
+        name = ""
+        for o, n in p.event_metadata.get(int(mid), ("", "", []))[2]:
+            (stats,) = wire.find_fields(space.buf, o, o + n, [5])  # XEventMetadata.stats
+            if not len(stats):
+                continue
+            sids, refs, texts = wire.decode_messages(space.buf, stats, [(1, "i"), (7, "i"), (5, "s")])
+            for sid, ref, text in zip(sids.tolist(), refs.tolist(), texts):
+                ids.add(sid)
+                if sid in category:
+                    name = p.stat_names.get(int(ref), "") if ref else span_text(space.buf, text)
+        at = np.flatnonzero(mids == mid)
+        keyed[at] = bool(ids & program) and bool(ids & symbol)
+        for i in at.tolist():
+            categories[i] = name
+    return keyed, categories
+
+
+def _self_times(begin: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Each event's time less that of the events directly inside it (XProf's ancestor stack over a line in
+    time order)."""
+    order = np.lexsort((-(end - begin), begin))
+    self_ps = (end - begin).astype(np.int64)
+    stack: list[int] = []
+    for i in order.tolist():
+        while stack and not (begin[stack[-1]] <= begin[i] and end[i] <= end[stack[-1]]):
+            stack.pop()
+        if stack:
+            self_ps[stack[-1]] -= end[i] - begin[i]
+        stack.append(i)
+    return self_ps
+
+
 def tpu_steps(space: XSpaceData) -> TpuSteps:
     """The TPU step db of one XSpace's TensorCore planes."""
     from profscope.models.formats.xspace.groups import group_events
 
     host = space.plane_named(HOST_PLANE)
     first_group = len(group_events(space, host).roots) if host >= 0 else 0
-    markers: dict[int, list[tuple[int, int, int]]] = {}  # group -> (core, begin, end) in core order
-    with_ops: dict[int, set[int]] = {}  # group -> cores with XLA ops in it
+    markers: dict[int, list[tuple[int, int]]] = {}  # group -> (begin, end) of each core's step event
+    cores: dict[int, dict[int, dict[str, int]]] = {}  # group -> core -> category -> self ps
     for plane in tensor_cores(space):
         core = space.planes[plane].id
         steps = _line_rows(space, plane, STEP_LINE)
@@ -67,7 +111,7 @@ def tpu_steps(space: XSpaceData) -> TpuSteps:
         order = np.argsort(begin, kind="stable")
         begin, end = begin[order], end[order]
         for k, (b, e) in enumerate(zip(begin.tolist(), end.tolist())):
-            markers.setdefault(first_group + k, []).append((core, b, e))
+            markers.setdefault(first_group + k, []).append((b, e))
         ops = _line_rows(space, plane, OP_LINE)
         if not len(ops) or not len(begin):
             continue
@@ -75,18 +119,20 @@ def tpu_steps(space: XSpaceData) -> TpuSteps:
         op_end = op_begin + space.events.duration_ps[ops].astype(np.int64)
         # The first step event overlapping each op (ends included, as tsl's Timespan::Overlaps).
         at = np.searchsorted(end, op_begin, side="left")
-        hit = (at < len(begin)) & (begin[np.minimum(at, len(begin) - 1)] <= op_end)
-        for k in np.unique(at[hit]).tolist():
-            with_ops.setdefault(first_group + k, set()).add(core)
+        grouped = (at < len(begin)) & (begin[np.minimum(at, len(begin) - 1)] <= op_end)
+        keyed, categories = op_metadata(space, plane, ops)
+        self_ps = _self_times(op_begin[grouped], op_end[grouped])
+        for k, i, own in zip(at[grouped].tolist(), np.flatnonzero(grouped).tolist(), self_ps.tolist()):
+            by_category = cores.setdefault(first_group + k, {}).setdefault(core, {})
+            if keyed[i]:  # XProf's op metrics keep only ops with their program and symbol
+                by_category[categories[i]] = by_category.get(categories[i], 0) + own
     out = TpuSteps()
-    for group in sorted(set(markers) & set(with_ops)):
-        longest = max(markers[group], key=lambda m: m[2] - m[1])  # the first of the longest
+    for group in sorted(set(markers) & set(cores)):
+        longest = max(markers[group], key=lambda m: m[1] - m[0])  # the first of the longest
         out.number.append(group)
-        out.begin_ps.append(longest[1])
-        out.duration_ps.append(longest[2] - longest[1])
-        step = longest[2] - longest[1]
-        # Without op metrics every core's step is idle: its breakdown is IDLE of the step's time.
-        out.per_core.append({core: (step, step) for core in sorted(with_ops[group])})
+        out.begin_ps.append(longest[0])
+        out.duration_ps.append(longest[1] - longest[0])
+        out.per_core.append(dict(sorted(cores[group].items())))
     return out
 
 
@@ -117,31 +163,47 @@ class TpuStepDetails:
     infeed: list[float]
     outfeed: list[float]
     idle: list[float]
+    host: list[float]  # host transfers (host send and recv)
     infeed_percent: list[tuple[float, float, float]]  # average, minimum, maximum over the cores
     step_ms: list[float]  # the longest core's step time (XProf's step time summary)
 
 
+HOST_SEND_RECV = ("host send", "host send-done", "host recv", "host recv-done")
+
+
 def step_details(steps: TpuSteps) -> TpuStepDetails:
-    d = TpuStepDetails([], [], [], [], [], [], [])
+    """XProf's ComputeTpuPerStepDataAcrossCores: every TensorCore's step lasts the step's time; per core its
+    infeed, outfeed, host transfers and idle time (the step less its ops' self time) are waits for the host, the
+    rest compute. A step's compute is the least of its cores', its infeed the most, its outfeed their average,
+    its idle time the step less the rest."""
+    d = TpuStepDetails([], [], [], [], [], [], [], [])
     for i, number in enumerate(steps.number):
-        cores = steps.per_core[i]
-        # Per core: the step time less its wait for the host (idle, infeed) is its best compute time.
-        optimal = [duration - idle for duration, idle in cores.values()]
-        infeed_pct = [0.0 for _ in cores]  # no infeed ops without op metrics
-        compute = min(optimal) / 1e9 if optimal else 0.0
-        shortest = min(duration for duration, _ in cores.values()) / 1e9 if cores else 0.0
+        step = steps.duration_ps[i]
+        optimal, outfeed, infeed_pct = [], [], []
+        infeed = host_most = 0
+        for categories in steps.per_core[i].values():
+            idle = step - sum(categories.values())
+            core_infeed, core_outfeed = categories.get("infeed", 0), categories.get("outfeed", 0)
+            host = sum(categories.get(c, 0) for c in HOST_SEND_RECV)
+            optimal.append(step - (core_infeed + core_outfeed + host + idle))
+            outfeed.append(core_outfeed)
+            infeed_pct.append(100.0 * core_infeed / step if step else 0.0)
+            infeed = max(infeed, core_infeed)
+            host_most = max(host_most, host)
         d.number.append(number)
-        d.compute.append(compute)
-        d.infeed.append(0.0)
-        d.outfeed.append(0.0)
-        d.idle.append(max(shortest - compute, 0.0) if cores else 0.0)
+        d.compute.append(min(optimal) / 1e9 if optimal else 0.0)
+        d.infeed.append(infeed / 1e9)
+        d.outfeed.append(sum(outfeed) / len(outfeed) / 1e9 if outfeed else 0.0)
+        d.host.append(host_most / 1e9)
+        non_idle = d.compute[-1] + d.infeed[-1] + d.outfeed[-1]
+        d.idle.append(max(step / 1e9 - non_idle, 0.0) if optimal else 0.0)
         d.infeed_percent.append((sum(infeed_pct) / len(infeed_pct), min(infeed_pct), max([DBL_MIN, *infeed_pct]))
                                 if infeed_pct else (0.0, 0.0, 0.0))
-        d.step_ms.append(max(duration for duration, _ in cores.values()) / 1e9 if cores else 0.0)
+        d.step_ms.append(step / 1e9 if optimal else 0.0)
     return d
 
 
-def tpu_step_table(d: TpuStepDetails, input_statement: str, next_step: str) -> dict:
+def tpu_step_table(d: TpuStepDetails, input_statement: str, output_statement: str, next_step: str) -> dict:
     """XProf's TPU step-time DataTable (input pipeline's second, overview's second)."""
     from profscope.models.analysis.xprof.input_pipeline import one, summary, two
 
@@ -158,18 +220,18 @@ def tpu_step_table(d: TpuStepDetails, input_statement: str, next_step: str) -> d
         "scv0_compute_ms_average": two(0.0), "scv0_infeed_ms_average": two(0.0),
         "tc_compute_ms_average": two(summary(d.compute)[0]), "tc_infeed_ms_average": two(summary(d.infeed)[0]),
         "tc_outfeed_ms_average": two(summary(d.outfeed)[0]), "tc_idle_ms_average": two(summary(d.idle)[0]),
-        "host_transfer_ms_average": two(0.0),
-        # The busy part of the steps: nothing is busy without op metrics.
-        "active_steptime_ms_average": two(summary([c + i + o for c, i, o in zip(d.compute, d.infeed, d.outfeed)])[0]),
+        "host_transfer_ms_average": two(summary(d.host)[0]),
+        # XProf 2.24.2's active times (not in its published source): the TensorCores' compute, as far as checked.
+        "active_steptime_ms_average": two(summary(d.compute)[0]),
         "tc_active_ms_average": two(summary(d.compute)[0]),
-        "input_conclusion": input_statement, "output_conclusion": "", "summary_nextstep": next_step,
+        "input_conclusion": input_statement, "output_conclusion": output_statement, "summary_nextstep": next_step,
     }
     rows = []
     for i, number in enumerate(d.number):
         step = d.compute[i] + d.infeed[i] + d.outfeed[i] + d.idle[i]
         tooltip = f"step {number}:\nTime waiting for input data = {d.infeed[i]:.3f} ms, Step time = {step:.3f} ms"
         average, minimum, maximum = d.infeed_percent[i]
-        rows.append([str(number), d.compute[i], 0.0, 0.0, d.infeed[i], d.outfeed[i], d.idle[i], 0.0, tooltip,
+        rows.append([str(number), d.compute[i], 0.0, 0.0, d.infeed[i], d.outfeed[i], d.idle[i], d.host[i], tooltip,
                      average, minimum, maximum])
     return table(TPU_STEP_COLUMNS, rows, p)
 
@@ -180,27 +242,38 @@ def max_infeed_core_table(d: TpuStepDetails) -> dict:
     return table(cols, [["Step number", *map(str, d.number)], ["Core name", *["unknown"] * len(d.number)]])
 
 
-def tpu_bottleneck(d: TpuStepDetails) -> tuple[str, str]:
-    """XProf's TPU input classification and statement (ComputeTpuBottleneckAnalysis's input part)."""
+def tpu_bottleneck(d: TpuStepDetails) -> tuple[str, str, str]:
+    """XProf's TPU input classification, input statement and output statement (ComputeTpuBottleneckAnalysis's
+    input and output parts)."""
     from profscope.models.analysis.xprof.input_pipeline import INPUT_HIGH, INPUT_MODERATE, one
 
-    total = 0.0
-    infeed = 0.0
+    total = infeed = outfeed = 0.0
     for i in range(len(d.number)):
         total += d.compute[i] + d.infeed[i] + d.outfeed[i] + d.idle[i]
         infeed += d.infeed[i]
+        outfeed += d.outfeed[i]
     if total == 0:
-        return "unknown", "No step time measured. Therefore we cannot tell where the performance bottleneck is."
-    pct = 100.0 * infeed / total
+        return "unknown", "No step time measured. Therefore we cannot tell where the performance bottleneck is.", ""
+    pct, out = 100.0 * infeed / total, 100.0 * outfeed / total
+    output = ""
+    if out >= OUTPUT_HIGH:
+        output = (f"Your program is HIGHLY output-bound because {one(out)}% of the total step time sampled is spent "
+                  "on output. Therefore, you should first focus on reducing the output time.")
+    elif out >= OUTPUT_MODERATE:
+        output = (f"Your program is MODERATELY output-bound because {one(out)}% of the total step time sampled is "
+                  "spent on output. Therefore, you would need to reduce both the output time and other time.")
     if pct >= INPUT_HIGH:
         return "host", (f"Your program is HIGHLY input-bound because {one(pct)}% of the total step time sampled is "
-                        "waiting for input. Therefore, you should first focus on reducing the input time.")
+                        "waiting for input. Therefore, you should first focus on reducing the input time."), output
     if pct >= INPUT_MODERATE:
         return "both", (f"Your program is MODERATELY input-bound because {one(pct)}% of the total step time sampled "
                         "is waiting for input. Therefore, you would need to reduce both the input time and other "
-                        "time.")
+                        "time."), output
     return "device", (f"Your program is NOT input-bound because only {one(pct)}% of the total step time sampled is "
-                      "waiting for input. Therefore, you should focus on reducing other time.")
+                      "waiting for input. Therefore, you should focus on reducing other time."), output
+
+
+OUTPUT_HIGH, OUTPUT_MODERATE = 20, 5  # percent of the step time on outfeed
 
 
 def tpu_input_pipeline_json(stats) -> list[dict]:
@@ -219,11 +292,11 @@ def tpu_input_pipeline_json(stats) -> list[dict]:
     host = InputAnalysis("TPU", StepDetails.of(StepDb(none, [], none, none, {})), (0.0, 0.0, 0.0, 0.0))
     _host_result(stats, host)  # the host's input ops (no infeed ratio: XProf's TPU breakdown is not generic)
     d = step_details(stats.tpu_steps)
-    classification, statement = tpu_bottleneck(d)
+    classification, statement, output = tpu_bottleneck(d)
     host.warnings = [] if len(d.number) else [NO_STEP_MARKER]
     tables = input_pipeline_json(host)
     tables[0] = max_infeed_core_table(d)
-    tables[1] = tpu_step_table(d, statement, _next_step(classification, host.breakdown_us))
+    tables[1] = tpu_step_table(d, statement, output, _next_step(classification, host.breakdown_us))
     return tables
 
 
@@ -248,7 +321,7 @@ def duty_cycle(space: XSpaceData) -> tuple[int, int]:
         end = begin + space.events.duration_ps[rows].astype(np.int64)
         total = int(end.max() - begin.min())
         on = np.zeros(len(rows), bool)
-        on[: len(ops)] = ~_off_duty(space, plane, ops)
+        on[: len(ops)] = [c not in OFF_DUTY for c in op_metadata(space, plane, ops)[1]]
         b, e = begin[on], end[on]
         order = np.argsort(b, kind="stable")
         b, e = b[order], e[order]
@@ -262,29 +335,6 @@ def duty_cycle(space: XSpaceData) -> tuple[int, int]:
         busy += covered
         idle += total - covered
     return busy, idle
-
-
-def _off_duty(space: XSpaceData, plane: int, ops: np.ndarray) -> np.ndarray:
-    """Which ops' metadata has an hlo_category stat naming an off-duty category."""
-    from profscope.models.core import _protowire as wire
-
-    p = space.planes[plane]
-    wanted = set(p.stat_ids("hlo_category"))
-    out = np.zeros(len(ops), bool)
-    if not wanted or not len(ops):
-        return out
-    mids = space.events.metadata_id[ops]
-    for mid in np.unique(mids).tolist():
-        for o, n in p.event_metadata.get(int(mid), ("", "", []))[2]:
-            (stats,) = wire.find_fields(space.buf, o, o + n, [5])  # XEventMetadata.stats
-            if not len(stats):
-                continue
-            ids, refs, texts = wire.decode_messages(space.buf, stats, [(1, "i"), (7, "i"), (5, "s")])
-            for sid, ref, text in zip(ids.tolist(), refs.tolist(), texts):
-                if sid in wanted:
-                    value = p.stat_names.get(int(ref), "") if ref else span_text(space.buf, text)
-                    out[mids == mid] = value in OFF_DUTY
-    return out
 
 
 def tpu_overview_json(stats, spaces: list[XSpaceData]) -> list[dict]:
