@@ -28,7 +28,7 @@ COMPUTED = [
     ("gpu_jax", "input_pipeline_analyzer"),
     ("rocm_jax", "input_pipeline_analyzer"),
     *[("tpu_jax", t) for t in ("framework_op_stats", "overview_page", "input_pipeline_analyzer")],
-    ("tpu_ops", "input_pipeline_analyzer"),
+    *[("tpu_ops", t) for t in ("overview_page", "input_pipeline_analyzer")],
     *[(v, t) for v in ("tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
     ("small_emptygpu", "roofline_model"),
     # small.xplane.pb with a GPU plane that recorded nothing.
@@ -40,7 +40,7 @@ REFUSED = [
     *[(v, t, "cost analysis") for v in ("gpu_jax", "rocm_jax")
       for t in ("framework_op_stats", "overview_page", "hlo_stats", "op_profile", "roofline_model")],
     ("tpu_jax", "roofline_model", "roofline_model of TPU"),
-    *[("tpu_ops", t, "TPU op metrics") for t in ("overview_page", "framework_op_stats", "hlo_stats", "op_profile")],
+    *[("tpu_ops", t, "TPU op metrics") for t in ("framework_op_stats", "hlo_stats", "op_profile")],
     ("tpu_ops", "roofline_model", "roofline_model of TPU"),
 ]
 
@@ -129,6 +129,12 @@ def test_tpu_steps_by_category(tmp_path):
     assert first[1] == pytest.approx(0.04975)  # 68.371 us less core 0's infeed, outfeed, host send and idle
     assert first[4:8] == pytest.approx([0.006003, 0.0035015, 0.0091165, 0.002003])
     assert pipeline[1]["p"]["output_conclusion"].startswith("Your program is MODERATELY output-bound because 5.1%")
+    # The overview's top ops: framework ops (the HLO op where the metadata names none), FLOPs from the metadata.
+    overview = export(tmp_path, XPROF / "tpu_ops.xplane.pb", "overview_page")
+    top = rows(overview[0])
+    assert [r[3] for r in top[:2]] == ["jit(train_step)/conv_general_dilated", "jit(train_step)/dot_general"]
+    assert top[0][4] == pytest.approx(16 * 2e6 / 336.08e3)  # 16 runs of 2 MFLOP in 336.08 us
+    assert overview[0]["p"]["device_duty_cycle_percent"] == "60.0%"  # infeed, outfeed and host send are off duty
 
 
 def test_tpu_ops_with_symbols_are_not_half_answered(tmp_path, capsys):

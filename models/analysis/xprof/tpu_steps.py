@@ -349,15 +349,39 @@ def tpu_overview_json(stats, spaces: list[XSpaceData]) -> list[dict]:
         b, i = duty_cycle(space)
         busy, idle = busy + b, idle + i
     none = np.zeros(0, np.int64)
+    from profscope.models.analysis.xprof.tpu_ops import framework_rows, tpu_op_metrics
+
+    ops = tpu_op_metrics(spaces)
+    names, occurrences, time_ps, self_ps, flops = framework_rows(ops)
     analysis = ov._analysis_table(stats, {})
-    dev, host = stats.device, stats.host
-    analysis["p"].update({
-        "device_duty_cycle_percent": ov.percent(100.0 * busy / (busy + idle) if busy + idle else 0.0),
-        "device_duty_cycle_high_confidence_percent": ov.percent(100.0 * busy / (busy + idle) if busy + idle else 0.0),
+    host = stats.host
+    host_ops = int(host.occurrences.sum())
+    device_ops = int(occurrences.sum())
+    duty = ov.percent(100.0 * busy / (busy + idle) if busy + idle else 0.0)
+    p = analysis["p"]
+    p.update({
+        "device_duty_cycle_percent": duty,
+        "device_duty_cycle_high_confidence_percent": duty,
         "idle_time_high_confidence_ps": f"{idle:.6g}",
-        "device_idle_time_percent": ov.percent(100.0 * _idle_ratio(dev)),
+        "device_idle_time_percent": ov.percent(100.0 * (1.0 - (ops.op_ps / ops.total_ps if ops.total_ps else 0.0))),
         "host_idle_time_percent": ov.percent(100.0 * _idle_ratio(host)),
+        "host_tf_op_percent": ov.percent(100.0 * (host_ops / (host_ops + device_ops) if host_ops + device_ops else 0)),
+        "device_tf_op_percent": ov.percent(100.0 * (device_ops / (host_ops + device_ops) if host_ops + device_ops
+                                                    else 0)),
     })
+    tc_active = tables[1]["p"]["tc_active_ms_average"]
+    if float(tc_active) > 0:  # XProf 2.24.2 shows the active times on the overview only where there are some
+        p.update(active_steptime_ms_average=tables[1]["p"]["active_steptime_ms_average"],
+                 tc_active_ms_average=tc_active)
+    # The top ten framework ops on the device by self time (XProf's SortedOpMetricsDb: most self time first).
+    total_self = float(self_ps.sum())
+    order = sorted(range(len(names)), key=lambda i: (-self_ps[i], names[i]))[:10]
+    cumulative = 0.0
+    for i in order:
+        share = float(self_ps[i]) / total_self if total_self else 0.0
+        cumulative += share
+        analysis["rows"].append({"c": [{"v": share}, {"v": cumulative}, {"v": "Unknown"}, {"v": names[i]},
+                                       {"v": float(flops[i]) / (float(time_ps[i]) / 1000) if time_ps[i] else 0.0}]})
     stub = InputAnalysis("TPU", StepDetails.of(StepDb(none, [], none, none, {})), (0.0, 0.0, 0.0, 0.0))
     recommendation = ov._recommendation_table(stats, stub)
     recommendation["p"] = {k: "" for k in recommendation["p"]}  # XProf's TPU page fills none of the generic ones
