@@ -17,6 +17,7 @@ event with `kernel_details` is a kernel for kernel_stats.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,6 +34,9 @@ from profscope.models.analysis.xprof.op_stats import (
     sum_by,
 )
 from profscope.models.formats.xspace.xplane import DenseStats, XSpaceData
+
+if TYPE_CHECKING:
+    from profscope.models.analysis.xprof.tpu_steps import TpuSteps
 
 _STATS = ["kernel_details", "tf_op", "hlo_op", "hlo_module", "program_id", "is_eager", "group_id", "equation",
           "correlation_id"]
@@ -376,11 +380,13 @@ class DeviceStats:
     steps: list | None = None  # per XSpace, its StepDb (GPU hosts)
     core_count: int = 0  # device planes (XProf: each GPU one core)
     xla: str = ""  # why the op metrics are not computed (XLA ops, whose FLOPs come from XLA's cost analysis)
-    tpu_steps: object = None  # TensorCores' steps (tpu_steps.TpuSteps)
+    tpu_steps: TpuSteps | None = None  # TensorCores' steps
 
 
 def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
-    """The device planes' part of XProf's OpStats: op metrics, and with `steps` the GPU hosts' step dbs."""
+    """The device planes' part of XProf's OpStats: op metrics, and with `steps` the GPU hosts' step dbs or the
+    TPU host's TensorCore steps (tpu_steps.py). TPU ops with symbol metadata: their op metrics are not computed
+    (`xla` says so); their steps are."""
     from profscope.models.core.task import ProfileError
 
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(DEVICE_PREFIXES)]

@@ -131,8 +131,9 @@ def read_spaces(paths: list[Path], task: TaskState) -> list[XSpaceData]:
 
 
 def op_stats(paths: list[Path], task: TaskState, steps: bool = False) -> OpStats:
-    """OpStats of one host's XSpace, or of several hosts combined (the step
-    db, with `steps`: the first host's). The last one computed is kept while
+    """OpStats of one host's XSpace, or of several hosts combined (with
+    `steps`: XProf's step intersection of their step dbs, step_intersection.py;
+    TPU hosts: tpu_steps.py). The last one computed is kept while
     its files are unchanged: the window asks for several tools of a host."""
     try:
         key = tuple((str(p), st.st_mtime_ns, st.st_size) for p in paths for st in [Path(p).stat()])

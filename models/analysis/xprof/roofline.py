@@ -6,7 +6,8 @@ against them (XProf's op_stats_to_roofline_model), plus a diagnostics table.
 XProf takes the FLOPs and bytes of an op from the device op metrics and the
 roofs from the device's capabilities (the device plane's stats); a
 host-only profile gets the tables with no rows and zero roofs, as XProf 2.24
-returns for it. Device planes are refused with a message (not computed yet).
+returns for it. GPU planes of TensorFlow kernels get XProf's GPU table; several hosts XProf's combined steps
+(step_intersection.py); TPU planes are refused with a message (not computed yet).
 """
 
 from __future__ import annotations
