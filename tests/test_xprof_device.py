@@ -253,3 +253,29 @@ def test_intersection_rules():
     # A host that takes no part (None) and a host without steps.
     assert intersect([None, chief]).first == [None, 0]
     assert intersect([chief, spans()]).count == 0
+
+
+def test_tpu_steps_tied_to_host_events_say_so(tmp_path, capsys):
+    """TensorCore events carrying context stats would be grouped with host events by XProf: not reproduced, so
+    the step tools say so instead of numbering the steps their own way."""
+    space = xplane_pb2.XSpace.FromString((XPROF / "tpu_ops.xplane.pb").read_bytes())
+    tpu = next(p for p in space.planes if p.name == "/device:TPU:0")
+    sid = max(tpu.stat_metadata) + 1
+    tpu.stat_metadata[sid].id = sid
+    tpu.stat_metadata[sid].name = "consumer_type"
+    path = tmp_path / "tpu.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    assert main(["export", str(path), "--tool", "input_pipeline_analyzer", "-o", str(tmp_path / "o.json")]) != 0
+    err = capsys.readouterr().err
+    assert "context stats" in err and "/device:TPU:0" in err and "Traceback" not in err
+
+
+def test_nested_ops_self_time():
+    """An op's self time leaves out the ops directly inside it (XProf's ancestor stack)."""
+    import numpy as np
+
+    from profscope.models.analysis.xprof.tpu_steps import _self_times
+
+    begin = np.array([0, 10, 20, 100], np.int64)
+    end = np.array([90, 50, 30, 120], np.int64)  # a while op holding a fusion holding a copy, then another op
+    assert _self_times(begin, end).tolist() == [50, 30, 10, 20]

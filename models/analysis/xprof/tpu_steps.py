@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from profscope.models.analysis.xprof.datatable import column, table
+from profscope.models.core.task import ProfileError
 from profscope.models.formats.xspace.xplane import HOST_PLANE, XSpaceData, span_text
 
 TENSOR_CORE = re.compile(r"/device:TPU:(\d+)$")
 STEP_LINE, OP_LINE = "Steps", "XLA Ops"
+CONTEXT_STATS = ("producer_type", "producer_id", "consumer_type", "consumer_id")
 DBL_MIN = 2.2250738585072014e-308  # a tsl Stat<double>'s maximum before any value above it
 
 
@@ -104,6 +106,10 @@ def tpu_steps(space: XSpaceData) -> TpuSteps:
     markers: dict[int, list[tuple[int, int]]] = {}  # group -> (begin, end) of each core's step event
     cores: dict[int, dict[int, dict[str, int]]] = {}  # group -> core -> category -> self ps
     for plane in tensor_cores(space):
+        if any(space.planes[plane].stat_ids(n) for n in CONTEXT_STATS):
+            # Device events tied to host events by their context: XProf groups them with the host's steps.
+            raise ProfileError(f"{space.path}: {space.planes[plane].name} ties its events to host events (context "
+                               "stats); Profscope does not group TPU steps through them yet")
         core = space.planes[plane].id
         steps = _line_rows(space, plane, STEP_LINE)
         begin = space.start_ps(steps)
