@@ -431,8 +431,10 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
 
 def host_gpus(gpu: list[tuple[XSpaceData, int]]) -> list[tuple[XSpaceData, int]]:
     """The first GPU plane of each host that has one (what XProf reads a host's device model and roofs from)."""
-    seen: set[int] = set()
-    return [(s, i) for s, i in gpu if id(s) not in seen and not seen.add(id(s))]  # type: ignore[func-returns-value]
+    first: dict[int, tuple[XSpaceData, int]] = {}
+    for space, plane in gpu:
+        first.setdefault(id(space), (space, plane))
+    return list(first.values())
 
 
 def _tpu_symbol_ops(space: XSpaceData, plane: int) -> bool:

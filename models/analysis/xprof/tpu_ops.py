@@ -107,14 +107,82 @@ def tpu_op_metrics(spaces: list[XSpaceData]) -> TpuOps:
                   runs[:, 1] * occurrences, total)
 
 
-def framework_rows(ops: TpuOps) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def framework_rows(ops: TpuOps) -> tuple[list[tuple[str, str]], np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                          np.ndarray]:
     """XProf's framework-op view of the device ops (CreateTfMetricsDbFromDeviceOpMetricsDb, IDLE left out):
-    per framework op (tf_op; the HLO op's name where there is none), first-seen order: (names, occurrences (the
-    most of its ops'), time, self time, FLOPs)."""
-    index: dict[str, int] = {}
-    slot = np.array([index.setdefault(f or nm, len(index)) for f, nm in zip(ops.framework, ops.name)], np.int64)
+    per framework op (tf_op, parsed as TensorFlow's op names are; the HLO op's name where there is none),
+    first-seen order: ((name, type), occurrences (the most of its ops'), time, self time, FLOPs, bytes)."""
+    from profscope.models.analysis.xprof.op_stats import UNKNOWN, parse_tf_op
+
+    index: dict[tuple[str, str], int] = {}
+    slots = []
+    for framework, hlo_name in zip(ops.framework, ops.name):
+        full = framework or hlo_name
+        category, name, type_ = parse_tf_op(full)
+        slots.append(index.setdefault((name, type_) if category != UNKNOWN else (full, "Unknown"), len(index)))
+    slot = np.array(slots, np.int64)
     n = len(index)
     occurrences = np.zeros(n, np.int64)
     np.maximum.at(occurrences, slot, ops.occurrences)
     return (list(index), occurrences, np.bincount(slot, ops.time_ps, n), np.bincount(slot, ops.self_ps, n),
-            np.bincount(slot, ops.flops, n))
+            np.bincount(slot, ops.flops, n), np.bincount(slot, ops.bytes, n))
+
+
+def tpu_roofs(spaces: list[XSpaceData]) -> tuple[float, float]:
+    """(peak GFLOP/s, peak HBM GB/s) of the first TensorCore plane's stats (peak_teraflops_per_second,
+    peak_hbm_bw_gigabytes_per_second)."""
+    from profscope.models.analysis.xprof.device_op_metrics import plane_stats
+
+    for space in spaces:
+        for plane in tensor_cores(space):
+            caps = plane_stats(space, plane)
+            return (float(caps.get("peak_teraflops_per_second", 0) or 0) * 1000,  # type: ignore[arg-type]
+                    float(caps.get("peak_hbm_bw_gigabytes_per_second", 0) or 0))  # type: ignore[arg-type]
+    return 0.0, 0.0
+
+
+def rates(flops: float, bytes_: float, time_ps: float, roofs: tuple[float, float]) -> tuple[float, float, float, str]:
+    """XProf's roofline figures of an op: (GFLOP/s, GiB/s, FLOPs per byte, what bounds it: the resource used
+    closest to its peak, HBM or Compute; Unknown when neither is used)."""
+    ns = time_ps / 1000
+    flop_rate = flops / ns if ns else 0.0
+    gib_rate = (bytes_ / ns if ns else 0.0) / 1.073741824
+    intensity = flops / bytes_ if bytes_ else 0.0
+    bound, most = "Unknown", 0.0
+    compute = flop_rate / roofs[0] if roofs[0] else 0.0
+    if compute > most:
+        bound, most = "Compute", compute
+    hbm = gib_rate / (roofs[1] / 1.073741824) if roofs[1] else 0.0
+    if hbm > most:
+        bound, most = "HBM", hbm
+    return flop_rate, gib_rate, intensity, bound
+
+
+def tpu_framework_op_stats_json(stats, spaces: list[XSpaceData]) -> list[dict]:
+    """XProf's framework_op_stats of a TPU host: the device rows are its framework ops with FLOP rates, memory
+    bandwidth, operational intensity and bound from the ops' metadata and the TensorCore's peaks."""
+    from dataclasses import replace
+
+    from profscope.models.analysis.xprof.framework_op_stats import framework_op_stats_json
+    from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb
+
+    ops = tpu_op_metrics(spaces)
+    keys, occurrences, time_ps, self_ps, flops, bytes_ = framework_rows(ops)
+    idle = ops.total_ps - ops.op_ps
+    db = OpMetricsDb([k[0] for k in keys] + [IDLE], [k[1] for k in keys] + [IDLE], np.r_[occurrences, 0],
+                     np.r_[time_ps, idle].astype(np.int64), np.r_[self_ps, idle].astype(np.int64),
+                     np.zeros(len(keys) + 1, bool), ops.total_ps, ops.op_ps)
+    tables = framework_op_stats_json(replace(stats, device=db, device_unknown=""))
+    roofs = tpu_roofs(spaces)
+    by_name = {k[0]: i for i, k in enumerate(keys)}
+    for t in tables:
+        for row in t["rows"]:
+            cells = row["c"]
+            i = by_name.get(cells[3]["v"]) if cells[1]["v"] == "Device" else None
+            if i is None:
+                continue
+            flop_rate, gib_rate, intensity, bound = rates(float(flops[i]), float(bytes_[i]), float(time_ps[i]), roofs)
+            for k, v in zip((13, 14, 15, 16), (flop_rate, flop_rate, gib_rate, intensity)):
+                cells[k]["v"] = v
+            cells[-2]["v"] = bound
+    return tables

@@ -358,7 +358,8 @@ def tpu_overview_json(stats, spaces: list[XSpaceData]) -> list[dict]:
     from profscope.models.analysis.xprof.tpu_ops import framework_rows, tpu_op_metrics
 
     ops = tpu_op_metrics(spaces)
-    names, occurrences, time_ps, self_ps, flops = framework_rows(ops)
+    keys, occurrences, time_ps, self_ps, flops, _bytes = framework_rows(ops)
+    names = [k[0] for k in keys]
     analysis = ov._analysis_table(stats, {})
     host = stats.host
     host_ops = int(host.occurrences.sum())
@@ -386,7 +387,7 @@ def tpu_overview_json(stats, spaces: list[XSpaceData]) -> list[dict]:
     for i in order:
         share = float(self_ps[i]) / total_self if total_self else 0.0
         cumulative += share
-        analysis["rows"].append({"c": [{"v": share}, {"v": cumulative}, {"v": "Unknown"}, {"v": names[i]},
+        analysis["rows"].append({"c": [{"v": share}, {"v": cumulative}, {"v": keys[i][1]}, {"v": names[i]},
                                        {"v": float(flops[i]) / (float(time_ps[i]) / 1000) if time_ps[i] else 0.0}]})
     stub = InputAnalysis("TPU", StepDetails.of(StepDb(none, [], none, none, {})), (0.0, 0.0, 0.0, 0.0))
     recommendation = ov._recommendation_table(stats, stub)
