@@ -28,7 +28,7 @@ COMPUTED = [
     ("gpu_jax", "input_pipeline_analyzer"),
     ("rocm_jax", "input_pipeline_analyzer"),
     *[("tpu_jax", t) for t in ("framework_op_stats", "overview_page", "input_pipeline_analyzer")],
-    *[("tpu_ops", t) for t in ("overview_page", "input_pipeline_analyzer", "framework_op_stats")],
+    *[("tpu_ops", t) for t in ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "hlo_stats")],
     *[(v, t) for v in ("tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
     ("small_emptygpu", "roofline_model"),
     # small.xplane.pb with a GPU plane that recorded nothing.
@@ -40,7 +40,7 @@ REFUSED = [
     *[(v, t, "cost analysis") for v in ("gpu_jax", "rocm_jax")
       for t in ("framework_op_stats", "overview_page", "hlo_stats", "op_profile", "roofline_model")],
     ("tpu_jax", "roofline_model", "roofline_model of TPU"),
-    *[("tpu_ops", t, "TPU op metrics") for t in ("hlo_stats", "op_profile")],
+    ("tpu_ops", "op_profile", "TPU op metrics"),
     ("tpu_ops", "roofline_model", "roofline_model of TPU"),
 ]
 
@@ -153,7 +153,7 @@ def test_tpu_ops_with_symbols_are_not_half_answered(tmp_path, capsys):
     metadata.stats.add(metadata_id=ids["symbol_id"], int64_value=3)
     path = tmp_path / "tpu.xplane.pb"
     path.write_bytes(space.SerializeToString())
-    assert main(["export", str(path), "--tool", "hlo_stats", "-o", str(tmp_path / "o.json")]) != 0
+    assert main(["export", str(path), "--tool", "op_profile", "-o", str(tmp_path / "o.json")]) != 0
     err = capsys.readouterr().err
     assert "TPU op metrics" in err and "Traceback" not in err
 

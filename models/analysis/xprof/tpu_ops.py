@@ -28,6 +28,7 @@ class TpuOps:
     self_ps: np.ndarray
     flops: np.ndarray  # float64
     bytes: np.ndarray  # float64
+    program: list[int]
     total_ps: int = 0
 
     @property
@@ -104,7 +105,7 @@ def tpu_op_metrics(spaces: list[XSpaceData]) -> TpuOps:
     self_ps = np.bincount(slot, weights=np.concatenate(selfs) if selfs else None, minlength=n).astype(np.int64)
     runs = np.array(per_run, np.float64).reshape(-1, 2)
     return TpuOps(name, category, framework, occurrences, time_ps, self_ps, runs[:, 0] * occurrences,
-                  runs[:, 1] * occurrences, total)
+                  runs[:, 1] * occurrences, [k[0] for k in keys], total)
 
 
 def framework_rows(ops: TpuOps) -> tuple[list[tuple[str, str]], np.ndarray, np.ndarray, np.ndarray, np.ndarray,
@@ -186,3 +187,25 @@ def tpu_framework_op_stats_json(stats, spaces: list[XSpaceData]) -> list[dict]:
                 cells[k]["v"] = v
             cells[-2]["v"] = bound
     return tables
+
+
+def tpu_hlo_stats_rows(spaces: list[XSpaceData]) -> list[list]:
+    """XProf's hlo_stats rows of TensorCore ops: per HLO op (most self time first), its program, category,
+    framework op, times, shares of the device's whole time (percent), FLOP rates, bandwidths, intensity and
+    bound from its metadata (no HLO text: the op's name)."""
+    ops = tpu_op_metrics(spaces)
+    roofs = tpu_roofs(spaces)
+    rows: list[list] = []
+    cumulative = 0.0
+    for i in sorted(range(len(ops.name)), key=lambda k: (-int(ops.self_ps[k]), ops.name[k])):
+        n = int(ops.occurrences[i])
+        time_us, self_us = int(ops.time_ps[i]) / 1e6, int(ops.self_ps[i]) / 1e6
+        share = 100.0 * int(ops.self_ps[i]) / ops.total_ps if ops.total_ps else 0.0
+        cumulative += share
+        flop_rate, gib_rate, intensity, bound = rates(float(ops.flops[i]), float(ops.bytes[i]),
+                                                      float(ops.time_ps[i]), roofs)
+        rows.append([float(len(rows) + 1), str(ops.program[i]), ops.category[i], ops.name[i], ops.name[i],
+                     ops.framework[i], float(n), time_us, time_us / n if n else 0.0, self_us,
+                     self_us / n if n else 0.0, share, cumulative, 0.0, flop_rate, flop_rate, gib_rate, gib_rate,
+                     0.0, 0.0, intensity, bound, "No", "No", "No", "", "TensorCore", "", 0.0])
+    return rows
