@@ -251,7 +251,7 @@ def max_infeed_core_table(d: TpuStepDetails) -> dict:
 def tpu_bottleneck(d: TpuStepDetails) -> tuple[str, str, str]:
     """XProf's TPU input classification, input statement and output statement (ComputeTpuBottleneckAnalysis's
     input and output parts)."""
-    from profscope.models.analysis.xprof.input_pipeline import INPUT_HIGH, INPUT_MODERATE, one
+    from profscope.models.analysis.xprof.input_pipeline import Bottleneck, input_conclusion, one
 
     total = infeed = outfeed = 0.0
     for i in range(len(d.number)):
@@ -259,7 +259,7 @@ def tpu_bottleneck(d: TpuStepDetails) -> tuple[str, str, str]:
         infeed += d.infeed[i]
         outfeed += d.outfeed[i]
     if total == 0:
-        return "unknown", "No step time measured. Therefore we cannot tell where the performance bottleneck is.", ""
+        return "unknown", Bottleneck().input_statement, ""
     pct, out = 100.0 * infeed / total, 100.0 * outfeed / total
     output = ""
     if out >= OUTPUT_HIGH:
@@ -268,15 +268,8 @@ def tpu_bottleneck(d: TpuStepDetails) -> tuple[str, str, str]:
     elif out >= OUTPUT_MODERATE:
         output = (f"Your program is MODERATELY output-bound because {one(out)}% of the total step time sampled is "
                   "spent on output. Therefore, you would need to reduce both the output time and other time.")
-    if pct >= INPUT_HIGH:
-        return "host", (f"Your program is HIGHLY input-bound because {one(pct)}% of the total step time sampled is "
-                        "waiting for input. Therefore, you should first focus on reducing the input time."), output
-    if pct >= INPUT_MODERATE:
-        return "both", (f"Your program is MODERATELY input-bound because {one(pct)}% of the total step time sampled "
-                        "is waiting for input. Therefore, you would need to reduce both the input time and other "
-                        "time."), output
-    return "device", (f"Your program is NOT input-bound because only {one(pct)}% of the total step time sampled is "
-                      "waiting for input. Therefore, you should focus on reducing other time."), output
+    classification, statement = input_conclusion(pct)
+    return classification, statement, output
 
 
 OUTPUT_HIGH, OUTPUT_MODERATE = 20, 5  # percent of the step time on outfeed
