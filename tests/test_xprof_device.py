@@ -204,6 +204,17 @@ SESSIONS = {
     "small+gpu_tf": [("small", 0), ("gpu_tf", 0)],
     "gpu_tf2+early+late": [("gpu_tf2", 0), ("gpu_tf", -990), ("gpu_tf", 302)],
 }
+TPU_SESSION = {"tpu_ops+tpu_ops_late": [("tpu_ops", 0), ("tpu_ops", 150)]}
+
+
+def session_of(tmp_path, hosts) -> object:
+    session = tmp_path / "run"
+    session.mkdir()
+    for k, (file, shift_us) in enumerate(hosts):
+        source = XPROF / f"{file}.xplane.pb"
+        source = source if source.exists() else DATA / "xprof" / f"{file}.xplane.pb"
+        (session / f"host{k}.xplane.pb").write_bytes(shifted(source, shift_us))
+    return session
 
 
 @pytest.mark.parametrize("tool", ["overview_page", "input_pipeline_analyzer", "roofline_model"])
@@ -213,13 +224,15 @@ def test_step_intersection_equals_xprofs(tmp_path, name, tool):
     host's steps are the rows, from where they meet the others'); a CPU-only host first (it takes no part in a
     session with GPUs: no rows, the summary of the GPU host's steps); three hosts whose steps have none in
     common (XProf's empty-intersection warning)."""
-    session = tmp_path / "run"
-    session.mkdir()
-    for k, (file, shift_us) in enumerate(SESSIONS[name]):
-        source = XPROF / f"{file}.xplane.pb"
-        source = source if source.exists() else DATA / "xprof" / f"{file}.xplane.pb"
-        (session / f"host{k}.xplane.pb").write_bytes(shifted(source, shift_us))
-    assert_same(export(tmp_path, session, tool), xprof_answer(name, tool))
+    assert_same(export(tmp_path, session_of(tmp_path, SESSIONS[name]), tool), xprof_answer(name, tool))
+
+
+@pytest.mark.parametrize("tool", ["overview_page", "input_pipeline_analyzer", "framework_op_stats", "hlo_stats"])
+def test_two_tpu_hosts_equal_xprofs(tmp_path, tool):
+    """Two TPU hosts, the second's clock 150 us later: their steps intersected, every host's TensorCores in each
+    combined step; their ops added up."""
+    name, hosts = next(iter(TPU_SESSION.items()))
+    assert_same(export(tmp_path, session_of(tmp_path, hosts), tool), xprof_answer(name, tool))
 
 
 def test_two_hosts_steps_are_those_both_have(tmp_path):

@@ -381,6 +381,7 @@ class DeviceStats:
     core_count: int = 0  # device planes (XProf: each GPU one core)
     xla: str = ""  # why the op metrics are not computed (XLA ops, whose FLOPs come from XLA's cost analysis)
     tpu_steps: TpuSteps | None = None  # TensorCores' steps
+    empty_intersect: bool = False  # several TPU hosts' steps have none in common
 
 
 def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
@@ -392,10 +393,10 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(DEVICE_PREFIXES)]
     gpu = [(s, i) for s, i in planes if s.planes[i].name.startswith(GPU_PLANE_PREFIX)]
     tpu = [(s, i) for s, i in planes if not s.planes[i].name.startswith(GPU_PLANE_PREFIX)]
-    if steps and tpu and (gpu or len({id(s) for s, _ in tpu}) > 1):
-        # XProf's step intersection of TPU hosts merges their cores' step breakdowns: not computed here.
+    if steps and tpu and gpu:
+        # XProf combines TPU and GPU hosts' steps into one step db of two layouts: not computed here.
         raise ProfileError(f"{tpu[-1][0].path}: Profscope does not compute XProf's step analysis of TPU planes "
-                           f"({tpu[-1][0].planes[tpu[-1][1]].name}) on several hosts or beside GPUs yet")
+                           f"({tpu[-1][0].planes[tpu[-1][1]].name}) beside GPUs yet")
     dbs = []
     xla = ""
     for space, plane in gpu:
@@ -423,9 +424,10 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
                          "Profscope does not compute XProf's TPU op metrics yet")
             break
     if steps:
-        from profscope.models.analysis.xprof.tpu_steps import tpu_steps
+        from profscope.models.analysis.xprof.tpu_steps import combine_tpu_steps, tpu_steps
 
-        stats.tpu_steps = tpu_steps(planes[0][0])
+        hosts = [s for s in spaces if any(t is s for t, _ in tpu)]  # hosts without TPUs take no part
+        stats.tpu_steps, stats.empty_intersect = combine_tpu_steps([tpu_steps(s) for s in hosts])
     return stats
 
 

@@ -193,7 +193,7 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
                             sum(float(d.ms(DEVICE_COMPUTE_32).sum()) for d in step_dbs))
         stats.is_training = any(is_training(s) for s in spaces)
         if device is not None and device.tpu_steps is not None:
-            stats.tpu_steps = device.tpu_steps
+            stats.tpu_steps, stats.empty_intersect = device.tpu_steps, device.empty_intersect
     if device is not None:
         stats.device, stats.device_type, stats.hardware_type = device.db, device.device_type, device.hardware_type
         stats.device_core_count, stats.device_unknown = device.core_count, device.xla

@@ -30,13 +30,14 @@ DBL_MIN = 2.2250738585072014e-308  # a tsl Stat<double>'s maximum before any val
 
 @dataclass
 class TpuSteps:
-    """XProf's TPU step db: per step its group id, time (ps) and per TensorCore (by plane id) the self time of
-    its XLA ops by HLO category (the rest of the step is the core's idle time)."""
+    """XProf's TPU step db: per step its group id (several hosts: its number in their intersection), time (ps)
+    and per TensorCore (by plane id; several hosts: host index * 1000 + plane id) the core's step time and the self
+    time of its XLA ops by HLO category (the rest of the core's step is its idle time)."""
 
     number: list[int] = field(default_factory=list)
     begin_ps: list[int] = field(default_factory=list)
     duration_ps: list[int] = field(default_factory=list)
-    per_core: list[dict[int, dict[str, int]]] = field(default_factory=list)  # core -> category -> self ps
+    per_core: list[dict[int, tuple[int, dict[str, int]]]] = field(default_factory=list)  # core -> (ps, by category)
 
     def __len__(self) -> int:
         return len(self.number)
@@ -138,8 +139,34 @@ def tpu_steps(space: XSpaceData) -> TpuSteps:
         out.number.append(group)
         out.begin_ps.append(longest[0])
         out.duration_ps.append(longest[1] - longest[0])
-        out.per_core.append(dict(sorted(cores[group].items())))
+        out.per_core.append({core: (longest[1] - longest[0], cores[group][core]) for core in sorted(cores[group])})
     return out
+
+
+def combine_tpu_steps(hosts: list[TpuSteps]) -> tuple[TpuSteps, bool]:
+    """Several TPU hosts' steps as XProf combines them: their step intersection (step_intersection.py), the
+    combined steps numbered from 0, each with every host's cores (global core ids: host * 1000 + core).
+    Returns them and whether the hosts' steps had none in common."""
+    from profscope.models.analysis.xprof.step_intersection import intersect
+
+    if len(hosts) == 1:
+        return hosts[0], False
+    spans = [(np.array(h.begin_ps, np.int64), np.array(h.begin_ps, np.int64) + np.array(h.duration_ps, np.int64))
+             for h in hosts]
+    x = intersect(list(spans))
+    out = TpuSteps()
+    for i in range(x.count):
+        cores: dict[int, tuple[int, dict[str, int]]] = {}
+        for h, host in enumerate(hosts):
+            first = x.first[h]
+            assert first is not None
+            for core, value in host.per_core[first + i].items():
+                cores[h * 1000 + core] = value
+        out.number.append(i)
+        out.begin_ps.append(min(hosts[h].begin_ps[(x.first[h] or 0) + i] for h in range(len(hosts))))
+        out.duration_ps.append(max(d for d, _ in cores.values()))
+        out.per_core.append(cores)
+    return out, x.empty_intersect
 
 
 # ---------------------------------------------------------------- input pipeline (TPU)
@@ -178,16 +205,16 @@ HOST_SEND_RECV = ("host send", "host send-done", "host recv", "host recv-done")
 
 
 def step_details(steps: TpuSteps) -> TpuStepDetails:
-    """XProf's ComputeTpuPerStepDataAcrossCores: every TensorCore's step lasts the step's time; per core its
-    infeed, outfeed, host transfers and idle time (the step less its ops' self time) are waits for the host, the
-    rest compute. A step's compute is the least of its cores', its infeed the most, its outfeed their average,
-    its idle time the step less the rest."""
+    """XProf's ComputeTpuPerStepDataAcrossCores: every TensorCore's step lasts its host's step time; per core
+    its infeed, outfeed, host transfers and idle time (the step less its ops' self time) are waits for the host,
+    the rest compute. A step's compute is the least of its cores', its infeed the most, its outfeed their
+    average, its idle time the shortest core step less the rest, its time the longest."""
     d = TpuStepDetails([], [], [], [], [], [], [], [])
     for i, number in enumerate(steps.number):
-        step = steps.duration_ps[i]
-        optimal, outfeed, infeed_pct = [], [], []
+        optimal, outfeed, infeed_pct, durations = [], [], [], []
         infeed = host_most = 0
-        for categories in steps.per_core[i].values():
+        for step, categories in steps.per_core[i].values():
+            durations.append(step)
             idle = step - sum(categories.values())
             core_infeed, core_outfeed = categories.get("infeed", 0), categories.get("outfeed", 0)
             host = sum(categories.get(c, 0) for c in HOST_SEND_RECV)
@@ -202,10 +229,10 @@ def step_details(steps: TpuSteps) -> TpuStepDetails:
         d.outfeed.append(sum(outfeed) / len(outfeed) / 1e9 if outfeed else 0.0)
         d.host.append(host_most / 1e9)
         non_idle = d.compute[-1] + d.infeed[-1] + d.outfeed[-1]
-        d.idle.append(max(step / 1e9 - non_idle, 0.0) if optimal else 0.0)
+        d.idle.append(max(min(durations) / 1e9 - non_idle, 0.0) if optimal else 0.0)
         d.infeed_percent.append((sum(infeed_pct) / len(infeed_pct), min(infeed_pct), max([DBL_MIN, *infeed_pct]))
                                 if infeed_pct else (0.0, 0.0, 0.0))
-        d.step_ms.append(step / 1e9 if optimal else 0.0)
+        d.step_ms.append(max(durations) / 1e9 if optimal else 0.0)
     return d
 
 
@@ -286,13 +313,14 @@ def tpu_input_pipeline_json(stats) -> list[dict]:
         input_pipeline_json,
     )
     from profscope.models.analysis.xprof.op_stats import StepDb
+    from profscope.models.analysis.xprof.step_intersection import EMPTY_INTERSECT
 
     none = np.zeros(0, np.int64)
     host = InputAnalysis("TPU", StepDetails.of(StepDb(none, [], none, none, {})), (0.0, 0.0, 0.0, 0.0))
     _host_result(stats, host)  # the host's input ops (no infeed ratio: XProf's TPU breakdown is not generic)
     d = step_details(stats.tpu_steps)
     classification, statement, output = tpu_bottleneck(d)
-    host.warnings = [] if len(d.number) else [NO_STEP_MARKER]
+    host.warnings = [] if len(d.number) else [EMPTY_INTERSECT if stats.empty_intersect else NO_STEP_MARKER]
     tables = input_pipeline_json(host)
     tables[0] = max_infeed_core_table(d)
     tables[1] = tpu_step_table(d, statement, output, _next_step(classification, host.breakdown_us))
