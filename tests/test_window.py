@@ -150,6 +150,29 @@ def test_xplane_session_with_two_hosts(qtbot, window, tmp_path):
     assert "JAX records no such events" in window.status.text()
 
 
+def test_all_hosts_with_gpus_show_their_common_steps(qtbot, window, tmp_path):
+    """All hosts of a session of two GPU hosts: the XProf Statistics tab's overview shows the steps both hosts
+    have (XProf's step intersection), numbered from 0."""
+    import shutil
+
+    from conftest import DATA
+
+    session = tmp_path / "logs" / "plugins" / "profile" / "2026_11_27_18_00_00"
+    session.mkdir(parents=True)
+    shutil.copy(DATA / "xprof" / "device" / "gpu_tf.xplane.pb", session / "a.xplane.pb")
+    shutil.copy(DATA / "xprof" / "device" / "gpu_tf2.xplane.pb", session / "b.xplane.pb")
+    open_and_wait(qtbot, window, tmp_path / "logs")
+    all_hosts = window.tree.topLevelItem(0).child(2)
+    assert all_hosts.text(0) == "All hosts"
+    overview = next(c for c in map(all_hosts.child, range(all_hosts.childCount())) if c.text(0) == "Overview")
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window._on_tree_item(overview)
+    assert window.tabs.currentWidget() is window.xprof_view
+    page = window.xprof_view.pages["overview_page"]
+    assert page.chart.labels == ["0", "1", "2", "3"]
+    assert "POTENTIALLY input-bound" in page.statement.text()
+
+
 def test_xplane_host_shows_xprof_statistics(qtbot, window, tmp_path):
     """An xplane host's XProf tools come with its timeline: the tree lists them,
     clicking one shows its page at once in the XProf Statistics tab."""

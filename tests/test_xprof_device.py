@@ -18,7 +18,7 @@ from profscope.protos import xplane_pb2
 from profscope.viewer.cli import main
 
 XPROF = DATA / "xprof" / "device"
-VARIANTS = ("gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "tpu_jax")
+VARIANTS = ("gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "tpu_jax", "tpu_ops")
 ALL_TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "hlo_stats",
              "op_profile", "roofline_model")
 # (variant, tool) pairs Profscope computes, each equal to XProf's answer.
@@ -27,7 +27,8 @@ COMPUTED = [
     *[(v, t) for v in ("gpu_tf", "gpu_tf2") for t in ALL_TOOLS if t != "kernel_stats"],
     ("gpu_jax", "input_pipeline_analyzer"),
     ("rocm_jax", "input_pipeline_analyzer"),
-    ("tpu_jax", "framework_op_stats"),
+    *[("tpu_jax", t) for t in ("framework_op_stats", "overview_page", "input_pipeline_analyzer")],
+    *[("tpu_ops", t) for t in ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "hlo_stats")],
     *[(v, t) for v in ("tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
     ("small_emptygpu", "roofline_model"),
     # small.xplane.pb with a GPU plane that recorded nothing.
@@ -38,8 +39,9 @@ COMPUTED = [
 REFUSED = [
     *[(v, t, "cost analysis") for v in ("gpu_jax", "rocm_jax")
       for t in ("framework_op_stats", "overview_page", "hlo_stats", "op_profile", "roofline_model")],
-    *[("tpu_jax", t, "step analysis") for t in ("overview_page", "input_pipeline_analyzer")],
     ("tpu_jax", "roofline_model", "roofline_model of TPU"),
+    ("tpu_ops", "op_profile", "TPU op metrics"),
+    ("tpu_ops", "roofline_model", "roofline_model of TPU"),
 ]
 
 
@@ -117,9 +119,27 @@ def test_kernel_details_parsing():
     assert parse_kernel_details("regs:x grid:1,2 block bogus") == (0, 0, 0, (1, 1, 1), (1, 1, 1), 0.0)
 
 
+def test_tpu_steps_by_category(tmp_path):
+    """Two TensorCores whose XLA ops carry their metadata: each core's step lasts the step's time (the longer
+    core's); its infeed, outfeed, host send and idle time are waits, the rest compute; the step's compute is the
+    least of the cores', its input the most, its output their average."""
+    pipeline = export(tmp_path, XPROF / "tpu_ops.xplane.pb", "input_pipeline_analyzer")
+    first = rows(pipeline[1])[0]
+    assert first[0] == "8"  # XProf groups the device steps after the host's eight
+    assert first[1] == pytest.approx(0.04975)  # 68.371 us less core 0's infeed, outfeed, host send and idle
+    assert first[4:8] == pytest.approx([0.006003, 0.0035015, 0.0091165, 0.002003])
+    assert pipeline[1]["p"]["output_conclusion"].startswith("Your program is MODERATELY output-bound because 5.1%")
+    # The overview's top ops: framework ops (the HLO op where the metadata names none), FLOPs from the metadata.
+    overview = export(tmp_path, XPROF / "tpu_ops.xplane.pb", "overview_page")
+    top = rows(overview[0])
+    assert [r[3] for r in top[:2]] == ["jit(train_step)/conv_general_dilated", "jit(train_step)/dot_general"]
+    assert top[0][4] == pytest.approx(16 * 2e6 / 336.08e3)  # 16 runs of 2 MFLOP in 336.08 us
+    assert overview[0]["p"]["device_duty_cycle_percent"] == "60.0%"  # infeed, outfeed and host send are off duty
+
+
 def test_tpu_ops_with_symbols_are_not_half_answered(tmp_path, capsys):
-    """XProf counts a TPU op by its metadata's program_id and symbol_id; those are not computed here, so a
-    TPU plane with such ops gets a message, not the device's bare span as IDLE."""
+    """XProf counts a TPU op by its metadata's program_id and symbol_id; its HLO tables of such ops are not
+    computed here, so a TPU plane with such ops gets a message there, not the device's bare span as IDLE."""
     space = xplane_pb2.XSpace.FromString((XPROF / "tpu_jax.xplane.pb").read_bytes())
     tpu = next(p for p in space.planes if p.name == "/device:TPU:0")
     ids = {}
@@ -133,7 +153,7 @@ def test_tpu_ops_with_symbols_are_not_half_answered(tmp_path, capsys):
     metadata.stats.add(metadata_id=ids["symbol_id"], int64_value=3)
     path = tmp_path / "tpu.xplane.pb"
     path.write_bytes(space.SerializeToString())
-    assert main(["export", str(path), "--tool", "framework_op_stats", "-o", str(tmp_path / "o.json")]) != 0
+    assert main(["export", str(path), "--tool", "op_profile", "-o", str(tmp_path / "o.json")]) != 0
     err = capsys.readouterr().err
     assert "TPU op metrics" in err and "Traceback" not in err
 
@@ -158,9 +178,10 @@ def test_gpu_roofs_from_the_device_capabilities():
     assert gpu_roofs({**volta, "device_vendor": "AMD"}).peak_gflops == 0.0
 
 
-@pytest.mark.parametrize("tool", ["kernel_stats", "framework_op_stats", "hlo_stats", "op_profile"])
+@pytest.mark.parametrize("tool", ALL_TOOLS)
 def test_two_hosts_with_gpus_equal_xprofs(tmp_path, tool):
-    """A session of two hosts with GPUs (gpu_tf, gpu_tf2): kernels and device ops of both, as XProf adds them."""
+    """A session of two hosts with GPUs (gpu_tf, gpu_tf2): kernels and device ops of both, as XProf adds them;
+    the steps both hosts have by XProf's step intersection."""
     session = tmp_path / "run"
     session.mkdir()
     shutil.copy(XPROF / "gpu_tf.xplane.pb", session / "a.xplane.pb")
@@ -168,12 +189,106 @@ def test_two_hosts_with_gpus_equal_xprofs(tmp_path, tool):
     assert_same(export(tmp_path, session, tool), xprof_answer("gpu_tf+gpu_tf2", tool))
 
 
+def shifted(path, shift_us: int) -> bytes:
+    """An XSpace with every line's clock moved by shift_us (as the producer moves it for XProf)."""
+    space = xplane_pb2.XSpace.FromString(path.read_bytes())
+    for plane in space.planes:
+        for line in plane.lines:
+            line.timestamp_ns += shift_us * 1000
+    return space.SerializeToString()
+
+
+# Sessions of several hosts (file, clock moved by us), as tests/data/producers/xprof_device_planes.py's SESSIONS.
+SESSIONS = {
+    "gpu_tf2+gpu_tf": [("gpu_tf2", 0), ("gpu_tf", 0)],
+    "small+gpu_tf": [("small", 0), ("gpu_tf", 0)],
+    "gpu_tf2+early+late": [("gpu_tf2", 0), ("gpu_tf", -990), ("gpu_tf", 302)],
+}
+TPU_SESSION = {"tpu_ops+tpu_ops_late": [("tpu_ops", 0), ("tpu_ops", 150)]}
+
+
+def session_of(tmp_path, hosts) -> object:
+    session = tmp_path / "run"
+    session.mkdir()
+    for k, (file, shift_us) in enumerate(hosts):
+        source = XPROF / f"{file}.xplane.pb"
+        source = source if source.exists() else DATA / "xprof" / f"{file}.xplane.pb"
+        (session / f"host{k}.xplane.pb").write_bytes(shifted(source, shift_us))
+    return session
+
+
 @pytest.mark.parametrize("tool", ["overview_page", "input_pipeline_analyzer", "roofline_model"])
-def test_two_hosts_with_gpus_steps_say_not_computed(tmp_path, capsys, tool):
+@pytest.mark.parametrize("name", SESSIONS)
+def test_step_intersection_equals_xprofs(tmp_path, name, tool):
+    """The steps of several hosts as XProf intersects them: the other order of gpu_tf and gpu_tf2 (the first
+    host's steps are the rows, from where they meet the others'); a CPU-only host first (it takes no part in a
+    session with GPUs: no rows, the summary of the GPU host's steps); three hosts whose steps have none in
+    common (XProf's empty-intersection warning)."""
+    assert_same(export(tmp_path, session_of(tmp_path, SESSIONS[name]), tool), xprof_answer(name, tool))
+
+
+@pytest.mark.parametrize("tool", ["overview_page", "input_pipeline_analyzer", "framework_op_stats", "hlo_stats"])
+def test_two_tpu_hosts_equal_xprofs(tmp_path, tool):
+    """Two TPU hosts, the second's clock 150 us later: their steps intersected, every host's TensorCores in each
+    combined step; their ops added up."""
+    name, hosts = next(iter(TPU_SESSION.items()))
+    assert_same(export(tmp_path, session_of(tmp_path, hosts), tool), xprof_answer(name, tool))
+
+
+def test_two_hosts_steps_are_those_both_have(tmp_path):
+    """gpu_tf's first four steps meet gpu_tf2's last four: four combined steps, numbered from 0, with gpu_tf's
+    times; the empty intersection of three hosts says why there are no steps."""
     session = tmp_path / "run"
     session.mkdir()
     shutil.copy(XPROF / "gpu_tf.xplane.pb", session / "a.xplane.pb")
     shutil.copy(XPROF / "gpu_tf2.xplane.pb", session / "b.xplane.pb")
-    assert main(["export", str(session), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
+    steps = rows(export(tmp_path, session, "input_pipeline_analyzer")[1])
+    assert [r[0] for r in steps] == ["0", "1", "2", "3"]
+    assert steps[0][-1] == pytest.approx(0.156756999)  # gpu_tf's first step
+
+
+def test_intersection_rules():
+    """XProf's StepIntersection: the chief spans least; ties of overlap go to the smallest offset >= 0."""
+    import numpy as np
+
+    from profscope.models.analysis.xprof.step_intersection import intersect
+
+    def spans(*pairs):
+        return np.array([a for a, _ in pairs], np.int64), np.array([b for _, b in pairs], np.int64)
+
+    chief = spans((0, 10), (10, 20), (20, 30))
+    other = spans((10, 20), (20, 30), (30, 40), (40, 50))  # its first step is the chief's second
+    x = intersect([other, chief])
+    assert (x.first, x.count, x.empty_intersect) == ([0, 1], 2, False)
+    # No overlap at all: offset 0, as many steps as the shorter has.
+    far = spans((1000, 1010), (1010, 1020))
+    assert intersect([chief, far]).first == [0, 0] and intersect([chief, far]).count == 2
+    # A host that takes no part (None) and a host without steps.
+    assert intersect([None, chief]).first == [None, 0]
+    assert intersect([chief, spans()]).count == 0
+
+
+def test_tpu_steps_tied_to_host_events_say_so(tmp_path, capsys):
+    """TensorCore events carrying context stats would be grouped with host events by XProf: not reproduced, so
+    the step tools say so instead of numbering the steps their own way."""
+    space = xplane_pb2.XSpace.FromString((XPROF / "tpu_ops.xplane.pb").read_bytes())
+    tpu = next(p for p in space.planes if p.name == "/device:TPU:0")
+    sid = max(tpu.stat_metadata) + 1
+    tpu.stat_metadata[sid].id = sid
+    tpu.stat_metadata[sid].name = "consumer_type"
+    path = tmp_path / "tpu.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    assert main(["export", str(path), "--tool", "input_pipeline_analyzer", "-o", str(tmp_path / "o.json")]) != 0
     err = capsys.readouterr().err
-    assert "several hosts with GPU planes" in err and "Traceback" not in err
+    assert "context stats" in err and "/device:TPU:0" in err and "Traceback" not in err
+
+
+def test_nested_ops_self_time():
+    """An op's self time leaves out the ops directly inside it (XProf's ancestor stack)."""
+    import numpy as np
+
+    from profscope.models.analysis.xprof.tpu_steps import _self_times
+
+    begin = np.array([0, 10, 20, 100], np.int64)
+    end = np.array([90, 50, 30, 120], np.int64)  # a while op holding a fusion holding a copy, then another op
+    assert _self_times(begin, end).tolist() == [50, 30, 10, 20]

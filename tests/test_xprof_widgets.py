@@ -75,3 +75,18 @@ def test_gpu_pages_read_in_units_that_fit(qtbot):
     roofline = view.pages["roofline_model"]
     assert roofline.points.data.size == 0
     assert roofline.hover.text().startswith("No op to place: none of the 22 rows has a FLOP rate")
+
+
+def test_tpu_overview_shows_the_tensorcore_breakdown(qtbot):
+    """A TPU host's overview (XProf's TPU step table): the chart stacks TensorCore compute, input, output, idle and
+    host transfer; the statement is the step table's input and output conclusions."""
+    tpu = DATA / "xprof" / "device" / "tpu_ops.xplane.pb"
+    view = XprofStatsView()
+    qtbot.addWidget(view)
+    view.set_data({t: json.loads(XPROF_TOOLS[t]([tpu], {}, TaskState()).output)
+                   for t in ("overview_page", "input_pipeline_analyzer")})
+    page = view.pages["overview_page"]
+    assert "TensorCore compute (in ms)" in page.chart.names and "TensorCore idle (in ms)" in page.chart.names
+    assert page.chart.labels[0] == "8"
+    assert "MODERATELY input-bound" in page.statement.text() and "MODERATELY output-bound" in page.statement.text()
+    assert "TensorCore compute" in page.averages.text()

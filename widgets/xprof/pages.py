@@ -33,9 +33,14 @@ def averages_html(p: dict) -> str:
              ("Input", "infeed_time_ms_avg", "infeed_time_ms_sdv"),
              ("Output", "outfeed_time_ms_avg", "outfeed_time_ms_sdv"),
              ("Compilation", "compile_time_ms_avg", "compile_time_ms_sdv"),
-             ("All others", "other_time_ms_avg", "other_time_ms_sdv"))
+             ("All others", "other_time_ms_avg", "other_time_ms_sdv"),
+             # TPU hosts: averages only
+             ("TensorCore compute", "tc_compute_ms_average", ""), ("TensorCore input", "tc_infeed_ms_average", ""),
+             ("TensorCore output", "tc_outfeed_ms_average", ""), ("TensorCore idle", "tc_idle_ms_average", ""),
+             ("Host transfer", "host_transfer_ms_average", ""))
     cells = [f"<td>{title}</td><td align='right'>{html.escape(p.get(avg, '0.0'))} ms</td>"
-             f"<td>± {html.escape(p.get(sdv, '0.0'))}</td>" for title, avg, sdv in parts if avg in p]
+             + (f"<td>± {html.escape(p.get(sdv, '0.0'))}</td>" if sdv else "<td></td>")
+             for title, avg, sdv in parts if avg in p]
     return "<table cellspacing='6'>" + "".join(f"<tr>{c}</tr>" for c in cells) + "</table>"
 
 
@@ -77,9 +82,15 @@ class OverviewPage(QWidget):
         bottleneck = rp.get("bottleneck", "")
         extra = [rp.get(k, "") for k in ("kernel_launch_statement", "all_other_statement",
                                           "device_collectives_statement", "precision_statement") if rp.get(k)]
-        self.statement.setText(
-            f"<h3>Bottleneck: {html.escape(bottleneck or 'unknown')}</h3><p>{html.escape(rp.get('statement', ''))}</p>"
-            + "".join(f"<p>{html.escape(s)}</p>" for s in extra))
+        statement = rp.get("statement", "")
+        if not bottleneck and not statement and _p(steps).get("input_conclusion"):
+            # A TPU host: XProf states its bottleneck with the step table (input, then output).
+            statement = _p(steps)["input_conclusion"]
+            extra = [_p(steps)["output_conclusion"]] if _p(steps).get("output_conclusion") else []
+        heading = f"Bottleneck: {html.escape(bottleneck)}" if bottleneck else "Bottleneck" if statement else (
+            "Bottleneck: unknown")
+        self.statement.setText(f"<h3>{heading}</h3><p>{html.escape(statement)}</p>"
+                               + "".join(f"<p>{html.escape(s)}</p>" for s in extra))
         self.averages.setText("<b>Average step time</b>" + averages_html(_p(steps)))
         ep = _p(env)
         self.environment.setText(

@@ -22,6 +22,14 @@ PARTS = (
     ("outfeedTimeMs", "#8e24aa"),
     ("compileTimeMs", "#f4511e"),
     ("otherTimeMs", "#9e9e9e"),
+    # TPU hosts' step table (XProf's TPU layout).
+    ("tcComputeTimeMs", "#1e88e5"),
+    ("scv0ComputeTimeMs", "#5e35b1"),
+    ("scv0InfeedTimeMs", "#d81b60"),
+    ("tcInfeedTimeMs", "#e53935"),
+    ("tcOutfeedTimeMs", "#8e24aa"),
+    ("tcIdleTimeMs", "#9e9e9e"),
+    ("hostTransferTimeMs", "#fdd835"),
 )
 
 

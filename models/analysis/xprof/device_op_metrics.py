@@ -17,6 +17,7 @@ event with `kernel_details` is a kernel for kernel_stats.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,6 +34,9 @@ from profscope.models.analysis.xprof.op_stats import (
     sum_by,
 )
 from profscope.models.formats.xspace.xplane import DenseStats, XSpaceData
+
+if TYPE_CHECKING:
+    from profscope.models.analysis.xprof.tpu_steps import TpuSteps
 
 _STATS = ["kernel_details", "tf_op", "hlo_op", "hlo_module", "program_id", "is_eager", "group_id", "equation",
           "correlation_id"]
@@ -376,22 +380,23 @@ class DeviceStats:
     steps: list | None = None  # per XSpace, its StepDb (GPU hosts)
     core_count: int = 0  # device planes (XProf: each GPU one core)
     xla: str = ""  # why the op metrics are not computed (XLA ops, whose FLOPs come from XLA's cost analysis)
+    tpu_steps: TpuSteps | None = None  # TensorCores' steps
+    empty_intersect: bool = False  # several TPU hosts' steps have none in common
 
 
 def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
-    """The device planes' part of XProf's OpStats: op metrics, and with `steps` the GPU hosts' step dbs."""
+    """The device planes' part of XProf's OpStats: op metrics, and with `steps` the GPU hosts' step dbs or the
+    TPU host's TensorCore steps (tpu_steps.py). TPU ops with symbol metadata: their op metrics are not computed
+    (`xla` says so); their steps are."""
     from profscope.models.core.task import ProfileError
 
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(DEVICE_PREFIXES)]
     gpu = [(s, i) for s, i in planes if s.planes[i].name.startswith(GPU_PLANE_PREFIX)]
-    if steps and len({id(s) for s, _ in gpu}) > 1:
-        # XProf intersects the steps of several hosts with GPUs in its own way (not reproduced here).
-        raise ProfileError(f"{gpu[1][0].path}: Profscope does not compute XProf's step analysis of several hosts "
-                           f"with GPU planes ({gpu[1][0].planes[gpu[1][1]].name}) yet")
-    if steps and len(gpu) != len(planes):
-        # XProf's TPU step db (per core, from the Steps line and XLA op metadata) is not computed here.
-        raise ProfileError(f"{planes[0][0].path}: Profscope does not compute XProf's step analysis of TPU "
-                           f"planes ({planes[0][0].planes[planes[0][1]].name}) yet")
+    tpu = [(s, i) for s, i in planes if not s.planes[i].name.startswith(GPU_PLANE_PREFIX)]
+    if steps and tpu and gpu:
+        # XProf combines TPU and GPU hosts' steps into one step db of two layouts: not computed here.
+        raise ProfileError(f"{tpu[-1][0].path}: Profscope does not compute XProf's step analysis of TPU planes "
+                           f"({tpu[-1][0].planes[tpu[-1][1]].name}) beside GPUs yet")
     dbs = []
     xla = ""
     for space, plane in gpu:
@@ -402,20 +407,36 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
                    "from which XProf computes their FLOPs and bytes")
         dbs.append(device_op_metrics(space, plane))
     if gpu:
-        space, plane = gpu[0]
+        space, plane = host_gpus(gpu)[-1]  # several hosts: XProf's combined run environment keeps the last's
         model = gpu_model_name(plane_stats(space, plane)) or "GPU"  # "GPU" without capabilities
         ops = _combine_device(dbs)
         step_dbs = [gpu_step_db(s) for s in spaces] if steps else None
         return DeviceStats(tf_metrics_of_device(ops), ops, model, "GPU", step_dbs, len(gpu), xla)
-    for space, plane in planes:
-        if _tpu_symbol_ops(space, plane):
-            # XProf's TPU op metrics come from XLA's per-op metadata and cost model: not computed here.
-            raise ProfileError(f"{space.path}: {space.planes[plane].name} has XLA ops with their symbol metadata; "
-                               "Profscope does not compute XProf's TPU op metrics yet")
     total = sum(_tpu_span(s, i) for s, i in planes)
     none = np.zeros(0, np.int64)
     idle = _device_db([], [], [], none, none, np.zeros(0, bool), total)
-    return DeviceStats(idle, idle, "TPU", "TPU")
+    stats = DeviceStats(idle, idle, "TPU", "TPU", core_count=len(planes))
+    for space, plane in planes:
+        if _tpu_symbol_ops(space, plane):
+            # XProf's TPU op metrics come from the ops' metadata (FLOPs, bytes, categories): not computed here.
+            # The step analysis needs only their categories and times: it is.
+            stats.xla = (f"{space.path}: {space.planes[plane].name} has XLA ops with their symbol metadata; "
+                         "Profscope does not compute XProf's TPU op metrics yet")
+            break
+    if steps:
+        from profscope.models.analysis.xprof.tpu_steps import combine_tpu_steps, tpu_steps
+
+        hosts = [s for s in spaces if any(t is s for t, _ in tpu)]  # hosts without TPUs take no part
+        stats.tpu_steps, stats.empty_intersect = combine_tpu_steps([tpu_steps(s) for s in hosts])
+    return stats
+
+
+def host_gpus(gpu: list[tuple[XSpaceData, int]]) -> list[tuple[XSpaceData, int]]:
+    """The first GPU plane of each host that has one (what XProf reads a host's device model and roofs from)."""
+    first: dict[int, tuple[XSpaceData, int]] = {}
+    for space, plane in gpu:
+        first.setdefault(id(space), (space, plane))
+    return list(first.values())
 
 
 def _tpu_symbol_ops(space: XSpaceData, plane: int) -> bool:

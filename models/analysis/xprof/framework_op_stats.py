@@ -43,6 +43,11 @@ TAIL_COLUMNS = [column("bound_by", "string", "Bound by"), column("eager", "strin
 @register("framework_op_stats")
 def framework_op_stats(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
     stats = op_stats(paths, task)
+    if stats.hardware_type == "TPU":  # TensorCores: their ops from the ops' metadata (tpu_ops.py)
+        from profscope.models.analysis.xprof.op_stats import read_spaces
+        from profscope.models.analysis.xprof.tpu_ops import tpu_framework_op_stats_json
+
+        return ToolData(dumps(tpu_framework_op_stats_json(stats, read_spaces(paths, task))), "json")
     if stats.device_unknown:
         raise ProfileError(stats.device_unknown)
     tensor_core: dict[str, float] = {}

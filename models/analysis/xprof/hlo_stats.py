@@ -4,9 +4,10 @@
 XProf fills it from the device op metrics only; a host-only profile
 (TensorFlow or JAX on CPU: the ops run on host threads) gets the table with
 no rows, which is what XProf 2.24 returns for such profiles. GPU planes of
-TensorFlow kernels get a row per device op (device_op_metrics.py); XLA ops
-on a GPU are refused with a message (their FLOPs and bytes come from XLA's
-cost analysis, which Profscope lacks)."""
+TensorFlow kernels get a row per device op (device_op_metrics.py), TPU
+planes a row per HLO op from the ops' metadata (tpu_ops.py); XLA ops on a
+GPU are refused with a message (their FLOPs and bytes come from XLA's cost
+analysis, which Profscope lacks)."""
 
 from __future__ import annotations
 
@@ -60,7 +61,12 @@ def hlo_stats_table(paths: list[Path], task: TaskState) -> dict:
     from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
     from profscope.models.analysis.xprof.op_stats import IDLE, read_spaces
 
-    device = device_stats(read_spaces(paths, task), paths, steps=False)
+    spaces = read_spaces(paths, task)
+    device = device_stats(spaces, paths, steps=False)
+    if device.hardware_type == "TPU":  # TensorCores: their ops from the ops' metadata (tpu_ops.py)
+        from profscope.models.analysis.xprof.tpu_ops import tpu_hlo_stats_rows
+
+        return table(COLUMNS, tpu_hlo_stats_rows(spaces))
     if device.xla:
         raise ProfileError(device.xla)
     # GPU TensorFlow kernels: one row per device op, shares of the device's whole time; no FLOPs or bytes

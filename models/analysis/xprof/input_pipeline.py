@@ -33,6 +33,7 @@ from profscope.models.analysis.xprof.op_stats import (
     StepDb,
     op_stats,
 )
+from profscope.models.analysis.xprof.step_intersection import EMPTY_INTERSECT
 from profscope.models.core.task import TaskState
 from profscope.models.data.tool_data import ToolData
 
@@ -167,8 +168,8 @@ def analyse(stats: OpStats, steps: StepDb) -> InputAnalysis:
     details = StepDetails.of(steps)
     step_ms = details.step if stats.step_ps is None else stats.step_ps / 1e9
     result = InputAnalysis(stats.hardware_type, details, summary(step_ms))
-    if not len(steps):
-        result.warnings.append(NO_STEP_MARKER)
+    if not len(step_ms):
+        result.warnings.append(EMPTY_INTERSECT if stats.empty_intersect else NO_STEP_MARKER)
     _host_result(stats, result)
     result.bottleneck = _bottleneck(details, result.breakdown_us)
     result.summary_next_step = _next_step(result.bottleneck.input_classification, result.breakdown_us)
@@ -244,27 +245,8 @@ def _bottleneck(d: StepDetails, breakdown: dict[str, float]) -> Bottleneck:
     launch_pct = 100.0 * _sum(d.host_prepare) / total
     other_pct = 100.0 * _sum(d.unknown) / total
     b = Bottleneck()
-    reported = False
-    if input_pct >= INPUT_HIGH:
-        b.input_classification = "host"
-        b.input_statement = (f"Your program is HIGHLY input-bound because {one(input_pct)}% of the total step time "
-                             "sampled is waiting for input. Therefore, you should first focus on reducing the input "
-                             "time.")
-    elif input_pct >= INPUT_MODERATE:
-        b.input_classification = "both"
-        b.input_statement = (f"Your program is MODERATELY input-bound because {one(input_pct)}% of the total step "
-                             "time sampled is waiting for input. Therefore, you would need to reduce both the input "
-                             "time and other time.")
-    elif other_pct >= ALL_OTHER_MODERATE:
-        b.input_classification = "both"
-        b.input_statement = (f"Your program is POTENTIALLY input-bound because {one(other_pct)}% of the total step "
-                             "time sampled is spent on 'All Others' time (which could be due to I/O or Python "
-                             "execution or both).")
-        reported = True
-    else:
-        b.input_classification = "device"
-        b.input_statement = (f"Your program is NOT input-bound because only {one(input_pct)}% of the total step "
-                             "time sampled is waiting for input. Therefore, you should focus on reducing other time.")
+    b.input_classification, b.input_statement = input_conclusion(input_pct, other_pct)
+    reported = input_pct < INPUT_MODERATE and other_pct >= ALL_OTHER_MODERATE
     b.collectives_classification, b.collectives_statement = _level(
         collectives_pct, COLLECTIVES_HIGH, COLLECTIVES_MODERATE,
         f"{one(collectives_pct)} % of the total step time sampled is spent on 'Device Collective Communication'.")
@@ -278,6 +260,24 @@ def _bottleneck(d: StepDetails, breakdown: dict[str, float]) -> Bottleneck:
         b.all_other_classification, b.all_other_statement = _level(
             other_pct, ALL_OTHER_HIGH, ALL_OTHER_MODERATE, one(other_pct) + ALL_OTHERS_PYTHON)
     return b
+
+
+def input_conclusion(input_pct: float, other_pct: float = 0.0) -> tuple[str, str]:
+    """XProf's InputAnalysis: the input classification and statement of a share of input time (and of 'All
+    Others' time); TPU hosts pass no other time."""
+    if input_pct >= INPUT_HIGH:
+        return "host", (f"Your program is HIGHLY input-bound because {one(input_pct)}% of the total step time "
+                        "sampled is waiting for input. Therefore, you should first focus on reducing the input time.")
+    if input_pct >= INPUT_MODERATE:
+        return "both", (f"Your program is MODERATELY input-bound because {one(input_pct)}% of the total step time "
+                        "sampled is waiting for input. Therefore, you would need to reduce both the input time and "
+                        "other time.")
+    if other_pct >= ALL_OTHER_MODERATE:
+        return "both", (f"Your program is POTENTIALLY input-bound because {one(other_pct)}% of the total step time "
+                        "sampled is spent on 'All Others' time (which could be due to I/O or Python execution or "
+                        "both).")
+    return "device", (f"Your program is NOT input-bound because only {one(input_pct)}% of the total step time "
+                      "sampled is waiting for input. Therefore, you should focus on reducing other time.")
 
 
 def _sum(a: np.ndarray) -> float:
@@ -399,5 +399,9 @@ def input_analysis(paths: list[Path], task: TaskState) -> tuple[OpStats, InputAn
 
 @register("input_pipeline_analyzer")
 def input_pipeline_analyzer(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
-    _stats, analysis = input_analysis(paths, task)
+    stats, analysis = input_analysis(paths, task)
+    if stats.tpu_steps is not None:  # TensorCores: XProf's TPU step breakdown (tpu_steps.py)
+        from profscope.models.analysis.xprof.tpu_steps import tpu_input_pipeline_json
+
+        return ToolData(dumps(tpu_input_pipeline_json(stats)), "json")
     return ToolData(dumps(input_pipeline_json(analysis)), "json")

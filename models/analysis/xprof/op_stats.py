@@ -17,6 +17,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,6 +32,9 @@ from profscope.models.formats.xspace.xplane import (
     span_text,
     xprof_order,
 )
+
+if TYPE_CHECKING:
+    from profscope.models.analysis.xprof.tpu_steps import TpuSteps
 
 IDLE = "IDLE"
 GPU_PLANE_PREFIX = "/device:GPU:"
@@ -109,8 +113,11 @@ class OpStats:
     errors: list[str] = field(default_factory=list)  # the XSpaces' own, sorted and without repeats
     warnings: list[str] = field(default_factory=list)
     is_training: bool = False  # from the XLA modules (XProf's ModelTracker)
-    steps: StepDb | None = None  # the first host's steps (as many as every host has)
+    steps: StepDb | None = None  # the step rows: the first host's steps (of the hosts' step intersection)
     step_ps: np.ndarray | None = None  # per step, the longest of the hosts' (XProf's step time summary)
+    empty_intersect: bool = False  # several hosts had steps, but no step in common
+    compute_ms: tuple[float, float] = (0.0, 0.0)  # 16- and 32-bit device compute of every host's steps
+    tpu_steps: TpuSteps | None = None  # TensorCores' steps (tpu_steps.py), for a TPU host
     host_count: int = 1  # distinct host names
     task_count: int = 1  # XSpaces
     device: OpMetricsDb | None = None  # the device planes' op metrics (device_op_metrics.py), by framework op
@@ -124,8 +131,9 @@ def read_spaces(paths: list[Path], task: TaskState) -> list[XSpaceData]:
 
 
 def op_stats(paths: list[Path], task: TaskState, steps: bool = False) -> OpStats:
-    """OpStats of one host's XSpace, or of several hosts combined (the step
-    db, with `steps`: the first host's). The last one computed is kept while
+    """OpStats of one host's XSpace, or of several hosts combined (with
+    `steps`: XProf's step intersection of their step dbs, step_intersection.py;
+    TPU hosts: tpu_steps.py). The last one computed is kept while
     its files are unchanged: the window asks for several tools of a host."""
     try:
         key = tuple((str(p), st.st_mtime_ns, st.st_size) for p in paths for st in [Path(p).stat()])
@@ -176,12 +184,16 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
             host_step_db(s) for s in spaces]
         for s in spaces:
             s.kept = None
-        # XProf combines hosts' steps in order (as many as each has): the rows are the first host's, the step
-        # time summary takes each step's longest.
-        n = min(len(d) for d in step_dbs)
-        stats.steps = step_dbs[0].first(n)
-        stats.step_ps = np.max([d.duration_ps[:n] for d in step_dbs], axis=0) if n else np.zeros(0, np.int64)
+        # Several hosts: XProf's step intersection (step_intersection.py).
+        from profscope.models.analysis.xprof.step_intersection import session_steps
+
+        stats.steps, stats.step_ps, stats.empty_intersect = session_steps(spaces, step_dbs)
+        # XProf's precision stats: each host's device op metrics db has its steps' own, and they add up.
+        stats.compute_ms = (sum(float(d.ms(DEVICE_COMPUTE_16).sum()) for d in step_dbs),
+                            sum(float(d.ms(DEVICE_COMPUTE_32).sum()) for d in step_dbs))
         stats.is_training = any(is_training(s) for s in spaces)
+        if device is not None and device.tpu_steps is not None:
+            stats.tpu_steps, stats.empty_intersect = device.tpu_steps, device.empty_intersect
     if device is not None:
         stats.device, stats.device_type, stats.hardware_type = device.db, device.device_type, device.hardware_type
         stats.device_core_count, stats.device_unknown = device.core_count, device.xla
@@ -498,9 +510,11 @@ class StepDb:
     def __len__(self) -> int:
         return len(self.number)
 
-    def first(self, n: int) -> StepDb:
-        return StepDb(self.number[:n], self.name[:n], self.begin_ps[:n], self.duration_ps[:n],
-                      {t: v[:n] for t, v in self.type_ps.items()})
+    def window(self, first: int, n: int) -> StepDb:
+        """Steps first to first + n - 1."""
+        cut = slice(first, first + n)
+        return StepDb(self.number[cut], self.name[cut], self.begin_ps[cut], self.duration_ps[cut],
+                      {t: v[cut] for t, v in self.type_ps.items()})
 
     def ms(self, *types: int) -> np.ndarray:
         """Time of some event types per step, in ms (XProf's PicoToMilli, summed as it sums)."""

@@ -16,7 +16,7 @@ from profscope.models.analysis.xprof.input_pipeline import (
     input_analysis,
     step_table,
 )
-from profscope.models.analysis.xprof.op_stats import DEVICE_COMPUTE_16, DEVICE_COMPUTE_32, IDLE, OpMetricsDb, OpStats
+from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb, OpStats
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.tool_data import ToolData
 
@@ -84,9 +84,7 @@ LOW_PRECISION_PERCENT = 10.0  # below this share of 16-bit device compute XProf 
 
 def _compute_ms(stats: OpStats) -> tuple[float, float]:
     """The steps' 16-bit and 32-bit device compute (GPU hosts; XProf's precision stats)."""
-    if stats.steps is None or not len(stats.steps):
-        return 0.0, 0.0
-    return float(stats.steps.ms(DEVICE_COMPUTE_16).sum()), float(stats.steps.ms(DEVICE_COMPUTE_32).sum())
+    return stats.compute_ms
 
 
 def _precision_statement(stats: OpStats) -> str:
@@ -199,6 +197,11 @@ def overview_page_json(stats: OpStats, a: InputAnalysis,
 @register("overview_page")
 def overview_page(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
     stats, analysis = input_analysis(paths, task)
+    if stats.tpu_steps is not None:  # TensorCores: XProf's TPU page (tpu_steps.py; its ops from tpu_ops.py)
+        from profscope.models.analysis.xprof.op_stats import read_spaces
+        from profscope.models.analysis.xprof.tpu_steps import tpu_overview_json
+
+        return ToolData(dumps(tpu_overview_json(stats, read_spaces(paths, task))), "json")
     if stats.device_unknown:  # the top device ops need their FLOPs
         raise ProfileError(stats.device_unknown)
     kernels = None

@@ -6,7 +6,8 @@ against them (XProf's op_stats_to_roofline_model), plus a diagnostics table.
 XProf takes the FLOPs and bytes of an op from the device op metrics and the
 roofs from the device's capabilities (the device plane's stats); a
 host-only profile gets the tables with no rows and zero roofs, as XProf 2.24
-returns for it. Device planes are refused with a message (not computed yet).
+returns for it. GPU planes of TensorFlow kernels get XProf's GPU table; several hosts XProf's combined steps
+(step_intersection.py); TPU planes are refused with a message (not computed yet).
 """
 
 from __future__ import annotations
@@ -106,9 +107,16 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
     """XProf's roofline of GPU TensorFlow kernels (no FLOPs or bytes: every rate zero): the whole profile and
     its ops, then a row per step (empty: XProf has no per-step op metrics of GPUs), with and without
     infeed/outfeed; the roofs from the device's capabilities."""
-    from profscope.models.analysis.xprof.device_op_metrics import device_stats, gpu_roofs, plane_stats
+    from profscope.models.analysis.xprof.device_op_metrics import (
+        GpuRoofs,
+        device_stats,
+        gpu_roofs,
+        host_gpus,
+        plane_stats,
+    )
     from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
     from profscope.models.analysis.xprof.op_stats import GPU_PLANE_PREFIX, IDLE, read_spaces
+    from profscope.models.analysis.xprof.step_intersection import EMPTY_INTERSECT
 
     spaces = read_spaces(paths, task)
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(GPU_PLANE_PREFIX)]
@@ -121,7 +129,16 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
     db = device.ops
     total = db.total_time_ps
     zeros9, zeros4 = [0.0] * 9, [0.0] * 4
-    steps = device.steps[0] if device.steps else None
+    if len(spaces) > 1:  # XProf's combined steps, numbered from 0, after an "Average" row of the complete steps
+        from profscope.models.analysis.xprof.step_intersection import session_steps
+
+        _rows, step_ps, empty_intersect = session_steps(spaces, device.steps or [])
+        step_names = ["Average", *map(str, range(len(step_ps)))]
+        warnings = [EMPTY_INTERSECT if empty_intersect else NO_STEP_MARKER] if not len(step_ps) else []
+    else:
+        steps = device.steps[0] if device.steps else None
+        step_names = [str(n) for n in steps.number.tolist()] if steps is not None else []
+        warnings = [] if step_names else [NO_STEP_MARKER]
     cores = max(device.core_count, 1)  # XProf's time per core: each GPU a core
     rows = []
     for include in (True, False):
@@ -141,11 +158,14 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
             rows.append(["Total", float(rank), db.category[i], db.name[i], float(n), time_us, time_us / n,
                          self_us, self_us / n, share, cumulative, *zeros9, "Unknown", time_us / cores,
                          int(db.time_ps[i]) / total if total else 0.0, *zeros4, include, "0", ""])
-        for step in (steps.number.tolist() if steps is not None else []):
-            rows.append([str(step), 0.0, "Program", "Program", 1.0, *([0.0] * 15), "Unknown", 0.0, 0.0, *zeros4,
+        for step in step_names:
+            rows.append([step, 0.0, "Program", "Program", 1.0, *([0.0] * 15), "Unknown", 0.0, 0.0, *zeros4,
                          include, "0", ""])
-    space, plane = planes[0]
-    roofs = gpu_roofs(plane_stats(space, plane))
+    # Several hosts: XProf's combined perf env takes the peak FLOP rate of the last host that has one and the
+    # bandwidths of the first.
+    each = [gpu_roofs(plane_stats(s, i)) for s, i in host_gpus(planes)]
+    roofs = GpuRoofs(next((r.peak_gflops for r in reversed(each) if r.peak_gflops > 0), 0.0),
+                     each[0].hbm_bytes_per_s, each[0].shared_bytes_per_s)
     p = {
         "device_type": device.device_type,
         "hbm_ridge_point": _g(roofs.peak_gflops / (roofs.hbm_bytes_per_s / 1e9)) if roofs.hbm_bytes_per_s else "0",
@@ -155,7 +175,6 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
         "vmem_write_ridge_point": _g(roofs.peak_gflops / (roofs.shared_bytes_per_s / 1e9))
         if roofs.shared_bytes_per_s else "0",
     }
-    warnings = [] if steps is not None and len(steps) else [NO_STEP_MARKER]
     return [table(GPU_COLUMNS, rows, p), diagnostics_table([], warnings)]
 
 

@@ -20,9 +20,10 @@ instructions of them.
 
 Files: `gpu_tf.xplane.pb`, `gpu_tf2.xplane.pb` (two Ampere GPUs: MemcpyHToD/DToH copies,
 a half-precision kernel, an NCCL all-reduce), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
-device_vendor), `tpu_jax.xplane.pb`, `small_emptygpu.xplane.pb` (small.xplane.pb
-with a GPU plane that recorded nothing); for each, and for `gpu_tf+gpu_tf2` (the two
-files as one session of two hosts), `tools/<name>.<tool>.json` is
+device_vendor), `tpu_jax.xplane.pb`, `tpu_ops.xplane.pb` (two TensorCores whose XLA ops carry
+their metadata), `small_emptygpu.xplane.pb` (small.xplane.pb with a GPU plane that recorded
+nothing); for each, and for the SESSIONS of several hosts (`gpu_tf+gpu_tf2`: the two files as
+one session of two hosts, ...), `tools/<name>.<tool>.json` is
 what `xprof.convert.raw_to_tool_data.xspace_to_tool_data([copy], tool,
 {"use_saved_result": False})` returns (op_profile also with group_by
 category), each file converted from a copy in a folder of its own.
@@ -309,6 +310,60 @@ def jax_device(space, plane_name, vendor, tpu=False):
         t += 8 * US
 
 
+# A TPU program's XLA ops per step: (name, HLO category, duration in ps, framework op); the categories XProf's TPU
+# step breakdown tells apart (infeed, outfeed, all-reduce, host send) and compute.
+TPU_OPS = [
+    ("infeed.1", "infeed", 6_000_000, ""),
+    ("convolution.2", "convolution", 21_000_000, "jit(train_step)/conv_general_dilated"),
+    ("fusion.3", "loop fusion", 9_500_000, "jit(train_step)/add"),
+    ("all-reduce.4", "all-reduce", 7_250_000, "jit(train_step)/psum"),
+    ("fusion.5", "output fusion", 12_000_000, "jit(train_step)/dot_general"),
+    ("send.6", "host send", 2_000_000, ""),
+    ("outfeed.7", "outfeed", 3_500_000, ""),
+]
+
+
+def tpu_ops(space):
+    """A JAX training loop on two TensorCores as the TPU profiler lays them out: per core a `/device:TPU:N`
+    plane with an `XLA Modules` line (the step's module, program_id), an `XLA Ops` line of the module's ops whose
+    event metadata carries program_id, symbol_id, hlo_category, flops, bytes_accessed and tf_op, and a `Steps`
+    line (step_num); the second core runs a little slower."""
+    host = Plane(space, 1, "/host:CPU")
+    python = host.line(1, "python3")
+    cores = []
+    for k in range(2):
+        dev = Plane(space, 2 + k, f"/device:TPU:{k}")
+        device_caps(dev, "", tpu=True)
+        cores.append((dev, dev.line(2, "XLA Ops"), dev.line(1, "XLA Modules"), dev.line(0, "Steps")))
+        for symbol, (name, category, _duration, framework) in enumerate(TPU_OPS, start=1):
+            md = dev.p.event_metadata[dev.event_id(name)]
+            dev.set_stat(md, "program_id", 42)
+            dev.set_stat(md, "symbol_id", symbol)
+            dev.set_stat(md, "hlo_category", category)
+            dev.set_stat(md, "flops", 1_000_000 * symbol)
+            dev.set_stat(md, "bytes_accessed", 65_536 * symbol)
+            if framework:
+                dev.set_stat(md, "tf_op", framework)
+    t = 0
+    for step in range(STEPS):
+        begin = t
+        t += 5 * US
+        host.event(python, "PjitFunction(train_step)", t, 3 * US)
+        ends = []
+        for k, (dev, ops, modules, steps) in enumerate(cores):
+            device_t = step_begin = t + 4 * US
+            for name, _category, duration, _framework in TPU_OPS:
+                d = duration + (k * 3 + step) * 1_000
+                dev.event(ops, name, device_t, d)
+                device_t += d + 400_000 * (1 + k)
+            dev.event(modules, "jit_train_step", step_begin, device_t - step_begin, program_id=42)
+            dev.event(steps, f"{step}", step_begin, device_t - step_begin + 1_500_000, step_num=step)
+            ends.append(device_t + 1_500_000)
+        t = max(ends) + 2 * US
+        host.event(python, "train", begin, t - begin, _r=1, step_num=step)
+        t += 6 * US
+
+
 def empty_gpu(space):
     """small.xplane.pb (TensorFlow on CPU) with a GPU plane that recorded nothing."""
     space.MergeFrom(xplane_pb2.XSpace.FromString((Path(sys.argv[1]).parent / "small.xplane.pb").read_bytes()))
@@ -321,8 +376,36 @@ VARIANTS = {
     "gpu_jax": lambda s: jax_device(s, "/device:GPU:0", "Nvidia"),
     "rocm_jax": lambda s: jax_device(s, "/device:GPU:0", "AMD"),
     "tpu_jax": lambda s: jax_device(s, "/device:TPU:0", "", tpu=True),
+    "tpu_ops": tpu_ops,
     "small_emptygpu": empty_gpu,
 }
+
+
+STEP_TOOLS = ("overview_page", "input_pipeline_analyzer", "roofline_model")
+# Sessions of several hosts: (file, its clock moved by so many microseconds) per host, in XProf's list order, and
+# the tools written. gpu_tf's steps overlap gpu_tf2's (the chief: its steps span least) best two steps later;
+# a CPU-only host first takes no part in a session with GPUs; and copies of gpu_tf moved to overlap only the
+# chief's first steps and only its last make an empty intersection.
+SESSIONS = {
+    "gpu_tf+gpu_tf2": ([("gpu_tf", 0), ("gpu_tf2", 0)], TOOLS),
+    "gpu_tf2+gpu_tf": ([("gpu_tf2", 0), ("gpu_tf", 0)], STEP_TOOLS),
+    "small+gpu_tf": ([("small", 0), ("gpu_tf", 0)], STEP_TOOLS),
+    "gpu_tf2+early+late": ([("gpu_tf2", 0), ("gpu_tf", -990), ("gpu_tf", 302)], STEP_TOOLS),
+    # Two TPU hosts, the second's clock 150 us later: their TensorCores' steps meet a step or two apart.
+    "tpu_ops+tpu_ops_late": ([("tpu_ops", 0), ("tpu_ops", 150)],
+                             (*STEP_TOOLS, "framework_op_stats", "hlo_stats")),
+}
+
+
+def shifted(data: bytes, shift_us: int) -> bytes:
+    """An XSpace with every line's clock (timestamp_ns) moved by shift_us."""
+    if not shift_us:
+        return data
+    space = xplane_pb2.XSpace.FromString(data)
+    for plane in space.planes:
+        for line in plane.lines:
+            line.timestamp_ns += shift_us * 1000
+    return space.SerializeToString(deterministic=True)
 
 
 def in_time_order(space) -> None:
@@ -359,18 +442,22 @@ def main():
     folder = Path(sys.argv[1])
     out = folder / "tools"
     out.mkdir(exist_ok=True)
-    only = sys.argv[2:] or [*VARIANTS, "gpu_tf+gpu_tf2"]
-    if "gpu_tf+gpu_tf2" in only:  # a session of two hosts with GPUs (XProf takes the list)
-        only.remove("gpu_tf+gpu_tf2")
-        for tool in TOOLS:
+    only = sys.argv[2:] or [*VARIANTS, *SESSIONS]
+    for session in [s for s in only if s in SESSIONS]:  # sessions of several hosts (XProf takes the list)
+        only.remove(session)
+        hosts, tools = SESSIONS[session]
+        for tool in tools:
             with tempfile.TemporaryDirectory() as tmp:
                 copies = []
-                for k, name in enumerate(("gpu_tf", "gpu_tf2")):
+                for k, (name, shift_us) in enumerate(hosts):
                     copies.append(Path(tmp) / f"host{k}.xplane.pb")
-                    shutil.copyfile(folder / f"{name}.xplane.pb", copies[-1])
+                    source = folder / f"{name}.xplane.pb"
+                    if not source.exists():
+                        source = folder.parent / f"{name}.xplane.pb"
+                    copies[-1].write_bytes(shifted(source.read_bytes(), shift_us))
                 data, _ = raw_to_tool_data.xspace_to_tool_data([str(c) for c in copies], tool,
                                                                 {"use_saved_result": False})
-            write(out / f"gpu_tf+gpu_tf2.{tool}.json", data)
+            write(out / f"{session}.{tool}.json", data)
     for name in only:
         space = xplane_pb2.XSpace()
         if name != "small_emptygpu":

@@ -1,0 +1,211 @@
+"""XProf's device op metrics of TensorCore planes (ConvertTpuDeviceTraceXPlaneToOpMetricsDb as XProf 2.24.2
+gives them): the `XLA Ops` line's events whose metadata names their program_id and symbol_id, one row per
+(program, symbol): the HLO op's name, its category (hlo_category), framework op (tf_op), occurrences, time, self
+time (less the ops directly inside it) and FLOPs and bytes (the metadata's per-run flops and bytes_accessed
+times the runs). The device's time is each core's span (steps and ops), IDLE the rest. These are per-op
+metadata of the TPU profiler, not XLA's cost analysis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from profscope.models.analysis.xprof.tpu_steps import OP_LINE, STEP_LINE, _line_rows, _self_times, tensor_cores
+from profscope.models.formats.xspace.xplane import XSpaceData, span_text
+
+
+@dataclass
+class TpuOps:
+    """One row per (program id, symbol id), first-seen order, and the device's time."""
+
+    name: list[str]
+    category: list[str]
+    framework: list[str]  # tf_op ("" when the metadata has none)
+    occurrences: np.ndarray
+    time_ps: np.ndarray
+    self_ps: np.ndarray
+    flops: np.ndarray  # float64
+    bytes: np.ndarray  # float64
+    program: list[int]
+    total_ps: int = 0
+
+    @property
+    def op_ps(self) -> int:
+        return int(self.self_ps.sum())
+
+
+def _metadata(space: XSpaceData, plane: int, mids: list[int]) -> dict[int, dict[str, object]]:
+    """The named stats of event metadata (program_id, symbol_id, hlo_category, tf_op, flops, bytes_accessed)."""
+    from profscope.models.core import _protowire as wire
+
+    p = space.planes[plane]
+    out: dict[int, dict[str, object]] = {}
+    for mid in mids:
+        found: dict[str, object] = {}
+        for o, n in p.event_metadata.get(mid, ("", "", []))[2]:
+            (stats,) = wire.find_fields(space.buf, o, o + n, [5])  # XEventMetadata.stats
+            if not len(stats):
+                continue
+            fields = [(1, "i"), (3, "i"), (4, "i"), (7, "i"), (5, "s"), (2, "d")]
+            for sid, u, i, ref, text, dbl in zip(*wire.decode_messages(space.buf, stats, fields)):
+                name = p.stat_names.get(int(sid), "")
+                if name in ("hlo_category", "tf_op"):
+                    found[name] = p.stat_names.get(int(ref), "") if ref else span_text(space.buf, text)
+                elif name in ("program_id", "symbol_id", "flops", "bytes_accessed"):
+                    found[name] = int(u) or int(i) or float(dbl)
+        out[mid] = found
+    return out
+
+
+def tpu_op_metrics(spaces: list[XSpaceData]) -> TpuOps:
+    keys: dict[tuple[int, int], int] = {}
+    name: list[str] = []
+    category: list[str] = []
+    framework: list[str] = []
+    per_run: list[tuple[float, float]] = []
+    slots, durations, selfs = [], [], []
+    total = 0
+    for space in spaces:
+        for plane in tensor_cores(space):
+            ops = _line_rows(space, plane, OP_LINE)
+            span_rows = np.concatenate([_line_rows(space, plane, STEP_LINE), ops])
+            if len(span_rows):
+                b = space.start_ps(span_rows)
+                total += int((b + space.events.duration_ps[span_rows].astype(np.int64)).max() - b.min())
+            if not len(ops):
+                continue
+            begin = space.start_ps(ops)
+            end = begin + space.events.duration_ps[ops].astype(np.int64)
+            own = _self_times(begin, end)
+            mids = space.events.metadata_id[ops].astype(np.int64)
+            meta = _metadata(space, plane, np.unique(mids).tolist())
+            slot = np.full(len(ops), -1, np.int64)
+            for k, mid in enumerate(mids.tolist()):
+                m = meta[mid]
+                if "program_id" not in m or "symbol_id" not in m:
+                    continue  # XProf's op metrics need both
+                key = (int(m["program_id"]), int(m["symbol_id"]))  # type: ignore[call-overload]
+                if key not in keys:
+                    keys[key] = len(keys)
+                    name.append(space.planes[plane].event_metadata.get(mid, ("", "", []))[0])
+                    category.append(str(m.get("hlo_category", "")))
+                    framework.append(str(m.get("tf_op", "")))
+                    per_run.append((float(m.get("flops", 0)), float(m.get("bytes_accessed", 0))))  # type: ignore
+                slot[k] = keys[key]
+            kept = slot >= 0
+            slots.append(slot[kept])
+            durations.append((end - begin)[kept])
+            selfs.append(own[kept])
+    n = len(keys)
+    slot = np.concatenate(slots) if slots else np.zeros(0, np.int64)
+    occurrences = np.bincount(slot, minlength=n).astype(np.int64)
+    time_ps = np.bincount(slot, weights=np.concatenate(durations) if durations else None, minlength=n).astype(np.int64)
+    self_ps = np.bincount(slot, weights=np.concatenate(selfs) if selfs else None, minlength=n).astype(np.int64)
+    runs = np.array(per_run, np.float64).reshape(-1, 2)
+    return TpuOps(name, category, framework, occurrences, time_ps, self_ps, runs[:, 0] * occurrences,
+                  runs[:, 1] * occurrences, [k[0] for k in keys], total)
+
+
+def framework_rows(ops: TpuOps) -> tuple[list[tuple[str, str]], np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                          np.ndarray]:
+    """XProf's framework-op view of the device ops (CreateTfMetricsDbFromDeviceOpMetricsDb, IDLE left out):
+    per framework op (tf_op, parsed as TensorFlow's op names are; the HLO op's name where there is none),
+    first-seen order: ((name, type), occurrences (the most of its ops'), time, self time, FLOPs, bytes)."""
+    from profscope.models.analysis.xprof.op_stats import UNKNOWN, parse_tf_op
+
+    index: dict[tuple[str, str], int] = {}
+    slots = []
+    for framework, hlo_name in zip(ops.framework, ops.name):
+        full = framework or hlo_name
+        category, name, type_ = parse_tf_op(full)
+        slots.append(index.setdefault((name, type_) if category != UNKNOWN else (full, "Unknown"), len(index)))
+    slot = np.array(slots, np.int64)
+    n = len(index)
+    occurrences = np.zeros(n, np.int64)
+    np.maximum.at(occurrences, slot, ops.occurrences)
+    return (list(index), occurrences, np.bincount(slot, ops.time_ps, n), np.bincount(slot, ops.self_ps, n),
+            np.bincount(slot, ops.flops, n), np.bincount(slot, ops.bytes, n))
+
+
+def tpu_roofs(spaces: list[XSpaceData]) -> tuple[float, float]:
+    """(peak GFLOP/s, peak HBM GB/s) of the first TensorCore plane's stats (peak_teraflops_per_second,
+    peak_hbm_bw_gigabytes_per_second)."""
+    from profscope.models.analysis.xprof.device_op_metrics import plane_stats
+
+    for space in spaces:
+        for plane in tensor_cores(space):
+            caps = plane_stats(space, plane)
+            return (float(caps.get("peak_teraflops_per_second", 0) or 0) * 1000,  # type: ignore[arg-type]
+                    float(caps.get("peak_hbm_bw_gigabytes_per_second", 0) or 0))  # type: ignore[arg-type]
+    return 0.0, 0.0
+
+
+def rates(flops: float, bytes_: float, time_ps: float, roofs: tuple[float, float]) -> tuple[float, float, float, str]:
+    """XProf's roofline figures of an op: (GFLOP/s, GiB/s, FLOPs per byte, what bounds it: the resource used
+    closest to its peak, HBM or Compute; Unknown when neither is used)."""
+    ns = time_ps / 1000
+    flop_rate = flops / ns if ns else 0.0
+    gib_rate = (bytes_ / ns if ns else 0.0) / 1.073741824
+    intensity = flops / bytes_ if bytes_ else 0.0
+    bound, most = "Unknown", 0.0
+    compute = flop_rate / roofs[0] if roofs[0] else 0.0
+    if compute > most:
+        bound, most = "Compute", compute
+    hbm = gib_rate / (roofs[1] / 1.073741824) if roofs[1] else 0.0
+    if hbm > most:
+        bound, most = "HBM", hbm
+    return flop_rate, gib_rate, intensity, bound
+
+
+def tpu_framework_op_stats_json(stats, spaces: list[XSpaceData]) -> list[dict]:
+    """XProf's framework_op_stats of a TPU host: the device rows are its framework ops with FLOP rates, memory
+    bandwidth, operational intensity and bound from the ops' metadata and the TensorCore's peaks."""
+    from dataclasses import replace
+
+    from profscope.models.analysis.xprof.framework_op_stats import framework_op_stats_json
+    from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb
+
+    ops = tpu_op_metrics(spaces)
+    keys, occurrences, time_ps, self_ps, flops, bytes_ = framework_rows(ops)
+    idle = ops.total_ps - ops.op_ps
+    db = OpMetricsDb([k[0] for k in keys] + [IDLE], [k[1] for k in keys] + [IDLE], np.r_[occurrences, 0],
+                     np.r_[time_ps, idle].astype(np.int64), np.r_[self_ps, idle].astype(np.int64),
+                     np.zeros(len(keys) + 1, bool), ops.total_ps, ops.op_ps)
+    tables = framework_op_stats_json(replace(stats, device=db, device_unknown=""))
+    roofs = tpu_roofs(spaces)
+    by_name = {k[0]: i for i, k in enumerate(keys)}
+    for t in tables:
+        for row in t["rows"]:
+            cells = row["c"]
+            i = by_name.get(cells[3]["v"]) if cells[1]["v"] == "Device" else None
+            if i is None:
+                continue
+            flop_rate, gib_rate, intensity, bound = rates(float(flops[i]), float(bytes_[i]), float(time_ps[i]), roofs)
+            for k, v in zip((13, 14, 15, 16), (flop_rate, flop_rate, gib_rate, intensity)):
+                cells[k]["v"] = v
+            cells[-2]["v"] = bound
+    return tables
+
+
+def tpu_hlo_stats_rows(spaces: list[XSpaceData]) -> list[list]:
+    """XProf's hlo_stats rows of TensorCore ops: per HLO op (most self time first), its program, category,
+    framework op, times, shares of the device's whole time (percent), FLOP rates, bandwidths, intensity and
+    bound from its metadata (no HLO text: the op's name)."""
+    ops = tpu_op_metrics(spaces)
+    roofs = tpu_roofs(spaces)
+    rows: list[list] = []
+    cumulative = 0.0
+    for i in sorted(range(len(ops.name)), key=lambda k: (-int(ops.self_ps[k]), ops.name[k])):
+        n = int(ops.occurrences[i])
+        time_us, self_us = int(ops.time_ps[i]) / 1e6, int(ops.self_ps[i]) / 1e6
+        share = 100.0 * int(ops.self_ps[i]) / ops.total_ps if ops.total_ps else 0.0
+        cumulative += share
+        flop_rate, gib_rate, intensity, bound = rates(float(ops.flops[i]), float(ops.bytes[i]),
+                                                      float(ops.time_ps[i]), roofs)
+        rows.append([float(len(rows) + 1), str(ops.program[i]), ops.category[i], ops.name[i], ops.name[i],
+                     ops.framework[i], float(n), time_us, time_us / n if n else 0.0, self_us,
+                     self_us / n if n else 0.0, share, cumulative, 0.0, flop_rate, flop_rate, gib_rate, gib_rate,
+                     0.0, 0.0, intensity, bound, "No", "No", "No", "", "TensorCore", "", 0.0])
+    return rows

@@ -1,0 +1,429 @@
+"""XProf's step analysis of TPU planes (xplane_to_step_events, step_events_to_steps_db and the TPU part of
+op_stats_to_input_pipeline_analysis, as XProf 2.24.2 gives them), for TensorCore planes whose XLA ops carry
+no op metadata (program_id and symbol_id): every op is then outside XProf's op metrics, and each step's
+TensorCore time is idle.
+
+Grouping: the TensorCore's step events (its `Steps` line) are not tied to host events, so XProf groups them
+itself after the host's groups, every core in lock step: the k-th step event of each core is group
+(host groups + k). Each event of the other lines takes the group of the step event it overlaps.
+
+A step is a group with a step event and XLA ops on a core; its time is the longest of its step events over
+the cores; per core its breakdown is the op time by category plus IDLE (the rest of the step).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from profscope.models.analysis.xprof.datatable import column, table
+from profscope.models.core.task import ProfileError
+from profscope.models.formats.xspace.xplane import HOST_PLANE, XSpaceData, span_text
+
+TENSOR_CORE = re.compile(r"/device:TPU:(\d+)$")
+STEP_LINE, OP_LINE = "Steps", "XLA Ops"
+CONTEXT_STATS = ("producer_type", "producer_id", "consumer_type", "consumer_id")
+DBL_MIN = 2.2250738585072014e-308  # a tsl Stat<double>'s maximum before any value above it
+
+
+@dataclass
+class TpuSteps:
+    """XProf's TPU step db: per step its group id (several hosts: its number in their intersection), time (ps)
+    and per TensorCore (by plane id; several hosts: host index * 1000 + plane id) the core's step time and the self
+    time of its XLA ops by HLO category (the rest of the core's step is its idle time)."""
+
+    number: list[int] = field(default_factory=list)
+    begin_ps: list[int] = field(default_factory=list)
+    duration_ps: list[int] = field(default_factory=list)
+    per_core: list[dict[int, tuple[int, dict[str, int]]]] = field(default_factory=list)  # core -> (ps, by category)
+
+    def __len__(self) -> int:
+        return len(self.number)
+
+
+def tensor_cores(space: XSpaceData) -> list[int]:
+    return [i for i, p in enumerate(space.planes) if TENSOR_CORE.match(p.name)]
+
+
+def _line_rows(space: XSpaceData, plane: int, name: str) -> np.ndarray:
+    a, b = space.plane_rows(plane)
+    on = np.array([ln.name == name for ln in space.lines], bool)
+    rows = np.arange(a, b, dtype=np.int64)
+    return rows[on[space.events.line[a:b]]] if b > a else rows
+
+
+def op_metadata(space: XSpaceData, plane: int, ops: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Per op: whether its metadata names it for XProf's op metrics (program_id and symbol_id), and its HLO
+    category (hlo_category)."""
+    from profscope.models.core import _protowire as wire
+
+    p = space.planes[plane]
+    program, symbol, category = (set(p.stat_ids(n)) for n in ("program_id", "symbol_id", "hlo_category"))
+    keyed = np.zeros(len(ops), bool)
+    categories = [""] * len(ops)
+    mids = space.events.metadata_id[ops].astype(np.int64)
+    for mid in np.unique(mids).tolist():
+        ids: set[int] = set()
+        name = ""
+        for o, n in p.event_metadata.get(int(mid), ("", "", []))[2]:
+            (stats,) = wire.find_fields(space.buf, o, o + n, [5])  # XEventMetadata.stats
+            if not len(stats):
+                continue
+            sids, refs, texts = wire.decode_messages(space.buf, stats, [(1, "i"), (7, "i"), (5, "s")])
+            for sid, ref, text in zip(sids.tolist(), refs.tolist(), texts):
+                ids.add(sid)
+                if sid in category:
+                    name = p.stat_names.get(int(ref), "") if ref else span_text(space.buf, text)
+        at = np.flatnonzero(mids == mid)
+        keyed[at] = bool(ids & program) and bool(ids & symbol)
+        for i in at.tolist():
+            categories[i] = name
+    return keyed, categories
+
+
+def _self_times(begin: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Each event's time less that of the events directly inside it (XProf's ancestor stack over a line in
+    time order)."""
+    order = np.lexsort((-(end - begin), begin))
+    self_ps = (end - begin).astype(np.int64)
+    stack: list[int] = []
+    for i in order.tolist():
+        while stack and not (begin[stack[-1]] <= begin[i] and end[i] <= end[stack[-1]]):
+            stack.pop()
+        if stack:
+            self_ps[stack[-1]] -= end[i] - begin[i]
+        stack.append(i)
+    return self_ps
+
+
+def tpu_steps(space: XSpaceData) -> TpuSteps:
+    """The TPU step db of one XSpace's TensorCore planes."""
+    from profscope.models.formats.xspace.groups import group_events
+
+    host = space.plane_named(HOST_PLANE)
+    first_group = len(group_events(space, host).roots) if host >= 0 else 0
+    markers: dict[int, list[tuple[int, int]]] = {}  # group -> (begin, end) of each core's step event
+    cores: dict[int, dict[int, dict[str, int]]] = {}  # group -> core -> category -> self ps
+    for plane in tensor_cores(space):
+        if any(space.planes[plane].stat_ids(n) for n in CONTEXT_STATS):
+            # Device events tied to host events by their context: XProf groups them with the host's steps.
+            raise ProfileError(f"{space.path}: {space.planes[plane].name} ties its events to host events (context "
+                               "stats); Profscope does not group TPU steps through them yet")
+        core = space.planes[plane].id
+        steps = _line_rows(space, plane, STEP_LINE)
+        begin = space.start_ps(steps)
+        end = begin + space.events.duration_ps[steps].astype(np.int64)
+        order = np.argsort(begin, kind="stable")
+        begin, end = begin[order], end[order]
+        for k, (b, e) in enumerate(zip(begin.tolist(), end.tolist())):
+            markers.setdefault(first_group + k, []).append((b, e))
+        ops = _line_rows(space, plane, OP_LINE)
+        if not len(ops) or not len(begin):
+            continue
+        op_begin = space.start_ps(ops)
+        op_end = op_begin + space.events.duration_ps[ops].astype(np.int64)
+        # The first step event overlapping each op (ends included, as tsl's Timespan::Overlaps).
+        at = np.searchsorted(end, op_begin, side="left")
+        grouped = (at < len(begin)) & (begin[np.minimum(at, len(begin) - 1)] <= op_end)
+        keyed, categories = op_metadata(space, plane, ops)
+        self_ps = _self_times(op_begin[grouped], op_end[grouped])
+        for k, i, own in zip(at[grouped].tolist(), np.flatnonzero(grouped).tolist(), self_ps.tolist()):
+            by_category = cores.setdefault(first_group + k, {}).setdefault(core, {})
+            if keyed[i]:  # XProf's op metrics keep only ops with their program and symbol
+                by_category[categories[i]] = by_category.get(categories[i], 0) + own
+    out = TpuSteps()
+    for group in sorted(set(markers) & set(cores)):
+        longest = max(markers[group], key=lambda m: m[1] - m[0])  # the first of the longest
+        out.number.append(group)
+        out.begin_ps.append(longest[0])
+        out.duration_ps.append(longest[1] - longest[0])
+        out.per_core.append({core: (longest[1] - longest[0], cores[group][core]) for core in sorted(cores[group])})
+    return out
+
+
+def combine_tpu_steps(hosts: list[TpuSteps]) -> tuple[TpuSteps, bool]:
+    """Several TPU hosts' steps as XProf combines them: their step intersection (step_intersection.py), the
+    combined steps numbered from 0, each with every host's cores (global core ids: host * 1000 + core).
+    Returns them and whether the hosts' steps had none in common."""
+    from profscope.models.analysis.xprof.step_intersection import intersect
+
+    if len(hosts) == 1:
+        return hosts[0], False
+    spans = [(np.array(h.begin_ps, np.int64), np.array(h.begin_ps, np.int64) + np.array(h.duration_ps, np.int64))
+             for h in hosts]
+    x = intersect(list(spans))
+    out = TpuSteps()
+    for i in range(x.count):
+        cores: dict[int, tuple[int, dict[str, int]]] = {}
+        for h, host in enumerate(hosts):
+            first = x.first[h]
+            assert first is not None
+            for core, value in host.per_core[first + i].items():
+                cores[h * 1000 + core] = value
+        out.number.append(i)
+        out.begin_ps.append(min(hosts[h].begin_ps[(x.first[h] or 0) + i] for h in range(len(hosts))))
+        out.duration_ps.append(max(d for d, _ in cores.values()))
+        out.per_core.append(cores)
+    return out, x.empty_intersect
+
+
+# ---------------------------------------------------------------- input pipeline (TPU)
+
+TPU_STEP_COLUMNS = [
+    column("stepnum", "string", "stepnum"),
+    column("tcComputeTimeMs", "number", "TensorCore compute (in ms)"),
+    column("scv0ComputeTimeMs", "number", "SparseCoreV0 compute (in ms)"),
+    column("scv0InfeedTimeMs", "number", "SparseCoreV0 input (in ms)"),
+    column("tcInfeedTimeMs", "number", "TensorCore input (in ms)"),
+    column("tcOutfeedTimeMs", "number", "TensorCore output (in ms)"),
+    column("tcIdleTimeMs", "number", "TensorCore idle (in ms)"),
+    column("hostTransferTimeMs", "number", "Host transfer (in ms)"),
+    column("tooltip", "string", "tooltip", {"role": "tooltip"}),
+    column("infeedPercentAverage", "number", "% step time waiting for input data"),
+    column("infeedPercentMin", "number", "Infeed percent min", {"role": "interval"}),
+    column("infeedPercentMax", "number", "Infeed percent max", {"role": "interval"}),
+]
+
+
+@dataclass
+class TpuStepDetails:
+    """XProf's PerTpuStepDetails of each step (ms; infeed shares in percent)."""
+
+    number: list[int]
+    compute: list[float]
+    infeed: list[float]
+    outfeed: list[float]
+    idle: list[float]
+    host: list[float]  # host transfers (host send and recv)
+    infeed_percent: list[tuple[float, float, float]]  # average, minimum, maximum over the cores
+    step_ms: list[float]  # the longest core's step time (XProf's step time summary)
+
+
+HOST_SEND_RECV = ("host send", "host send-done", "host recv", "host recv-done")
+
+
+def step_details(steps: TpuSteps) -> TpuStepDetails:
+    """XProf's ComputeTpuPerStepDataAcrossCores: every TensorCore's step lasts its host's step time; per core
+    its infeed, outfeed, host transfers and idle time (the step less its ops' self time) are waits for the host,
+    the rest compute. A step's compute is the least of its cores', its infeed the most, its outfeed their
+    average, its idle time the shortest core step less the rest, its time the longest."""
+    d = TpuStepDetails([], [], [], [], [], [], [], [])
+    for i, number in enumerate(steps.number):
+        optimal, outfeed, infeed_pct, durations = [], [], [], []
+        infeed = host_most = 0
+        for step, categories in steps.per_core[i].values():
+            durations.append(step)
+            idle = step - sum(categories.values())
+            core_infeed, core_outfeed = categories.get("infeed", 0), categories.get("outfeed", 0)
+            host = sum(categories.get(c, 0) for c in HOST_SEND_RECV)
+            optimal.append(step - (core_infeed + core_outfeed + host + idle))
+            outfeed.append(core_outfeed)
+            infeed_pct.append(100.0 * core_infeed / step if step else 0.0)
+            infeed = max(infeed, core_infeed)
+            host_most = max(host_most, host)
+        d.number.append(number)
+        d.compute.append(min(optimal) / 1e9 if optimal else 0.0)
+        d.infeed.append(infeed / 1e9)
+        d.outfeed.append(sum(outfeed) / len(outfeed) / 1e9 if outfeed else 0.0)
+        d.host.append(host_most / 1e9)
+        non_idle = d.compute[-1] + d.infeed[-1] + d.outfeed[-1]
+        d.idle.append(max(min(durations) / 1e9 - non_idle, 0.0) if optimal else 0.0)
+        d.infeed_percent.append((sum(infeed_pct) / len(infeed_pct), min(infeed_pct), max([DBL_MIN, *infeed_pct]))
+                                if infeed_pct else (0.0, 0.0, 0.0))
+        d.step_ms.append(max(durations) / 1e9 if optimal else 0.0)
+    return d
+
+
+def tpu_step_table(d: TpuStepDetails, input_statement: str, output_statement: str, next_step: str) -> dict:
+    """XProf's TPU step-time DataTable (input pipeline's second, overview's second)."""
+    from profscope.models.analysis.xprof.input_pipeline import one, summary, two
+
+    avg, sdv, lo, hi = summary(d.step_ms)
+    pct = summary([p[2] for p in d.infeed_percent])
+    p = {
+        "hardware_type": "TPU",
+        "steptime_ms_average": two(avg), "steptime_ms_standard_deviation": two(sdv),
+        "steptime_ms_minimum": two(lo), "steptime_ms_maximum": two(hi),
+        "infeed_percent_average": one(pct[0]), "infeed_percent_standard_deviation": one(pct[1]),
+        "infeed_percent_minimum": one(pct[2]), "infeed_percent_maximum": one(pct[3]),
+        "step_time_graph_column_ids": "stepnum,tcComputeTimeMs,scv0ComputeTimeMs,scv0InfeedTimeMs,tcInfeedTimeMs,"
+        "tcOutfeedTimeMs,tcIdleTimeMs,hostTransferTimeMs,tooltip",
+        "scv0_compute_ms_average": two(0.0), "scv0_infeed_ms_average": two(0.0),
+        "tc_compute_ms_average": two(summary(d.compute)[0]), "tc_infeed_ms_average": two(summary(d.infeed)[0]),
+        "tc_outfeed_ms_average": two(summary(d.outfeed)[0]), "tc_idle_ms_average": two(summary(d.idle)[0]),
+        "host_transfer_ms_average": two(summary(d.host)[0]),
+        # XProf 2.24.2's active times (not in its published source): the TensorCores' compute, as far as checked.
+        "active_steptime_ms_average": two(summary(d.compute)[0]),
+        "tc_active_ms_average": two(summary(d.compute)[0]),
+        "input_conclusion": input_statement, "output_conclusion": output_statement, "summary_nextstep": next_step,
+    }
+    rows = []
+    for i, number in enumerate(d.number):
+        step = d.compute[i] + d.infeed[i] + d.outfeed[i] + d.idle[i]
+        tooltip = f"step {number}:\nTime waiting for input data = {d.infeed[i]:.3f} ms, Step time = {step:.3f} ms"
+        average, minimum, maximum = d.infeed_percent[i]
+        rows.append([str(number), d.compute[i], 0.0, 0.0, d.infeed[i], d.outfeed[i], d.idle[i], d.host[i], tooltip,
+                     average, minimum, maximum])
+    return table(TPU_STEP_COLUMNS, rows, p)
+
+
+def max_infeed_core_table(d: TpuStepDetails) -> dict:
+    """Per step the core that waited longest for infeed (none without infeed: "unknown")."""
+    cols = [column("index", "string", "Index")] + [column(str(i), "string", str(i)) for i in range(len(d.number))]
+    return table(cols, [["Step number", *map(str, d.number)], ["Core name", *["unknown"] * len(d.number)]])
+
+
+def tpu_bottleneck(d: TpuStepDetails) -> tuple[str, str, str]:
+    """XProf's TPU input classification, input statement and output statement (ComputeTpuBottleneckAnalysis's
+    input and output parts)."""
+    from profscope.models.analysis.xprof.input_pipeline import Bottleneck, input_conclusion, one
+
+    total = infeed = outfeed = 0.0
+    for i in range(len(d.number)):
+        total += d.compute[i] + d.infeed[i] + d.outfeed[i] + d.idle[i]
+        infeed += d.infeed[i]
+        outfeed += d.outfeed[i]
+    if total == 0:
+        return "unknown", Bottleneck().input_statement, ""
+    pct, out = 100.0 * infeed / total, 100.0 * outfeed / total
+    output = ""
+    if out >= OUTPUT_HIGH:
+        output = (f"Your program is HIGHLY output-bound because {one(out)}% of the total step time sampled is spent "
+                  "on output. Therefore, you should first focus on reducing the output time.")
+    elif out >= OUTPUT_MODERATE:
+        output = (f"Your program is MODERATELY output-bound because {one(out)}% of the total step time sampled is "
+                  "spent on output. Therefore, you would need to reduce both the output time and other time.")
+    classification, statement = input_conclusion(pct)
+    return classification, statement, output
+
+
+OUTPUT_HIGH, OUTPUT_MODERATE = 20, 5  # percent of the step time on outfeed
+
+
+def tpu_input_pipeline_json(stats) -> list[dict]:
+    """XProf's input_pipeline_analyzer of a TPU host (OpStats with tpu_steps)."""
+    from profscope.models.analysis.xprof.input_pipeline import (
+        NO_STEP_MARKER,
+        InputAnalysis,
+        StepDetails,
+        _host_result,
+        _next_step,
+        input_pipeline_json,
+    )
+    from profscope.models.analysis.xprof.op_stats import StepDb
+    from profscope.models.analysis.xprof.step_intersection import EMPTY_INTERSECT
+
+    none = np.zeros(0, np.int64)
+    host = InputAnalysis("TPU", StepDetails.of(StepDb(none, [], none, none, {})), (0.0, 0.0, 0.0, 0.0))
+    _host_result(stats, host)  # the host's input ops (no infeed ratio: XProf's TPU breakdown is not generic)
+    d = step_details(stats.tpu_steps)
+    classification, statement, output = tpu_bottleneck(d)
+    host.warnings = [] if len(d.number) else [EMPTY_INTERSECT if stats.empty_intersect else NO_STEP_MARKER]
+    tables = input_pipeline_json(host)
+    tables[0] = max_infeed_core_table(d)
+    tables[1] = tpu_step_table(d, statement, output, _next_step(classification, host.breakdown_us))
+    return tables
+
+
+# ---------------------------------------------------------------- overview (TPU)
+
+MODULE_LINE = "XLA Modules"
+# HLO categories whose time the TensorCore is not on duty (tsl's IsOffDutyOp).
+OFF_DUTY = {"infeed", "outfeed", "host send", "host send-done", "host recv", "host recv-done", "megacore fusion"}
+
+
+def duty_cycle(space: XSpaceData) -> tuple[int, int]:
+    """(busy, idle) ps of the TensorCores, XProf's duty cycle: per core, the union of its XLA ops (not those of
+    an off-duty category) is busy, the rest of its ops' and modules' span idle; the cores' times add up."""
+    busy = idle = 0
+    for plane in tensor_cores(space):
+        ops = _line_rows(space, plane, OP_LINE)
+        spans = [ops, _line_rows(space, plane, MODULE_LINE)]
+        rows = np.concatenate(spans)
+        if not len(rows):
+            continue
+        begin = space.start_ps(rows)
+        end = begin + space.events.duration_ps[rows].astype(np.int64)
+        total = int(end.max() - begin.min())
+        on = np.zeros(len(rows), bool)
+        on[: len(ops)] = [c not in OFF_DUTY for c in op_metadata(space, plane, ops)[1]]
+        b, e = begin[on], end[on]
+        order = np.argsort(b, kind="stable")
+        b, e = b[order], e[order]
+        covered = 0
+        if len(b):
+            reach = np.maximum.accumulate(e)
+            starts = np.r_[True, b[1:] > reach[:-1]]  # a new run where an op begins after all before it ended
+            first = np.flatnonzero(starts)
+            last = np.r_[first[1:], len(b)] - 1
+            covered = int((reach[last] - b[first]).sum())
+        busy += covered
+        idle += total - covered
+    return busy, idle
+
+
+def tpu_overview_json(stats, spaces: list[XSpaceData]) -> list[dict]:
+    """XProf's overview_page of a TPU host."""
+    from profscope.models.analysis.xprof import overview_page as ov
+    from profscope.models.analysis.xprof.input_pipeline import InputAnalysis, StepDetails, diagnostics_table
+    from profscope.models.analysis.xprof.op_stats import StepDb
+
+    tables = tpu_input_pipeline_json(stats)
+    busy = idle = 0
+    for space in spaces:
+        b, i = duty_cycle(space)
+        busy, idle = busy + b, idle + i
+    none = np.zeros(0, np.int64)
+    from profscope.models.analysis.xprof.tpu_ops import framework_rows, tpu_op_metrics
+
+    ops = tpu_op_metrics(spaces)
+    keys, occurrences, time_ps, self_ps, flops, _bytes = framework_rows(ops)
+    names = [k[0] for k in keys]
+    analysis = ov._analysis_table(stats, {})
+    host = stats.host
+    host_ops = int(host.occurrences.sum())
+    device_ops = int(occurrences.sum())
+    duty = ov.percent(100.0 * busy / (busy + idle) if busy + idle else 0.0)
+    p = analysis["p"]
+    p.update({
+        "device_duty_cycle_percent": duty,
+        "device_duty_cycle_high_confidence_percent": duty,
+        "idle_time_high_confidence_ps": f"{idle:.6g}",
+        "device_idle_time_percent": ov.percent(100.0 * (1.0 - (ops.op_ps / ops.total_ps if ops.total_ps else 0.0))),
+        "host_idle_time_percent": ov.percent(100.0 * _idle_ratio(host)),
+        "host_tf_op_percent": ov.percent(100.0 * (host_ops / (host_ops + device_ops) if host_ops + device_ops else 0)),
+        "device_tf_op_percent": ov.percent(100.0 * (device_ops / (host_ops + device_ops) if host_ops + device_ops
+                                                    else 0)),
+    })
+    tc_active = tables[1]["p"]["tc_active_ms_average"]
+    if float(tc_active) > 0:  # XProf 2.24.2 shows the active times on the overview only where there are some
+        p.update(active_steptime_ms_average=tables[1]["p"]["active_steptime_ms_average"],
+                 tc_active_ms_average=tc_active)
+    # The top ten framework ops on the device by self time (XProf's SortedOpMetricsDb: most self time first).
+    total_self = float(self_ps.sum())
+    order = sorted(range(len(names)), key=lambda i: (-self_ps[i], names[i]))[:10]
+    cumulative = 0.0
+    for i in order:
+        share = float(self_ps[i]) / total_self if total_self else 0.0
+        cumulative += share
+        analysis["rows"].append({"c": [{"v": share}, {"v": cumulative}, {"v": keys[i][1]}, {"v": names[i]},
+                                       {"v": float(flops[i]) / (float(time_ps[i]) / 1000) if time_ps[i] else 0.0}]})
+    stub = InputAnalysis("TPU", StepDetails.of(StepDb(none, [], none, none, {})), (0.0, 0.0, 0.0, 0.0))
+    recommendation = ov._recommendation_table(stats, stub)
+    recommendation["p"] = {k: "" for k in recommendation["p"]}  # XProf's TPU page fills none of the generic ones
+    errors = list(stats.errors)
+    if not errors and stats.device_core_count <= 0:
+        errors.append(ov.NO_DEVICE_TRACE)
+    diagnostics = diagnostics_table(errors, list(stats.warnings) + ([] if len(stats.tpu_steps) else [
+        tables[4]["rows"][0]["c"][1]["v"]] if tables[4]["rows"] else []))
+    environment = ov._run_environment_table(stats)
+    environment["p"]["device_type"] = ""  # XProf 2.24.2 names no TPU type without the chip's own stats
+    return [analysis, tables[1], environment, recommendation, ov._inference_latency_table(), {}, diagnostics]
+
+
+def _idle_ratio(db) -> float:
+    """XProf's IdleTimeRatio: 1 - op time / total time (a db of no time: 1)."""
+    total = db.total_time_ps if db is not None else 0
+    return 1.0 - (db.total_op_time_ps / total if total else 0.0)
