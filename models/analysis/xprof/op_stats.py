@@ -304,42 +304,18 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
     if perm is not None:
         start, end, line, code, eager = start[perm], end[perm], line[perm], code[perm], eager[perm]
         del perm
-    counted, children = _steps.op_stack(start, end, line)
-    c = counted.astype(bool)
-    del counted
-    dur = end - start
-    self_time = np.where(c, dur - children, 0)
-    del children
-
     # XProf keys metrics by (id, name): legacy ops have id 0, tf.data stages their stage id.
     uniq: dict[tuple[int, str], int] = {}
     op_ids = op_keys.tolist() + [0] * len(names)
     slot = np.array([uniq.setdefault((op_ids[i] if entry[0] == INPUT_PIPELINE else 0, entry[1]), len(uniq))
                      for i, entry in enumerate(table)], np.int64)
-    n = len(uniq)
-    ops_slot = slot[code[c]] if len(slot) else np.zeros(0, np.int64)
-    occurrences = np.bincount(ops_slot, minlength=n).astype(np.int64)
-    time_ps, self_ps = _exact_sums(ops_slot, dur[c], n), _exact_sums(ops_slot, self_time[c], n)
-    is_eager = np.bincount(ops_slot[eager[c]], minlength=n) > 0
-
-    # Per line (contiguous): its ops' span, first begin to last end, against their self time.
-    total = total_op = 0
-    if len(line):
-        cuts = np.r_[0, np.flatnonzero(line[1:] != line[:-1]) + 1]
-        line_op = np.add.reduceat(self_time, cuts)
-        span = np.maximum.reduceat(end, cuts) - np.minimum.reduceat(start, cuts)
-        total_op, total = int(line_op.sum()), int(np.maximum(line_op, span).sum())
-
-    # XProf's insertion order: line by line, each op when it first ends
-    # there; an op's type: the first non-empty one it ends with.
-    lines_c, ends_c, codes_c = line[c], end[c], code[c]
-    first_at = np.full(n, -1, np.int64)
-    first_at[ops_slot[::-1]] = np.arange(len(ops_slot) - 1, -1, -1)  # lines come in order: the first is the lowest
-    first_line = np.where(first_at >= 0, lines_c[np.maximum(first_at, 0)] if len(lines_c) else 0, 2**31)
-    in_first = lines_c == first_line[ops_slot]
-    first_end = np.full(n, np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(first_end, ops_slot[in_first], ends_c[in_first])
-    category = _first_types(table, ops_slot, codes_c, lines_c, ends_c, n)
+    typed = np.array([bool(entry[2]) for entry in table], np.uint8)
+    # The op stack and, per op, its sums; XProf's insertion order (line by line, each op when it first ends
+    # there) and its type (the first non-empty one it ends with); per line its ops' self time against their span.
+    occurrences, time_ps, self_ps, is_eager, first_line, first_end, type_code, total, total_op = _steps.op_metrics(
+        start, end, line, code, eager.view(np.uint8), slot, typed, len(uniq))
+    del start, end, line, code, eager
+    category = [table[k][2] if k >= 0 else "" for k in type_code.tolist()]
     inv = {v: k for k, v in uniq.items()}
     met = np.flatnonzero(occurrences > 0)
     met = met[np.lexsort((first_end[met], first_line[met]))]
@@ -349,7 +325,7 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
         occurrences[met],
         time_ps[met],
         self_ps[met],
-        is_eager[met],
+        is_eager[met].astype(bool),
         total,
         total_op,
     )
@@ -379,42 +355,6 @@ def _keyed(key: np.ndarray, op_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray
         return inst, code[inst]
     inst = np.flatnonzero(in_sorted(key, op_keys))
     return inst, np.searchsorted(op_keys, key[inst]).astype(np.int32)
-
-
-def _first_types(table, slot: np.ndarray, code: np.ndarray, line: np.ndarray, end: np.ndarray, n: int) -> list[str]:
-    """Each op's first non-empty type in (line, end) order: most ops have
-    one type, and only those with several are ordered."""
-    typed = np.array([bool(entry[2]) for entry in table], bool)
-    out = [""] * n
-    if not len(slot):
-        return out
-    keep = typed[code]
-    slot, code, line, end = slot[keep], code[keep], line[keep], end[keep]
-    lo = np.full(n, np.iinfo(np.int32).max, np.int64)
-    hi = np.full(n, -1, np.int64)
-    wide = code.astype(np.int64)  # ufunc.at casting int32 into int64 takes its slow path: 20x slower
-    np.minimum.at(lo, slot, wide)
-    np.maximum.at(hi, slot, wide)
-    del wide
-    for s_ in np.flatnonzero(hi >= 0).tolist():
-        out[s_] = table[int(lo[s_])][2]
-    mixed = np.flatnonzero((hi >= 0) & (lo != hi))
-    if len(mixed):
-        sel = np.flatnonzero(in_sorted(slot, mixed))
-        order = sel[np.lexsort((sel, end[sel], line[sel]))]
-        slots, first = np.unique(slot[order], return_index=True)
-        for s_, ci in zip(slots.tolist(), code[order][first].tolist()):
-            out[s_] = table[ci][2]
-    return out
-
-
-def _exact_sums(index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """int64 sums by index, by bincount (float weights) of the values' high
-    and low 26 bits: each partial sum stays exact below 2**53."""
-    values = values.astype(np.int64, copy=False)
-    high = np.bincount(index, weights=values >> 26, minlength=n).astype(np.int64)
-    low = np.bincount(index, weights=values & ((1 << 26) - 1), minlength=n).astype(np.int64)
-    return (high << 26) + low
 
 
 def _db_of(name, category, occurrences, time_ps, self_ps, eager, total, total_op) -> OpMetricsDb:

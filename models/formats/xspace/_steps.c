@@ -5,8 +5,9 @@
  *       (segment, start, longest first) order
  *   claim_groups(src, dst, num_nodes, num_events, roots) -> (int32 group per
  *       event, -1 for none; int64 the roots that got a group)
- *   op_stack(starts, ends, segment) -> (uint8 counted per event, int64
- *       children time per event): XProf's host op stack (analysis.xprof)
+ *   op_metrics(starts, ends, segment, code, eager, slot_of_code, typed,
+ *       num_slots) -> per slot occurrences, times, ...: XProf's host op
+ *       stack and its op metrics (analysis.xprof)
  *   step_sweep(starts, ends, types, segment, step_begin, step_end) ->
  *       (int64 time per step and type, uint8 type seen per step): XProf's
  *       non-overlapped step events (analysis.xprof)
@@ -287,53 +288,93 @@ static int radix_activities(Activity *acts, uint64_t *keys, npy_intp m) {
     return 1;
 }
 
-/* op_stack(starts, ends, segment) -> (uint8 counted, int64 children) per
- * event. XProf's host op metrics (xplane_to_op_metrics_db): per segment (a
- * line) the begins and ends of its ops, stably sorted by time, drive a
- * stack; an end pops down to its op (ops above it are dropped uncounted, and
- * an end whose op is gone empties the stack), the op is counted and its
- * duration added to the children time of the op below it. Events of a
- * segment are contiguous, in the line's order. */
-static PyObject *op_stack(PyObject *Py_UNUSED(self), PyObject *args) {
-    PyObject *starts_obj, *ends_obj, *seg_obj;
-    if (!PyArg_ParseTuple(args, "OOO", &starts_obj, &ends_obj, &seg_obj)) return NULL;
+/* op_metrics(starts, ends, segment, code, eager, slot_of_code, typed, num_slots) -> (occurrences, time, self
+ * time, eager (uint8), first segment, first end, type code: one per slot; total time, total op time). XProf's
+ * host op metrics (xplane_to_op_metrics_db) over op instances (events of segments, i.e. lines, contiguous and
+ * ascending, each in the line's order): per segment the begins and ends of its ops, stably sorted by time,
+ * drive a stack; an end pops down to its op (ops above it are dropped uncounted, and an end whose op is gone
+ * empties the stack), the op is counted and its duration added to the children time of the op below it. A
+ * counted instance adds to its slot (slot_of_code[code]): one occurrence, its duration, its self time
+ * (duration less children), eager. Per slot also the segment of its first counted instance, the least end of
+ * those on that segment, and the code of the first counted instance in (segment, end, order) whose code is
+ * `typed` (-1: none). Per segment its instances' self time against their span (first begin to last end):
+ * total time adds the larger, total op time the self time. */
+static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *starts_obj, *ends_obj, *seg_obj, *code_obj, *eager_obj, *slot_obj, *typed_obj;
+    Py_ssize_t num_slots;
+    if (!PyArg_ParseTuple(args, "OOOOOOOn", &starts_obj, &ends_obj, &seg_obj, &code_obj, &eager_obj, &slot_obj,
+                          &typed_obj, &num_slots))
+        return NULL;
     PyArrayObject *starts = as_column(starts_obj, NPY_INT64), *ends = as_column(ends_obj, NPY_INT64);
-    PyArrayObject *seg = as_column(seg_obj, NPY_INT32);
-    PyObject *counted = NULL, *children = NULL, *out = NULL;
+    PyArrayObject *seg = as_column(seg_obj, NPY_INT32), *codes = as_column(code_obj, NPY_INT32);
+    PyArrayObject *eagers = as_column(eager_obj, NPY_UINT8), *slots = as_column(slot_obj, NPY_INT64);
+    PyArrayObject *typeds = as_column(typed_obj, NPY_UINT8);
+    PyObject *cols[7] = {NULL}, *out = NULL;
     Activity *acts = NULL;
     uint64_t *keys = NULL;
     npy_intp *stack = NULL;
-    if (!starts || !ends || !seg) goto done;
-    npy_intp n = PyArray_DIM(starts, 0);
-    if (PyArray_DIM(ends, 0) != n || PyArray_DIM(seg, 0) != n) {
+    int64_t *children = NULL;
+    if (!starts || !ends || !seg || !codes || !eagers || !slots || !typeds) goto done;
+    npy_intp n = PyArray_DIM(starts, 0), num_codes = PyArray_DIM(slots, 0);
+    if (PyArray_DIM(ends, 0) != n || PyArray_DIM(seg, 0) != n || PyArray_DIM(codes, 0) != n ||
+        PyArray_DIM(eagers, 0) != n || PyArray_DIM(typeds, 0) != num_codes || num_slots < 0) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
         goto done;
     }
-    npy_intp dims[1] = {n};
-    counted = PyArray_ZEROS(1, dims, NPY_UINT8, 0);
-    children = PyArray_ZEROS(1, dims, NPY_INT64, 0);
+    const int64_t *sl = PyArray_DATA(slots);
+    const int32_t *cd = PyArray_DATA(codes);
+    for (npy_intp i = 0; i < num_codes; i++)
+        if (sl[i] < 0 || sl[i] >= num_slots) {
+            PyErr_SetString(PyExc_ValueError, "slot out of range");
+            goto done;
+        }
+    for (npy_intp i = 0; i < n; i++)
+        if (cd[i] < 0 || cd[i] >= num_codes) {
+            PyErr_SetString(PyExc_ValueError, "code out of range");
+            goto done;
+        }
+    npy_intp dims[1] = {num_slots};
+    for (int j = 0; j < 7; j++)
+        if (!(cols[j] = PyArray_ZEROS(1, dims, j == 3 ? NPY_UINT8 : NPY_INT64, 0))) goto done;
     acts = PyMem_RawMalloc(sizeof(Activity) * (2 * (size_t)n + 1));
     keys = PyMem_RawMalloc(sizeof(uint64_t) * 2 * (2 * (size_t)n + 1));
     stack = PyMem_RawMalloc(sizeof(npy_intp) * ((size_t)n + 1));
-    if (!counted || !children || !acts || !keys || !stack) {
-        if (!PyErr_Occurred()) PyErr_NoMemory();
+    children = PyMem_RawCalloc((size_t)n + 1, sizeof(int64_t));
+    if (!acts || !keys || !stack || !children) {
+        PyErr_NoMemory();
         goto done;
     }
     const int64_t *s = PyArray_DATA(starts), *e = PyArray_DATA(ends);
     const int32_t *g = PyArray_DATA(seg);
-    uint8_t *c = PyArray_DATA((PyArrayObject *)counted);
-    int64_t *ch = PyArray_DATA((PyArrayObject *)children);
+    const uint8_t *eg = PyArray_DATA(eagers), *ty = PyArray_DATA(typeds);
+    int64_t *occ = PyArray_DATA((PyArrayObject *)cols[0]), *time = PyArray_DATA((PyArrayObject *)cols[1]);
+    int64_t *self_time = PyArray_DATA((PyArrayObject *)cols[2]);
+    uint8_t *eager = PyArray_DATA((PyArrayObject *)cols[3]);
+    int64_t *first_seg = PyArray_DATA((PyArrayObject *)cols[4]), *first_end = PyArray_DATA((PyArrayObject *)cols[5]);
+    int64_t *type_code = PyArray_DATA((PyArrayObject *)cols[6]);
+    int64_t total = 0, total_op = 0;
+    /* the (segment, end, index) of each slot's type code */
+    int64_t *type_seg = PyMem_RawMalloc(sizeof(int64_t) * 3 * ((size_t)num_slots + 1));
+    if (!type_seg) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *type_end = type_seg + num_slots + 1, *type_at = type_end + num_slots + 1;
     Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < num_slots; k++) first_seg[k] = -1, type_code[k] = -1;
     for (npy_intp a = 0; a < n;) {
         npy_intp b = a + 1;
         while (b < n && g[b] == g[a]) b++;
         npy_intp m = 0;
         int sorted = 1;
+        int64_t lo = s[a], hi = e[a], seg_self = 0;
         for (npy_intp i = a; i < b; i++) {
             acts[m++] = (Activity){s[i], 2 * (i - a)};
             acts[m++] = (Activity){e[i], 2 * (i - a) + 1};
             if (m > 2 && activity_order(&acts[m - 3], &acts[m - 2]) > 0) sorted = 0;
             if (activity_order(&acts[m - 2], &acts[m - 1]) > 0) sorted = 0;
+            if (s[i] < lo) lo = s[i];
+            if (e[i] > hi) hi = e[i];
         }
         if (!sorted && !radix_activities(acts, keys, m)) qsort(acts, (size_t)m, sizeof(Activity), activity_order);
         npy_intp top = 0;
@@ -346,22 +387,46 @@ static PyObject *op_stack(PyObject *Py_UNUSED(self), PyObject *args) {
             while (top > 0 && stack[top - 1] != i) top--;
             if (top == 0) continue; /* its begin was dropped: nothing to count */
             top--;
-            c[i] = 1;
-            if (top > 0) ch[stack[top - 1]] += e[i] - s[i];
+            int64_t dur = e[i] - s[i], own = dur - children[i];
+            if (top > 0) children[stack[top - 1]] += dur;
+            seg_self += own;
+            int64_t slot = sl[cd[i]];
+            occ[slot]++;
+            time[slot] += dur;
+            self_time[slot] += own;
+            if (eg[i]) eager[slot] = 1;
+            if (first_seg[slot] < 0) first_seg[slot] = g[i], first_end[slot] = e[i];
+            else if (first_seg[slot] == g[i] && e[i] < first_end[slot]) first_end[slot] = e[i];
+            if (ty[cd[i]]) {
+                /* counted in the order of their ends, which is not that of their index at equal ends */
+                if (type_code[slot] < 0 || g[i] < type_seg[slot] ||
+                    (g[i] == type_seg[slot] &&
+                     (e[i] < type_end[slot] || (e[i] == type_end[slot] && i < type_at[slot])))) {
+                    type_code[slot] = cd[i], type_seg[slot] = g[i], type_end[slot] = e[i], type_at[slot] = i;
+                }
+            }
         }
+        total_op += seg_self;
+        total += seg_self > hi - lo ? seg_self : hi - lo;
         a = b;
     }
     Py_END_ALLOW_THREADS
-    out = Py_BuildValue("OO", counted, children);
+    PyMem_RawFree(type_seg);
+    out = Py_BuildValue("(OOOOOOOLL)", cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6],
+                        (long long)total, (long long)total_op);
 done:
     PyMem_RawFree(acts);
     PyMem_RawFree(keys);
     PyMem_RawFree(stack);
-    Py_XDECREF(counted);
-    Py_XDECREF(children);
+    PyMem_RawFree(children);
+    for (int j = 0; j < 7; j++) Py_XDECREF(cols[j]);
     Py_XDECREF(starts);
     Py_XDECREF(ends);
     Py_XDECREF(seg);
+    Py_XDECREF(codes);
+    Py_XDECREF(eagers);
+    Py_XDECREF(slots);
+    Py_XDECREF(typeds);
     return out;
 }
 
@@ -554,8 +619,9 @@ static PyMethodDef methods[] = {
      "xprof_order(starts, ends, segment) -> None when in (segment, start, longest first) order, else int64 permutation"},
     {"claim_groups", claim_groups, METH_VARARGS,
      "claim_groups(src, dst, num_nodes, num_events, roots) -> (int32 group per event, int64 roots that got one)"},
-    {"op_stack", op_stack, METH_VARARGS,
-     "op_stack(starts, ends, segment) -> (uint8 counted per event, int64 children time per event)"},
+    {"op_metrics", op_metrics, METH_VARARGS,
+     "op_metrics(starts, ends, segment, code, eager, slot_of_code, typed, num_slots) -> (occurrences, time, "
+     "self time, eager, first segment, first end, type code per slot; total time, total op time)"},
     {"step_sweep", step_sweep, METH_VARARGS,
      "step_sweep(starts, ends, types, segment, step_begin, step_end) -> (int64 time, uint8 seen) per step and type"},
     {NULL, NULL, 0, NULL},

@@ -5,7 +5,10 @@ def xprof_order(starts: np.ndarray, ends: np.ndarray, segment: np.ndarray | None
 def claim_groups(
     src: np.ndarray, dst: np.ndarray, num_nodes: int, num_events: int, roots: np.ndarray, /
 ) -> tuple[np.ndarray, np.ndarray]: ...
-def op_stack(starts: np.ndarray, ends: np.ndarray, segment: np.ndarray, /) -> tuple[np.ndarray, np.ndarray]: ...
+def op_metrics(
+    starts: np.ndarray, ends: np.ndarray, segment: np.ndarray, code: np.ndarray, eager: np.ndarray,
+    slot_of_code: np.ndarray, typed: np.ndarray, num_slots: int, /
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int]: ...
 def step_sweep(
     starts: np.ndarray, ends: np.ndarray, types: np.ndarray, segment: np.ndarray, step_begin: np.ndarray,
     step_end: np.ndarray, /
