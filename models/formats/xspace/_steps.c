@@ -251,53 +251,88 @@ static void radix_sort(uint64_t *keys, uint64_t *tmp, npy_intp m, int bits) {
     if (from != keys) memcpy(keys, from, sizeof(uint64_t) * (size_t)m);
 }
 
-/* One begin or end of an op: its time, then the order it was recorded in
- * (event 2i begins, 2i + 1 ends), so equal times keep that order. */
+/* A min-heap of begun ops by (end, index): the order their ends come in among the begins and ends of a
+ * line sorted by time (ties: begins and ends in the order they were recorded, an op's begin before its end). */
 typedef struct {
-    int64_t time, seq;
-} Activity;
+    int64_t end;
+    npy_intp index;
+} Pending;
 
-static int activity_order(const void *x, const void *y) {
-    const Activity *a = x, *b = y;
-    if (a->time != b->time) return a->time < b->time ? -1 : 1;
-    return a->seq < b->seq ? -1 : a->seq > b->seq;
+static inline int pending_before(Pending a, Pending b) {
+    return a.end != b.end ? a.end < b.end : a.index < b.index;
 }
 
-/* Sorts acts[0..m) by activity_order, by a radix sort of one key per
- * activity (time from the earliest, then its seq: seqs are distinct, so
- * the order is the one qsort gives) where both fit 64 bits; 0 when they do
- * not. keys: room for 2m. */
-static int radix_activities(Activity *acts, uint64_t *keys, npy_intp m) {
-    if (m < 2) return 1;
-    int64_t lo = acts[0].time, hi = acts[0].time;
-    for (npy_intp i = 1; i < m; i++) {
-        if (acts[i].time < lo) lo = acts[i].time;
-        if (acts[i].time > hi) hi = acts[i].time;
+static void heap_push(Pending *h, npy_intp *size, Pending x) {
+    npy_intp i = (*size)++;
+    while (i > 0 && pending_before(x, h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
     }
-    int seq_bits = 1, time_bits = 0;
-    while (seq_bits < 63 && ((uint64_t)m >> seq_bits)) seq_bits++;
-    uint64_t span = (uint64_t)hi - (uint64_t)lo;
-    while (time_bits < 64 && (span >> time_bits)) time_bits++;
-    if (seq_bits + time_bits > 64) return 0;
-    for (npy_intp i = 0; i < m; i++)
-        keys[i] = (((uint64_t)acts[i].time - (uint64_t)lo) << seq_bits) | (uint64_t)acts[i].seq;
-    radix_sort(keys, keys + m, m, seq_bits + time_bits);
-    uint64_t mask = ((uint64_t)1 << seq_bits) - 1;
-    for (npy_intp i = 0; i < m; i++)
-        acts[i] = (Activity){(int64_t)((uint64_t)lo + (keys[i] >> seq_bits)), (int64_t)(keys[i] & mask)};
-    return 1;
+    h[i] = x;
+}
+
+static Pending heap_pop(Pending *h, npy_intp *size) {
+    Pending top = h[0], x = h[--*size];
+    npy_intp i = 0, m = *size;
+    for (;;) {
+        npy_intp c = 2 * i + 1;
+        if (c >= m) break;
+        if (c + 1 < m && pending_before(h[c + 1], h[c])) c++;
+        if (!pending_before(h[c], x)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (m) h[i] = x;
+    return top;
+}
+
+/* The sums op_metrics makes per slot, and where they go. */
+typedef struct {
+    const int64_t *s, *e, *slot_of;
+    const int32_t *g, *code;
+    const uint8_t *eager, *typed;
+    int64_t *occ, *time, *self_time, *first_seg, *first_end, *type_code, *type_seg, *type_end, *type_at;
+    uint8_t *eager_of;
+    npy_intp *stack, top;
+    int64_t *children, seg_self;
+} OpSums;
+
+/* The end of op i: pops the stack down to it (ops above it are dropped uncounted; an op no longer on the
+ * stack empties it) and counts it. */
+static void op_end(OpSums *o, npy_intp i) {
+    while (o->top > 0 && o->stack[o->top - 1] != i) o->top--;
+    if (o->top == 0) return; /* its begin was dropped: nothing to count */
+    o->top--;
+    int64_t dur = o->e[i] - o->s[i], own = dur - o->children[i], g = o->g[i];
+    if (o->top > 0) o->children[o->stack[o->top - 1]] += dur;
+    o->seg_self += own;
+    int32_t code = o->code[i];
+    int64_t slot = o->slot_of[code];
+    o->occ[slot]++;
+    o->time[slot] += dur;
+    o->self_time[slot] += own;
+    if (o->eager[i]) o->eager_of[slot] = 1;
+    if (o->first_seg[slot] < 0) o->first_seg[slot] = g, o->first_end[slot] = o->e[i];
+    else if (o->first_seg[slot] == g && o->e[i] < o->first_end[slot]) o->first_end[slot] = o->e[i];
+    /* ops are counted in the order of their ends, which at equal ends is not that of their index */
+    if (o->typed[code] && (o->type_code[slot] < 0 || g < o->type_seg[slot] ||
+                           (g == o->type_seg[slot] && (o->e[i] < o->type_end[slot] ||
+                                                       (o->e[i] == o->type_end[slot] && i < o->type_at[slot]))))) {
+        o->type_code[slot] = code, o->type_seg[slot] = g, o->type_end[slot] = o->e[i], o->type_at[slot] = i;
+    }
 }
 
 /* op_metrics(starts, ends, segment, code, eager, slot_of_code, typed, num_slots) -> (occurrences, time, self
  * time, eager (uint8), first segment, first end, type code: one per slot; total time, total op time). XProf's
- * host op metrics (xplane_to_op_metrics_db) over op instances (events of segments, i.e. lines, contiguous and
- * ascending, each in the line's order): per segment the begins and ends of its ops, stably sorted by time,
- * drive a stack; an end pops down to its op (ops above it are dropped uncounted, and an end whose op is gone
- * empties the stack), the op is counted and its duration added to the children time of the op below it. A
- * counted instance adds to its slot (slot_of_code[code]): one occurrence, its duration, its self time
- * (duration less children), eager. Per slot also the segment of its first counted instance, the least end of
- * those on that segment, and the code of the first counted instance in (segment, end, order) whose code is
- * `typed` (-1: none). Per segment its instances' self time against their span (first begin to last end):
+ * host op metrics (xplane_to_op_metrics_db) over op instances, the events of segments (lines), each
+ * segment's contiguous and in XProf's order (by start), segments ascending: the begins and ends of a line's
+ * ops, stably sorted by time (here: the begins in order, each after the ends of begun ops that come before
+ * it, taken from a heap), drive a stack; an end pops down to its op (ops above it are dropped uncounted, and
+ * an end whose op is gone empties the stack), the op is counted and its duration added to the children time
+ * of the op below it. A counted op adds to its slot (slot_of_code[code]): one occurrence, its duration, its
+ * self time (duration less children), eager. Per slot also the segment of its first counted op, the least
+ * end of those on that segment, and the code of the first counted op in (segment, end, index) order whose
+ * code is `typed` (-1: none). Per segment its ops' self time against their span (first begin to last end):
  * total time adds the larger, total op time the self time. */
 static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *starts_obj, *ends_obj, *seg_obj, *code_obj, *eager_obj, *slot_obj, *typed_obj;
@@ -310,10 +345,8 @@ static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
     PyArrayObject *eagers = as_column(eager_obj, NPY_UINT8), *slots = as_column(slot_obj, NPY_INT64);
     PyArrayObject *typeds = as_column(typed_obj, NPY_UINT8);
     PyObject *cols[7] = {NULL}, *out = NULL;
-    Activity *acts = NULL;
-    uint64_t *keys = NULL;
-    npy_intp *stack = NULL;
-    int64_t *children = NULL;
+    Pending *heap = NULL;
+    OpSums o = {0};
     if (!starts || !ends || !seg || !codes || !eagers || !slots || !typeds) goto done;
     npy_intp n = PyArray_DIM(starts, 0), num_codes = PyArray_DIM(slots, 0);
     if (PyArray_DIM(ends, 0) != n || PyArray_DIM(seg, 0) != n || PyArray_DIM(codes, 0) != n ||
@@ -321,104 +354,68 @@ static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
         goto done;
     }
-    const int64_t *sl = PyArray_DATA(slots);
-    const int32_t *cd = PyArray_DATA(codes);
+    o.s = PyArray_DATA(starts), o.e = PyArray_DATA(ends), o.slot_of = PyArray_DATA(slots);
+    o.g = PyArray_DATA(seg), o.code = PyArray_DATA(codes);
+    o.eager = PyArray_DATA(eagers), o.typed = PyArray_DATA(typeds);
     for (npy_intp i = 0; i < num_codes; i++)
-        if (sl[i] < 0 || sl[i] >= num_slots) {
+        if (o.slot_of[i] < 0 || o.slot_of[i] >= num_slots) {
             PyErr_SetString(PyExc_ValueError, "slot out of range");
             goto done;
         }
-    for (npy_intp i = 0; i < n; i++)
-        if (cd[i] < 0 || cd[i] >= num_codes) {
+    for (npy_intp i = 0; i < n; i++) {
+        if (o.code[i] < 0 || o.code[i] >= num_codes) {
             PyErr_SetString(PyExc_ValueError, "code out of range");
             goto done;
         }
+        if (i && (o.g[i] < o.g[i - 1] || (o.g[i] == o.g[i - 1] && o.s[i] < o.s[i - 1]))) {
+            PyErr_SetString(PyExc_ValueError, "segments must be ascending, each in start order");
+            goto done;
+        }
+    }
     npy_intp dims[1] = {num_slots};
     for (int j = 0; j < 7; j++)
         if (!(cols[j] = PyArray_ZEROS(1, dims, j == 3 ? NPY_UINT8 : NPY_INT64, 0))) goto done;
-    acts = PyMem_RawMalloc(sizeof(Activity) * (2 * (size_t)n + 1));
-    keys = PyMem_RawMalloc(sizeof(uint64_t) * 2 * (2 * (size_t)n + 1));
-    stack = PyMem_RawMalloc(sizeof(npy_intp) * ((size_t)n + 1));
-    children = PyMem_RawCalloc((size_t)n + 1, sizeof(int64_t));
-    if (!acts || !keys || !stack || !children) {
+    heap = PyMem_RawMalloc(sizeof(Pending) * ((size_t)n + 1));
+    o.stack = PyMem_RawMalloc(sizeof(npy_intp) * ((size_t)n + 1));
+    o.children = PyMem_RawCalloc((size_t)n + 1, sizeof(int64_t));
+    o.type_seg = PyMem_RawMalloc(sizeof(int64_t) * 3 * ((size_t)num_slots + 1)); /* then type_end, type_at */
+    if (!heap || !o.stack || !o.children || !o.type_seg) {
         PyErr_NoMemory();
         goto done;
     }
-    const int64_t *s = PyArray_DATA(starts), *e = PyArray_DATA(ends);
-    const int32_t *g = PyArray_DATA(seg);
-    const uint8_t *eg = PyArray_DATA(eagers), *ty = PyArray_DATA(typeds);
-    int64_t *occ = PyArray_DATA((PyArrayObject *)cols[0]), *time = PyArray_DATA((PyArrayObject *)cols[1]);
-    int64_t *self_time = PyArray_DATA((PyArrayObject *)cols[2]);
-    uint8_t *eager = PyArray_DATA((PyArrayObject *)cols[3]);
-    int64_t *first_seg = PyArray_DATA((PyArrayObject *)cols[4]), *first_end = PyArray_DATA((PyArrayObject *)cols[5]);
-    int64_t *type_code = PyArray_DATA((PyArrayObject *)cols[6]);
+    o.type_end = o.type_seg + num_slots + 1, o.type_at = o.type_end + num_slots + 1;
+    o.occ = PyArray_DATA((PyArrayObject *)cols[0]), o.time = PyArray_DATA((PyArrayObject *)cols[1]);
+    o.self_time = PyArray_DATA((PyArrayObject *)cols[2]), o.eager_of = PyArray_DATA((PyArrayObject *)cols[3]);
+    o.first_seg = PyArray_DATA((PyArrayObject *)cols[4]), o.first_end = PyArray_DATA((PyArrayObject *)cols[5]);
+    o.type_code = PyArray_DATA((PyArrayObject *)cols[6]);
     int64_t total = 0, total_op = 0;
-    /* the (segment, end, index) of each slot's type code */
-    int64_t *type_seg = PyMem_RawMalloc(sizeof(int64_t) * 3 * ((size_t)num_slots + 1));
-    if (!type_seg) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    int64_t *type_end = type_seg + num_slots + 1, *type_at = type_end + num_slots + 1;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t k = 0; k < num_slots; k++) first_seg[k] = -1, type_code[k] = -1;
+    for (Py_ssize_t k = 0; k < num_slots; k++) o.first_seg[k] = -1, o.type_code[k] = -1;
     for (npy_intp a = 0; a < n;) {
-        npy_intp b = a + 1;
-        while (b < n && g[b] == g[a]) b++;
-        npy_intp m = 0;
-        int sorted = 1;
-        int64_t lo = s[a], hi = e[a], seg_self = 0;
+        npy_intp b = a + 1, pending = 0;
+        while (b < n && o.g[b] == o.g[a]) b++;
+        int64_t lo = o.s[a], hi = o.e[a];
+        o.top = 0, o.seg_self = 0;
         for (npy_intp i = a; i < b; i++) {
-            acts[m++] = (Activity){s[i], 2 * (i - a)};
-            acts[m++] = (Activity){e[i], 2 * (i - a) + 1};
-            if (m > 2 && activity_order(&acts[m - 3], &acts[m - 2]) > 0) sorted = 0;
-            if (activity_order(&acts[m - 2], &acts[m - 1]) > 0) sorted = 0;
-            if (s[i] < lo) lo = s[i];
-            if (e[i] > hi) hi = e[i];
+            /* an end at a begin's time comes first: it was recorded earlier (its op begun before) */
+            while (pending && heap[0].end <= o.s[i]) op_end(&o, heap_pop(heap, &pending).index);
+            o.stack[o.top++] = i;
+            heap_push(heap, &pending, (Pending){o.e[i], i});
+            if (o.e[i] > hi) hi = o.e[i];
         }
-        if (!sorted && !radix_activities(acts, keys, m)) qsort(acts, (size_t)m, sizeof(Activity), activity_order);
-        npy_intp top = 0;
-        for (npy_intp k = 0; k < m; k++) {
-            npy_intp i = a + acts[k].seq / 2;
-            if (!(acts[k].seq & 1)) {
-                stack[top++] = i;
-                continue;
-            }
-            while (top > 0 && stack[top - 1] != i) top--;
-            if (top == 0) continue; /* its begin was dropped: nothing to count */
-            top--;
-            int64_t dur = e[i] - s[i], own = dur - children[i];
-            if (top > 0) children[stack[top - 1]] += dur;
-            seg_self += own;
-            int64_t slot = sl[cd[i]];
-            occ[slot]++;
-            time[slot] += dur;
-            self_time[slot] += own;
-            if (eg[i]) eager[slot] = 1;
-            if (first_seg[slot] < 0) first_seg[slot] = g[i], first_end[slot] = e[i];
-            else if (first_seg[slot] == g[i] && e[i] < first_end[slot]) first_end[slot] = e[i];
-            if (ty[cd[i]]) {
-                /* counted in the order of their ends, which is not that of their index at equal ends */
-                if (type_code[slot] < 0 || g[i] < type_seg[slot] ||
-                    (g[i] == type_seg[slot] &&
-                     (e[i] < type_end[slot] || (e[i] == type_end[slot] && i < type_at[slot])))) {
-                    type_code[slot] = cd[i], type_seg[slot] = g[i], type_end[slot] = e[i], type_at[slot] = i;
-                }
-            }
-        }
-        total_op += seg_self;
-        total += seg_self > hi - lo ? seg_self : hi - lo;
+        while (pending) op_end(&o, heap_pop(heap, &pending).index);
+        total_op += o.seg_self;
+        total += o.seg_self > hi - lo ? o.seg_self : hi - lo;
         a = b;
     }
     Py_END_ALLOW_THREADS
-    PyMem_RawFree(type_seg);
     out = Py_BuildValue("(OOOOOOOLL)", cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6],
                         (long long)total, (long long)total_op);
 done:
-    PyMem_RawFree(acts);
-    PyMem_RawFree(keys);
-    PyMem_RawFree(stack);
-    PyMem_RawFree(children);
+    PyMem_RawFree(heap);
+    PyMem_RawFree(o.stack);
+    PyMem_RawFree(o.children);
+    PyMem_RawFree(o.type_seg);
     for (int j = 0; j < 7; j++) Py_XDECREF(cols[j]);
     Py_XDECREF(starts);
     Py_XDECREF(ends);
