@@ -635,7 +635,7 @@ def test_step_sweep_splits_each_step_by_the_highest_type_current():
 
 
 def _op_stack_by_definition(starts, ends, segment):
-    """op_stack's documented rule in Python: per segment, begins and ends by (time, recorded order) drive a stack."""
+    """The op stack's rule in Python: per segment, begins and ends by (time, recorded order) drive a stack."""
     counted = np.zeros(len(starts), np.uint8)
     children = np.zeros(len(starts), np.int64)
     for seg in np.unique(segment).tolist():
@@ -658,7 +658,32 @@ def _op_stack_by_definition(starts, ends, segment):
     return counted, children
 
 
-def test_op_stack_counts_ops_and_their_children_time_by_its_rule():
+def _op_metrics_by_definition(starts, ends, segment, code, eager, slot_of, typed, n):
+    """op_metrics' documented sums in Python over the op stack's counted ops and children time."""
+    counted, children = _op_stack_by_definition(starts, ends, segment)
+    occ, time, own = [0] * n, [0] * n, [0] * n
+    eager_of, first_seg, first_end, type_code = [0] * n, [-1] * n, [0] * n, [-1] * n
+    for i in np.flatnonzero(counted).tolist():
+        k, dur = int(slot_of[code[i]]), int(ends[i] - starts[i])
+        occ[k], time[k], own[k] = occ[k] + 1, time[k] + dur, own[k] + dur - int(children[i])
+        eager_of[k] |= int(eager[i])
+        if first_seg[k] < 0:
+            first_seg[k], first_end[k] = int(segment[i]), int(ends[i])
+        elif first_seg[k] == segment[i]:
+            first_end[k] = min(first_end[k], int(ends[i]))
+    for i in sorted(np.flatnonzero(counted).tolist(), key=lambda i: (segment[i], ends[i], i), reverse=True):
+        if typed[code[i]]:
+            type_code[int(slot_of[code[i]])] = int(code[i])
+    total = total_op = 0
+    for seg in np.unique(segment).tolist():
+        mine = segment == seg
+        seg_self = int(((ends - starts - children) * counted)[mine].sum())
+        total_op += seg_self
+        total += max(seg_self, int(ends[mine].max() - starts[mine].min()))
+    return occ, time, own, eager_of, first_seg, first_end, type_code, total, total_op
+
+
+def test_op_metrics_follow_the_op_stack_rule():
     from profscope.models.formats.xspace import _steps
 
     rng = np.random.default_rng(5)
@@ -667,8 +692,20 @@ def test_op_stack_counts_ops_and_their_children_time_by_its_rule():
         segment = np.sort(rng.integers(0, 3, n)).astype(np.int32)
         starts = rng.integers(0, 40, n).astype(np.int64)
         ends = starts + rng.integers(0, 15, n)
-        if trial % 10 == 0:  # times too far apart for the radix keys: qsort
+        if trial % 10 == 0:  # times far apart
             starts, ends = starts << 52, ends << 52
-        got = _steps.op_stack(starts, ends, segment)
-        want = _op_stack_by_definition(starts, ends, segment)
-        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+        order = xprof_order(starts, ends, segment)  # what op_metrics takes: each segment in XProf's order
+        if order is not None:
+            starts, ends, segment = starts[order], ends[order], segment[order]
+        codes = int(rng.integers(1, 6))
+        code = rng.integers(0, codes, n).astype(np.int32)
+        eager = (rng.random(n) < 0.3).astype(np.uint8)
+        slots = int(rng.integers(1, codes + 1))
+        slot_of = rng.integers(0, slots, codes).astype(np.int64)
+        typed = (rng.random(codes) < 0.6).astype(np.uint8)
+        got = _steps.op_metrics(starts, ends, segment, code, eager, slot_of, typed, slots)
+        want = _op_metrics_by_definition(starts, ends, segment, code, eager, slot_of, typed, slots)
+        assert [g.tolist() for g in got[:7]] + list(got[7:]) == list(want)
+    with pytest.raises(ValueError, match="start order"):
+        _steps.op_metrics(np.array([5, 1]), np.array([6, 2]), np.zeros(2, np.int32), np.zeros(2, np.int32),
+                          np.zeros(2, np.uint8), np.zeros(1, np.int64), np.zeros(1, np.uint8), 1)

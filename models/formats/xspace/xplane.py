@@ -655,8 +655,9 @@ def _decode_events(buf, line_spans: np.ndarray, chunk_bytes: int = 16 << 20) -> 
     byte_offset, byte_length = np.empty(total, np.int64), np.empty(total, np.int32)
     md, offset, duration, occurrences = (np.empty(total, np.int64) for _ in fields)
     ends = np.cumsum(line_spans[:, 1])
-    cuts = np.unique(np.r_[0, np.searchsorted(ends, np.arange(chunk_bytes, ends[-1] if len(ends) else 0, chunk_bytes),
-                                              side="right"), len(line_spans)])
+    cuts = np.r_[0, np.searchsorted(ends, np.arange(chunk_bytes, ends[-1] if len(ends) else 0, chunk_bytes),
+                                    side="right"), len(line_spans)]
+    cuts = cuts[np.r_[True, cuts[1:] != cuts[:-1]]]  # ascending: distinct (np.unique's first call imports numpy.ma)
 
     columns = (byte_offset, byte_length, md, offset, duration, occurrences)
 
