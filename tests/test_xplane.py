@@ -634,6 +634,33 @@ def test_step_sweep_splits_each_step_by_the_highest_type_current():
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
 
 
+def test_step_sweep_rows_gathers_each_steps_events_from_the_columns():
+    from profscope.models.formats.xspace import _steps
+
+    rng = np.random.default_rng(12)
+    for trial in range(200):
+        steps, lines, n = int(rng.integers(1, 5)), int(rng.integers(1, 4)), int(rng.integers(0, 60))
+        line = np.sort(rng.integers(0, lines, n)).astype(np.int32)
+        line_ps = rng.integers(0, 30, lines).astype(np.int64)
+        offset = rng.integers(0, 50, n).astype(np.int64)
+        duration = rng.integers(0, 20, n).astype(np.int64)
+        step = rng.integers(-1, steps, n).astype(np.int32)  # -1: in no step
+        kind = rng.integers(-1, 18, n).astype(np.int8)  # -1: left out
+        begin = rng.integers(0, 40, steps).astype(np.int64)
+        finish = begin + rng.integers(0, 80, steps)
+        if trial % 10 == 0:  # times too far apart for the radix keys: the merge sort
+            far = 1 << 55
+            offset, line_ps, begin, finish = offset * far, line_ps * far, begin * far, finish * far
+        rows = np.flatnonzero(rng.random(n) < 0.8)
+        got = _steps.step_sweep_rows(rows, line, offset, duration, line_ps, kind[rows], step[rows], begin, finish)
+        mine = rows[(kind[rows] >= 0) & (step[rows] >= 0)]
+        mine = mine[np.argsort(step[mine], kind="stable")]
+        start = line_ps[line[mine]] + offset[mine]
+        want = _step_sweep_by_definition(start, start + duration[mine], kind[mine].astype(np.int32) * 10,
+                                         step[mine].astype(np.int64), begin, finish)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
 def _op_stack_by_definition(starts, ends, segment):
     """The op stack's rule in Python: per segment, begins and ends by (time, recorded order) drive a stack."""
     counted = np.zeros(len(starts), np.uint8)

@@ -471,35 +471,36 @@ def host_step_db(space: XSpaceData) -> StepDb:
     if not len(groups.roots):
         return empty
     ev = space.events
-    p = space.planes[plane]
-    grouped = np.flatnonzero(groups.group >= 0)
-    rows, group = groups.rows[grouped], groups.group[grouped]
-    roots, names = groups.roots, groups.names
-    del grouped, groups
-    # Per metadata id: is it a marker name, real compute, and its event type.
-    md = ev.metadata_id[rows]
-    ids, at = _dense_ids(md)
-    del md
+    rows, group, roots, names = groups.rows, groups.group, groups.roots, groups.names
+    del groups
+    # Per metadata id: is it a marker name, and its event type index (EventType / 10) if it is real compute.
+    at, ids = _id_index(_take(ev.metadata_id, rows))
     marker_of = np.zeros(len(ids), bool)
-    compute_of = np.zeros(len(ids), bool)
-    type_of = np.zeros(len(ids), np.int32)
-    for k, mid in enumerate(ids.tolist()):
-        name = p.event_metadata.get(mid, ("", "", []))[0]
-        marker_of[k] = explicit_step_marker(name)
-        compute_of[k] = not name.startswith(_NOT_REAL_COMPUTE) and not marker_of[k]
-        type_of[k] = _cpu_event_type(name)
+    kind_of = np.full(len(ids), HOST_COMPUTE // 10, np.int8)  # ids without metadata: "", host compute
+    metadata = space.planes[plane].event_metadata
+    for mid, k in zip(*_positions(ids, list(metadata))):
+        name = metadata[mid][0]
+        if name:
+            marker_of[k] = explicit_step_marker(name)
+            compute = not name.startswith(_NOT_REAL_COMPUTE) and not marker_of[k]
+            kind_of[k] = _cpu_event_type(name) // 10 if compute else -1
+    root_at = np.searchsorted(rows, roots)
     marker = marker_of[at]
-    marker[np.searchsorted(rows, roots)] = True  # roots carry XProf's step_name: implicit markers
-    compute = compute_of[at] & ~marker
-    etype = type_of[at]
+    marker[root_at] = True  # roots carry XProf's step_name: implicit markers
+    kind = kind_of[at]  # -1: no compute (markers, XProf's not-real compute)
+    kind[root_at] = -1
     del at
-    staged = _root_input_stages(space, plane, rows)
-    etype[staged & (etype == HOST_COMPUTE)] = HOST_WAIT_INPUT
-    del staged
+    if space.planes[plane].stat_ids("input_pipeline_stage_name"):
+        grouped = np.flatnonzero(group >= 0)
+        staged = grouped[_root_input_stages(space, plane, rows[grouped])]
+        staged = staged[kind[staged] == HOST_COMPUTE // 10]
+        kind[staged] = HOST_WAIT_INPUT // 10
+        del grouped, staged
 
     n_groups = len(roots)
     # Step time: the longest marker (the first of equal ones, in line order).
-    m = np.flatnonzero(marker)
+    m = np.flatnonzero(marker & (group >= 0))
+    del marker
     start = space.start_ps(rows[m])
     end = start + ev.duration_ps[rows[m]]
     order = np.lexsort((ev.line[rows[m]], start - end, group[m]))  # stable: file order among equals
@@ -509,23 +510,22 @@ def host_step_db(space: XSpaceData) -> StepDb:
     step_end = np.zeros(n_groups, np.int64)
     step_begin[group[m][best]] = start[best]
     step_end[group[m][best]] = end[best]
-    del marker, m, start, end
+    del m, start, end
 
     # Time per event type within the step: XProf's sweep over the step's
     # event boundaries (in C), the highest type current where events overlap.
-    c = np.flatnonzero(compute)
-    del compute
-    steps_of = group[c]
-    c = c[np.argsort(steps_of.astype(np.uint16) if n_groups <= 1 << 16 else steps_of, kind="stable")]  # radix sort
-    del steps_of
-    types, step_of, events = etype[c], group[c].astype(np.int64), rows[c]
-    del c, etype, group, rows
-    start = space.start_ps(events)
-    end = start + ev.duration_ps[events]
-    del events
-    times, seen = _steps.step_sweep(start, end, types, step_of, step_begin, step_end)
-    del start, end, types, step_of
+    line_ps = np.array([ln.timestamp_ns for ln in space.lines], np.int64) * 1000
+    times, seen = _steps.step_sweep_rows(rows, ev.line, ev.offset_ps, ev.duration_ps, line_ps, kind, group,
+                                         step_begin, step_end)
     return swept_step_db(times, seen, step_begin, step_end - step_begin, (HOST_COMPUTE,), names)
+
+
+def _take(column: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """column[rows] of ascending distinct rows, a view when they are a range (the usual case: a plane's events
+    without aggregated ones)."""
+    if len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows):
+        return column[int(rows[0]) : int(rows[-1]) + 1]
+    return column[rows]
 
 
 def swept_step_db(times: np.ndarray, seen: np.ndarray, begin_ps: np.ndarray, duration_ps: np.ndarray,
@@ -542,19 +542,23 @@ def swept_step_db(times: np.ndarray, seen: np.ndarray, begin_ps: np.ndarray, dur
                   begin_ps[keep], duration_ps[keep], {t: v[keep] for t, v in type_ps.items()})
 
 
-def _dense_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """np.unique(ids, return_inverse=True), by a lookup table when the ids
-    are small (metadata ids are: numbered from 1)."""
+def _positions(sorted_ids: np.ndarray, ids: list[int]) -> tuple[list[int], list[int]]:
+    """The ids found among sorted_ids, and where."""
+    wanted = np.array(ids, np.int64)
+    at = np.minimum(np.searchsorted(sorted_ids, wanted), max(len(sorted_ids) - 1, 0))
+    found = sorted_ids[at] == wanted if len(sorted_ids) else np.zeros(len(wanted), bool)
+    return wanted[found].tolist(), at[found].tolist()
+
+
+def _id_index(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index, table ids): each id's index into the table of ids, for tables of values per id. Metadata ids
+    are small (numbered from 1): then the ids themselves index a table of every id up to the largest."""
     if len(ids) and 0 <= int(ids.min()) and int(ids.max()) < 4 * len(ids) + (1 << 20):
-        present = np.zeros(int(ids.max()) + 1, bool)
-        present[ids] = True
-        distinct = np.flatnonzero(present)
-        index = np.zeros(len(present), np.int64)
-        index[distinct] = np.arange(len(distinct))
-        return distinct, index[ids]
+        return ids, np.arange(int(ids.max()) + 1)
     if not len(ids):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.unique(ids, return_inverse=True)
+    distinct, inverse = np.unique(ids, return_inverse=True)
+    return inverse, distinct
 
 
 def _cpu_event_type(name: str) -> int:

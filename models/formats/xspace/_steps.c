@@ -11,6 +11,8 @@
  *   step_sweep(starts, ends, types, segment, step_begin, step_end) ->
  *       (int64 time per step and type, uint8 type seen per step): XProf's
  *       non-overlapped step events (analysis.xprof)
+ *   step_sweep_rows(rows, line, offset, duration, line_ps, types, step,
+ *       step_begin, step_end) -> step_sweep's of XSpace events by row
  */
 #include "_cbuffers.h"
 
@@ -501,6 +503,35 @@ static void sort_boundaries(Boundary *buf, Boundary *tmp, npy_intp *cuts, npy_in
 
 #define SWEEP_TYPES 18 /* XProf's EventType values are multiples of 10 below 180 */
 
+/* One step's sweep: its m boundaries in buf (room: where buf's scratch starts, see step_sweep) sorted, then
+ * each stretch between consecutive ones adds its overlap with [lo, hi) to the current type's time (tp) and
+ * marks that type seen. */
+static void sweep_step(Boundary *buf, npy_intp m, size_t room, int64_t lo, int64_t hi, int64_t *tp, uint8_t *seen) {
+    sort_boundaries(buf, buf + room, (npy_intp *)(buf + 2 * room), m);
+    int64_t count[SWEEP_TYPES] = {0};
+    int32_t current = 0;
+    for (npy_intp k = 0; k + 1 < m; k++) {
+        int32_t ty = buf[k].type;
+        if (buf[k].is_start) {
+            count[ty]++;
+            if (ty > current) current = ty;
+        } else {
+            count[ty]--;
+            if (ty == current && count[ty] == 0) {
+                current = 0;
+                for (int32_t j = ty - 1; j >= 0; j--)
+                    if (count[j] > 0) {
+                        current = j;
+                        break;
+                    }
+            }
+        }
+        int64_t x = buf[k].time > lo ? buf[k].time : lo, y = buf[k + 1].time < hi ? buf[k + 1].time : hi;
+        tp[current] += y > x ? y - x : 0;
+        seen[current] = 1;
+    }
+}
+
 /* step_sweep(starts, ends, types, segment, step_begin, step_end) -> (int64
  * [steps, 18] time per step and type index (EventType / 10), uint8 [steps,
  * 18] whether a piece of that type was made). Events of a step (segment =
@@ -566,30 +597,7 @@ static PyObject *step_sweep(PyObject *Py_UNUSED(self), PyObject *args) {
             buf[i - a] = (Boundary){s[i], k, 1};
             buf[b - a + i - a] = (Boundary){e[i], k, 0};
         }
-        sort_boundaries(buf, buf + room, (npy_intp *)(buf + 2 * room), m);
-        int64_t count[SWEEP_TYPES] = {0};
-        int32_t current = 0;
-        int64_t lo = sb[step], hi = se[step];
-        for (npy_intp k = 0; k + 1 < m; k++) {
-            int32_t ty = buf[k].type;
-            if (buf[k].is_start) {
-                count[ty]++;
-                if (ty > current) current = ty;
-            } else {
-                count[ty]--;
-                if (ty == current && count[ty] == 0) {
-                    current = 0;
-                    for (int32_t j = ty - 1; j >= 0; j--)
-                        if (count[j] > 0) {
-                            current = j;
-                            break;
-                        }
-                }
-            }
-            int64_t x = buf[k].time > lo ? buf[k].time : lo, y = buf[k + 1].time < hi ? buf[k + 1].time : hi;
-            tp[step * SWEEP_TYPES + current] += y > x ? y - x : 0;
-            seen[step * SWEEP_TYPES + current] = 1;
-        }
+        sweep_step(buf, m, room, sb[step], se[step], tp + step * SWEEP_TYPES, seen + step * SWEEP_TYPES);
         a = b;
     }
     Py_END_ALLOW_THREADS
@@ -611,6 +619,99 @@ done:
     return out;
 }
 
+/* step_sweep_rows(rows, line, offset, duration, line_ps, types, step, step_begin, step_end) -> step_sweep's
+ * (time, seen) per step and type, of events rows[i] of an XSpace's columns (start: line_ps[line] + offset,
+ * end: start + duration), each of type index types[i] (int8: EventType / 10; -1 leaves the event out) in
+ * step[i] (int32; -1: none). The events of a step are gathered here (a counting sort), in any order. */
+static PyObject *step_sweep_rows(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *r_obj, *l_obj, *o_obj, *d_obj, *p_obj, *t_obj, *g_obj, *b_obj, *f_obj;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &r_obj, &l_obj, &o_obj, &d_obj, &p_obj, &t_obj, &g_obj, &b_obj, &f_obj))
+        return NULL;
+    PyArrayObject *rows = as_column(r_obj, NPY_INT64), *lines = as_column(l_obj, NPY_INT32);
+    PyArrayObject *offsets = as_column(o_obj, NPY_INT64), *durations = as_column(d_obj, NPY_INT64);
+    PyArrayObject *line_ps = as_column(p_obj, NPY_INT64), *types = as_column(t_obj, NPY_INT8);
+    PyArrayObject *seg = as_column(g_obj, NPY_INT32);
+    PyArrayObject *begin = as_column(b_obj, NPY_INT64), *finish = as_column(f_obj, NPY_INT64);
+    PyObject *time_out = NULL, *seen_out = NULL, *out = NULL;
+    Boundary *buf = NULL;
+    npy_intp *first = NULL, *order = NULL;
+    if (!rows || !lines || !offsets || !durations || !line_ps || !types || !seg || !begin || !finish) goto done;
+    npy_intp n = PyArray_DIM(rows, 0), num_events = PyArray_DIM(lines, 0), num_lines = PyArray_DIM(line_ps, 0);
+    npy_intp steps = PyArray_DIM(begin, 0);
+    if (PyArray_DIM(types, 0) != n || PyArray_DIM(seg, 0) != n || PyArray_DIM(offsets, 0) != num_events ||
+        PyArray_DIM(durations, 0) != num_events || PyArray_DIM(finish, 0) != steps) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    const int64_t *rw = PyArray_DATA(rows), *off = PyArray_DATA(offsets), *dur = PyArray_DATA(durations);
+    const int64_t *lps = PyArray_DATA(line_ps), *sb = PyArray_DATA(begin), *se = PyArray_DATA(finish);
+    const int32_t *ln = PyArray_DATA(lines), *g = PyArray_DATA(seg);
+    const int8_t *t = PyArray_DATA(types);
+    first = PyMem_RawCalloc((size_t)steps + 2, sizeof(npy_intp));
+    if (!first) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (npy_intp i = 0; i < n; i++) {
+        if (t[i] < 0 || g[i] < 0) continue;
+        if (t[i] >= SWEEP_TYPES || g[i] >= steps || rw[i] < 0 || rw[i] >= num_events || ln[rw[i]] < 0 ||
+            ln[rw[i]] >= num_lines) {
+            PyErr_SetString(PyExc_ValueError, "type, step, row or line out of range");
+            goto done;
+        }
+        first[g[i] + 2]++;
+    }
+    npy_intp largest = 0; /* the most events of one step: the buffer holds one step's boundaries */
+    for (npy_intp k = 0; k < steps; k++) {
+        if (first[k + 2] > largest) largest = first[k + 2];
+        first[k + 2] += first[k + 1];
+    }
+    npy_intp dims[2] = {steps, SWEEP_TYPES};
+    time_out = PyArray_ZEROS(2, dims, NPY_INT64, 0);
+    seen_out = PyArray_ZEROS(2, dims, NPY_UINT8, 0);
+    size_t room = 2 * (size_t)largest + 1;
+    buf = PyMem_RawMalloc(sizeof(Boundary) * 2 * room + sizeof(npy_intp) * (room + 1));
+    order = PyMem_RawMalloc(sizeof(npy_intp) * ((size_t)first[steps + 1] + 1));
+    if (!time_out || !seen_out || !buf || !order) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *tp = PyArray_DATA((PyArrayObject *)time_out);
+    uint8_t *seen = PyArray_DATA((PyArrayObject *)seen_out);
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp i = 0; i < n; i++) /* first[k + 1]: where step k's next event goes */
+        if (t[i] >= 0 && g[i] >= 0) order[first[g[i] + 1]++] = i;
+    for (npy_intp k = 0; k < steps; k++) { /* step k's events: order[first[k], first[k + 1]) */
+        npy_intp a = first[k], b = first[k + 1], m = 2 * (b - a);
+        if (!m) continue;
+        for (npy_intp j = a; j < b; j++) {
+            npy_intp i = order[j];
+            int64_t r = rw[i], start = lps[ln[r]] + off[r];
+            buf[j - a] = (Boundary){start, t[i], 1};
+            buf[b - a + j - a] = (Boundary){start + dur[r], t[i], 0};
+        }
+        sweep_step(buf, m, room, sb[k], se[k], tp + k * SWEEP_TYPES, seen + k * SWEEP_TYPES);
+    }
+    Py_END_ALLOW_THREADS
+    out = Py_BuildValue("OO", time_out, seen_out);
+done:
+    PyMem_RawFree(buf);
+    PyMem_RawFree(first);
+    PyMem_RawFree(order);
+    Py_XDECREF(time_out);
+    Py_XDECREF(seen_out);
+    Py_XDECREF(rows);
+    Py_XDECREF(lines);
+    Py_XDECREF(offsets);
+    Py_XDECREF(durations);
+    Py_XDECREF(line_ps);
+    Py_XDECREF(types);
+    Py_XDECREF(seg);
+    Py_XDECREF(begin);
+    Py_XDECREF(finish);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"xprof_order", xprof_order, METH_VARARGS,
      "xprof_order(starts, ends, segment) -> None when in (segment, start, longest first) order, else int64 permutation"},
@@ -621,6 +722,9 @@ static PyMethodDef methods[] = {
      "self time, eager, first segment, first end, type code per slot; total time, total op time)"},
     {"step_sweep", step_sweep, METH_VARARGS,
      "step_sweep(starts, ends, types, segment, step_begin, step_end) -> (int64 time, uint8 seen) per step and type"},
+    {"step_sweep_rows", step_sweep_rows, METH_VARARGS,
+     "step_sweep_rows(rows, line, offset, duration, line_ps, types, step, step_begin, step_end) -> step_sweep's "
+     "(time, seen) of XSpace events by row"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,3 +13,7 @@ def step_sweep(
     starts: np.ndarray, ends: np.ndarray, types: np.ndarray, segment: np.ndarray, step_begin: np.ndarray,
     step_end: np.ndarray, /
 ) -> tuple[np.ndarray, np.ndarray]: ...
+def step_sweep_rows(
+    rows: np.ndarray, line: np.ndarray, offset: np.ndarray, duration: np.ndarray, line_ps: np.ndarray,
+    types: np.ndarray, step: np.ndarray, step_begin: np.ndarray, step_end: np.ndarray, /
+) -> tuple[np.ndarray, np.ndarray]: ...
