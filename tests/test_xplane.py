@@ -715,24 +715,31 @@ def test_op_metrics_follow_the_op_stack_rule():
 
     rng = np.random.default_rng(5)
     for trial in range(200):
-        n = int(rng.integers(0, 80))
-        segment = np.sort(rng.integers(0, 3, n)).astype(np.int32)
-        starts = rng.integers(0, 40, n).astype(np.int64)
-        ends = starts + rng.integers(0, 15, n)
+        num_events, lines = int(rng.integers(0, 60)), int(rng.integers(1, 4))
+        line = np.sort(rng.integers(0, lines, num_events)).astype(np.int32)
+        line_ps = rng.integers(0, 10, lines).astype(np.int64)
+        offset = rng.integers(0, 40, num_events).astype(np.int64)
+        duration = rng.integers(0, 15, num_events).astype(np.int64)
         if trial % 10 == 0:  # times far apart
-            starts, ends = starts << 52, ends << 52
-        order = xprof_order(starts, ends, segment)  # what op_metrics takes: each segment in XProf's order
-        if order is not None:
-            starts, ends, segment = starts[order], ends[order], segment[order]
+            line_ps, offset, duration = line_ps << 52, offset << 52, duration << 52
+        events = np.sort(rng.integers(0, max(num_events, 1), int(rng.integers(0, 80)) if num_events else 0))
+        n = len(events)  # op instances: events, some twice (an event with two ops)
         codes = int(rng.integers(1, 6))
         code = rng.integers(0, codes, n).astype(np.int32)
         eager = (rng.random(n) < 0.3).astype(np.uint8)
         slots = int(rng.integers(1, codes + 1))
         slot_of = rng.integers(0, slots, codes).astype(np.int64)
         typed = (rng.random(codes) < 0.6).astype(np.uint8)
-        got = _steps.op_metrics(starts, ends, segment, code, eager, slot_of, typed, slots)
+        got = _steps.op_metrics(events, line, offset, duration, line_ps, code, eager, slot_of, typed, slots)
+        segment = line[events]
+        starts = line_ps[segment] + offset[events]
+        ends = starts + duration[events]
+        order = xprof_order(starts, ends, segment)  # each line in XProf's order
+        if order is not None:
+            starts, ends, segment, code, eager = starts[order], ends[order], segment[order], code[order], eager[order]
         want = _op_metrics_by_definition(starts, ends, segment, code, eager, slot_of, typed, slots)
         assert [g.tolist() for g in got[:7]] + list(got[7:]) == list(want)
-    with pytest.raises(ValueError, match="start order"):
-        _steps.op_metrics(np.array([5, 1]), np.array([6, 2]), np.zeros(2, np.int32), np.zeros(2, np.int32),
-                          np.zeros(2, np.uint8), np.zeros(1, np.int64), np.zeros(1, np.uint8), 1)
+    with pytest.raises(ValueError, match="ascending"):
+        _steps.op_metrics(np.array([1, 0]), np.zeros(2, np.int32), np.zeros(2, np.int64), np.zeros(2, np.int64),
+                          np.zeros(1, np.int64), np.zeros(2, np.int32), np.zeros(2, np.uint8), np.zeros(1, np.int64),
+                          np.zeros(1, np.uint8), 1)

@@ -27,6 +27,7 @@ from profscope.models.formats.xspace.xplane import (
     HOST_PLANE,
     XSpaceData,
     heap_reuse,
+    in_threads,
     read_xspace,
     span_text,
     xprof_order,
@@ -159,21 +160,24 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
         from profscope.models.analysis.xprof import device_op_metrics
 
         device = device_op_metrics.device_stats(spaces, paths, steps)
-    task.report(0.7, "Host ops")
+    task.report(0.7, "Host ops and steps" if steps else "Host ops")
     if steps:  # host ops and step groups read stats of the same events: one pass over them for both
         for s in spaces:
             _keep_host_stats(s)
-    dbs = [host_op_metrics(s) for s in spaces]
+    # A GPU host's steps are its device's (device_op_metrics.gpu_step_db); otherwise the host's. Host ops and
+    # steps read the same events, not each other's results: on two threads (their passes are C and numpy
+    # that let go of the GIL).
+    host_steps = steps and (device is None or device.steps is None)
+    jobs = [(host_op_metrics, s) for s in spaces] + [(host_step_db, s) for s in spaces if host_steps]
+    done = in_threads(lambda job: job[0](job[1]), jobs)
+    dbs = done[:len(spaces)]
     stats = OpStats(combine(dbs))
     stats.errors = sorted({e for s in spaces for e in s.errors})
     stats.warnings = sorted({w for s in spaces for w in s.warnings})
     stats.task_count = len(spaces)
     stats.host_count = len({(s.hostnames or ["localhost"])[0] for s in spaces})
     if steps:
-        task.report(0.85, "Steps")
-        # A GPU host's steps are its device's (device_op_metrics.gpu_step_db); otherwise the host's.
-        step_dbs = device.steps if device is not None and device.steps is not None else [
-            host_step_db(s) for s in spaces]
+        step_dbs = done[len(spaces):] if host_steps else device.steps
         for s in spaces:
             s.kept = None
         # XProf combines hosts' steps in order (as many as each has): the rows are the first host's, the step
@@ -198,11 +202,8 @@ def _keep_host_stats(space: XSpaceData) -> None:
 
     plane = space.plane_named(HOST_PLANE)
     if plane >= 0:
-        a, b = space.plane_rows(plane)
         names = {*HOST_OP_STATS, *INPUT_STAGE_STATS, *groups.GROUP_STATS, *groups.EXECUTOR_STATS, *groups.NAME_STATS}
-        rows = np.flatnonzero(~space.events.aggregated[a:b])
-        rows += a
-        space.keep_stats(rows, plane, sorted(names))
+        space.keep_stats(space.timed_rows(plane), plane, sorted(names))
 
 
 def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
@@ -212,9 +213,7 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
         none = np.zeros(0, np.int64)
         return OpMetricsDb([], [], none, none, none, np.zeros(0, bool))
     ev = space.events
-    a, b = space.plane_rows(plane)
-    rows = np.flatnonzero(~ev.aggregated[a:b])
-    rows += a
+    rows = space.timed_rows(plane)
     p = space.planes[plane]
     line_ids = np.array([ln.id for ln in space.lines], np.int64)
     derived = ((line_ids & 0xFFFFFFFF) - DERIVED_LINE_MIN) % (1 << 32) < DERIVED_LINE_COUNT
@@ -223,7 +222,7 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
 
     stat_names = [n for n in HOST_OP_STATS if p.stat_ids(n)]
     stats = space.stats(rows, plane, stat_names) if stat_names and len(rows) else {}
-    md = ev.metadata_id[rows]
+    md = _take(ev.metadata_id, rows)
 
     # The op of each event's key: its metadata id, or its tf.data stage id;
     # the first event met with a key names it (XProf's try_emplace).
@@ -245,8 +244,12 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
                     stage_op.setdefault(int(key[r]), (INPUT_PIPELINE, name, texts[code_]))
     ops: dict[int, tuple[int, str, str]] = {}
     first_rows: dict[int, int] = {}
-    # Legacy ops by metadata id, with the first row of each id among unstaged events.
-    plain_md, plain_rows = _first_rows(md, ~staged if staged.any() else None)
+    # Legacy ops by metadata id, with the first row of each id among unstaged events (needed where stages are).
+    if staged.any():
+        plain_md, plain_rows = _first_rows(md, ~staged)
+    else:
+        plain_md = _distinct(md)
+        plain_rows = np.full(len(plain_md), -1, np.int64)
     for mid, r in zip(plain_md.tolist(), plain_rows.tolist()):
         name = p.event_metadata.get(mid, ("", "", []))[0]
         if name:
@@ -282,28 +285,16 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
         has = extra_code >= 0
         if has.any():
             # Interleaved after their event's own op, in file order.
-            both = np.concatenate([inst, tf_op_rows[has]])
-            second = np.r_[np.zeros(len(inst), bool), np.ones(int(has.sum()), bool)]
-            order = np.lexsort((second, both))
-            inst = both[order]
-            code = np.r_[code, (len(op_keys) + extra_code[has]).astype(np.int32)][order]
-            eager = np.r_[eager, np.zeros(int(has.sum()), bool)][order]
-            del both, second, order
+            extra_rows = tf_op_rows[has]
+            at = np.searchsorted(inst, extra_rows, side="right")
+            inst = np.insert(inst, at, extra_rows)
+            code = np.insert(code, at, (len(op_keys) + extra_code[has]).astype(np.int32))
+            eager = np.insert(eager, at, False)
+            del extra_rows, at
         del text_codes, extra_code, has, tf_op_rows
     del stats
     table = [ops[k] for k in op_keys.tolist()] + list(names)
 
-    # XProf's order within each line (start, then longest first), then its op stack.
-    events = rows[inst]
-    del inst
-    start = space.start_ps(events)
-    end = start + ev.duration_ps[events]
-    line = ev.line[events]
-    del events
-    perm = xprof_order(start, end, line)
-    if perm is not None:
-        start, end, line, code, eager = start[perm], end[perm], line[perm], code[perm], eager[perm]
-        del perm
     # XProf keys metrics by (id, name): legacy ops have id 0, tf.data stages their stage id.
     uniq: dict[tuple[int, str], int] = {}
     op_ids = op_keys.tolist() + [0] * len(names)
@@ -312,9 +303,11 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
     typed = np.array([bool(entry[2]) for entry in table], np.uint8)
     # The op stack and, per op, its sums; XProf's insertion order (line by line, each op when it first ends
     # there) and its type (the first non-empty one it ends with); per line its ops' self time against their span.
+    # In C, from the event columns, each line in XProf's order (start, then longest first).
+    line_ps = np.array([ln.timestamp_ns for ln in space.lines], np.int64) * 1000
     occurrences, time_ps, self_ps, is_eager, first_line, first_end, type_code, total, total_op = _steps.op_metrics(
-        start, end, line, code, eager.view(np.uint8), slot, typed, len(uniq))
-    del start, end, line, code, eager
+        rows[inst], ev.line, ev.offset_ps, ev.duration_ps, line_ps, code, eager.view(np.uint8), slot, typed, len(uniq))
+    del inst, code, eager
     category = [table[k][2] if k >= 0 else "" for k in type_code.tolist()]
     inv = {v: k for k, v in uniq.items()}
     met = np.flatnonzero(occurrences > 0)
@@ -331,10 +324,19 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
     )
 
 
-def _first_rows(ids: np.ndarray, where: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def _distinct(ids: np.ndarray) -> np.ndarray:
+    """The sorted distinct ids (small ones by a presence table: metadata ids are)."""
+    if len(ids) and 0 <= int(ids.min()) and int(ids.max()) < 4 * len(ids) + (1 << 20):
+        present = np.zeros(int(ids.max()) + 1, bool)
+        present[ids] = True
+        return np.flatnonzero(present)
+    return np.unique(ids)
+
+
+def _first_rows(ids: np.ndarray, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct ids (of the rows where `where` holds) and the first row of each."""
-    rows = np.arange(len(ids)) if where is None else np.flatnonzero(where)
-    chosen = ids if where is None else ids[rows]
+    rows = np.flatnonzero(where)
+    chosen = ids[rows]
     if len(chosen) and 0 <= int(chosen.min()) and int(chosen.max()) < 4 * len(chosen) + (1 << 20):
         first = np.full(int(chosen.max()) + 1, -1, np.int64)
         first[chosen[::-1]] = rows[::-1]  # the last write of each id is its first row

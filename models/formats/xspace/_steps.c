@@ -3,10 +3,12 @@
  *
  *   xprof_order(starts, ends, segment) -> None or the int64 permutation into
  *       (segment, start, longest first) order
+ *   nest_rows(rows, line, offset, duration, line_ps, skip) -> (int32 parent,
+ *       int32 child): nesting edges in XProf's order of XSpace events by row
  *   claim_groups(src, dst, num_nodes, num_events, roots) -> (int32 group per
  *       event, -1 for none; int64 the roots that got a group)
- *   op_metrics(starts, ends, segment, code, eager, slot_of_code, typed,
- *       num_slots) -> per slot occurrences, times, ...: XProf's host op
+ *   op_metrics(events, line, offset, duration, line_ps, code, eager,
+ *       slot_of_code, typed, num_slots) -> per slot occurrences, times, ...: XProf's host op
  *       stack and its op metrics (analysis.xprof)
  *   step_sweep(starts, ends, types, segment, step_begin, step_end) ->
  *       (int64 time per step and type, uint8 type seen per step): XProf's
@@ -125,6 +127,128 @@ done:
     Py_XDECREF(starts);
     Py_XDECREF(ends);
     Py_XDECREF(seg);
+    return out;
+}
+
+/* nest_rows(rows, line, offset, duration, line_ps, skip) -> (int32 parent, int32 child): the nesting edges of
+ * events rows[i] (ascending, so each line's contiguous) of an XSpace's columns, as positions in rows. Per line,
+ * in XProf's order (xprof_order: start = line_ps[line] + offset, end = start + max(duration, 0); by start,
+ * then the longest first, then position), each event's parent is the nearest event on the stack of open
+ * ones that contains it ([start, end] within the parent's), popping those that do not; skipped events
+ * (async) neither get a parent nor become one. Edges come by child position. What xprof_order and
+ * _nesting.nest_parents give, without the columns of every event's times. */
+static PyObject *nest_rows(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *r_obj, *l_obj, *o_obj, *d_obj, *p_obj, *k_obj;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &r_obj, &l_obj, &o_obj, &d_obj, &p_obj, &k_obj)) return NULL;
+    PyArrayObject *rows = as_column(r_obj, NPY_INT64), *lines = as_column(l_obj, NPY_INT32);
+    PyArrayObject *offsets = as_column(o_obj, NPY_INT64), *durations = as_column(d_obj, NPY_INT64);
+    PyArrayObject *line_ps = as_column(p_obj, NPY_INT64), *skips = as_column(k_obj, NPY_BOOL);
+    PyObject *src = NULL, *dst = NULL, *out = NULL;
+    int32_t *parent = NULL;
+    npy_intp *stack = NULL;
+    Timed *buf = NULL;
+    if (!rows || !lines || !offsets || !durations || !line_ps || !skips) goto done;
+    npy_intp n = PyArray_DIM(rows, 0), num_events = PyArray_DIM(lines, 0), num_lines = PyArray_DIM(line_ps, 0);
+    if (PyArray_DIM(skips, 0) != n || PyArray_DIM(offsets, 0) != num_events ||
+        PyArray_DIM(durations, 0) != num_events) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    if (n >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "too many events");
+        goto done;
+    }
+    const int64_t *rw = PyArray_DATA(rows), *off = PyArray_DATA(offsets), *dur = PyArray_DATA(durations);
+    const int64_t *lps = PyArray_DATA(line_ps);
+    const int32_t *ln = PyArray_DATA(lines);
+    const npy_bool *skip = PyArray_DATA(skips);
+    for (npy_intp i = 0; i < n; i++) {
+        if (rw[i] < 0 || rw[i] >= num_events || (i && rw[i] <= rw[i - 1]) || ln[rw[i]] < 0 ||
+            ln[rw[i]] >= num_lines) {
+            PyErr_SetString(PyExc_ValueError, "rows must be ascending events of the lines");
+            goto done;
+        }
+    }
+    parent = PyMem_RawMalloc(sizeof(int32_t) * (n ? n : 1));
+    stack = PyMem_RawMalloc(sizeof(npy_intp) * (n ? n : 1));
+    if (!parent || !stack) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    npy_intp edges = 0, cap = 0;
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp a = 0; a < n && !failed;) {
+        npy_intp b = a + 1;
+        int32_t line = ln[rw[a]];
+        while (b < n && ln[rw[b]] == line) b++;
+        int64_t base = lps[line];
+#define ROW_START(i) (base + off[rw[i]])
+#define ROW_END(i) (ROW_START(i) + (dur[rw[i]] > 0 ? dur[rw[i]] : 0))
+        int sorted = 1;
+        for (npy_intp i = a + 1; i < b && sorted; i++) {
+            int64_t s0 = ROW_START(i - 1), s1 = ROW_START(i);
+            if (s1 < s0 || (s1 == s0 && ROW_END(i) > ROW_END(i - 1))) sorted = 0;
+        }
+        if (!sorted) {
+            if (b - a > cap) {
+                Timed *grown = PyMem_RawRealloc(buf, sizeof(Timed) * (size_t)(b - a));
+                if (!grown) {
+                    failed = 1;
+                    break;
+                }
+                buf = grown;
+                cap = b - a;
+            }
+            for (npy_intp i = a; i < b; i++) buf[i - a] = (Timed){ROW_START(i), ROW_END(i), i};
+            sort_timed(buf, b - a);
+        }
+        npy_intp depth = 0;
+        for (npy_intp j = a; j < b; j++) {
+            npy_intp i = sorted ? j : (npy_intp)buf[j - a].index;
+            int64_t s = ROW_START(i), e = ROW_END(i);
+            parent[i] = -1;
+            if (skip[i]) continue;
+            while (depth) {
+                npy_intp p = stack[depth - 1];
+                if (ROW_START(p) <= s && e <= ROW_END(p)) {
+                    parent[i] = (int32_t)p;
+                    edges++;
+                    break;
+                }
+                depth--;
+            }
+            stack[depth++] = i;
+        }
+#undef ROW_START
+#undef ROW_END
+        a = b;
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    npy_intp dims[1] = {edges};
+    src = PyArray_SimpleNew(1, dims, NPY_INT32);
+    dst = PyArray_SimpleNew(1, dims, NPY_INT32);
+    if (!src || !dst) goto done;
+    int32_t *sp = PyArray_DATA((PyArrayObject *)src), *dp = PyArray_DATA((PyArrayObject *)dst);
+    for (npy_intp i = 0, k = 0; i < n; i++)
+        if (parent[i] >= 0) sp[k] = parent[i], dp[k++] = (int32_t)i;
+    out = Py_BuildValue("OO", src, dst);
+done:
+    PyMem_RawFree(parent);
+    PyMem_RawFree(stack);
+    PyMem_RawFree(buf);
+    Py_XDECREF(src);
+    Py_XDECREF(dst);
+    Py_XDECREF(rows);
+    Py_XDECREF(lines);
+    Py_XDECREF(offsets);
+    Py_XDECREF(durations);
+    Py_XDECREF(line_ps);
+    Py_XDECREF(skips);
     return out;
 }
 
@@ -288,24 +412,26 @@ static Pending heap_pop(Pending *h, npy_intp *size) {
     return top;
 }
 
-/* The sums op_metrics makes per slot, and where they go. */
+/* The sums op_metrics makes per slot, and where they go; one line's ops in XProf's order (scratch). */
 typedef struct {
-    const int64_t *s, *e, *slot_of;
-    const int32_t *g, *code;
+    const int64_t *slot_of;
+    const int32_t *code;
     const uint8_t *eager, *typed;
     int64_t *occ, *time, *self_time, *first_seg, *first_end, *type_code, *type_seg, *type_end, *type_at;
     uint8_t *eager_of;
-    npy_intp *stack, top;
-    int64_t *children, seg_self;
+    int64_t *s, *e, *children, seg_self; /* the line's j-th op in XProf's order: times, children time */
+    npy_intp *id, *stack, top;            /* its instance, the stack of begun ops (j) */
+    int64_t g;                            /* the line */
 } OpSums;
 
-/* The end of op i: pops the stack down to it (ops above it are dropped uncounted; an op no longer on the
- * stack empties it) and counts it. */
-static void op_end(OpSums *o, npy_intp i) {
-    while (o->top > 0 && o->stack[o->top - 1] != i) o->top--;
+/* The end of the line's op j (in XProf's order): pops the stack down to it (ops above it are dropped
+ * uncounted; an op no longer on the stack empties it) and counts it. */
+static void op_end(OpSums *o, npy_intp j) {
+    while (o->top > 0 && o->stack[o->top - 1] != j) o->top--;
     if (o->top == 0) return; /* its begin was dropped: nothing to count */
     o->top--;
-    int64_t dur = o->e[i] - o->s[i], own = dur - o->children[i], g = o->g[i];
+    npy_intp i = o->id[j];
+    int64_t dur = o->e[j] - o->s[j], own = dur - o->children[j], g = o->g;
     if (o->top > 0) o->children[o->stack[o->top - 1]] += dur;
     o->seg_self += own;
     int32_t code = o->code[i];
@@ -314,77 +440,92 @@ static void op_end(OpSums *o, npy_intp i) {
     o->time[slot] += dur;
     o->self_time[slot] += own;
     if (o->eager[i]) o->eager_of[slot] = 1;
-    if (o->first_seg[slot] < 0) o->first_seg[slot] = g, o->first_end[slot] = o->e[i];
-    else if (o->first_seg[slot] == g && o->e[i] < o->first_end[slot]) o->first_end[slot] = o->e[i];
-    /* ops are counted in the order of their ends, which at equal ends is not that of their index */
+    if (o->first_seg[slot] < 0) o->first_seg[slot] = g, o->first_end[slot] = o->e[j];
+    else if (o->first_seg[slot] == g && o->e[j] < o->first_end[slot]) o->first_end[slot] = o->e[j];
+    /* ops are counted in the order of their ends, which at equal ends is not their XProf order */
     if (o->typed[code] && (o->type_code[slot] < 0 || g < o->type_seg[slot] ||
-                           (g == o->type_seg[slot] && (o->e[i] < o->type_end[slot] ||
-                                                       (o->e[i] == o->type_end[slot] && i < o->type_at[slot]))))) {
-        o->type_code[slot] = code, o->type_seg[slot] = g, o->type_end[slot] = o->e[i], o->type_at[slot] = i;
+                           (g == o->type_seg[slot] && (o->e[j] < o->type_end[slot] ||
+                                                       (o->e[j] == o->type_end[slot] && j < o->type_at[slot]))))) {
+        o->type_code[slot] = code, o->type_seg[slot] = g, o->type_end[slot] = o->e[j], o->type_at[slot] = j;
     }
 }
 
-/* op_metrics(starts, ends, segment, code, eager, slot_of_code, typed, num_slots) -> (occurrences, time, self
- * time, eager (uint8), first segment, first end, type code: one per slot; total time, total op time). XProf's
- * host op metrics (xplane_to_op_metrics_db) over op instances, the events of segments (lines), each
- * segment's contiguous and in XProf's order (by start), segments ascending: the begins and ends of a line's
- * ops, stably sorted by time (here: the begins in order, each after the ends of begun ops that come before
- * it, taken from a heap), drive a stack; an end pops down to its op (ops above it are dropped uncounted, and
- * an end whose op is gone empties the stack), the op is counted and its duration added to the children time
- * of the op below it. A counted op adds to its slot (slot_of_code[code]): one occurrence, its duration, its
- * self time (duration less children), eager. Per slot also the segment of its first counted op, the least
- * end of those on that segment, and the code of the first counted op in (segment, end, index) order whose
- * code is `typed` (-1: none). Per segment its ops' self time against their span (first begin to last end):
- * total time adds the larger, total op time the self time. */
+/* op_metrics(events, line, offset, duration, line_ps, code, eager, slot_of_code, typed, num_slots) ->
+ * (occurrences, time, self time, eager (uint8), first line, first end, type code: one per slot; total time,
+ * total op time). XProf's host op metrics (xplane_to_op_metrics_db) over op instances: events[i] (ascending,
+ * repeats allowed: an event with two ops) of an XSpace's columns, start = line_ps[line] + offset, end =
+ * start + duration, each with its op's code and eager flag. Per line, in XProf's order (by start, then the
+ * longest first, then instance order; sorted only where the line is not), the begins and ends of its ops,
+ * stably sorted by time (here: the begins in order, each after the ends of begun ops that come before it,
+ * taken from a heap), drive a stack; an end pops down to its op (ops above it are dropped uncounted, and an
+ * end whose op is gone empties the stack), the op is counted and its duration added to the children time of
+ * the op below it. A counted op adds to its slot (slot_of_code[code]): one occurrence, its duration, its
+ * self time (duration less children), eager. Per slot also the line of its first counted op, the least end
+ * of those on that line, and the code of the first counted op in (line, end, XProf order) whose code is
+ * `typed` (-1: none). Per line its ops' self time against their span (first begin to last end): total time
+ * adds the larger, total op time the self time. */
 static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
-    PyObject *starts_obj, *ends_obj, *seg_obj, *code_obj, *eager_obj, *slot_obj, *typed_obj;
+    PyObject *ev_obj, *l_obj, *o_obj, *d_obj, *p_obj, *code_obj, *eager_obj, *slot_obj, *typed_obj;
     Py_ssize_t num_slots;
-    if (!PyArg_ParseTuple(args, "OOOOOOOn", &starts_obj, &ends_obj, &seg_obj, &code_obj, &eager_obj, &slot_obj,
-                          &typed_obj, &num_slots))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOn", &ev_obj, &l_obj, &o_obj, &d_obj, &p_obj, &code_obj, &eager_obj,
+                          &slot_obj, &typed_obj, &num_slots))
         return NULL;
-    PyArrayObject *starts = as_column(starts_obj, NPY_INT64), *ends = as_column(ends_obj, NPY_INT64);
-    PyArrayObject *seg = as_column(seg_obj, NPY_INT32), *codes = as_column(code_obj, NPY_INT32);
-    PyArrayObject *eagers = as_column(eager_obj, NPY_UINT8), *slots = as_column(slot_obj, NPY_INT64);
-    PyArrayObject *typeds = as_column(typed_obj, NPY_UINT8);
+    PyArrayObject *events = as_column(ev_obj, NPY_INT64), *lines = as_column(l_obj, NPY_INT32);
+    PyArrayObject *offsets = as_column(o_obj, NPY_INT64), *durations = as_column(d_obj, NPY_INT64);
+    PyArrayObject *line_ps = as_column(p_obj, NPY_INT64);
+    PyArrayObject *codes = as_column(code_obj, NPY_INT32), *eagers = as_column(eager_obj, NPY_UINT8);
+    PyArrayObject *slots = as_column(slot_obj, NPY_INT64), *typeds = as_column(typed_obj, NPY_UINT8);
     PyObject *cols[7] = {NULL}, *out = NULL;
     Pending *heap = NULL;
+    Timed *sorted_buf = NULL;
     OpSums o = {0};
-    if (!starts || !ends || !seg || !codes || !eagers || !slots || !typeds) goto done;
-    npy_intp n = PyArray_DIM(starts, 0), num_codes = PyArray_DIM(slots, 0);
-    if (PyArray_DIM(ends, 0) != n || PyArray_DIM(seg, 0) != n || PyArray_DIM(codes, 0) != n ||
-        PyArray_DIM(eagers, 0) != n || PyArray_DIM(typeds, 0) != num_codes || num_slots < 0) {
+    if (!events || !lines || !offsets || !durations || !line_ps || !codes || !eagers || !slots || !typeds)
+        goto done;
+    npy_intp n = PyArray_DIM(events, 0), num_codes = PyArray_DIM(slots, 0);
+    npy_intp num_events = PyArray_DIM(lines, 0), num_lines = PyArray_DIM(line_ps, 0);
+    if (PyArray_DIM(codes, 0) != n || PyArray_DIM(eagers, 0) != n || PyArray_DIM(typeds, 0) != num_codes ||
+        PyArray_DIM(offsets, 0) != num_events || PyArray_DIM(durations, 0) != num_events || num_slots < 0) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
         goto done;
     }
-    o.s = PyArray_DATA(starts), o.e = PyArray_DATA(ends), o.slot_of = PyArray_DATA(slots);
-    o.g = PyArray_DATA(seg), o.code = PyArray_DATA(codes);
+    const int64_t *ev = PyArray_DATA(events), *off = PyArray_DATA(offsets), *dur = PyArray_DATA(durations);
+    const int64_t *lps = PyArray_DATA(line_ps);
+    const int32_t *ln = PyArray_DATA(lines);
+    o.slot_of = PyArray_DATA(slots), o.code = PyArray_DATA(codes);
     o.eager = PyArray_DATA(eagers), o.typed = PyArray_DATA(typeds);
     for (npy_intp i = 0; i < num_codes; i++)
         if (o.slot_of[i] < 0 || o.slot_of[i] >= num_slots) {
             PyErr_SetString(PyExc_ValueError, "slot out of range");
             goto done;
         }
-    for (npy_intp i = 0; i < n; i++) {
+    npy_intp largest = 0; /* the most ops of a line: the scratch holds one line's */
+    for (npy_intp i = 0, a = 0; i < n; i++) {
         if (o.code[i] < 0 || o.code[i] >= num_codes) {
             PyErr_SetString(PyExc_ValueError, "code out of range");
             goto done;
         }
-        if (i && (o.g[i] < o.g[i - 1] || (o.g[i] == o.g[i - 1] && o.s[i] < o.s[i - 1]))) {
-            PyErr_SetString(PyExc_ValueError, "segments must be ascending, each in start order");
+        if (ev[i] < 0 || ev[i] >= num_events || (i && ev[i] < ev[i - 1]) || ln[ev[i]] < 0 ||
+            ln[ev[i]] >= num_lines) {
+            PyErr_SetString(PyExc_ValueError, "events must be ascending rows of the lines");
             goto done;
         }
+        if (i && ln[ev[i]] != ln[ev[i - 1]]) a = i;
+        if (i - a + 1 > largest) largest = i - a + 1;
     }
     npy_intp dims[1] = {num_slots};
     for (int j = 0; j < 7; j++)
         if (!(cols[j] = PyArray_ZEROS(1, dims, j == 3 ? NPY_UINT8 : NPY_INT64, 0))) goto done;
-    heap = PyMem_RawMalloc(sizeof(Pending) * ((size_t)n + 1));
-    o.stack = PyMem_RawMalloc(sizeof(npy_intp) * ((size_t)n + 1));
-    o.children = PyMem_RawCalloc((size_t)n + 1, sizeof(int64_t));
+    size_t room = (size_t)largest + 1;
+    heap = PyMem_RawMalloc(sizeof(Pending) * room);
+    sorted_buf = PyMem_RawMalloc(sizeof(Timed) * room);
+    o.s = PyMem_RawMalloc(sizeof(int64_t) * 3 * room); /* then e, children */
+    o.id = PyMem_RawMalloc(sizeof(npy_intp) * 2 * room); /* then stack */
     o.type_seg = PyMem_RawMalloc(sizeof(int64_t) * 3 * ((size_t)num_slots + 1)); /* then type_end, type_at */
-    if (!heap || !o.stack || !o.children || !o.type_seg) {
+    if (!heap || !sorted_buf || !o.s || !o.id || !o.type_seg) {
         PyErr_NoMemory();
         goto done;
     }
+    o.e = o.s + room, o.children = o.e + room, o.stack = o.id + room;
     o.type_end = o.type_seg + num_slots + 1, o.type_at = o.type_end + num_slots + 1;
     o.occ = PyArray_DATA((PyArrayObject *)cols[0]), o.time = PyArray_DATA((PyArrayObject *)cols[1]);
     o.self_time = PyArray_DATA((PyArrayObject *)cols[2]), o.eager_of = PyArray_DATA((PyArrayObject *)cols[3]);
@@ -394,16 +535,30 @@ static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t k = 0; k < num_slots; k++) o.first_seg[k] = -1, o.type_code[k] = -1;
     for (npy_intp a = 0; a < n;) {
-        npy_intp b = a + 1, pending = 0;
-        while (b < n && o.g[b] == o.g[a]) b++;
-        int64_t lo = o.s[a], hi = o.e[a];
+        o.g = ln[ev[a]];
+        npy_intp b = a + 1, m, pending = 0;
+        while (b < n && ln[ev[b]] == o.g) b++;
+        m = b - a;
+        int sorted = 1;
+        for (npy_intp j = 0; j < m; j++) {
+            int64_t r = ev[a + j];
+            o.s[j] = lps[o.g] + off[r], o.e[j] = o.s[j] + dur[r], o.id[j] = a + j, o.children[j] = 0;
+            if (j && (o.s[j] < o.s[j - 1] || (o.s[j] == o.s[j - 1] && o.e[j] > o.e[j - 1]))) sorted = 0;
+        }
+        if (!sorted) { /* XProf's order: by start, the longest first, then instance order */
+            for (npy_intp j = 0; j < m; j++) sorted_buf[j] = (Timed){o.s[j], o.e[j], o.id[j]};
+            sort_timed(sorted_buf, m);
+            for (npy_intp j = 0; j < m; j++)
+                o.s[j] = sorted_buf[j].start, o.e[j] = sorted_buf[j].end, o.id[j] = sorted_buf[j].index;
+        }
+        int64_t lo = o.s[0], hi = o.e[0];
         o.top = 0, o.seg_self = 0;
-        for (npy_intp i = a; i < b; i++) {
+        for (npy_intp j = 0; j < m; j++) {
             /* an end at a begin's time comes first: it was recorded earlier (its op begun before) */
-            while (pending && heap[0].end <= o.s[i]) op_end(&o, heap_pop(heap, &pending).index);
-            o.stack[o.top++] = i;
-            heap_push(heap, &pending, (Pending){o.e[i], i});
-            if (o.e[i] > hi) hi = o.e[i];
+            while (pending && heap[0].end <= o.s[j]) op_end(&o, heap_pop(heap, &pending).index);
+            o.stack[o.top++] = j;
+            heap_push(heap, &pending, (Pending){o.e[j], j});
+            if (o.e[j] > hi) hi = o.e[j];
         }
         while (pending) op_end(&o, heap_pop(heap, &pending).index);
         total_op += o.seg_self;
@@ -415,13 +570,16 @@ static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
                         (long long)total, (long long)total_op);
 done:
     PyMem_RawFree(heap);
-    PyMem_RawFree(o.stack);
-    PyMem_RawFree(o.children);
+    PyMem_RawFree(sorted_buf);
+    PyMem_RawFree(o.s);
+    PyMem_RawFree(o.id);
     PyMem_RawFree(o.type_seg);
     for (int j = 0; j < 7; j++) Py_XDECREF(cols[j]);
-    Py_XDECREF(starts);
-    Py_XDECREF(ends);
-    Py_XDECREF(seg);
+    Py_XDECREF(events);
+    Py_XDECREF(lines);
+    Py_XDECREF(offsets);
+    Py_XDECREF(durations);
+    Py_XDECREF(line_ps);
     Py_XDECREF(codes);
     Py_XDECREF(eagers);
     Py_XDECREF(slots);
@@ -715,10 +873,13 @@ done:
 static PyMethodDef methods[] = {
     {"xprof_order", xprof_order, METH_VARARGS,
      "xprof_order(starts, ends, segment) -> None when in (segment, start, longest first) order, else int64 permutation"},
+    {"nest_rows", nest_rows, METH_VARARGS,
+     "nest_rows(rows, line, offset, duration, line_ps, skip) -> (int32 parent, int32 child) nesting edges by row"},
     {"claim_groups", claim_groups, METH_VARARGS,
      "claim_groups(src, dst, num_nodes, num_events, roots) -> (int32 group per event, int64 roots that got one)"},
     {"op_metrics", op_metrics, METH_VARARGS,
-     "op_metrics(starts, ends, segment, code, eager, slot_of_code, typed, num_slots) -> (occurrences, time, "
+     "op_metrics(events, line, offset, duration, line_ps, code, eager, slot_of_code, typed, num_slots) -> "
+     "(occurrences, time, "
      "self time, eager, first segment, first end, type code per slot; total time, total op time)"},
     {"step_sweep", step_sweep, METH_VARARGS,
      "step_sweep(starts, ends, types, segment, step_begin, step_end) -> (int64 time, uint8 seen) per step and type"},

@@ -2,12 +2,16 @@
 import numpy as np
 
 def xprof_order(starts: np.ndarray, ends: np.ndarray, segment: np.ndarray | None, /) -> np.ndarray | None: ...
+def nest_rows(
+    rows: np.ndarray, line: np.ndarray, offset: np.ndarray, duration: np.ndarray, line_ps: np.ndarray,
+    skip: np.ndarray, /
+) -> tuple[np.ndarray, np.ndarray]: ...
 def claim_groups(
     src: np.ndarray, dst: np.ndarray, num_nodes: int, num_events: int, roots: np.ndarray, /
 ) -> tuple[np.ndarray, np.ndarray]: ...
 def op_metrics(
-    starts: np.ndarray, ends: np.ndarray, segment: np.ndarray, code: np.ndarray, eager: np.ndarray,
-    slot_of_code: np.ndarray, typed: np.ndarray, num_slots: int, /
+    events: np.ndarray, line: np.ndarray, offset: np.ndarray, duration: np.ndarray, line_ps: np.ndarray,
+    code: np.ndarray, eager: np.ndarray, slot_of_code: np.ndarray, typed: np.ndarray, num_slots: int, /
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int]: ...
 def step_sweep(
     starts: np.ndarray, ends: np.ndarray, types: np.ndarray, segment: np.ndarray, step_begin: np.ndarray,

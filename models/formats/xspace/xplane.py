@@ -144,12 +144,24 @@ class XSpaceData:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     kept: tuple | None = field(default=None, repr=False)  # keep_stats(): (plane, rows, names' StatColumns)
+    _timed: tuple | None = field(default=None, repr=False)  # timed_rows(): (plane, rows)
 
     def plane_named(self, name: str) -> int:
         for i, p in enumerate(self.planes):
             if p.name == name:
                 return i
         return -1
+
+    def timed_rows(self, plane: int) -> np.ndarray:
+        """The rows of a plane's events with times (not aggregated), ascending; kept for the analyses of one
+        plane that each ask (grouping, host ops): read-only."""
+        if self._timed is None or self._timed[0] != plane:
+            a, b = self.plane_rows(plane)
+            rows = np.flatnonzero(~self.events.aggregated[a:b])
+            rows += a
+            rows.flags.writeable = False
+            self._timed = (plane, rows)
+        return self._timed[1]
 
     def plane_rows(self, plane: int) -> tuple[int, int]:
         """The range of rows holding a plane's events."""
