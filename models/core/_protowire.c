@@ -380,10 +380,30 @@ typedef struct {
     int64_t *offsets;
     int32_t *lengths;
     int column_of[MAX_FIELD + 1];
-    int64_t *columns[MAX_FIELD + 1];
+    void *columns[MAX_FIELD + 1];
+    int kind[MAX_FIELD + 1]; /* the column's: KIND_INT64, KIND_INT32 (checked) or KIND_NONZERO (bool) */
     int wanted[MAX_FIELD + 1], num_wanted; /* the field numbers read */
     Py_ssize_t bad_at;
+    int overflow; /* a value did not fit its int32 column */
 } ChildSink;
+
+enum { KIND_INT64, KIND_INT32, KIND_NONZERO };
+
+/* Column f's row i = v, as its kind stores it; 0 when an int32 column cannot hold v. */
+static inline int put_value(ChildSink *k, int f, npy_intp i, uint64_t v) {
+    switch (k->kind[f]) {
+    case KIND_INT32:
+        if ((int64_t)v < INT32_MIN || (int64_t)v > INT32_MAX) return 0;
+        ((int32_t *)k->columns[f])[i] = (int32_t)(int64_t)v;
+        return 1;
+    case KIND_NONZERO:
+        ((npy_bool *)k->columns[f])[i] = v != 0;
+        return 1;
+    default:
+        ((int64_t *)k->columns[f])[i] = (int64_t)v;
+        return 1;
+    }
+}
 
 /* One child: its span, and its wanted varint fields (the last occurrence
  * wins; absent: 0; another wire type for a wanted number: skipped). */
@@ -394,7 +414,7 @@ static int decode_one(Cursor c, void *ctx) {
     if (c.end - c.p > INT32_MAX) { k->bad_at = c.p - k->base; return 0; }
     k->offsets[i] = c.p - k->base;
     k->lengths[i] = (int32_t)(c.end - c.p);
-    for (int f = 0; f < k->num_wanted; f++) k->columns[k->wanted[f]][i] = 0;
+    for (int f = 0; f < k->num_wanted; f++) put_value(k, k->wanted[f], i, 0);
     while (c.p < c.end) {
         uint64_t tag, v;
         if (!read_varint(&c, &tag)) { k->bad_at = c.p - k->base; return 0; }
@@ -402,7 +422,7 @@ static int decode_one(Cursor c, void *ctx) {
         int wire = (int)(tag & 7);
         if (wire == 0 && number <= MAX_FIELD && k->column_of[number] >= 0) {
             if (!read_varint(&c, &v)) { k->bad_at = c.p - k->base; return 0; }
-            k->columns[number][i] = (int64_t)v;
+            if (!put_value(k, (int)number, i, v)) { k->overflow = 1; return 0; }
         } else if (!skip_field(&c, wire)) {
             k->bad_at = c.p - k->base;
             return 0;
@@ -459,9 +479,11 @@ static void *out_column(PyObject *out, Py_ssize_t j, int type, npy_intp n) {
 /* decode_children(buf, spans, number, fields, count, out) -> None: the
  * children at length-delimited field `number` of the messages (count of
  * them in all, as count_children says), in order, into preallocated
- * columns: out = [int64 offsets, int32 lengths, one int64 column per
- * varint field number in fields]. find_children and decode_messages in one
- * pass, writing where the caller's columns are (no parts to join). */
+ * columns: out = [int64 offsets, int32 lengths, one column per varint
+ * field number in fields: int64, int32 (OverflowError when a value does
+ * not fit) or bool (whether the value is not 0)]. find_children and
+ * decode_messages in one pass, writing where the caller's columns are (no
+ * parts to join, no wider columns than needed). */
 static PyObject *decode_children(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *spans_obj, *fields_obj, *out_obj;
     int number;
@@ -492,7 +514,11 @@ static PyObject *decode_children(PyObject *Py_UNUSED(self), PyObject *args) {
         }
         k.column_of[f] = (int)j;
         k.wanted[k.num_wanted++] = (int)f;
-        if (!(k.columns[f] = out_column(out, j + 2, NPY_INT64, count))) goto release;
+        PyObject *col = PySequence_Fast_GET_ITEM(out, j + 2);
+        int type = PyArray_Check(col) ? PyArray_TYPE((PyArrayObject *)col) : NPY_INT64;
+        k.kind[f] = type == NPY_INT32 ? KIND_INT32 : type == NPY_BOOL ? KIND_NONZERO : KIND_INT64;
+        if (!(k.columns[f] = out_column(out, j + 2, type == NPY_INT32 || type == NPY_BOOL ? type : NPY_INT64, count)))
+            goto release;
     }
     const int64_t *sp = PyArray_DATA(spans);
     npy_intp n = PyArray_DIM(spans, 0);
@@ -506,7 +532,8 @@ static PyObject *decode_children(PyObject *Py_UNUSED(self), PyObject *args) {
     }
     Py_END_ALLOW_THREADS
     if (bad_at == -2 && k.bad_at >= 0) bad_at = k.bad_at;
-    if (bad_at >= 0) malformed(bad_at);
+    if (bad_at == -2 && k.overflow) PyErr_SetString(PyExc_OverflowError, "a value does not fit its int32 column");
+    else if (bad_at >= 0) malformed(bad_at);
     else if (bad_at == -2 || k.next != count) PyErr_SetString(PyExc_ValueError, "count differs from the children found");
     else {
         Py_INCREF(Py_None);

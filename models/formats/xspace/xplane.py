@@ -665,15 +665,14 @@ def _decode_events(buf, line_spans: np.ndarray, chunk_bytes: int = 16 << 20) -> 
     total = int(line_rows[-1])
     fields = [EVENT_METADATA_ID, EVENT_OFFSET_PS, EVENT_DURATION_PS, EVENT_NUM_OCCURRENCES]
     byte_offset, byte_length = np.empty(total, np.int64), np.empty(total, np.int32)
-    md, offset, duration, occurrences = (np.empty(total, np.int64) for _ in fields)
+    offset, duration, aggregated = np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, bool)
     ends = np.cumsum(line_spans[:, 1])
     cuts = np.r_[0, np.searchsorted(ends, np.arange(chunk_bytes, ends[-1] if len(ends) else 0, chunk_bytes),
                                     side="right"), len(line_spans)]
     cuts = cuts[np.r_[True, cuts[1:] != cuts[:-1]]]  # ascending: distinct (np.unique's first call imports numpy.ma)
+    chunks = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
 
-    columns = (byte_offset, byte_length, md, offset, duration, occurrences)
-
-    def decode(ab: tuple[int, int], columns=columns) -> None:  # the chunks' columns are apart: two threads may fill
+    def decode(ab: tuple[int, int], columns) -> None:  # the chunks' columns are apart: two threads may fill
         a, b = ab
         lo, hi = int(line_rows[a]), int(line_rows[b])
         wire.decode_children(buf, line_spans[a:b], LINE_EVENTS, fields, hi - lo, [c[lo:hi] for c in columns])
@@ -681,12 +680,15 @@ def _decode_events(buf, line_spans: np.ndarray, chunk_bytes: int = 16 << 20) -> 
         if len(present):
             _release(buf, int(present[0, 0]), int(present[-1, 0] + present[-1, 1]))
 
-    in_threads(decode, list(zip(cuts[:-1].tolist(), cuts[1:].tolist())))
-    del decode, columns
-    aggregated = occurrences != 0
-    del occurrences
-    if len(md) and -(2**31) <= int(md.min()) and int(md.max()) < 2**31:
-        md = md.astype(np.int32)
+    # Metadata ids into int32 (every real one fits; else again in int64), num_occurrences as "aggregated": the
+    # columns are written whole, and here a first touch of memory costs ~1 ms/MB.
+    md = np.empty(total, np.int32)
+    try:
+        in_threads(lambda ab: decode(ab, (byte_offset, byte_length, md, offset, duration, aggregated)), chunks)
+    except OverflowError:
+        md = np.empty(total, np.int64)
+        in_threads(lambda ab: decode(ab, (byte_offset, byte_length, md, offset, duration, aggregated)), chunks)
+    del decode
     line = np.repeat(np.arange(len(line_spans), dtype=np.int32), counts)
     events = Events(line=line, metadata_id=md, offset_ps=offset, duration_ps=duration, byte_offset=byte_offset,
                     byte_length=byte_length, aggregated=aggregated)
