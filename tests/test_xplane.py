@@ -714,7 +714,7 @@ def test_op_metrics_follow_the_op_stack_rule():
     from profscope.models.formats.xspace import _steps
 
     rng = np.random.default_rng(5)
-    for trial in range(200):
+    for trial in range(300):
         num_events, lines = int(rng.integers(0, 60)), int(rng.integers(1, 4))
         line = np.sort(rng.integers(0, lines, num_events)).astype(np.int32)
         line_ps = rng.integers(0, 10, lines).astype(np.int64)
@@ -722,24 +722,41 @@ def test_op_metrics_follow_the_op_stack_rule():
         duration = rng.integers(0, 15, num_events).astype(np.int64)
         if trial % 10 == 0:  # times far apart
             line_ps, offset, duration = line_ps << 52, offset << 52, duration << 52
-        events = np.sort(rng.integers(0, max(num_events, 1), int(rng.integers(0, 80)) if num_events else 0))
-        n = len(events)  # op instances: events, some twice (an event with two ops)
-        codes = int(rng.integers(1, 6))
-        code = rng.integers(0, codes, n).astype(np.int32)
-        eager = (rng.random(n) < 0.3).astype(np.uint8)
+        rows = np.flatnonzero(rng.random(num_events) < 0.8)
+        n, codes = len(rows), int(rng.integers(1, 6))
+        keys = rng.integers(-1, 8, n).astype(np.int32 if trial % 2 else np.int64)
+        code_of_key = rng.integers(-1, codes, 6).astype(np.int32)  # keys 6 and 7: beyond the table, no op
+        extra_at = np.sort(rng.choice(np.arange(n), int(rng.integers(0, n + 1)) if n else 0)) if n else np.zeros(0, int)
+        extra_code = rng.integers(0, codes, len(extra_at)).astype(np.int32)  # some events with two or more
+        eager_at = np.flatnonzero(rng.random(n) < 0.3)
         slots = int(rng.integers(1, codes + 1))
         slot_of = rng.integers(0, slots, codes).astype(np.int64)
         typed = (rng.random(codes) < 0.6).astype(np.uint8)
-        got = _steps.op_metrics(events, line, offset, duration, line_ps, code, eager, slot_of, typed, slots)
-        segment = line[events]
-        starts = line_ps[segment] + offset[events]
-        ends = starts + duration[events]
+        table = code_of_key if trial % 3 else None
+        given = keys if table is not None else np.where((keys >= 0) & (keys < 6), code_of_key[np.clip(keys, 0, 5)], -1)
+        got = _steps.op_metrics(rows, given, table, extra_at, extra_code, eager_at, line, offset, duration, line_ps,
+                                slot_of, typed, slots)
+        inst = []  # (row position, code, eager): an event's own op, then its extra ones
+        for p_ in range(n):
+            k = int(keys[p_])
+            if 0 <= k < 6 and code_of_key[k] >= 0:
+                inst.append((p_, int(code_of_key[k]), int(p_ in eager_at)))
+            inst += [(p_, int(c), 0) for c in extra_code[extra_at == p_]]
+        at = np.array([i[0] for i in inst], np.int64)
+        code = np.array([i[1] for i in inst], np.int32)
+        eager = np.array([i[2] for i in inst], np.uint8)
+        segment = line[rows[at]] if len(at) else np.zeros(0, np.int32)
+        starts = line_ps[segment] + offset[rows[at]] if len(at) else np.zeros(0, np.int64)
+        ends = starts + duration[rows[at]] if len(at) else np.zeros(0, np.int64)
         order = xprof_order(starts, ends, segment)  # each line in XProf's order
         if order is not None:
             starts, ends, segment, code, eager = starts[order], ends[order], segment[order], code[order], eager[order]
         want = _op_metrics_by_definition(starts, ends, segment, code, eager, slot_of, typed, slots)
         assert [g.tolist() for g in got[:7]] + list(got[7:]) == list(want)
+    z32, z64 = np.zeros(2, np.int32), np.zeros(2, np.int64)
     with pytest.raises(ValueError, match="ascending"):
-        _steps.op_metrics(np.array([1, 0]), np.zeros(2, np.int32), np.zeros(2, np.int64), np.zeros(2, np.int64),
-                          np.zeros(1, np.int64), np.zeros(2, np.int32), np.zeros(2, np.uint8), np.zeros(1, np.int64),
-                          np.zeros(1, np.uint8), 1)
+        _steps.op_metrics(np.array([1, 0]), z32, None, z64[:0], z32[:0], z64[:0], z32, z64, z64, np.zeros(1, np.int64),
+                          np.zeros(1, np.int64), np.zeros(1, np.uint8), 1)
+    with pytest.raises(ValueError, match="code out of range"):
+        _steps.op_metrics(np.array([0, 1]), np.array([0, 5], np.int32), None, z64[:0], z32[:0], z64[:0], z32, z64, z64,
+                          np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.uint8), 1)

@@ -22,7 +22,6 @@ import numpy as np
 
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.formats.xspace import _steps
-from profscope.models.formats.xspace.groups import in_sorted
 from profscope.models.formats.xspace.xplane import (
     HOST_PLANE,
     XSpaceData,
@@ -262,36 +261,26 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
         for k, r in zip(staged_keys.tolist(), staged_rows.tolist()):
             if k in stage_op and (k not in ops or r < first_rows[k]):
                 ops[k] = stage_op[k]
-    # Op instances: each event with an op by its key, then (a second op on
-    # the same event) by its tf_op stat. Codes index `table`.
+    # Op instances: each event with an op by its key, then (a second op on the same event) by its tf_op stat.
+    # Codes index `table`; op_metrics makes the instances from these.
     op_keys = np.array(sorted(ops), np.int64)
-    inst, code = _keyed(key, op_keys)
-    del key, md, staged
-    eager = np.zeros(len(inst), bool)
+    code_of_key, keys = _key_codes(key, op_keys)
+    del md, staged
+    eager_at = np.zeros(0, np.int64)
     if "is_eager" in stats:
         e = stats.pop("is_eager")
-        at = np.minimum(np.searchsorted(inst, e.rows), max(len(inst) - 1, 0))
-        hit = inst[at] == e.rows if len(inst) else np.zeros(0, bool)
-        eager[at[hit]] = e.ints_present()[hit] != 0
+        eager_at = e.rows[e.ints_present() != 0]
     names: dict[tuple[int, str, str], int] = {}
+    extra_at, extra_code = np.zeros(0, np.int64), np.zeros(0, np.int32)
     if "tf_op" in stats:
         t = stats.pop("tf_op")
         text_codes, texts = space.string_codes(t, np.arange(len(t.rows)), plane)
-        tf_op_rows = t.rows
-        del t
         # Each distinct text parsed once; "" names no op.
         op_code = np.array([names.setdefault(parse_tf_op(x), len(names)) if x else -1 for x in texts], np.int64)
         extra_code = op_code[text_codes]
         has = extra_code >= 0
-        if has.any():
-            # Interleaved after their event's own op, in file order.
-            extra_rows = tf_op_rows[has]
-            at = np.searchsorted(inst, extra_rows, side="right")
-            inst = np.insert(inst, at, extra_rows)
-            code = np.insert(code, at, (len(op_keys) + extra_code[has]).astype(np.int32))
-            eager = np.insert(eager, at, False)
-            del extra_rows, at
-        del text_codes, extra_code, has, tf_op_rows
+        extra_at, extra_code = t.rows[has], (len(op_keys) + extra_code[has]).astype(np.int32)
+        del t, text_codes, has
     del stats
     table = [ops[k] for k in op_keys.tolist()] + list(names)
 
@@ -306,8 +295,9 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
     # In C, from the event columns, each line in XProf's order (start, then longest first).
     line_ps = np.array([ln.timestamp_ns for ln in space.lines], np.int64) * 1000
     occurrences, time_ps, self_ps, is_eager, first_line, first_end, type_code, total, total_op = _steps.op_metrics(
-        rows[inst], ev.line, ev.offset_ps, ev.duration_ps, line_ps, code, eager.view(np.uint8), slot, typed, len(uniq))
-    del inst, code, eager
+        rows, keys, code_of_key, extra_at, extra_code, eager_at, ev.line, ev.offset_ps, ev.duration_ps, line_ps,
+        slot, typed, len(uniq))
+    del keys, key
     category = [table[k][2] if k >= 0 else "" for k in type_code.tolist()]
     inv = {v: k for k, v in uniq.items()}
     met = np.flatnonzero(occurrences > 0)
@@ -346,17 +336,19 @@ def _first_rows(ids: np.ndarray, where: np.ndarray) -> tuple[np.ndarray, np.ndar
     return distinct, rows[at]
 
 
-def _keyed(key: np.ndarray, op_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows whose key is one of op_keys (sorted), and its index there (int32)."""
-    if len(key) and len(op_keys) and 0 <= int(op_keys[0]) and int(op_keys[-1]) < 4 * len(key) + (1 << 20) \
-            and 0 <= int(key.min()):
-        lookup = np.full(max(int(key.max()), int(op_keys[-1])) + 1, -1, np.int32)
-        lookup[op_keys] = np.arange(len(op_keys), dtype=np.int32)
-        code = lookup[key]
-        inst = np.flatnonzero(code >= 0)
-        return inst, code[inst]
-    inst = np.flatnonzero(in_sorted(key, op_keys))
-    return inst, np.searchsorted(op_keys, key[inst]).astype(np.int32)
+def _key_codes(key: np.ndarray, op_keys: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """(code of each key value, the keys), or where the keys are too large for a table of them (None, each
+    key's code): codes index op_keys (sorted), -1 for keys without an op."""
+    if len(key) and len(op_keys) and 0 <= int(op_keys[0]) and int(op_keys[-1]) < 4 * len(key) + (1 << 20):
+        table = np.full(int(op_keys[-1]) + 1, -1, np.int32)
+        table[op_keys] = np.arange(len(op_keys), dtype=np.int32)
+        return table, key
+    codes = np.full(len(key), -1, np.int32)
+    if len(op_keys):
+        at = np.minimum(np.searchsorted(op_keys, key), len(op_keys) - 1)
+        found = op_keys[at] == key
+        codes[found] = at[found]
+    return None, codes
 
 
 def _db_of(name, category, occurrences, time_ps, self_ps, eager, total, total_op) -> OpMetricsDb:

@@ -7,8 +7,9 @@
  *       int32 child): nesting edges in XProf's order of XSpace events by row
  *   claim_groups(src, dst, num_nodes, num_events, roots) -> (int32 group per
  *       event, -1 for none; int64 the roots that got a group)
- *   op_metrics(events, line, offset, duration, line_ps, code, eager,
- *       slot_of_code, typed, num_slots) -> per slot occurrences, times, ...: XProf's host op
+ *   op_metrics(rows, keys, code_of_key, extra_at, extra_code, eager_at,
+ *       line, offset, duration, line_ps, slot_of_code, typed, num_slots)
+ *       -> per slot occurrences, times, ...: XProf's host op
  *       stack and its op metrics (analysis.xprof)
  *   step_sweep(starts, ends, types, segment, step_begin, step_end) ->
  *       (int64 time per step and type, uint8 type seen per step): XProf's
@@ -415,12 +416,13 @@ static Pending heap_pop(Pending *h, npy_intp *size) {
 /* The sums op_metrics makes per slot, and where they go; one line's ops in XProf's order (scratch). */
 typedef struct {
     const int64_t *slot_of;
-    const int32_t *code;
-    const uint8_t *eager, *typed;
+    const uint8_t *typed;
     int64_t *occ, *time, *self_time, *first_seg, *first_end, *type_code, *type_seg, *type_end, *type_at;
     uint8_t *eager_of;
     int64_t *s, *e, *children, seg_self; /* the line's j-th op in XProf's order: times, children time */
-    npy_intp *id, *stack, top;            /* its instance, the stack of begun ops (j) */
+    int32_t *code;                        /* its op's code */
+    uint8_t *eager;                       /* and eager flag */
+    npy_intp *stack, top;                 /* the stack of begun ops (j) */
     int64_t g;                            /* the line */
 } OpSums;
 
@@ -430,16 +432,15 @@ static void op_end(OpSums *o, npy_intp j) {
     while (o->top > 0 && o->stack[o->top - 1] != j) o->top--;
     if (o->top == 0) return; /* its begin was dropped: nothing to count */
     o->top--;
-    npy_intp i = o->id[j];
     int64_t dur = o->e[j] - o->s[j], own = dur - o->children[j], g = o->g;
     if (o->top > 0) o->children[o->stack[o->top - 1]] += dur;
     o->seg_self += own;
-    int32_t code = o->code[i];
+    int32_t code = o->code[j];
     int64_t slot = o->slot_of[code];
     o->occ[slot]++;
     o->time[slot] += dur;
     o->self_time[slot] += own;
-    if (o->eager[i]) o->eager_of[slot] = 1;
+    if (o->eager[j]) o->eager_of[slot] = 1;
     if (o->first_seg[slot] < 0) o->first_seg[slot] = g, o->first_end[slot] = o->e[j];
     else if (o->first_seg[slot] == g && o->e[j] < o->first_end[slot]) o->first_end[slot] = o->e[j];
     /* ops are counted in the order of their ends, which at equal ends is not their XProf order */
@@ -450,67 +451,99 @@ static void op_end(OpSums *o, npy_intp j) {
     }
 }
 
-/* op_metrics(events, line, offset, duration, line_ps, code, eager, slot_of_code, typed, num_slots) ->
- * (occurrences, time, self time, eager (uint8), first line, first end, type code: one per slot; total time,
- * total op time). XProf's host op metrics (xplane_to_op_metrics_db) over op instances: events[i] (ascending,
- * repeats allowed: an event with two ops) of an XSpace's columns, start = line_ps[line] + offset, end =
- * start + duration, each with its op's code and eager flag. Per line, in XProf's order (by start, then the
- * longest first, then instance order; sorted only where the line is not), the begins and ends of its ops,
- * stably sorted by time (here: the begins in order, each after the ends of begun ops that come before it,
- * taken from a heap), drive a stack; an end pops down to its op (ops above it are dropped uncounted, and an
- * end whose op is gone empties the stack), the op is counted and its duration added to the children time of
- * the op below it. A counted op adds to its slot (slot_of_code[code]): one occurrence, its duration, its
- * self time (duration less children), eager. Per slot also the line of its first counted op, the least end
- * of those on that line, and the code of the first counted op in (line, end, XProf order) whose code is
- * `typed` (-1: none). Per line its ops' self time against their span (first begin to last end): total time
- * adds the larger, total op time the self time. */
+/* Row p's key (keys: int32 or int64). */
+static inline int64_t key_at(const void *keys, int wide, npy_intp p) {
+    return wide ? ((const int64_t *)keys)[p] : ((const int32_t *)keys)[p];
+}
+
+/* op_metrics(rows, keys, code_of_key, extra_at, extra_code, eager_at, line, offset, duration, line_ps,
+ * slot_of_code, typed, num_slots) -> (occurrences, time, self time, eager (uint8), first line, first end, type
+ * code: one per slot; total time, total op time). XProf's host op metrics (xplane_to_op_metrics_db). The op
+ * instances: each of the events rows[p] (ascending) whose key keys[p] (int32 or int64) has an op,
+ * code_of_key[key] (-1 none; code_of_key None: the keys are the codes), eager when p is in eager_at; then,
+ * right after it, a second op of the same event where p is in extra_at (ascending), of code extra_code.
+ * Times from an XSpace's columns: start = line_ps[line] + offset, end = start + duration. Per line, in XProf's
+ * order (by start, then the longest first, then instance order; sorted only where the line is not), the
+ * begins and ends of its ops, stably sorted by time (here: the begins in order, each after the ends of begun
+ * ops that come before it, taken from a heap), drive a stack; an end pops down to its op (ops above it are
+ * dropped uncounted, and an end whose op is gone empties the stack), the op is counted and its duration added
+ * to the children time of the op below it. A counted op adds to its slot (slot_of_code[code]): one
+ * occurrence, its duration, its self time (duration less children), eager. Per slot also the line of its
+ * first counted op, the least end of those on that line, and the code of the first counted op in (line, end,
+ * XProf order) whose code is `typed` (-1: none). Per line its ops' self time against their span (first begin
+ * to last end): total time adds the larger, total op time the self time. */
 static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
-    PyObject *ev_obj, *l_obj, *o_obj, *d_obj, *p_obj, *code_obj, *eager_obj, *slot_obj, *typed_obj;
+    PyObject *rows_obj, *keys_obj, *table_obj, *xat_obj, *xcode_obj, *eat_obj, *l_obj, *o_obj, *d_obj, *p_obj;
+    PyObject *slot_obj, *typed_obj;
     Py_ssize_t num_slots;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOn", &ev_obj, &l_obj, &o_obj, &d_obj, &p_obj, &code_obj, &eager_obj,
-                          &slot_obj, &typed_obj, &num_slots))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOn", &rows_obj, &keys_obj, &table_obj, &xat_obj, &xcode_obj, &eat_obj,
+                          &l_obj, &o_obj, &d_obj, &p_obj, &slot_obj, &typed_obj, &num_slots))
         return NULL;
-    PyArrayObject *events = as_column(ev_obj, NPY_INT64), *lines = as_column(l_obj, NPY_INT32);
+    int wide = !(PyArray_Check(keys_obj) && PyArray_TYPE((PyArrayObject *)keys_obj) == NPY_INT32);
+    PyArrayObject *rows = as_column(rows_obj, NPY_INT64), *keys = as_column(keys_obj, wide ? NPY_INT64 : NPY_INT32);
+    PyArrayObject *table = table_obj == Py_None ? NULL : as_column(table_obj, NPY_INT32);
+    PyArrayObject *xat = as_column(xat_obj, NPY_INT64), *xcode = as_column(xcode_obj, NPY_INT32);
+    PyArrayObject *eat = as_column(eat_obj, NPY_INT64), *lines = as_column(l_obj, NPY_INT32);
     PyArrayObject *offsets = as_column(o_obj, NPY_INT64), *durations = as_column(d_obj, NPY_INT64);
     PyArrayObject *line_ps = as_column(p_obj, NPY_INT64);
-    PyArrayObject *codes = as_column(code_obj, NPY_INT32), *eagers = as_column(eager_obj, NPY_UINT8);
     PyArrayObject *slots = as_column(slot_obj, NPY_INT64), *typeds = as_column(typed_obj, NPY_UINT8);
     PyObject *cols[7] = {NULL}, *out = NULL;
     Pending *heap = NULL;
     Timed *sorted_buf = NULL;
     OpSums o = {0};
-    if (!events || !lines || !offsets || !durations || !line_ps || !codes || !eagers || !slots || !typeds)
+    if (!rows || !keys || (!table && table_obj != Py_None) || !xat || !xcode || !eat || !lines || !offsets ||
+        !durations || !line_ps || !slots || !typeds)
         goto done;
-    npy_intp n = PyArray_DIM(events, 0), num_codes = PyArray_DIM(slots, 0);
-    npy_intp num_events = PyArray_DIM(lines, 0), num_lines = PyArray_DIM(line_ps, 0);
-    if (PyArray_DIM(codes, 0) != n || PyArray_DIM(eagers, 0) != n || PyArray_DIM(typeds, 0) != num_codes ||
+    npy_intp n = PyArray_DIM(rows, 0), num_codes = PyArray_DIM(slots, 0), m_extra = PyArray_DIM(xat, 0);
+    npy_intp num_events = PyArray_DIM(lines, 0), num_lines = PyArray_DIM(line_ps, 0), m_eager = PyArray_DIM(eat, 0);
+    npy_intp table_len = table ? PyArray_DIM(table, 0) : 0;
+    if (PyArray_DIM(keys, 0) != n || PyArray_DIM(xcode, 0) != m_extra || PyArray_DIM(typeds, 0) != num_codes ||
         PyArray_DIM(offsets, 0) != num_events || PyArray_DIM(durations, 0) != num_events || num_slots < 0) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
         goto done;
     }
-    const int64_t *ev = PyArray_DATA(events), *off = PyArray_DATA(offsets), *dur = PyArray_DATA(durations);
-    const int64_t *lps = PyArray_DATA(line_ps);
-    const int32_t *ln = PyArray_DATA(lines);
-    o.slot_of = PyArray_DATA(slots), o.code = PyArray_DATA(codes);
-    o.eager = PyArray_DATA(eagers), o.typed = PyArray_DATA(typeds);
+    const int64_t *rw = PyArray_DATA(rows), *off = PyArray_DATA(offsets), *dur = PyArray_DATA(durations);
+    const int64_t *lps = PyArray_DATA(line_ps), *xa = PyArray_DATA(xat), *ea = PyArray_DATA(eat);
+    const int32_t *ln = PyArray_DATA(lines), *tab = table ? PyArray_DATA(table) : NULL, *xc = PyArray_DATA(xcode);
+    const void *ky = PyArray_DATA(keys);
+    o.slot_of = PyArray_DATA(slots), o.typed = PyArray_DATA(typeds);
     for (npy_intp i = 0; i < num_codes; i++)
         if (o.slot_of[i] < 0 || o.slot_of[i] >= num_slots) {
             PyErr_SetString(PyExc_ValueError, "slot out of range");
             goto done;
         }
-    npy_intp largest = 0; /* the most ops of a line: the scratch holds one line's */
-    for (npy_intp i = 0, a = 0; i < n; i++) {
-        if (o.code[i] < 0 || o.code[i] >= num_codes) {
+    for (npy_intp i = 0; i < table_len; i++)
+        if (tab[i] < -1 || tab[i] >= num_codes) {
             PyErr_SetString(PyExc_ValueError, "code out of range");
             goto done;
         }
-        if (ev[i] < 0 || ev[i] >= num_events || (i && ev[i] < ev[i - 1]) || ln[ev[i]] < 0 ||
-            ln[ev[i]] >= num_lines) {
-            PyErr_SetString(PyExc_ValueError, "events must be ascending rows of the lines");
+    for (npy_intp i = 0; i < m_extra; i++)
+        if (xc[i] < 0 || xc[i] >= num_codes || xa[i] < 0 || xa[i] >= n || (i && xa[i] < xa[i - 1])) {
+            PyErr_SetString(PyExc_ValueError, "extra ops out of range or order");
             goto done;
         }
-        if (i && ln[ev[i]] != ln[ev[i - 1]]) a = i;
-        if (i - a + 1 > largest) largest = i - a + 1;
+    for (npy_intp i = 0; i < m_eager; i++)
+        if (ea[i] < 0 || ea[i] >= n || (i && ea[i] <= ea[i - 1])) {
+            PyErr_SetString(PyExc_ValueError, "eager rows out of range or order");
+            goto done;
+        }
+    npy_intp largest = 0; /* the most ops of a line (rows and extras): the scratch holds one line's */
+    for (npy_intp p = 0, a = 0, x = 0; p < n; p++) {
+        if (rw[p] < 0 || rw[p] >= num_events || (p && rw[p] <= rw[p - 1]) || ln[rw[p]] < 0 ||
+            ln[rw[p]] >= num_lines) {
+            PyErr_SetString(PyExc_ValueError, "rows must be ascending events of the lines");
+            goto done;
+        }
+        if (!table) {
+            int64_t k = key_at(ky, wide, p);
+            if (k < -1 || k >= num_codes) {
+                PyErr_SetString(PyExc_ValueError, "code out of range");
+                goto done;
+            }
+        }
+        if (p && ln[rw[p]] != ln[rw[p - 1]]) a = p + x;
+        while (x < m_extra && xa[x] == p) x++;
+        if (p + x - a + 1 > largest) largest = p + x - a + 1;
     }
     npy_intp dims[1] = {num_slots};
     for (int j = 0; j < 7; j++)
@@ -519,13 +552,17 @@ static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
     heap = PyMem_RawMalloc(sizeof(Pending) * room);
     sorted_buf = PyMem_RawMalloc(sizeof(Timed) * room);
     o.s = PyMem_RawMalloc(sizeof(int64_t) * 3 * room); /* then e, children */
-    o.id = PyMem_RawMalloc(sizeof(npy_intp) * 2 * room); /* then stack */
+    o.stack = PyMem_RawMalloc(sizeof(npy_intp) * room);
+    o.code = PyMem_RawMalloc(sizeof(int32_t) * 2 * room); /* then the sorted codes */
+    o.eager = PyMem_RawMalloc(2 * room);                  /* then the sorted flags */
     o.type_seg = PyMem_RawMalloc(sizeof(int64_t) * 3 * ((size_t)num_slots + 1)); /* then type_end, type_at */
-    if (!heap || !sorted_buf || !o.s || !o.id || !o.type_seg) {
+    if (!heap || !sorted_buf || !o.s || !o.stack || !o.code || !o.eager || !o.type_seg) {
         PyErr_NoMemory();
         goto done;
     }
-    o.e = o.s + room, o.children = o.e + room, o.stack = o.id + room;
+    int32_t *code_spare = o.code + room;
+    uint8_t *eager_spare = o.eager + room;
+    o.e = o.s + room, o.children = o.e + room;
     o.type_end = o.type_seg + num_slots + 1, o.type_at = o.type_end + num_slots + 1;
     o.occ = PyArray_DATA((PyArrayObject *)cols[0]), o.time = PyArray_DATA((PyArrayObject *)cols[1]);
     o.self_time = PyArray_DATA((PyArrayObject *)cols[2]), o.eager_of = PyArray_DATA((PyArrayObject *)cols[3]);
@@ -534,22 +571,41 @@ static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
     int64_t total = 0, total_op = 0;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t k = 0; k < num_slots; k++) o.first_seg[k] = -1, o.type_code[k] = -1;
+    npy_intp x = 0, y = 0; /* the next extra op, the next eager row */
     for (npy_intp a = 0; a < n;) {
-        o.g = ln[ev[a]];
-        npy_intp b = a + 1, m, pending = 0;
-        while (b < n && ln[ev[b]] == o.g) b++;
-        m = b - a;
+        o.g = ln[rw[a]];
+        npy_intp b = a + 1, m = 0, pending = 0;
+        while (b < n && ln[rw[b]] == o.g) b++;
         int sorted = 1;
-        for (npy_intp j = 0; j < m; j++) {
-            int64_t r = ev[a + j];
-            o.s[j] = lps[o.g] + off[r], o.e[j] = o.s[j] + dur[r], o.id[j] = a + j, o.children[j] = 0;
-            if (j && (o.s[j] < o.s[j - 1] || (o.s[j] == o.s[j - 1] && o.e[j] > o.e[j - 1]))) sorted = 0;
+        for (npy_intp p = a; p < b; p++) { /* the line's op instances, in instance order */
+            int64_t start = lps[o.g] + off[rw[p]], end = start + dur[rw[p]], k = key_at(ky, wide, p);
+            int32_t code = tab ? (k >= 0 && k < table_len ? tab[k] : -1) : (int32_t)k;
+            while (y < m_eager && ea[y] < p) y++;
+            for (int second = 0; second < 2; second++) {
+                if (second) {
+                    if (x >= m_extra || xa[x] != p) break;
+                    code = xc[x++];
+                } else if (code < 0) {
+                    continue;
+                }
+                o.s[m] = start, o.e[m] = end, o.code[m] = code, o.children[m] = 0;
+                o.eager[m] = !second && y < m_eager && ea[y] == p;
+                if (m && (start < o.s[m - 1] || (start == o.s[m - 1] && end > o.e[m - 1]))) sorted = 0;
+                m++;
+                if (second) second--; /* another extra op of the same event, if any */
+            }
         }
+        a = b;
+        if (!m) continue;
         if (!sorted) { /* XProf's order: by start, the longest first, then instance order */
-            for (npy_intp j = 0; j < m; j++) sorted_buf[j] = (Timed){o.s[j], o.e[j], o.id[j]};
+            for (npy_intp j = 0; j < m; j++) sorted_buf[j] = (Timed){o.s[j], o.e[j], j};
             sort_timed(sorted_buf, m);
-            for (npy_intp j = 0; j < m; j++)
-                o.s[j] = sorted_buf[j].start, o.e[j] = sorted_buf[j].end, o.id[j] = sorted_buf[j].index;
+            for (npy_intp j = 0; j < m; j++) {
+                o.s[j] = sorted_buf[j].start, o.e[j] = sorted_buf[j].end;
+                code_spare[j] = o.code[sorted_buf[j].index], eager_spare[j] = o.eager[sorted_buf[j].index];
+            }
+            memcpy(o.code, code_spare, sizeof(int32_t) * (size_t)m);
+            memcpy(o.eager, eager_spare, (size_t)m);
         }
         int64_t lo = o.s[0], hi = o.e[0];
         o.top = 0, o.seg_self = 0;
@@ -563,7 +619,6 @@ static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
         while (pending) op_end(&o, heap_pop(heap, &pending).index);
         total_op += o.seg_self;
         total += o.seg_self > hi - lo ? o.seg_self : hi - lo;
-        a = b;
     }
     Py_END_ALLOW_THREADS
     out = Py_BuildValue("(OOOOOOOLL)", cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6],
@@ -572,16 +627,21 @@ done:
     PyMem_RawFree(heap);
     PyMem_RawFree(sorted_buf);
     PyMem_RawFree(o.s);
-    PyMem_RawFree(o.id);
+    PyMem_RawFree(o.stack);
+    PyMem_RawFree(o.code);
+    PyMem_RawFree(o.eager);
     PyMem_RawFree(o.type_seg);
     for (int j = 0; j < 7; j++) Py_XDECREF(cols[j]);
-    Py_XDECREF(events);
+    Py_XDECREF(rows);
+    Py_XDECREF(keys);
+    Py_XDECREF(table);
+    Py_XDECREF(xat);
+    Py_XDECREF(xcode);
+    Py_XDECREF(eat);
     Py_XDECREF(lines);
     Py_XDECREF(offsets);
     Py_XDECREF(durations);
     Py_XDECREF(line_ps);
-    Py_XDECREF(codes);
-    Py_XDECREF(eagers);
     Py_XDECREF(slots);
     Py_XDECREF(typeds);
     return out;
@@ -878,8 +938,8 @@ static PyMethodDef methods[] = {
     {"claim_groups", claim_groups, METH_VARARGS,
      "claim_groups(src, dst, num_nodes, num_events, roots) -> (int32 group per event, int64 roots that got one)"},
     {"op_metrics", op_metrics, METH_VARARGS,
-     "op_metrics(events, line, offset, duration, line_ps, code, eager, slot_of_code, typed, num_slots) -> "
-     "(occurrences, time, "
+     "op_metrics(rows, keys, code_of_key, extra_at, extra_code, eager_at, line, offset, duration, line_ps, "
+     "slot_of_code, typed, num_slots) -> (occurrences, time, "
      "self time, eager, first segment, first end, type code per slot; total time, total op time)"},
     {"step_sweep", step_sweep, METH_VARARGS,
      "step_sweep(starts, ends, types, segment, step_begin, step_end) -> (int64 time, uint8 seen) per step and type"},
