@@ -296,6 +296,12 @@ def test_one_pass_event_and_stat_decoders_equal_the_general_ones():
         for got, want in zip(out[2:], expected):
             assert got.tolist() == want.tolist()
         ids = np.array(sorted({i for p in space.planes for i in p.stat_names}), np.int64)
+        # Narrower columns (metadata ids in int32, num_occurrences as "not 0") and the stats in the same pass.
+        narrow = out[:2] + [np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, bool)]
+        entries = wire.decode_children(buf, line_spans, 4, [1, 2, 3, 5], n, narrow, 4, ids)
+        assert narrow[2].tolist() == expected[0].tolist() and narrow[5].tolist() == (expected[3] != 0).tolist()
+        every = wire.stat_entries(buf, spans[:, 0], spans[:, 1].astype(np.int32), np.arange(n), 4, ids)
+        assert [e.tolist() for e in entries] == [e.tolist() for e in every]
         cases, values, lengths = wire.stat_columns(buf, spans, 4, ids)
         rows = np.arange(0, n, 2)  # a subset, as the analyses ask
         at, which, c, v, ln = wire.stat_entries(buf, spans[:, 0], spans[:, 1].astype(np.int32), rows, 4, ids)
@@ -326,6 +332,12 @@ def test_one_pass_decoders_refuse_malformed_data_and_bad_columns():
         wire.decode_children(line, spans, 4, [1], 0, out)
     with pytest.raises(ValueError, match="output 1"):
         wire.decode_children(line, spans, 4, [1], 1, [out[0], np.empty(1, np.int64), out[2]])
+    big = bytes([0x22, 0x06, 0x08, 0x80, 0x80, 0x80, 0x80, 0x08])  # metadata_id 2**31: no int32
+    with pytest.raises(OverflowError):
+        wire.decode_children(big, np.array([[0, len(big)]], np.int64), 4, [1], 1, out[:2] + [np.empty(1, np.int32)])
+    with pytest.raises(ValueError, match="malformed"):  # a stat cut short, read in the same pass
+        bad_stat = bytes([0x22, 0x04, 0x22, 0x02, 0x08, 0x80])
+        wire.decode_children(bad_stat, np.array([[0, len(bad_stat)]], np.int64), 4, [1], 1, out, 4, np.array([1]))
     with pytest.raises(ValueError, match="malformed"):
         wire.stat_entries(line, np.array([0]), np.array([3], np.int32), np.array([0]), 4, np.array([1]))
     with pytest.raises(ValueError, match="row outside"):

@@ -117,10 +117,11 @@ class OpStats:
     device_unknown: str = ""  # why the device's op metrics are not computed, if they are not
 
 
-def read_spaces(paths: list[Path], task: TaskState) -> list[XSpaceData]:
+def read_spaces(paths: list[Path], task: TaskState, keep: list[str] | None = None) -> list[XSpaceData]:
+    """The XSpaces, with `keep`: those stats of their host plane's events read in the same pass."""
     if not paths:
         raise ProfileError("no xplane.pb to analyse")
-    return [read_xspace(p, task) for p in paths]
+    return [read_xspace(p, task, keep=(HOST_PLANE, keep) if keep else None) for p in paths]
 
 
 def op_stats(paths: list[Path], task: TaskState, steps: bool = False) -> OpStats:
@@ -153,16 +154,17 @@ def device_planes(space: XSpaceData) -> list[str]:
 
 
 def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
-    spaces = read_spaces(paths, task)
+    # Host ops and step groups read stats of the same events: one pass over them for both, the decoding's.
+    kept = _host_stat_names(steps)
+    spaces = read_spaces(paths, task, kept)
     device = None
     if any(device_planes(s) for s in spaces):
         from profscope.models.analysis.xprof import device_op_metrics
 
         device = device_op_metrics.device_stats(spaces, paths, steps)
     task.report(0.7, "Host ops and steps" if steps else "Host ops")
-    if steps:  # host ops and step groups read stats of the same events: one pass over them for both
-        for s in spaces:
-            _keep_host_stats(s)
+    for s in spaces:  # an XSpace decoded before (the window's timeline) has none kept
+        _keep_host_stats(s, kept)
     # A GPU host's steps are its device's (device_op_metrics.gpu_step_db); otherwise the host's. Host ops and
     # steps read the same events, not each other's results: on two threads (their passes are C and numpy
     # that let go of the GIL).
@@ -175,10 +177,10 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
     stats.warnings = sorted({w for s in spaces for w in s.warnings})
     stats.task_count = len(spaces)
     stats.host_count = len({(s.hostnames or ["localhost"])[0] for s in spaces})
+    for s in spaces:
+        s.kept = None
     if steps:
         step_dbs = done[len(spaces):] if host_steps else device.steps
-        for s in spaces:
-            s.kept = None
         # XProf combines hosts' steps in order (as many as each has): the rows are the first host's, the step
         # time summary takes each step's longest.
         n = min(len(d) for d in step_dbs)
@@ -195,14 +197,21 @@ HOST_OP_STATS = ("input_pipeline_stage_id", "input_pipeline_stage_category", "is
 INPUT_STAGE_STATS = ("input_pipeline_stage_name", "consumer_type", "consumer_id", "producer_type", "producer_id")
 
 
-def _keep_host_stats(space: XSpaceData) -> None:
-    """Every stat host_op_metrics and host_step_db read of the host's events, in one pass."""
+def _host_stat_names(steps: bool) -> list[str]:
+    """Every stat host_op_metrics (and with steps host_step_db) reads of the host's events."""
     from profscope.models.formats.xspace import groups
 
+    if not steps:
+        return list(HOST_OP_STATS)
+    return sorted({*HOST_OP_STATS, *INPUT_STAGE_STATS, *groups.GROUP_STATS, *groups.EXECUTOR_STATS,
+                   *groups.NAME_STATS})
+
+
+def _keep_host_stats(space: XSpaceData, names: list[str]) -> None:
+    """The stats of the host's events, in one pass, where its decoding did not keep them."""
     plane = space.plane_named(HOST_PLANE)
-    if plane >= 0:
-        names = {*HOST_OP_STATS, *INPUT_STAGE_STATS, *groups.GROUP_STATS, *groups.EXECUTOR_STATS, *groups.NAME_STATS}
-        space.keep_stats(space.timed_rows(plane), plane, sorted(names))
+    if plane >= 0 and not (space.kept is not None and space.kept[0] == plane and set(names) <= space.kept[2].keys()):
+        space.keep_stats(space.timed_rows(plane), plane, names)
 
 
 def host_op_metrics(space: XSpaceData) -> OpMetricsDb:

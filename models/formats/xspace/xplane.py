@@ -216,7 +216,6 @@ class XSpaceData:
         p = self.planes[plane]
         wanted = [(sid, name) for name in names for sid in p.stat_ids(name)]
         ids = np.asarray([sid for sid, _ in wanted], np.int64)
-        found: dict[str, list] = {name: [] for name in names}
         ev = self.events
         starts = list(range(0, len(rows) if len(ids) else 0, chunk))
 
@@ -230,12 +229,7 @@ class XSpaceData:
             chunks = in_threads(read, starts)
         except ValueError as e:
             raise self.corrupt_stats(e) from None
-        for a, (at, which, cases, values, lengths) in zip(starts, chunks):
-            for k, (_sid, name) in enumerate(wanted):
-                here = np.flatnonzero(which == k) if len(wanted) > 1 else slice(None)
-                if len(at[here]):
-                    found[name].append((a + at[here], cases[here], values[here], lengths[here]))
-        return {name: StatColumn.join(len(rows), parts) for name, parts in found.items()}
+        return stat_columns_of(len(rows), names, wanted, zip(starts, chunks))
 
     def dense_stats(self, spans: np.ndarray, plane: int, names: list[str], chunk: int = 1 << 16) -> DenseStats:
         """Named stats of many events (by their spans, in file order) as full
@@ -380,6 +374,18 @@ class StatColumn:
         return self.ints_present(unsigned_too)[np.searchsorted(self.rows, rows)]
 
 
+def stat_columns_of(n: int, names: list[str], wanted: list[tuple[int, str]], chunks) -> dict[str, StatColumn]:
+    """Named stats of n events as StatColumns, from chunks of stat entries (wire.stat_entries' or
+    decode_children's, their `which` indexing wanted's (stat id, name) pairs): (first event, entries) each."""
+    found: dict[str, list] = {name: [] for name in names}
+    for a, (at, which, cases, values, lengths) in chunks:
+        for k, (_sid, name) in enumerate(wanted):
+            here = np.flatnonzero(which == k) if len(wanted) > 1 else slice(None)
+            if len(at[here]):
+                found[name].append((a + at[here], cases[here], values[here], lengths[here]))
+    return {name: StatColumn.join(n, parts) for name, parts in found.items()}
+
+
 def in_threads(work, items: list) -> list:
     """[work(x) for x in items], on two threads where there are two cores:
     the passes over a file's bytes are C that lets go of the GIL. The first
@@ -443,9 +449,12 @@ def xprof_order(start: np.ndarray, end: np.ndarray, line: np.ndarray | None = No
     return _steps.xprof_order(start, end, None if line is None else line.astype(np.int32, copy=False))
 
 
-def read_xspace(path: Path, task: TaskState | None = None, host: str = "") -> XSpaceData:
+def read_xspace(path: Path, task: TaskState | None = None, host: str = "",
+                keep: tuple[str, list[str]] | None = None) -> XSpaceData:
     """Maps and decodes one xplane.pb (structure and event columns); within
-    decode_once(), the copy decoded there before, if any."""
+    decode_once(), the copy decoded there before, if any. keep: (plane name,
+    stat names) read in the same pass as the events, as keep_stats() keeps
+    them (a copy decoded before may not have them)."""
     task = task or TaskState()
     path = Path(path)
     host = host or host_of_xplane(path.name) or path.name
@@ -456,7 +465,7 @@ def read_xspace(path: Path, task: TaskState | None = None, host: str = "") -> XS
     _tune_malloc()
     buf = map_file(path, task)
     try:
-        space = parse_xspace(buf, path, host, task)
+        space = parse_xspace(buf, path, host, task, keep)
     except ValueError as e:
         raise unreadable(path, e) from None
     if key is not None:
@@ -590,7 +599,7 @@ def map_file(path: Path, task: TaskState, weight: float = 0.4):
         return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
+def parse_xspace(buf, path: Path, host: str, task: TaskState, keep: tuple[str, list[str]] | None = None) -> XSpaceData:
     if not len(buf):
         raise ProfileError(f"{path}: the file is empty")
     plane_spans, error_spans, warning_spans, hostname_spans = wire.find_fields(
@@ -638,7 +647,15 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
         )
     task.raise_if_cancelled()
     task.report(0.55, "Decoding events")
-    events, line_rows = _decode_events(buf, line_spans)
+    kept_plane = next((k for k, p in enumerate(planes) if keep and p.name == keep[0]), -1)
+    kept_lines = tuple(np.searchsorted(line_plane, [kept_plane, kept_plane + 1]).tolist())
+    names = keep[1] if keep and kept_plane >= 0 else []
+    wanted = [(sid, name) for name in names for sid in planes[kept_plane].stat_ids(name)]
+    events, line_rows, entries = _decode_events(buf, line_spans, kept_lines, wanted)
+    kept = None
+    if names:
+        a, b = int(line_rows[kept_lines[0]]), int(line_rows[kept_lines[1]])
+        kept = (kept_plane, range(a, b), stat_columns_of(b - a, names, wanted, ((lo - a, e) for lo, e in entries)))
     return XSpaceData(
         path=path,
         host=host,
@@ -651,14 +668,19 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
         errors=texts[0],
         warnings=texts[1],
         hostnames=texts[2],
+        kept=kept,
     )
 
 
-def _decode_events(buf, line_spans: np.ndarray, chunk_bytes: int = 16 << 20) -> tuple[Events, np.ndarray]:
+def _decode_events(buf, line_spans: np.ndarray, kept_lines: tuple[int, int] = (0, 0),
+                   wanted: list[tuple[int, str]] | None = None, chunk_bytes: int = 16 << 20):
     """The event columns: their count per line first, then each column
     allocated once and filled a few lines at a time (each group's pages of
     the file given back when done), so neither the whole file nor a second
-    copy of the columns is held."""
+    copy of the columns is held. With `wanted` (stat ids and names), the
+    stats of those ids of the events of lines kept_lines[0] to [1] in the
+    same pass, as (first event, stat entries) per group of lines. Returns
+    (events, each line's first row, those stat entries)."""
     counts = wire.count_children(buf, line_spans, LINE_EVENTS)
     _release(buf)
     line_rows = np.r_[0, np.cumsum(counts)].astype(np.int64)
@@ -668,31 +690,36 @@ def _decode_events(buf, line_spans: np.ndarray, chunk_bytes: int = 16 << 20) -> 
     offset, duration, aggregated = np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, bool)
     ends = np.cumsum(line_spans[:, 1])
     cuts = np.r_[0, np.searchsorted(ends, np.arange(chunk_bytes, ends[-1] if len(ends) else 0, chunk_bytes),
-                                    side="right"), len(line_spans)]
-    cuts = cuts[np.r_[True, cuts[1:] != cuts[:-1]]]  # ascending: distinct (np.unique's first call imports numpy.ma)
+                                    side="right"), len(line_spans), np.array(kept_lines if wanted else (), np.int64)]
+    cuts = np.sort(cuts)
+    cuts = cuts[np.r_[True, cuts[1:] != cuts[:-1]]]  # distinct (np.unique's first call imports numpy.ma)
     chunks = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
+    ids = np.array([sid for sid, _ in wanted or []], np.int64)
 
-    def decode(ab: tuple[int, int], columns) -> None:  # the chunks' columns are apart: two threads may fill
+    def decode(ab: tuple[int, int], columns):  # the chunks' columns are apart: two threads may fill
         a, b = ab
         lo, hi = int(line_rows[a]), int(line_rows[b])
-        wire.decode_children(buf, line_spans[a:b], LINE_EVENTS, fields, hi - lo, [c[lo:hi] for c in columns])
+        stats = (EVENT_STATS, ids) if wanted and kept_lines[0] <= a < kept_lines[1] else ()
+        found = wire.decode_children(buf, line_spans[a:b], LINE_EVENTS, fields, hi - lo, [c[lo:hi] for c in columns],
+                                     *stats)
         present = line_spans[a:b][line_spans[a:b, 0] >= 0]
         if len(present):
             _release(buf, int(present[0, 0]), int(present[-1, 0] + present[-1, 1]))
+        return lo, found
 
     # Metadata ids into int32 (every real one fits; else again in int64), num_occurrences as "aggregated": the
     # columns are written whole, and here a first touch of memory costs ~1 ms/MB.
     md = np.empty(total, np.int32)
     try:
-        in_threads(lambda ab: decode(ab, (byte_offset, byte_length, md, offset, duration, aggregated)), chunks)
+        done = in_threads(lambda ab: decode(ab, (byte_offset, byte_length, md, offset, duration, aggregated)), chunks)
     except OverflowError:
         md = np.empty(total, np.int64)
-        in_threads(lambda ab: decode(ab, (byte_offset, byte_length, md, offset, duration, aggregated)), chunks)
+        done = in_threads(lambda ab: decode(ab, (byte_offset, byte_length, md, offset, duration, aggregated)), chunks)
     del decode
     line = np.repeat(np.arange(len(line_spans), dtype=np.int32), counts)
     events = Events(line=line, metadata_id=md, offset_ps=offset, duration_ps=duration, byte_offset=byte_offset,
                     byte_length=byte_length, aggregated=aggregated)
-    return events, line_rows
+    return events, line_rows, [(lo, found) for lo, found in done if found is not None]
 
 
 def _release(buf, start: int = 0, end: int | None = None) -> None:
