@@ -25,7 +25,6 @@ from profscope.models.formats.xspace import _steps
 from profscope.models.formats.xspace.xplane import (
     HOST_PLANE,
     XSpaceData,
-    heap_reuse,
     in_threads,
     read_xspace,
     span_text,
@@ -136,8 +135,7 @@ def op_stats(paths: list[Path], task: TaskState, steps: bool = False) -> OpStats
         last = _last.get(key) if key else None
     if last is not None and (last.steps is not None or not steps):
         return last
-    with heap_reuse():
-        stats = _op_stats(paths, task, steps)
+    stats = _op_stats(paths, task, steps)
     if key:
         with _last_lock:
             _last.clear()

@@ -297,7 +297,7 @@ static PyObject *claim_groups(PyObject *Py_UNUSED(self), PyObject *args) {
     kept = PyArray_SimpleNew(1, dims, NPY_INT64);
     first = PyMem_RawCalloc((size_t)num_nodes + 1, sizeof(int32_t));
     child = PyMem_RawMalloc(sizeof(int32_t) * (e ? e : 1));
-    local = PyMem_RawMalloc(sizeof(int32_t) * (num_nodes ? num_nodes : 1));
+    local = PyMem_RawMalloc(sizeof(int32_t) * (num_nodes > num_events ? num_nodes - num_events : 1)); /* contexts' */
     /* A node enters the stack once per root at most: events once overall,
      * contexts once per root, so num_nodes bounds its depth. */
     stack = PyMem_RawMalloc(sizeof(int32_t) * (num_nodes ? num_nodes : 1));
@@ -314,27 +314,29 @@ static PyObject *claim_groups(PyObject *Py_UNUSED(self), PyObject *args) {
     for (npy_intp i = 0; i < e; i++) child[first[s[i]]++] = d[i];  /* first[v] now ends v's run */
     for (Py_ssize_t v = num_nodes; v > 0; v--) first[v] = first[v - 1];
     first[0] = 0;
-    for (Py_ssize_t v = 0; v < num_nodes; v++) local[v] = -1;
+    /* Each node's group: an event's in the output, a context's in local. */
+    for (Py_ssize_t v = 0; v < num_events; v++) g[v] = -1;
+    for (Py_ssize_t v = num_events; v < num_nodes; v++) local[v - num_events] = -1;
     for (npy_intp j = 0; j < r; j++) {
         int32_t root = (int32_t)rt[j];
-        if (local[root] >= 0) continue;
+        if (g[root] >= 0) continue;
         int32_t gid = (int32_t)num_kept;
         k[num_kept++] = root;
-        local[root] = gid;
+        g[root] = gid;
         npy_intp depth = 0;
         stack[depth++] = root;
         while (depth) {
             int32_t u = stack[--depth];
             for (int32_t a = first[u]; a < first[u + 1]; a++) {
                 int32_t v = child[a];
-                if (local[v] < 0 || (v >= num_events && local[v] != gid)) {
-                    local[v] = gid;
+                int32_t *of = v < num_events ? &g[v] : &local[v - num_events];
+                if (*of < 0 || (v >= num_events && *of != gid)) {
+                    *of = gid;
                     stack[depth++] = v;
                 }
             }
         }
     }
-    for (Py_ssize_t v = 0; v < num_events; v++) g[v] = local[v];
     Py_END_ALLOW_THREADS
     PyArray_Dims shape = {dims, 1};
     dims[0] = num_kept;
@@ -852,13 +854,18 @@ static PyObject *step_sweep_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     PyArrayObject *begin = as_column(b_obj, NPY_INT64), *finish = as_column(f_obj, NPY_INT64);
     PyObject *time_out = NULL, *seen_out = NULL, *out = NULL;
     Boundary *buf = NULL;
-    npy_intp *first = NULL, *order = NULL;
+    npy_intp *first = NULL;
+    int32_t *order = NULL;
     if (!rows || !lines || !offsets || !durations || !line_ps || !types || !seg || !begin || !finish) goto done;
     npy_intp n = PyArray_DIM(rows, 0), num_events = PyArray_DIM(lines, 0), num_lines = PyArray_DIM(line_ps, 0);
     npy_intp steps = PyArray_DIM(begin, 0);
     if (PyArray_DIM(types, 0) != n || PyArray_DIM(seg, 0) != n || PyArray_DIM(offsets, 0) != num_events ||
         PyArray_DIM(durations, 0) != num_events || PyArray_DIM(finish, 0) != steps) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    if (n >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "too many events");
         goto done;
     }
     const int64_t *rw = PyArray_DATA(rows), *off = PyArray_DATA(offsets), *dur = PyArray_DATA(durations);
@@ -889,7 +896,7 @@ static PyObject *step_sweep_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     seen_out = PyArray_ZEROS(2, dims, NPY_UINT8, 0);
     size_t room = 2 * (size_t)largest + 1;
     buf = PyMem_RawMalloc(sizeof(Boundary) * 2 * room + sizeof(npy_intp) * (room + 1));
-    order = PyMem_RawMalloc(sizeof(npy_intp) * ((size_t)first[steps + 1] + 1));
+    order = PyMem_RawMalloc(sizeof(int32_t) * ((size_t)first[steps + 1] + 1));
     if (!time_out || !seen_out || !buf || !order) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
@@ -898,7 +905,7 @@ static PyObject *step_sweep_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     uint8_t *seen = PyArray_DATA((PyArrayObject *)seen_out);
     Py_BEGIN_ALLOW_THREADS
     for (npy_intp i = 0; i < n; i++) /* first[k + 1]: where step k's next event goes */
-        if (t[i] >= 0 && g[i] >= 0) order[first[g[i] + 1]++] = i;
+        if (t[i] >= 0 && g[i] >= 0) order[first[g[i] + 1]++] = (int32_t)i;
     for (npy_intp k = 0; k < steps; k++) { /* step k's events: order[first[k], first[k + 1]) */
         npy_intp a = first[k], b = first[k + 1], m = 2 * (b - a);
         if (!m) continue;

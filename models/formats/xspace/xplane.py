@@ -553,30 +553,6 @@ def _tune_malloc() -> None:
 _malloc_tuned = False
 
 
-@contextlib.contextmanager
-def heap_reuse():
-    """Within: glibc's malloc keeps freed buffers of any size for reuse
-    instead of unmapping them (_tune_malloc's choice), for analyses that
-    allocate and free columns of millions of events in turn, each fresh
-    mapping faulted in page by page: on the 2M-event bench an OpStats export
-    spent 0.25-0.35 s in system time on 75,000 page faults, 0.12-0.15 s on
-    28,000 this way, at 1-3% more peak RSS. After: _tune_malloc's
-    thresholds again, and the heap's free pages given back."""
-    libc = _libc()
-    if libc is None:
-        yield
-        return
-    _tune_malloc()
-    libc.mallopt(M_MMAP_THRESHOLD, 1 << 30)
-    libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
-    try:
-        yield
-    finally:
-        libc.mallopt(M_MMAP_THRESHOLD, 4 << 20)
-        libc.mallopt(M_TRIM_THRESHOLD, 32 << 20)
-        libc.malloc_trim(0)
-
-
 M_MMAP_THRESHOLD, M_TRIM_THRESHOLD = -3, -1  # glibc's mallopt parameters
 
 
@@ -634,7 +610,6 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState, keep: tuple[str, l
     planes = []
     event_md = _metadata_maps(buf, emd_plane, emd_spans, len(plane_spans), events=True)
     stat_md = _metadata_maps(buf, smd_plane, smd_spans, len(plane_spans), events=False)
-    _release(buf)  # finding the lines' fields read every page
     for k in range(len(plane_spans)):
         planes.append(
             Plane(
@@ -681,8 +656,9 @@ def _decode_events(buf, line_spans: np.ndarray, kept_lines: tuple[int, int] = (0
     stats of those ids of the events of lines kept_lines[0] to [1] in the
     same pass, as (first event, stat entries) per group of lines. Returns
     (events, each line's first row, those stat entries)."""
+    # Finding the lines' fields and counting their events read every page: they stay for the decoding, which
+    # gives them back as it goes (the columns it fills are as large; the analyses after need more).
     counts = wire.count_children(buf, line_spans, LINE_EVENTS)
-    _release(buf)
     line_rows = np.r_[0, np.cumsum(counts)].astype(np.int64)
     total = int(line_rows[-1])
     fields = [EVENT_METADATA_ID, EVENT_OFFSET_PS, EVENT_DURATION_PS, EVENT_NUM_OCCURRENCES]
@@ -715,7 +691,6 @@ def _decode_events(buf, line_spans: np.ndarray, kept_lines: tuple[int, int] = (0
     except OverflowError:
         md = np.empty(total, np.int64)
         done = in_threads(lambda ab: decode(ab, (byte_offset, byte_length, md, offset, duration, aggregated)), chunks)
-    del decode
     line = np.repeat(np.arange(len(line_spans), dtype=np.int32), counts)
     events = Events(line=line, metadata_id=md, offset_ps=offset, duration_ps=duration, byte_offset=byte_offset,
                     byte_length=byte_length, aggregated=aggregated)
