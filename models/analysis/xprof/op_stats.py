@@ -206,10 +206,14 @@ def _host_stat_names(steps: bool) -> list[str]:
 
 
 def _keep_host_stats(space: XSpaceData, names: list[str]) -> None:
-    """The stats of the host's events, in one pass, where its decoding did not keep them."""
+    """The stats of the host's events, in one pass, where its decoding did not keep them; and its timed rows
+    (made here, once, for the analyses on two threads)."""
     plane = space.plane_named(HOST_PLANE)
-    if plane >= 0 and not (space.kept is not None and space.kept[0] == plane and set(names) <= space.kept[2].keys()):
-        space.keep_stats(space.timed_rows(plane), plane, names)
+    if plane < 0:
+        return
+    rows = space.timed_rows(plane)
+    if not (space.kept is not None and space.kept[0] == plane and set(names) <= space.kept[2].keys()):
+        space.keep_stats(rows, plane, names)
 
 
 def host_op_metrics(space: XSpaceData) -> OpMetricsDb:

@@ -425,7 +425,6 @@ def _kept_subset(kept_rows: np.ndarray | range, kept: dict[str, StatColumn], row
     if isinstance(kept_rows, range):
         if len(rows) and (int(rows[0]) < kept_rows.start or int(rows[-1]) >= kept_rows.stop):
             return None
-        at = rows - kept_rows.start  # where each row is among the kept
     else:
         at = np.minimum(np.searchsorted(kept_rows, rows), max(len(kept_rows) - 1, 0))
         if len(rows) and (not len(kept_rows) or not np.array_equal(kept_rows[at], rows)):
@@ -433,10 +432,11 @@ def _kept_subset(kept_rows: np.ndarray | range, kept: dict[str, StatColumn], row
     if len(rows) == len(kept_rows):  # ascending, distinct, all among them: all of them
         return {name: kept[name] for name in names}
     out = {}
-    for name in names:
+    for name in names:  # where each kept event with the stat is among the rows, if it is
         c = kept[name]
-        j = np.minimum(np.searchsorted(at, c.rows), max(len(at) - 1, 0))
-        keep = at[j] == c.rows if len(at) else np.zeros(len(c.rows), bool)
+        event = c.rows + kept_rows.start if isinstance(kept_rows, range) else kept_rows[c.rows]
+        j = np.minimum(np.searchsorted(rows, event), max(len(rows) - 1, 0))
+        keep = rows[j] == event if len(rows) else np.zeros(len(event), bool)
         out[name] = StatColumn(len(rows), j[keep], c.case[keep], c.value[keep], c.length[keep])
     return out
 
