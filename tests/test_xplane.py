@@ -665,6 +665,10 @@ def test_step_sweep_rows_gathers_each_steps_events_from_the_columns():
             offset, line_ps, begin, finish = offset * far, line_ps * far, begin * far, finish * far
         rows = np.flatnonzero(rng.random(n) < 0.8)
         got = _steps.step_sweep_rows(rows, line, offset, duration, line_ps, kind[rows], step[rows], begin, finish)
+        half = steps // 2  # the steps in two calls: each the events of its own
+        parts = [_steps.step_sweep_rows(rows, line, offset, duration, line_ps, kind[rows], step[rows], begin[a:b],
+                                        finish[a:b], a) for a, b in ((0, half), (half, steps))]
+        assert [np.concatenate(x).tolist() for x in zip(*parts)] == [g.tolist() for g in got]
         mine = rows[(kind[rows] >= 0) & (step[rows] >= 0)]
         mine = mine[np.argsort(step[mine], kind="stable")]
         start = line_ps[line[mine]] + offset[mine]

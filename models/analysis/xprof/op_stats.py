@@ -520,8 +520,11 @@ def host_step_db(space: XSpaceData) -> StepDb:
     # Time per event type within the step: XProf's sweep over the step's
     # event boundaries (in C), the highest type current where events overlap.
     line_ps = np.array([ln.timestamp_ns for ln in space.lines], np.int64) * 1000
-    times, seen = _steps.step_sweep_rows(rows, ev.line, ev.offset_ps, ev.duration_ps, line_ps, kind, group,
-                                         step_begin, step_end)
+    # The steps in two halves on two threads (host ops, on the other, end first).
+    halves = [(0, n_groups // 2), (n_groups // 2, n_groups)]
+    parts = in_threads(lambda h: _steps.step_sweep_rows(rows, ev.line, ev.offset_ps, ev.duration_ps, line_ps, kind,
+                                                       group, step_begin[h[0]:h[1]], step_end[h[0]:h[1]], h[0]), halves)
+    times, seen = np.concatenate([t for t, _ in parts]), np.concatenate([s_ for _, s_ in parts])
     return swept_step_db(times, seen, step_begin, step_end - step_begin, (HOST_COMPUTE,), names)
 
 

@@ -839,13 +839,16 @@ done:
     return out;
 }
 
-/* step_sweep_rows(rows, line, offset, duration, line_ps, types, step, step_begin, step_end) -> step_sweep's
- * (time, seen) per step and type, of events rows[i] of an XSpace's columns (start: line_ps[line] + offset,
- * end: start + duration), each of type index types[i] (int8: EventType / 10; -1 leaves the event out) in
- * step[i] (int32; -1: none). The events of a step are gathered here (a counting sort), in any order. */
+/* step_sweep_rows(rows, line, offset, duration, line_ps, types, step, step_begin, step_end, first_step=0) ->
+ * step_sweep's (time, seen) per step and type, of events rows[i] of an XSpace's columns (start: line_ps[line] +
+ * offset, end: start + duration), each of type index types[i] (int8: EventType / 10; -1 leaves the event out)
+ * in step[i] (int32): steps first_step, first_step + 1, ... (step_begin and step_end's); events of other steps
+ * (-1: none) are left out. The events of a step are gathered here (a counting sort), in any order. */
 static PyObject *step_sweep_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *r_obj, *l_obj, *o_obj, *d_obj, *p_obj, *t_obj, *g_obj, *b_obj, *f_obj;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &r_obj, &l_obj, &o_obj, &d_obj, &p_obj, &t_obj, &g_obj, &b_obj, &f_obj))
+    Py_ssize_t first_step = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO|n", &r_obj, &l_obj, &o_obj, &d_obj, &p_obj, &t_obj, &g_obj, &b_obj, &f_obj,
+                          &first_step))
         return NULL;
     PyArrayObject *rows = as_column(r_obj, NPY_INT64), *lines = as_column(l_obj, NPY_INT32);
     PyArrayObject *offsets = as_column(o_obj, NPY_INT64), *durations = as_column(d_obj, NPY_INT64);
@@ -877,14 +880,14 @@ static PyObject *step_sweep_rows(PyObject *Py_UNUSED(self), PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
+#define STEP_OF(i) ((npy_intp)g[i] - first_step) /* within [0, steps): one of these steps */
     for (npy_intp i = 0; i < n; i++) {
-        if (t[i] < 0 || g[i] < 0) continue;
-        if (t[i] >= SWEEP_TYPES || g[i] >= steps || rw[i] < 0 || rw[i] >= num_events || ln[rw[i]] < 0 ||
-            ln[rw[i]] >= num_lines) {
-            PyErr_SetString(PyExc_ValueError, "type, step, row or line out of range");
+        if (t[i] < 0 || STEP_OF(i) < 0 || STEP_OF(i) >= steps) continue;
+        if (t[i] >= SWEEP_TYPES || rw[i] < 0 || rw[i] >= num_events || ln[rw[i]] < 0 || ln[rw[i]] >= num_lines) {
+            PyErr_SetString(PyExc_ValueError, "type, row or line out of range");
             goto done;
         }
-        first[g[i] + 2]++;
+        first[STEP_OF(i) + 2]++;
     }
     npy_intp largest = 0; /* the most events of one step: the buffer holds one step's boundaries */
     for (npy_intp k = 0; k < steps; k++) {
@@ -905,7 +908,7 @@ static PyObject *step_sweep_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     uint8_t *seen = PyArray_DATA((PyArrayObject *)seen_out);
     Py_BEGIN_ALLOW_THREADS
     for (npy_intp i = 0; i < n; i++) /* first[k + 1]: where step k's next event goes */
-        if (t[i] >= 0 && g[i] >= 0) order[first[g[i] + 1]++] = (int32_t)i;
+        if (t[i] >= 0 && STEP_OF(i) >= 0 && STEP_OF(i) < steps) order[first[STEP_OF(i) + 1]++] = (int32_t)i;
     for (npy_intp k = 0; k < steps; k++) { /* step k's events: order[first[k], first[k + 1]) */
         npy_intp a = first[k], b = first[k + 1], m = 2 * (b - a);
         if (!m) continue;
@@ -918,6 +921,7 @@ static PyObject *step_sweep_rows(PyObject *Py_UNUSED(self), PyObject *args) {
         sweep_step(buf, m, room, sb[k], se[k], tp + k * SWEEP_TYPES, seen + k * SWEEP_TYPES);
     }
     Py_END_ALLOW_THREADS
+#undef STEP_OF
     out = Py_BuildValue("OO", time_out, seen_out);
 done:
     PyMem_RawFree(buf);
@@ -951,7 +955,8 @@ static PyMethodDef methods[] = {
     {"step_sweep", step_sweep, METH_VARARGS,
      "step_sweep(starts, ends, types, segment, step_begin, step_end) -> (int64 time, uint8 seen) per step and type"},
     {"step_sweep_rows", step_sweep_rows, METH_VARARGS,
-     "step_sweep_rows(rows, line, offset, duration, line_ps, types, step, step_begin, step_end) -> step_sweep's "
+     "step_sweep_rows(rows, line, offset, duration, line_ps, types, step, step_begin, step_end, first_step=0) -> "
+     "step_sweep's "
      "(time, seen) of XSpace events by row"},
     {NULL, NULL, 0, NULL},
 };

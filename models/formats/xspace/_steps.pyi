@@ -20,5 +20,5 @@ def step_sweep(
 ) -> tuple[np.ndarray, np.ndarray]: ...
 def step_sweep_rows(
     rows: np.ndarray, line: np.ndarray, offset: np.ndarray, duration: np.ndarray, line_ps: np.ndarray,
-    types: np.ndarray, step: np.ndarray, step_begin: np.ndarray, step_end: np.ndarray, /
+    types: np.ndarray, step: np.ndarray, step_begin: np.ndarray, step_end: np.ndarray, first_step: int = 0, /
 ) -> tuple[np.ndarray, np.ndarray]: ...
