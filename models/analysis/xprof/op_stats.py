@@ -178,7 +178,10 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
     for s in spaces:
         s.kept = None
     if steps:
-        step_dbs = done[len(spaces):] if host_steps else device.steps
+        step_dbs: list[StepDb] = done[len(spaces):]
+        if not host_steps:
+            assert device is not None and device.steps is not None  # host_steps is False only for them
+            step_dbs = device.steps
         # XProf combines hosts' steps in order (as many as each has): the rows are the first host's, the step
         # time summary takes each step's longest.
         n = min(len(d) for d in step_dbs)
