@@ -386,6 +386,14 @@ def stat_columns_of(n: int, names: list[str], wanted: list[tuple[int, str]], chu
     return {name: StatColumn.join(n, parts) for name, parts in found.items()}
 
 
+def _outcome(work) -> tuple:
+    """(work(), None), or (None, the ValueError it raised)."""
+    try:
+        return work(), None
+    except ValueError as e:
+        return None, e
+
+
 def in_threads(work, items: list) -> list:
     """[work(x) for x in items], on two threads where there are two cores:
     the passes over a file's bytes are C that lets go of the GIL. The first
@@ -589,18 +597,15 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState, keep: tuple[str, l
     (line_plane, line_spans), (emd_plane, emd_spans), (smd_plane, smd_spans) = wire.find_children(
         buf, plane_spans, [PLANE_LINES, PLANE_EVENT_METADATA, PLANE_STAT_METADATA]
     )
-    line_cols = wire.decode_messages(
-        buf,
-        line_spans,
-        [
-            (LINE_ID, "i"),
-            (LINE_DISPLAY_ID, "i"),
-            (LINE_NAME, "s"),
-            (LINE_DISPLAY_NAME, "s"),
-            (LINE_TIMESTAMP_NS, "i"),
-            (LINE_DURATION_PS, "i"),
-        ],
-    )
+    line_fields = [(LINE_ID, "i"), (LINE_DISPLAY_ID, "i"), (LINE_NAME, "s"), (LINE_DISPLAY_NAME, "s"),
+                   (LINE_TIMESTAMP_NS, "i"), (LINE_DURATION_PS, "i")]
+    # The lines' fields and their event counts: each a walk over every event, on two threads (a damaged file
+    # says what the first walk finds, whichever finishes first).
+    (line_cols, bad), (counts, bad_count) = in_threads(_outcome, [
+        lambda: wire.decode_messages(buf, line_spans, line_fields),
+        lambda: wire.count_children(buf, line_spans, LINE_EVENTS)])
+    if bad or bad_count:
+        raise bad or bad_count
     lines = [
         Line(int(i), int(d), span_text(buf, n), span_text(buf, dn), int(t), int(dp))
         for i, d, n, dn, t, dp in zip(
@@ -626,7 +631,7 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState, keep: tuple[str, l
     kept_lines = tuple(np.searchsorted(line_plane, [kept_plane, kept_plane + 1]).tolist())
     names = keep[1] if keep and kept_plane >= 0 else []
     wanted = [(sid, name) for name in names for sid in planes[kept_plane].stat_ids(name)]
-    events, line_rows, entries = _decode_events(buf, line_spans, kept_lines, wanted)
+    events, line_rows, entries = _decode_events(buf, line_spans, counts, kept_lines, wanted)
     kept = None
     if names:
         a, b = int(line_rows[kept_lines[0]]), int(line_rows[kept_lines[1]])
@@ -647,9 +652,9 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState, keep: tuple[str, l
     )
 
 
-def _decode_events(buf, line_spans: np.ndarray, kept_lines: tuple[int, int] = (0, 0),
+def _decode_events(buf, line_spans: np.ndarray, counts: np.ndarray, kept_lines: tuple[int, int] = (0, 0),
                    wanted: list[tuple[int, str]] | None = None, chunk_bytes: int = 16 << 20):
-    """The event columns: their count per line first, then each column
+    """The event columns (counts: the number of each line's events): each column
     allocated once and filled a few lines at a time (each group's pages of
     the file given back when done), so neither the whole file nor a second
     copy of the columns is held. With `wanted` (stat ids and names), the
@@ -658,7 +663,6 @@ def _decode_events(buf, line_spans: np.ndarray, kept_lines: tuple[int, int] = (0
     (events, each line's first row, those stat entries)."""
     # Finding the lines' fields and counting their events read every page: they stay for the decoding, which
     # gives them back as it goes (the columns it fills are as large; the analyses after need more).
-    counts = wire.count_children(buf, line_spans, LINE_EVENTS)
     line_rows = np.r_[0, np.cumsum(counts)].astype(np.int64)
     total = int(line_rows[-1])
     fields = [EVENT_METADATA_ID, EVENT_OFFSET_PS, EVENT_DURATION_PS, EVENT_NUM_OCCURRENCES]
