@@ -421,8 +421,9 @@ typedef struct {
     const uint8_t *typed;
     int64_t *occ, *time, *self_time, *first_seg, *first_end, *type_code, *type_seg, *type_end, *type_at;
     uint8_t *eager_of;
-    int64_t *s, *e, *children, seg_self; /* the line's j-th op in XProf's order: times, children time */
-    int32_t *code;                        /* its op's code */
+    Timed *op;                            /* the line's j-th op in XProf's order: times, instance */
+    int64_t *children, seg_self;          /* its children time */
+    int32_t *code;                        /* each instance's op code */
     uint8_t *eager;                       /* and eager flag */
     npy_intp *stack, top;                 /* the stack of begun ops (j) */
     int64_t g;                            /* the line */
@@ -434,22 +435,22 @@ static void op_end(OpSums *o, npy_intp j) {
     while (o->top > 0 && o->stack[o->top - 1] != j) o->top--;
     if (o->top == 0) return; /* its begin was dropped: nothing to count */
     o->top--;
-    int64_t dur = o->e[j] - o->s[j], own = dur - o->children[j], g = o->g;
+    int64_t end = o->op[j].end, dur = end - o->op[j].start, own = dur - o->children[j], g = o->g;
     if (o->top > 0) o->children[o->stack[o->top - 1]] += dur;
     o->seg_self += own;
-    int32_t code = o->code[j];
+    int32_t code = o->code[o->op[j].index];
     int64_t slot = o->slot_of[code];
     o->occ[slot]++;
     o->time[slot] += dur;
     o->self_time[slot] += own;
-    if (o->eager[j]) o->eager_of[slot] = 1;
-    if (o->first_seg[slot] < 0) o->first_seg[slot] = g, o->first_end[slot] = o->e[j];
-    else if (o->first_seg[slot] == g && o->e[j] < o->first_end[slot]) o->first_end[slot] = o->e[j];
+    if (o->eager[o->op[j].index]) o->eager_of[slot] = 1;
+    if (o->first_seg[slot] < 0) o->first_seg[slot] = g, o->first_end[slot] = end;
+    else if (o->first_seg[slot] == g && end < o->first_end[slot]) o->first_end[slot] = end;
     /* ops are counted in the order of their ends, which at equal ends is not their XProf order */
     if (o->typed[code] && (o->type_code[slot] < 0 || g < o->type_seg[slot] ||
-                           (g == o->type_seg[slot] && (o->e[j] < o->type_end[slot] ||
-                                                       (o->e[j] == o->type_end[slot] && j < o->type_at[slot]))))) {
-        o->type_code[slot] = code, o->type_seg[slot] = g, o->type_end[slot] = o->e[j], o->type_at[slot] = j;
+                           (g == o->type_seg[slot] && (end < o->type_end[slot] ||
+                                                       (end == o->type_end[slot] && j < o->type_at[slot]))))) {
+        o->type_code[slot] = code, o->type_seg[slot] = g, o->type_end[slot] = end, o->type_at[slot] = j;
     }
 }
 
@@ -491,7 +492,6 @@ static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
     PyArrayObject *slots = as_column(slot_obj, NPY_INT64), *typeds = as_column(typed_obj, NPY_UINT8);
     PyObject *cols[7] = {NULL}, *out = NULL;
     Pending *heap = NULL;
-    Timed *sorted_buf = NULL;
     OpSums o = {0};
     if (!rows || !keys || (!table && table_obj != Py_None) || !xat || !xcode || !eat || !lines || !offsets ||
         !durations || !line_ps || !slots || !typeds)
@@ -552,19 +552,16 @@ static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
         if (!(cols[j] = PyArray_ZEROS(1, dims, j == 3 ? NPY_UINT8 : NPY_INT64, 0))) goto done;
     size_t room = (size_t)largest + 1;
     heap = PyMem_RawMalloc(sizeof(Pending) * room);
-    sorted_buf = PyMem_RawMalloc(sizeof(Timed) * room);
-    o.s = PyMem_RawMalloc(sizeof(int64_t) * 3 * room); /* then e, children */
+    o.op = PyMem_RawMalloc(sizeof(Timed) * room);
+    o.children = PyMem_RawMalloc(sizeof(int64_t) * room);
     o.stack = PyMem_RawMalloc(sizeof(npy_intp) * room);
-    o.code = PyMem_RawMalloc(sizeof(int32_t) * 2 * room); /* then the sorted codes */
-    o.eager = PyMem_RawMalloc(2 * room);                  /* then the sorted flags */
+    o.code = PyMem_RawMalloc(sizeof(int32_t) * room);
+    o.eager = PyMem_RawMalloc(room);
     o.type_seg = PyMem_RawMalloc(sizeof(int64_t) * 3 * ((size_t)num_slots + 1)); /* then type_end, type_at */
-    if (!heap || !sorted_buf || !o.s || !o.stack || !o.code || !o.eager || !o.type_seg) {
+    if (!heap || !o.op || !o.children || !o.stack || !o.code || !o.eager || !o.type_seg) {
         PyErr_NoMemory();
         goto done;
     }
-    int32_t *code_spare = o.code + room;
-    uint8_t *eager_spare = o.eager + room;
-    o.e = o.s + room, o.children = o.e + room;
     o.type_end = o.type_seg + num_slots + 1, o.type_at = o.type_end + num_slots + 1;
     o.occ = PyArray_DATA((PyArrayObject *)cols[0]), o.time = PyArray_DATA((PyArrayObject *)cols[1]);
     o.self_time = PyArray_DATA((PyArrayObject *)cols[2]), o.eager_of = PyArray_DATA((PyArrayObject *)cols[3]);
@@ -590,33 +587,25 @@ static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
                 } else if (code < 0) {
                     continue;
                 }
-                o.s[m] = start, o.e[m] = end, o.code[m] = code, o.children[m] = 0;
+                o.op[m] = (Timed){start, end, m}, o.code[m] = code, o.children[m] = 0;
                 o.eager[m] = !second && y < m_eager && ea[y] == p;
-                if (m && (start < o.s[m - 1] || (start == o.s[m - 1] && end > o.e[m - 1]))) sorted = 0;
+                if (m && (start < o.op[m - 1].start || (start == o.op[m - 1].start && end > o.op[m - 1].end)))
+                    sorted = 0;
                 m++;
                 if (second) second--; /* another extra op of the same event, if any */
             }
         }
         a = b;
         if (!m) continue;
-        if (!sorted) { /* XProf's order: by start, the longest first, then instance order */
-            for (npy_intp j = 0; j < m; j++) sorted_buf[j] = (Timed){o.s[j], o.e[j], j};
-            sort_timed(sorted_buf, m);
-            for (npy_intp j = 0; j < m; j++) {
-                o.s[j] = sorted_buf[j].start, o.e[j] = sorted_buf[j].end;
-                code_spare[j] = o.code[sorted_buf[j].index], eager_spare[j] = o.eager[sorted_buf[j].index];
-            }
-            memcpy(o.code, code_spare, sizeof(int32_t) * (size_t)m);
-            memcpy(o.eager, eager_spare, (size_t)m);
-        }
-        int64_t lo = o.s[0], hi = o.e[0];
+        if (!sorted) sort_timed(o.op, m); /* XProf's order: by start, the longest first, then instance order */
+        int64_t lo = o.op[0].start, hi = o.op[0].end;
         o.top = 0, o.seg_self = 0;
         for (npy_intp j = 0; j < m; j++) {
             /* an end at a begin's time comes first: it was recorded earlier (its op begun before) */
-            while (pending && heap[0].end <= o.s[j]) op_end(&o, heap_pop(heap, &pending).index);
+            while (pending && heap[0].end <= o.op[j].start) op_end(&o, heap_pop(heap, &pending).index);
             o.stack[o.top++] = j;
-            heap_push(heap, &pending, (Pending){o.e[j], j});
-            if (o.e[j] > hi) hi = o.e[j];
+            heap_push(heap, &pending, (Pending){o.op[j].end, j});
+            if (o.op[j].end > hi) hi = o.op[j].end;
         }
         while (pending) op_end(&o, heap_pop(heap, &pending).index);
         total_op += o.seg_self;
@@ -627,8 +616,8 @@ static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
                         (long long)total, (long long)total_op);
 done:
     PyMem_RawFree(heap);
-    PyMem_RawFree(sorted_buf);
-    PyMem_RawFree(o.s);
+    PyMem_RawFree(o.op);
+    PyMem_RawFree(o.children);
     PyMem_RawFree(o.stack);
     PyMem_RawFree(o.code);
     PyMem_RawFree(o.eager);
