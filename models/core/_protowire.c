@@ -487,6 +487,8 @@ typedef struct {
     int stat_field;             /* > 0: the field of the children's XStats, those of ids `want` kept */
     const int64_t *want;
     npy_intp num_want;
+    int32_t *want_at;           /* where ids are small: each id's index in want (-1: not wanted), else NULL */
+    int64_t want_ids;           /* the ids want_at covers: 0 .. want_ids - 1 */
     Entries stats;              /* at: the child's index in this call */
     int out_of_memory;
 } ChildSink;
@@ -535,8 +537,13 @@ static int decode_one(Cursor c, void *ctx) {
             if (bad >= 0) { k->bad_at = bad; return 0; }
             c.p += v;
             npy_intp j = 0;
-            while (j < k->num_want && k->want[j] != x.metadata_id) j++;
-            if (j < k->num_want && !entries_put(&k->stats, first_stat, i, (int32_t)j, &x)) {
+            if (k->want_at) {
+                j = x.metadata_id >= 0 && x.metadata_id < k->want_ids ? k->want_at[x.metadata_id] : -1;
+            } else {
+                while (j < k->num_want && k->want[j] != x.metadata_id) j++;
+                if (j == k->num_want) j = -1;
+            }
+            if (j >= 0 && !entries_put(&k->stats, first_stat, i, (int32_t)j, &x)) {
                 k->out_of_memory = 1;
                 return 0;
             }
@@ -618,7 +625,20 @@ static PyObject *decode_children(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *result = NULL;
     if (!spans) goto done;
     ChildSink k = {.base = view.buf, .room = count, .bad_at = -1, .stat_field = stat_field};
-    if (ids) k.want = PyArray_DATA(ids), k.num_want = PyArray_DIM(ids, 0);
+    if (ids) {
+        k.want = PyArray_DATA(ids), k.num_want = PyArray_DIM(ids, 0);
+        int64_t top = -1; /* where every id is small, a table of them spares a scan of the ids per stat */
+        int small = 1;
+        for (npy_intp j = 0; j < k.num_want; j++) {
+            if (k.want[j] < 0 || k.want[j] >= (1 << 16)) small = 0;
+            else if (k.want[j] > top) top = k.want[j];
+        }
+        if (small && (k.want_at = PyMem_RawMalloc(sizeof(int32_t) * (size_t)(top + 2)))) {
+            k.want_ids = top + 1;
+            for (int64_t v = 0; v <= top; v++) k.want_at[v] = -1;
+            for (npy_intp j = k.num_want - 1; j >= 0; j--) k.want_at[k.want[j]] = (int32_t)j; /* the first wins */
+        }
+    }
     for (int f = 0; f <= MAX_FIELD; f++) k.column_of[f] = -1;
     Py_ssize_t nf = PySequence_Fast_GET_SIZE(fields);
     if (count < 0 || PySequence_Fast_GET_SIZE(out) != nf + 2) {
@@ -671,6 +691,7 @@ static PyObject *decode_children(PyObject *Py_UNUSED(self), PyObject *args) {
 release:
     PyBuffer_Release(&view);
     entries_free(&k.stats);
+    PyMem_RawFree(k.want_at);
 done:
     Py_XDECREF(ids);
     Py_XDECREF(spans);
