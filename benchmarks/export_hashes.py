@@ -2,10 +2,11 @@
 and benchmark input: run it before and after a change that must not change
 outputs (a move, a refactor) and compare the two files.
 
-    python benchmarks/export_hashes.py [-o hashes.json] [PATH ...]
+    python benchmarks/export_hashes.py [-o hashes.json] [--tools T ...] [PATH ...]
 
 With no PATH: every fixture under tests/data (fuzz inputs aside), the bundled
-sample, and the benchmark inputs already made under benchmarks/out.
+sample, and the benchmark inputs already made under benchmarks/out. With --tools, only those
+tools' exports (no Parquet).
 """
 
 from __future__ import annotations
@@ -58,13 +59,13 @@ def locations() -> list[Path]:
     return found
 
 
-def hashes_of(path: Path, tmp: Path) -> dict[str, str]:
+def hashes_of(path: Path, tmp: Path, tools: list[str] | None = None) -> dict[str, str]:
     result: dict[str, str] = {}
     code, text = _run(["sessions", str(path), "--json"])
     sessions = json.loads(text)["sessions"] if code == 0 else []
     for s in sessions:
         for host in ["", *s["hosts"]]:
-            for tool in s["availableTools"]:
+            for tool in [t for t in s["availableTools"] if tools is None or t in tools]:
                 for params in TOOL_PARAMS.get(tool, [{}]):
                     out = tmp / "out"
                     argv = ["export", str(path), "--tool", tool, "--session", s["sessionId"], "--host", host,
@@ -72,6 +73,8 @@ def hashes_of(path: Path, tmp: Path) -> dict[str, str]:
                     key = f"{s['sessionId']}|{host}|{tool}|{json.dumps(params)}"
                     result[key] = _digest(out) if _run(argv)[0] == 0 and out.exists() else "failed"
                     out.unlink(missing_ok=True)
+    if tools is not None:
+        return result
     if path.is_dir():  # a log dir may be an HParams sweep
         for tool in HPARAMS_TOOLS:
             out = tmp / "out"
@@ -90,13 +93,14 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("paths", nargs="*")
     p.add_argument("-o", "--output", default="-")
+    p.add_argument("--tools", nargs="+", help="only these tools' exports")
     args = p.parse_args()
     paths = [Path(x) for x in args.paths] or locations()
     table = {}
     with tempfile.TemporaryDirectory() as tmp:
         for path in paths:
             key = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
-            table[key] = hashes_of(path, Path(tmp))
+            table[key] = hashes_of(path, Path(tmp), args.tools)
             print(f"{key}: {len(table[key])} outputs", file=sys.stderr)
     text = json.dumps(table, indent=1, sort_keys=True)
     if args.output == "-":

@@ -296,6 +296,12 @@ def test_one_pass_event_and_stat_decoders_equal_the_general_ones():
         for got, want in zip(out[2:], expected):
             assert got.tolist() == want.tolist()
         ids = np.array(sorted({i for p in space.planes for i in p.stat_names}), np.int64)
+        # Narrower columns (metadata ids in int32, num_occurrences as "not 0") and the stats in the same pass.
+        narrow = out[:2] + [np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, bool)]
+        entries = wire.decode_children(buf, line_spans, 4, [1, 2, 3, 5], n, narrow, 4, ids)
+        assert narrow[2].tolist() == expected[0].tolist() and narrow[5].tolist() == (expected[3] != 0).tolist()
+        every = wire.stat_entries(buf, spans[:, 0], spans[:, 1].astype(np.int32), np.arange(n), 4, ids)
+        assert [e.tolist() for e in entries] == [e.tolist() for e in every]
         cases, values, lengths = wire.stat_columns(buf, spans, 4, ids)
         rows = np.arange(0, n, 2)  # a subset, as the analyses ask
         at, which, c, v, ln = wire.stat_entries(buf, spans[:, 0], spans[:, 1].astype(np.int32), rows, 4, ids)
@@ -326,6 +332,12 @@ def test_one_pass_decoders_refuse_malformed_data_and_bad_columns():
         wire.decode_children(line, spans, 4, [1], 0, out)
     with pytest.raises(ValueError, match="output 1"):
         wire.decode_children(line, spans, 4, [1], 1, [out[0], np.empty(1, np.int64), out[2]])
+    big = bytes([0x22, 0x06, 0x08, 0x80, 0x80, 0x80, 0x80, 0x08])  # metadata_id 2**31: no int32
+    with pytest.raises(OverflowError):
+        wire.decode_children(big, np.array([[0, len(big)]], np.int64), 4, [1], 1, out[:2] + [np.empty(1, np.int32)])
+    with pytest.raises(ValueError, match="malformed"):  # a stat cut short, read in the same pass
+        bad_stat = bytes([0x22, 0x04, 0x22, 0x02, 0x08, 0x80])
+        wire.decode_children(bad_stat, np.array([[0, len(bad_stat)]], np.int64), 4, [1], 1, out, 4, np.array([1]))
     with pytest.raises(ValueError, match="malformed"):
         wire.stat_entries(line, np.array([0]), np.array([3], np.int32), np.array([0]), 4, np.array([1]))
     with pytest.raises(ValueError, match="row outside"):
@@ -634,8 +646,39 @@ def test_step_sweep_splits_each_step_by_the_highest_type_current():
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
 
 
+def test_step_sweep_rows_gathers_each_steps_events_from_the_columns():
+    from profscope.models.formats.xspace import _steps
+
+    rng = np.random.default_rng(12)
+    for trial in range(200):
+        steps, lines, n = int(rng.integers(1, 5)), int(rng.integers(1, 4)), int(rng.integers(0, 60))
+        line = np.sort(rng.integers(0, lines, n)).astype(np.int32)
+        line_ps = rng.integers(0, 30, lines).astype(np.int64)
+        offset = rng.integers(0, 50, n).astype(np.int64)
+        duration = rng.integers(0, 20, n).astype(np.int64)
+        step = rng.integers(-1, steps, n).astype(np.int32)  # -1: in no step
+        kind = rng.integers(-1, 18, n).astype(np.int8)  # -1: left out
+        begin = rng.integers(0, 40, steps).astype(np.int64)
+        finish = begin + rng.integers(0, 80, steps)
+        if trial % 10 == 0:  # times too far apart for the radix keys: the merge sort
+            far = 1 << 55
+            offset, line_ps, begin, finish = offset * far, line_ps * far, begin * far, finish * far
+        rows = np.flatnonzero(rng.random(n) < 0.8)
+        got = _steps.step_sweep_rows(rows, line, offset, duration, line_ps, kind[rows], step[rows], begin, finish)
+        half = steps // 2  # the steps in two calls: each the events of its own
+        parts = [_steps.step_sweep_rows(rows, line, offset, duration, line_ps, kind[rows], step[rows], begin[a:b],
+                                        finish[a:b], a) for a, b in ((0, half), (half, steps))]
+        assert [np.concatenate(x).tolist() for x in zip(*parts)] == [g.tolist() for g in got]
+        mine = rows[(kind[rows] >= 0) & (step[rows] >= 0)]
+        mine = mine[np.argsort(step[mine], kind="stable")]
+        start = line_ps[line[mine]] + offset[mine]
+        want = _step_sweep_by_definition(start, start + duration[mine], kind[mine].astype(np.int32) * 10,
+                                         step[mine].astype(np.int64), begin, finish)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
 def _op_stack_by_definition(starts, ends, segment):
-    """op_stack's documented rule in Python: per segment, begins and ends by (time, recorded order) drive a stack."""
+    """The op stack's rule in Python: per segment, begins and ends by (time, recorded order) drive a stack."""
     counted = np.zeros(len(starts), np.uint8)
     children = np.zeros(len(starts), np.int64)
     for seg in np.unique(segment).tolist():
@@ -658,17 +701,78 @@ def _op_stack_by_definition(starts, ends, segment):
     return counted, children
 
 
-def test_op_stack_counts_ops_and_their_children_time_by_its_rule():
+def _op_metrics_by_definition(starts, ends, segment, code, eager, slot_of, typed, n):
+    """op_metrics' documented sums in Python over the op stack's counted ops and children time."""
+    counted, children = _op_stack_by_definition(starts, ends, segment)
+    occ, time, own = [0] * n, [0] * n, [0] * n
+    eager_of, first_seg, first_end, type_code = [0] * n, [-1] * n, [0] * n, [-1] * n
+    for i in np.flatnonzero(counted).tolist():
+        k, dur = int(slot_of[code[i]]), int(ends[i] - starts[i])
+        occ[k], time[k], own[k] = occ[k] + 1, time[k] + dur, own[k] + dur - int(children[i])
+        eager_of[k] |= int(eager[i])
+        if first_seg[k] < 0:
+            first_seg[k], first_end[k] = int(segment[i]), int(ends[i])
+        elif first_seg[k] == segment[i]:
+            first_end[k] = min(first_end[k], int(ends[i]))
+    for i in sorted(np.flatnonzero(counted).tolist(), key=lambda i: (segment[i], ends[i], i), reverse=True):
+        if typed[code[i]]:
+            type_code[int(slot_of[code[i]])] = int(code[i])
+    total = total_op = 0
+    for seg in np.unique(segment).tolist():
+        mine = segment == seg
+        seg_self = int(((ends - starts - children) * counted)[mine].sum())
+        total_op += seg_self
+        total += max(seg_self, int(ends[mine].max() - starts[mine].min()))
+    return occ, time, own, eager_of, first_seg, first_end, type_code, total, total_op
+
+
+def test_op_metrics_follow_the_op_stack_rule():
     from profscope.models.formats.xspace import _steps
 
     rng = np.random.default_rng(5)
-    for trial in range(200):
-        n = int(rng.integers(0, 80))
-        segment = np.sort(rng.integers(0, 3, n)).astype(np.int32)
-        starts = rng.integers(0, 40, n).astype(np.int64)
-        ends = starts + rng.integers(0, 15, n)
-        if trial % 10 == 0:  # times too far apart for the radix keys: qsort
-            starts, ends = starts << 52, ends << 52
-        got = _steps.op_stack(starts, ends, segment)
-        want = _op_stack_by_definition(starts, ends, segment)
-        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+    for trial in range(300):
+        num_events, lines = int(rng.integers(0, 60)), int(rng.integers(1, 4))
+        line = np.sort(rng.integers(0, lines, num_events)).astype(np.int32)
+        line_ps = rng.integers(0, 10, lines).astype(np.int64)
+        offset = rng.integers(0, 40, num_events).astype(np.int64)
+        duration = rng.integers(0, 15, num_events).astype(np.int64)
+        if trial % 10 == 0:  # times far apart
+            line_ps, offset, duration = line_ps << 52, offset << 52, duration << 52
+        rows = np.flatnonzero(rng.random(num_events) < 0.8)
+        n, codes = len(rows), int(rng.integers(1, 6))
+        keys = rng.integers(-1, 8, n).astype(np.int32 if trial % 2 else np.int64)
+        code_of_key = rng.integers(-1, codes, 6).astype(np.int32)  # keys 6 and 7: beyond the table, no op
+        extra_at = np.sort(rng.choice(np.arange(n), int(rng.integers(0, n + 1)) if n else 0)) if n else np.zeros(0, int)
+        extra_code = rng.integers(0, codes, len(extra_at)).astype(np.int32)  # some events with two or more
+        eager_at = np.flatnonzero(rng.random(n) < 0.3)
+        slots = int(rng.integers(1, codes + 1))
+        slot_of = rng.integers(0, slots, codes).astype(np.int64)
+        typed = (rng.random(codes) < 0.6).astype(np.uint8)
+        table = code_of_key if trial % 3 else None
+        given = keys if table is not None else np.where((keys >= 0) & (keys < 6), code_of_key[np.clip(keys, 0, 5)], -1)
+        got = _steps.op_metrics(rows, given, table, extra_at, extra_code, eager_at, line, offset, duration, line_ps,
+                                slot_of, typed, slots)
+        inst = []  # (row position, code, eager): an event's own op, then its extra ones
+        for p_ in range(n):
+            k = int(keys[p_])
+            if 0 <= k < 6 and code_of_key[k] >= 0:
+                inst.append((p_, int(code_of_key[k]), int(p_ in eager_at)))
+            inst += [(p_, int(c), 0) for c in extra_code[extra_at == p_]]
+        at = np.array([i[0] for i in inst], np.int64)
+        code = np.array([i[1] for i in inst], np.int32)
+        eager = np.array([i[2] for i in inst], np.uint8)
+        segment = line[rows[at]] if len(at) else np.zeros(0, np.int32)
+        starts = line_ps[segment] + offset[rows[at]] if len(at) else np.zeros(0, np.int64)
+        ends = starts + duration[rows[at]] if len(at) else np.zeros(0, np.int64)
+        order = xprof_order(starts, ends, segment)  # each line in XProf's order
+        if order is not None:
+            starts, ends, segment, code, eager = starts[order], ends[order], segment[order], code[order], eager[order]
+        want = _op_metrics_by_definition(starts, ends, segment, code, eager, slot_of, typed, slots)
+        assert [g.tolist() for g in got[:7]] + list(got[7:]) == list(want)
+    z32, z64 = np.zeros(2, np.int32), np.zeros(2, np.int64)
+    with pytest.raises(ValueError, match="ascending"):
+        _steps.op_metrics(np.array([1, 0]), z32, None, z64[:0], z32[:0], z64[:0], z32, z64, z64, np.zeros(1, np.int64),
+                          np.zeros(1, np.int64), np.zeros(1, np.uint8), 1)
+    with pytest.raises(ValueError, match="code out of range"):
+        _steps.op_metrics(np.array([0, 1]), np.array([0, 5], np.int32), None, z64[:0], z32[:0], z64[:0], z32, z64, z64,
+                          np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.uint8), 1)

@@ -203,8 +203,8 @@ def test_one_load_decodes_the_xplane_once_and_lets_it_go(qtbot, window, tmp_path
     decoded = []
     parse = xplane.parse_xspace
 
-    def counted(buf, path, host, task):
-        space = parse(buf, path, host, task)
+    def counted(buf, path, host, task, *keep):
+        space = parse(buf, path, host, task, *keep)
         decoded.append((path.name, weakref.ref(space)))
         return space
 

@@ -46,8 +46,7 @@ from pathlib import Path
 from profscope.models.core.task import Cancelled, ProfileError
 from profscope.models.core.units import format_bytes
 from profscope.models.data.tool_data import ToolData
-from profscope.models.hparams.experiment import TOOLS as HPARAMS_TOOLS
-from profscope.models.hparams.experiment import load_hparams, tool_json
+from profscope.models.hparams import TOOLS as HPARAMS_TOOLS
 from profscope.viewer import crashlog
 from profscope.viewer.progress import CountingWriter, TerminalProgress
 from profscope.viewer.query_output import FORMATS as RESULT_FORMATS
@@ -269,6 +268,8 @@ def cmd_export(args) -> int:
     progress = _progress(args.path)
     try:
         if args.tool in HPARAMS_TOOLS:  # a log dir's sweep, not a profile session
+            from profscope.models.hparams.experiment import load_hparams, tool_json
+
             data = ToolData(tool_json(load_hparams(args.path, progress.task()), args.tool, _params(args.param)), "json")
             what = args.tool
         else:

@@ -23,8 +23,9 @@
  *       copied into one bytes object.
  *   count_children(buf, spans, number) -> int64[n]: length-delimited
  *       fields `number` per message
- *   decode_children(buf, spans, number, fields, count, out): those children
- *       (count in all) and their varint fields, into preallocated columns
+ *   decode_children(buf, spans, number, fields, count, out[, stat_field,
+ *       ids]): those children (count in all) and their varint fields, into
+ *       preallocated columns; and their stats of ids, as stat_entries'.
  *   stat_columns(buf, spans, field, ids) -> XStat (xplane.proto) values of
  *       chosen metadata ids, one column per id.
  *   stat_entries(buf, offsets, lengths, rows, field, ids) -> the same values
@@ -373,6 +374,104 @@ static int count_one(Cursor child, void *ctx) {
     return 1;
 }
 
+/* One XStat (xplane.proto): metadata_id = 1, then one of double_value = 2,
+ * uint64_value = 3, int64_value = 4, str_value = 5, bytes_value = 6,
+ * ref_value = 7. case is the value's field number (0: none); value the
+ * number, the double's bits, the ref id or the string's offset in base;
+ * length the string's length. */
+typedef struct {
+    int64_t metadata_id, value, length;
+    int value_case;
+} XStat;
+
+/* Reads the XStat at st; returns -1, else the offset of the malformed byte. */
+static Py_ssize_t read_xstat(Cursor st, const uint8_t *base, XStat *out) {
+    *out = (XStat){0, 0, 0, 0};
+    while (st.p < st.end) {
+        uint64_t t, v;
+        if (!read_varint(&st, &t)) return st.p - base;
+        int number = (t >> 3) <= 7 ? (int)(t >> 3) : 0, wire = (int)(t & 7);
+        if (wire == 0 && (number == 1 || number == 3 || number == 4 || number == 7)) {
+            if (!read_varint(&st, &v)) return st.p - base;
+            if (number == 1) out->metadata_id = (int64_t)v;
+            else { out->value_case = number; out->value = (int64_t)v; out->length = 0; }
+        } else if (wire == 1 && number == 2) {
+            if (st.end - st.p < 8) return st.p - base;
+            memcpy(&out->value, st.p, 8);
+            st.p += 8;
+            out->value_case = 2;
+            out->length = 0;
+        } else if (wire == 2 && (number == 5 || number == 6)) {
+            if (!read_varint(&st, &v) || v > (uint64_t)(st.end - st.p)) return st.p - base;
+            out->value_case = number;
+            out->value = st.p - base;
+            out->length = (int64_t)v;
+            st.p += v;
+        } else if (!skip_field(&st, wire)) {
+            return st.p - base;
+        }
+    }
+    return -1;
+}
+
+/* A growable column of stat entries (stat_entries). */
+typedef struct {
+    int64_t *at, *value, *length;
+    int32_t *which;
+    int8_t *value_case;
+    npy_intp count, cap;
+} Entries;
+
+static int entries_grow(Entries *e) {
+    npy_intp cap = e->cap ? 2 * e->cap : 1024;
+    int64_t *at = PyMem_RawRealloc(e->at, sizeof(int64_t) * cap);
+    if (at) e->at = at;
+    int64_t *value = PyMem_RawRealloc(e->value, sizeof(int64_t) * cap);
+    if (value) e->value = value;
+    int64_t *length = PyMem_RawRealloc(e->length, sizeof(int64_t) * cap);
+    if (length) e->length = length;
+    int32_t *which = PyMem_RawRealloc(e->which, sizeof(int32_t) * cap);
+    if (which) e->which = which;
+    int8_t *value_case = PyMem_RawRealloc(e->value_case, (size_t)cap);
+    if (value_case) e->value_case = value_case;
+    if (!at || !value || !length || !which || !value_case) return 0;
+    e->cap = cap;
+    return 1;
+}
+
+static void entries_free(Entries *e) {
+    PyMem_RawFree(e->at);
+    PyMem_RawFree(e->value);
+    PyMem_RawFree(e->length);
+    PyMem_RawFree(e->which);
+    PyMem_RawFree(e->value_case);
+}
+
+/* Entry `at` (a message, from `first` on this message's entries) of stat `which`: a new one, or the value of
+ * a stat of the same id earlier in the message replaced (the last wins). 0 when out of memory. */
+static int entries_put(Entries *e, npy_intp first, npy_intp at, int32_t which, const XStat *x) {
+    npy_intp slot = first;
+    while (slot < e->count && e->which[slot] != which) slot++;
+    if (slot == e->count) {
+        if (e->count == e->cap && !entries_grow(e)) return 0;
+        e->count++;
+    }
+    e->at[slot] = at;
+    e->which[slot] = which;
+    e->value_case[slot] = (int8_t)x->value_case;
+    e->value[slot] = x->value;
+    e->length[slot] = x->length;
+    return 1;
+}
+
+/* A numpy array copied from raw memory. */
+static PyObject *array_of(const void *data, npy_intp n, int type) {
+    npy_intp dims[1] = {n};
+    PyObject *a = PyArray_SimpleNew(1, dims, type);
+    if (a && n) memcpy(PyArray_DATA((PyArrayObject *)a), data, (size_t)n * PyArray_ITEMSIZE((PyArrayObject *)a));
+    return a;
+}
+
 /* decode_children's output: where the next child goes and what to read. */
 typedef struct {
     const uint8_t *base;
@@ -380,10 +479,37 @@ typedef struct {
     int64_t *offsets;
     int32_t *lengths;
     int column_of[MAX_FIELD + 1];
-    int64_t *columns[MAX_FIELD + 1];
+    void *columns[MAX_FIELD + 1];
+    int kind[MAX_FIELD + 1]; /* the column's: KIND_INT64, KIND_INT32 (checked) or KIND_NONZERO (bool) */
     int wanted[MAX_FIELD + 1], num_wanted; /* the field numbers read */
     Py_ssize_t bad_at;
+    int overflow; /* a value did not fit its int32 column */
+    int stat_field;             /* > 0: the field of the children's XStats, those of ids `want` kept */
+    const int64_t *want;
+    npy_intp num_want;
+    int32_t *want_at;           /* where ids are small: each id's index in want (-1: not wanted), else NULL */
+    int64_t want_ids;           /* the ids want_at covers: 0 .. want_ids - 1 */
+    Entries stats;              /* at: the child's index in this call */
+    int out_of_memory;
 } ChildSink;
+
+enum { KIND_INT64, KIND_INT32, KIND_NONZERO };
+
+/* Column f's row i = v, as its kind stores it; 0 when an int32 column cannot hold v. */
+static inline int put_value(ChildSink *k, int f, npy_intp i, uint64_t v) {
+    switch (k->kind[f]) {
+    case KIND_INT32:
+        if ((int64_t)v < INT32_MIN || (int64_t)v > INT32_MAX) return 0;
+        ((int32_t *)k->columns[f])[i] = (int32_t)(int64_t)v;
+        return 1;
+    case KIND_NONZERO:
+        ((npy_bool *)k->columns[f])[i] = v != 0;
+        return 1;
+    default:
+        ((int64_t *)k->columns[f])[i] = (int64_t)v;
+        return 1;
+    }
+}
 
 /* One child: its span, and its wanted varint fields (the last occurrence
  * wins; absent: 0; another wire type for a wanted number: skipped). */
@@ -394,7 +520,8 @@ static int decode_one(Cursor c, void *ctx) {
     if (c.end - c.p > INT32_MAX) { k->bad_at = c.p - k->base; return 0; }
     k->offsets[i] = c.p - k->base;
     k->lengths[i] = (int32_t)(c.end - c.p);
-    for (int f = 0; f < k->num_wanted; f++) k->columns[k->wanted[f]][i] = 0;
+    for (int f = 0; f < k->num_wanted; f++) put_value(k, k->wanted[f], i, 0);
+    npy_intp first_stat = k->stats.count; /* this child's stat entries */
     while (c.p < c.end) {
         uint64_t tag, v;
         if (!read_varint(&c, &tag)) { k->bad_at = c.p - k->base; return 0; }
@@ -402,7 +529,24 @@ static int decode_one(Cursor c, void *ctx) {
         int wire = (int)(tag & 7);
         if (wire == 0 && number <= MAX_FIELD && k->column_of[number] >= 0) {
             if (!read_varint(&c, &v)) { k->bad_at = c.p - k->base; return 0; }
-            k->columns[number][i] = (int64_t)v;
+            if (!put_value(k, (int)number, i, v)) { k->overflow = 1; return 0; }
+        } else if (wire == 2 && k->stat_field > 0 && number == (uint64_t)k->stat_field) {
+            XStat x;
+            if (!read_varint(&c, &v) || v > (uint64_t)(c.end - c.p)) { k->bad_at = c.p - k->base; return 0; }
+            Py_ssize_t bad = read_xstat((Cursor){c.p, c.p + v}, k->base, &x);
+            if (bad >= 0) { k->bad_at = bad; return 0; }
+            c.p += v;
+            npy_intp j = 0;
+            if (k->want_at) {
+                j = x.metadata_id >= 0 && x.metadata_id < k->want_ids ? k->want_at[x.metadata_id] : -1;
+            } else {
+                while (j < k->num_want && k->want[j] != x.metadata_id) j++;
+                if (j == k->num_want) j = -1;
+            }
+            if (j >= 0 && !entries_put(&k->stats, first_stat, i, (int32_t)j, &x)) {
+                k->out_of_memory = 1;
+                return 0;
+            }
         } else if (!skip_field(&c, wire)) {
             k->bad_at = c.p - k->base;
             return 0;
@@ -459,21 +603,42 @@ static void *out_column(PyObject *out, Py_ssize_t j, int type, npy_intp n) {
 /* decode_children(buf, spans, number, fields, count, out) -> None: the
  * children at length-delimited field `number` of the messages (count of
  * them in all, as count_children says), in order, into preallocated
- * columns: out = [int64 offsets, int32 lengths, one int64 column per
- * varint field number in fields]. find_children and decode_messages in one
- * pass, writing where the caller's columns are (no parts to join). */
+ * columns: out = [int64 offsets, int32 lengths, one column per varint
+ * field number in fields: int64, int32 (OverflowError when a value does
+ * not fit) or bool (whether the value is not 0)]. find_children and
+ * decode_messages in one pass, writing where the caller's columns are (no
+ * parts to join, no wider columns than needed). With stat_field and ids:
+ * also stat_entries' of the children's XStats at stat_field (at: the
+ * child's index among those of this call), returned instead of None. */
 static PyObject *decode_children(PyObject *Py_UNUSED(self), PyObject *args) {
-    PyObject *obj, *spans_obj, *fields_obj, *out_obj;
-    int number;
+    PyObject *obj, *spans_obj, *fields_obj, *out_obj, *ids_obj = Py_None;
+    int number, stat_field = 0;
     Py_ssize_t count;
-    if (!PyArg_ParseTuple(args, "OOiOnO", &obj, &spans_obj, &number, &fields_obj, &count, &out_obj)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOiOnO|iO", &obj, &spans_obj, &number, &fields_obj, &count, &out_obj, &stat_field,
+                          &ids_obj))
+        return NULL;
     PyObject *fields = PySequence_Fast(fields_obj, "fields must be a sequence");
     PyObject *out = fields ? PySequence_Fast(out_obj, "out must be a sequence") : NULL;
+    PyArrayObject *ids = out && stat_field > 0 ? as_column(ids_obj, NPY_INT64) : NULL;
     Py_buffer view;
-    PyArrayObject *spans = out ? with_buffer(as_spans(spans_obj), obj, &view) : NULL;
+    PyArrayObject *spans = out && (ids || stat_field <= 0) ? with_buffer(as_spans(spans_obj), obj, &view) : NULL;
     PyObject *result = NULL;
     if (!spans) goto done;
-    ChildSink k = {.base = view.buf, .room = count, .bad_at = -1};
+    ChildSink k = {.base = view.buf, .room = count, .bad_at = -1, .stat_field = stat_field};
+    if (ids) {
+        k.want = PyArray_DATA(ids), k.num_want = PyArray_DIM(ids, 0);
+        int64_t top = -1; /* where every id is small, a table of them spares a scan of the ids per stat */
+        int small = 1;
+        for (npy_intp j = 0; j < k.num_want; j++) {
+            if (k.want[j] < 0 || k.want[j] >= (1 << 16)) small = 0;
+            else if (k.want[j] > top) top = k.want[j];
+        }
+        if (small && (k.want_at = PyMem_RawMalloc(sizeof(int32_t) * (size_t)(top + 2)))) {
+            k.want_ids = top + 1;
+            for (int64_t v = 0; v <= top; v++) k.want_at[v] = -1;
+            for (npy_intp j = k.num_want - 1; j >= 0; j--) k.want_at[k.want[j]] = (int32_t)j; /* the first wins */
+        }
+    }
     for (int f = 0; f <= MAX_FIELD; f++) k.column_of[f] = -1;
     Py_ssize_t nf = PySequence_Fast_GET_SIZE(fields);
     if (count < 0 || PySequence_Fast_GET_SIZE(out) != nf + 2) {
@@ -492,7 +657,11 @@ static PyObject *decode_children(PyObject *Py_UNUSED(self), PyObject *args) {
         }
         k.column_of[f] = (int)j;
         k.wanted[k.num_wanted++] = (int)f;
-        if (!(k.columns[f] = out_column(out, j + 2, NPY_INT64, count))) goto release;
+        PyObject *col = PySequence_Fast_GET_ITEM(out, j + 2);
+        int type = PyArray_Check(col) ? PyArray_TYPE((PyArrayObject *)col) : NPY_INT64;
+        k.kind[f] = type == NPY_INT32 ? KIND_INT32 : type == NPY_BOOL ? KIND_NONZERO : KIND_INT64;
+        if (!(k.columns[f] = out_column(out, j + 2, type == NPY_INT32 || type == NPY_BOOL ? type : NPY_INT64, count)))
+            goto release;
     }
     const int64_t *sp = PyArray_DATA(spans);
     npy_intp n = PyArray_DIM(spans, 0);
@@ -506,59 +675,29 @@ static PyObject *decode_children(PyObject *Py_UNUSED(self), PyObject *args) {
     }
     Py_END_ALLOW_THREADS
     if (bad_at == -2 && k.bad_at >= 0) bad_at = k.bad_at;
-    if (bad_at >= 0) malformed(bad_at);
+    if (bad_at == -2 && k.out_of_memory) PyErr_NoMemory();
+    else if (bad_at == -2 && k.overflow) PyErr_SetString(PyExc_OverflowError, "a value does not fit its int32 column");
+    else if (bad_at >= 0) malformed(bad_at);
     else if (bad_at == -2 || k.next != count) PyErr_SetString(PyExc_ValueError, "count differs from the children found");
-    else {
+    else if (stat_field > 0) {
+        Entries *e = &k.stats;
+        result = Py_BuildValue("(NNNNN)", array_of(e->at, e->count, NPY_INT64), array_of(e->which, e->count, NPY_INT32),
+                               array_of(e->value_case, e->count, NPY_INT8), array_of(e->value, e->count, NPY_INT64),
+                               array_of(e->length, e->count, NPY_INT64));
+    } else {
         Py_INCREF(Py_None);
         result = Py_None;
     }
 release:
     PyBuffer_Release(&view);
+    entries_free(&k.stats);
+    PyMem_RawFree(k.want_at);
 done:
+    Py_XDECREF(ids);
     Py_XDECREF(spans);
     Py_XDECREF(out);
     Py_XDECREF(fields);
     return result;
-}
-
-/* One XStat (xplane.proto): metadata_id = 1, then one of double_value = 2,
- * uint64_value = 3, int64_value = 4, str_value = 5, bytes_value = 6,
- * ref_value = 7. case is the value's field number (0: none); value the
- * number, the double's bits, the ref id or the string's offset in base;
- * length the string's length. */
-typedef struct {
-    int64_t metadata_id, value, length;
-    int value_case;
-} XStat;
-
-/* Reads the XStat at st; returns -1, else the offset of the malformed byte. */
-static Py_ssize_t read_xstat(Cursor st, const uint8_t *base, XStat *out) {
-    *out = (XStat){0, 0, 0, 0};
-    while (st.p < st.end) {
-        uint64_t t, v;
-        if (!read_varint(&st, &t)) return st.p - base;
-        int number = (t >> 3) <= 7 ? (int)(t >> 3) : 0, wire = (int)(t & 7);
-        if (wire == 0 && (number == 1 || number == 3 || number == 4 || number == 7)) {
-            if (!read_varint(&st, &v)) return st.p - base;
-            if (number == 1) out->metadata_id = (int64_t)v;
-            else { out->value_case = number; out->value = (int64_t)v; out->length = 0; }
-        } else if (wire == 1 && number == 2) {
-            if (st.end - st.p < 8) return st.p - base;
-            memcpy(&out->value, st.p, 8);
-            st.p += 8;
-            out->value_case = 2;
-            out->length = 0;
-        } else if (wire == 2 && (number == 5 || number == 6)) {
-            if (!read_varint(&st, &v) || v > (uint64_t)(st.end - st.p)) return st.p - base;
-            out->value_case = number;
-            out->value = st.p - base;
-            out->length = (int64_t)v;
-            st.p += v;
-        } else if (!skip_field(&st, wire)) {
-            return st.p - base;
-        }
-    }
-    return -1;
 }
 
 /* The next XStat at field `field` of the message c walks: 1 when one was
@@ -639,47 +778,6 @@ done:
     return out;
 }
 
-/* A growable column of stat entries (stat_entries). */
-typedef struct {
-    int64_t *at, *value, *length;
-    int32_t *which;
-    int8_t *value_case;
-    npy_intp count, cap;
-} Entries;
-
-static int entries_grow(Entries *e) {
-    npy_intp cap = e->cap ? 2 * e->cap : 1024;
-    int64_t *at = PyMem_RawRealloc(e->at, sizeof(int64_t) * cap);
-    if (at) e->at = at;
-    int64_t *value = PyMem_RawRealloc(e->value, sizeof(int64_t) * cap);
-    if (value) e->value = value;
-    int64_t *length = PyMem_RawRealloc(e->length, sizeof(int64_t) * cap);
-    if (length) e->length = length;
-    int32_t *which = PyMem_RawRealloc(e->which, sizeof(int32_t) * cap);
-    if (which) e->which = which;
-    int8_t *value_case = PyMem_RawRealloc(e->value_case, (size_t)cap);
-    if (value_case) e->value_case = value_case;
-    if (!at || !value || !length || !which || !value_case) return 0;
-    e->cap = cap;
-    return 1;
-}
-
-static void entries_free(Entries *e) {
-    PyMem_RawFree(e->at);
-    PyMem_RawFree(e->value);
-    PyMem_RawFree(e->length);
-    PyMem_RawFree(e->which);
-    PyMem_RawFree(e->value_case);
-}
-
-/* A numpy array copied from raw memory. */
-static PyObject *array_of(const void *data, npy_intp n, int type) {
-    npy_intp dims[1] = {n};
-    PyObject *a = PyArray_SimpleNew(1, dims, type);
-    if (a && n) memcpy(PyArray_DATA((PyArrayObject *)a), data, (size_t)n * PyArray_ITEMSIZE((PyArrayObject *)a));
-    return a;
-}
-
 /* stat_entries(buf, offsets, lengths, rows, field, ids): stat_columns'
  * values as entries, only where present: the messages are offsets[rows[i]],
  * lengths[rows[i]] (i the entry's `at`). Returns (at int64[m], which
@@ -723,17 +821,7 @@ static PyObject *stat_entries(PyObject *Py_UNUSED(self), PyObject *args) {
             npy_intp j = 0;
             while (j < k && want[j] != x.metadata_id) j++;
             if (j == k) continue;
-            npy_intp slot = first;
-            while (slot < e.count && e.which[slot] != (int32_t)j) slot++;
-            if (slot == e.count) {
-                if (e.count == e.cap && !entries_grow(&e)) { failed = 1; break; }
-                e.count++;
-            }
-            e.at[slot] = i;
-            e.which[slot] = (int32_t)j;
-            e.value_case[slot] = (int8_t)x.value_case;
-            e.value[slot] = x.value;
-            e.length[slot] = x.length;
+            if (!entries_put(&e, first, i, (int32_t)j, &x)) { failed = 1; break; }
         }
     }
     Py_END_ALLOW_THREADS
@@ -769,7 +857,8 @@ static PyMethodDef methods[] = {
     {"count_children", count_children, METH_VARARGS,
      "count_children(buf, spans, number) -> int64 number of length-delimited fields `number` per message"},
     {"decode_children", decode_children, METH_VARARGS,
-     "decode_children(buf, spans, number, fields, count, out) -> None: children's spans and varints into out"},
+     "decode_children(buf, spans, number, fields, count, out, stat_field=0, ids=None) -> None (or stat entries): "
+     "children's spans and varints into out"},
     {"stat_entries", stat_entries, METH_VARARGS,
      "stat_entries(buf, offsets, lengths, rows, field, ids) -> (at, which, case, value, length) where present"},
     {NULL, NULL, 0, NULL},

@@ -16,7 +16,6 @@ import re
 from typing import TypeVar
 
 import numpy as np
-from google.protobuf import text_format
 from google.protobuf.message import DecodeError, Message
 
 from profscope.models.core.task import ProfileError
@@ -111,6 +110,8 @@ def parse_text(text: bytes | str, message: Message, what: str) -> Message:
     """Protobuf text format into `message` (unknown fields skipped), with the
     nesting bounded first: the parser recurses once per level. Line numbers
     in errors count the lines of `_short_lines`' text."""
+    from google.protobuf import text_format  # ~7 ms to import: only the text-format readers need it
+
     if isinstance(text, str):
         text = text.encode("utf-8", "surrogatepass")
     if text_nesting(text) > max_nesting():

@@ -38,6 +38,7 @@ from google.protobuf import json_format, struct_pb2
 from profscope.models.core import guards
 from profscope.models.core.guards import decode
 from profscope.models.core.task import ProfileError, TaskState
+from profscope.models.hparams import TOOLS
 from profscope.models.hparams.logdir import Logdir, gc_paused, read_logdir
 from profscope.protos import api_pb2, plugin_data_pb2
 
@@ -46,7 +47,6 @@ EXPERIMENT_TAG = "_hparams_/experiment"
 START_TAG = "_hparams_/session_start_info"
 END_TAG = "_hparams_/session_end_info"
 MISSING, NUMBER, STRING, BOOL, OTHER = 0, 1, 2, 3, 4  # kinds of hparam values
-TOOLS = ("hparams_experiment", "hparams_session_groups", "hparams_metric_evals")
 NO_HPARAMS_HINT = ("HParams data is written by tensorboard.plugins.hparams.api (hp.hparams, hp.hparams_config, "
                    "hp.KerasCallback), PyTorch's or tensorboardX's SummaryWriter.add_hparams.")
 ALL_STATUSES = (api_pb2.STATUS_UNKNOWN, api_pb2.STATUS_SUCCESS, api_pb2.STATUS_FAILURE, api_pb2.STATUS_RUNNING)

@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 from profscope.models.core.task import ProfileError, TaskState
-from profscope.models.hparams.experiment import load_hparams
 from profscope.models.remote import SCHEME
 from profscope.models.repository.profile_repository import LocalRepository, ProfileRepository
 
@@ -21,6 +20,8 @@ def open_location(path: str | os.PathLike, task: TaskState | None = None):
     except ProfileError as e:
         error = e
     if not str(path).startswith(SCHEME) and Path(path).is_dir():
+        from profscope.models.hparams.experiment import load_hparams  # only for folders (a log dir's sweep)
+
         try:
             hparams = load_hparams(path, task)
         except ProfileError:

@@ -30,15 +30,13 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from profscope.models.analysis import trace_stats
-from profscope.models.analysis.xprof import XPROF_OFFERED, tool_protos
+from profscope.models.analysis.xprof import XPROF_OFFERED
 from profscope.models.analysis.xprof import XPROF_TOOLS as XPROF_PRODUCERS
 from profscope.models.core import archives
 from profscope.models.core.files import stays_inside
 from profscope.models.core.task import ProfileError, TaskState
-from profscope.models.data.memory_profile import MemoryProfileData, xprof_json_chunks
-from profscope.models.data.timeline import Timeline
 from profscope.models.data.tool_data import ToolData
 from profscope.models.formats import FORMATS, not_a_profile
 from profscope.models.formats.xspace.xplane import decode_once
@@ -50,6 +48,10 @@ from profscope.models.repository.registry import (
     XPROF_TOOLS,
     Format,
 )
+
+if TYPE_CHECKING:
+    from profscope.models.data.memory_profile import MemoryProfileData
+    from profscope.models.data.timeline import Timeline
 
 MAX_DEPTH = 6  # how deep to look below an opened folder
 WHERE_TO_LOOK = "`profscope formats` lists what Profscope reads."  # ends every "found nothing" message
@@ -151,7 +153,10 @@ class ProfileRepository(ABC):
     ) -> ToolData:
         """GetSessionToolData: the tool's output for a session and host."""
         params = params or {}
+        # Each kind of tool's modules load when it is asked for (a command runs one tool).
         if tool == MEMORY_PROFILE:
+            from profscope.models.data.memory_profile import xprof_json_chunks
+
             host = self.resolve_host(session, host, tool)
             profile = self.memory_profile(session, host, task)
             xprof_form = params.get("xprof_form", "").lower() in ("1", "true", "yes")
@@ -160,11 +165,15 @@ class ProfileRepository(ABC):
             host = self.resolve_host(session, host, tool)
             return ToolData(self.chrome_trace(session, host, params.get("step", ""), task), "json")
         if tool in XPROF_TOOLS and (own := self.tool_files(session, host, tool)) is not None:
+            from profscope.models.analysis.xprof import tool_protos
+
             return tool_protos.tool_data(tool, own[0].tool_result(own[1], tool))
         if tool in XPROF_TOOLS and (files := self.xprof_files(session, host, tool)) is not None:
             with self.decoding_once():  # a tool that reads a file twice (OpStats, then kernels) decodes it once
                 return XPROF_PRODUCERS[tool](files, params, task or TaskState())
         if tool in TIMELINE_TOOLS:
+            from profscope.models.analysis import trace_stats
+
             # Host "" of a session whose hosts share a timeline: every host, side by side.
             if host or not self.combines_hosts(session):
                 host = self.resolve_host(session, host, tool)

@@ -23,11 +23,10 @@ import numpy as np
 
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.formats.xspace import _steps
-from profscope.models.formats.xspace.groups import in_sorted
 from profscope.models.formats.xspace.xplane import (
     HOST_PLANE,
     XSpaceData,
-    heap_reuse,
+    in_threads,
     read_xspace,
     span_text,
     xprof_order,
@@ -124,10 +123,11 @@ class OpStats:
     device_unknown: str = ""  # why the device's op metrics are not computed, if they are not
 
 
-def read_spaces(paths: list[Path], task: TaskState) -> list[XSpaceData]:
+def read_spaces(paths: list[Path], task: TaskState, keep: list[str] | None = None) -> list[XSpaceData]:
+    """The XSpaces, with `keep`: those stats of their host plane's events read in the same pass."""
     if not paths:
         raise ProfileError("no xplane.pb to analyse")
-    return [read_xspace(p, task) for p in paths]
+    return [read_xspace(p, task, keep=(HOST_PLANE, keep) if keep else None) for p in paths]
 
 
 def op_stats(paths: list[Path], task: TaskState, steps: bool = False) -> OpStats:
@@ -143,8 +143,7 @@ def op_stats(paths: list[Path], task: TaskState, steps: bool = False) -> OpStats
         last = _last.get(key) if key else None
     if last is not None and (last.steps is not None or not steps):
         return last
-    with heap_reuse():
-        stats = _op_stats(paths, task, steps)
+    stats = _op_stats(paths, task, steps)
     if key:
         with _last_lock:
             _last.clear()
@@ -161,29 +160,36 @@ def device_planes(space: XSpaceData) -> list[str]:
 
 
 def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
-    spaces = read_spaces(paths, task)
+    # Host ops and step groups read stats of the same events: one pass over them for both, the decoding's.
+    kept = _host_stat_names(steps)
+    spaces = read_spaces(paths, task, kept)
     device = None
     if any(device_planes(s) for s in spaces):
         from profscope.models.analysis.xprof import device_op_metrics
 
         device = device_op_metrics.device_stats(spaces, paths, steps)
-    task.report(0.7, "Host ops")
-    if steps:  # host ops and step groups read stats of the same events: one pass over them for both
-        for s in spaces:
-            _keep_host_stats(s)
-    dbs = [host_op_metrics(s) for s in spaces]
+    task.report(0.7, "Host ops and steps" if steps else "Host ops")
+    for s in spaces:  # an XSpace decoded before (the window's timeline) has none kept
+        _keep_host_stats(s, kept)
+    # A GPU host's steps are its device's (device_op_metrics.gpu_step_db); otherwise the host's. Host ops and
+    # steps read the same events, not each other's results: on two threads (their passes are C and numpy
+    # that let go of the GIL).
+    host_steps = steps and (device is None or device.steps is None)
+    jobs = [(host_op_metrics, s) for s in spaces] + [(host_step_db, s) for s in spaces if host_steps]
+    done = in_threads(lambda job: job[0](job[1]), jobs)
+    dbs = done[:len(spaces)]
     stats = OpStats(combine(dbs))
     stats.errors = sorted({e for s in spaces for e in s.errors})
     stats.warnings = sorted({w for s in spaces for w in s.warnings})
     stats.task_count = len(spaces)
     stats.host_count = len({(s.hostnames or ["localhost"])[0] for s in spaces})
+    for s in spaces:
+        s.kept = None
     if steps:
-        task.report(0.85, "Steps")
-        # A GPU host's steps are its device's (device_op_metrics.gpu_step_db); otherwise the host's.
-        step_dbs = device.steps if device is not None and device.steps is not None else [
-            host_step_db(s) for s in spaces]
-        for s in spaces:
-            s.kept = None
+        step_dbs: list[StepDb] = done[len(spaces):]
+        if not host_steps:
+            assert device is not None and device.steps is not None  # host_steps is False only for them
+            step_dbs = device.steps
         # Several hosts: XProf's step intersection (step_intersection.py).
         from profscope.models.analysis.xprof.step_intersection import session_steps
 
@@ -204,17 +210,25 @@ HOST_OP_STATS = ("input_pipeline_stage_id", "input_pipeline_stage_category", "is
 INPUT_STAGE_STATS = ("input_pipeline_stage_name", "consumer_type", "consumer_id", "producer_type", "producer_id")
 
 
-def _keep_host_stats(space: XSpaceData) -> None:
-    """Every stat host_op_metrics and host_step_db read of the host's events, in one pass."""
+def _host_stat_names(steps: bool) -> list[str]:
+    """Every stat host_op_metrics (and with steps host_step_db) reads of the host's events."""
     from profscope.models.formats.xspace import groups
 
+    if not steps:
+        return list(HOST_OP_STATS)
+    return sorted({*HOST_OP_STATS, *INPUT_STAGE_STATS, *groups.GROUP_STATS, *groups.EXECUTOR_STATS,
+                   *groups.NAME_STATS})
+
+
+def _keep_host_stats(space: XSpaceData, names: list[str]) -> None:
+    """The stats of the host's events, in one pass, where its decoding did not keep them; and its timed rows
+    (made here, once, for the analyses on two threads)."""
     plane = space.plane_named(HOST_PLANE)
-    if plane >= 0:
-        a, b = space.plane_rows(plane)
-        names = {*HOST_OP_STATS, *INPUT_STAGE_STATS, *groups.GROUP_STATS, *groups.EXECUTOR_STATS, *groups.NAME_STATS}
-        rows = np.flatnonzero(~space.events.aggregated[a:b])
-        rows += a
-        space.keep_stats(rows, plane, sorted(names))
+    if plane < 0:
+        return
+    rows = space.timed_rows(plane)
+    if not (space.kept is not None and space.kept[0] == plane and set(names) <= space.kept[2].keys()):
+        space.keep_stats(rows, plane, names)
 
 
 def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
@@ -224,9 +238,7 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
         none = np.zeros(0, np.int64)
         return OpMetricsDb([], [], none, none, none, np.zeros(0, bool))
     ev = space.events
-    a, b = space.plane_rows(plane)
-    rows = np.flatnonzero(~ev.aggregated[a:b])
-    rows += a
+    rows = space.timed_rows(plane)
     p = space.planes[plane]
     line_ids = np.array([ln.id for ln in space.lines], np.int64)
     derived = ((line_ids & 0xFFFFFFFF) - DERIVED_LINE_MIN) % (1 << 32) < DERIVED_LINE_COUNT
@@ -235,7 +247,7 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
 
     stat_names = [n for n in HOST_OP_STATS if p.stat_ids(n)]
     stats = space.stats(rows, plane, stat_names) if stat_names and len(rows) else {}
-    md = ev.metadata_id[rows]
+    md = _take(ev.metadata_id, rows)
 
     # The op of each event's key: its metadata id, or its tf.data stage id;
     # the first event met with a key names it (XProf's try_emplace).
@@ -257,8 +269,12 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
                     stage_op.setdefault(int(key[r]), (INPUT_PIPELINE, name, texts[code_]))
     ops: dict[int, tuple[int, str, str]] = {}
     first_rows: dict[int, int] = {}
-    # Legacy ops by metadata id, with the first row of each id among unstaged events.
-    plain_md, plain_rows = _first_rows(md, ~staged if staged.any() else None)
+    # Legacy ops by metadata id, with the first row of each id among unstaged events (needed where stages are).
+    if staged.any():
+        plain_md, plain_rows = _first_rows(md, ~staged)
+    else:
+        plain_md = _distinct(md)
+        plain_rows = np.full(len(plain_md), -1, np.int64)
     for mid, r in zip(plain_md.tolist(), plain_rows.tolist()):
         name = p.event_metadata.get(mid, ("", "", []))[0]
         if name:
@@ -271,87 +287,44 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
         for k, r in zip(staged_keys.tolist(), staged_rows.tolist()):
             if k in stage_op and (k not in ops or r < first_rows[k]):
                 ops[k] = stage_op[k]
-    # Op instances: each event with an op by its key, then (a second op on
-    # the same event) by its tf_op stat. Codes index `table`.
+    # Op instances: each event with an op by its key, then (a second op on the same event) by its tf_op stat.
+    # Codes index `table`; op_metrics makes the instances from these.
     op_keys = np.array(sorted(ops), np.int64)
-    inst, code = _keyed(key, op_keys)
-    del key, md, staged
-    eager = np.zeros(len(inst), bool)
+    code_of_key, keys = _key_codes(key, op_keys)
+    del md, staged
+    eager_at = np.zeros(0, np.int64)
     if "is_eager" in stats:
         e = stats.pop("is_eager")
-        at = np.minimum(np.searchsorted(inst, e.rows), max(len(inst) - 1, 0))
-        hit = inst[at] == e.rows if len(inst) else np.zeros(0, bool)
-        eager[at[hit]] = e.ints_present()[hit] != 0
+        eager_at = e.rows[e.ints_present() != 0]
     names: dict[tuple[int, str, str], int] = {}
+    extra_at, extra_code = np.zeros(0, np.int64), np.zeros(0, np.int32)
     if "tf_op" in stats:
         t = stats.pop("tf_op")
         text_codes, texts = space.string_codes(t, np.arange(len(t.rows)), plane)
-        tf_op_rows = t.rows
-        del t
         # Each distinct text parsed once; "" names no op.
         op_code = np.array([names.setdefault(parse_tf_op(x), len(names)) if x else -1 for x in texts], np.int64)
         extra_code = op_code[text_codes]
         has = extra_code >= 0
-        if has.any():
-            # Interleaved after their event's own op, in file order.
-            both = np.concatenate([inst, tf_op_rows[has]])
-            second = np.r_[np.zeros(len(inst), bool), np.ones(int(has.sum()), bool)]
-            order = np.lexsort((second, both))
-            inst = both[order]
-            code = np.r_[code, (len(op_keys) + extra_code[has]).astype(np.int32)][order]
-            eager = np.r_[eager, np.zeros(int(has.sum()), bool)][order]
-            del both, second, order
-        del text_codes, extra_code, has, tf_op_rows
+        extra_at, extra_code = t.rows[has], (len(op_keys) + extra_code[has]).astype(np.int32)
+        del t, text_codes, has
     del stats
     table = [ops[k] for k in op_keys.tolist()] + list(names)
-
-    # XProf's order within each line (start, then longest first), then its op stack.
-    events = rows[inst]
-    del inst
-    start = space.start_ps(events)
-    end = start + ev.duration_ps[events]
-    line = ev.line[events]
-    del events
-    perm = xprof_order(start, end, line)
-    if perm is not None:
-        start, end, line, code, eager = start[perm], end[perm], line[perm], code[perm], eager[perm]
-        del perm
-    counted, children = _steps.op_stack(start, end, line)
-    c = counted.astype(bool)
-    del counted
-    dur = end - start
-    self_time = np.where(c, dur - children, 0)
-    del children
 
     # XProf keys metrics by (id, name): legacy ops have id 0, tf.data stages their stage id.
     uniq: dict[tuple[int, str], int] = {}
     op_ids = op_keys.tolist() + [0] * len(names)
     slot = np.array([uniq.setdefault((op_ids[i] if entry[0] == INPUT_PIPELINE else 0, entry[1]), len(uniq))
                      for i, entry in enumerate(table)], np.int64)
-    n = len(uniq)
-    ops_slot = slot[code[c]] if len(slot) else np.zeros(0, np.int64)
-    occurrences = np.bincount(ops_slot, minlength=n).astype(np.int64)
-    time_ps, self_ps = _exact_sums(ops_slot, dur[c], n), _exact_sums(ops_slot, self_time[c], n)
-    is_eager = np.bincount(ops_slot[eager[c]], minlength=n) > 0
-
-    # Per line (contiguous): its ops' span, first begin to last end, against their self time.
-    total = total_op = 0
-    if len(line):
-        cuts = np.r_[0, np.flatnonzero(line[1:] != line[:-1]) + 1]
-        line_op = np.add.reduceat(self_time, cuts)
-        span = np.maximum.reduceat(end, cuts) - np.minimum.reduceat(start, cuts)
-        total_op, total = int(line_op.sum()), int(np.maximum(line_op, span).sum())
-
-    # XProf's insertion order: line by line, each op when it first ends
-    # there; an op's type: the first non-empty one it ends with.
-    lines_c, ends_c, codes_c = line[c], end[c], code[c]
-    first_at = np.full(n, -1, np.int64)
-    first_at[ops_slot[::-1]] = np.arange(len(ops_slot) - 1, -1, -1)  # lines come in order: the first is the lowest
-    first_line = np.where(first_at >= 0, lines_c[np.maximum(first_at, 0)] if len(lines_c) else 0, 2**31)
-    in_first = lines_c == first_line[ops_slot]
-    first_end = np.full(n, np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(first_end, ops_slot[in_first], ends_c[in_first])
-    category = _first_types(table, ops_slot, codes_c, lines_c, ends_c, n)
+    typed = np.array([bool(entry[2]) for entry in table], np.uint8)
+    # The op stack and, per op, its sums; XProf's insertion order (line by line, each op when it first ends
+    # there) and its type (the first non-empty one it ends with); per line its ops' self time against their span.
+    # In C, from the event columns, each line in XProf's order (start, then longest first).
+    line_ps = np.array([ln.timestamp_ns for ln in space.lines], np.int64) * 1000
+    occurrences, time_ps, self_ps, is_eager, first_line, first_end, type_code, total, total_op = _steps.op_metrics(
+        rows, keys, code_of_key, extra_at, extra_code, eager_at, ev.line, ev.offset_ps, ev.duration_ps, line_ps,
+        slot, typed, len(uniq))
+    del keys, key
+    category = [table[k][2] if k >= 0 else "" for k in type_code.tolist()]
     inv = {v: k for k, v in uniq.items()}
     met = np.flatnonzero(occurrences > 0)
     met = met[np.lexsort((first_end[met], first_line[met]))]
@@ -361,16 +334,25 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
         occurrences[met],
         time_ps[met],
         self_ps[met],
-        is_eager[met],
+        is_eager[met].astype(bool),
         total,
         total_op,
     )
 
 
-def _first_rows(ids: np.ndarray, where: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def _distinct(ids: np.ndarray) -> np.ndarray:
+    """The sorted distinct ids (small ones by a presence table: metadata ids are)."""
+    if len(ids) and 0 <= int(ids.min()) and int(ids.max()) < 4 * len(ids) + (1 << 20):
+        present = np.zeros(int(ids.max()) + 1, bool)
+        present[ids] = True
+        return np.flatnonzero(present)
+    return np.unique(ids)
+
+
+def _first_rows(ids: np.ndarray, where: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct ids (of the rows where `where` holds) and the first row of each."""
-    rows = np.arange(len(ids)) if where is None else np.flatnonzero(where)
-    chosen = ids if where is None else ids[rows]
+    rows = np.flatnonzero(where)
+    chosen = ids[rows]
     if len(chosen) and 0 <= int(chosen.min()) and int(chosen.max()) < 4 * len(chosen) + (1 << 20):
         first = np.full(int(chosen.max()) + 1, -1, np.int64)
         first[chosen[::-1]] = rows[::-1]  # the last write of each id is its first row
@@ -380,53 +362,19 @@ def _first_rows(ids: np.ndarray, where: np.ndarray | None) -> tuple[np.ndarray, 
     return distinct, rows[at]
 
 
-def _keyed(key: np.ndarray, op_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows whose key is one of op_keys (sorted), and its index there (int32)."""
-    if len(key) and len(op_keys) and 0 <= int(op_keys[0]) and int(op_keys[-1]) < 4 * len(key) + (1 << 20) \
-            and 0 <= int(key.min()):
-        lookup = np.full(max(int(key.max()), int(op_keys[-1])) + 1, -1, np.int32)
-        lookup[op_keys] = np.arange(len(op_keys), dtype=np.int32)
-        code = lookup[key]
-        inst = np.flatnonzero(code >= 0)
-        return inst, code[inst]
-    inst = np.flatnonzero(in_sorted(key, op_keys))
-    return inst, np.searchsorted(op_keys, key[inst]).astype(np.int32)
-
-
-def _first_types(table, slot: np.ndarray, code: np.ndarray, line: np.ndarray, end: np.ndarray, n: int) -> list[str]:
-    """Each op's first non-empty type in (line, end) order: most ops have
-    one type, and only those with several are ordered."""
-    typed = np.array([bool(entry[2]) for entry in table], bool)
-    out = [""] * n
-    if not len(slot):
-        return out
-    keep = typed[code]
-    slot, code, line, end = slot[keep], code[keep], line[keep], end[keep]
-    lo = np.full(n, np.iinfo(np.int32).max, np.int64)
-    hi = np.full(n, -1, np.int64)
-    wide = code.astype(np.int64)  # ufunc.at casting int32 into int64 takes its slow path: 20x slower
-    np.minimum.at(lo, slot, wide)
-    np.maximum.at(hi, slot, wide)
-    del wide
-    for s_ in np.flatnonzero(hi >= 0).tolist():
-        out[s_] = table[int(lo[s_])][2]
-    mixed = np.flatnonzero((hi >= 0) & (lo != hi))
-    if len(mixed):
-        sel = np.flatnonzero(in_sorted(slot, mixed))
-        order = sel[np.lexsort((sel, end[sel], line[sel]))]
-        slots, first = np.unique(slot[order], return_index=True)
-        for s_, ci in zip(slots.tolist(), code[order][first].tolist()):
-            out[s_] = table[ci][2]
-    return out
-
-
-def _exact_sums(index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """int64 sums by index, by bincount (float weights) of the values' high
-    and low 26 bits: each partial sum stays exact below 2**53."""
-    values = values.astype(np.int64, copy=False)
-    high = np.bincount(index, weights=values >> 26, minlength=n).astype(np.int64)
-    low = np.bincount(index, weights=values & ((1 << 26) - 1), minlength=n).astype(np.int64)
-    return (high << 26) + low
+def _key_codes(key: np.ndarray, op_keys: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """(code of each key value, the keys), or where the keys are too large for a table of them (None, each
+    key's code): codes index op_keys (sorted), -1 for keys without an op."""
+    if len(key) and len(op_keys) and 0 <= int(op_keys[0]) and int(op_keys[-1]) < 4 * len(key) + (1 << 20):
+        table = np.full(int(op_keys[-1]) + 1, -1, np.int32)
+        table[op_keys] = np.arange(len(op_keys), dtype=np.int32)
+        return table, key
+    codes = np.full(len(key), -1, np.int32)
+    if len(op_keys):
+        at = np.minimum(np.searchsorted(op_keys, key), len(op_keys) - 1)
+        found = op_keys[at] == key
+        codes[found] = at[found]
+    return None, codes
 
 
 def _db_of(name, category, occurrences, time_ps, self_ps, eager, total, total_op) -> OpMetricsDb:
@@ -545,35 +493,36 @@ def host_step_db(space: XSpaceData) -> StepDb:
     if not len(groups.roots):
         return empty
     ev = space.events
-    p = space.planes[plane]
-    grouped = np.flatnonzero(groups.group >= 0)
-    rows, group = groups.rows[grouped], groups.group[grouped]
-    roots, names = groups.roots, groups.names
-    del grouped, groups
-    # Per metadata id: is it a marker name, real compute, and its event type.
-    md = ev.metadata_id[rows]
-    ids, at = _dense_ids(md)
-    del md
+    rows, group, roots, names = groups.rows, groups.group, groups.roots, groups.names
+    del groups
+    # Per metadata id: is it a marker name, and its event type index (EventType / 10) if it is real compute.
+    at, ids = _id_index(_take(ev.metadata_id, rows))
     marker_of = np.zeros(len(ids), bool)
-    compute_of = np.zeros(len(ids), bool)
-    type_of = np.zeros(len(ids), np.int32)
-    for k, mid in enumerate(ids.tolist()):
-        name = p.event_metadata.get(mid, ("", "", []))[0]
-        marker_of[k] = explicit_step_marker(name)
-        compute_of[k] = not name.startswith(_NOT_REAL_COMPUTE) and not marker_of[k]
-        type_of[k] = _cpu_event_type(name)
+    kind_of = np.full(len(ids), HOST_COMPUTE // 10, np.int8)  # ids without metadata: "", host compute
+    metadata = space.planes[plane].event_metadata
+    for mid, k in zip(*_positions(ids, list(metadata))):
+        name = metadata[mid][0]
+        if name:
+            marker_of[k] = explicit_step_marker(name)
+            compute = not name.startswith(_NOT_REAL_COMPUTE) and not marker_of[k]
+            kind_of[k] = _cpu_event_type(name) // 10 if compute else -1
+    root_at = np.searchsorted(rows, roots)
     marker = marker_of[at]
-    marker[np.searchsorted(rows, roots)] = True  # roots carry XProf's step_name: implicit markers
-    compute = compute_of[at] & ~marker
-    etype = type_of[at]
+    marker[root_at] = True  # roots carry XProf's step_name: implicit markers
+    kind = kind_of[at]  # -1: no compute (markers, XProf's not-real compute)
+    kind[root_at] = -1
     del at
-    staged = _root_input_stages(space, plane, rows)
-    etype[staged & (etype == HOST_COMPUTE)] = HOST_WAIT_INPUT
-    del staged
+    if space.planes[plane].stat_ids("input_pipeline_stage_name"):
+        grouped = np.flatnonzero(group >= 0)
+        staged = grouped[_root_input_stages(space, plane, rows[grouped])]
+        staged = staged[kind[staged] == HOST_COMPUTE // 10]
+        kind[staged] = HOST_WAIT_INPUT // 10
+        del grouped, staged
 
     n_groups = len(roots)
     # Step time: the longest marker (the first of equal ones, in line order).
-    m = np.flatnonzero(marker)
+    m = np.flatnonzero(marker & (group >= 0))
+    del marker
     start = space.start_ps(rows[m])
     end = start + ev.duration_ps[rows[m]]
     order = np.lexsort((ev.line[rows[m]], start - end, group[m]))  # stable: file order among equals
@@ -583,23 +532,25 @@ def host_step_db(space: XSpaceData) -> StepDb:
     step_end = np.zeros(n_groups, np.int64)
     step_begin[group[m][best]] = start[best]
     step_end[group[m][best]] = end[best]
-    del marker, m, start, end
+    del m, start, end
 
     # Time per event type within the step: XProf's sweep over the step's
     # event boundaries (in C), the highest type current where events overlap.
-    c = np.flatnonzero(compute)
-    del compute
-    steps_of = group[c]
-    c = c[np.argsort(steps_of.astype(np.uint16) if n_groups <= 1 << 16 else steps_of, kind="stable")]  # radix sort
-    del steps_of
-    types, step_of, events = etype[c], group[c].astype(np.int64), rows[c]
-    del c, etype, group, rows
-    start = space.start_ps(events)
-    end = start + ev.duration_ps[events]
-    del events
-    times, seen = _steps.step_sweep(start, end, types, step_of, step_begin, step_end)
-    del start, end, types, step_of
+    line_ps = np.array([ln.timestamp_ns for ln in space.lines], np.int64) * 1000
+    # The steps in two halves on two threads (host ops, on the other, end first).
+    halves = [(0, n_groups // 2), (n_groups // 2, n_groups)]
+    parts = in_threads(lambda h: _steps.step_sweep_rows(rows, ev.line, ev.offset_ps, ev.duration_ps, line_ps, kind,
+                                                       group, step_begin[h[0]:h[1]], step_end[h[0]:h[1]], h[0]), halves)
+    times, seen = np.concatenate([t for t, _ in parts]), np.concatenate([s_ for _, s_ in parts])
     return swept_step_db(times, seen, step_begin, step_end - step_begin, (HOST_COMPUTE,), names)
+
+
+def _take(column: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """column[rows] of ascending distinct rows, a view when they are a range (the usual case: a plane's events
+    without aggregated ones)."""
+    if len(rows) and int(rows[-1]) - int(rows[0]) + 1 == len(rows):
+        return column[int(rows[0]) : int(rows[-1]) + 1]
+    return column[rows]
 
 
 def swept_step_db(times: np.ndarray, seen: np.ndarray, begin_ps: np.ndarray, duration_ps: np.ndarray,
@@ -616,19 +567,23 @@ def swept_step_db(times: np.ndarray, seen: np.ndarray, begin_ps: np.ndarray, dur
                   begin_ps[keep], duration_ps[keep], {t: v[keep] for t, v in type_ps.items()})
 
 
-def _dense_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """np.unique(ids, return_inverse=True), by a lookup table when the ids
-    are small (metadata ids are: numbered from 1)."""
+def _positions(sorted_ids: np.ndarray, ids: list[int]) -> tuple[list[int], list[int]]:
+    """The ids found among sorted_ids, and where."""
+    wanted = np.array(ids, np.int64)
+    at = np.minimum(np.searchsorted(sorted_ids, wanted), max(len(sorted_ids) - 1, 0))
+    found = sorted_ids[at] == wanted if len(sorted_ids) else np.zeros(len(wanted), bool)
+    return wanted[found].tolist(), at[found].tolist()
+
+
+def _id_index(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index, table ids): each id's index into the table of ids, for tables of values per id. Metadata ids
+    are small (numbered from 1): then the ids themselves index a table of every id up to the largest."""
     if len(ids) and 0 <= int(ids.min()) and int(ids.max()) < 4 * len(ids) + (1 << 20):
-        present = np.zeros(int(ids.max()) + 1, bool)
-        present[ids] = True
-        distinct = np.flatnonzero(present)
-        index = np.zeros(len(present), np.int64)
-        index[distinct] = np.arange(len(distinct))
-        return distinct, index[ids]
+        return ids, np.arange(int(ids.max()) + 1)
     if not len(ids):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.unique(ids, return_inverse=True)
+    distinct, inverse = np.unique(ids, return_inverse=True)
+    return inverse, distinct
 
 
 def _cpu_event_type(name: str) -> int:

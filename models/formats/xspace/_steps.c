@@ -3,13 +3,19 @@
  *
  *   xprof_order(starts, ends, segment) -> None or the int64 permutation into
  *       (segment, start, longest first) order
+ *   nest_rows(rows, line, offset, duration, line_ps, skip) -> (int32 parent,
+ *       int32 child): nesting edges in XProf's order of XSpace events by row
  *   claim_groups(src, dst, num_nodes, num_events, roots) -> (int32 group per
  *       event, -1 for none; int64 the roots that got a group)
- *   op_stack(starts, ends, segment) -> (uint8 counted per event, int64
- *       children time per event): XProf's host op stack (analysis.xprof)
+ *   op_metrics(rows, keys, code_of_key, extra_at, extra_code, eager_at,
+ *       line, offset, duration, line_ps, slot_of_code, typed, num_slots)
+ *       -> per slot occurrences, times, ...: XProf's host op
+ *       stack and its op metrics (analysis.xprof)
  *   step_sweep(starts, ends, types, segment, step_begin, step_end) ->
  *       (int64 time per step and type, uint8 type seen per step): XProf's
  *       non-overlapped step events (analysis.xprof)
+ *   step_sweep_rows(rows, line, offset, duration, line_ps, types, step,
+ *       step_begin, step_end) -> step_sweep's of XSpace events by row
  */
 #include "_cbuffers.h"
 
@@ -125,6 +131,128 @@ done:
     return out;
 }
 
+/* nest_rows(rows, line, offset, duration, line_ps, skip) -> (int32 parent, int32 child): the nesting edges of
+ * events rows[i] (ascending, so each line's contiguous) of an XSpace's columns, as positions in rows. Per line,
+ * in XProf's order (xprof_order: start = line_ps[line] + offset, end = start + max(duration, 0); by start,
+ * then the longest first, then position), each event's parent is the nearest event on the stack of open
+ * ones that contains it ([start, end] within the parent's), popping those that do not; skipped events
+ * (async) neither get a parent nor become one. Edges come by child position. What xprof_order and
+ * _nesting.nest_parents give, without the columns of every event's times. */
+static PyObject *nest_rows(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *r_obj, *l_obj, *o_obj, *d_obj, *p_obj, *k_obj;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &r_obj, &l_obj, &o_obj, &d_obj, &p_obj, &k_obj)) return NULL;
+    PyArrayObject *rows = as_column(r_obj, NPY_INT64), *lines = as_column(l_obj, NPY_INT32);
+    PyArrayObject *offsets = as_column(o_obj, NPY_INT64), *durations = as_column(d_obj, NPY_INT64);
+    PyArrayObject *line_ps = as_column(p_obj, NPY_INT64), *skips = as_column(k_obj, NPY_BOOL);
+    PyObject *src = NULL, *dst = NULL, *out = NULL;
+    int32_t *parent = NULL;
+    npy_intp *stack = NULL;
+    Timed *buf = NULL;
+    if (!rows || !lines || !offsets || !durations || !line_ps || !skips) goto done;
+    npy_intp n = PyArray_DIM(rows, 0), num_events = PyArray_DIM(lines, 0), num_lines = PyArray_DIM(line_ps, 0);
+    if (PyArray_DIM(skips, 0) != n || PyArray_DIM(offsets, 0) != num_events ||
+        PyArray_DIM(durations, 0) != num_events) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    if (n >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "too many events");
+        goto done;
+    }
+    const int64_t *rw = PyArray_DATA(rows), *off = PyArray_DATA(offsets), *dur = PyArray_DATA(durations);
+    const int64_t *lps = PyArray_DATA(line_ps);
+    const int32_t *ln = PyArray_DATA(lines);
+    const npy_bool *skip = PyArray_DATA(skips);
+    for (npy_intp i = 0; i < n; i++) {
+        if (rw[i] < 0 || rw[i] >= num_events || (i && rw[i] <= rw[i - 1]) || ln[rw[i]] < 0 ||
+            ln[rw[i]] >= num_lines) {
+            PyErr_SetString(PyExc_ValueError, "rows must be ascending events of the lines");
+            goto done;
+        }
+    }
+    parent = PyMem_RawMalloc(sizeof(int32_t) * (n ? n : 1));
+    stack = PyMem_RawMalloc(sizeof(npy_intp) * (n ? n : 1));
+    if (!parent || !stack) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    npy_intp edges = 0, cap = 0;
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp a = 0; a < n && !failed;) {
+        npy_intp b = a + 1;
+        int32_t line = ln[rw[a]];
+        while (b < n && ln[rw[b]] == line) b++;
+        int64_t base = lps[line];
+#define ROW_START(i) (base + off[rw[i]])
+#define ROW_END(i) (ROW_START(i) + (dur[rw[i]] > 0 ? dur[rw[i]] : 0))
+        int sorted = 1;
+        for (npy_intp i = a + 1; i < b && sorted; i++) {
+            int64_t s0 = ROW_START(i - 1), s1 = ROW_START(i);
+            if (s1 < s0 || (s1 == s0 && ROW_END(i) > ROW_END(i - 1))) sorted = 0;
+        }
+        if (!sorted) {
+            if (b - a > cap) {
+                Timed *grown = PyMem_RawRealloc(buf, sizeof(Timed) * (size_t)(b - a));
+                if (!grown) {
+                    failed = 1;
+                    break;
+                }
+                buf = grown;
+                cap = b - a;
+            }
+            for (npy_intp i = a; i < b; i++) buf[i - a] = (Timed){ROW_START(i), ROW_END(i), i};
+            sort_timed(buf, b - a);
+        }
+        npy_intp depth = 0;
+        for (npy_intp j = a; j < b; j++) {
+            npy_intp i = sorted ? j : (npy_intp)buf[j - a].index;
+            int64_t s = ROW_START(i), e = ROW_END(i);
+            parent[i] = -1;
+            if (skip[i]) continue;
+            while (depth) {
+                npy_intp p = stack[depth - 1];
+                if (ROW_START(p) <= s && e <= ROW_END(p)) {
+                    parent[i] = (int32_t)p;
+                    edges++;
+                    break;
+                }
+                depth--;
+            }
+            stack[depth++] = i;
+        }
+#undef ROW_START
+#undef ROW_END
+        a = b;
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    npy_intp dims[1] = {edges};
+    src = PyArray_SimpleNew(1, dims, NPY_INT32);
+    dst = PyArray_SimpleNew(1, dims, NPY_INT32);
+    if (!src || !dst) goto done;
+    int32_t *sp = PyArray_DATA((PyArrayObject *)src), *dp = PyArray_DATA((PyArrayObject *)dst);
+    for (npy_intp i = 0, k = 0; i < n; i++)
+        if (parent[i] >= 0) sp[k] = parent[i], dp[k++] = (int32_t)i;
+    out = Py_BuildValue("OO", src, dst);
+done:
+    PyMem_RawFree(parent);
+    PyMem_RawFree(stack);
+    PyMem_RawFree(buf);
+    Py_XDECREF(src);
+    Py_XDECREF(dst);
+    Py_XDECREF(rows);
+    Py_XDECREF(lines);
+    Py_XDECREF(offsets);
+    Py_XDECREF(durations);
+    Py_XDECREF(line_ps);
+    Py_XDECREF(skips);
+    return out;
+}
+
 /* Each root in turn claims, as the next group, every event it reaches over
  * the edges src -> dst through events no earlier root claimed. Nodes from
  * num_events on are contexts: any root may pass one, once. The edges are put
@@ -169,7 +297,7 @@ static PyObject *claim_groups(PyObject *Py_UNUSED(self), PyObject *args) {
     kept = PyArray_SimpleNew(1, dims, NPY_INT64);
     first = PyMem_RawCalloc((size_t)num_nodes + 1, sizeof(int32_t));
     child = PyMem_RawMalloc(sizeof(int32_t) * (e ? e : 1));
-    local = PyMem_RawMalloc(sizeof(int32_t) * (num_nodes ? num_nodes : 1));
+    local = PyMem_RawMalloc(sizeof(int32_t) * (num_nodes > num_events ? num_nodes - num_events : 1)); /* contexts' */
     /* A node enters the stack once per root at most: events once overall,
      * contexts once per root, so num_nodes bounds its depth. */
     stack = PyMem_RawMalloc(sizeof(int32_t) * (num_nodes ? num_nodes : 1));
@@ -186,27 +314,29 @@ static PyObject *claim_groups(PyObject *Py_UNUSED(self), PyObject *args) {
     for (npy_intp i = 0; i < e; i++) child[first[s[i]]++] = d[i];  /* first[v] now ends v's run */
     for (Py_ssize_t v = num_nodes; v > 0; v--) first[v] = first[v - 1];
     first[0] = 0;
-    for (Py_ssize_t v = 0; v < num_nodes; v++) local[v] = -1;
+    /* Each node's group: an event's in the output, a context's in local. */
+    for (Py_ssize_t v = 0; v < num_events; v++) g[v] = -1;
+    for (Py_ssize_t v = num_events; v < num_nodes; v++) local[v - num_events] = -1;
     for (npy_intp j = 0; j < r; j++) {
         int32_t root = (int32_t)rt[j];
-        if (local[root] >= 0) continue;
+        if (g[root] >= 0) continue;
         int32_t gid = (int32_t)num_kept;
         k[num_kept++] = root;
-        local[root] = gid;
+        g[root] = gid;
         npy_intp depth = 0;
         stack[depth++] = root;
         while (depth) {
             int32_t u = stack[--depth];
             for (int32_t a = first[u]; a < first[u + 1]; a++) {
                 int32_t v = child[a];
-                if (local[v] < 0 || (v >= num_events && local[v] != gid)) {
-                    local[v] = gid;
+                int32_t *of = v < num_events ? &g[v] : &local[v - num_events];
+                if (*of < 0 || (v >= num_events && *of != gid)) {
+                    *of = gid;
                     stack[depth++] = v;
                 }
             }
         }
     }
-    for (Py_ssize_t v = 0; v < num_events; v++) g[v] = local[v];
     Py_END_ALLOW_THREADS
     PyArray_Dims shape = {dims, 1};
     dims[0] = num_kept;
@@ -250,118 +380,261 @@ static void radix_sort(uint64_t *keys, uint64_t *tmp, npy_intp m, int bits) {
     if (from != keys) memcpy(keys, from, sizeof(uint64_t) * (size_t)m);
 }
 
-/* One begin or end of an op: its time, then the order it was recorded in
- * (event 2i begins, 2i + 1 ends), so equal times keep that order. */
+/* A min-heap of begun ops by (end, index): the order their ends come in among the begins and ends of a
+ * line sorted by time (ties: begins and ends in the order they were recorded, an op's begin before its end). */
 typedef struct {
-    int64_t time, seq;
-} Activity;
+    int64_t end;
+    npy_intp index;
+} Pending;
 
-static int activity_order(const void *x, const void *y) {
-    const Activity *a = x, *b = y;
-    if (a->time != b->time) return a->time < b->time ? -1 : 1;
-    return a->seq < b->seq ? -1 : a->seq > b->seq;
+static inline int pending_before(Pending a, Pending b) {
+    return a.end != b.end ? a.end < b.end : a.index < b.index;
 }
 
-/* Sorts acts[0..m) by activity_order, by a radix sort of one key per
- * activity (time from the earliest, then its seq: seqs are distinct, so
- * the order is the one qsort gives) where both fit 64 bits; 0 when they do
- * not. keys: room for 2m. */
-static int radix_activities(Activity *acts, uint64_t *keys, npy_intp m) {
-    if (m < 2) return 1;
-    int64_t lo = acts[0].time, hi = acts[0].time;
-    for (npy_intp i = 1; i < m; i++) {
-        if (acts[i].time < lo) lo = acts[i].time;
-        if (acts[i].time > hi) hi = acts[i].time;
+static void heap_push(Pending *h, npy_intp *size, Pending x) {
+    npy_intp i = (*size)++;
+    while (i > 0 && pending_before(x, h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
     }
-    int seq_bits = 1, time_bits = 0;
-    while (seq_bits < 63 && ((uint64_t)m >> seq_bits)) seq_bits++;
-    uint64_t span = (uint64_t)hi - (uint64_t)lo;
-    while (time_bits < 64 && (span >> time_bits)) time_bits++;
-    if (seq_bits + time_bits > 64) return 0;
-    for (npy_intp i = 0; i < m; i++)
-        keys[i] = (((uint64_t)acts[i].time - (uint64_t)lo) << seq_bits) | (uint64_t)acts[i].seq;
-    radix_sort(keys, keys + m, m, seq_bits + time_bits);
-    uint64_t mask = ((uint64_t)1 << seq_bits) - 1;
-    for (npy_intp i = 0; i < m; i++)
-        acts[i] = (Activity){(int64_t)((uint64_t)lo + (keys[i] >> seq_bits)), (int64_t)(keys[i] & mask)};
-    return 1;
+    h[i] = x;
 }
 
-/* op_stack(starts, ends, segment) -> (uint8 counted, int64 children) per
- * event. XProf's host op metrics (xplane_to_op_metrics_db): per segment (a
- * line) the begins and ends of its ops, stably sorted by time, drive a
- * stack; an end pops down to its op (ops above it are dropped uncounted, and
- * an end whose op is gone empties the stack), the op is counted and its
- * duration added to the children time of the op below it. Events of a
- * segment are contiguous, in the line's order. */
-static PyObject *op_stack(PyObject *Py_UNUSED(self), PyObject *args) {
-    PyObject *starts_obj, *ends_obj, *seg_obj;
-    if (!PyArg_ParseTuple(args, "OOO", &starts_obj, &ends_obj, &seg_obj)) return NULL;
-    PyArrayObject *starts = as_column(starts_obj, NPY_INT64), *ends = as_column(ends_obj, NPY_INT64);
-    PyArrayObject *seg = as_column(seg_obj, NPY_INT32);
-    PyObject *counted = NULL, *children = NULL, *out = NULL;
-    Activity *acts = NULL;
-    uint64_t *keys = NULL;
-    npy_intp *stack = NULL;
-    if (!starts || !ends || !seg) goto done;
-    npy_intp n = PyArray_DIM(starts, 0);
-    if (PyArray_DIM(ends, 0) != n || PyArray_DIM(seg, 0) != n) {
+static Pending heap_pop(Pending *h, npy_intp *size) {
+    Pending top = h[0], x = h[--*size];
+    npy_intp i = 0, m = *size;
+    for (;;) {
+        npy_intp c = 2 * i + 1;
+        if (c >= m) break;
+        if (c + 1 < m && pending_before(h[c + 1], h[c])) c++;
+        if (!pending_before(h[c], x)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (m) h[i] = x;
+    return top;
+}
+
+/* The sums op_metrics makes per slot, and where they go; one line's ops in XProf's order (scratch). */
+typedef struct {
+    const int64_t *slot_of;
+    const uint8_t *typed;
+    int64_t *occ, *time, *self_time, *first_seg, *first_end, *type_code, *type_seg, *type_end, *type_at;
+    uint8_t *eager_of;
+    Timed *op;                            /* the line's j-th op in XProf's order: times, instance */
+    int64_t *children, seg_self;          /* its children time */
+    int32_t *code;                        /* each instance's op code */
+    uint8_t *eager;                       /* and eager flag */
+    npy_intp *stack, top;                 /* the stack of begun ops (j) */
+    int64_t g;                            /* the line */
+} OpSums;
+
+/* The end of the line's op j (in XProf's order): pops the stack down to it (ops above it are dropped
+ * uncounted; an op no longer on the stack empties it) and counts it. */
+static void op_end(OpSums *o, npy_intp j) {
+    while (o->top > 0 && o->stack[o->top - 1] != j) o->top--;
+    if (o->top == 0) return; /* its begin was dropped: nothing to count */
+    o->top--;
+    int64_t end = o->op[j].end, dur = end - o->op[j].start, own = dur - o->children[j], g = o->g;
+    if (o->top > 0) o->children[o->stack[o->top - 1]] += dur;
+    o->seg_self += own;
+    int32_t code = o->code[o->op[j].index];
+    int64_t slot = o->slot_of[code];
+    o->occ[slot]++;
+    o->time[slot] += dur;
+    o->self_time[slot] += own;
+    if (o->eager[o->op[j].index]) o->eager_of[slot] = 1;
+    if (o->first_seg[slot] < 0) o->first_seg[slot] = g, o->first_end[slot] = end;
+    else if (o->first_seg[slot] == g && end < o->first_end[slot]) o->first_end[slot] = end;
+    /* ops are counted in the order of their ends, which at equal ends is not their XProf order */
+    if (o->typed[code] && (o->type_code[slot] < 0 || g < o->type_seg[slot] ||
+                           (g == o->type_seg[slot] && (end < o->type_end[slot] ||
+                                                       (end == o->type_end[slot] && j < o->type_at[slot]))))) {
+        o->type_code[slot] = code, o->type_seg[slot] = g, o->type_end[slot] = end, o->type_at[slot] = j;
+    }
+}
+
+/* Row p's key (keys: int32 or int64). */
+static inline int64_t key_at(const void *keys, int wide, npy_intp p) {
+    return wide ? ((const int64_t *)keys)[p] : ((const int32_t *)keys)[p];
+}
+
+/* op_metrics(rows, keys, code_of_key, extra_at, extra_code, eager_at, line, offset, duration, line_ps,
+ * slot_of_code, typed, num_slots) -> (occurrences, time, self time, eager (uint8), first line, first end, type
+ * code: one per slot; total time, total op time). XProf's host op metrics (xplane_to_op_metrics_db). The op
+ * instances: each of the events rows[p] (ascending) whose key keys[p] (int32 or int64) has an op,
+ * code_of_key[key] (-1 none; code_of_key None: the keys are the codes), eager when p is in eager_at; then,
+ * right after it, a second op of the same event where p is in extra_at (ascending), of code extra_code.
+ * Times from an XSpace's columns: start = line_ps[line] + offset, end = start + duration. Per line, in XProf's
+ * order (by start, then the longest first, then instance order; sorted only where the line is not), the
+ * begins and ends of its ops, stably sorted by time (here: the begins in order, each after the ends of begun
+ * ops that come before it, taken from a heap), drive a stack; an end pops down to its op (ops above it are
+ * dropped uncounted, and an end whose op is gone empties the stack), the op is counted and its duration added
+ * to the children time of the op below it. A counted op adds to its slot (slot_of_code[code]): one
+ * occurrence, its duration, its self time (duration less children), eager. Per slot also the line of its
+ * first counted op, the least end of those on that line, and the code of the first counted op in (line, end,
+ * XProf order) whose code is `typed` (-1: none). Per line its ops' self time against their span (first begin
+ * to last end): total time adds the larger, total op time the self time. */
+static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *rows_obj, *keys_obj, *table_obj, *xat_obj, *xcode_obj, *eat_obj, *l_obj, *o_obj, *d_obj, *p_obj;
+    PyObject *slot_obj, *typed_obj;
+    Py_ssize_t num_slots;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOn", &rows_obj, &keys_obj, &table_obj, &xat_obj, &xcode_obj, &eat_obj,
+                          &l_obj, &o_obj, &d_obj, &p_obj, &slot_obj, &typed_obj, &num_slots))
+        return NULL;
+    int wide = !(PyArray_Check(keys_obj) && PyArray_TYPE((PyArrayObject *)keys_obj) == NPY_INT32);
+    PyArrayObject *rows = as_column(rows_obj, NPY_INT64), *keys = as_column(keys_obj, wide ? NPY_INT64 : NPY_INT32);
+    PyArrayObject *table = table_obj == Py_None ? NULL : as_column(table_obj, NPY_INT32);
+    PyArrayObject *xat = as_column(xat_obj, NPY_INT64), *xcode = as_column(xcode_obj, NPY_INT32);
+    PyArrayObject *eat = as_column(eat_obj, NPY_INT64), *lines = as_column(l_obj, NPY_INT32);
+    PyArrayObject *offsets = as_column(o_obj, NPY_INT64), *durations = as_column(d_obj, NPY_INT64);
+    PyArrayObject *line_ps = as_column(p_obj, NPY_INT64);
+    PyArrayObject *slots = as_column(slot_obj, NPY_INT64), *typeds = as_column(typed_obj, NPY_UINT8);
+    PyObject *cols[7] = {NULL}, *out = NULL;
+    Pending *heap = NULL;
+    OpSums o = {0};
+    if (!rows || !keys || (!table && table_obj != Py_None) || !xat || !xcode || !eat || !lines || !offsets ||
+        !durations || !line_ps || !slots || !typeds)
+        goto done;
+    npy_intp n = PyArray_DIM(rows, 0), num_codes = PyArray_DIM(slots, 0), m_extra = PyArray_DIM(xat, 0);
+    npy_intp num_events = PyArray_DIM(lines, 0), num_lines = PyArray_DIM(line_ps, 0), m_eager = PyArray_DIM(eat, 0);
+    npy_intp table_len = table ? PyArray_DIM(table, 0) : 0;
+    if (PyArray_DIM(keys, 0) != n || PyArray_DIM(xcode, 0) != m_extra || PyArray_DIM(typeds, 0) != num_codes ||
+        PyArray_DIM(offsets, 0) != num_events || PyArray_DIM(durations, 0) != num_events || num_slots < 0) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
         goto done;
     }
-    npy_intp dims[1] = {n};
-    counted = PyArray_ZEROS(1, dims, NPY_UINT8, 0);
-    children = PyArray_ZEROS(1, dims, NPY_INT64, 0);
-    acts = PyMem_RawMalloc(sizeof(Activity) * (2 * (size_t)n + 1));
-    keys = PyMem_RawMalloc(sizeof(uint64_t) * 2 * (2 * (size_t)n + 1));
-    stack = PyMem_RawMalloc(sizeof(npy_intp) * ((size_t)n + 1));
-    if (!counted || !children || !acts || !keys || !stack) {
-        if (!PyErr_Occurred()) PyErr_NoMemory();
+    const int64_t *rw = PyArray_DATA(rows), *off = PyArray_DATA(offsets), *dur = PyArray_DATA(durations);
+    const int64_t *lps = PyArray_DATA(line_ps), *xa = PyArray_DATA(xat), *ea = PyArray_DATA(eat);
+    const int32_t *ln = PyArray_DATA(lines), *tab = table ? PyArray_DATA(table) : NULL, *xc = PyArray_DATA(xcode);
+    const void *ky = PyArray_DATA(keys);
+    o.slot_of = PyArray_DATA(slots), o.typed = PyArray_DATA(typeds);
+    for (npy_intp i = 0; i < num_codes; i++)
+        if (o.slot_of[i] < 0 || o.slot_of[i] >= num_slots) {
+            PyErr_SetString(PyExc_ValueError, "slot out of range");
+            goto done;
+        }
+    for (npy_intp i = 0; i < table_len; i++)
+        if (tab[i] < -1 || tab[i] >= num_codes) {
+            PyErr_SetString(PyExc_ValueError, "code out of range");
+            goto done;
+        }
+    for (npy_intp i = 0; i < m_extra; i++)
+        if (xc[i] < 0 || xc[i] >= num_codes || xa[i] < 0 || xa[i] >= n || (i && xa[i] < xa[i - 1])) {
+            PyErr_SetString(PyExc_ValueError, "extra ops out of range or order");
+            goto done;
+        }
+    for (npy_intp i = 0; i < m_eager; i++)
+        if (ea[i] < 0 || ea[i] >= n || (i && ea[i] <= ea[i - 1])) {
+            PyErr_SetString(PyExc_ValueError, "eager rows out of range or order");
+            goto done;
+        }
+    npy_intp largest = 0; /* the most ops of a line (rows and extras): the scratch holds one line's */
+    for (npy_intp p = 0, a = 0, x = 0; p < n; p++) {
+        if (rw[p] < 0 || rw[p] >= num_events || (p && rw[p] <= rw[p - 1]) || ln[rw[p]] < 0 ||
+            ln[rw[p]] >= num_lines) {
+            PyErr_SetString(PyExc_ValueError, "rows must be ascending events of the lines");
+            goto done;
+        }
+        if (!table) {
+            int64_t k = key_at(ky, wide, p);
+            if (k < -1 || k >= num_codes) {
+                PyErr_SetString(PyExc_ValueError, "code out of range");
+                goto done;
+            }
+        }
+        if (p && ln[rw[p]] != ln[rw[p - 1]]) a = p + x;
+        while (x < m_extra && xa[x] == p) x++;
+        if (p + x - a + 1 > largest) largest = p + x - a + 1;
+    }
+    npy_intp dims[1] = {num_slots};
+    for (int j = 0; j < 7; j++)
+        if (!(cols[j] = PyArray_ZEROS(1, dims, j == 3 ? NPY_UINT8 : NPY_INT64, 0))) goto done;
+    size_t room = (size_t)largest + 1;
+    heap = PyMem_RawMalloc(sizeof(Pending) * room);
+    o.op = PyMem_RawMalloc(sizeof(Timed) * room);
+    o.children = PyMem_RawMalloc(sizeof(int64_t) * room);
+    o.stack = PyMem_RawMalloc(sizeof(npy_intp) * room);
+    o.code = PyMem_RawMalloc(sizeof(int32_t) * room);
+    o.eager = PyMem_RawMalloc(room);
+    o.type_seg = PyMem_RawMalloc(sizeof(int64_t) * 3 * ((size_t)num_slots + 1)); /* then type_end, type_at */
+    if (!heap || !o.op || !o.children || !o.stack || !o.code || !o.eager || !o.type_seg) {
+        PyErr_NoMemory();
         goto done;
     }
-    const int64_t *s = PyArray_DATA(starts), *e = PyArray_DATA(ends);
-    const int32_t *g = PyArray_DATA(seg);
-    uint8_t *c = PyArray_DATA((PyArrayObject *)counted);
-    int64_t *ch = PyArray_DATA((PyArrayObject *)children);
+    o.type_end = o.type_seg + num_slots + 1, o.type_at = o.type_end + num_slots + 1;
+    o.occ = PyArray_DATA((PyArrayObject *)cols[0]), o.time = PyArray_DATA((PyArrayObject *)cols[1]);
+    o.self_time = PyArray_DATA((PyArrayObject *)cols[2]), o.eager_of = PyArray_DATA((PyArrayObject *)cols[3]);
+    o.first_seg = PyArray_DATA((PyArrayObject *)cols[4]), o.first_end = PyArray_DATA((PyArrayObject *)cols[5]);
+    o.type_code = PyArray_DATA((PyArrayObject *)cols[6]);
+    int64_t total = 0, total_op = 0;
     Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t k = 0; k < num_slots; k++) o.first_seg[k] = -1, o.type_code[k] = -1;
+    npy_intp x = 0, y = 0; /* the next extra op, the next eager row */
     for (npy_intp a = 0; a < n;) {
-        npy_intp b = a + 1;
-        while (b < n && g[b] == g[a]) b++;
-        npy_intp m = 0;
+        o.g = ln[rw[a]];
+        npy_intp b = a + 1, m = 0, pending = 0;
+        while (b < n && ln[rw[b]] == o.g) b++;
         int sorted = 1;
-        for (npy_intp i = a; i < b; i++) {
-            acts[m++] = (Activity){s[i], 2 * (i - a)};
-            acts[m++] = (Activity){e[i], 2 * (i - a) + 1};
-            if (m > 2 && activity_order(&acts[m - 3], &acts[m - 2]) > 0) sorted = 0;
-            if (activity_order(&acts[m - 2], &acts[m - 1]) > 0) sorted = 0;
-        }
-        if (!sorted && !radix_activities(acts, keys, m)) qsort(acts, (size_t)m, sizeof(Activity), activity_order);
-        npy_intp top = 0;
-        for (npy_intp k = 0; k < m; k++) {
-            npy_intp i = a + acts[k].seq / 2;
-            if (!(acts[k].seq & 1)) {
-                stack[top++] = i;
-                continue;
+        for (npy_intp p = a; p < b; p++) { /* the line's op instances, in instance order */
+            int64_t start = lps[o.g] + off[rw[p]], end = start + dur[rw[p]], k = key_at(ky, wide, p);
+            int32_t code = tab ? (k >= 0 && k < table_len ? tab[k] : -1) : (int32_t)k;
+            while (y < m_eager && ea[y] < p) y++;
+            for (int second = 0; second < 2; second++) {
+                if (second) {
+                    if (x >= m_extra || xa[x] != p) break;
+                    code = xc[x++];
+                } else if (code < 0) {
+                    continue;
+                }
+                o.op[m] = (Timed){start, end, m}, o.code[m] = code, o.children[m] = 0;
+                o.eager[m] = !second && y < m_eager && ea[y] == p;
+                if (m && (start < o.op[m - 1].start || (start == o.op[m - 1].start && end > o.op[m - 1].end)))
+                    sorted = 0;
+                m++;
+                if (second) second--; /* another extra op of the same event, if any */
             }
-            while (top > 0 && stack[top - 1] != i) top--;
-            if (top == 0) continue; /* its begin was dropped: nothing to count */
-            top--;
-            c[i] = 1;
-            if (top > 0) ch[stack[top - 1]] += e[i] - s[i];
         }
         a = b;
+        if (!m) continue;
+        if (!sorted) sort_timed(o.op, m); /* XProf's order: by start, the longest first, then instance order */
+        int64_t lo = o.op[0].start, hi = o.op[0].end;
+        o.top = 0, o.seg_self = 0;
+        for (npy_intp j = 0; j < m; j++) {
+            /* an end at a begin's time comes first: it was recorded earlier (its op begun before) */
+            while (pending && heap[0].end <= o.op[j].start) op_end(&o, heap_pop(heap, &pending).index);
+            o.stack[o.top++] = j;
+            heap_push(heap, &pending, (Pending){o.op[j].end, j});
+            if (o.op[j].end > hi) hi = o.op[j].end;
+        }
+        while (pending) op_end(&o, heap_pop(heap, &pending).index);
+        total_op += o.seg_self;
+        total += o.seg_self > hi - lo ? o.seg_self : hi - lo;
     }
     Py_END_ALLOW_THREADS
-    out = Py_BuildValue("OO", counted, children);
+    out = Py_BuildValue("(OOOOOOOLL)", cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6],
+                        (long long)total, (long long)total_op);
 done:
-    PyMem_RawFree(acts);
-    PyMem_RawFree(keys);
-    PyMem_RawFree(stack);
-    Py_XDECREF(counted);
-    Py_XDECREF(children);
-    Py_XDECREF(starts);
-    Py_XDECREF(ends);
-    Py_XDECREF(seg);
+    PyMem_RawFree(heap);
+    PyMem_RawFree(o.op);
+    PyMem_RawFree(o.children);
+    PyMem_RawFree(o.stack);
+    PyMem_RawFree(o.code);
+    PyMem_RawFree(o.eager);
+    PyMem_RawFree(o.type_seg);
+    for (int j = 0; j < 7; j++) Py_XDECREF(cols[j]);
+    Py_XDECREF(rows);
+    Py_XDECREF(keys);
+    Py_XDECREF(table);
+    Py_XDECREF(xat);
+    Py_XDECREF(xcode);
+    Py_XDECREF(eat);
+    Py_XDECREF(lines);
+    Py_XDECREF(offsets);
+    Py_XDECREF(durations);
+    Py_XDECREF(line_ps);
+    Py_XDECREF(slots);
+    Py_XDECREF(typeds);
     return out;
 }
 
@@ -439,6 +712,35 @@ static void sort_boundaries(Boundary *buf, Boundary *tmp, npy_intp *cuts, npy_in
 
 #define SWEEP_TYPES 18 /* XProf's EventType values are multiples of 10 below 180 */
 
+/* One step's sweep: its m boundaries in buf (room: where buf's scratch starts, see step_sweep) sorted, then
+ * each stretch between consecutive ones adds its overlap with [lo, hi) to the current type's time (tp) and
+ * marks that type seen. */
+static void sweep_step(Boundary *buf, npy_intp m, size_t room, int64_t lo, int64_t hi, int64_t *tp, uint8_t *seen) {
+    sort_boundaries(buf, buf + room, (npy_intp *)(buf + 2 * room), m);
+    int64_t count[SWEEP_TYPES] = {0};
+    int32_t current = 0;
+    for (npy_intp k = 0; k + 1 < m; k++) {
+        int32_t ty = buf[k].type;
+        if (buf[k].is_start) {
+            count[ty]++;
+            if (ty > current) current = ty;
+        } else {
+            count[ty]--;
+            if (ty == current && count[ty] == 0) {
+                current = 0;
+                for (int32_t j = ty - 1; j >= 0; j--)
+                    if (count[j] > 0) {
+                        current = j;
+                        break;
+                    }
+            }
+        }
+        int64_t x = buf[k].time > lo ? buf[k].time : lo, y = buf[k + 1].time < hi ? buf[k + 1].time : hi;
+        tp[current] += y > x ? y - x : 0;
+        seen[current] = 1;
+    }
+}
+
 /* step_sweep(starts, ends, types, segment, step_begin, step_end) -> (int64
  * [steps, 18] time per step and type index (EventType / 10), uint8 [steps,
  * 18] whether a piece of that type was made). Events of a step (segment =
@@ -504,30 +806,7 @@ static PyObject *step_sweep(PyObject *Py_UNUSED(self), PyObject *args) {
             buf[i - a] = (Boundary){s[i], k, 1};
             buf[b - a + i - a] = (Boundary){e[i], k, 0};
         }
-        sort_boundaries(buf, buf + room, (npy_intp *)(buf + 2 * room), m);
-        int64_t count[SWEEP_TYPES] = {0};
-        int32_t current = 0;
-        int64_t lo = sb[step], hi = se[step];
-        for (npy_intp k = 0; k + 1 < m; k++) {
-            int32_t ty = buf[k].type;
-            if (buf[k].is_start) {
-                count[ty]++;
-                if (ty > current) current = ty;
-            } else {
-                count[ty]--;
-                if (ty == current && count[ty] == 0) {
-                    current = 0;
-                    for (int32_t j = ty - 1; j >= 0; j--)
-                        if (count[j] > 0) {
-                            current = j;
-                            break;
-                        }
-                }
-            }
-            int64_t x = buf[k].time > lo ? buf[k].time : lo, y = buf[k + 1].time < hi ? buf[k + 1].time : hi;
-            tp[step * SWEEP_TYPES + current] += y > x ? y - x : 0;
-            seen[step * SWEEP_TYPES + current] = 1;
-        }
+        sweep_step(buf, m, room, sb[step], se[step], tp + step * SWEEP_TYPES, seen + step * SWEEP_TYPES);
         a = b;
     }
     Py_END_ALLOW_THREADS
@@ -549,15 +828,125 @@ done:
     return out;
 }
 
+/* step_sweep_rows(rows, line, offset, duration, line_ps, types, step, step_begin, step_end, first_step=0) ->
+ * step_sweep's (time, seen) per step and type, of events rows[i] of an XSpace's columns (start: line_ps[line] +
+ * offset, end: start + duration), each of type index types[i] (int8: EventType / 10; -1 leaves the event out)
+ * in step[i] (int32): steps first_step, first_step + 1, ... (step_begin and step_end's); events of other steps
+ * (-1: none) are left out. The events of a step are gathered here (a counting sort), in any order. */
+static PyObject *step_sweep_rows(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *r_obj, *l_obj, *o_obj, *d_obj, *p_obj, *t_obj, *g_obj, *b_obj, *f_obj;
+    Py_ssize_t first_step = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO|n", &r_obj, &l_obj, &o_obj, &d_obj, &p_obj, &t_obj, &g_obj, &b_obj, &f_obj,
+                          &first_step))
+        return NULL;
+    PyArrayObject *rows = as_column(r_obj, NPY_INT64), *lines = as_column(l_obj, NPY_INT32);
+    PyArrayObject *offsets = as_column(o_obj, NPY_INT64), *durations = as_column(d_obj, NPY_INT64);
+    PyArrayObject *line_ps = as_column(p_obj, NPY_INT64), *types = as_column(t_obj, NPY_INT8);
+    PyArrayObject *seg = as_column(g_obj, NPY_INT32);
+    PyArrayObject *begin = as_column(b_obj, NPY_INT64), *finish = as_column(f_obj, NPY_INT64);
+    PyObject *time_out = NULL, *seen_out = NULL, *out = NULL;
+    Boundary *buf = NULL;
+    npy_intp *first = NULL;
+    int32_t *order = NULL;
+    if (!rows || !lines || !offsets || !durations || !line_ps || !types || !seg || !begin || !finish) goto done;
+    npy_intp n = PyArray_DIM(rows, 0), num_events = PyArray_DIM(lines, 0), num_lines = PyArray_DIM(line_ps, 0);
+    npy_intp steps = PyArray_DIM(begin, 0);
+    if (PyArray_DIM(types, 0) != n || PyArray_DIM(seg, 0) != n || PyArray_DIM(offsets, 0) != num_events ||
+        PyArray_DIM(durations, 0) != num_events || PyArray_DIM(finish, 0) != steps) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        goto done;
+    }
+    if (n >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "too many events");
+        goto done;
+    }
+    const int64_t *rw = PyArray_DATA(rows), *off = PyArray_DATA(offsets), *dur = PyArray_DATA(durations);
+    const int64_t *lps = PyArray_DATA(line_ps), *sb = PyArray_DATA(begin), *se = PyArray_DATA(finish);
+    const int32_t *ln = PyArray_DATA(lines), *g = PyArray_DATA(seg);
+    const int8_t *t = PyArray_DATA(types);
+    first = PyMem_RawCalloc((size_t)steps + 2, sizeof(npy_intp));
+    if (!first) {
+        PyErr_NoMemory();
+        goto done;
+    }
+#define STEP_OF(i) ((npy_intp)g[i] - first_step) /* within [0, steps): one of these steps */
+    for (npy_intp i = 0; i < n; i++) {
+        if (t[i] < 0 || STEP_OF(i) < 0 || STEP_OF(i) >= steps) continue;
+        if (t[i] >= SWEEP_TYPES || rw[i] < 0 || rw[i] >= num_events || ln[rw[i]] < 0 || ln[rw[i]] >= num_lines) {
+            PyErr_SetString(PyExc_ValueError, "type, row or line out of range");
+            goto done;
+        }
+        first[STEP_OF(i) + 2]++;
+    }
+    npy_intp largest = 0; /* the most events of one step: the buffer holds one step's boundaries */
+    for (npy_intp k = 0; k < steps; k++) {
+        if (first[k + 2] > largest) largest = first[k + 2];
+        first[k + 2] += first[k + 1];
+    }
+    npy_intp dims[2] = {steps, SWEEP_TYPES};
+    time_out = PyArray_ZEROS(2, dims, NPY_INT64, 0);
+    seen_out = PyArray_ZEROS(2, dims, NPY_UINT8, 0);
+    size_t room = 2 * (size_t)largest + 1;
+    buf = PyMem_RawMalloc(sizeof(Boundary) * 2 * room + sizeof(npy_intp) * (room + 1));
+    order = PyMem_RawMalloc(sizeof(int32_t) * ((size_t)first[steps + 1] + 1));
+    if (!time_out || !seen_out || !buf || !order) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *tp = PyArray_DATA((PyArrayObject *)time_out);
+    uint8_t *seen = PyArray_DATA((PyArrayObject *)seen_out);
+    Py_BEGIN_ALLOW_THREADS
+    for (npy_intp i = 0; i < n; i++) /* first[k + 1]: where step k's next event goes */
+        if (t[i] >= 0 && STEP_OF(i) >= 0 && STEP_OF(i) < steps) order[first[STEP_OF(i) + 1]++] = (int32_t)i;
+    for (npy_intp k = 0; k < steps; k++) { /* step k's events: order[first[k], first[k + 1]) */
+        npy_intp a = first[k], b = first[k + 1], m = 2 * (b - a);
+        if (!m) continue;
+        for (npy_intp j = a; j < b; j++) {
+            npy_intp i = order[j];
+            int64_t r = rw[i], start = lps[ln[r]] + off[r];
+            buf[j - a] = (Boundary){start, t[i], 1};
+            buf[b - a + j - a] = (Boundary){start + dur[r], t[i], 0};
+        }
+        sweep_step(buf, m, room, sb[k], se[k], tp + k * SWEEP_TYPES, seen + k * SWEEP_TYPES);
+    }
+    Py_END_ALLOW_THREADS
+#undef STEP_OF
+    out = Py_BuildValue("OO", time_out, seen_out);
+done:
+    PyMem_RawFree(buf);
+    PyMem_RawFree(first);
+    PyMem_RawFree(order);
+    Py_XDECREF(time_out);
+    Py_XDECREF(seen_out);
+    Py_XDECREF(rows);
+    Py_XDECREF(lines);
+    Py_XDECREF(offsets);
+    Py_XDECREF(durations);
+    Py_XDECREF(line_ps);
+    Py_XDECREF(types);
+    Py_XDECREF(seg);
+    Py_XDECREF(begin);
+    Py_XDECREF(finish);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"xprof_order", xprof_order, METH_VARARGS,
      "xprof_order(starts, ends, segment) -> None when in (segment, start, longest first) order, else int64 permutation"},
+    {"nest_rows", nest_rows, METH_VARARGS,
+     "nest_rows(rows, line, offset, duration, line_ps, skip) -> (int32 parent, int32 child) nesting edges by row"},
     {"claim_groups", claim_groups, METH_VARARGS,
      "claim_groups(src, dst, num_nodes, num_events, roots) -> (int32 group per event, int64 roots that got one)"},
-    {"op_stack", op_stack, METH_VARARGS,
-     "op_stack(starts, ends, segment) -> (uint8 counted per event, int64 children time per event)"},
+    {"op_metrics", op_metrics, METH_VARARGS,
+     "op_metrics(rows, keys, code_of_key, extra_at, extra_code, eager_at, line, offset, duration, line_ps, "
+     "slot_of_code, typed, num_slots) -> (occurrences, time, "
+     "self time, eager, first segment, first end, type code per slot; total time, total op time)"},
     {"step_sweep", step_sweep, METH_VARARGS,
      "step_sweep(starts, ends, types, segment, step_begin, step_end) -> (int64 time, uint8 seen) per step and type"},
+    {"step_sweep_rows", step_sweep_rows, METH_VARARGS,
+     "step_sweep_rows(rows, line, offset, duration, line_ps, types, step, step_begin, step_end, first_step=0) -> "
+     "step_sweep's "
+     "(time, seen) of XSpace events by row"},
     {NULL, NULL, 0, NULL},
 };
 

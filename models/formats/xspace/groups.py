@@ -23,9 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from profscope.models.data import _nesting
 from profscope.models.formats.xspace import _steps
-from profscope.models.formats.xspace.xplane import StatColumn, XSpaceData, xprof_order
+from profscope.models.formats.xspace.xplane import StatColumn, XSpaceData
 
 EXECUTOR_STATE_PROCESS = "ExecutorState::Process"
 # Iterator ops an executor step waits on (XProf connects them to that step).
@@ -57,8 +56,7 @@ class Groups:
 
 def group_events(space: XSpaceData, plane: int) -> Groups:
     ev = space.events
-    a, b = space.plane_rows(plane)
-    rows = a + np.flatnonzero(~ev.aggregated[a:b])
+    rows = space.timed_rows(plane)
     n = len(rows)
     if not n:
         return Groups(rows, np.zeros(0, np.int32), np.zeros(0, np.int64), [])
@@ -66,20 +64,14 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
     stats.update(_stats_at(space, plane, rows, _events_named(space, plane, rows, (EXECUTOR_STATE_PROCESS,)),
                            EXECUTOR_STATS))
 
-    # Nesting within each line, in XProf's order (start, then longest first).
-    start = space.start_ps(rows)
-    end = start + np.maximum(ev.duration_ps[rows], 0)
-    line = ev.line[rows]
-    order = xprof_order(start, end, line)
+    # Edges: nesting within each line, in XProf's order (start, then longest first; in C, from the event
+    # columns), producer -> consumer contexts, while-loop iterations.
     skip = np.zeros(n, bool)
     skip[stats["_a"].rows[stats["_a"].ints_present() != 0]] = True
-    parent = _nesting.nest_parents(order, line, start, end, skip)
-    del order, skip, end
-
-    # Edges: nesting, producer -> consumer contexts, while-loop iterations.
-    child = np.flatnonzero(parent >= 0).astype(np.int32)
-    src, dst = [parent[child]], [child]
-    del parent
+    line_ps = np.array([ln.timestamp_ns for ln in space.lines], np.int64) * 1000
+    parent, child = _steps.nest_rows(rows, ev.line, ev.offset_ps, ev.duration_ps, line_ps, skip)
+    src, dst = [parent], [child]
+    del parent, child, skip
     pt, p_id, ct, c_id = (stats[k] for k in ("_pt", "_p", "_ct", "_c"))
     prod = _common(pt.rows, p_id.rows)
     cons = _common(ct.rows, c_id.rows)
@@ -105,7 +97,7 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
     src.append(link_src.astype(np.int32))
     dst.append(link_dst.astype(np.int32))
     tf_data_ids = _tf_data_step_ids(space, plane, rows)
-    roots, loop_src, loop_dst = _loop_roots(space, plane, rows, start, stats, tf_data_ids)
+    roots, loop_src, loop_dst = _loop_roots(space, plane, rows, stats, tf_data_ids)
     src.append(loop_src.astype(np.int32))
     dst.append(loop_dst.astype(np.int32))
     src, dst = np.concatenate(src), np.concatenate(dst)  # type: ignore[assignment]  # the parts let go
@@ -115,8 +107,7 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
         if len(tf_data_ids):
             ids = _stats_at(space, plane, rows, in_sorted(np.arange(n), r.rows), ("id",))["id"]
             keep[np.searchsorted(r.rows, ids.rows[np.isin(ids.ints_present(), tf_data_ids)])] = False
-        roots = r.rows[keep][np.lexsort((start[r.rows[keep]], -r.ints_present()[keep]))]
-    del start
+        roots = r.rows[keep][np.lexsort((space.start_ps(rows[r.rows[keep]]), -r.ints_present()[keep]))]
 
     # Each root in turn claims what it reaches among the unclaimed (in C: one
     # walk over all edges instead of a numpy pass per frontier of each root).
@@ -166,7 +157,7 @@ def _tf_data_step_ids(space: XSpaceData, plane: int, rows) -> np.ndarray:
     return np.unique(ids.ints_present())
 
 
-def _loop_roots(space: XSpaceData, plane: int, rows, start, stats, tf_data_ids=None):
+def _loop_roots(space: XSpaceData, plane: int, rows, stats, tf_data_ids=None):
     """TensorFlow while-loops: per (step_id, iter_num) of the executor events,
     the earliest is a root and the others its children. Sessions or
     functions without a loop (only iteration 0) do not count."""
@@ -187,12 +178,12 @@ def _loop_roots(space: XSpaceData, plane: int, rows, start, stats, tf_data_ids=N
     ex, step, it = ex[keep], step[keep], it[keep]
     if not len(ex):
         return none
-    order = np.lexsort((start[ex], it, step))
-    ex, step, it = ex[order], step[order], it[order]
+    start = space.start_ps(rows[ex])
+    order = np.lexsort((start, it, step))
+    ex, step, it, start = ex[order], step[order], it[order], start[order]
     first = np.r_[True, (step[1:] != step[:-1]) | (it[1:] != it[:-1])]
     head = np.maximum.accumulate(np.where(first, np.arange(len(first)), 0))
-    roots = ex[first]
-    roots = roots[np.argsort(start[roots], kind="stable")]
+    roots = ex[first][np.argsort(start[first], kind="stable")]
     return roots, ex[head[~first]], ex[~first]
 
 

@@ -144,12 +144,24 @@ class XSpaceData:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     kept: tuple | None = field(default=None, repr=False)  # keep_stats(): (plane, rows, names' StatColumns)
+    _timed: tuple | None = field(default=None, repr=False)  # timed_rows(): (plane, rows)
 
     def plane_named(self, name: str) -> int:
         for i, p in enumerate(self.planes):
             if p.name == name:
                 return i
         return -1
+
+    def timed_rows(self, plane: int) -> np.ndarray:
+        """The rows of a plane's events with times (not aggregated), ascending; kept for the analyses of one
+        plane that each ask (grouping, host ops): read-only."""
+        if self._timed is None or self._timed[0] != plane:
+            a, b = self.plane_rows(plane)
+            rows = np.flatnonzero(~self.events.aggregated[a:b])
+            rows += a
+            rows.flags.writeable = False
+            self._timed = (plane, rows)
+        return self._timed[1]
 
     def plane_rows(self, plane: int) -> tuple[int, int]:
         """The range of rows holding a plane's events."""
@@ -204,7 +216,6 @@ class XSpaceData:
         p = self.planes[plane]
         wanted = [(sid, name) for name in names for sid in p.stat_ids(name)]
         ids = np.asarray([sid for sid, _ in wanted], np.int64)
-        found: dict[str, list] = {name: [] for name in names}
         ev = self.events
         starts = list(range(0, len(rows) if len(ids) else 0, chunk))
 
@@ -218,12 +229,7 @@ class XSpaceData:
             chunks = in_threads(read, starts)
         except ValueError as e:
             raise self.corrupt_stats(e) from None
-        for a, (at, which, cases, values, lengths) in zip(starts, chunks):
-            for k, (_sid, name) in enumerate(wanted):
-                here = np.flatnonzero(which == k) if len(wanted) > 1 else slice(None)
-                if len(at[here]):
-                    found[name].append((a + at[here], cases[here], values[here], lengths[here]))
-        return {name: StatColumn.join(len(rows), parts) for name, parts in found.items()}
+        return stat_columns_of(len(rows), names, wanted, zip(starts, chunks))
 
     def dense_stats(self, spans: np.ndarray, plane: int, names: list[str], chunk: int = 1 << 16) -> DenseStats:
         """Named stats of many events (by their spans, in file order) as full
@@ -368,6 +374,26 @@ class StatColumn:
         return self.ints_present(unsigned_too)[np.searchsorted(self.rows, rows)]
 
 
+def stat_columns_of(n: int, names: list[str], wanted: list[tuple[int, str]], chunks) -> dict[str, StatColumn]:
+    """Named stats of n events as StatColumns, from chunks of stat entries (wire.stat_entries' or
+    decode_children's, their `which` indexing wanted's (stat id, name) pairs): (first event, entries) each."""
+    found: dict[str, list] = {name: [] for name in names}
+    for a, (at, which, cases, values, lengths) in chunks:
+        for k, (_sid, name) in enumerate(wanted):
+            here = np.flatnonzero(which == k) if len(wanted) > 1 else slice(None)
+            if len(at[here]):
+                found[name].append((a + at[here], cases[here], values[here], lengths[here]))
+    return {name: StatColumn.join(n, parts) for name, parts in found.items()}
+
+
+def _outcome(work) -> tuple:
+    """(work(), None), or (None, the ValueError it raised)."""
+    try:
+        return work(), None
+    except ValueError as e:
+        return None, e
+
+
 def in_threads(work, items: list) -> list:
     """[work(x) for x in items], on two threads where there are two cores:
     the passes over a file's bytes are C that lets go of the GIL. The first
@@ -407,7 +433,6 @@ def _kept_subset(kept_rows: np.ndarray | range, kept: dict[str, StatColumn], row
     if isinstance(kept_rows, range):
         if len(rows) and (int(rows[0]) < kept_rows.start or int(rows[-1]) >= kept_rows.stop):
             return None
-        at = rows - kept_rows.start  # where each row is among the kept
     else:
         at = np.minimum(np.searchsorted(kept_rows, rows), max(len(kept_rows) - 1, 0))
         if len(rows) and (not len(kept_rows) or not np.array_equal(kept_rows[at], rows)):
@@ -415,10 +440,11 @@ def _kept_subset(kept_rows: np.ndarray | range, kept: dict[str, StatColumn], row
     if len(rows) == len(kept_rows):  # ascending, distinct, all among them: all of them
         return {name: kept[name] for name in names}
     out = {}
-    for name in names:
+    for name in names:  # where each kept event with the stat is among the rows, if it is
         c = kept[name]
-        j = np.minimum(np.searchsorted(at, c.rows), max(len(at) - 1, 0))
-        keep = at[j] == c.rows if len(at) else np.zeros(len(c.rows), bool)
+        event = c.rows + kept_rows.start if isinstance(kept_rows, range) else kept_rows[c.rows]
+        j = np.minimum(np.searchsorted(rows, event), max(len(rows) - 1, 0))
+        keep = rows[j] == event if len(rows) else np.zeros(len(event), bool)
         out[name] = StatColumn(len(rows), j[keep], c.case[keep], c.value[keep], c.length[keep])
     return out
 
@@ -431,9 +457,12 @@ def xprof_order(start: np.ndarray, end: np.ndarray, line: np.ndarray | None = No
     return _steps.xprof_order(start, end, None if line is None else line.astype(np.int32, copy=False))
 
 
-def read_xspace(path: Path, task: TaskState | None = None, host: str = "") -> XSpaceData:
+def read_xspace(path: Path, task: TaskState | None = None, host: str = "",
+                keep: tuple[str, list[str]] | None = None) -> XSpaceData:
     """Maps and decodes one xplane.pb (structure and event columns); within
-    decode_once(), the copy decoded there before, if any."""
+    decode_once(), the copy decoded there before, if any. keep: (plane name,
+    stat names) read in the same pass as the events, as keep_stats() keeps
+    them (a copy decoded before may not have them)."""
     task = task or TaskState()
     path = Path(path)
     host = host or host_of_xplane(path.name) or path.name
@@ -444,7 +473,7 @@ def read_xspace(path: Path, task: TaskState | None = None, host: str = "") -> XS
     _tune_malloc()
     buf = map_file(path, task)
     try:
-        space = parse_xspace(buf, path, host, task)
+        space = parse_xspace(buf, path, host, task, keep)
     except ValueError as e:
         raise unreadable(path, e) from None
     if key is not None:
@@ -532,30 +561,6 @@ def _tune_malloc() -> None:
 _malloc_tuned = False
 
 
-@contextlib.contextmanager
-def heap_reuse():
-    """Within: glibc's malloc keeps freed buffers of any size for reuse
-    instead of unmapping them (_tune_malloc's choice), for analyses that
-    allocate and free columns of millions of events in turn, each fresh
-    mapping faulted in page by page: on the 2M-event bench an OpStats export
-    spent 0.25-0.35 s in system time on 75,000 page faults, 0.12-0.15 s on
-    28,000 this way, at 1-3% more peak RSS. After: _tune_malloc's
-    thresholds again, and the heap's free pages given back."""
-    libc = _libc()
-    if libc is None:
-        yield
-        return
-    _tune_malloc()
-    libc.mallopt(M_MMAP_THRESHOLD, 1 << 30)
-    libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
-    try:
-        yield
-    finally:
-        libc.mallopt(M_MMAP_THRESHOLD, 4 << 20)
-        libc.mallopt(M_TRIM_THRESHOLD, 32 << 20)
-        libc.malloc_trim(0)
-
-
 M_MMAP_THRESHOLD, M_TRIM_THRESHOLD = -3, -1  # glibc's mallopt parameters
 
 
@@ -578,7 +583,7 @@ def map_file(path: Path, task: TaskState, weight: float = 0.4):
         return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
+def parse_xspace(buf, path: Path, host: str, task: TaskState, keep: tuple[str, list[str]] | None = None) -> XSpaceData:
     if not len(buf):
         raise ProfileError(f"{path}: the file is empty")
     plane_spans, error_spans, warning_spans, hostname_spans = wire.find_fields(
@@ -592,18 +597,15 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
     (line_plane, line_spans), (emd_plane, emd_spans), (smd_plane, smd_spans) = wire.find_children(
         buf, plane_spans, [PLANE_LINES, PLANE_EVENT_METADATA, PLANE_STAT_METADATA]
     )
-    line_cols = wire.decode_messages(
-        buf,
-        line_spans,
-        [
-            (LINE_ID, "i"),
-            (LINE_DISPLAY_ID, "i"),
-            (LINE_NAME, "s"),
-            (LINE_DISPLAY_NAME, "s"),
-            (LINE_TIMESTAMP_NS, "i"),
-            (LINE_DURATION_PS, "i"),
-        ],
-    )
+    line_fields = [(LINE_ID, "i"), (LINE_DISPLAY_ID, "i"), (LINE_NAME, "s"), (LINE_DISPLAY_NAME, "s"),
+                   (LINE_TIMESTAMP_NS, "i"), (LINE_DURATION_PS, "i")]
+    # The lines' fields and their event counts: each a walk over every event, on two threads (a damaged file
+    # says what the first walk finds, whichever finishes first).
+    (line_cols, bad), (counts, bad_count) = in_threads(_outcome, [
+        lambda: wire.decode_messages(buf, line_spans, line_fields),
+        lambda: wire.count_children(buf, line_spans, LINE_EVENTS)])
+    if bad or bad_count:
+        raise bad or bad_count
     lines = [
         Line(int(i), int(d), span_text(buf, n), span_text(buf, dn), int(t), int(dp))
         for i, d, n, dn, t, dp in zip(
@@ -613,7 +615,6 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
     planes = []
     event_md = _metadata_maps(buf, emd_plane, emd_spans, len(plane_spans), events=True)
     stat_md = _metadata_maps(buf, smd_plane, smd_spans, len(plane_spans), events=False)
-    _release(buf)  # finding the lines' fields read every page
     for k in range(len(plane_spans)):
         planes.append(
             Plane(
@@ -626,7 +627,15 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
         )
     task.raise_if_cancelled()
     task.report(0.55, "Decoding events")
-    events, line_rows = _decode_events(buf, line_spans)
+    kept_plane = next((k for k, p in enumerate(planes) if keep and p.name == keep[0]), -1)
+    kept_lines = tuple(np.searchsorted(line_plane, [kept_plane, kept_plane + 1]).tolist())
+    names = keep[1] if keep and kept_plane >= 0 else []
+    wanted = [(sid, name) for name in names for sid in planes[kept_plane].stat_ids(name)]
+    events, line_rows, entries = _decode_events(buf, line_spans, counts, kept_lines, wanted)
+    kept = None
+    if names:
+        a, b = int(line_rows[kept_lines[0]]), int(line_rows[kept_lines[1]])
+        kept = (kept_plane, range(a, b), stat_columns_of(b - a, names, wanted, ((lo - a, e) for lo, e in entries)))
     return XSpaceData(
         path=path,
         host=host,
@@ -639,45 +648,57 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState) -> XSpaceData:
         errors=texts[0],
         warnings=texts[1],
         hostnames=texts[2],
+        kept=kept,
     )
 
 
-def _decode_events(buf, line_spans: np.ndarray, chunk_bytes: int = 16 << 20) -> tuple[Events, np.ndarray]:
-    """The event columns: their count per line first, then each column
+def _decode_events(buf, line_spans: np.ndarray, counts: np.ndarray, kept_lines: tuple[int, int] = (0, 0),
+                   wanted: list[tuple[int, str]] | None = None, chunk_bytes: int = 16 << 20):
+    """The event columns (counts: the number of each line's events): each column
     allocated once and filled a few lines at a time (each group's pages of
     the file given back when done), so neither the whole file nor a second
-    copy of the columns is held."""
-    counts = wire.count_children(buf, line_spans, LINE_EVENTS)
-    _release(buf)
+    copy of the columns is held. With `wanted` (stat ids and names), the
+    stats of those ids of the events of lines kept_lines[0] to [1] in the
+    same pass, as (first event, stat entries) per group of lines. Returns
+    (events, each line's first row, those stat entries)."""
+    # Finding the lines' fields and counting their events read every page: they stay for the decoding, which
+    # gives them back as it goes (the columns it fills are as large; the analyses after need more).
     line_rows = np.r_[0, np.cumsum(counts)].astype(np.int64)
     total = int(line_rows[-1])
     fields = [EVENT_METADATA_ID, EVENT_OFFSET_PS, EVENT_DURATION_PS, EVENT_NUM_OCCURRENCES]
     byte_offset, byte_length = np.empty(total, np.int64), np.empty(total, np.int32)
-    md, offset, duration, occurrences = (np.empty(total, np.int64) for _ in fields)
+    offset, duration, aggregated = np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, bool)
     ends = np.cumsum(line_spans[:, 1])
-    cuts = np.unique(np.r_[0, np.searchsorted(ends, np.arange(chunk_bytes, ends[-1] if len(ends) else 0, chunk_bytes),
-                                              side="right"), len(line_spans)])
+    cuts = np.r_[0, np.searchsorted(ends, np.arange(chunk_bytes, ends[-1] if len(ends) else 0, chunk_bytes),
+                                    side="right"), len(line_spans), np.array(kept_lines if wanted else (), np.int64)]
+    cuts = np.sort(cuts)
+    cuts = cuts[np.r_[True, cuts[1:] != cuts[:-1]]]  # distinct (np.unique's first call imports numpy.ma)
+    chunks = list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
+    ids = np.array([sid for sid, _ in wanted or []], np.int64)
 
-    columns = (byte_offset, byte_length, md, offset, duration, occurrences)
-
-    def decode(ab: tuple[int, int], columns=columns) -> None:  # the chunks' columns are apart: two threads may fill
+    def decode(ab: tuple[int, int], columns):  # the chunks' columns are apart: two threads may fill
         a, b = ab
         lo, hi = int(line_rows[a]), int(line_rows[b])
-        wire.decode_children(buf, line_spans[a:b], LINE_EVENTS, fields, hi - lo, [c[lo:hi] for c in columns])
+        stats = (EVENT_STATS, ids) if wanted and kept_lines[0] <= a < kept_lines[1] else ()
+        found = wire.decode_children(buf, line_spans[a:b], LINE_EVENTS, fields, hi - lo, [c[lo:hi] for c in columns],
+                                     *stats)
         present = line_spans[a:b][line_spans[a:b, 0] >= 0]
         if len(present):
             _release(buf, int(present[0, 0]), int(present[-1, 0] + present[-1, 1]))
+        return lo, found
 
-    in_threads(decode, list(zip(cuts[:-1].tolist(), cuts[1:].tolist())))
-    del decode, columns
-    aggregated = occurrences != 0
-    del occurrences
-    if len(md) and -(2**31) <= int(md.min()) and int(md.max()) < 2**31:
-        md = md.astype(np.int32)
+    # Metadata ids into int32 (every real one fits; else again in int64), num_occurrences as "aggregated": the
+    # columns are written whole, and here a first touch of memory costs ~1 ms/MB.
+    md = np.empty(total, np.int32)
+    try:
+        done = in_threads(lambda ab: decode(ab, (byte_offset, byte_length, md, offset, duration, aggregated)), chunks)
+    except OverflowError:
+        md = np.empty(total, np.int64)
+        done = in_threads(lambda ab: decode(ab, (byte_offset, byte_length, md, offset, duration, aggregated)), chunks)
     line = np.repeat(np.arange(len(line_spans), dtype=np.int32), counts)
     events = Events(line=line, metadata_id=md, offset_ps=offset, duration_ps=duration, byte_offset=byte_offset,
                     byte_length=byte_length, aggregated=aggregated)
-    return events, line_rows
+    return events, line_rows, [(lo, found) for lo, found in done if found is not None]
 
 
 def _release(buf, start: int = 0, end: int | None = None) -> None:
