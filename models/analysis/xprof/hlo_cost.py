@@ -1,0 +1,457 @@
+"""XLA's cost of an HLO instruction as XProf 2.24.2 reads it for GPU planes:
+FLOPs and bytes accessed by XProf's GPU cost analysis (XLA's HloCostAnalysis
+with GpuHloCostAnalysis's rules, run over the entry computation of the
+module's HloProto), the instruction's category (HloInstruction::ToCategory)
+and its text (ToString without metadata and backend config, operand shapes
+printed).
+
+The rules, as XLA states them:
+- bytes accessed: the output's and the operands' sizes (a tuple is one 8-byte
+  pointer per element), except parameters, constants, get-tuple-element and
+  bitcast (none), tuple (its pointers), slices (twice the result), dynamic
+  (update) slices (the slice, its update and indices);
+- elementwise ops: elements x the clock cycles XLA's GPU op profile gives the
+  opcode and element type (its default profile, sm_86, since XProf passes no
+  device; 3 where it has none);
+- dot: 2 x result elements x contracted elements; convolution: 2 x the valid
+  (unpadded) window taps of every output element x input features per group;
+- reduce: (input - output elements) x its reducer's cost; sort: n x ceil(log2 n);
+  concatenate: 6 per element (400 when an operand's size along the dimension is
+  not a multiple of 32);
+- fusion: its fused instructions' FLOPs weighted by how much of each the
+  fusion's output uses (GPU utilisation: a slice reads its share, elementwise
+  ops pass their users' share on); bytes: its outputs (the update of a
+  dynamic-update-slice root) and each parameter's size x min(its utilisation,
+  1);
+- call, while (one iteration: body + condition), conditional (the most of its
+  branches per property): their computations' FLOPs, no bytes.
+
+An opcode without a rule here is refused (ProfileError naming it and the
+module), never given a guessed cost.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from profscope.models.analysis.xprof.hlo import shape_string
+from profscope.models.core.task import ProfileError
+from profscope.protos import hlo_pb2
+
+P = hlo_pb2
+_POINTER = 8
+_FMA = 2
+
+# XLA's GPU op profile sm_86 (clock cycles per element by opcode and element type); the rest cost 3.
+_SM86 = {
+    "divide": {P.S8: 370, P.S16: 367, P.S32: 306, P.S64: 918, P.U8: 306, P.U16: 302, P.U32: 115, P.U64: 838,
+               P.F64: 2016, P.C64: 687, P.C128: 7941},
+    "power": {P.S8: 392, P.S16: 396, P.S64: 601, P.U8: 388, P.U16: 399, P.U64: 604, P.F16: 975, P.F32: 925,
+              P.F64: 5511, P.C64: 3351, P.C128: 18205},
+    "cbrt": {P.F16: 925, P.F32: 867, P.F64: 6339},
+    "cosine": {P.F16: 691, P.F32: 662, P.F64: 1717, P.C128: 6613},
+    "exponential": {P.F16: 108, P.F32: 86, P.F64: 1652, P.C64: 1360, P.C128: 4028},
+    "exponential-minus-one": {P.F16: 396, P.F32: 381, P.F64: 1900, P.C64: 1400, P.C128: 4161},
+    "log": {P.F16: 266, P.F32: 244, P.F64: 608, P.C64: 950, P.C128: 7599},
+    "log-plus-one": {P.F16: 284, P.F32: 262, P.F64: 2073, P.C64: 842, P.C128: 6962},
+    "logistic": {P.F16: 226, P.F32: 176, P.F64: 2412},
+    "rsqrt": {P.F16: 97, P.F32: 75, P.F64: 698, P.C64: 2383, P.C128: 11318},
+    "sine": {P.F32: 662, P.F64: 1789, P.C128: 5878},
+    "sqrt": {P.F16: 97, P.F32: 75, P.F64: 986, P.C64: 3193, P.C128: 15606},
+    "tanh": {P.F16: 212, P.F32: 190, P.F64: 1609, P.C128: 9939},
+    "atan2": {P.F16: 482, P.F32: 486, P.F64: 3747, P.C64: 5353, P.C128: 39027},
+    "add": {P.F64: 97, P.C128: 97},
+    "multiply": {P.F64: 97, P.C128: 270},
+    "subtract": {P.F64: 97, P.C128: 97},
+}  # fmt: skip
+_DEFAULT_CYCLES = 3
+
+_UNARY = {"abs", "round-nearest-afz", "round-nearest-even", "ceil", "clz", "convert", "cosine", "erf", "exponential",
+          "exponential-minus-one", "floor", "imag", "is-finite", "log", "log-plus-one", "logistic", "not", "negate",
+          "popcnt", "real", "reduce-precision", "rsqrt", "sign", "sine", "sqrt", "cbrt", "tan", "tanh"}
+_BINARY = {"add", "atan2", "compare", "complex", "divide", "maximum", "minimum", "multiply", "power", "remainder",
+           "subtract", "and", "or", "xor", "shift-left", "shift-right-arithmetic", "shift-right-logical"}
+_TERNARY = {"clamp", "select"}
+ELEMENTWISE = _UNARY | _BINARY | _TERNARY | {"copy"}  # HloInstruction::IsElementwise (copy too)
+# Ops whose cost is the default: their output's and operands' bytes, no FLOPs.
+_PLAIN = {"broadcast", "copy", "iota", "reverse", "transpose", "reshape", "pad", "copy-start", "copy-done"}
+_NO_BYTES = {"parameter", "constant", "get-tuple-element", "bitcast", "domain", "after-all", "partition-id",
+             "replica-id"}
+_DATA_FORMATTING = {"transpose", "copy", "copy-start", "copy-done", "bitcast", "reshape", "dynamic-reshape"}
+_FUSION_KINDS = {"kLoop": "loop fusion", "kInput": "input fusion", "kOutput": "output fusion",
+                 "kCustom": "custom fusion"}
+
+
+def _elements(shape) -> int:
+    if shape.element_type == P.TUPLE:
+        return sum(_elements(s) for s in shape.tuple_shapes)
+    return math.prod(int(d) for d in shape.dimensions)
+
+
+def _array_elements(shape) -> int:
+    return math.prod(int(d) for d in shape.dimensions)
+
+
+_BITS = {P.PRED: 8, P.S1: 1, P.S2: 2, P.S4: 4, P.S8: 8, P.S16: 16, P.S32: 32, P.S64: 64, P.U1: 1, P.U2: 2,
+         P.U4: 4, P.U8: 8, P.U16: 16, P.U32: 32, P.U64: 64, P.F16: 16, P.F32: 32, P.BF16: 16, P.F64: 64,
+         P.F8E5M2: 8, P.F8E4M3: 8, P.F8E4M3FN: 8, P.F8E4M3B11FNUZ: 8, P.F8E3M4: 8, P.F8E5M2FNUZ: 8,
+         P.F8E4M3FNUZ: 8, P.F4E2M1FN: 4, P.F8E8M0FNU: 8, P.C64: 64, P.C128: 128}  # fmt: skip
+
+
+def _has_layout(shape) -> bool:
+    if shape.element_type == P.TUPLE:
+        return all(_has_layout(s) for s in shape.tuple_shapes)
+    if shape.element_type in (P.TOKEN, P.OPAQUE_TYPE):
+        return True
+    return shape.HasField("layout")
+
+
+def shape_size(shape) -> int:
+    """HloCostAnalysis::GetShapeSize with XLA's default size function (ShapeUtil::ByteSizeOf, 8-byte
+    pointers): 0 for a shape without layout."""
+    if not _has_layout(shape):
+        return 0
+    if shape.element_type == P.TUPLE:
+        return _POINTER * len(shape.tuple_shapes)
+    if shape.element_type == P.TOKEN:
+        return 0
+    if shape.element_type == P.OPAQUE_TYPE:
+        return _POINTER
+    return (_array_elements(shape) * _BITS.get(shape.element_type, 0) + 7) // 8
+
+
+def flops_per_element(opcode: str, element_type: int) -> int:
+    return _SM86.get(opcode, {}).get(element_type, _DEFAULT_CYCLES)
+
+
+@dataclass
+class Cost:
+    flops: float = 0.0
+    bytes: float = 0.0  # XLA's bytes accessed
+    hbm: float | None = None  # its reads and writes of memory space 0 (XProf's HBM), where not `bytes`
+
+    @property
+    def hbm_bytes(self) -> float:
+        return self.bytes if self.hbm is None else self.hbm
+
+
+class ModuleCosts:
+    """The GPU cost analysis of one module: per instruction name its (FLOPs, bytes accessed)."""
+
+    def __init__(self, proto: bytes, module_name: str = ""):
+        hp = P.HloProto.FromString(proto)
+        self.module = hp.hlo_module
+        self.label = module_name or self.module.name
+        self.computations = {c.id: c for c in self.module.computations}
+        self.by_id = {i.id: i for c in self.module.computations for i in c.instructions}
+        self.by_name: dict[str, P.HloInstructionProto] = {}
+        for c in self.module.computations:
+            for i in c.instructions:
+                self.by_name.setdefault(i.name, i)
+        self.users: dict[int, list] = {}
+        for c in self.module.computations:
+            for i in c.instructions:
+                for o in i.operand_ids:
+                    self.users.setdefault(o, []).append(i)
+        self.costs: dict[int, Cost] = {}
+        self.operand_util: dict[int, dict[int, float]] = {}
+        self._analysed = False
+
+    # ------------------------------------------------------------ analysis
+
+    def cost(self, name: str) -> Cost | None:
+        if not self._analysed:
+            self._analysed = True
+            entry = self.computations.get(self.module.entry_computation_id)
+            if entry is not None:
+                self._computation(entry)
+        ins = self.by_name.get(name)
+        return None if ins is None else self.costs.get(ins.id)
+
+    def _operands(self, ins) -> list:
+        return [self.by_id[o] for o in ins.operand_ids]
+
+    def _computation(self, comp) -> Cost:
+        """Visits a computation's instructions (each once), their costs kept; the sum of their FLOPs."""
+        total = Cost()
+        for ins in comp.instructions:
+            if ins.id not in self.costs:
+                self.costs[ins.id] = self._instruction(ins)
+            total.flops += self.costs[ins.id].flops
+            total.bytes += self.costs[ins.id].bytes
+        return total
+
+    def _called(self, ins, k: int = 0):
+        return self.computations[ins.called_computation_ids[k]]
+
+    def _instruction(self, ins) -> Cost:
+        op = ins.opcode
+        operands = self._operands(ins)
+        self.operand_util[ins.id] = {}
+        default_bytes = shape_size(ins.shape) + sum(shape_size(o.shape) for o in operands)
+        if op in _NO_BYTES:
+            return Cost()
+        if op in ELEMENTWISE and op != "copy":
+            return Cost(flops_per_element(op, ins.shape.element_type) * _elements(ins.shape), default_bytes)
+        if op in _PLAIN:
+            return Cost(0.0, default_bytes)
+        if op == "tuple":
+            return Cost(0.0, shape_size(ins.shape))
+        if op == "slice":
+            self.operand_util[ins.id][0] = _array_elements(ins.shape) / max(_array_elements(operands[0].shape), 1)
+            return Cost(0.0, 2 * shape_size(ins.shape))
+        if op == "dynamic-slice":
+            self.operand_util[ins.id][0] = _array_elements(ins.shape) / max(_array_elements(operands[0].shape), 1)
+            return Cost(0.0, 2 * shape_size(ins.shape) + shape_size(operands[1].shape))
+        if op == "dynamic-update-slice":
+            out = _array_elements(ins.shape)
+            self.operand_util[ins.id][0] = (out - _array_elements(operands[1].shape)) / max(out, 1)
+            return Cost(0.0, 2 * shape_size(operands[1].shape) + shape_size(operands[2].shape))
+        if op == "dot":
+            d = ins.dot_dimension_numbers
+            width = math.prod(int(operands[0].shape.dimensions[k]) for k in d.lhs_contracting_dimensions)
+            return Cost(float(_FMA * _array_elements(ins.shape) * width), default_bytes)
+        if op == "convolution":
+            return Cost(float(self._convolution_flops(ins, operands)), default_bytes)
+        if op == "reduce":
+            sub = self._computation(self._called(ins))
+            out = ins.shape.tuple_shapes[0] if ins.shape.element_type == P.TUPLE else ins.shape
+            count = _array_elements(operands[0].shape) - _array_elements(out)
+            return Cost(sub.flops * count, default_bytes)
+        if op == "sort":
+            self._computation(self._called(ins))
+            n = _array_elements(operands[0].shape)
+            return Cost(float(n * (math.ceil(math.log2(n)) if n > 1 else 0)), default_bytes)
+        if op == "concatenate":
+            n = _elements(ins.shape)
+            flops = 6 * n
+            dim = ins.dimensions[0] if len(ins.dimensions) else 0
+            if dim != 0:
+                for k, o in enumerate(operands):
+                    size = int(o.shape.dimensions[dim])
+                    rounded = -(-size // 32) * 32
+                    self.operand_util[ins.id][k] = rounded / size if size else 1.0
+                    if size < rounded:
+                        flops = 400 * n
+            return Cost(float(flops), default_bytes)
+        if op == "fusion":
+            return self._fusion(ins, operands)
+        if op in ("call", "while"):
+            subs = [self._computation(self.computations[c]) for c in ins.called_computation_ids]
+            return Cost(sum(s.flops for s in subs), sum(s.bytes for s in subs), 0.0)
+        if op == "conditional":
+            subs = [self._computation(self.computations[c]) for c in ins.called_computation_ids]
+            return Cost(max((s.flops for s in subs), default=0.0), max((s.bytes for s in subs), default=0.0), 0.0)
+        raise ProfileError(f"module {self.label}: Profscope has no rule for the cost of XLA's '{op}' instruction "
+                           f"({ins.name}), from which XProf computes its FLOPs and bytes")
+
+    def _convolution_flops(self, ins, operands) -> int:
+        """HloCostAnalysis::GetConvolutionFlops: FMAs of the window taps that fall on input (not padding or
+        dilation holes), per output element, x 2."""
+        lhs, rhs = operands[0].shape, operands[1].shape
+        dn = ins.convolution_dimension_numbers
+        groups = max(int(ins.feature_group_count), 1)
+        batch_groups = max(int(ins.batch_group_count), 1)
+        in_features = int(lhs.dimensions[dn.input_feature_dimension])
+        out_features = int(rhs.dimensions[dn.kernel_output_feature_dimension])
+        batch = int(lhs.dimensions[dn.input_batch_dimension])
+        valid = 1
+        for k, wd in enumerate(ins.window.dimensions):
+            in_size = int(lhs.dimensions[dn.input_spatial_dimensions[k]])
+            out_size = int(ins.shape.dimensions[dn.output_spatial_dimensions[k]])
+            kernel = int(rhs.dimensions[dn.kernel_spatial_dimensions[k]])
+            stride, low = max(int(wd.stride), 1), int(wd.padding_low)
+            wdil, bdil = max(int(wd.window_dilation), 1), max(int(wd.base_dilation), 1)
+            dilated_in = (in_size - 1) * bdil + 1 if in_size else 0
+            count = 0
+            for o in range(out_size):
+                for t in range(kernel):
+                    pos = o * stride + t * wdil - low
+                    if 0 <= pos < dilated_in and pos % bdil == 0:
+                        count += 1
+            valid *= count
+        fmas = (in_features // groups) * out_features * (batch // batch_groups) * valid
+        return _FMA * fmas
+
+    def _fusion(self, ins, operands) -> Cost:
+        comp = self._called(ins)
+        self._computation(comp)
+        by_id = {i.id: i for i in comp.instructions}
+        root = by_id[comp.root_id]
+        # GPU utilisation: from the root (1) back to the parameters, consumers before producers.
+        order = self._post_order(comp)[::-1]
+        util = {i.id: 0.0 for i in comp.instructions}
+        root_util: dict[int, float] = {i.id: 0.0 for i in comp.instructions}
+        roots: dict[int, set[int]] = {i.id: set() for i in comp.instructions}
+        root_util[root.id] = 1.0
+        for r in ([self.by_id[o] for o in root.operand_ids] if root.opcode == "tuple" else [root]):
+            if r.opcode == "dynamic-update-slice":  # updated in place: its operand 0 is not read
+                self.operand_util[r.id][0] = 0.0
+        roots[root.id].add(root.id)
+        flops = 0.0
+        for i in order:
+            util[i.id] = sum(root_util[r] for r in roots[i.id])
+            flops += util[i.id] * self.costs[i.id].flops
+            for k, o in enumerate(i.operand_ids):
+                if i.opcode in ELEMENTWISE or i.opcode in ("tuple", "get-tuple-element"):
+                    roots[o] |= roots[i.id]
+                else:
+                    roots[o].add(o)
+                    u = util[i.id] * self.operand_util.get(i.id, {}).get(k, 1.0)
+                    n = _elements(by_id[o].shape)
+                    u = math.ceil(u * n) / n if n else 0.0
+                    root_util[o] += u
+        out = 0.0
+        outputs = [(ins.shape, root)] if ins.shape.element_type != P.TUPLE else [
+            (s, self.by_id[root.operand_ids[k]] if root.opcode == "tuple" else root)
+            for k, s in enumerate(ins.shape.tuple_shapes)]
+        for shape, r in outputs:
+            if shape.element_type in (P.TUPLE, P.TOKEN):
+                raise ProfileError(f"module {self.label}: Profscope has no rule for the cost of fusion {ins.name} "
+                                   "with nested tuple outputs")
+            if r.opcode == "dynamic-update-slice":
+                out += shape_size(self.by_id[r.operand_ids[1]].shape)
+            else:
+                out += shape_size(shape)
+        read = 0.0
+        params = sorted((i for i in comp.instructions if i.opcode == "parameter"), key=lambda i: i.parameter_number)
+        for p in params:
+            if p.shape.element_type == P.TUPLE:
+                raise ProfileError(f"module {self.label}: Profscope has no rule for the cost of fusion {ins.name} "
+                                   "with a tuple parameter")
+            read += shape_size(p.shape) * min(util[p.id], 1.0)
+        return Cost(flops, out + read)
+
+    def _post_order(self, comp) -> list:
+        """The computation's instructions, operands before their users (XLA's MakeInstructionPostOrder)."""
+        by_id = {i.id: i for i in comp.instructions}
+        seen: set[int] = set()
+        order: list = []
+        for start in comp.instructions:
+            if start.id in seen:
+                continue
+            stack = [(start, 0)]
+            while stack:
+                node, k = stack.pop()
+                if k == 0 and node.id in seen:
+                    continue
+                if k < len(node.operand_ids):
+                    stack.append((node, k + 1))
+                    child = by_id.get(node.operand_ids[k])
+                    if child is not None and child.id not in seen:
+                        stack.append((child, 0))
+                else:
+                    if node.id not in seen:
+                        seen.add(node.id)
+                        order.append(node)
+        return order
+
+    # ------------------------------------------------------------ category and text
+
+    def category(self, name: str) -> str:
+        ins = self.by_name[name]
+        op = ins.opcode
+        if op in _DATA_FORMATTING:
+            return "data formatting"
+        if op == "convolution":
+            dn = ins.convolution_dimension_numbers
+            groups = int(ins.feature_group_count) or 1
+            if groups > 1 and int(ins.shape.dimensions[dn.output_feature_dimension]) == groups:
+                return "depthwise convolution"
+            return "convolution"
+        if op == "fusion":
+            return _FUSION_KINDS.get(ins.fusion_kind, "fusion")
+        if op in ELEMENTWISE:
+            return "non-fusion elementwise"
+        return op
+
+    def expression(self, name: str) -> str:
+        """HloInstruction::ToString as XProf prints it (no metadata or backend config; operand shapes)."""
+        ins = self.by_name[name]
+        operands = ", ".join(f"{shape_string(o.shape)} %{o.name}" for o in self._operands(ins))
+        text = f"%{ins.name} = {shape_string(ins.shape)} {ins.opcode}({operands})"
+        attrs = self._attributes(ins)
+        return text + "".join(", " + a for a in attrs)
+
+    def _attributes(self, ins) -> list[str]:
+        op = ins.opcode
+        out: list[str] = []
+        names = [self.computations[c].name for c in ins.called_computation_ids]
+        if op == "slice":
+            out.append("slice={" + ", ".join(
+                f"[{d.start}:{d.limit}" + (f":{d.stride}" if d.stride != 1 else "") + "]"
+                for d in ins.slice_dimensions) + "}")
+        if op in ("broadcast", "reduce", "transpose", "reverse", "sort", "concatenate"):
+            out.append("dimensions={" + ",".join(str(d) for d in ins.dimensions) + "}")
+        if op == "dynamic-slice":
+            out.append("dynamic_slice_sizes={" + ",".join(str(d) for d in ins.dynamic_slice_sizes) + "}")
+        if op == "convolution":
+            out.append("window={" + _window(ins.window) + "}")
+            out.append("dim_labels=" + _dim_labels(ins.convolution_dimension_numbers, len(ins.shape.dimensions)))
+            if ins.feature_group_count > 1:
+                out.append(f"feature_group_count={ins.feature_group_count}")
+            if ins.batch_group_count > 1:
+                out.append(f"batch_group_count={ins.batch_group_count}")
+        if op == "dot":
+            d = ins.dot_dimension_numbers
+            for label, dims in (("lhs_batch_dims", d.lhs_batch_dimensions),
+                                ("lhs_contracting_dims", d.lhs_contracting_dimensions),
+                                ("rhs_batch_dims", d.rhs_batch_dimensions),
+                                ("rhs_contracting_dims", d.rhs_contracting_dimensions)):
+                if len(dims):
+                    out.append(f"{label}={{" + ",".join(str(x) for x in dims) + "}")
+        if op == "compare":
+            out.append(f"direction={ins.comparison_direction}")
+        if op == "sort" and ins.is_stable:
+            out.append("is_stable=true")
+        if op == "fusion":
+            out.append(f"kind={ins.fusion_kind}")
+            out.append("calls=" + ", ".join(f"%{n}" for n in names))
+        elif op == "while":
+            out.append(f"condition=%{names[0]}, body=%{names[1]}")
+        elif op in ("call", "reduce", "sort", "map", "all-reduce", "reduce-window", "scatter"):
+            out.append("to_apply=" + ", ".join(f"%{n}" for n in names))
+        elif op == "get-tuple-element":
+            out.append(f"index={ins.tuple_index}")
+        elif names:
+            raise ProfileError(f"module {self.label}: Profscope cannot print XLA's '{op}' instruction ({ins.name})")
+        if op == "get-tuple-element" and out[-1] != f"index={ins.tuple_index}":
+            out.append(f"index={ins.tuple_index}")
+        fa = ins.frontend_attributes.map
+        if len(fa):
+            out.append("frontend_attributes={" + ",".join(f'{k}="{fa[k]}"' for k in sorted(fa)) + "}")
+        return out
+
+
+def _window(window) -> str:
+    dims = window.dimensions
+    parts = ["size=" + "x".join(str(d.size) for d in dims)]
+    if any(d.stride != 1 for d in dims):
+        parts.append("stride=" + "x".join(str(d.stride) for d in dims))
+    if any(d.padding_low or d.padding_high for d in dims):
+        parts.append("pad=" + "x".join(f"{d.padding_low}_{d.padding_high}" for d in dims))
+    if any(d.base_dilation not in (0, 1) for d in dims):
+        parts.append("lhs_dilate=" + "x".join(str(d.base_dilation) for d in dims))
+    if any(d.window_dilation not in (0, 1) for d in dims):
+        parts.append("rhs_dilate=" + "x".join(str(d.window_dilation) for d in dims))
+    if any(d.window_reversal for d in dims):
+        parts.append("rhs_reversal=" + "x".join(str(int(d.window_reversal)) for d in dims))
+    return " ".join(parts)
+
+
+def _dim_labels(dn, rank: int) -> str:
+    """ConvolutionDimensionNumbersToString: b/f and 0,1,... for spatial dimensions, per tensor."""
+    def labels(n, batch, feature, spatial, b="b", f="f"):
+        out = ["?"] * n
+        out[batch] = b
+        out[feature] = f
+        for k, d in enumerate(spatial):
+            out[d] = str(k)
+        return "".join(out)
+
+    lhs = labels(rank, dn.input_batch_dimension, dn.input_feature_dimension, dn.input_spatial_dimensions)
+    rhs = labels(rank, dn.kernel_input_feature_dimension, dn.kernel_output_feature_dimension,
+                 dn.kernel_spatial_dimensions, "i", "o")
+    res = labels(rank, dn.output_batch_dimension, dn.output_feature_dimension, dn.output_spatial_dimensions)
+    return f"{lhs}_{rhs}->{res}"
