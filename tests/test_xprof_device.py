@@ -27,6 +27,9 @@ COMPUTED = [
     *[(v, t) for v in ("gpu_tf", "gpu_tf2") for t in ALL_TOOLS if t != "kernel_stats"],
     ("gpu_jax", "input_pipeline_analyzer"),
     ("rocm_jax", "input_pipeline_analyzer"),
+    # XLA ops on a GPU: XLA's GPU cost analysis of the modules' HloProtos (hlo_cost.py).
+    ("gpu_jax", "hlo_stats"),
+    ("rocm_jax", "hlo_stats"),
     ("tpu_jax", "framework_op_stats"),
     *[(v, t) for v in ("tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
     ("small_emptygpu", "roofline_model"),
@@ -36,8 +39,8 @@ COMPUTED = [
 ]
 # What is not computed yet, with the reason the message gives.
 REFUSED = [
-    *[(v, t, "cost analysis") for v in ("gpu_jax", "rocm_jax")
-      for t in ("framework_op_stats", "overview_page", "hlo_stats", "op_profile", "roofline_model")],
+    *[(v, t, "not yet this tool") for v in ("gpu_jax", "rocm_jax")
+      for t in ("framework_op_stats", "overview_page", "op_profile", "roofline_model")],
     *[("tpu_jax", t, "step analysis") for t in ("overview_page", "input_pipeline_analyzer")],
     ("tpu_jax", "roofline_model", "roofline_model of TPU"),
 ]
@@ -177,3 +180,46 @@ def test_two_hosts_with_gpus_steps_say_not_computed(tmp_path, capsys, tool):
     assert main(["export", str(session), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
     err = capsys.readouterr().err
     assert "several hosts with GPU planes" in err and "Traceback" not in err
+
+
+def test_xla_cost_analysis_of_the_fixtures_modules_as_xprof_gives_it():
+    """Every HLO instruction of gpu_jax's op profile: FLOPs and HBM bytes per occurrence, category and text
+    as XProf 2.24.2 gives them (its op_profile leaves)."""
+    from profscope.models.analysis.xprof.hlo import xspace_modules
+    from profscope.models.analysis.xprof.hlo_cost import ModuleCosts
+
+    modules = xspace_modules(XPROF / "gpu_jax.xplane.pb")
+    costs: dict = {}
+    leaves = []
+
+    def walk(node):
+        if "xla" in node and node["name"] != "IDLE":
+            leaves.append(node)
+        for child in node["children"]:
+            walk(child)
+
+    walk(xprof_answer("gpu_jax", "op_profile")["byProgram"])
+    assert len(leaves) == 22
+    for leaf in leaves:
+        name = next(k for k in modules if k.endswith(f"({leaf['xla']['programId']})"))
+        module = costs.setdefault(name, ModuleCosts(modules[name], name))
+        cost, m = module.cost(leaf["name"]), leaf["metrics"]
+        assert cost.flops * m["occurrences"] == m["rawFlops"], leaf["name"]
+        assert cost.hbm_bytes * m["occurrences"] == pytest.approx(m["rawBytesAccessedArray"][0], rel=1e-6)
+        assert module.category(leaf["name"]) == leaf["xla"]["category"]
+        assert module.expression(leaf["name"]) == leaf["xla"]["expression"]
+
+
+def test_an_opcode_without_a_cost_rule_is_refused_naming_it_and_the_module():
+    from profscope.models.analysis.xprof.hlo import xspace_modules
+    from profscope.models.analysis.xprof.hlo_cost import ModuleCosts
+    from profscope.models.core.task import ProfileError
+    from profscope.protos import hlo_pb2
+
+    proto = hlo_pb2.HloProto.FromString(xspace_modules(XPROF / "gpu_jax.xplane.pb")["jit_conv_block(18)"])
+    entry = next(c for c in proto.hlo_module.computations if c.id == proto.hlo_module.entry_computation_id)
+    conv = next(i for i in entry.instructions if i.opcode == "convolution")
+    conv.opcode = "rng-bit-generator"
+    module = ModuleCosts(proto.SerializeToString(), "jit_conv_block(18)")
+    with pytest.raises(ProfileError, match=r"jit_conv_block\(18\).*'rng-bit-generator'"):
+        module.cost("conv_general_dilated.1")

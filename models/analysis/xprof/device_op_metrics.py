@@ -376,6 +376,8 @@ class DeviceStats:
     steps: list | None = None  # per XSpace, its StepDb (GPU hosts)
     core_count: int = 0  # device planes (XProf: each GPU one core)
     xla: str = ""  # why the op metrics are not computed (XLA ops, whose FLOPs come from XLA's cost analysis)
+    xla_ops: object = None  # xla_ops.XlaOpMetrics of a GPU running XLA ops (hlo_stats' rows)
+    ridge_point: float = 0.0  # the GPU's FLOPs per HBM byte at its roofs
 
 
 def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
@@ -394,19 +396,23 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
                            f"planes ({planes[0][0].planes[planes[0][1]].name}) yet")
     dbs = []
     xla = ""
+    xla_ops = None
     for space, plane in gpu:
         d = device_events(space, plane)
         if _xla_ops(d)[0].any():
-            # XProf takes an XLA op's FLOPs and bytes from XLA's C++ cost analysis of its HloProto.
-            xla = (f"{space.path}: {space.planes[plane].name} runs XLA ops; Profscope lacks XLA's cost analysis, "
-                   "from which XProf computes their FLOPs and bytes")
+            xla_ops = _gpu_xla_ops(space, plane, d, paths, len(gpu), (d.stats.present("tf_op")).any())
+            xla = (f"{space.path}: {space.planes[plane].name} runs XLA ops; Profscope computes their hlo_stats, "
+                   "not yet this tool")
         dbs.append(device_op_metrics(space, plane))
     if gpu:
         space, plane = gpu[0]
-        model = gpu_model_name(plane_stats(space, plane)) or "GPU"  # "GPU" without capabilities
+        caps = plane_stats(space, plane)
+        model = gpu_model_name(caps) or "GPU"  # "GPU" without capabilities
         ops = _combine_device(dbs)
         step_dbs = [gpu_step_db(s) for s in spaces] if steps else None
-        return DeviceStats(tf_metrics_of_device(ops), ops, model, "GPU", step_dbs, len(gpu), xla)
+        roofs = gpu_roofs(caps)
+        ridge = roofs.peak_gflops / (roofs.hbm_bytes_per_s / 1e9) if roofs.hbm_bytes_per_s else 0.0
+        return DeviceStats(tf_metrics_of_device(ops), ops, model, "GPU", step_dbs, len(gpu), xla, xla_ops, ridge)
     for space, plane in planes:
         if _tpu_symbol_ops(space, plane):
             # XProf's TPU op metrics come from XLA's per-op metadata and cost model: not computed here.
@@ -416,6 +422,18 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     none = np.zeros(0, np.int64)
     idle = _device_db([], [], [], none, none, np.zeros(0, bool), total)
     return DeviceStats(idle, idle, "TPU", "TPU")
+
+
+def _gpu_xla_ops(space, plane, d, paths, gpu_count: int, has_tf_ops: bool):
+    """The XLA op metrics of the one GPU plane that runs XLA ops (xla_ops.py)."""
+    from profscope.models.analysis.xprof.xla_ops import XlaModules, xla_op_metrics
+    from profscope.models.core.task import ProfileError
+
+    if gpu_count > 1 or has_tf_ops:
+        # XProf merges such planes' op metrics in its own way (not reproduced here).
+        raise ProfileError(f"{space.path}: Profscope computes XProf's XLA op metrics of one GPU plane without "
+                           f"TensorFlow kernels, not of {space.planes[plane].name} among {gpu_count} GPU planes")
+    return xla_op_metrics(d, XlaModules(paths))
 
 
 def _tpu_symbol_ops(space: XSpaceData, plane: int) -> bool:

@@ -5,8 +5,8 @@ XProf fills it from the device op metrics only; a host-only profile
 (TensorFlow or JAX on CPU: the ops run on host threads) gets the table with
 no rows, which is what XProf 2.24 returns for such profiles. GPU planes of
 TensorFlow kernels get a row per device op (device_op_metrics.py); XLA ops
-on a GPU are refused with a message (their FLOPs and bytes come from XLA's
-cost analysis, which Profscope lacks)."""
+on a GPU a row per HLO instruction, its FLOPs and bytes from XLA's GPU cost
+analysis of the module (xla_ops.py, hlo_cost.py)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,10 @@ def hlo_stats_table(paths: list[Path], task: TaskState) -> dict:
     from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
     from profscope.models.analysis.xprof.op_stats import IDLE, read_spaces
 
-    device = device_stats(read_spaces(paths, task), paths, steps=False)
+    spaces = read_spaces(paths, task)
+    device = device_stats(spaces, paths, steps=False)
+    if device.xla_ops is not None:
+        return table(COLUMNS, _xla_rows(device.xla_ops, device.ridge_point))
     if device.xla:
         raise ProfileError(device.xla)
     # GPU TensorFlow kernels: one row per device op, shares of the device's whole time; no FLOPs or bytes
@@ -81,6 +84,41 @@ def hlo_stats_table(paths: list[Path], task: TaskState) -> dict:
                      time_us / n if n else 0.0, self_us, self_us / n if n else 0.0, share, cumulative,
                      0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "Unknown", "No", "No", "No", "", "", "", 0.0])
     return table(COLUMNS, rows)
+
+
+def _xla_rows(ops, ridge_point: float) -> list[list]:
+    """XProf's rows of XLA ops on a GPU: by self time (most first, then name), FLOP rates and bandwidths from
+    XLA's GPU cost analysis, shares of the device's whole time."""
+    from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
+    from profscope.models.analysis.xprof.op_stats import OpMetricsDb
+
+    import numpy as np
+
+    time = np.array(ops.time_ps, np.int64)
+    db = OpMetricsDb(ops.name, ops.category, np.array(ops.occurrences, np.int64), time, time,
+                     np.zeros(len(ops), bool))
+    total = ops.total_time_ps
+    rows: list[list] = []
+    cumulative = 0.0
+    for i in sorted_ops(db, limit=len(db)).tolist():
+        n, t_ps = ops.occurrences[i], ops.time_ps[i]
+        time_us = t_ps / 1e6
+        share = 100.0 * t_ps / total if total else 0.0
+        cumulative += share
+        flops, nbytes = ops.flops[i], ops.bytes[i]
+        flop_rate = flops / (t_ps / 1e3) if t_ps else 0.0  # GFLOP/s
+        bw = nbytes / (t_ps / 1e12) / 2**30 if t_ps else 0.0  # GiB/s
+        intensity = flops / nbytes if nbytes else 0.0
+        source = ops.source[i]
+        frames = "".join(f"{f}\n" for f in source.stack_frame.split("\n")) if source and source.stack_frame else ""
+        cell = (f"<div class='source-info-cell' title='{frames}'>{source.file_name}:"
+                f"{source.line_number}</div>") if source is not None else ""
+        rows.append([float(len(rows) + 1), str(ops.program_id[i]), ops.category[i], ops.name[i], ops.expression[i],
+                     ops.provenance[i], float(n), time_us, time_us / n if n else 0.0, time_us,
+                     time_us / n if n else 0.0, share, cumulative, 0.0, flop_rate, flop_rate, bw, bw, 0.0, 0.0,
+                     intensity, "Compute" if ridge_point and intensity >= ridge_point else "HBM", "No", "No", "No",
+                     cell, "", "", 0.0])
+    return rows
 
 
 @register("hlo_stats")

@@ -1,0 +1,126 @@
+"""XProf 2.24.2's device op metrics of XLA ops on GPU planes
+(ConvertDeviceTraceXPlaneToOpMetricsDb's XLA part): events with `hlo_op`,
+`hlo_module` and `program_id` whose instruction (the last name of hlo_op)
+is in the module of that program; a run of consecutive events of one
+instruction and group is entered once with their count as occurrences. Each
+op, keyed by (program id, instruction), takes its category, framework op
+(metadata op_name:op_type), text and source from the module's HloProto and
+its FLOPs and bytes per occurrence from XLA's GPU cost analysis
+(hlo_cost.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from profscope.models.analysis.xprof.hlo import SourceInfo
+
+
+@dataclass
+class XlaOpMetrics:
+    """One row per (program id, HLO instruction), in XProf's insertion order."""
+
+    program_id: list[int] = field(default_factory=list)
+    name: list[str] = field(default_factory=list)
+    category: list[str] = field(default_factory=list)
+    provenance: list[str] = field(default_factory=list)
+    expression: list[str] = field(default_factory=list)
+    source: list[SourceInfo | None] = field(default_factory=list)
+    occurrences: list[int] = field(default_factory=list)
+    time_ps: list[int] = field(default_factory=list)
+    flops: list[float] = field(default_factory=list)  # totals over the occurrences
+    bytes: list[float] = field(default_factory=list)
+    hbm_bytes: list[float] = field(default_factory=list)
+    total_time_ps: int = 0
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+
+class XlaModules:
+    """A session's modules by program id, each with its cost analysis, loaded on first use."""
+
+    def __init__(self, paths: list) -> None:
+        from profscope.models.analysis.xprof.hlo import ModuleSource
+
+        self._source = ModuleSource(paths)
+        self._by_program: dict[int, object] = {}
+
+    def get(self, program_id: int):
+        from profscope.models.analysis.xprof.hlo import Module
+        from profscope.models.analysis.xprof.hlo_cost import ModuleCosts
+
+        if program_id not in self._by_program:
+            found = None
+            suffix = f"({program_id})"
+            for name in self._source.names():
+                if name.endswith(suffix):
+                    proto = self._source.load(name)
+                    found = (ModuleCosts(proto, name), Module(proto).instructions)
+                    break
+            self._by_program[program_id] = found
+        return self._by_program[program_id]
+
+
+def xla_op_metrics(d, modules: XlaModules) -> XlaOpMetrics:
+    """The XLA ops of a GPU plane's events (device_op_metrics.DeviceEvents), by XProf's rules."""
+    from profscope.models.analysis.xprof.device_op_metrics import _xla_ops
+
+    out = XlaOpMetrics()
+    if not len(d.rows):
+        return out
+    out.total_time_ps = int((d.start + d.duration).max() - d.start.min())
+    xla, program, last = _xla_ops(d)
+    hlo_code, _ = d.strings("hlo_op")
+    group = np.where(d.stats.present("group_id"), d.stats.value["group_id"], -1) if "group_id" in d.stats.case \
+        else np.full(len(d.rows), -1, np.int64)
+    slots: dict[tuple[int, str], int] = {}
+    line = d.space.events.line[d.rows]
+    current: tuple | None = None  # (slot, name, group)
+    runs: list[tuple[int, int, int]] = []  # (slot, occurrences, time)
+    count = time = 0
+    for i in np.flatnonzero(xla).tolist():
+        pid, name = int(program[i]), last[int(hlo_code[i])]
+        found = modules.get(pid)
+        if found is None or found[0].cost(name) is None:
+            continue  # XProf skips ops its module map lacks
+        key = (name, int(group[i]), int(line[i]))
+        if current is None or key != current[1:]:
+            if current is not None:
+                runs.append((current[0], count, time))
+            count = time = 0
+            slot = slots.get((pid, name))
+            if slot is None:
+                slot = slots[(pid, name)] = len(out.name)
+                _add_op(out, pid, name, found)
+            current = (slot, *key)
+        count += 1
+        time += int(d.duration[i])
+    if current is not None:
+        runs.append((current[0], count, time))
+    for slot, n, t in runs:
+        costs = modules.get(out.program_id[slot])[0].cost(out.name[slot])
+        out.occurrences[slot] += n
+        out.time_ps[slot] += t
+        out.flops[slot] += max(costs.flops, 0) * n
+        out.bytes[slot] += max(costs.bytes, 0) * n
+        out.hbm_bytes[slot] += max(costs.hbm_bytes, 0) * n
+    return out
+
+
+def _add_op(out: XlaOpMetrics, pid: int, name: str, found) -> None:
+    costs, instructions = found
+    row = next(r for r in range(len(instructions.name_code)) if instructions.name(r) == name)
+    ins = costs.by_name[name]
+    op_name, op_type = ins.metadata.op_name, ins.metadata.op_type
+    out.program_id.append(pid)
+    out.name.append(name)
+    out.category.append(costs.category(name))
+    out.provenance.append(f"{op_name}:{op_type}" if op_name else "")  # TfOpFullname
+    out.expression.append(costs.expression(name))
+    out.source.append(instructions.op_name_and_source(row)[1])
+    for column in (out.occurrences, out.time_ps):
+        column.append(0)
+    for column in (out.flops, out.bytes, out.hbm_bytes):
+        column.append(0.0)
