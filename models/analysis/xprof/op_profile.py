@@ -8,8 +8,8 @@ XProf builds the trees from the device op metrics; a host-only profile
 (deviceType "CPU_ONLY") gets empty roots, as XProf 2.24 returns for it.
 GPU planes of TensorFlow kernels and TPU planes get XProf 2.24.2's tree of
 the device op metrics (program "main" > op type > device op, no FLOPs);
-XLA ops on a GPU are refused with a message (their FLOPs and bytes come
-from XLA's cost analysis, which Profscope lacks)."""
+XLA ops on a GPU are refused with a message (Profscope computes only their
+hlo_stats so far)."""
 
 from __future__ import annotations
 
