@@ -399,7 +399,7 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     for space, plane in gpu:
         d = device_events(space, plane)
         if _xla_ops(d)[0].any():
-            xla_ops = _gpu_xla_ops(space, plane, d, paths, len(gpu), (d.stats.present("tf_op")).any())
+            xla_ops = _gpu_xla_ops(space, plane, d, paths, len(gpu), bool(d.stats.present("tf_op").any()))
             xla = (f"{space.path}: {space.planes[plane].name} runs XLA ops; Profscope computes their hlo_stats, "
                    "not yet this tool")
         dbs.append(device_op_metrics(space, plane))

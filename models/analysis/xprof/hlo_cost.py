@@ -44,7 +44,7 @@ _POINTER = 8
 _FMA = 2
 
 # XLA's GPU op profile sm_86 (clock cycles per element by opcode and element type); the rest cost 3.
-_SM86 = {
+_SM86: dict[str, dict[int, int]] = {
     "divide": {P.S8: 370, P.S16: 367, P.S32: 306, P.S64: 918, P.U8: 306, P.U16: 302, P.U32: 115, P.U64: 838,
                P.F64: 2016, P.C64: 687, P.C128: 7941},
     "power": {P.S8: 392, P.S16: 396, P.S64: 601, P.U8: 388, P.U16: 399, P.U64: 604, P.F16: 975, P.F32: 925,

@@ -89,10 +89,10 @@ def hlo_stats_table(paths: list[Path], task: TaskState) -> dict:
 def _xla_rows(ops, ridge_point: float) -> list[list]:
     """XProf's rows of XLA ops on a GPU: by self time (most first, then name), FLOP rates and bandwidths from
     XLA's GPU cost analysis, shares of the device's whole time."""
+    import numpy as np
+
     from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
     from profscope.models.analysis.xprof.op_stats import OpMetricsDb
-
-    import numpy as np
 
     time = np.array(ops.time_ps, np.int64)
     db = OpMetricsDb(ops.name, ops.category, np.array(ops.occurrences, np.int64), time, time,

@@ -120,7 +120,8 @@ def _add_op(out: XlaOpMetrics, pid: int, name: str, found) -> None:
     out.provenance.append(f"{op_name}:{op_type}" if op_name else "")  # TfOpFullname
     out.expression.append(costs.expression(name))
     out.source.append(instructions.op_name_and_source(row)[1])
-    for column in (out.occurrences, out.time_ps):
-        column.append(0)
-    for column in (out.flops, out.bytes, out.hbm_bytes):
-        column.append(0.0)
+    out.occurrences.append(0)
+    out.time_ps.append(0)
+    out.flops.append(0.0)
+    out.bytes.append(0.0)
+    out.hbm_bytes.append(0.0)
