@@ -25,11 +25,8 @@ ALL_TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "
 COMPUTED = [
     *[(v, "kernel_stats") for v in VARIANTS],
     *[(v, t) for v in ("gpu_tf", "gpu_tf2") for t in ALL_TOOLS if t != "kernel_stats"],
-    ("gpu_jax", "input_pipeline_analyzer"),
-    ("rocm_jax", "input_pipeline_analyzer"),
     # XLA ops on a GPU: XLA's GPU cost analysis of the modules' HloProtos (hlo_cost.py).
-    ("gpu_jax", "hlo_stats"),
-    ("rocm_jax", "hlo_stats"),
+    *[(v, t) for v in ("gpu_jax", "rocm_jax") for t in ALL_TOOLS if t != "kernel_stats"],
     ("tpu_jax", "framework_op_stats"),
     *[(v, t) for v in ("tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
     ("small_emptygpu", "roofline_model"),
@@ -39,8 +36,6 @@ COMPUTED = [
 ]
 # What is not computed yet, with the reason the message gives.
 REFUSED = [
-    *[(v, t, "not yet this tool") for v in ("gpu_jax", "rocm_jax")
-      for t in ("framework_op_stats", "overview_page", "op_profile", "roofline_model")],
     *[("tpu_jax", t, "step analysis") for t in ("overview_page", "input_pipeline_analyzer")],
     ("tpu_jax", "roofline_model", "roofline_model of TPU"),
 ]
@@ -55,7 +50,7 @@ def test_export_equals_xprofs(tmp_path, name, tool):
     assert_same(export(tmp_path, XPROF / f"{name}.xplane.pb", tool), xprof_answer(name, tool))
 
 
-@pytest.mark.parametrize("name", ["gpu_tf", "gpu_tf2", "tpu_jax", "small_emptygpu"])
+@pytest.mark.parametrize("name", ["gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "tpu_jax", "small_emptygpu"])
 def test_op_profile_by_category_equals_xprofs(tmp_path, name):
     got = export(tmp_path, XPROF / f"{name}.xplane.pb", "op_profile", "--param", "group_by=category")
     assert_same(got, xprof_answer(name, "op_profile.by_category"))

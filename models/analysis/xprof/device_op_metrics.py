@@ -345,19 +345,30 @@ def _device_db(names, cats, prov, occurrences, time_ps, is_eager, total) -> OpMe
 
 def tf_metrics_of_device(db: OpMetricsDb) -> OpMetricsDb:
     """XProf's CreateTfMetricsDbFromDeviceOpMetricsDb: the device ops by their
-    framework op (provenance): times summed, occurrences the most of any of
-    its device ops; IDLE kept."""
+    framework op (provenance; an op without one is its own, of type
+    Unknown): times, FLOPs and bytes summed, occurrences the most of any of
+    its device ops; IDLE kept. XProf keeps no per-memory breakdown here."""
     prov = db.provenance or [""] * len(db)
     keys: list[tuple[str, str]] = []
     for i in range(len(db)):
         if db.category[i] == IDLE:
             keys.append((IDLE, IDLE))
+        elif not prov[i]:
+            keys.append((db.name[i], "Unknown"))
         else:
             category, name, type_ = parse_tf_op(prov[i])
             keys.append((name, type_) if category != UNKNOWN else (prov[i], "Unknown"))
     distinct, _first, occ, t, st, ea = sum_by(keys, db, most_occurrences=True)
-    return OpMetricsDb([k[0] for k in distinct], [k[1] for k in distinct], occ, t, st, ea, db.total_time_ps,
-                       db.total_op_time_ps)
+    out = OpMetricsDb([k[0] for k in distinct], [k[1] for k in distinct], occ, t, st, ea, db.total_time_ps,
+                      db.total_op_time_ps)
+    if db.flops is not None:
+        index = {k: j for j, k in enumerate(distinct)}
+        slot = np.array([index[k] for k in keys], np.int64)
+        flops, nbytes, _hbm = db.costs()
+        out.flops = np.bincount(slot, weights=flops, minlength=len(distinct))
+        out.bytes = np.bincount(slot, weights=nbytes, minlength=len(distinct))
+        out.hbm_bytes = out.bytes
+    return out
 
 
 TPU_STEP_LINES = ("Steps", "SparseCore Steps")
@@ -381,6 +392,7 @@ class DeviceStats:
 
 def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     """The device planes' part of XProf's OpStats: op metrics, and with `steps` the GPU hosts' step dbs."""
+    from profscope.models.analysis.xprof.xla_ops import xla_op_db
     from profscope.models.core.task import ProfileError
 
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(DEVICE_PREFIXES)]
@@ -400,9 +412,9 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
         d = device_events(space, plane)
         if _xla_ops(d)[0].any():
             xla_ops = _gpu_xla_ops(space, plane, d, paths, len(gpu), bool(d.stats.present("tf_op").any()))
-            xla = (f"{space.path}: {space.planes[plane].name} runs XLA ops; Profscope computes their hlo_stats, "
-                   "not yet this tool")
-        dbs.append(device_op_metrics(space, plane))
+            dbs.append(xla_op_db(xla_ops))
+        else:
+            dbs.append(device_op_metrics(space, plane))
     if gpu:
         space, plane = gpu[0]
         caps = plane_stats(space, plane)
@@ -664,3 +676,12 @@ def gpu_roofs(caps: dict[str, object]) -> GpuRoofs:
         shared = _AMD_LDS_BYTES_PER_CU_CYCLE.get(gfx, 0.0)
     return GpuRoofs(per_cycle * ghz * cores, float(caps.get("memory_bandwidth", 0) or 0),  # type: ignore[arg-type]
                     shared * ghz * 1e9 * cores)
+
+
+def first_gpu_roofs(spaces: list[XSpaceData]) -> GpuRoofs | None:
+    """The roofs of the XSpaces' first GPU plane (XProf's PerfEnv of a GPU profile); None without one."""
+    for space in spaces:
+        planes = gpu_planes(space)
+        if planes:
+            return gpu_roofs(plane_stats(space, planes[0]))
+    return None

@@ -93,6 +93,7 @@ def _xla_rows(ops, ridge_point: float) -> list[list]:
 
     from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
     from profscope.models.analysis.xprof.op_stats import OpMetricsDb
+    from profscope.models.analysis.xprof.xla_ops import source_cell
 
     time = np.array(ops.time_ps, np.int64)
     db = OpMetricsDb(ops.name, ops.category, np.array(ops.occurrences, np.int64), time, time,
@@ -109,10 +110,7 @@ def _xla_rows(ops, ridge_point: float) -> list[list]:
         flop_rate = flops / (t_ps / 1e3) if t_ps else 0.0  # GFLOP/s
         bw = nbytes / (t_ps / 1e12) / 2**30 if t_ps else 0.0  # GiB/s
         intensity = flops / nbytes if nbytes else 0.0
-        source = ops.source[i]
-        frames = "".join(f"{f}\n" for f in source.stack_frame.split("\n")) if source and source.stack_frame else ""
-        cell = (f"<div class='source-info-cell' title='{frames}'>{source.file_name}:"
-                f"{source.line_number}</div>") if source is not None else ""
+        cell = source_cell(ops.source[i])
         rows.append([float(len(rows) + 1), str(ops.program_id[i]), ops.category[i], ops.name[i], ops.expression[i],
                      ops.provenance[i], float(n), time_us, time_us / n if n else 0.0, time_us,
                      time_us / n if n else 0.0, share, cumulative, 0.0, flop_rate, flop_rate, bw, bw, 0.0, 0.0,

@@ -33,6 +33,7 @@ class XlaOpMetrics:
     bytes: list[float] = field(default_factory=list)
     hbm_bytes: list[float] = field(default_factory=list)
     total_time_ps: int = 0
+    program_names: dict[int, str] = field(default_factory=dict)  # XProf's program names: "<module>(<id>)"
 
     def __len__(self) -> int:
         return len(self.name)
@@ -111,6 +112,7 @@ def xla_op_metrics(d, modules: XlaModules) -> XlaOpMetrics:
 
 def _add_op(out: XlaOpMetrics, pid: int, name: str, found) -> None:
     costs, instructions = found
+    out.program_names[pid] = costs.label
     row = next(r for r in range(len(instructions.name_code)) if instructions.name(r) == name)
     ins = costs.by_name[name]
     op_name, op_type = ins.metadata.op_name, ins.metadata.op_type
@@ -125,3 +127,68 @@ def _add_op(out: XlaOpMetrics, pid: int, name: str, found) -> None:
     out.flops.append(0.0)
     out.bytes.append(0.0)
     out.hbm_bytes.append(0.0)
+
+
+def xla_op_db(ops: XlaOpMetrics):
+    """The XLA ops as XProf's device op metrics db (OpMetricsDb: name, HLO category, framework op as
+    provenance, costs), IDLE last: the device's span less the ops' time."""
+    from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb
+
+    time = np.array(ops.time_ps + [0], np.int64)
+    op_time = int(time.sum())
+    time[-1] = max(ops.total_time_ps - op_time, 0)
+    return OpMetricsDb(ops.name + [IDLE], ops.category + [IDLE], np.array(ops.occurrences + [0], np.int64), time,
+                       time.copy(), np.zeros(len(ops) + 1, bool), ops.total_time_ps, op_time,
+                       ops.provenance + [""], np.array(ops.flops + [0.0]), np.array(ops.bytes + [0.0]),
+                       np.array(ops.hbm_bytes + [0.0]))
+
+
+@dataclass
+class Rates:
+    """XProf's roofline metrics of an op record (SetRooflineMetrics, as on a GPU)."""
+
+    flop_rate: float  # GFLOP/s
+    memory_bw: float  # GiB/s, all bytes
+    hbm_bw: float  # GiB/s
+    intensity: float  # FLOPs per byte
+    hbm_intensity: float
+    bound_by: str
+    bottleneck_intensity: float
+    flops_util: float  # of the peak FLOP rate
+    hbm_util: float  # of the peak HBM bandwidth
+
+
+def rates(flops: float, nbytes: float, hbm: float, time_ps: int, roofs) -> Rates:
+    """The rates of an op record from its FLOPs, bytes and HBM bytes (an op without XLA's per-memory breakdown,
+    hbm 0, counts all its bytes) against the GPU's roofs (device_op_metrics.GpuRoofs): bound by the resource
+    most used, Compute, then HBM, then the SMs' shared memory; Unknown where none is."""
+    ns = time_ps / 1e3
+    hbm = hbm or nbytes
+    flop_rate = flops / ns if ns else 0.0
+    memory_bw = nbytes / ns / 1.073741824 if ns else 0.0
+    hbm_bw = hbm / ns / 1.073741824 if ns else 0.0
+    intensity = flops / nbytes if nbytes else 0.0
+    hbm_intensity = flops / hbm if hbm else 0.0
+    peak_hbm = roofs.hbm_bytes_per_s / 2**30 if roofs is not None else 0.0
+    peak_shm = roofs.shared_bytes_per_s / 2**30 if roofs is not None else 0.0
+    flops_util = flop_rate / roofs.peak_gflops if roofs is not None and roofs.peak_gflops else 0.0
+    hbm_util = hbm_bw / peak_hbm if peak_hbm else 0.0
+    bound, best, bottleneck = "Unknown", 0.0, 0.0
+    for name, util, oi in (("Compute", flops_util, intensity), ("HBM", hbm_util, hbm_intensity),
+                           ("Shm/L1", hbm_bw / peak_shm if peak_shm else 0.0, hbm_intensity)):
+        if util > best:
+            bound, best, bottleneck = name, util, oi
+    return Rates(flop_rate, memory_bw, hbm_bw, intensity, hbm_intensity, bound, bottleneck, flops_util, hbm_util)
+
+
+def may_have_inner_ops(category: str) -> bool:
+    """XProf's MayHaveInnerOps: ops whose time holds other ops' (their costs are those ops')."""
+    return category in ("call", "conditional", "while", "megacore fusion")
+
+
+def source_cell(source) -> str:
+    """XProf's Source Info cell: the file and line, the stack frames as its title; empty without a source."""
+    if source is None:
+        return ""
+    frames = "".join(f"{f}\n" for f in source.stack_frame.split("\n")) if source.stack_frame else ""
+    return f"<div class='source-info-cell' title='{frames}'>{source.file_name}:{source.line_number}</div>"
