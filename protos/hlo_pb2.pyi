@@ -44,6 +44,14 @@ class PrimitiveType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     OPAQUE_TYPE: _ClassVar[PrimitiveType]
     TOKEN: _ClassVar[PrimitiveType]
     BUFFER: _ClassVar[PrimitiveType]
+
+class CustomCallApiVersion(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    API_VERSION_UNSPECIFIED: _ClassVar[CustomCallApiVersion]
+    API_VERSION_ORIGINAL: _ClassVar[CustomCallApiVersion]
+    API_VERSION_STATUS_RETURNING: _ClassVar[CustomCallApiVersion]
+    API_VERSION_STATUS_RETURNING_UNIFIED: _ClassVar[CustomCallApiVersion]
+    API_VERSION_TYPED_FFI: _ClassVar[CustomCallApiVersion]
 PRIMITIVE_TYPE_INVALID: PrimitiveType
 PRED: PrimitiveType
 S1: PrimitiveType
@@ -79,6 +87,11 @@ TUPLE: PrimitiveType
 OPAQUE_TYPE: PrimitiveType
 TOKEN: PrimitiveType
 BUFFER: PrimitiveType
+API_VERSION_UNSPECIFIED: CustomCallApiVersion
+API_VERSION_ORIGINAL: CustomCallApiVersion
+API_VERSION_STATUS_RETURNING: CustomCallApiVersion
+API_VERSION_STATUS_RETURNING_UNIFIED: CustomCallApiVersion
+API_VERSION_TYPED_FFI: CustomCallApiVersion
 
 class TileProto(_message.Message):
     __slots__ = ("dimensions",)
@@ -254,8 +267,18 @@ class ReplicaGroup(_message.Message):
     replica_ids: _containers.RepeatedScalarFieldContainer[int]
     def __init__(self, replica_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
+class OutputOperandAliasing(_message.Message):
+    __slots__ = ("output_shape_index", "operand_index", "operand_shape_index")
+    OUTPUT_SHAPE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    OPERAND_INDEX_FIELD_NUMBER: _ClassVar[int]
+    OPERAND_SHAPE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    output_shape_index: _containers.RepeatedScalarFieldContainer[int]
+    operand_index: int
+    operand_shape_index: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, output_shape_index: _Optional[_Iterable[int]] = ..., operand_index: _Optional[int] = ..., operand_shape_index: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class HloInstructionProto(_message.Message):
-    __slots__ = ("name", "opcode", "shape", "metadata", "parameter_number", "fusion_kind", "tuple_index", "custom_call_target", "id", "operand_ids", "called_computation_ids", "backend_config", "dimensions", "window", "convolution_dimension_numbers", "slice_dimensions", "dynamic_slice_sizes", "padding_config", "channel_id", "dot_dimension_numbers", "replica_groups", "feature_group_count", "batch_group_count", "is_stable", "comparison_direction", "frontend_attributes", "use_global_device_ids")
+    __slots__ = ("name", "opcode", "shape", "metadata", "parameter_number", "fusion_kind", "tuple_index", "custom_call_target", "id", "operand_ids", "called_computation_ids", "backend_config", "dimensions", "window", "convolution_dimension_numbers", "slice_dimensions", "dynamic_slice_sizes", "padding_config", "channel_id", "dot_dimension_numbers", "replica_groups", "feature_group_count", "batch_group_count", "is_stable", "comparison_direction", "frontend_attributes", "use_global_device_ids", "constrain_layout", "operand_shapes_with_layout", "custom_call_has_side_effect", "output_operand_aliasing", "custom_call_api_version")
     class SliceDimensions(_message.Message):
         __slots__ = ("start", "limit", "stride")
         START_FIELD_NUMBER: _ClassVar[int]
@@ -292,6 +315,11 @@ class HloInstructionProto(_message.Message):
     COMPARISON_DIRECTION_FIELD_NUMBER: _ClassVar[int]
     FRONTEND_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
     USE_GLOBAL_DEVICE_IDS_FIELD_NUMBER: _ClassVar[int]
+    CONSTRAIN_LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    OPERAND_SHAPES_WITH_LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_CALL_HAS_SIDE_EFFECT_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_OPERAND_ALIASING_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_CALL_API_VERSION_FIELD_NUMBER: _ClassVar[int]
     name: str
     opcode: str
     shape: ShapeProto
@@ -319,7 +347,12 @@ class HloInstructionProto(_message.Message):
     comparison_direction: str
     frontend_attributes: FrontendAttributes
     use_global_device_ids: bool
-    def __init__(self, name: _Optional[str] = ..., opcode: _Optional[str] = ..., shape: _Optional[_Union[ShapeProto, _Mapping]] = ..., metadata: _Optional[_Union[OpMetadata, _Mapping]] = ..., parameter_number: _Optional[int] = ..., fusion_kind: _Optional[str] = ..., tuple_index: _Optional[int] = ..., custom_call_target: _Optional[str] = ..., id: _Optional[int] = ..., operand_ids: _Optional[_Iterable[int]] = ..., called_computation_ids: _Optional[_Iterable[int]] = ..., backend_config: _Optional[bytes] = ..., dimensions: _Optional[_Iterable[int]] = ..., window: _Optional[_Union[Window, _Mapping]] = ..., convolution_dimension_numbers: _Optional[_Union[ConvolutionDimensionNumbers, _Mapping]] = ..., slice_dimensions: _Optional[_Iterable[_Union[HloInstructionProto.SliceDimensions, _Mapping]]] = ..., dynamic_slice_sizes: _Optional[_Iterable[int]] = ..., padding_config: _Optional[_Union[PaddingConfig, _Mapping]] = ..., channel_id: _Optional[int] = ..., dot_dimension_numbers: _Optional[_Union[DotDimensionNumbers, _Mapping]] = ..., replica_groups: _Optional[_Iterable[_Union[ReplicaGroup, _Mapping]]] = ..., feature_group_count: _Optional[int] = ..., batch_group_count: _Optional[int] = ..., is_stable: _Optional[bool] = ..., comparison_direction: _Optional[str] = ..., frontend_attributes: _Optional[_Union[FrontendAttributes, _Mapping]] = ..., use_global_device_ids: _Optional[bool] = ...) -> None: ...
+    constrain_layout: bool
+    operand_shapes_with_layout: _containers.RepeatedCompositeFieldContainer[ShapeProto]
+    custom_call_has_side_effect: bool
+    output_operand_aliasing: _containers.RepeatedCompositeFieldContainer[OutputOperandAliasing]
+    custom_call_api_version: CustomCallApiVersion
+    def __init__(self, name: _Optional[str] = ..., opcode: _Optional[str] = ..., shape: _Optional[_Union[ShapeProto, _Mapping]] = ..., metadata: _Optional[_Union[OpMetadata, _Mapping]] = ..., parameter_number: _Optional[int] = ..., fusion_kind: _Optional[str] = ..., tuple_index: _Optional[int] = ..., custom_call_target: _Optional[str] = ..., id: _Optional[int] = ..., operand_ids: _Optional[_Iterable[int]] = ..., called_computation_ids: _Optional[_Iterable[int]] = ..., backend_config: _Optional[bytes] = ..., dimensions: _Optional[_Iterable[int]] = ..., window: _Optional[_Union[Window, _Mapping]] = ..., convolution_dimension_numbers: _Optional[_Union[ConvolutionDimensionNumbers, _Mapping]] = ..., slice_dimensions: _Optional[_Iterable[_Union[HloInstructionProto.SliceDimensions, _Mapping]]] = ..., dynamic_slice_sizes: _Optional[_Iterable[int]] = ..., padding_config: _Optional[_Union[PaddingConfig, _Mapping]] = ..., channel_id: _Optional[int] = ..., dot_dimension_numbers: _Optional[_Union[DotDimensionNumbers, _Mapping]] = ..., replica_groups: _Optional[_Iterable[_Union[ReplicaGroup, _Mapping]]] = ..., feature_group_count: _Optional[int] = ..., batch_group_count: _Optional[int] = ..., is_stable: _Optional[bool] = ..., comparison_direction: _Optional[str] = ..., frontend_attributes: _Optional[_Union[FrontendAttributes, _Mapping]] = ..., use_global_device_ids: _Optional[bool] = ..., constrain_layout: _Optional[bool] = ..., operand_shapes_with_layout: _Optional[_Iterable[_Union[ShapeProto, _Mapping]]] = ..., custom_call_has_side_effect: _Optional[bool] = ..., output_operand_aliasing: _Optional[_Iterable[_Union[OutputOperandAliasing, _Mapping]]] = ..., custom_call_api_version: _Optional[_Union[CustomCallApiVersion, str]] = ...) -> None: ...
 
 class HloComputationProto(_message.Message):
     __slots__ = ("name", "instructions", "id", "root_id")

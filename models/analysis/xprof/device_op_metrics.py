@@ -387,7 +387,6 @@ class DeviceStats:
     core_count: int = 0  # device planes (XProf: each GPU one core)
     xla: str = ""  # why the op metrics are not computed (XLA ops, whose FLOPs come from XLA's cost analysis)
     xla_ops: object = None  # xla_ops.XlaOpMetrics of a GPU running XLA ops (hlo_stats' rows)
-    ridge_point: float = 0.0  # the GPU's FLOPs per HBM byte at its roofs
 
 
 def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
@@ -421,9 +420,7 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
         model = gpu_model_name(caps) or "GPU"  # "GPU" without capabilities
         ops = _combine_device(dbs)
         step_dbs = [gpu_step_db(s) for s in spaces] if steps else None
-        roofs = gpu_roofs(caps)
-        ridge = roofs.peak_gflops / (roofs.hbm_bytes_per_s / 1e9) if roofs.hbm_bytes_per_s else 0.0
-        return DeviceStats(tf_metrics_of_device(ops), ops, model, "GPU", step_dbs, len(gpu), xla, xla_ops, ridge)
+        return DeviceStats(tf_metrics_of_device(ops), ops, model, "GPU", step_dbs, len(gpu), xla, xla_ops)
     for space, plane in planes:
         if _tpu_symbol_ops(space, plane):
             # XProf's TPU op metrics come from XLA's per-op metadata and cost model: not computed here.

@@ -129,7 +129,7 @@ def flops_per_element(opcode: str, element_type: int) -> int:
 class Cost:
     flops: float = 0.0
     bytes: float = 0.0  # XLA's bytes accessed
-    hbm: float | None = None  # its reads and writes of memory space 0 (XProf's HBM), where not `bytes`
+    hbm: float | None = None  # its reads and writes of memory space 0 (XProf's HBM), once known
 
     @property
     def hbm_bytes(self) -> float:
@@ -156,6 +156,9 @@ class ModuleCosts:
                     self.users.setdefault(o, []).append(i)
         self.costs: dict[int, Cost] = {}
         self.operand_util: dict[int, dict[int, float]] = {}
+        # XLA's bytes accessed per operand and output shape index ((operand, index); operand -1 the output).
+        self.keys: dict[int, dict[tuple[int, tuple], float]] = {}
+        self._fusion_keys: dict[int, dict[tuple[int, tuple], float]] = {}
         self._analysed = False
 
     # ------------------------------------------------------------ analysis
@@ -167,7 +170,20 @@ class ModuleCosts:
             if entry is not None:
                 self._computation(entry)
         ins = self.by_name.get(name)
-        return None if ins is None else self.costs.get(ins.id)
+        c = None if ins is None else self.costs.get(ins.id)
+        if c is not None and c.hbm is None:
+            c.hbm = self._hbm(ins)
+        return c
+
+    def _hbm(self, ins) -> float:
+        """XProf's HBM bytes of an instruction: XLA's bytes read of each operand and written of the output, at
+        their array leaves in memory space 0 (a tuple operand or output counts only where XLA kept its
+        elements' bytes)."""
+        keys = self.keys.get(ins.id, {})
+        total = 0.0
+        for k, shape in [(-1, ins.shape)] + list(enumerate(o.shape for o in self._operands(ins))):
+            total += sum(keys.get((k, ix), 0.0) for ix, leaf in _leaves(shape) if _memory_space(leaf) == 0)
+        return total
 
     def _operands(self, ins) -> list:
         return [self.by_id[o] for o in ins.operand_ids]
@@ -178,9 +194,56 @@ class ModuleCosts:
         for ins in comp.instructions:
             if ins.id not in self.costs:
                 self.costs[ins.id] = self._instruction(ins)
+                self.keys[ins.id] = self._bytes_keys(ins)
             total.flops += self.costs[ins.id].flops
             total.bytes += self.costs[ins.id].bytes
         return total
+
+    def _bytes_keys(self, ins) -> dict[tuple[int, tuple], float]:
+        """HloCostAnalysis's bytes accessed per operand and output: each one's size, but what its rule sets
+        (none for parameters, constants and bitcasts; a slice's output size; the updates of a
+        dynamic-update-slice or scatter; -1 for a custom call). call and while take the sums over their
+        computations' instructions, conditional the most of its branches' (as XLA does, whatever operands
+        those keys belonged to)."""
+        op = ins.opcode
+        operands = self._operands(ins)
+        if op in ("call", "while", "conditional"):
+            sums = [self._key_sums(self.computations[c]) for c in ins.called_computation_ids]
+            out: dict[tuple[int, tuple], float] = {}
+            for part in sums:
+                for k, v in part.items():
+                    if op != "conditional":
+                        out[k] = out.get(k, 0.0) + v
+                    else:
+                        out[k] = max(out[k], v) if k in out else v
+            return out
+        if op == "fusion":
+            return self._fusion_keys.get(ins.id, {})
+        keys = {(-1, ()): float(shape_size(ins.shape))}
+        keys.update({(k, ()): float(shape_size(o.shape)) for k, o in enumerate(operands)})
+        if op in _NO_BYTES or op == "tuple":
+            keys = {k: 0.0 for k in keys}
+            if op == "tuple":
+                keys[(-1, ())] = float(shape_size(ins.shape))
+        elif op in ("slice", "dynamic-slice", "gather"):
+            keys[(-1, ())] = keys[(0, ())] = float(shape_size(ins.shape))
+        elif op == "dynamic-update-slice":
+            keys[(-1, ())], keys[(0, ())] = float(shape_size(operands[1].shape)), 0.0
+        elif op == "scatter":
+            n = (len(operands) - 1) // 2
+            for i in range(n):
+                keys[(i, ())] = keys[(n + 1 + i, ())]
+            keys[(-1, ())] = sum(keys[(n + 1 + i, ())] for i in range(n))
+        elif op == "custom-call":
+            keys = {k: -1.0 for k in keys}
+        return keys
+
+    def _key_sums(self, comp) -> dict[tuple[int, tuple], float]:
+        sums: dict[tuple[int, tuple], float] = {}
+        for ins in comp.instructions:
+            for k, v in self.keys.get(ins.id, {}).items():
+                sums[k] = sums.get(k, 0.0) + v
+        return sums
 
     def _called(self, ins, k: int = 0):
         return self.computations[ins.called_computation_ids[k]]
@@ -237,12 +300,34 @@ class ModuleCosts:
             return Cost(float(flops), default_bytes)
         if op == "fusion":
             return self._fusion(ins, operands)
+        if op == "gather":  # a copy of the output's size and a read of the indices
+            self.operand_util[ins.id][0] = _array_elements(ins.shape) / max(_array_elements(operands[0].shape), 1)
+            return Cost(0.0, 2 * shape_size(ins.shape) + shape_size(operands[1].shape))
+        if op == "scatter":  # input, output and updates: three times the updates, and the indices
+            n = (len(operands) - 1) // 2
+            updates = operands[n + 1 :]
+            sub = self._computation(self._called(ins))
+            size = sum(shape_size(u.shape) for u in updates)
+            return Cost(sub.flops * _array_elements(updates[0].shape), 3 * size + shape_size(operands[n].shape))
+        if op == "reduce-window":
+            sub = self._computation(self._called(ins))
+            return Cost(sub.flops * _reduce_window_count(ins, operands), default_bytes)
+        if op == "select-and-scatter":  # per source element: window - 1 selections and one scatter
+            select, scatter = (self._computation(self._called(ins, k)) for k in (0, 1))
+            source = _array_elements(operands[1].shape)
+            window = math.prod(int(d.size) for d in ins.window.dimensions)
+            return Cost(select.flops * source * (window - 1) + scatter.flops * source, default_bytes)
+        if op == "custom-call":
+            if ins.custom_call_target.startswith(("__cublas$", "__cudnn$conv")):
+                raise ProfileError(f"module {self.label}: Profscope has no rule for the cost of XLA's cuBLAS or "
+                                   f"cuDNN custom call '{ins.custom_call_target}' ({ins.name})")
+            return Cost(-1.0, -1.0)  # XLA's unknown: XProf counts no FLOPs or bytes
         if op in ("call", "while"):
             subs = [self._computation(self.computations[c]) for c in ins.called_computation_ids]
-            return Cost(sum(s.flops for s in subs), sum(s.bytes for s in subs), 0.0)
+            return Cost(sum(s.flops for s in subs), sum(s.bytes for s in subs))
         if op == "conditional":
             subs = [self._computation(self.computations[c]) for c in ins.called_computation_ids]
-            return Cost(max((s.flops for s in subs), default=0.0), max((s.bytes for s in subs), default=0.0), 0.0)
+            return Cost(max((s.flops for s in subs), default=0.0), max((s.bytes for s in subs), default=0.0))
         raise ProfileError(f"module {self.label}: Profscope has no rule for the cost of XLA's '{op}' instruction "
                            f"({ins.name}), from which XProf computes its FLOPs and bytes")
 
@@ -302,25 +387,28 @@ class ModuleCosts:
                     n = _elements(by_id[o].shape)
                     u = math.ceil(u * n) / n if n else 0.0
                     root_util[o] += u
+        keys: dict[tuple[int, tuple], float] = {}
+        self._fusion_keys[ins.id] = keys
         out = 0.0
         outputs = [(ins.shape, root)] if ins.shape.element_type != P.TUPLE else [
             (s, self.by_id[root.operand_ids[k]] if root.opcode == "tuple" else root)
             for k, s in enumerate(ins.shape.tuple_shapes)]
-        for shape, r in outputs:
+        for k, (shape, r) in enumerate(outputs):
             if shape.element_type in (P.TUPLE, P.TOKEN):
                 raise ProfileError(f"module {self.label}: Profscope has no rule for the cost of fusion {ins.name} "
                                    "with nested tuple outputs")
-            if r.opcode == "dynamic-update-slice":
-                out += shape_size(self.by_id[r.operand_ids[1]].shape)
-            else:
-                out += shape_size(shape)
+            size = shape_size(self.by_id[r.operand_ids[1]].shape if r.opcode == "dynamic-update-slice" else shape)
+            out += size
+            keys[(-1, (k,) if ins.shape.element_type == P.TUPLE else ())] = float(size)
+        keys[(-1, ())] = out
         read = 0.0
         params = sorted((i for i in comp.instructions if i.opcode == "parameter"), key=lambda i: i.parameter_number)
         for p in params:
             if p.shape.element_type == P.TUPLE:
                 raise ProfileError(f"module {self.label}: Profscope has no rule for the cost of fusion {ins.name} "
                                    "with a tuple parameter")
-            read += shape_size(p.shape) * min(util[p.id], 1.0)
+            keys[(p.parameter_number, ())] = shape_size(p.shape) * min(util[p.id], 1.0)
+            read += keys[(p.parameter_number, ())]
         return Cost(flops, out + read)
 
     def _post_order(self, comp) -> list:
@@ -359,7 +447,9 @@ class ModuleCosts:
             groups = int(ins.feature_group_count) or 1
             if groups > 1 and int(ins.shape.dimensions[dn.output_feature_dimension]) == groups:
                 return "depthwise convolution"
-            return "convolution"
+            dims = ins.window.dimensions
+            return ("convolution" + (" base-dilated" if any(d.base_dilation > 1 for d in dims) else "")
+                    + (" window-dilated" if any(d.window_dilation > 1 for d in dims) else ""))
         if op == "fusion":
             return _FUSION_KINDS.get(ins.fusion_kind, "fusion")
         if op in ELEMENTWISE:
@@ -369,7 +459,9 @@ class ModuleCosts:
     def expression(self, name: str) -> str:
         """HloInstruction::ToString as XProf prints it (no metadata or backend config; operand shapes)."""
         ins = self.by_name[name]
-        operands = ", ".join(f"{shape_string(o.shape)} %{o.name}" for o in self._operands(ins))
+        # XLA marks every fifth operand with its index.
+        operands = ", ".join((f"/*index={k}*/" if k and k % 5 == 0 else "") + f"{shape_string(o.shape)} %{o.name}"
+                             for k, o in enumerate(self._operands(ins)))
         text = f"%{ins.name} = {shape_string(ins.shape)} {ins.opcode}({operands})"
         attrs = self._attributes(ins)
         return text + "".join(", " + a for a in attrs)
@@ -405,6 +497,8 @@ class ModuleCosts:
             out.append(f"direction={ins.comparison_direction}")
         if op == "sort" and ins.is_stable:
             out.append("is_stable=true")
+        if op == "custom-call":
+            out += _custom_call_attributes(ins)
         if op == "fusion":
             out.append(f"kind={ins.fusion_kind}")
             out.append("calls=" + ", ".join(f"%{n}" for n in names))
@@ -412,6 +506,11 @@ class ModuleCosts:
             out.append(f"condition=%{names[0]}, body=%{names[1]}")
         elif op in ("call", "reduce", "sort", "map", "all-reduce", "reduce-window", "scatter"):
             out.append("to_apply=" + ", ".join(f"%{n}" for n in names))
+        elif op == "conditional":
+            if self._operands(ins)[0].shape.element_type == P.PRED:
+                out.append(f"true_computation=%{names[0]}, false_computation=%{names[1]}")
+            else:
+                out.append("branch_computations={" + ", ".join(f"%{n}" for n in names) + "}")
         elif op == "get-tuple-element":
             out.append(f"index={ins.tuple_index}")
         elif names:
@@ -422,6 +521,60 @@ class ModuleCosts:
         if len(fa):
             out.append("frontend_attributes={" + ",".join(f'{k}="{fa[k]}"' for k in sorted(fa)) + "}")
         return out
+
+
+def _leaves(shape, index: tuple = ()):
+    """(shape index, array shape) of each leaf of a shape (ShapeUtil's leaf indices)."""
+    if shape.element_type == P.TUPLE:
+        for k, sub in enumerate(shape.tuple_shapes):
+            yield from _leaves(sub, index + (k,))
+    else:
+        yield index, shape
+
+
+def _memory_space(shape) -> int:
+    return int(shape.layout.memory_space) if shape.HasField("layout") else -1
+
+
+def _custom_call_attributes(ins) -> list[str]:
+    """A custom call's attributes as XLA prints them: its target, layout constraints, side effect, the outputs
+    aliasing operands, and its API version unless the original one."""
+    out = ['custom_call_target="' + ins.custom_call_target.encode("unicode_escape").decode().replace('"', '\\"')
+           + '"']
+    if ins.constrain_layout:
+        out.append("operand_layout_constraints={" + ", ".join(shape_string(s) for s in ins.operand_shapes_with_layout)
+                   + "}")
+    if ins.custom_call_has_side_effect:
+        out.append("custom_call_has_side_effect=true")
+    if len(ins.output_operand_aliasing):
+        index = lambda ix: "{" + ",".join(str(i) for i in ix) + "}"  # noqa: E731
+        out.append("output_to_operand_aliasing={" + ", ".join(
+            f"{index(a.output_shape_index)}: ({a.operand_index}, {index(a.operand_shape_index)})"
+            for a in ins.output_operand_aliasing) + "}")
+    if ins.custom_call_api_version != P.API_VERSION_ORIGINAL:
+        out.append("api_version=" + P.CustomCallApiVersion.Name(ins.custom_call_api_version))
+    return out
+
+
+def _reduce_window_count(ins, operands) -> int:
+    """HloCostAnalysis's reductions of a reduce-window: window size - 1 per output element, or for a window that
+    reduces one padded dimension and spreads it back (a reduce then a broadcast) that dimension's size - 1 plus
+    one per output row."""
+    dims = ins.window.dimensions
+    window = math.prod(int(d.size) for d in dims)
+    shape = ins.shape.tuple_shapes[0] if ins.shape.element_type == P.TUPLE else ins.shape
+    out = _array_elements(shape)
+    count = (window - 1) * out
+    reduced = [d for d in dims if d.size != 1]
+    padded = [d for d in dims if d.padding_low or d.padding_high]
+    if len(reduced) == 1 and len(padded) == 1 and ins.shape.element_type != P.TUPLE:
+        for k, d in enumerate(dims):
+            if d.size != 1 and d.padding_low and d.padding_low == d.padding_high and d.size == 2 * d.padding_low + 1:
+                if d.padding_low == int(ins.shape.dimensions[k]) - 1:
+                    size = int(ins.shape.dimensions[k])
+                    count = out // size + size - 1
+                break
+    return count
 
 
 def _window(window) -> str:

@@ -63,7 +63,9 @@ def hlo_stats_table(paths: list[Path], task: TaskState) -> dict:
     spaces = read_spaces(paths, task)
     device = device_stats(spaces, paths, steps=False)
     if device.xla_ops is not None:
-        return table(COLUMNS, _xla_rows(device.xla_ops, device.ridge_point))
+        from profscope.models.analysis.xprof.device_op_metrics import first_gpu_roofs
+
+        return table(COLUMNS, _xla_rows(device.xla_ops, first_gpu_roofs(spaces)))
     if device.xla:
         raise ProfileError(device.xla)
     # GPU TensorFlow kernels: one row per device op, shares of the device's whole time; no FLOPs or bytes
@@ -86,14 +88,14 @@ def hlo_stats_table(paths: list[Path], task: TaskState) -> dict:
     return table(COLUMNS, rows)
 
 
-def _xla_rows(ops, ridge_point: float) -> list[list]:
+def _xla_rows(ops, roofs) -> list[list]:
     """XProf's rows of XLA ops on a GPU: by self time (most first, then name), FLOP rates and bandwidths from
-    XLA's GPU cost analysis, shares of the device's whole time."""
+    XLA's GPU cost analysis against the GPU's roofs, shares of the device's whole time."""
     import numpy as np
 
     from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
     from profscope.models.analysis.xprof.op_stats import OpMetricsDb
-    from profscope.models.analysis.xprof.xla_ops import source_cell
+    from profscope.models.analysis.xprof.xla_ops import rates, source_cell
 
     time = np.array(ops.time_ps, np.int64)
     db = OpMetricsDb(ops.name, ops.category, np.array(ops.occurrences, np.int64), time, time,
@@ -106,16 +108,12 @@ def _xla_rows(ops, ridge_point: float) -> list[list]:
         time_us = t_ps / 1e6
         share = 100.0 * t_ps / total if total else 0.0
         cumulative += share
-        flops, nbytes = ops.flops[i], ops.bytes[i]
-        flop_rate = flops / (t_ps / 1e3) if t_ps else 0.0  # GFLOP/s
-        bw = nbytes / (t_ps / 1e12) / 2**30 if t_ps else 0.0  # GiB/s
-        intensity = flops / nbytes if nbytes else 0.0
-        cell = source_cell(ops.source[i])
+        r = rates(ops.flops[i], ops.bytes[i], ops.hbm_bytes[i], t_ps, roofs)
         rows.append([float(len(rows) + 1), str(ops.program_id[i]), ops.category[i], ops.name[i], ops.expression[i],
                      ops.provenance[i], float(n), time_us, time_us / n if n else 0.0, time_us,
-                     time_us / n if n else 0.0, share, cumulative, 0.0, flop_rate, flop_rate, bw, bw, 0.0, 0.0,
-                     intensity, "Compute" if ridge_point and intensity >= ridge_point else "HBM", "No", "No", "No",
-                     cell, "", "", 0.0])
+                     time_us / n if n else 0.0, share, cumulative, 0.0, r.flop_rate, r.flop_rate, r.memory_bw,
+                     r.hbm_bw, 0.0, 0.0, r.intensity, r.bound_by, "No", "No", "No", source_cell(ops.source[i]), "",
+                     "", 0.0])
     return rows
 
 

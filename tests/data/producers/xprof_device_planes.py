@@ -231,13 +231,15 @@ def device_caps(plane, vendor, tpu=False, major=7, minor=0):
     p.set_stat(p.p, "device_vendor", vendor)
 
 
-def jax_metadata():
-    """jaxprog's metadata plane and, per module, (program id, name, instruction names of its entry computation)."""
+def jax_metadata(source=None, keep=None):
+    """A JAX trace's metadata plane (jaxprog's by default) and, per module, (program id, name, instruction names
+    of its entry computation); with `keep`, only the modules whose name it holds (the others dropped)."""
     try:
         from tensorflow.compiler.xla.service import hlo_pb2
     except ImportError:  # pragma: no cover
         from xla.service import hlo_pb2
-    src = xplane_pb2.XSpace.FromString((Path(sys.argv[1]).parent / "jaxprog.xplane.pb").read_bytes())
+    source = source or Path(sys.argv[1]).parent / "jaxprog.xplane.pb"
+    src = xplane_pb2.XSpace.FromString(Path(source).read_bytes())
     meta = next(p for p in src.planes if p.name == "/host:metadata")
     hlo_stat = next(k for k, m in meta.stat_metadata.items() if m.name == "Hlo Proto")
     program_stat = next(k for k, m in meta.stat_metadata.items() if m.name == "program_id")
@@ -247,6 +249,9 @@ def jax_metadata():
         for s in md.stats:
             if s.metadata_id == hlo_stat:
                 proto = hlo_pb2.HloProto.FromString(s.bytes_value)
+                if keep is not None and proto.hlo_module.name not in keep:
+                    del meta.event_metadata[mid]
+                    continue
                 entry = next(c for c in proto.hlo_module.computations
                              if c.id == proto.hlo_module.entry_computation_id)
                 names = [i.name for i in entry.instructions if i.opcode not in ("parameter", "tuple", "constant",
@@ -255,10 +260,18 @@ def jax_metadata():
     return meta, modules
 
 
-def jax_device(space, plane_name, vendor, tpu=False):
+# jax_xla_opcodes_profile.py's programs (gpu_jax_ops): every instruction of their entry computations.
+OPCODE_MODULES = ("jit_batched_dot", "jit_grouped_conv", "jit_max_pool", "jit_pool_grad", "jit_gather_scatter",
+                  "jit_sort_rows", "jit_branch", "jit_update", "jit_cholesky")
+JAX_TRACE: list = []  # --jax-trace: the xplane.pb jax_xla_opcodes_profile.py wrote
+
+
+def jax_device(space, plane_name, vendor, tpu=False, opcodes=False):
     """A JAX program on one device: per step, the jitted modules' instructions
-    as kernels (GPU) or XLA ops (TPU), with hlo_op, hlo_module, program_id."""
-    meta, modules = jax_metadata()
+    as kernels (GPU) or XLA ops (TPU), with hlo_op, hlo_module, program_id.
+    With `opcodes`, the modules of jax_xla_opcodes_profile.py's trace, every
+    instruction of each."""
+    meta, modules = jax_metadata(JAX_TRACE[0], OPCODE_MODULES) if opcodes else jax_metadata()
     space.planes.add().CopyFrom(meta)
     host = Plane(space, 1, "/host:CPU")
     dev = Plane(space, 2, plane_name)
@@ -274,7 +287,9 @@ def jax_device(space, plane_name, vendor, tpu=False):
         steps_line = None
     t = 0
     correlation = 1000
-    chosen = [m for m in modules if len(m[2]) >= 3][:4]  # the modules of several kernels
+    # The modules of several kernels (every module of the opcodes' trace), their first 6 (every) instructions.
+    chosen = modules if opcodes else [m for m in modules if len(m[2]) >= 3][:4]
+    per_module = None if opcodes else 6
     for step in range(STEPS):
         begin = t
         t += 4 * US
@@ -283,7 +298,7 @@ def jax_device(space, plane_name, vendor, tpu=False):
         for program_id, module, names in chosen:
             module_begin = device_t
             host.event(launcher, f"PjitFunction({module})", t, 3 * US)
-            for k, name in enumerate(names[:6]):
+            for k, name in enumerate(names[:per_module]):
                 duration = (1 + (k * 7 + program_id) % 9) * 1_100_000 + step * 1_000
                 stats = dict(hlo_op=name, hlo_module=module, program_id=program_id)
                 if not tpu:
@@ -321,6 +336,7 @@ VARIANTS = {
     "gpu_jax": lambda s: jax_device(s, "/device:GPU:0", "Nvidia"),
     "rocm_jax": lambda s: jax_device(s, "/device:GPU:0", "AMD"),
     "tpu_jax": lambda s: jax_device(s, "/device:TPU:0", "", tpu=True),
+    "gpu_jax_ops": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", opcodes=True),
     "small_emptygpu": empty_gpu,
 }
 
@@ -356,10 +372,17 @@ def main():
         in_time_order(space)
         Path(sys.argv[3]).write_bytes(space.SerializeToString())
         return
+    args = sys.argv[2:]
+    if "--jax-trace" in args:  # gpu_jax_ops: the trace jax_xla_opcodes_profile.py wrote
+        at = args.index("--jax-trace")
+        JAX_TRACE.append(Path(args[at + 1]))
+        del args[at : at + 2]
     folder = Path(sys.argv[1])
     out = folder / "tools"
     out.mkdir(exist_ok=True)
-    only = sys.argv[2:] or [*VARIANTS, "gpu_tf+gpu_tf2"]
+    only = args or [*VARIANTS, "gpu_tf+gpu_tf2"]
+    if "gpu_jax_ops" in only and not JAX_TRACE:
+        sys.exit("gpu_jax_ops needs --jax-trace PATH (the xplane.pb of jax_xla_opcodes_profile.py)")
     if "gpu_tf+gpu_tf2" in only:  # a session of two hosts with GPUs (XProf takes the list)
         only.remove("gpu_tf+gpu_tf2")
         for tool in TOOLS:
