@@ -267,6 +267,34 @@ class ReplicaGroup(_message.Message):
     replica_ids: _containers.RepeatedScalarFieldContainer[int]
     def __init__(self, replica_ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
+class SourceTarget(_message.Message):
+    __slots__ = ("source", "target")
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    source: int
+    target: int
+    def __init__(self, source: _Optional[int] = ..., target: _Optional[int] = ...) -> None: ...
+
+class IotaReplicaGroupListProto(_message.Message):
+    __slots__ = ("num_replica_groups", "num_devices_per_group", "iota_reshape_dims", "iota_transpose_perm")
+    NUM_REPLICA_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    NUM_DEVICES_PER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    IOTA_RESHAPE_DIMS_FIELD_NUMBER: _ClassVar[int]
+    IOTA_TRANSPOSE_PERM_FIELD_NUMBER: _ClassVar[int]
+    num_replica_groups: int
+    num_devices_per_group: int
+    iota_reshape_dims: _containers.RepeatedScalarFieldContainer[int]
+    iota_transpose_perm: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, num_replica_groups: _Optional[int] = ..., num_devices_per_group: _Optional[int] = ..., iota_reshape_dims: _Optional[_Iterable[int]] = ..., iota_transpose_perm: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class CollectiveDeviceListProto(_message.Message):
+    __slots__ = ("replica_groups", "iota_replica_group_list")
+    REPLICA_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    IOTA_REPLICA_GROUP_LIST_FIELD_NUMBER: _ClassVar[int]
+    replica_groups: _containers.RepeatedCompositeFieldContainer[ReplicaGroup]
+    iota_replica_group_list: IotaReplicaGroupListProto
+    def __init__(self, replica_groups: _Optional[_Iterable[_Union[ReplicaGroup, _Mapping]]] = ..., iota_replica_group_list: _Optional[_Union[IotaReplicaGroupListProto, _Mapping]] = ...) -> None: ...
+
 class OutputOperandAliasing(_message.Message):
     __slots__ = ("output_shape_index", "operand_index", "operand_shape_index")
     OUTPUT_SHAPE_INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -278,7 +306,7 @@ class OutputOperandAliasing(_message.Message):
     def __init__(self, output_shape_index: _Optional[_Iterable[int]] = ..., operand_index: _Optional[int] = ..., operand_shape_index: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class HloInstructionProto(_message.Message):
-    __slots__ = ("name", "opcode", "shape", "metadata", "parameter_number", "fusion_kind", "tuple_index", "custom_call_target", "id", "operand_ids", "called_computation_ids", "backend_config", "dimensions", "window", "convolution_dimension_numbers", "slice_dimensions", "dynamic_slice_sizes", "padding_config", "channel_id", "dot_dimension_numbers", "replica_groups", "feature_group_count", "batch_group_count", "is_stable", "comparison_direction", "frontend_attributes", "use_global_device_ids", "constrain_layout", "operand_shapes_with_layout", "custom_call_has_side_effect", "output_operand_aliasing", "custom_call_api_version")
+    __slots__ = ("name", "opcode", "shape", "metadata", "parameter_number", "fusion_kind", "tuple_index", "custom_call_target", "id", "operand_ids", "called_computation_ids", "backend_config", "dimensions", "window", "convolution_dimension_numbers", "slice_dimensions", "dynamic_slice_sizes", "padding_config", "channel_id", "dot_dimension_numbers", "replica_groups", "feature_group_count", "batch_group_count", "is_stable", "comparison_direction", "frontend_attributes", "use_global_device_ids", "constrain_layout", "operand_shapes_with_layout", "custom_call_has_side_effect", "output_operand_aliasing", "custom_call_api_version", "source_target_pairs", "collective_device_list")
     class SliceDimensions(_message.Message):
         __slots__ = ("start", "limit", "stride")
         START_FIELD_NUMBER: _ClassVar[int]
@@ -320,6 +348,8 @@ class HloInstructionProto(_message.Message):
     CUSTOM_CALL_HAS_SIDE_EFFECT_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_OPERAND_ALIASING_FIELD_NUMBER: _ClassVar[int]
     CUSTOM_CALL_API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_TARGET_PAIRS_FIELD_NUMBER: _ClassVar[int]
+    COLLECTIVE_DEVICE_LIST_FIELD_NUMBER: _ClassVar[int]
     name: str
     opcode: str
     shape: ShapeProto
@@ -352,7 +382,9 @@ class HloInstructionProto(_message.Message):
     custom_call_has_side_effect: bool
     output_operand_aliasing: _containers.RepeatedCompositeFieldContainer[OutputOperandAliasing]
     custom_call_api_version: CustomCallApiVersion
-    def __init__(self, name: _Optional[str] = ..., opcode: _Optional[str] = ..., shape: _Optional[_Union[ShapeProto, _Mapping]] = ..., metadata: _Optional[_Union[OpMetadata, _Mapping]] = ..., parameter_number: _Optional[int] = ..., fusion_kind: _Optional[str] = ..., tuple_index: _Optional[int] = ..., custom_call_target: _Optional[str] = ..., id: _Optional[int] = ..., operand_ids: _Optional[_Iterable[int]] = ..., called_computation_ids: _Optional[_Iterable[int]] = ..., backend_config: _Optional[bytes] = ..., dimensions: _Optional[_Iterable[int]] = ..., window: _Optional[_Union[Window, _Mapping]] = ..., convolution_dimension_numbers: _Optional[_Union[ConvolutionDimensionNumbers, _Mapping]] = ..., slice_dimensions: _Optional[_Iterable[_Union[HloInstructionProto.SliceDimensions, _Mapping]]] = ..., dynamic_slice_sizes: _Optional[_Iterable[int]] = ..., padding_config: _Optional[_Union[PaddingConfig, _Mapping]] = ..., channel_id: _Optional[int] = ..., dot_dimension_numbers: _Optional[_Union[DotDimensionNumbers, _Mapping]] = ..., replica_groups: _Optional[_Iterable[_Union[ReplicaGroup, _Mapping]]] = ..., feature_group_count: _Optional[int] = ..., batch_group_count: _Optional[int] = ..., is_stable: _Optional[bool] = ..., comparison_direction: _Optional[str] = ..., frontend_attributes: _Optional[_Union[FrontendAttributes, _Mapping]] = ..., use_global_device_ids: _Optional[bool] = ..., constrain_layout: _Optional[bool] = ..., operand_shapes_with_layout: _Optional[_Iterable[_Union[ShapeProto, _Mapping]]] = ..., custom_call_has_side_effect: _Optional[bool] = ..., output_operand_aliasing: _Optional[_Iterable[_Union[OutputOperandAliasing, _Mapping]]] = ..., custom_call_api_version: _Optional[_Union[CustomCallApiVersion, str]] = ...) -> None: ...
+    source_target_pairs: _containers.RepeatedCompositeFieldContainer[SourceTarget]
+    collective_device_list: CollectiveDeviceListProto
+    def __init__(self, name: _Optional[str] = ..., opcode: _Optional[str] = ..., shape: _Optional[_Union[ShapeProto, _Mapping]] = ..., metadata: _Optional[_Union[OpMetadata, _Mapping]] = ..., parameter_number: _Optional[int] = ..., fusion_kind: _Optional[str] = ..., tuple_index: _Optional[int] = ..., custom_call_target: _Optional[str] = ..., id: _Optional[int] = ..., operand_ids: _Optional[_Iterable[int]] = ..., called_computation_ids: _Optional[_Iterable[int]] = ..., backend_config: _Optional[bytes] = ..., dimensions: _Optional[_Iterable[int]] = ..., window: _Optional[_Union[Window, _Mapping]] = ..., convolution_dimension_numbers: _Optional[_Union[ConvolutionDimensionNumbers, _Mapping]] = ..., slice_dimensions: _Optional[_Iterable[_Union[HloInstructionProto.SliceDimensions, _Mapping]]] = ..., dynamic_slice_sizes: _Optional[_Iterable[int]] = ..., padding_config: _Optional[_Union[PaddingConfig, _Mapping]] = ..., channel_id: _Optional[int] = ..., dot_dimension_numbers: _Optional[_Union[DotDimensionNumbers, _Mapping]] = ..., replica_groups: _Optional[_Iterable[_Union[ReplicaGroup, _Mapping]]] = ..., feature_group_count: _Optional[int] = ..., batch_group_count: _Optional[int] = ..., is_stable: _Optional[bool] = ..., comparison_direction: _Optional[str] = ..., frontend_attributes: _Optional[_Union[FrontendAttributes, _Mapping]] = ..., use_global_device_ids: _Optional[bool] = ..., constrain_layout: _Optional[bool] = ..., operand_shapes_with_layout: _Optional[_Iterable[_Union[ShapeProto, _Mapping]]] = ..., custom_call_has_side_effect: _Optional[bool] = ..., output_operand_aliasing: _Optional[_Iterable[_Union[OutputOperandAliasing, _Mapping]]] = ..., custom_call_api_version: _Optional[_Union[CustomCallApiVersion, str]] = ..., source_target_pairs: _Optional[_Iterable[_Union[SourceTarget, _Mapping]]] = ..., collective_device_list: _Optional[_Union[CollectiveDeviceListProto, _Mapping]] = ...) -> None: ...
 
 class HloComputationProto(_message.Message):
     __slots__ = ("name", "instructions", "id", "root_id")

@@ -236,6 +236,8 @@ class ModuleCosts:
             keys[(-1, ())] = sum(keys[(n + 1 + i, ())] for i in range(n))
         elif op == "custom-call":
             keys = {k: -1.0 for k in keys}
+        elif op == "all-reduce":
+            keys[(-1, ())] = float(sum(shape_size(leaf) for _, leaf in _leaves(ins.shape)))
         return keys
 
     def _key_sums(self, comp) -> dict[tuple[int, tuple], float]:
@@ -322,6 +324,18 @@ class ModuleCosts:
                 raise ProfileError(f"module {self.label}: Profscope has no rule for the cost of XLA's cuBLAS or "
                                    f"cuDNN custom call '{ins.custom_call_target}' ({ins.name})")
             return Cost(-1.0, -1.0)  # XLA's unknown: XProf counts no FLOPs or bytes
+        if op == "all-reduce":  # its reduction, an elementwise op of its reducer's root, over the output
+            self._computation(self._called(ins))
+            reducer = self._called(ins)
+            root = next(i for i in reducer.instructions if i.id == reducer.root_id)
+            out = sum(shape_size(leaf) for _, leaf in _leaves(ins.shape))
+            return Cost(float(flops_per_element(root.opcode, ins.shape.element_type) * _elements(ins.shape)),
+                        out + sum(shape_size(o.shape) for o in operands))
+        if op == "all-gather":  # GPU: over two ranks, (2 x 2 - 1) halves of the output written, 2 read
+            half = shape_size(ins.shape) // 2
+            return Cost(0.0, float(half * 3 + half * 2))
+        if op == "collective-permute":
+            return Cost(0.0, default_bytes)
         if op in ("call", "while"):
             subs = [self._computation(self.computations[c]) for c in ins.called_computation_ids]
             return Cost(sum(s.flops for s in subs), sum(s.bytes for s in subs))
@@ -470,6 +484,8 @@ class ModuleCosts:
         op = ins.opcode
         out: list[str] = []
         names = [self.computations[c].name for c in ins.called_computation_ids]
+        if op in ("all-reduce", "all-gather", "collective-permute"):
+            out += _collective_attributes(ins)
         if op == "slice":
             out.append("slice={" + ", ".join(
                 f"[{d.start}:{d.limit}" + (f":{d.stride}" if d.stride != 1 else "") + "]"
@@ -534,6 +550,32 @@ def _leaves(shape, index: tuple = ()):
 
 def _memory_space(shape) -> int:
     return int(shape.layout.memory_space) if shape.HasField("layout") else -1
+
+
+def _collective_attributes(ins) -> list[str]:
+    """A collective's attributes as XLA prints them: channel, replica groups (or source-target pairs), the
+    all-gather's dimension, global device ids."""
+    out = [f"channel_id={ins.channel_id}"] if ins.channel_id else []
+    if ins.opcode == "collective-permute":
+        pairs = ",".join(f"{{{p.source},{p.target}}}" for p in ins.source_target_pairs)
+        return out + ["source_target_pairs={" + pairs + "}"]
+    devices = ins.collective_device_list
+    iota = devices.iota_replica_group_list
+    if devices.HasField("iota_replica_group_list"):
+        groups = (f"[{iota.num_replica_groups},{iota.num_devices_per_group}]<=["
+                  + ",".join(str(d) for d in iota.iota_reshape_dims) + "]")
+        perm = list(iota.iota_transpose_perm)
+        if perm and perm != sorted(perm):
+            groups += "T(" + ",".join(str(d) for d in perm) + ")"
+    else:
+        listed = devices.replica_groups if len(devices.replica_groups) else ins.replica_groups
+        groups = "{" + ",".join("{" + ",".join(str(r) for r in g.replica_ids) + "}" for g in listed) + "}"
+    out.append("replica_groups=" + groups)
+    if ins.opcode == "all-gather":
+        out.append("dimensions={" + ",".join(str(d) for d in ins.dimensions) + "}")
+    if ins.use_global_device_ids:
+        out.append("use_global_device_ids=true")
+    return out
 
 
 def _custom_call_attributes(ins) -> list[str]:

@@ -4,16 +4,19 @@ jax on CPU; not part of the test suite):
 
     python jax_xla_opcodes_profile.py /tmp/xla_opcodes
 
-Each program runs twice under jax.profiler; the trace's xplane.pb carries
+Each program runs twice under jax.profiler (the collectives on two CPU devices); the trace's xplane.pb carries
 their optimised HloProtos in its /host:metadata plane, which
 xprof_device_planes.py lays out as a GPU's kernels (gpu_jax_ops).
 """
 
+import os
 import sys
 
-import jax
-import jax.numpy as jnp
-from jax import lax
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"  # two CPU devices: collectives
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
 
 
 def batched_dot(a, b):  # dot with batch dimensions
@@ -53,6 +56,10 @@ def cholesky(a):  # custom-call (LAPACK on CPU)
     return jnp.linalg.cholesky(a @ a.T + 4.0 * jnp.eye(a.shape[0]))
 
 
+def collectives(x):  # all-reduce, all-gather, collective-permute (over two devices)
+    return lax.psum(x, "i"), lax.all_gather(x, "i"), lax.ppermute(x, "i", [(0, 1), (1, 0)])
+
+
 def main():
     k = jax.random.split(jax.random.PRNGKey(0), 8)
     args = {
@@ -67,6 +74,8 @@ def main():
         cholesky: (jax.random.normal(k[0], (8, 8)),),
     }
     jitted = {f: jax.jit(f) for f in args}
+    args[collectives] = (jnp.ones((2, 8, 16)),)
+    jitted[collectives] = jax.pmap(collectives, axis_name="i")
     for f, a in args.items():  # compile outside the trace
         jax.block_until_ready(jitted[f](*a))
     jax.profiler.start_trace(sys.argv[1])

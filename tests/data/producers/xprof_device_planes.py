@@ -262,7 +262,7 @@ def jax_metadata(source=None, keep=None):
 
 # jax_xla_opcodes_profile.py's programs (gpu_jax_ops): every instruction of their entry computations.
 OPCODE_MODULES = ("jit_batched_dot", "jit_grouped_conv", "jit_max_pool", "jit_pool_grad", "jit_gather_scatter",
-                  "jit_sort_rows", "jit_branch", "jit_update", "jit_cholesky")
+                  "jit_sort_rows", "jit_branch", "jit_update", "jit_cholesky", "jit__fun")  # jit__fun: collectives
 JAX_TRACE: list = []  # --jax-trace: the xplane.pb jax_xla_opcodes_profile.py wrote
 
 
