@@ -16,6 +16,7 @@ event with `kernel_details` is a kernel for kernel_stats.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +33,9 @@ from profscope.models.analysis.xprof.op_stats import (
     sum_by,
 )
 from profscope.models.formats.xspace.xplane import DenseStats, XSpaceData
+
+if TYPE_CHECKING:
+    from profscope.models.analysis.xprof.xla_ops import XlaOpMetrics
 
 _STATS = ["kernel_details", "tf_op", "hlo_op", "hlo_module", "program_id", "is_eager", "group_id", "equation",
           "correlation_id"]
@@ -386,7 +390,7 @@ class DeviceStats:
     steps: list | None = None  # per XSpace, its StepDb (GPU hosts)
     core_count: int = 0  # device planes (XProf: each GPU one core)
     xla: str = ""  # why the op metrics are not computed (XLA ops, whose FLOPs come from XLA's cost analysis)
-    xla_ops: object = None  # xla_ops.XlaOpMetrics of a GPU running XLA ops (hlo_stats' rows)
+    xla_ops: XlaOpMetrics | None = None  # a GPU running XLA ops: its ops' rows (`ops` is their db)
 
 
 def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:

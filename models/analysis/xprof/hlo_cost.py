@@ -23,11 +23,32 @@ The rules, as XLA states them:
   ops pass their users' share on); bytes: its outputs (the update of a
   dynamic-update-slice root) and each parameter's size x min(its utilisation,
   1);
+- gather: no FLOPs, twice the output and the indices; scatter: its combiner's
+  cost per update element, three times the updates and the indices;
+  reduce-window: window size - 1 reductions per output element (a window that
+  reduces one padded dimension and spreads it back: that dimension - 1 plus
+  one per row); select-and-scatter: window - 1 selections and one scatter per
+  source element;
+- custom calls: unknown to XLA (-1: XProf counts none; cuBLAS and cuDNN calls,
+  whose FLOPs XLA reads from their backend config, are refused);
+- collectives: all-reduce its reducer's elementwise cost over the output and
+  the output and operands; all-gather, as XLA's GPU model assumes two ranks,
+  three halves of the output written and two read; collective-permute the
+  default;
 - call, while (one iteration: body + condition), conditional (the most of its
-  branches per property): their computations' FLOPs, no bytes.
+  branches per property): their computations' FLOPs and bytes.
+
+XProf's HBM bytes of an instruction are XLA's bytes per operand and output
+(by shape index) summed over the array leaves of its operands and output in
+memory space 0: for most instructions its bytes, but a tuple operand or
+output counts only the keys XLA set for its elements, and call, while and
+conditional carry their computations' summed keys (so a call of tuples has
+none, as XProf shows).
 
 An opcode without a rule here is refused (ProfileError naming it and the
-module), never given a guessed cost.
+module), never given a guessed cost. Checked against XProf on the fixtures
+gpu_jax, rocm_jax and gpu_jax_ops; select-and-scatter (XLA:CPU expands it)
+follows XLA's source unchecked.
 """
 
 from __future__ import annotations
