@@ -227,3 +227,31 @@ def test_an_opcode_without_a_cost_rule_is_refused_naming_it_and_the_module():
     module = ModuleCosts(proto.SerializeToString(), "jit_conv_block(18)")
     with pytest.raises(ProfileError, match=r"jit_conv_block\(18\).*'rng-bit-generator'"):
         module.cost("conv_general_dilated.1")
+
+
+def test_an_opcode_without_a_cost_rule_refuses_only_the_tools_that_need_costs(tmp_path, capsys):
+    """gpu_jax with its convolution made an rng-bit-generator (no rule): the op tools say so, naming the opcode
+    and module; the step analysis and the kernels, which need no costs, stay XProf's."""
+    from profscope.protos import hlo_pb2
+
+    space = xplane_pb2.XSpace.FromString((XPROF / "gpu_jax.xplane.pb").read_bytes())
+    meta = next(p for p in space.planes if p.name == "/host:metadata")
+    hlo_stat = next(k for k, m in meta.stat_metadata.items() if m.name == "Hlo Proto")
+    for md in meta.event_metadata.values():
+        for stat in md.stats:
+            if stat.metadata_id == hlo_stat:
+                proto = hlo_pb2.HloProto.FromString(stat.bytes_value)
+                for comp in proto.hlo_module.computations:
+                    for ins in comp.instructions:
+                        if ins.opcode == "convolution":
+                            ins.opcode = "rng-bit-generator"
+                stat.bytes_value = proto.SerializeToString()
+    path = tmp_path / "in" / "gpu.xplane.pb"
+    path.parent.mkdir()
+    path.write_bytes(space.SerializeToString())
+    for tool in ("input_pipeline_analyzer", "kernel_stats"):
+        assert_same(export(tmp_path, path, tool), xprof_answer("gpu_jax", tool))
+    for tool in ("hlo_stats", "op_profile", "roofline_model", "framework_op_stats", "overview_page"):
+        assert main(["export", str(path), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
+        err = capsys.readouterr().err
+        assert "jit_conv_block(18)" in err and "'rng-bit-generator'" in err and "Traceback" not in err
