@@ -65,8 +65,11 @@ class XlaModules:
 
 
 def xla_op_metrics(d, modules: XlaModules) -> XlaOpMetrics:
-    """The XLA ops of a GPU plane's events (device_op_metrics.DeviceEvents), by XProf's rules."""
-    from profscope.models.analysis.xprof.device_op_metrics import _xla_ops
+    """The XLA ops of a GPU plane's events (device_op_metrics.DeviceEvents), by XProf's rules: an event whose
+    (program, instruction) its module lacks is skipped; a run of consecutive events of one instruction name,
+    group and line is entered under its first event's (program, instruction), ops in the order of their first
+    run. Costs per occurrence from the module's analysis."""
+    from profscope.models.analysis.xprof.device_op_metrics import _xla_ops, distinct_rows
 
     out = XlaOpMetrics()
     if not len(d.rows):
@@ -76,37 +79,41 @@ def xla_op_metrics(d, modules: XlaModules) -> XlaOpMetrics:
     hlo_code, _ = d.strings("hlo_op")
     group = np.where(d.stats.present("group_id"), d.stats.value["group_id"], -1) if "group_id" in d.stats.case \
         else np.full(len(d.rows), -1, np.int64)
-    slots: dict[tuple[int, str], int] = {}
-    line = d.space.events.line[d.rows]
-    current: tuple | None = None  # (slot, name, group)
-    runs: list[tuple[int, int, int]] = []  # (slot, occurrences, time)
-    count = time = 0
-    for i in np.flatnonzero(xla).tolist():
-        pid, name = int(program[i]), last[int(hlo_code[i])]
+    idx = np.flatnonzero(xla)
+    if not len(idx):
+        return out
+    # Each distinct (program, hlo_op) once: is the instruction in its module?
+    first, pair = distinct_rows([program[idx], hlo_code[idx]])
+    pairs = [(int(program[idx[f]]), last[int(hlo_code[idx[f]])]) for f in first.tolist()]
+    known = np.array([(m := modules.get(pid)) is not None and m[0].cost(name) is not None for pid, name in pairs],
+                     bool)
+    keep = known[pair]
+    idx, pair = idx[keep], pair[keep]
+    if not len(idx):
+        return out
+    name = np.unique(np.array(last, dtype=object), return_inverse=True)[1].reshape(-1)[hlo_code[idx]]
+    grp, line = group[idx], d.space.events.line[d.rows][idx]
+    start = np.ones(len(idx), bool)
+    start[1:] = (name[1:] != name[:-1]) | (grp[1:] != grp[:-1]) | (line[1:] != line[:-1])
+    run = np.cumsum(start) - 1
+    run_pair = pair[start]
+    seen, first_run = np.unique(run_pair, return_index=True)
+    slot_pairs = seen[np.argsort(first_run, kind="stable")]  # ops in the order of their first run
+    slot_of = np.zeros(len(pairs), np.int64)
+    slot_of[slot_pairs] = np.arange(len(slot_pairs))
+    event_slot = slot_of[run_pair[run]]
+    occurrences = np.bincount(event_slot, minlength=len(slot_pairs))
+    time = np.zeros(len(slot_pairs), np.int64)
+    np.add.at(time, event_slot, d.duration[idx])
+    for s, k in enumerate(slot_pairs.tolist()):
+        pid, op = pairs[k]
         found = modules.get(pid)
-        if found is None or found[0].cost(name) is None:
-            continue  # XProf skips ops its module map lacks
-        key = (name, int(group[i]), int(line[i]))
-        if current is None or key != current[1:]:
-            if current is not None:
-                runs.append((current[0], count, time))
-            count = time = 0
-            slot = slots.get((pid, name))
-            if slot is None:
-                slot = slots[(pid, name)] = len(out.name)
-                _add_op(out, pid, name, found)
-            current = (slot, *key)
-        count += 1
-        time += int(d.duration[i])
-    if current is not None:
-        runs.append((current[0], count, time))
-    for slot, n, t in runs:
-        costs = modules.get(out.program_id[slot])[0].cost(out.name[slot])
-        out.occurrences[slot] += n
-        out.time_ps[slot] += t
-        out.flops[slot] += max(costs.flops, 0) * n
-        out.bytes[slot] += max(costs.bytes, 0) * n
-        out.hbm_bytes[slot] += max(costs.hbm_bytes, 0) * n
+        _add_op(out, pid, op, found)
+        costs, n = found[0].cost(op), int(occurrences[s])
+        out.occurrences[s], out.time_ps[s] = n, int(time[s])
+        out.flops[s] = max(costs.flops, 0) * n
+        out.bytes[s] = max(costs.bytes, 0) * n
+        out.hbm_bytes[s] = max(costs.hbm_bytes, 0) * n
     return out
 
 

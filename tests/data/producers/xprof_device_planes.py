@@ -30,7 +30,8 @@ category), each file converted from a copy in a folder of its own.
     python xprof_device_planes.py tests/data/xprof/device --big /tmp/big.xplane.pb
 
 writes gpu_tf of 20,000 steps (about 480,000 events) for
-benchmarks/xprof_tools_bench.py --file /tmp/big.xplane.pb --tools kernel_stats ...
+benchmarks/xprof_tools_bench.py --file /tmp/big.xplane.pb --tools kernel_stats ...;
+with `gpu_jax` after the path, gpu_jax of 5,000 steps (120,000 XLA kernels).
 """
 
 import gzip
@@ -368,7 +369,11 @@ def main():
         STEPS = 20_000
         space = xplane_pb2.XSpace()
         space.hostnames.append("gpuhost")
-        tf_gpu(space)
+        if sys.argv[4:5] == ["gpu_jax"]:  # or gpu_jax of 5,000 steps (120,000 XLA kernels)
+            STEPS = 5_000
+            jax_device(space, "/device:GPU:0", "Nvidia")
+        else:
+            tf_gpu(space)
         in_time_order(space)
         Path(sys.argv[3]).write_bytes(space.SerializeToString())
         return
