@@ -540,7 +540,7 @@ class ModuleCosts:
             out.append(f"kind={ins.fusion_kind}")
             out.append("calls=" + ", ".join(f"%{n}" for n in names))
         elif op == "while":
-            out.append(f"condition=%{names[0]}, body=%{names[1]}")
+            out.append(f"condition=%{names[1]}, body=%{names[0]}")  # XLA keeps the body first
         elif op in ("call", "reduce", "sort", "map", "all-reduce", "reduce-window", "scatter"):
             out.append("to_apply=" + ", ".join(f"%{n}" for n in names))
         elif op == "conditional":

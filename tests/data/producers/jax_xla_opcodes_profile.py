@@ -56,6 +56,10 @@ def cholesky(a):  # custom-call (LAPACK on CPU)
     return jnp.linalg.cholesky(a @ a.T + 4.0 * jnp.eye(a.shape[0]))
 
 
+def loop(x):  # while: its body's and condition's instructions run as kernels of their own
+    return lax.fori_loop(0, 3, lambda i, y: jnp.tanh(y) @ y, x)
+
+
 def collectives(x):  # all-reduce, all-gather, collective-permute (over two devices)
     return lax.psum(x, "i"), lax.all_gather(x, "i"), lax.ppermute(x, "i", [(0, 1), (1, 0)])
 
@@ -72,6 +76,7 @@ def main():
         branch: (jnp.float32(1.0), jax.random.normal(k[7], (16, 16))),
         update: (jnp.zeros((32, 8)), jnp.ones((4, 8)), jnp.int32(5)),
         cholesky: (jax.random.normal(k[0], (8, 8)),),
+        loop: (jax.random.normal(k[1], (16, 16)),),
     }
     jitted = {f: jax.jit(f) for f in args}
     args[collectives] = (jnp.ones((2, 8, 16)),)

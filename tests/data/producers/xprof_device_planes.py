@@ -255,15 +255,31 @@ def jax_metadata(source=None, keep=None):
                     continue
                 entry = next(c for c in proto.hlo_module.computations
                              if c.id == proto.hlo_module.entry_computation_id)
-                names = [i.name for i in entry.instructions if i.opcode not in ("parameter", "tuple", "constant",
-                                                                               "get-tuple-element", "bitcast")]
+                names = kernel_names(proto.hlo_module, entry, keep is not None)
                 modules.append((program_id, proto.hlo_module.name, names))
     return meta, modules
 
 
-# jax_xla_opcodes_profile.py's programs (gpu_jax_ops): every instruction of their entry computations.
+def kernel_names(module, computation, nested: bool) -> list[str]:
+    """The instructions of a computation that run as kernels (not parameters, tuples, constants, element
+    accesses or bitcasts); with `nested`, after each while, conditional or call those of the computations it
+    runs (loop bodies and conditions, branches), as a GPU runs them."""
+    by_id = {c.id: c for c in module.computations}
+    names = []
+    for i in computation.instructions:
+        if i.opcode in ("parameter", "tuple", "constant", "get-tuple-element", "bitcast"):
+            continue
+        names.append(i.name)
+        if nested and i.opcode in ("while", "conditional", "call"):
+            for c in i.called_computation_ids:
+                names += kernel_names(module, by_id[c], nested)
+    return names
+
+
+# jax_xla_opcodes_profile.py's programs (gpu_jax_ops): every kernel of theirs (kernel_names, nested).
 OPCODE_MODULES = ("jit_batched_dot", "jit_grouped_conv", "jit_max_pool", "jit_pool_grad", "jit_gather_scatter",
-                  "jit_sort_rows", "jit_branch", "jit_update", "jit_cholesky", "jit__fun")  # jit__fun: collectives
+                  "jit_sort_rows", "jit_branch", "jit_update", "jit_cholesky", "jit__fun",  # jit__fun: collectives
+                  "jit_loop")
 JAX_TRACE: list = []  # --jax-trace: the xplane.pb jax_xla_opcodes_profile.py wrote
 
 
@@ -271,7 +287,7 @@ def jax_device(space, plane_name, vendor, tpu=False, opcodes=False):
     """A JAX program on one device: per step, the jitted modules' instructions
     as kernels (GPU) or XLA ops (TPU), with hlo_op, hlo_module, program_id.
     With `opcodes`, the modules of jax_xla_opcodes_profile.py's trace, every
-    instruction of each."""
+    kernel of each (loop bodies and branches too)."""
     meta, modules = jax_metadata(JAX_TRACE[0], OPCODE_MODULES) if opcodes else jax_metadata()
     space.planes.add().CopyFrom(meta)
     host = Plane(space, 1, "/host:CPU")
