@@ -256,3 +256,20 @@ def test_an_opcode_without_a_cost_rule_refuses_only_the_tools_that_need_costs(tm
         assert main(["export", str(path), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
         err = capsys.readouterr().err
         assert "jit_conv_block(18)" in err and "'rng-bit-generator'" in err and "Traceback" not in err
+
+
+def test_an_instruction_whose_text_is_not_printed_is_refused():
+    """A device instruction whose attributes Profscope does not print (pad's padding) is refused, naming it,
+    rather than shown with a text XProf would not show."""
+    from profscope.models.analysis.xprof.hlo import xspace_modules
+    from profscope.models.analysis.xprof.hlo_cost import ModuleCosts
+    from profscope.models.core.task import ProfileError
+    from profscope.protos import hlo_pb2
+
+    proto = hlo_pb2.HloProto.FromString(xspace_modules(XPROF / "gpu_jax.xplane.pb")["jit_running_stats(22)"])
+    entry = next(c for c in proto.hlo_module.computations if c.id == proto.hlo_module.entry_computation_id)
+    next(i for i in entry.instructions if i.name == "copy.13").opcode = "pad"
+    module = ModuleCosts(proto.SerializeToString(), "jit_running_stats(22)")
+    with pytest.raises(ProfileError, match=r"jit_running_stats\(22\).*'pad' instruction \(copy.13\)"):
+        module.expression("copy.13")
+

@@ -46,7 +46,8 @@ conditional carry their computations' summed keys (so a call of tuples has
 none, as XProf shows).
 
 An opcode without a rule here is refused (ProfileError naming it and the
-module), never given a guessed cost. Checked against XProf on the fixtures
+module), never given a guessed cost; so is the text of an instruction whose
+attributes are not printed here (_UNPRINTED). Checked against XProf on the fixtures
 gpu_jax, rocm_jax and gpu_jax_ops; select-and-scatter (XLA:CPU expands it)
 follows XLA's source unchecked.
 """
@@ -100,6 +101,11 @@ _PLAIN = {"broadcast", "copy", "iota", "reverse", "transpose", "reshape", "pad",
 _NO_BYTES = {"parameter", "constant", "get-tuple-element", "bitcast", "domain", "after-all", "partition-id",
              "replica-id"}
 _DATA_FORMATTING = {"transpose", "copy", "copy-start", "copy-done", "bitcast", "reshape", "dynamic-reshape"}
+# Opcodes whose attributes (padding, dimension numbers, windows ...) the text printer does not write: an
+# instruction of these is refused rather than shown with a text XProf would not show (inside fusions they
+# need no text: only the device's instructions are printed).
+_UNPRINTED = {"pad", "iota", "gather", "scatter", "reduce-window", "select-and-scatter", "reduce-precision", "rng",
+              "fft", "cholesky", "triangular-solve", "map"}
 _FUSION_KINDS = {"kLoop": "loop fusion", "kInput": "input fusion", "kOutput": "output fusion",
                  "kCustom": "custom fusion"}
 
@@ -503,6 +509,9 @@ class ModuleCosts:
 
     def _attributes(self, ins) -> list[str]:
         op = ins.opcode
+        if op in _UNPRINTED:
+            raise ProfileError(f"module {self.label}: Profscope cannot print XLA's '{op}' instruction ({ins.name}) "
+                               "as XProf's HLO text shows it")
         out: list[str] = []
         names = [self.computations[c].name for c in ins.called_computation_ids]
         if op in ("all-reduce", "all-gather", "collective-permute"):
