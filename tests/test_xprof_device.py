@@ -183,13 +183,15 @@ def test_two_hosts_with_gpus_steps_say_not_computed(tmp_path, capsys, tool):
     assert "several hosts with GPU planes" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize(("fixture", "count"), [("gpu_jax", 22), ("gpu_jax_ops", 40)])
+@pytest.mark.parametrize(("fixture", "count"), [("gpu_jax", 22), ("gpu_jax_ops", 40), ("gpu_jax_every", 136)])
 def test_xla_cost_analysis_of_the_fixtures_modules_as_xprof_gives_it(fixture, count):
     """Every HLO instruction of the fixture's op profile: FLOPs and HBM bytes per occurrence, category and text
     as XProf 2.24.2 gives them (its op_profile leaves). gpu_jax_ops: dots with batch dimensions, a grouped and
     dilated convolution, reduce-window, gather, scatter, sort, conditional, dynamic-update-slice, pad, iota, a
     custom call (XLA's unknown cost: none), collectives (all-reduce, all-gather, collective-permute), and the
-    instructions of a while loop's body and condition and of a conditional's branches, kernels of their own."""
+    instructions of a while loop's body and condition and of a conditional's branches, kernels of their own.
+    gpu_jax_every: every instruction of those modules, inside fusions, reducers and comparators too (which XLA
+    leaves unanalysed: no cost); their texts are not compared (only a device's instructions are printed)."""
     from profscope.models.analysis.xprof.hlo import xspace_modules
     from profscope.models.analysis.xprof.hlo_cost import ModuleCosts
 
@@ -212,7 +214,8 @@ def test_xla_cost_analysis_of_the_fixtures_modules_as_xprof_gives_it(fixture, co
         assert max(cost.flops, 0) * m["occurrences"] == m["rawFlops"], leaf["name"]
         assert max(cost.hbm_bytes, 0) * m["occurrences"] == pytest.approx(m["rawBytesAccessedArray"][0], rel=1e-6)
         assert module.category(leaf["name"]) == leaf["xla"]["category"]
-        assert module.expression(leaf["name"]) == leaf["xla"]["expression"]
+        if fixture != "gpu_jax_every":
+            assert module.expression(leaf["name"]) == leaf["xla"]["expression"]
 
 
 def test_an_opcode_without_a_cost_rule_is_refused_naming_it_and_the_module():

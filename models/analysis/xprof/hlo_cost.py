@@ -36,7 +36,10 @@ The rules, as XLA states them:
   three halves of the output written and two read; collective-permute the
   default;
 - call, while (one iteration: body + condition), conditional (the most of its
-  branches per property): their computations' FLOPs and bytes.
+  branches per property): their computations' FLOPs and bytes;
+- a transpose that keeps the bytes' physical order is a bitcast (no bytes);
+  a sort's comparator and an all-reduce's reducer are not analysed (their
+  instructions cost nothing, as for XProf any instruction XLA never visits).
 
 XProf's HBM bytes of an instruction are XLA's bytes per operand and output
 (by shape index) summed over the array leaves of its operands and output in
@@ -47,9 +50,9 @@ none, as XProf shows).
 
 An opcode without a rule here is refused (ProfileError naming it and the
 module), never given a guessed cost; so is the text of an instruction whose
-attributes are not printed here (_UNPRINTED). Checked against XProf on the fixtures
-gpu_jax, rocm_jax and gpu_jax_ops; select-and-scatter (XLA:CPU expands it)
-follows XLA's source unchecked.
+attributes are not printed here (_UNPRINTED). Checked against XProf on the
+fixtures gpu_jax, rocm_jax, gpu_jax_ops and gpu_jax_every (every instruction);
+select-and-scatter (XLA:CPU expands it) follows XLA's source unchecked.
 """
 
 from __future__ import annotations
@@ -197,8 +200,12 @@ class ModuleCosts:
             if entry is not None:
                 self._computation(entry)
         ins = self.by_name.get(name)
-        c = None if ins is None else self.costs.get(ins.id)
-        if c is not None and c.hbm is None:
+        if ins is None:
+            return None
+        c = self.costs.get(ins.id)
+        if c is None:  # never analysed (a sort's comparator, an unused computation): XProf gives it no costs
+            return Cost(0.0, 0.0, 0.0)
+        if c.hbm is None:
             c.hbm = self._hbm(ins)
         return c
 
@@ -248,7 +255,7 @@ class ModuleCosts:
             return self._fusion_keys.get(ins.id, {})
         keys = {(-1, ()): float(shape_size(ins.shape))}
         keys.update({(k, ()): float(shape_size(o.shape)) for k, o in enumerate(operands)})
-        if op in _NO_BYTES or op == "tuple":
+        if op in _NO_BYTES or op == "tuple" or (op == "transpose" and _transpose_is_bitcast(ins, operands[0])):
             keys = {k: 0.0 for k in keys}
             if op == "tuple":
                 keys[(-1, ())] = float(shape_size(ins.shape))
@@ -286,6 +293,8 @@ class ModuleCosts:
             return Cost()
         if op in ELEMENTWISE and op != "copy":
             return Cost(flops_per_element(op, ins.shape.element_type) * _elements(ins.shape), default_bytes)
+        if op == "transpose" and _transpose_is_bitcast(ins, operands[0]):  # XLA treats it as a bitcast
+            return Cost()
         if op in _PLAIN:
             return Cost(0.0, default_bytes)
         if op == "tuple":
@@ -311,8 +320,7 @@ class ModuleCosts:
             out = ins.shape.tuple_shapes[0] if ins.shape.element_type == P.TUPLE else ins.shape
             count = _array_elements(operands[0].shape) - _array_elements(out)
             return Cost(sub.flops * count, default_bytes)
-        if op == "sort":
-            self._computation(self._called(ins))
+        if op == "sort":  # XLA does not analyse the comparator: its instructions cost nothing
             n = _array_elements(operands[0].shape)
             return Cost(float(n * (math.ceil(math.log2(n)) if n > 1 else 0)), default_bytes)
         if op == "concatenate":
@@ -351,8 +359,7 @@ class ModuleCosts:
                 raise ProfileError(f"module {self.label}: Profscope has no rule for the cost of XLA's cuBLAS or "
                                    f"cuDNN custom call '{ins.custom_call_target}' ({ins.name})")
             return Cost(-1.0, -1.0)  # XLA's unknown: XProf counts no FLOPs or bytes
-        if op == "all-reduce":  # its reduction, an elementwise op of its reducer's root, over the output
-            self._computation(self._called(ins))
+        if op == "all-reduce":  # its reduction, an elementwise op of its reducer's root (not analysed), over the output
             reducer = self._called(ins)
             root = next(i for i in reducer.instructions if i.id == reducer.root_id)
             out = sum(shape_size(leaf) for _, leaf in _leaves(ins.shape))
@@ -567,6 +574,18 @@ class ModuleCosts:
         if len(fa):
             out.append("frontend_attributes={" + ",".join(f'{k}="{fa[k]}"' for k in sorted(fa)) + "}")
         return out
+
+
+def _transpose_is_bitcast(ins, operand) -> bool:
+    """ShapeUtil::TransposeIsBitcast: the same element type and bytes in the same physical order (the output's
+    minor-to-major dimensions mapped through the permutation are the operand's)."""
+    a, b = operand.shape, ins.shape
+    if not (a.HasField("layout") and b.HasField("layout")) or a.element_type != b.element_type:
+        return False
+    if len(a.layout.tiles) or len(b.layout.tiles):
+        return False
+    perm = list(ins.dimensions)
+    return [perm[d] for d in b.layout.minor_to_major] == list(a.layout.minor_to_major)
 
 
 def _leaves(shape, index: tuple = ()):

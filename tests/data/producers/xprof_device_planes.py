@@ -232,7 +232,7 @@ def device_caps(plane, vendor, tpu=False, major=7, minor=0):
     p.set_stat(p.p, "device_vendor", vendor)
 
 
-def jax_metadata(source=None, keep=None):
+def jax_metadata(source=None, keep=None, every=False):
     """A JAX trace's metadata plane (jaxprog's by default) and, per module, (program id, name, instruction names
     of its entry computation); with `keep`, only the modules whose name it holds (the others dropped)."""
     try:
@@ -255,15 +255,18 @@ def jax_metadata(source=None, keep=None):
                     continue
                 entry = next(c for c in proto.hlo_module.computations
                              if c.id == proto.hlo_module.entry_computation_id)
-                names = kernel_names(proto.hlo_module, entry, keep is not None)
+                names = kernel_names(proto.hlo_module, entry, keep is not None, every)
                 modules.append((program_id, proto.hlo_module.name, names))
     return meta, modules
 
 
-def kernel_names(module, computation, nested: bool) -> list[str]:
+def kernel_names(module, computation, nested: bool, every: bool = False) -> list[str]:
     """The instructions of a computation that run as kernels (not parameters, tuples, constants, element
     accesses or bitcasts); with `nested`, after each while, conditional or call those of the computations it
-    runs (loop bodies and conditions, branches), as a GPU runs them."""
+    runs (loop bodies and conditions, branches), as a GPU runs them; with `every`, those of every computation
+    (fused ones, reducers, comparators too: not what a GPU runs, an oracle of XLA's per-instruction costs)."""
+    if every:
+        return [n for c in module.computations for n in kernel_names(module, c, False)]
     by_id = {c.id: c for c in module.computations}
     names = []
     for i in computation.instructions:
@@ -283,12 +286,12 @@ OPCODE_MODULES = ("jit_batched_dot", "jit_grouped_conv", "jit_max_pool", "jit_po
 JAX_TRACE: list = []  # --jax-trace: the xplane.pb jax_xla_opcodes_profile.py wrote
 
 
-def jax_device(space, plane_name, vendor, tpu=False, opcodes=False):
+def jax_device(space, plane_name, vendor, tpu=False, opcodes=False, every=False):
     """A JAX program on one device: per step, the jitted modules' instructions
     as kernels (GPU) or XLA ops (TPU), with hlo_op, hlo_module, program_id.
     With `opcodes`, the modules of jax_xla_opcodes_profile.py's trace, every
     kernel of each (loop bodies and branches too)."""
-    meta, modules = jax_metadata(JAX_TRACE[0], OPCODE_MODULES) if opcodes else jax_metadata()
+    meta, modules = jax_metadata(JAX_TRACE[0], OPCODE_MODULES, every) if opcodes else jax_metadata()
     space.planes.add().CopyFrom(meta)
     host = Plane(space, 1, "/host:CPU")
     dev = Plane(space, 2, plane_name)
@@ -354,6 +357,8 @@ VARIANTS = {
     "rocm_jax": lambda s: jax_device(s, "/device:GPU:0", "AMD"),
     "tpu_jax": lambda s: jax_device(s, "/device:TPU:0", "", tpu=True),
     "gpu_jax_ops": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", opcodes=True),
+    # every instruction of gpu_jax_ops' modules as a kernel: op_profile only (XLA's cost of each instruction)
+    "gpu_jax_every": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", opcodes=True, every=True),
     "small_emptygpu": empty_gpu,
 }
 
@@ -402,8 +407,8 @@ def main():
     out = folder / "tools"
     out.mkdir(exist_ok=True)
     only = args or [*VARIANTS, "gpu_tf+gpu_tf2"]
-    if "gpu_jax_ops" in only and not JAX_TRACE:
-        sys.exit("gpu_jax_ops needs --jax-trace PATH (the xplane.pb of jax_xla_opcodes_profile.py)")
+    if {"gpu_jax_ops", "gpu_jax_every"} & set(only) and not JAX_TRACE:
+        sys.exit("gpu_jax_ops and gpu_jax_every need --jax-trace PATH (the xplane.pb of jax_xla_opcodes_profile.py)")
     if "gpu_tf+gpu_tf2" in only:  # a session of two hosts with GPUs (XProf takes the list)
         only.remove("gpu_tf+gpu_tf2")
         for tool in TOOLS:
@@ -423,9 +428,9 @@ def main():
         in_time_order(space)
         path = folder / f"{name}.xplane.pb"
         path.write_bytes(space.SerializeToString(deterministic=True))
-        for tool in TOOLS:
+        for tool in ("op_profile",) if name == "gpu_jax_every" else TOOLS:
             for suffix, params in [("", {})] + ([(".by_category", {"group_by": "category"})]
-                                                if tool == "op_profile" else []):
+                                                if tool == "op_profile" and name != "gpu_jax_every" else []):
                 with tempfile.TemporaryDirectory() as tmp:
                     copy = Path(tmp) / path.name
                     shutil.copyfile(path, copy)
