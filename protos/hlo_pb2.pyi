@@ -44,6 +44,14 @@ class PrimitiveType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     OPAQUE_TYPE: _ClassVar[PrimitiveType]
     TOKEN: _ClassVar[PrimitiveType]
     BUFFER: _ClassVar[PrimitiveType]
+
+class CustomCallApiVersion(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    API_VERSION_UNSPECIFIED: _ClassVar[CustomCallApiVersion]
+    API_VERSION_ORIGINAL: _ClassVar[CustomCallApiVersion]
+    API_VERSION_STATUS_RETURNING: _ClassVar[CustomCallApiVersion]
+    API_VERSION_STATUS_RETURNING_UNIFIED: _ClassVar[CustomCallApiVersion]
+    API_VERSION_TYPED_FFI: _ClassVar[CustomCallApiVersion]
 PRIMITIVE_TYPE_INVALID: PrimitiveType
 PRED: PrimitiveType
 S1: PrimitiveType
@@ -79,6 +87,11 @@ TUPLE: PrimitiveType
 OPAQUE_TYPE: PrimitiveType
 TOKEN: PrimitiveType
 BUFFER: PrimitiveType
+API_VERSION_UNSPECIFIED: CustomCallApiVersion
+API_VERSION_ORIGINAL: CustomCallApiVersion
+API_VERSION_STATUS_RETURNING: CustomCallApiVersion
+API_VERSION_STATUS_RETURNING_UNIFIED: CustomCallApiVersion
+API_VERSION_TYPED_FFI: CustomCallApiVersion
 
 class TileProto(_message.Message):
     __slots__ = ("dimensions",)
@@ -162,8 +175,147 @@ class StackFrameIndexProto(_message.Message):
     stack_frames: _containers.RepeatedCompositeFieldContainer[StackFrameIndexProto.StackFrame]
     def __init__(self, file_names: _Optional[_Iterable[str]] = ..., function_names: _Optional[_Iterable[str]] = ..., file_locations: _Optional[_Iterable[_Union[StackFrameIndexProto.FileLocation, _Mapping]]] = ..., stack_frames: _Optional[_Iterable[_Union[StackFrameIndexProto.StackFrame, _Mapping]]] = ...) -> None: ...
 
+class WindowDimension(_message.Message):
+    __slots__ = ("size", "stride", "padding_low", "padding_high", "window_dilation", "base_dilation", "window_reversal")
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    STRIDE_FIELD_NUMBER: _ClassVar[int]
+    PADDING_LOW_FIELD_NUMBER: _ClassVar[int]
+    PADDING_HIGH_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_DILATION_FIELD_NUMBER: _ClassVar[int]
+    BASE_DILATION_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_REVERSAL_FIELD_NUMBER: _ClassVar[int]
+    size: int
+    stride: int
+    padding_low: int
+    padding_high: int
+    window_dilation: int
+    base_dilation: int
+    window_reversal: bool
+    def __init__(self, size: _Optional[int] = ..., stride: _Optional[int] = ..., padding_low: _Optional[int] = ..., padding_high: _Optional[int] = ..., window_dilation: _Optional[int] = ..., base_dilation: _Optional[int] = ..., window_reversal: _Optional[bool] = ...) -> None: ...
+
+class Window(_message.Message):
+    __slots__ = ("dimensions",)
+    DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    dimensions: _containers.RepeatedCompositeFieldContainer[WindowDimension]
+    def __init__(self, dimensions: _Optional[_Iterable[_Union[WindowDimension, _Mapping]]] = ...) -> None: ...
+
+class ConvolutionDimensionNumbers(_message.Message):
+    __slots__ = ("input_batch_dimension", "input_feature_dimension", "input_spatial_dimensions", "kernel_input_feature_dimension", "kernel_output_feature_dimension", "kernel_spatial_dimensions", "output_batch_dimension", "output_feature_dimension", "output_spatial_dimensions")
+    INPUT_BATCH_DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FEATURE_DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    INPUT_SPATIAL_DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_INPUT_FEATURE_DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_OUTPUT_FEATURE_DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    KERNEL_SPATIAL_DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_BATCH_DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FEATURE_DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_SPATIAL_DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    input_batch_dimension: int
+    input_feature_dimension: int
+    input_spatial_dimensions: _containers.RepeatedScalarFieldContainer[int]
+    kernel_input_feature_dimension: int
+    kernel_output_feature_dimension: int
+    kernel_spatial_dimensions: _containers.RepeatedScalarFieldContainer[int]
+    output_batch_dimension: int
+    output_feature_dimension: int
+    output_spatial_dimensions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, input_batch_dimension: _Optional[int] = ..., input_feature_dimension: _Optional[int] = ..., input_spatial_dimensions: _Optional[_Iterable[int]] = ..., kernel_input_feature_dimension: _Optional[int] = ..., kernel_output_feature_dimension: _Optional[int] = ..., kernel_spatial_dimensions: _Optional[_Iterable[int]] = ..., output_batch_dimension: _Optional[int] = ..., output_feature_dimension: _Optional[int] = ..., output_spatial_dimensions: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class DotDimensionNumbers(_message.Message):
+    __slots__ = ("lhs_contracting_dimensions", "rhs_contracting_dimensions", "lhs_batch_dimensions", "rhs_batch_dimensions")
+    LHS_CONTRACTING_DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    RHS_CONTRACTING_DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    LHS_BATCH_DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    RHS_BATCH_DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    lhs_contracting_dimensions: _containers.RepeatedScalarFieldContainer[int]
+    rhs_contracting_dimensions: _containers.RepeatedScalarFieldContainer[int]
+    lhs_batch_dimensions: _containers.RepeatedScalarFieldContainer[int]
+    rhs_batch_dimensions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, lhs_contracting_dimensions: _Optional[_Iterable[int]] = ..., rhs_contracting_dimensions: _Optional[_Iterable[int]] = ..., lhs_batch_dimensions: _Optional[_Iterable[int]] = ..., rhs_batch_dimensions: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class FrontendAttributes(_message.Message):
+    __slots__ = ("map",)
+    class MapEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    MAP_FIELD_NUMBER: _ClassVar[int]
+    map: _containers.ScalarMap[str, str]
+    def __init__(self, map: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class PaddingConfig(_message.Message):
+    __slots__ = ("dimensions",)
+    class PaddingConfigDimension(_message.Message):
+        __slots__ = ("edge_padding_low", "edge_padding_high", "interior_padding")
+        EDGE_PADDING_LOW_FIELD_NUMBER: _ClassVar[int]
+        EDGE_PADDING_HIGH_FIELD_NUMBER: _ClassVar[int]
+        INTERIOR_PADDING_FIELD_NUMBER: _ClassVar[int]
+        edge_padding_low: int
+        edge_padding_high: int
+        interior_padding: int
+        def __init__(self, edge_padding_low: _Optional[int] = ..., edge_padding_high: _Optional[int] = ..., interior_padding: _Optional[int] = ...) -> None: ...
+    DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    dimensions: _containers.RepeatedCompositeFieldContainer[PaddingConfig.PaddingConfigDimension]
+    def __init__(self, dimensions: _Optional[_Iterable[_Union[PaddingConfig.PaddingConfigDimension, _Mapping]]] = ...) -> None: ...
+
+class ReplicaGroup(_message.Message):
+    __slots__ = ("replica_ids",)
+    REPLICA_IDS_FIELD_NUMBER: _ClassVar[int]
+    replica_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, replica_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class SourceTarget(_message.Message):
+    __slots__ = ("source", "target")
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    source: int
+    target: int
+    def __init__(self, source: _Optional[int] = ..., target: _Optional[int] = ...) -> None: ...
+
+class IotaReplicaGroupListProto(_message.Message):
+    __slots__ = ("num_replica_groups", "num_devices_per_group", "iota_reshape_dims", "iota_transpose_perm")
+    NUM_REPLICA_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    NUM_DEVICES_PER_GROUP_FIELD_NUMBER: _ClassVar[int]
+    IOTA_RESHAPE_DIMS_FIELD_NUMBER: _ClassVar[int]
+    IOTA_TRANSPOSE_PERM_FIELD_NUMBER: _ClassVar[int]
+    num_replica_groups: int
+    num_devices_per_group: int
+    iota_reshape_dims: _containers.RepeatedScalarFieldContainer[int]
+    iota_transpose_perm: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, num_replica_groups: _Optional[int] = ..., num_devices_per_group: _Optional[int] = ..., iota_reshape_dims: _Optional[_Iterable[int]] = ..., iota_transpose_perm: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class CollectiveDeviceListProto(_message.Message):
+    __slots__ = ("replica_groups", "iota_replica_group_list")
+    REPLICA_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    IOTA_REPLICA_GROUP_LIST_FIELD_NUMBER: _ClassVar[int]
+    replica_groups: _containers.RepeatedCompositeFieldContainer[ReplicaGroup]
+    iota_replica_group_list: IotaReplicaGroupListProto
+    def __init__(self, replica_groups: _Optional[_Iterable[_Union[ReplicaGroup, _Mapping]]] = ..., iota_replica_group_list: _Optional[_Union[IotaReplicaGroupListProto, _Mapping]] = ...) -> None: ...
+
+class OutputOperandAliasing(_message.Message):
+    __slots__ = ("output_shape_index", "operand_index", "operand_shape_index")
+    OUTPUT_SHAPE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    OPERAND_INDEX_FIELD_NUMBER: _ClassVar[int]
+    OPERAND_SHAPE_INDEX_FIELD_NUMBER: _ClassVar[int]
+    output_shape_index: _containers.RepeatedScalarFieldContainer[int]
+    operand_index: int
+    operand_shape_index: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, output_shape_index: _Optional[_Iterable[int]] = ..., operand_index: _Optional[int] = ..., operand_shape_index: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class HloInstructionProto(_message.Message):
-    __slots__ = ("name", "opcode", "shape", "metadata", "parameter_number", "fusion_kind", "tuple_index", "custom_call_target", "id", "operand_ids", "called_computation_ids", "backend_config")
+    __slots__ = ("name", "opcode", "shape", "metadata", "parameter_number", "fusion_kind", "tuple_index", "custom_call_target", "id", "operand_ids", "called_computation_ids", "backend_config", "dimensions", "window", "convolution_dimension_numbers", "slice_dimensions", "dynamic_slice_sizes", "padding_config", "channel_id", "dot_dimension_numbers", "replica_groups", "feature_group_count", "batch_group_count", "is_stable", "comparison_direction", "frontend_attributes", "use_global_device_ids", "constrain_layout", "operand_shapes_with_layout", "custom_call_has_side_effect", "output_operand_aliasing", "custom_call_api_version", "source_target_pairs", "collective_device_list")
+    class SliceDimensions(_message.Message):
+        __slots__ = ("start", "limit", "stride")
+        START_FIELD_NUMBER: _ClassVar[int]
+        LIMIT_FIELD_NUMBER: _ClassVar[int]
+        STRIDE_FIELD_NUMBER: _ClassVar[int]
+        start: int
+        limit: int
+        stride: int
+        def __init__(self, start: _Optional[int] = ..., limit: _Optional[int] = ..., stride: _Optional[int] = ...) -> None: ...
     NAME_FIELD_NUMBER: _ClassVar[int]
     OPCODE_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
@@ -176,6 +328,28 @@ class HloInstructionProto(_message.Message):
     OPERAND_IDS_FIELD_NUMBER: _ClassVar[int]
     CALLED_COMPUTATION_IDS_FIELD_NUMBER: _ClassVar[int]
     BACKEND_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    CONVOLUTION_DIMENSION_NUMBERS_FIELD_NUMBER: _ClassVar[int]
+    SLICE_DIMENSIONS_FIELD_NUMBER: _ClassVar[int]
+    DYNAMIC_SLICE_SIZES_FIELD_NUMBER: _ClassVar[int]
+    PADDING_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    DOT_DIMENSION_NUMBERS_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_GROUP_COUNT_FIELD_NUMBER: _ClassVar[int]
+    BATCH_GROUP_COUNT_FIELD_NUMBER: _ClassVar[int]
+    IS_STABLE_FIELD_NUMBER: _ClassVar[int]
+    COMPARISON_DIRECTION_FIELD_NUMBER: _ClassVar[int]
+    FRONTEND_ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
+    USE_GLOBAL_DEVICE_IDS_FIELD_NUMBER: _ClassVar[int]
+    CONSTRAIN_LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    OPERAND_SHAPES_WITH_LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_CALL_HAS_SIDE_EFFECT_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_OPERAND_ALIASING_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_CALL_API_VERSION_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_TARGET_PAIRS_FIELD_NUMBER: _ClassVar[int]
+    COLLECTIVE_DEVICE_LIST_FIELD_NUMBER: _ClassVar[int]
     name: str
     opcode: str
     shape: ShapeProto
@@ -188,7 +362,29 @@ class HloInstructionProto(_message.Message):
     operand_ids: _containers.RepeatedScalarFieldContainer[int]
     called_computation_ids: _containers.RepeatedScalarFieldContainer[int]
     backend_config: bytes
-    def __init__(self, name: _Optional[str] = ..., opcode: _Optional[str] = ..., shape: _Optional[_Union[ShapeProto, _Mapping]] = ..., metadata: _Optional[_Union[OpMetadata, _Mapping]] = ..., parameter_number: _Optional[int] = ..., fusion_kind: _Optional[str] = ..., tuple_index: _Optional[int] = ..., custom_call_target: _Optional[str] = ..., id: _Optional[int] = ..., operand_ids: _Optional[_Iterable[int]] = ..., called_computation_ids: _Optional[_Iterable[int]] = ..., backend_config: _Optional[bytes] = ...) -> None: ...
+    dimensions: _containers.RepeatedScalarFieldContainer[int]
+    window: Window
+    convolution_dimension_numbers: ConvolutionDimensionNumbers
+    slice_dimensions: _containers.RepeatedCompositeFieldContainer[HloInstructionProto.SliceDimensions]
+    dynamic_slice_sizes: _containers.RepeatedScalarFieldContainer[int]
+    padding_config: PaddingConfig
+    channel_id: int
+    dot_dimension_numbers: DotDimensionNumbers
+    replica_groups: _containers.RepeatedCompositeFieldContainer[ReplicaGroup]
+    feature_group_count: int
+    batch_group_count: int
+    is_stable: bool
+    comparison_direction: str
+    frontend_attributes: FrontendAttributes
+    use_global_device_ids: bool
+    constrain_layout: bool
+    operand_shapes_with_layout: _containers.RepeatedCompositeFieldContainer[ShapeProto]
+    custom_call_has_side_effect: bool
+    output_operand_aliasing: _containers.RepeatedCompositeFieldContainer[OutputOperandAliasing]
+    custom_call_api_version: CustomCallApiVersion
+    source_target_pairs: _containers.RepeatedCompositeFieldContainer[SourceTarget]
+    collective_device_list: CollectiveDeviceListProto
+    def __init__(self, name: _Optional[str] = ..., opcode: _Optional[str] = ..., shape: _Optional[_Union[ShapeProto, _Mapping]] = ..., metadata: _Optional[_Union[OpMetadata, _Mapping]] = ..., parameter_number: _Optional[int] = ..., fusion_kind: _Optional[str] = ..., tuple_index: _Optional[int] = ..., custom_call_target: _Optional[str] = ..., id: _Optional[int] = ..., operand_ids: _Optional[_Iterable[int]] = ..., called_computation_ids: _Optional[_Iterable[int]] = ..., backend_config: _Optional[bytes] = ..., dimensions: _Optional[_Iterable[int]] = ..., window: _Optional[_Union[Window, _Mapping]] = ..., convolution_dimension_numbers: _Optional[_Union[ConvolutionDimensionNumbers, _Mapping]] = ..., slice_dimensions: _Optional[_Iterable[_Union[HloInstructionProto.SliceDimensions, _Mapping]]] = ..., dynamic_slice_sizes: _Optional[_Iterable[int]] = ..., padding_config: _Optional[_Union[PaddingConfig, _Mapping]] = ..., channel_id: _Optional[int] = ..., dot_dimension_numbers: _Optional[_Union[DotDimensionNumbers, _Mapping]] = ..., replica_groups: _Optional[_Iterable[_Union[ReplicaGroup, _Mapping]]] = ..., feature_group_count: _Optional[int] = ..., batch_group_count: _Optional[int] = ..., is_stable: _Optional[bool] = ..., comparison_direction: _Optional[str] = ..., frontend_attributes: _Optional[_Union[FrontendAttributes, _Mapping]] = ..., use_global_device_ids: _Optional[bool] = ..., constrain_layout: _Optional[bool] = ..., operand_shapes_with_layout: _Optional[_Iterable[_Union[ShapeProto, _Mapping]]] = ..., custom_call_has_side_effect: _Optional[bool] = ..., output_operand_aliasing: _Optional[_Iterable[_Union[OutputOperandAliasing, _Mapping]]] = ..., custom_call_api_version: _Optional[_Union[CustomCallApiVersion, str]] = ..., source_target_pairs: _Optional[_Iterable[_Union[SourceTarget, _Mapping]]] = ..., collective_device_list: _Optional[_Union[CollectiveDeviceListProto, _Mapping]] = ...) -> None: ...
 
 class HloComputationProto(_message.Message):
     __slots__ = ("name", "instructions", "id", "root_id")

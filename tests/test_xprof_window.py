@@ -232,3 +232,24 @@ def test_kernel_stats_of_a_cpu_xplane_does_not_decode_it(tmp_path, monkeypatch):
     assert decoded == [] and cpu["rows"] == [] and cpu["cols"][1]["label"] == "Kernel Name"
     gpu = json.loads(kernel_stats([XPROF / "device" / "gpu_tf.xplane.pb"], {}, TaskState()).output)
     assert decoded == ["gpu_tf.xplane.pb"] and len(gpu["rows"]) > 0
+
+
+def test_gpu_running_xla_ops_shows_every_xprof_page(qtbot, window, tmp_path):
+    """A JAX GPU host (XLA ops): every XProf page has XProf's answer (no refusal), the op profile its program
+    tree with FLOP utilisation, and an HLO instruction of the roofline's ops highlights its kernel events."""
+    entries = open_xplane(qtbot, window, tmp_path, "device/gpu_jax")
+    view = window.xprof_view
+    assert [t for t in view.tools if not view.list.item(view.tools.index(t)).isHidden()] == [
+        "overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "hlo_stats",
+        "op_profile", "roofline_model", "memory_viewer"]
+    click(qtbot, window, entries["Framework ops"])
+    table = view.pages["framework_op_stats"].table
+    name = table.model.column("operation")
+    assert table.model.index(0, name).data() == "jit(spread)/mul"
+    rate = table.model.column("model_flop_rate")
+    assert table.model.index(0, rate).data() == "149.622"  # GFLOP/s, from XLA's cost analysis
+    click(qtbot, window, entries["Op profile"])
+    tree = view.op_profile_page.tree
+    assert tree.topLevelItem(0).text(0) == "jit_train_step(16)" and tree.topLevelItem(0).text(1) == "26.7 %"
+    click(qtbot, window, entries["Roofline"])
+    assert view.pages["roofline_model"].message.isHidden() and len(view.pages["roofline_model"].points.points()) == 18

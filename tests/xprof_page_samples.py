@@ -36,6 +36,7 @@ def hlo_stats_sample() -> dict:
             total_self_time=self_time,
             total_self_time_percent=percent,
             bound_by="HBM",
+            include_infeed_outfeed=True,
         )
         for key in (
             "hlo_rematerialization",
@@ -56,20 +57,6 @@ def hlo_stats_sample() -> dict:
     return table
 
 
-def op_profile_sample() -> dict:
-    def node(name, time, flops, bandwidth, children=()):
-        return {
-            "name": name,
-            "metrics": {"rawTime": time, "flops": flops, "bandwidthUtils": [bandwidth, 0, 0]},
-            "children": list(children),
-            "numChildren": len(children),
-        }
-
-    ops = [node("conv.1", 600, 0.7, 0.2), node("fusion.3", 400, 0.1, 0.8)]
-    program = node("by_program", 1000, 0.46, 0.44, [node("jit_f(16)", 1000, 0.46, 0.44, ops)])
-    return {"byProgram": program, "deviceType": "GPU", "byProgramExcludeIdle": program}
-
-
 def roofline_sample() -> list:
     tables = fixture_output("jaxprog.roofline_model.json")
     table = tables[0]
@@ -88,6 +75,7 @@ def roofline_sample() -> list:
             measured_flop_rate=rate,
             total_self_time=self_time,
             bound_by="HBM",
+            include_infeed_outfeed=True,
         )
         return cells(*(values[i] for i in ids))
 

@@ -134,7 +134,9 @@ class OpProfilePage(QWidget):
     def _item(self, node: dict, total: float) -> QTreeWidgetItem:
         metrics = node.get("metrics", {})
         time = float(metrics.get("rawTime", 0) or 0)
-        flops = float(metrics.get("flops", 0) or 0)
+        # XProf's front end: the node's (uncapped) FLOP utilisation is stored times its share of the root's time.
+        share = time / total if total else 0.0
+        flops = float(metrics.get("uncappedFlops", metrics.get("flops", 0)) or 0) / share if share else 0.0
         bandwidth = max([float(v) for v in metrics.get("bandwidthUtils", [])] or [0.0])
         item = QTreeWidgetItem(
             [node.get("name", ""), _percent(time / total) if total else "", _percent(flops), _percent(bandwidth)]

@@ -86,7 +86,12 @@ class RooflinePage(QWidget):
         xs, ys, times = (np.array([float(v or 0) for v in column_values(table, c)]) for c in (
             "operational_intensity", "measured_flop_rate", "total_self_time"))
         names = ["" if v is None else str(v) for v in column_values(table, "operation")]
-        keep = (xs > 0) & (ys > 0)
+        # The whole profile's ops once: not the per-step rows, the set without infeed/outfeed or the "Program" row.
+        steps, included, categories = (column_values(table, c) for c in (
+            "step", "include_infeed_outfeed", "category"))
+        whole = np.array([s in (None, "Total") and i is not False and c != "Program"
+                          for s, i, c in zip(steps, included, categories)], bool).reshape(-1)
+        keep = (xs > 0) & (ys > 0) & whole
         sizes = 6 + 24 * np.sqrt(times / times.max()) if len(times) and times.max() > 0 else np.full(len(xs), 8.0)
         self.points.setData(
             x=np.log10(xs[keep]) if keep.any() else [],

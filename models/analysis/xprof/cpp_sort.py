@@ -84,3 +84,44 @@ def std_sort(items: list[T], less: Callable[[T, T], bool]) -> list[T]:
     else:
         insertion_sort(0, n)
     return a
+
+
+def std_partial_sort(items: list[T], k: int, less: Callable[[T, T], bool]) -> list[T]:
+    """libstdc++'s std::partial_sort of the first k (a heap select, then a heap sort), in place: the same order
+    of equal elements."""
+    a = items
+    middle = min(k, len(a))
+
+    def adjust(hole: int, n: int, value) -> None:
+        top = second = hole
+        while second < (n - 1) // 2:
+            second = 2 * (second + 1)
+            if less(a[second], a[second - 1]):
+                second -= 1
+            a[hole] = a[second]
+            hole = second
+        if n % 2 == 0 and second == (n - 2) // 2:
+            second = 2 * (second + 1)
+            a[hole] = a[second - 1]
+            hole = second - 1
+        parent = (hole - 1) // 2
+        while hole > top and less(a[parent], value):
+            a[hole] = a[parent]
+            hole = parent
+            parent = (hole - 1) // 2
+        a[hole] = value
+
+    def pop(last: int, result: int) -> None:
+        value = a[result]
+        a[result] = a[0]
+        adjust(0, last, value)
+
+    if middle >= 2:
+        for parent in range((middle - 2) // 2, -1, -1):
+            adjust(parent, middle, a[parent])
+    for i in range(middle, len(a)):
+        if middle and less(a[i], a[0]):
+            pop(middle, i)
+    for last in range(middle - 1, 0, -1):
+        pop(last, last)
+    return a

@@ -6,9 +6,8 @@ columns over the plane's events.
 A GPU plane's lines are streams; XProf skips its derived lines (ids from
 0xdeadbeef). Every event of the other lines spans the device's time (first
 begin to last end). An event with `hlo_op`, `hlo_module` and `program_id`
-is an XLA op: consecutive events of one HLO instruction (and step) are one
-occurrence; its category, framework op and FLOPs come from the module's
-HloProto and XLA's cost analysis. An event with a `tf_op` stat is a
+is an XLA op (xla_ops.py: its category, framework op, FLOPs and bytes come
+from the module's HloProto and XLA's GPU cost analysis, hlo_cost.py). An event with a `tf_op` stat is a
 TensorFlow op's kernel: its op is `<tf op name>/<kernel name>`, of the TF
 op's type, with no FLOPs (XProf's TfOpRoofLineCostEstimator is retired). An
 event with `kernel_details` is a kernel for kernel_stats.
@@ -37,6 +36,7 @@ from profscope.models.formats.xspace.xplane import DenseStats, XSpaceData
 
 if TYPE_CHECKING:
     from profscope.models.analysis.xprof.tpu_steps import TpuSteps
+    from profscope.models.analysis.xprof.xla_ops import XlaOpMetrics
 
 _STATS = ["kernel_details", "tf_op", "hlo_op", "hlo_module", "program_id", "is_eager", "group_id", "equation",
           "correlation_id"]
@@ -350,19 +350,30 @@ def _device_db(names, cats, prov, occurrences, time_ps, is_eager, total) -> OpMe
 
 def tf_metrics_of_device(db: OpMetricsDb) -> OpMetricsDb:
     """XProf's CreateTfMetricsDbFromDeviceOpMetricsDb: the device ops by their
-    framework op (provenance): times summed, occurrences the most of any of
-    its device ops; IDLE kept."""
+    framework op (provenance; an op without one is its own, of type
+    Unknown): times, FLOPs and bytes summed, occurrences the most of any of
+    its device ops; IDLE kept. XProf keeps no per-memory breakdown here."""
     prov = db.provenance or [""] * len(db)
     keys: list[tuple[str, str]] = []
     for i in range(len(db)):
         if db.category[i] == IDLE:
             keys.append((IDLE, IDLE))
+        elif not prov[i]:
+            keys.append((db.name[i], "Unknown"))
         else:
             category, name, type_ = parse_tf_op(prov[i])
             keys.append((name, type_) if category != UNKNOWN else (prov[i], "Unknown"))
     distinct, _first, occ, t, st, ea = sum_by(keys, db, most_occurrences=True)
-    return OpMetricsDb([k[0] for k in distinct], [k[1] for k in distinct], occ, t, st, ea, db.total_time_ps,
-                       db.total_op_time_ps)
+    out = OpMetricsDb([k[0] for k in distinct], [k[1] for k in distinct], occ, t, st, ea, db.total_time_ps,
+                      db.total_op_time_ps)
+    if db.flops is not None:
+        index = {k: j for j, k in enumerate(distinct)}
+        slot = np.array([index[k] for k in keys], np.int64)
+        flops, nbytes, _hbm = db.costs()
+        out.flops = np.bincount(slot, weights=flops, minlength=len(distinct))
+        out.bytes = np.bincount(slot, weights=nbytes, minlength=len(distinct))
+        out.hbm_bytes = out.bytes
+    return out
 
 
 TPU_STEP_LINES = ("Steps", "SparseCore Steps")
@@ -382,12 +393,14 @@ class DeviceStats:
     xla: str = ""  # why the op metrics are not computed (XLA ops, whose FLOPs come from XLA's cost analysis)
     tpu_steps: TpuSteps | None = None  # TensorCores' steps
     empty_intersect: bool = False  # several TPU hosts' steps have none in common
+    xla_ops: XlaOpMetrics | None = None  # a GPU running XLA ops: its ops' rows (`ops` is their db)
 
 
 def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     """The device planes' part of XProf's OpStats: op metrics, and with `steps` the GPU hosts' step dbs or the
     TPU host's TensorCore steps (tpu_steps.py). TPU ops with symbol metadata: their op metrics are not computed
     (`xla` says so); their steps are."""
+    from profscope.models.analysis.xprof.xla_ops import xla_op_db
     from profscope.models.core.task import ProfileError
 
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(DEVICE_PREFIXES)]
@@ -399,19 +412,23 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
                            f"({tpu[-1][0].planes[tpu[-1][1]].name}) beside GPUs yet")
     dbs = []
     xla = ""
+    xla_ops = None
     for space, plane in gpu:
         d = device_events(space, plane)
         if _xla_ops(d)[0].any():
-            # XProf takes an XLA op's FLOPs and bytes from XLA's C++ cost analysis of its HloProto.
-            xla = (f"{space.path}: {space.planes[plane].name} runs XLA ops; Profscope lacks XLA's cost analysis, "
-                   "from which XProf computes their FLOPs and bytes")
+            try:
+                xla_ops = _gpu_xla_ops(space, plane, d, paths, len(gpu), bool(d.stats.present("tf_op").any()))
+                dbs.append(xla_op_db(xla_ops))
+                continue
+            except ProfileError as e:  # the tools that need the ops' costs say why; the step analysis goes on
+                xla = str(e)
         dbs.append(device_op_metrics(space, plane))
     if gpu:
         space, plane = host_gpus(gpu)[-1]  # several hosts: XProf's combined run environment keeps the last's
         model = gpu_model_name(plane_stats(space, plane)) or "GPU"  # "GPU" without capabilities
         ops = _combine_device(dbs)
         step_dbs = [gpu_step_db(s) for s in spaces] if steps else None
-        return DeviceStats(tf_metrics_of_device(ops), ops, model, "GPU", step_dbs, len(gpu), xla)
+        return DeviceStats(tf_metrics_of_device(ops), ops, model, "GPU", step_dbs, len(gpu), xla, xla_ops=xla_ops)
     total = sum(_tpu_span(s, i) for s, i in planes)
     none = np.zeros(0, np.int64)
     idle = _device_db([], [], [], none, none, np.zeros(0, bool), total)
@@ -437,6 +454,18 @@ def host_gpus(gpu: list[tuple[XSpaceData, int]]) -> list[tuple[XSpaceData, int]]
     for space, plane in gpu:
         first.setdefault(id(space), (space, plane))
     return list(first.values())
+
+
+def _gpu_xla_ops(space, plane, d, paths, gpu_count: int, has_tf_ops: bool):
+    """The XLA op metrics of the one GPU plane that runs XLA ops (xla_ops.py)."""
+    from profscope.models.analysis.xprof.xla_ops import XlaModules, xla_op_metrics
+    from profscope.models.core.task import ProfileError
+
+    if gpu_count > 1 or has_tf_ops:
+        # XProf merges such planes' op metrics in its own way (not reproduced here).
+        raise ProfileError(f"{space.path}: Profscope computes XProf's XLA op metrics of one GPU plane without "
+                           f"TensorFlow kernels, not of {space.planes[plane].name} among {gpu_count} GPU planes")
+    return xla_op_metrics(d, XlaModules(paths))
 
 
 def _tpu_symbol_ops(space: XSpaceData, plane: int) -> bool:
@@ -668,3 +697,12 @@ def gpu_roofs(caps: dict[str, object]) -> GpuRoofs:
         shared = _AMD_LDS_BYTES_PER_CU_CYCLE.get(gfx, 0.0)
     return GpuRoofs(per_cycle * ghz * cores, float(caps.get("memory_bandwidth", 0) or 0),  # type: ignore[arg-type]
                     shared * ghz * 1e9 * cores)
+
+
+def first_gpu_roofs(spaces: list[XSpaceData]) -> GpuRoofs | None:
+    """The roofs of the XSpaces' first GPU plane (XProf's PerfEnv of a GPU profile); None without one."""
+    for space in spaces:
+        planes = gpu_planes(space)
+        if planes:
+            return gpu_roofs(plane_stats(space, planes[0]))
+    return None

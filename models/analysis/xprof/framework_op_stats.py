@@ -51,17 +51,25 @@ def framework_op_stats(paths: list[Path], params: dict[str, str], task: TaskStat
     if stats.device_unknown:
         raise ProfileError(stats.device_unknown)
     tensor_core: dict[str, float] = {}
+    roofs = None
     if stats.device is not None and "GPU" in stats.device_type:
-        from profscope.models.analysis.xprof.device_op_metrics import kernel_reports, tensor_core_shares
+        from profscope.models.analysis.xprof.device_op_metrics import (
+            first_gpu_roofs,
+            kernel_reports,
+            tensor_core_shares,
+        )
         from profscope.models.analysis.xprof.op_stats import read_spaces
 
-        tensor_core = tensor_core_shares(kernel_reports(read_spaces(paths, task), paths))
-    return ToolData(dumps(framework_op_stats_json(stats, tensor_core)), "json")
+        spaces = read_spaces(paths, task)
+        tensor_core = tensor_core_shares(kernel_reports(spaces, paths))
+        roofs = first_gpu_roofs(spaces)
+    return ToolData(dumps(framework_op_stats_json(stats, tensor_core, roofs)), "json")
 
 
-def framework_op_stats_json(stats: OpStats, tensor_core: dict[str, float] | None = None) -> list[dict]:
-    return [_table(stats, exclude_idle=False, tensor_core=tensor_core or {}),
-            _table(stats, exclude_idle=True, tensor_core=tensor_core or {})]
+def framework_op_stats_json(stats: OpStats, tensor_core: dict[str, float] | None = None, roofs=None) -> list[dict]:
+    """Both tables; `roofs` (device_op_metrics.GpuRoofs) decide what a device op with FLOPs or bytes is bound by."""
+    return [_table(stats, exclude_idle=False, tensor_core=tensor_core or {}, roofs=roofs),
+            _table(stats, exclude_idle=True, tensor_core=tensor_core or {}, roofs=roofs)]
 
 
 def sorted_ops(db: OpMetricsDb, limit: int = MAX_OPS) -> np.ndarray:
@@ -71,13 +79,16 @@ def sorted_ops(db: OpMetricsDb, limit: int = MAX_OPS) -> np.ndarray:
     return np.array(order[:limit], np.int64)
 
 
-def _table(stats: OpStats, exclude_idle: bool, tensor_core: dict[str, float]) -> dict:
+def _table(stats: OpStats, exclude_idle: bool, tensor_core: dict[str, float], roofs=None) -> dict:
+    from profscope.models.analysis.xprof.xla_ops import rates
+
     gpu = "GPU" in stats.device_type
     rows: list[list] = []
     rank = 0
     training = False
     if stats.device is not None:  # the device's rows first, by their share of the device's time
         dev = stats.device
+        flops, nbytes, hbm = dev.costs()
         device_us = (dev.total_op_time_ps if exclude_idle else dev.total_time_ps) / 1e6
         cumulative = 0.0
         for i in sorted_ops(dev).tolist():
@@ -88,12 +99,14 @@ def _table(stats: OpStats, exclude_idle: bool, tensor_core: dict[str, float]) ->
             time_us, self_us = int(dev.time_ps[i]) / 1e6, int(dev.self_time_ps[i]) / 1e6
             share = self_us / device_us if device_us else 0.0
             cumulative += share
+            r = rates(float(flops[i]), float(nbytes[i]), float(hbm[i]), int(dev.time_ps[i]), roofs)
             row = [float(rank), "Device", dev.category[i], dev.name[i], float(occurrences), time_us,
                    time_us / occurrences if occurrences else 0.0, self_us,
-                   self_us / occurrences if occurrences else 0.0, share, cumulative, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+                   self_us / occurrences if occurrences else 0.0, share, cumulative, 0.0, 0.0,
+                   r.flop_rate, r.flop_rate, r.memory_bw, r.intensity]
             if gpu:
                 row.append(tensor_core.get(dev.name[i], 0.0))
-            row += ["Unknown", "Eager" if dev.is_eager[i] else "Function"]
+            row += [r.bound_by, "Eager" if dev.is_eager[i] else "Function"]
             rows.append(row)
             training = training or training_op(dev.name[i], dev.category[i])
     host_cumulative = 0.0

@@ -5,9 +5,9 @@ XProf fills it from the device op metrics only; a host-only profile
 (TensorFlow or JAX on CPU: the ops run on host threads) gets the table with
 no rows, which is what XProf 2.24 returns for such profiles. GPU planes of
 TensorFlow kernels get a row per device op (device_op_metrics.py), TPU
-planes a row per HLO op from the ops' metadata (tpu_ops.py); XLA ops on a
-GPU are refused with a message (their FLOPs and bytes come from XLA's cost
-analysis, which Profscope lacks)."""
+planes a row per HLO op from the ops' metadata (tpu_ops.py), XLA ops on a
+GPU a row per HLO instruction, its FLOPs and bytes from XLA's GPU cost
+analysis of the module (xla_ops.py, hlo_cost.py)."""
 
 from __future__ import annotations
 
@@ -67,6 +67,10 @@ def hlo_stats_table(paths: list[Path], task: TaskState) -> dict:
         from profscope.models.analysis.xprof.tpu_ops import tpu_hlo_stats_rows
 
         return table(COLUMNS, tpu_hlo_stats_rows(spaces))
+    if device.xla_ops is not None:
+        from profscope.models.analysis.xprof.device_op_metrics import first_gpu_roofs
+
+        return table(COLUMNS, _xla_rows(device.xla_ops, first_gpu_roofs(spaces)))
     if device.xla:
         raise ProfileError(device.xla)
     # GPU TensorFlow kernels: one row per device op, shares of the device's whole time; no FLOPs or bytes
@@ -87,6 +91,35 @@ def hlo_stats_table(paths: list[Path], task: TaskState) -> dict:
                      time_us / n if n else 0.0, self_us, self_us / n if n else 0.0, share, cumulative,
                      0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "Unknown", "No", "No", "No", "", "", "", 0.0])
     return table(COLUMNS, rows)
+
+
+def _xla_rows(ops, roofs) -> list[list]:
+    """XProf's rows of XLA ops on a GPU: by self time (most first, then name), FLOP rates and bandwidths from
+    XLA's GPU cost analysis against the GPU's roofs, shares of the device's whole time."""
+    import numpy as np
+
+    from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
+    from profscope.models.analysis.xprof.op_stats import OpMetricsDb
+    from profscope.models.analysis.xprof.xla_ops import rates, source_cell
+
+    time = np.array(ops.time_ps, np.int64)
+    db = OpMetricsDb(ops.name, ops.category, np.array(ops.occurrences, np.int64), time, time,
+                     np.zeros(len(ops), bool))
+    total = ops.total_time_ps
+    rows: list[list] = []
+    cumulative = 0.0
+    for i in sorted_ops(db, limit=len(db)).tolist():
+        n, t_ps = ops.occurrences[i], ops.time_ps[i]
+        time_us = t_ps / 1e6
+        share = 100.0 * t_ps / total if total else 0.0
+        cumulative += share
+        r = rates(ops.flops[i], ops.bytes[i], ops.hbm_bytes[i], t_ps, roofs)
+        rows.append([float(len(rows) + 1), str(ops.program_id[i]), ops.category[i], ops.name[i], ops.expression[i],
+                     ops.provenance[i], float(n), time_us, time_us / n if n else 0.0, time_us,
+                     time_us / n if n else 0.0, share, cumulative, 0.0, r.flop_rate, r.flop_rate, r.memory_bw,
+                     r.hbm_bw, 0.0, 0.0, r.intensity, r.bound_by, "No", "No", "No", source_cell(ops.source[i]), "",
+                     "", 0.0])
+    return rows
 
 
 @register("hlo_stats")

@@ -95,9 +95,21 @@ class OpMetricsDb:
     total_time_ps: int = 0
     total_op_time_ps: int = 0
     provenance: list[str] | None = None  # device ops: each one's framework op (tf_op full name)
+    # XLA ops' cost analysis, totals over the occurrences (None without it: every rate zero): FLOPs, bytes
+    # accessed, and the HBM bytes of XLA's per-memory breakdown (0 where it has none: call, while ...).
+    flops: np.ndarray | None = None
+    bytes: np.ndarray | None = None
+    hbm_bytes: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.name)
+
+    def costs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(FLOPs, bytes, HBM bytes) per row, zeros without a cost analysis."""
+        if self.flops is None or self.bytes is None or self.hbm_bytes is None:
+            zeros = np.zeros(len(self.name), np.float64)
+            return zeros, zeros, zeros
+        return self.flops, self.bytes, self.hbm_bytes
 
 
 @dataclass

@@ -107,11 +107,13 @@ def _eager_share(dev: OpMetricsDb | None) -> float:
 
 
 def _top_device_ops(dev: OpMetricsDb, kernels: dict[str, tuple[bool, int, int]]) -> list[list]:
-    """The device ops of most self time (without IDLE), their shares of the device's op time, TensorCore use."""
+    """The device ops of most self time (without IDLE), their shares of the device's op time, FLOP rate
+    (GFLOP/s), TensorCore use."""
     from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
 
     rows: list[list] = []
     cumulative = 0.0
+    flops = dev.costs()[0]
     op_time = dev.total_op_time_ps
     for i in sorted_ops(dev).tolist():
         if dev.category[i] == IDLE:
@@ -121,7 +123,9 @@ def _top_device_ops(dev: OpMetricsDb, kernels: dict[str, tuple[bool, int, int]])
         share = int(dev.self_time_ps[i]) / op_time if op_time else 0.0
         cumulative += share
         eligible, tc, _total = kernels.get(dev.name[i], (False, 0, 0))
-        rows.append([share, cumulative, dev.category[i], dev.name[i], 0.0, eligible, tc > 0])
+        ns = int(dev.time_ps[i]) / 1e3
+        rows.append([share, cumulative, dev.category[i], dev.name[i], float(flops[i]) / ns if ns else 0.0, eligible,
+                     tc > 0])
     return rows
 
 

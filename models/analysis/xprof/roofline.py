@@ -6,8 +6,10 @@ against them (XProf's op_stats_to_roofline_model), plus a diagnostics table.
 XProf takes the FLOPs and bytes of an op from the device op metrics and the
 roofs from the device's capabilities (the device plane's stats); a
 host-only profile gets the tables with no rows and zero roofs, as XProf 2.24
-returns for it. GPU planes of TensorFlow kernels get XProf's GPU table; several hosts XProf's combined steps
-(step_intersection.py); TPU planes are refused with a message (not computed yet).
+returns for it. GPU planes get XProf's table of their device op metrics
+(XLA ops: their FLOPs and bytes from XLA's GPU cost analysis); several hosts
+XProf's combined steps (step_intersection.py); TPU planes are refused with a
+message (not computed yet).
 """
 
 from __future__ import annotations
@@ -104,9 +106,10 @@ def _g(x: float) -> str:
 
 
 def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
-    """XProf's roofline of GPU TensorFlow kernels (no FLOPs or bytes: every rate zero): the whole profile and
-    its ops, then a row per step (empty: XProf has no per-step op metrics of GPUs), with and without
-    infeed/outfeed; the roofs from the device's capabilities."""
+    """XProf's roofline of a GPU: the whole profile ("Program": the ops' FLOPs and bytes, but not those of
+    ops holding others, call and while) and its ops, then a row per step (empty: XProf has no per-step op
+    metrics of GPUs), with and without infeed/outfeed; the roofs from the device's capabilities. TensorFlow
+    kernels have no FLOPs or bytes (every rate zero); XLA ops those of XLA's GPU cost analysis."""
     from profscope.models.analysis.xprof.device_op_metrics import (
         GpuRoofs,
         device_stats,
@@ -117,6 +120,7 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
     from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
     from profscope.models.analysis.xprof.op_stats import GPU_PLANE_PREFIX, IDLE, read_spaces
     from profscope.models.analysis.xprof.step_intersection import EMPTY_INTERSECT
+    from profscope.models.analysis.xprof.xla_ops import may_have_inner_ops, rates, source_cell
 
     spaces = read_spaces(paths, task)
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(GPU_PLANE_PREFIX)]
@@ -126,9 +130,16 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
     device = device_stats(spaces, paths, steps=True)
     if device.xla:
         raise ProfileError(device.xla)
+    # Several hosts: XProf's combined perf env takes the peak FLOP rate of the last host that has one and the
+    # bandwidths of the first.
+    each = [gpu_roofs(plane_stats(s, i)) for s, i in host_gpus(planes)]
+    roofs = GpuRoofs(next((r.peak_gflops for r in reversed(each) if r.peak_gflops > 0), 0.0),
+                     each[0].hbm_bytes_per_s, each[0].shared_bytes_per_s)
     db = device.ops
+    flops, nbytes, hbm = db.costs()
+    xla = device.xla_ops
     total = db.total_time_ps
-    zeros9, zeros4 = [0.0] * 9, [0.0] * 4
+    zeros4 = [0.0] * 4
     if len(spaces) > 1:  # XProf's combined steps, numbered from 0, after an "Average" row of the complete steps
         from profscope.models.analysis.xprof.step_intersection import session_steps
 
@@ -140,11 +151,20 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
         step_names = [str(n) for n in steps.number.tolist()] if steps is not None else []
         warnings = [] if step_names else [NO_STEP_MARKER]
     cores = max(device.core_count, 1)  # XProf's time per core: each GPU a core
+
+    def rated(r, time_ps: int) -> list:
+        optimal = max(r.hbm_util, r.flops_util)
+        return [r.flop_rate, r.flop_rate, r.memory_bw, r.hbm_bw, 0.0, r.intensity, r.hbm_intensity, 0.0,
+                r.bottleneck_intensity, r.bound_by, time_ps / 1e6 / cores, time_ps / total if total else 0.0,
+                r.flop_rate / optimal if optimal else 0.0, optimal, r.flops_util, r.hbm_util]
+
+    inner = [not may_have_inner_ops(c) and c != IDLE for c in db.category]
+    program = rates(float(flops[inner].sum()), float(nbytes[inner].sum()), float(hbm[inner].sum()), total, roofs)
     rows = []
     for include in (True, False):
         total_us = total / 1e6
-        rows.append(["Total", 0.0, "Program", "Program", 1.0, total_us, total_us, 0.0, 0.0, 0.0, 0.0, *zeros9,
-                     "Unknown", total_us / cores, 1.0 if total else 0.0, *zeros4, include, "0", ""])
+        rows.append(["Total", 0.0, "Program", "Program", 1.0, total_us, total_us, 0.0, 0.0, 0.0, 0.0,
+                     *rated(program, total), include, "0", ""])
         cumulative = 0.0
         rank = 0
         for i in sorted_ops(db, limit=len(db)).tolist():
@@ -155,17 +175,15 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
             time_us, self_us = int(db.time_ps[i]) / 1e6, int(db.self_time_ps[i]) / 1e6
             share = int(db.self_time_ps[i]) / total if total else 0.0
             cumulative += share
+            r = rates(float(flops[i]), float(nbytes[i]), float(hbm[i]), int(db.time_ps[i]), roofs)
+            program_id, source = (str(xla.program_id[i]), source_cell(xla.source[i])) if xla is not None \
+                else ("0", "")
             rows.append(["Total", float(rank), db.category[i], db.name[i], float(n), time_us, time_us / n,
-                         self_us, self_us / n, share, cumulative, *zeros9, "Unknown", time_us / cores,
-                         int(db.time_ps[i]) / total if total else 0.0, *zeros4, include, "0", ""])
+                         self_us, self_us / n, share, cumulative, *rated(r, int(db.time_ps[i])), include,
+                         program_id, source])
         for step in step_names:
             rows.append([step, 0.0, "Program", "Program", 1.0, *([0.0] * 15), "Unknown", 0.0, 0.0, *zeros4,
                          include, "0", ""])
-    # Several hosts: XProf's combined perf env takes the peak FLOP rate of the last host that has one and the
-    # bandwidths of the first.
-    each = [gpu_roofs(plane_stats(s, i)) for s, i in host_gpus(planes)]
-    roofs = GpuRoofs(next((r.peak_gflops for r in reversed(each) if r.peak_gflops > 0), 0.0),
-                     each[0].hbm_bytes_per_s, each[0].shared_bytes_per_s)
     p = {
         "device_type": device.device_type,
         "hbm_ridge_point": _g(roofs.peak_gflops / (roofs.hbm_bytes_per_s / 1e9)) if roofs.hbm_bytes_per_s else "0",

@@ -31,7 +31,8 @@ category), each file converted from a copy in a folder of its own.
     python xprof_device_planes.py tests/data/xprof/device --big /tmp/big.xplane.pb
 
 writes gpu_tf of 20,000 steps (about 480,000 events) for
-benchmarks/xprof_tools_bench.py --file /tmp/big.xplane.pb --tools kernel_stats ...
+benchmarks/xprof_tools_bench.py --file /tmp/big.xplane.pb --tools kernel_stats ...;
+with `gpu_jax` after the path, gpu_jax of 5,000 steps (120,000 XLA kernels).
 """
 
 import gzip
@@ -232,13 +233,15 @@ def device_caps(plane, vendor, tpu=False, major=7, minor=0):
     p.set_stat(p.p, "device_vendor", vendor)
 
 
-def jax_metadata():
-    """jaxprog's metadata plane and, per module, (program id, name, instruction names of its entry computation)."""
+def jax_metadata(source=None, keep=None, every=False):
+    """A JAX trace's metadata plane (jaxprog's by default) and, per module, (program id, name, instruction names
+    of its entry computation); with `keep`, only the modules whose name it holds (the others dropped)."""
     try:
         from tensorflow.compiler.xla.service import hlo_pb2
     except ImportError:  # pragma: no cover
         from xla.service import hlo_pb2
-    src = xplane_pb2.XSpace.FromString((Path(sys.argv[1]).parent / "jaxprog.xplane.pb").read_bytes())
+    source = source or Path(sys.argv[1]).parent / "jaxprog.xplane.pb"
+    src = xplane_pb2.XSpace.FromString(Path(source).read_bytes())
     meta = next(p for p in src.planes if p.name == "/host:metadata")
     hlo_stat = next(k for k, m in meta.stat_metadata.items() if m.name == "Hlo Proto")
     program_stat = next(k for k, m in meta.stat_metadata.items() if m.name == "program_id")
@@ -248,18 +251,48 @@ def jax_metadata():
         for s in md.stats:
             if s.metadata_id == hlo_stat:
                 proto = hlo_pb2.HloProto.FromString(s.bytes_value)
+                if keep is not None and proto.hlo_module.name not in keep:
+                    del meta.event_metadata[mid]
+                    continue
                 entry = next(c for c in proto.hlo_module.computations
                              if c.id == proto.hlo_module.entry_computation_id)
-                names = [i.name for i in entry.instructions if i.opcode not in ("parameter", "tuple", "constant",
-                                                                               "get-tuple-element", "bitcast")]
+                names = kernel_names(proto.hlo_module, entry, keep is not None, every)
                 modules.append((program_id, proto.hlo_module.name, names))
     return meta, modules
 
 
-def jax_device(space, plane_name, vendor, tpu=False):
+def kernel_names(module, computation, nested: bool, every: bool = False) -> list[str]:
+    """The instructions of a computation that run as kernels (not parameters, tuples, constants, element
+    accesses or bitcasts); with `nested`, after each while, conditional or call those of the computations it
+    runs (loop bodies and conditions, branches), as a GPU runs them; with `every`, those of every computation
+    (fused ones, reducers, comparators too: not what a GPU runs, an oracle of XLA's per-instruction costs)."""
+    if every:
+        return [n for c in module.computations for n in kernel_names(module, c, False)]
+    by_id = {c.id: c for c in module.computations}
+    names = []
+    for i in computation.instructions:
+        if i.opcode in ("parameter", "tuple", "constant", "get-tuple-element", "bitcast"):
+            continue
+        names.append(i.name)
+        if nested and i.opcode in ("while", "conditional", "call"):
+            for c in i.called_computation_ids:
+                names += kernel_names(module, by_id[c], nested)
+    return names
+
+
+# jax_xla_opcodes_profile.py's programs (gpu_jax_ops): every kernel of theirs (kernel_names, nested).
+OPCODE_MODULES = ("jit_batched_dot", "jit_grouped_conv", "jit_max_pool", "jit_pool_grad", "jit_gather_scatter",
+                  "jit_sort_rows", "jit_branch", "jit_update", "jit_cholesky", "jit__fun",  # jit__fun: collectives
+                  "jit_loop")
+JAX_TRACE: list = []  # --jax-trace: the xplane.pb jax_xla_opcodes_profile.py wrote
+
+
+def jax_device(space, plane_name, vendor, tpu=False, opcodes=False, every=False):
     """A JAX program on one device: per step, the jitted modules' instructions
-    as kernels (GPU) or XLA ops (TPU), with hlo_op, hlo_module, program_id."""
-    meta, modules = jax_metadata()
+    as kernels (GPU) or XLA ops (TPU), with hlo_op, hlo_module, program_id.
+    With `opcodes`, the modules of jax_xla_opcodes_profile.py's trace, every
+    kernel of each (loop bodies and branches too)."""
+    meta, modules = jax_metadata(JAX_TRACE[0], OPCODE_MODULES, every) if opcodes else jax_metadata()
     space.planes.add().CopyFrom(meta)
     host = Plane(space, 1, "/host:CPU")
     dev = Plane(space, 2, plane_name)
@@ -275,7 +308,9 @@ def jax_device(space, plane_name, vendor, tpu=False):
         steps_line = None
     t = 0
     correlation = 1000
-    chosen = [m for m in modules if len(m[2]) >= 3][:4]  # the modules of several kernels
+    # The modules of several kernels (every module of the opcodes' trace), their first 6 (every) instructions.
+    chosen = modules if opcodes else [m for m in modules if len(m[2]) >= 3][:4]
+    per_module = None if opcodes else 6
     for step in range(STEPS):
         begin = t
         t += 4 * US
@@ -284,7 +319,7 @@ def jax_device(space, plane_name, vendor, tpu=False):
         for program_id, module, names in chosen:
             module_begin = device_t
             host.event(launcher, f"PjitFunction({module})", t, 3 * US)
-            for k, name in enumerate(names[:6]):
+            for k, name in enumerate(names[:per_module]):
                 duration = (1 + (k * 7 + program_id) % 9) * 1_100_000 + step * 1_000
                 stats = dict(hlo_op=name, hlo_module=module, program_id=program_id)
                 if not tpu:
@@ -377,6 +412,9 @@ VARIANTS = {
     "rocm_jax": lambda s: jax_device(s, "/device:GPU:0", "AMD"),
     "tpu_jax": lambda s: jax_device(s, "/device:TPU:0", "", tpu=True),
     "tpu_ops": tpu_ops,
+    "gpu_jax_ops": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", opcodes=True),
+    # every instruction of gpu_jax_ops' modules as a kernel: op_profile only (XLA's cost of each instruction)
+    "gpu_jax_every": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", opcodes=True, every=True),
     "small_emptygpu": empty_gpu,
 }
 
@@ -435,14 +473,25 @@ def main():
         STEPS = 20_000
         space = xplane_pb2.XSpace()
         space.hostnames.append("gpuhost")
-        tf_gpu(space)
+        if sys.argv[4:5] == ["gpu_jax"]:  # or gpu_jax of 5,000 steps (120,000 XLA kernels)
+            STEPS = 5_000
+            jax_device(space, "/device:GPU:0", "Nvidia")
+        else:
+            tf_gpu(space)
         in_time_order(space)
         Path(sys.argv[3]).write_bytes(space.SerializeToString())
         return
+    args = sys.argv[2:]
+    if "--jax-trace" in args:  # gpu_jax_ops: the trace jax_xla_opcodes_profile.py wrote
+        at = args.index("--jax-trace")
+        JAX_TRACE.append(Path(args[at + 1]))
+        del args[at : at + 2]
     folder = Path(sys.argv[1])
     out = folder / "tools"
     out.mkdir(exist_ok=True)
-    only = sys.argv[2:] or [*VARIANTS, *SESSIONS]
+    only = args or [*VARIANTS, *SESSIONS]
+    if "gpu_jax_ops" in only and not JAX_TRACE:
+        sys.exit("gpu_jax_ops needs --jax-trace PATH (the xplane.pb of jax_xla_opcodes_profile.py)")
     for session in [s for s in only if s in SESSIONS]:  # sessions of several hosts (XProf takes the list)
         only.remove(session)
         hosts, tools = SESSIONS[session]
@@ -466,9 +515,9 @@ def main():
         in_time_order(space)
         path = folder / f"{name}.xplane.pb"
         path.write_bytes(space.SerializeToString(deterministic=True))
-        for tool in TOOLS:
+        for tool in ("op_profile",) if name == "gpu_jax_every" else TOOLS:
             for suffix, params in [("", {})] + ([(".by_category", {"group_by": "category"})]
-                                                if tool == "op_profile" else []):
+                                                if tool == "op_profile" and name != "gpu_jax_every" else []):
                 with tempfile.TemporaryDirectory() as tmp:
                     copy = Path(tmp) / path.name
                     shutil.copyfile(path, copy)

@@ -1,0 +1,201 @@
+"""XProf 2.24.2's device op metrics of XLA ops on GPU planes
+(ConvertDeviceTraceXPlaneToOpMetricsDb's XLA part): events with `hlo_op`,
+`hlo_module` and `program_id` whose instruction (the last name of hlo_op)
+is in the module of that program; a run of consecutive events of one
+instruction and group is entered once with their count as occurrences. Each
+op, keyed by (program id, instruction), takes its category, framework op
+(metadata op_name:op_type), text and source from the module's HloProto and
+its FLOPs and bytes per occurrence from XLA's GPU cost analysis
+(hlo_cost.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from profscope.models.analysis.xprof.hlo import SourceInfo
+
+
+@dataclass
+class XlaOpMetrics:
+    """One row per (program id, HLO instruction), in XProf's insertion order."""
+
+    program_id: list[int] = field(default_factory=list)
+    name: list[str] = field(default_factory=list)
+    category: list[str] = field(default_factory=list)
+    provenance: list[str] = field(default_factory=list)
+    expression: list[str] = field(default_factory=list)
+    source: list[SourceInfo | None] = field(default_factory=list)
+    occurrences: list[int] = field(default_factory=list)
+    time_ps: list[int] = field(default_factory=list)
+    flops: list[float] = field(default_factory=list)  # totals over the occurrences
+    bytes: list[float] = field(default_factory=list)
+    hbm_bytes: list[float] = field(default_factory=list)
+    total_time_ps: int = 0
+    program_names: dict[int, str] = field(default_factory=dict)  # XProf's program names: "<module>(<id>)"
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+
+class XlaModules:
+    """A session's modules by program id, each with its cost analysis, loaded on first use."""
+
+    def __init__(self, paths: list) -> None:
+        from profscope.models.analysis.xprof.hlo import ModuleSource
+
+        self._source = ModuleSource(paths)
+        self._by_program: dict[int, object] = {}
+
+    def get(self, program_id: int):
+        from profscope.models.analysis.xprof.hlo import Module
+        from profscope.models.analysis.xprof.hlo_cost import ModuleCosts
+
+        if program_id not in self._by_program:
+            found = None
+            suffix = f"({program_id})"
+            for name in self._source.names():
+                if name.endswith(suffix):
+                    proto = self._source.load(name)
+                    found = (ModuleCosts(proto, name), Module(proto).instructions)
+                    break
+            self._by_program[program_id] = found
+        return self._by_program[program_id]
+
+
+def xla_op_metrics(d, modules: XlaModules) -> XlaOpMetrics:
+    """The XLA ops of a GPU plane's events (device_op_metrics.DeviceEvents), by XProf's rules: an event whose
+    (program, instruction) its module lacks is skipped; a run of consecutive events of one instruction name,
+    group and line is entered under its first event's (program, instruction), ops in the order of their first
+    run. Costs per occurrence from the module's analysis."""
+    from profscope.models.analysis.xprof.device_op_metrics import _xla_ops, distinct_rows
+
+    out = XlaOpMetrics()
+    if not len(d.rows):
+        return out
+    out.total_time_ps = int((d.start + d.duration).max() - d.start.min())
+    xla, program, last = _xla_ops(d)
+    hlo_code, _ = d.strings("hlo_op")
+    group = np.where(d.stats.present("group_id"), d.stats.value["group_id"], -1) if "group_id" in d.stats.case \
+        else np.full(len(d.rows), -1, np.int64)
+    idx = np.flatnonzero(xla)
+    if not len(idx):
+        return out
+    # Each distinct (program, hlo_op) once: is the instruction in its module?
+    first, pair = distinct_rows([program[idx], hlo_code[idx]])
+    pairs = [(int(program[idx[f]]), last[int(hlo_code[idx[f]])]) for f in first.tolist()]
+    known = np.array([(m := modules.get(pid)) is not None and m[0].cost(name) is not None for pid, name in pairs],
+                     bool)
+    keep = known[pair]
+    idx, pair = idx[keep], pair[keep]
+    if not len(idx):
+        return out
+    name = np.unique(np.array(last, dtype=object), return_inverse=True)[1].reshape(-1)[hlo_code[idx]]
+    grp, line = group[idx], d.space.events.line[d.rows][idx]
+    start = np.ones(len(idx), bool)
+    start[1:] = (name[1:] != name[:-1]) | (grp[1:] != grp[:-1]) | (line[1:] != line[:-1])
+    run = np.cumsum(start) - 1
+    run_pair = pair[start]
+    seen, first_run = np.unique(run_pair, return_index=True)
+    slot_pairs = seen[np.argsort(first_run, kind="stable")]  # ops in the order of their first run
+    slot_of = np.zeros(len(pairs), np.int64)
+    slot_of[slot_pairs] = np.arange(len(slot_pairs))
+    event_slot = slot_of[run_pair[run]]
+    occurrences = np.bincount(event_slot, minlength=len(slot_pairs))
+    time = np.zeros(len(slot_pairs), np.int64)
+    np.add.at(time, event_slot, d.duration[idx])
+    for s, k in enumerate(slot_pairs.tolist()):
+        pid, op = pairs[k]
+        found = modules.get(pid)
+        _add_op(out, pid, op, found)
+        costs, n = found[0].cost(op), int(occurrences[s])
+        out.occurrences[s], out.time_ps[s] = n, int(time[s])
+        out.flops[s] = max(costs.flops, 0) * n
+        out.bytes[s] = max(costs.bytes, 0) * n
+        out.hbm_bytes[s] = max(costs.hbm_bytes, 0) * n
+    return out
+
+
+def _add_op(out: XlaOpMetrics, pid: int, name: str, found) -> None:
+    costs, instructions = found
+    out.program_names[pid] = costs.label
+    row = next(r for r in range(len(instructions.name_code)) if instructions.name(r) == name)
+    ins = costs.by_name[name]
+    op_name, op_type = ins.metadata.op_name, ins.metadata.op_type
+    out.program_id.append(pid)
+    out.name.append(name)
+    out.category.append(costs.category(name))
+    out.provenance.append(f"{op_name}:{op_type}" if op_name else "")  # TfOpFullname
+    out.expression.append(costs.expression(name))
+    out.source.append(instructions.op_name_and_source(row)[1])
+    out.occurrences.append(0)
+    out.time_ps.append(0)
+    out.flops.append(0.0)
+    out.bytes.append(0.0)
+    out.hbm_bytes.append(0.0)
+
+
+def xla_op_db(ops: XlaOpMetrics):
+    """The XLA ops as XProf's device op metrics db (OpMetricsDb: name, HLO category, framework op as
+    provenance, costs), IDLE last: the device's span less the ops' time."""
+    from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb
+
+    time = np.array(ops.time_ps + [0], np.int64)
+    op_time = int(time.sum())
+    time[-1] = max(ops.total_time_ps - op_time, 0)
+    return OpMetricsDb(ops.name + [IDLE], ops.category + [IDLE], np.array(ops.occurrences + [0], np.int64), time,
+                       time.copy(), np.zeros(len(ops) + 1, bool), ops.total_time_ps, op_time,
+                       ops.provenance + [""], np.array(ops.flops + [0.0]), np.array(ops.bytes + [0.0]),
+                       np.array(ops.hbm_bytes + [0.0]))
+
+
+@dataclass
+class Rates:
+    """XProf's roofline metrics of an op record (SetRooflineMetrics, as on a GPU)."""
+
+    flop_rate: float  # GFLOP/s
+    memory_bw: float  # GiB/s, all bytes
+    hbm_bw: float  # GiB/s
+    intensity: float  # FLOPs per byte
+    hbm_intensity: float
+    bound_by: str
+    bottleneck_intensity: float
+    flops_util: float  # of the peak FLOP rate
+    hbm_util: float  # of the peak HBM bandwidth
+
+
+def rates(flops: float, nbytes: float, hbm: float, time_ps: int, roofs) -> Rates:
+    """The rates of an op record from its FLOPs, bytes and HBM bytes (an op without XLA's per-memory breakdown,
+    hbm 0, counts all its bytes) against the GPU's roofs (device_op_metrics.GpuRoofs): bound by the resource
+    most used, Compute, then HBM, then the SMs' shared memory; Unknown where none is."""
+    ns = time_ps / 1e3
+    hbm = hbm or nbytes
+    flop_rate = flops / ns if ns else 0.0
+    memory_bw = nbytes / ns / 1.073741824 if ns else 0.0
+    hbm_bw = hbm / ns / 1.073741824 if ns else 0.0
+    intensity = flops / nbytes if nbytes else 0.0
+    hbm_intensity = flops / hbm if hbm else 0.0
+    peak_hbm = roofs.hbm_bytes_per_s / 2**30 if roofs is not None else 0.0
+    peak_shm = roofs.shared_bytes_per_s / 2**30 if roofs is not None else 0.0
+    flops_util = flop_rate / roofs.peak_gflops if roofs is not None and roofs.peak_gflops else 0.0
+    hbm_util = hbm_bw / peak_hbm if peak_hbm else 0.0
+    bound, best, bottleneck = "Unknown", 0.0, 0.0
+    for name, util, oi in (("Compute", flops_util, intensity), ("HBM", hbm_util, hbm_intensity),
+                           ("Shm/L1", hbm_bw / peak_shm if peak_shm else 0.0, hbm_intensity)):
+        if util > best:
+            bound, best, bottleneck = name, util, oi
+    return Rates(flop_rate, memory_bw, hbm_bw, intensity, hbm_intensity, bound, bottleneck, flops_util, hbm_util)
+
+
+def may_have_inner_ops(category: str) -> bool:
+    """XProf's MayHaveInnerOps: ops whose time holds other ops' (their costs are those ops')."""
+    return category in ("call", "conditional", "while", "megacore fusion")
+
+
+def source_cell(source) -> str:
+    """XProf's Source Info cell: the file and line, the stack frames as its title; empty without a source."""
+    if source is None:
+        return ""
+    frames = "".join(f"{f}\n" for f in source.stack_frame.split("\n")) if source.stack_frame else ""
+    return f"<div class='source-info-cell' title='{frames}'>{source.file_name}:{source.line_number}</div>"
