@@ -48,7 +48,12 @@ def op_profile_tree(paths: list[Path], group_by: str, task: TaskState) -> dict:
     from profscope.models.analysis.xprof.device_op_metrics import device_stats
     from profscope.models.analysis.xprof.op_stats import read_spaces
 
-    device = device_stats(read_spaces(paths, task), paths, steps=False)
+    spaces = read_spaces(paths, task)
+    device = device_stats(spaces, paths, steps=False)
+    if device.hardware_type == "TPU":  # TensorCores: from the ops' metadata (tpu_profile.py)
+        from profscope.models.analysis.xprof.tpu_profile import tpu_op_profile
+
+        return tpu_op_profile(spaces, paths, by)
     if device.xla:
         raise ProfileError(device.xla)
     return {key: _device_tree(device.ops, by, idle=True), "deviceType": device.hardware_type,

@@ -120,9 +120,10 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
 
     spaces = read_spaces(paths, task)
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(GPU_PLANE_PREFIX)]
-    if not planes:
-        tpu = next(p.name for s in spaces for p in s.planes if p.name.startswith("/device:"))
-        raise ProfileError(f"{paths[0]}: Profscope does not compute XProf's roofline_model of TPU planes ({tpu}) yet")
+    if not planes:  # TPU planes: from the TensorCores' op metadata (tpu_profile.py)
+        from profscope.models.analysis.xprof.tpu_profile import tpu_roofline_tables
+
+        return tpu_roofline_tables(spaces, device_stats(spaces, paths, steps=True))
     device = device_stats(spaces, paths, steps=True)
     if device.xla:
         raise ProfileError(device.xla)

@@ -8,12 +8,17 @@ metadata of the TPU profiler, not XLA's cost analysis.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from profscope.models.analysis.xprof.tpu_steps import OP_LINE, STEP_LINE, _line_rows, _self_times, tensor_cores
 from profscope.models.formats.xspace.xplane import XSpaceData, span_text
+
+# Memory spaces of an op's memory_access_breakdown (XProf's PerformanceInfo.MemoryAccessed): 0 unknown, 1 HBM,
+# 2 CMEM, 3 VMEM; any other on-chip space counts as unknown. Operation types: 0 unknown, 1 read, 2 write.
+HBM, CMEM, VMEM = 1, 2, 3
+READ, WRITE = 1, 2
 
 
 @dataclass
@@ -30,14 +35,48 @@ class TpuOps:
     bytes: np.ndarray  # float64
     program: list[int]
     total_ps: int = 0
+    long_name: list[str] = field(default_factory=list)  # the metadata's name where a display name is the name
+    # Per run, as the metadata gives them (times the runs in a db): FLOPs, model FLOPs (FLOPs without them), bytes
+    # and bytes by memory space and operation (n, 4, 3); has_breakdown: the metadata has memory_access_breakdown.
+    per_run: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    per_run_memory: np.ndarray = field(default_factory=lambda: np.zeros((0, 4, 3)))
+    has_breakdown: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    # id(XSpaceData) -> (its op event rows, sorted; their row in this table): per-step op metrics (step_db).
+    slots: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     @property
     def op_ps(self) -> int:
         return int(self.self_ps.sum())
 
+    def __len__(self) -> int:
+        return len(self.name)
+
+    @property
+    def model_flops(self) -> np.ndarray:
+        return self.per_run[:, 1] * self.occurrences
+
+    @property
+    def memory(self) -> np.ndarray:
+        return self.per_run_memory * self.occurrences[:, None, None]
+
+
+def _breakdown(buf, span) -> np.ndarray:
+    """A MemoryAccessBreakdown's bytes by memory space and operation type (4 x 3)."""
+    from profscope.models.core import _protowire as wire
+
+    out = np.zeros((4, 3))
+    o, n = (int(x) for x in span)
+    (accessed,) = wire.find_fields(buf, o, o + n, [1])  # MemoryAccessBreakdown.memory_accessed
+    if len(accessed):
+        for kind, space, size in zip(*(a.tolist() for a in wire.decode_messages(buf, accessed, [(1, "i"), (2, "i"),
+                                                                                              (3, "i")]))):
+            out[space if 0 <= space < 4 else 0, kind if 0 <= kind < 3 else 0] += size
+    return out
+
 
 def _metadata(space: XSpaceData, plane: int, mids: list[int]) -> dict[int, dict[str, object]]:
-    """The named stats of event metadata (program_id, symbol_id, hlo_category, tf_op, flops, bytes_accessed)."""
+    """The named stats of event metadata (program_id, symbol_id, hlo_category, tf_op, flops, model_flops,
+    bytes_accessed, memory_access_breakdown)."""
     from profscope.models.core import _protowire as wire
 
     p = space.planes[plane]
@@ -48,13 +87,15 @@ def _metadata(space: XSpaceData, plane: int, mids: list[int]) -> dict[int, dict[
             (stats,) = wire.find_fields(space.buf, o, o + n, [5])  # XEventMetadata.stats
             if not len(stats):
                 continue
-            fields = [(1, "i"), (3, "i"), (4, "i"), (7, "i"), (5, "s"), (2, "d")]
-            for sid, u, i, ref, text, dbl in zip(*wire.decode_messages(space.buf, stats, fields)):
+            fields = [(1, "i"), (3, "i"), (4, "i"), (7, "i"), (5, "s"), (2, "d"), (6, "s")]
+            for sid, u, i, ref, text, dbl, raw in zip(*wire.decode_messages(space.buf, stats, fields)):
                 name = p.stat_names.get(int(sid), "")
                 if name in ("hlo_category", "tf_op"):
                     found[name] = p.stat_names.get(int(ref), "") if ref else span_text(space.buf, text)
-                elif name in ("program_id", "symbol_id", "flops", "bytes_accessed"):
+                elif name in ("program_id", "symbol_id", "flops", "model_flops", "bytes_accessed"):
                     found[name] = int(u) or int(i) or float(dbl)
+                elif name == "memory_access_breakdown":
+                    found[name] = _breakdown(space.buf, raw)
         out[mid] = found
     return out
 
@@ -62,10 +103,14 @@ def _metadata(space: XSpaceData, plane: int, mids: list[int]) -> dict[int, dict[
 def tpu_op_metrics(spaces: list[XSpaceData]) -> TpuOps:
     keys: dict[tuple[int, int], int] = {}
     name: list[str] = []
+    long_name: list[str] = []
     category: list[str] = []
     framework: list[str] = []
-    per_run: list[tuple[float, float]] = []
+    per_run: list[tuple[float, float, float]] = []
+    memory: list[np.ndarray] = []
+    breakdown: list[bool] = []
     slots, durations, selfs = [], [], []
+    rows: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
     total = 0
     for space in spaces:
         for plane in tensor_cores(space):
@@ -89,23 +134,36 @@ def tpu_op_metrics(spaces: list[XSpaceData]) -> TpuOps:
                 key = (int(m["program_id"]), int(m["symbol_id"]))  # type: ignore[call-overload]
                 if key not in keys:
                     keys[key] = len(keys)
-                    name.append(space.planes[plane].event_metadata.get(mid, ("", "", []))[0])
+                    label, display = space.planes[plane].event_metadata.get(mid, ("", "", []))[:2]
+                    name.append(display or label)  # XProf names an op by its display name, if any
+                    long_name.append(label if display else "")
                     category.append(str(m.get("hlo_category", "")))
                     framework.append(str(m.get("tf_op", "")))
-                    per_run.append((float(m.get("flops", 0)), float(m.get("bytes_accessed", 0))))  # type: ignore
+                    flops = float(m.get("flops", 0))  # type: ignore[arg-type]
+                    model = float(m.get("model_flops", 0))  # type: ignore[arg-type]
+                    per_run.append((flops, model if model > 0 else flops, float(m.get("bytes_accessed", 0))))  # type: ignore
+                    memory.append(m.get("memory_access_breakdown", np.zeros((4, 3))))  # type: ignore[arg-type]
+                    breakdown.append("memory_access_breakdown" in m)
                 slot[k] = keys[key]
             kept = slot >= 0
             slots.append(slot[kept])
             durations.append((end - begin)[kept])
             selfs.append(own[kept])
+            rows.setdefault(id(space), []).append((ops[kept], slot[kept]))
     n = len(keys)
     slot = np.concatenate(slots) if slots else np.zeros(0, np.int64)
     occurrences = np.bincount(slot, minlength=n).astype(np.int64)
     time_ps = np.bincount(slot, weights=np.concatenate(durations) if durations else None, minlength=n).astype(np.int64)
     self_ps = np.bincount(slot, weights=np.concatenate(selfs) if selfs else None, minlength=n).astype(np.int64)
-    runs = np.array(per_run, np.float64).reshape(-1, 2)
+    runs = np.array(per_run, np.float64).reshape(-1, 3)
+    by_space: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for space_id, parts in rows.items():
+        r, s = np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts])
+        order = np.argsort(r, kind="stable")
+        by_space[space_id] = (r[order], s[order])
     return TpuOps(name, category, framework, occurrences, time_ps, self_ps, runs[:, 0] * occurrences,
-                  runs[:, 1] * occurrences, [k[0] for k in keys], total)
+                  runs[:, 2] * occurrences, [k[0] for k in keys], total, long_name, runs,
+                  np.array(memory, np.float64).reshape(-1, 4, 3), np.array(breakdown, bool), by_space)
 
 
 def framework_rows(ops: TpuOps) -> tuple[list[tuple[str, str]], np.ndarray, np.ndarray, np.ndarray, np.ndarray,

@@ -38,6 +38,9 @@ class TpuSteps:
     begin_ps: list[int] = field(default_factory=list)
     duration_ps: list[int] = field(default_factory=list)
     per_core: list[dict[int, tuple[int, dict[str, int]]]] = field(default_factory=list)  # core -> (ps, by category)
+    # Per step, per core (the same keys): (the core's XSpace, the event rows of its XLA ops in the step that XProf's
+    # op metrics count), for the per-step op metrics (tpu_ops.py).
+    op_rows: list[dict[int, tuple[XSpaceData, np.ndarray]]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.number)
@@ -106,6 +109,7 @@ def tpu_steps(space: XSpaceData) -> TpuSteps:
     first_group = len(group_events(space, host).roots) if host >= 0 else 0
     markers: dict[int, list[tuple[int, int]]] = {}  # group -> (begin, end) of each core's step event
     cores: dict[int, dict[int, dict[str, int]]] = {}  # group -> core -> category -> self ps
+    rows: dict[int, dict[int, list[int]]] = {}  # group -> core -> op event rows
     for plane in tensor_cores(space):
         if any(space.planes[plane].stat_ids(n) for n in CONTEXT_STATS):
             # Device events tied to host events by their context: XProf groups them with the host's steps.
@@ -133,6 +137,7 @@ def tpu_steps(space: XSpaceData) -> TpuSteps:
             by_category = cores.setdefault(first_group + k, {}).setdefault(core, {})
             if keyed[i]:  # XProf's op metrics keep only ops with their program and symbol
                 by_category[categories[i]] = by_category.get(categories[i], 0) + own
+                rows.setdefault(first_group + k, {}).setdefault(core, []).append(int(ops[i]))
     out = TpuSteps()
     for group in sorted(set(markers) & set(cores)):
         longest = max(markers[group], key=lambda m: m[1] - m[0])  # the first of the longest
@@ -140,6 +145,8 @@ def tpu_steps(space: XSpaceData) -> TpuSteps:
         out.begin_ps.append(longest[0])
         out.duration_ps.append(longest[1] - longest[0])
         out.per_core.append({core: (longest[1] - longest[0], cores[group][core]) for core in sorted(cores[group])})
+        out.op_rows.append({core: (space, np.array(rows.get(group, {}).get(core, []), np.int64))
+                            for core in sorted(cores[group])})
     return out
 
 
@@ -157,15 +164,18 @@ def combine_tpu_steps(hosts: list[TpuSteps]) -> tuple[TpuSteps, bool]:
     out = TpuSteps()
     for i in range(x.count):
         cores: dict[int, tuple[int, dict[str, int]]] = {}
+        op_rows: dict[int, tuple[XSpaceData, np.ndarray]] = {}
         for h, host in enumerate(hosts):
             first = x.first[h]
             assert first is not None
             for core, value in host.per_core[first + i].items():
                 cores[h * 1000 + core] = value
+                op_rows[h * 1000 + core] = host.op_rows[first + i][core]
         out.number.append(i)
         out.begin_ps.append(min(hosts[h].begin_ps[(x.first[h] or 0) + i] for h in range(len(hosts))))
         out.duration_ps.append(max(d for d, _ in cores.values()))
         out.per_core.append(cores)
+        out.op_rows.append(op_rows)
     return out, x.empty_intersect
 
 

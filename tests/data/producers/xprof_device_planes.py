@@ -393,8 +393,16 @@ SESSIONS = {
     "gpu_tf2+early+late": ([("gpu_tf2", 0), ("gpu_tf", -990), ("gpu_tf", 302)], STEP_TOOLS),
     # Two TPU hosts, the second's clock 150 us later: their TensorCores' steps meet a step or two apart.
     "tpu_ops+tpu_ops_late": ([("tpu_ops", 0), ("tpu_ops", 150)],
-                             (*STEP_TOOLS, "framework_op_stats", "hlo_stats")),
+                             (*STEP_TOOLS, "framework_op_stats", "hlo_stats", "op_profile")),
 }
+
+
+def tool_variants(tools):
+    """(tool, file suffix, params) of each tool; op_profile also grouped by category."""
+    for tool in tools:
+        yield tool, "", {}
+        if tool == "op_profile":
+            yield tool, ".by_category", {"group_by": "category"}
 
 
 def shifted(data: bytes, shift_us: int) -> bytes:
@@ -446,7 +454,7 @@ def main():
     for session in [s for s in only if s in SESSIONS]:  # sessions of several hosts (XProf takes the list)
         only.remove(session)
         hosts, tools = SESSIONS[session]
-        for tool in tools:
+        for tool, suffix, params in tool_variants(tools):
             with tempfile.TemporaryDirectory() as tmp:
                 copies = []
                 for k, (name, shift_us) in enumerate(hosts):
@@ -456,8 +464,8 @@ def main():
                         source = folder.parent / f"{name}.xplane.pb"
                     copies[-1].write_bytes(shifted(source.read_bytes(), shift_us))
                 data, _ = raw_to_tool_data.xspace_to_tool_data([str(c) for c in copies], tool,
-                                                                {"use_saved_result": False})
-            write(out / f"{session}.{tool}.json", data)
+                                                                {"use_saved_result": False, **params})
+            write(out / f"{session}.{tool}{suffix}.json", data)
     for name in only:
         space = xplane_pb2.XSpace()
         if name != "small_emptygpu":
@@ -466,15 +474,13 @@ def main():
         in_time_order(space)
         path = folder / f"{name}.xplane.pb"
         path.write_bytes(space.SerializeToString(deterministic=True))
-        for tool in TOOLS:
-            for suffix, params in [("", {})] + ([(".by_category", {"group_by": "category"})]
-                                                if tool == "op_profile" else []):
-                with tempfile.TemporaryDirectory() as tmp:
-                    copy = Path(tmp) / path.name
-                    shutil.copyfile(path, copy)
-                    data, _ = raw_to_tool_data.xspace_to_tool_data([str(copy)], tool,
-                                                                    {"use_saved_result": False, **params})
-                write(out / f"{name}.{tool}{suffix}.json", data)
+        for tool, suffix, params in tool_variants(TOOLS):
+            with tempfile.TemporaryDirectory() as tmp:
+                copy = Path(tmp) / path.name
+                shutil.copyfile(path, copy)
+                data, _ = raw_to_tool_data.xspace_to_tool_data([str(copy)], tool,
+                                                                {"use_saved_result": False, **params})
+            write(out / f"{name}.{tool}{suffix}.json", data)
 
 
 if __name__ == "__main__":

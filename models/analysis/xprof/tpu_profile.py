@@ -1,0 +1,450 @@
+"""XProf's op_profile and roofline_model of TPU planes (op_profile_builder, op_stats_to_roofline_model and
+op_metrics_to_record as XProf 2.24.2 gives them), from the TensorCores' device op metrics (tpu_ops.py: the ops'
+metadata gives their FLOPs, model FLOPs, bytes and bytes by memory space) and the TPU step db (tpu_steps.py).
+
+The device's peaks are the first TPU plane's stats (peak_teraflops_per_second and the HBM, SRAM, CMEM and VMEM
+bandwidths, has_megacore, has_merged_vmem); several hosts combine them as XProf does: the last host's positive
+FLOP rate, the first host's bandwidths, and none of the flags.
+
+op_profile: program (the module's name and program id from the HLO protos, else "main") > category > op, or
+category > op; IDLE a leaf of the root. A node's FLOP utilisation is its FLOP rate against the peak, capped at 1,
+times its share of the tree's time (the profile's, or its op time without IDLE); its bandwidth utilisations are
+HBM (read and write), on-chip read and on-chip write against their peaks, from the ops' memory breakdown only.
+Children by time, most first, at most 100 below a category; a group of one op is that op; ops of one name in
+two programs under one category make "<name> and its duplicate(s)".
+
+roofline_model: the whole profile (a "Program" row, then each op by self time), the complete steps' average
+("Average": the steps' time over their number, FLOP rates over their whole time) and a "Program" row per step,
+with and without infeed and outfeed (their time left out of the program's). An op's FLOP rate, memory
+bandwidths and operational intensities, what bounds it (the resource used closest to its peak: compute, HBM,
+CMEM or VMEM read or write), its roofline efficiency and the optimal FLOP rate at that efficiency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from profscope.models.analysis.xprof.tpu_ops import CMEM, HBM, READ, VMEM, WRITE, TpuOps, tpu_op_metrics
+from profscope.models.formats.xspace.xplane import XSpaceData
+
+GIB = 1.073741824  # GB in a GiB
+BANDWIDTH_STATS = ("peak_hbm_bw_gigabytes_per_second", "peak_sram_rd_bw_gigabytes_per_second",
+                   "peak_sram_wr_bw_gigabytes_per_second", "peak_cmem_rd_bw_gigabytes_per_second",
+                   "peak_cmem_wr_bw_gigabytes_per_second", "peak_vmem_rd_bw_gigabytes_per_second",
+                   "peak_vmem_wr_bw_gigabytes_per_second")
+HBM_RW, SRAM_RD, SRAM_WR, CMEM_RD, CMEM_WR, VMEM_RD, VMEM_WR = range(7)
+INNER_OPS = ("call", "conditional", "while", "megacore fusion")  # their time holds other ops' (XProf's MayHaveInnerOps)
+CHILDREN_LIMIT = 100  # XProf's op_profile_limit
+IDLE = "IDLE"
+
+
+def _div(a: float, b: float) -> float:
+    """tsl's SafeDivide: zero for a divisor within 1e-10 of zero."""
+    return a / b if abs(b) >= 1e-10 else 0.0
+
+
+def _io(category: str) -> bool:
+    return "infeed" in category or "outfeed" in category  # XProf's IsInfeedOrOutfeed
+
+
+@dataclass
+class PerfEnv:
+    """The device's peaks: GFLOP/s and bandwidths (GB/s, XProf's MemBwType order)."""
+
+    peak_gflops: float = 0.0
+    bandwidths: tuple[float, ...] = ()
+    megacore: bool = False
+    has_merged_vmem: bool = False
+
+    def bw(self, kind: int) -> float:
+        return self.bandwidths[kind] if kind < len(self.bandwidths) else 0.0
+
+    @property
+    def has_cmem(self) -> bool:
+        return self.bw(CMEM_RD) > 0 or self.bw(CMEM_WR) > 0
+
+
+def perf_env(spaces: list[XSpaceData]) -> PerfEnv:
+    from profscope.models.analysis.xprof.device_op_metrics import plane_stats
+    from profscope.models.analysis.xprof.op_stats import TPU_PLANE_PREFIX
+
+    envs = []
+    for space in spaces:
+        plane = next((i for i, p in enumerate(space.planes) if p.name.startswith(TPU_PLANE_PREFIX)), None)
+        if plane is None:
+            continue
+        caps = plane_stats(space, plane)
+        names = ("peak_teraflops_per_second", *BANDWIDTH_STATS)
+        value = {name: float(caps.get(name, 0) or 0) for name in names}  # type: ignore[arg-type]
+        envs.append(PerfEnv(value["peak_teraflops_per_second"] * 1000, tuple(value[n] for n in BANDWIDTH_STATS),
+                            bool(caps.get("has_megacore")), bool(caps.get("has_merged_vmem"))))
+    if len(spaces) == 1 or not envs:
+        return envs[0] if envs else PerfEnv()
+    # XProf's combined perf env: the last positive FLOP rate, the first host's bandwidths, no flags.
+    peak = next((e.peak_gflops for e in reversed(envs) if e.peak_gflops > 0), 0.0)
+    return PerfEnv(peak, envs[0].bandwidths)
+
+
+@dataclass
+class Metrics:
+    """An op's or a group's sums (XProf's OpMetrics): time (ps), occurrences, FLOPs, model FLOPs, bytes and
+    bytes by memory space and operation (4 x 3; `breakdown`: any op had a memory breakdown)."""
+
+    time: int = 0
+    occurrences: int = 0
+    flops: float = 0.0
+    model: float = 0.0
+    bytes: float = 0.0
+    normalized: int = 0
+    memory: np.ndarray = field(default_factory=lambda: np.zeros((4, 3)))
+    breakdown: bool = False
+
+    def add(self, other: Metrics) -> None:
+        """XProf's CombineOpMetrics."""
+        self.time += other.time
+        self.occurrences += other.occurrences
+        self.update(other, 0)
+
+    def update(self, other: Metrics, self_ps: int) -> None:
+        """XProf's UpdateNodeMetrics (a program or the root): the op's self time, no occurrences."""
+        self.time += self_ps
+        self.flops += other.flops
+        self.model += other.model
+        self.bytes += other.bytes
+        self.normalized += other.normalized
+        self.memory = self.memory + other.memory
+        self.breakdown = self.breakdown or other.breakdown
+
+
+def op_metrics(ops: TpuOps, i: int, occurrences: int | None = None, time: int | None = None) -> Metrics:
+    """Row i's metrics (or those of `occurrences` runs taking `time`); its normalized time is its time (XProf's
+    when the ops carry no time scale)."""
+    n = int(ops.occurrences[i]) if occurrences is None else occurrences
+    t = int(ops.time_ps[i]) if time is None else time
+    flops, model, size = (float(x) * n for x in ops.per_run[i])
+    return Metrics(t, n, flops, model, size, t, ops.per_run_memory[i] * n, bool(ops.has_breakdown[i]))
+
+
+def _hbm_bytes(m: Metrics) -> float:
+    return float(m.memory[HBM].sum()) if m.breakdown else m.bytes  # without a breakdown all bytes are HBM's
+
+
+# ---------------------------------------------------------------- op_profile
+
+
+@dataclass
+class Node:
+    name: str
+    metrics: Metrics = field(default_factory=Metrics)
+    children: list[Node] = field(default_factory=list)
+    xla: dict | None = None
+    count: int = 0  # numChildren
+
+
+def _number(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else float(x)  # XProf writes whole numbers without a fraction
+
+
+def _xla(program: int, category: str, provenance: str, expression: str) -> dict:
+    return {"op": "", "expression": expression, "provenance": provenance, "category": category,
+            "computationPrimitiveSize": 0, "fingerprint": "0", "programId": str(program),
+            "sourceInfo": {"fileName": "", "lineNumber": 0, "stackFrame": ""}, "xprofKernelMetadata": ""}
+
+
+def _metrics_json(m: Metrics, env: PerfEnv, total_ps: int) -> dict:
+    """XProf's PopulateOpMetricsNode."""
+    ns = m.time / 1000
+    rate = _div(m.flops, m.normalized / 1000) if m.normalized else _div(m.flops, ns)  # normalized on DVFS
+    uncapped = _div(rate, env.peak_gflops)
+    share = _div(m.time, total_ps)
+    peaks = [env.bw(k) / GIB for k in (HBM_RW, SRAM_RD, SRAM_WR)]
+    hbm = (_div(float(m.memory[HBM, READ]), ns) + _div(float(m.memory[HBM, WRITE]), ns)) / GIB
+    on_chip = m.memory.sum(axis=0) - m.memory[HBM]  # every space but HBM
+    sram_read, sram_write = _div(float(on_chip[READ]), ns) / GIB, _div(float(on_chip[WRITE]), ns) / GIB
+    rates = (hbm, sram_read, sram_write)
+    return {
+        "flops": _number(min(uncapped, 1.0) * share),
+        "bandwidthUtils": [_number(min(_div(r, p), 1.0)) for r, p in zip(rates, peaks)],
+        "rawTime": m.time,
+        "rawFlops": _number(m.model),
+        "rawBytesAccessedArray": [_number(r * GIB * ns) for r in rates],
+        "occurrences": m.occurrences,
+        "avgTimePs": _number(_div(m.time, m.occurrences)),
+        "bf16Flops": _number(m.flops),
+        "uncappedFlops": _number(uncapped * share),
+        "normalizedTimePs": m.normalized,
+    }
+
+
+def _sort_and_prune(node: Node, level: int) -> None:
+    """XProf's SortAndPruneChildren: children by time, most first; below the grouping levels at most 100."""
+    node.count = len(node.children)
+    for child in node.children:
+        _sort_and_prune(child, level - 1)
+    node.children.sort(key=lambda c: -c.metrics.time)
+    if level <= 0:
+        del node.children[CHILDREN_LIMIT:]
+
+
+def _finalize(node: Node) -> Node:
+    """XProf's FinalizeDeduplicatedNodes: a group without XLA details whose children all have them is one op
+    (then it is that op) or duplicates of one ("<name> and its duplicate(s)", the first child's details)."""
+    if not node.children or node.xla is not None or any(c.xla is None for c in node.children):
+        node.children = [_finalize(c) for c in node.children]
+        return node
+    if len(node.children) == 1:
+        return node.children[0]
+    first = node.children[0]
+    node.name = f"{first.name} and its duplicate(s)"
+    assert first.xla is not None
+    node.xla = dict(first.xla, provenance="" if first.xla["category"].endswith(" fusion") else first.xla["provenance"])
+    return node
+
+
+def _node_json(node: Node, env: PerfEnv, total_ps: int) -> dict:
+    out: dict = {"name": node.name, "metrics": _metrics_json(node.metrics, env, total_ps),
+                 "children": [_node_json(c, env, total_ps) for c in node.children]}
+    if node.xla is not None:
+        out["xla"] = node.xla
+    out["numChildren"] = node.count
+    return out
+
+
+def program_names(paths: list[Path]) -> dict[int, str]:
+    """Program id -> "<module>(<program id>)" from the HLO protos of the XSpaces' metadata planes."""
+    from profscope.models.analysis.xprof.hlo import xspace_modules
+
+    names: dict[int, str] = {}
+    for path in paths:
+        for name in xspace_modules(path):
+            program = name[name.rfind("(") + 1:-1]
+            if program.isdigit():
+                names.setdefault(int(program), name)
+    return names
+
+
+def tpu_op_tree(ops: TpuOps, env: PerfEnv, names: dict[int, str], by_program: bool, idle: bool) -> dict:
+    """XProf's op profile tree (BuildOpProfileNodeTree) of the TensorCores' op metrics."""
+    root = Node(f"by_{'program' if by_program else 'category'}")
+    programs: dict[int, Node] = {}
+    categories: dict[tuple[int, str], Node] = {}
+    duplicates: dict[tuple[int, str, str], Node] = {}
+    idle_ps = ops.total_ps - ops.op_ps
+    rows: list[int | None] = [*range(len(ops)), None]  # the ops, then IDLE (XProf adds it last)
+    for i in rows:
+        if i is None:
+            if not idle:
+                continue
+            root.metrics.update(Metrics(), idle_ps)
+            root.children.append(Node(IDLE, Metrics(time=idle_ps), xla=_xla(0, IDLE, "", "")))
+            continue
+        if ops.name[i].startswith("region"):
+            continue  # XProf leaves out ops that cannot be symbolised
+        m = op_metrics(ops, i)
+        self_ps = int(ops.self_ps[i])
+        root.metrics.update(m, self_ps)
+        parent = root
+        program = ops.program[i] if by_program else -1
+        if by_program:
+            if program not in programs:
+                programs[program] = Node(names.get(program, "main"))
+                root.children.append(programs[program])
+            parent = programs[program]
+            parent.metrics.update(m, self_ps)
+        category = categories.get((program, ops.category[i]))
+        if category is None:
+            category = categories[program, ops.category[i]] = Node(ops.category[i])
+            parent.children.append(category)
+        group = duplicates.get((program, ops.category[i], ops.name[i]))
+        if group is None:
+            group = duplicates[program, ops.category[i], ops.name[i]] = Node(ops.name[i])
+            category.children.append(group)
+        leaf = Node(ops.name[i], xla=_xla(ops.program[i], ops.category[i], ops.framework[i], ops.long_name[i]))
+        group.children.append(leaf)
+        for node in (category, group, leaf):
+            node.metrics.add(m)
+    total_ps = ops.total_ps if idle else ops.op_ps
+    root.metrics.time = total_ps
+    for _ in range(2):  # XProf sorts and prunes twice
+        _sort_and_prune(root, 2 if by_program else 1)
+    return _node_json(_finalize(root), env, total_ps)
+
+
+def tpu_op_profile(spaces: list[XSpaceData], paths: list[Path], by: str) -> dict:
+    ops = tpu_op_metrics(spaces)
+    env = perf_env(spaces)
+    names = program_names(paths) if by == "program" else {}
+    key = f"by{by.capitalize()}"
+    return {key: tpu_op_tree(ops, env, names, by == "program", idle=True), "deviceType": "TPU",
+            f"{key}ExcludeIdle": tpu_op_tree(ops, env, names, by == "program", idle=False),
+            "aggDvfsTimeScaleMultiplier": 1 if ops.op_ps else 0}
+
+
+# ---------------------------------------------------------------- roofline_model
+
+
+@dataclass
+class StepDb:
+    """A step's op metrics over its cores: per op row its occurrences and time, and the cores' step time."""
+
+    occurrences: np.ndarray
+    time_ps: np.ndarray
+    total_ps: int
+
+
+def step_dbs(ops: TpuOps, steps) -> list[StepDb]:
+    """Each step's op metrics (XProf's per-step hlo_metrics_db): the ops of each core in the step, and every
+    core's step time."""
+    n = len(ops)
+    out = []
+    for per_core, op_rows in zip(steps.per_core, steps.op_rows):
+        occurrences, time_ps = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        total = 0
+        for core, (step_ps, _categories) in per_core.items():
+            total += step_ps
+            space, rows = op_rows[core]
+            known_rows, slots = ops.slots.get(id(space), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+            if not len(rows) or not len(known_rows):
+                continue
+            at = np.minimum(np.searchsorted(known_rows, rows), len(known_rows) - 1)
+            found = known_rows[at] == rows
+            slot = slots[at[found]]
+            occurrences += np.bincount(slot, minlength=n)
+            time_ps += np.bincount(slot, weights=space.events.duration_ps[rows[found]], minlength=n).astype(np.int64)
+        out.append(StepDb(occurrences, time_ps, total))
+    return out
+
+
+class _Roofline:
+    """XProf's roofline records of one TPU session (ConvertOpStatsToRooflineModel)."""
+
+    def __init__(self, ops: TpuOps, env: PerfEnv, cores: int, steps: int):
+        self.ops, self.env, self.cores, self.steps = ops, env, cores, steps
+        self.peak_hbm = env.bw(HBM_RW) / GIB
+        cmem, vmem = env.has_cmem, not env.has_cmem and env.has_merged_vmem
+        self.peak_cmem = (env.bw(CMEM_RD) / GIB, env.bw(CMEM_WR) / GIB) if cmem else (0.0, 0.0)
+        self.peak_vmem = (env.bw(VMEM_RD) / GIB, env.bw(VMEM_WR) / GIB) if vmem else (0.0, 0.0)
+
+    def record(self, step: str, name: str, category: str, program: int, m: Metrics, self_ps: int, total_ps: int,
+               include: bool, average: bool = False) -> list:
+        """A row: XProf's ConvertOpMetricsToRooflineModelRecord (rank and shares filled by the caller)."""
+        env = self.env
+        total_us, self_us = m.time / 1e6, self_ps / 1e6
+        avg_us, avg_self_us = _div(total_us, m.occurrences), _div(self_us, m.occurrences)
+        if average:  # the complete steps' average: their time over their number
+            total_us, self_us = _div(total_us, self.steps), _div(self_us, self.steps)
+        ns = m.time / 1000
+        rate, model_rate = _div(m.flops, ns), _div(m.model, ns)
+        hbm = _hbm_bytes(m)
+        spaces = (float(m.memory[CMEM, READ]), float(m.memory[CMEM, WRITE]), float(m.memory[VMEM, READ]),
+                  float(m.memory[VMEM, WRITE]))
+        hbm_bw = _div(hbm, ns) / GIB
+        bws = [_div(b, ns) / GIB for b in spaces]
+        intensities = [_div(m.flops, b) for b in spaces]
+        # What bounds it: the resource used closest to its peak (TPU memories only where they were used).
+        bound, most, bottleneck = "Unknown", 0.0, 0.0
+        candidates = [("Compute", _div(rate, env.peak_gflops), _div(m.flops, m.bytes)),
+                      ("HBM", _div(hbm_bw, env.bw(HBM_RW) / GIB), _div(m.flops, hbm))]
+        for label, used, bw, peak, oi in zip(("CMEM Read", "CMEM Write", "VMEM Read", "VMEM Write"), spaces, bws,
+                                             (CMEM_RD, CMEM_WR, VMEM_RD, VMEM_WR), intensities):
+            if used and env.bw(peak):
+                candidates.append((label, _div(bw, env.bw(peak) / GIB), oi))
+        for label, utilisation, oi in candidates:
+            if most < utilisation:
+                bound, most, bottleneck = label, utilisation, oi
+        flops_use = _div(rate, env.peak_gflops)
+        memory_use = max(_div(bws[1], self.peak_cmem[1]), _div(bws[0], self.peak_cmem[0]), _div(hbm_bw, self.peak_hbm),
+                         _div(bws[3], self.peak_vmem[1]), _div(bws[2], self.peak_vmem[0]))
+        efficiency = max(memory_use, flops_use)
+        return [step, 0.0, category, name, float(m.occurrences), total_us, avg_us, self_us, avg_self_us, 0.0, 0.0, 0.0,
+                rate, model_rate, _div(m.bytes, ns) / GIB, hbm_bw, *bws, _div(m.flops, m.bytes), _div(m.flops, hbm),
+                *intensities, bottleneck, bound, _div(total_us, self.cores), _div(m.time, total_ps),
+                _div(rate, efficiency), efficiency, flops_use, memory_use, include, str(program), ""]
+
+    def program(self, step: str, occurrences: np.ndarray, time_ps: np.ndarray, total_ps: int, include: bool,
+                average: bool = False) -> list:
+        """XProf's GenerateRooflineModelProgramRecord: the innermost ops' FLOPs and bytes over the db's time
+        (less infeed and outfeed when they are left out)."""
+        m = Metrics()
+        io_ps = 0
+        for i in np.flatnonzero(occurrences).tolist():
+            category = self.ops.category[i]
+            if category in INNER_OPS:
+                continue
+            if not include and _io(category):
+                io_ps += int(time_ps[i])
+                continue
+            m.update(op_metrics(self.ops, i, int(occurrences[i]), 0), 0)
+        m.time, m.occurrences = total_ps - io_ps, 1
+        return self.record(step, "Program", "Program", 0, m, 0, m.time, include, average)
+
+    def rows(self, steps: list[tuple[str, StepDb]], include: bool) -> list[list]:
+        ops = self.ops
+        total_ps = ops.total_ps
+        rows = [self.program("Total", ops.occurrences, ops.time_ps, total_ps, include)]
+        io_ps = sum(int(ops.time_ps[i]) for i in range(len(ops)) if _io(ops.category[i])) if not include else 0
+        total_us = (total_ps - io_ps) / 1e6
+        cumulative = 0.0
+        order = sorted(range(len(ops)), key=lambda k: (-int(ops.self_ps[k]), ops.name[k]))[:1000]
+        for i in order:
+            if not ops.occurrences[i] or (not include and _io(ops.category[i])):
+                continue
+            row = self.record("Total", ops.name[i], ops.category[i], ops.program[i], op_metrics(ops, i),
+                              int(ops.self_ps[i]), total_ps - io_ps, include)
+            share = _div(row[7], total_us)
+            cumulative += share
+            row[1], row[9], row[10] = float(len(rows)), share, cumulative
+            rows.append(row)
+        dbs = [db for _, db in steps]
+        n = len(ops)
+        rows.append(self.program("Average", sum((db.occurrences for db in dbs), np.zeros(n, np.int64)),
+                                 sum((db.time_ps for db in dbs), np.zeros(n, np.int64)),
+                                 sum(db.total_ps for db in dbs), include, average=True))
+        rows.extend(self.program(name, db.occurrences, db.time_ps, db.total_ps, include) for name, db in steps)
+        return rows
+
+
+def _g(x: float) -> str:
+    return f"{x:.6g}"  # C++ streams' 6 significant digits
+
+
+def tpu_roofline_tables(spaces: list[XSpaceData], device) -> list[dict]:
+    """XProf's roofline_model of TPU hosts: the records with and without infeed/outfeed, the device's roofs
+    in the table's properties, the step diagnostics."""
+    from profscope.models.analysis.xprof.datatable import table
+    from profscope.models.analysis.xprof.input_pipeline import NO_STEP_MARKER, diagnostics_table
+    from profscope.models.analysis.xprof.roofline import COLUMNS
+    from profscope.models.analysis.xprof.step_intersection import EMPTY_INTERSECT
+    from profscope.models.analysis.xprof.tpu_steps import TpuSteps
+
+    ops = tpu_op_metrics(spaces)
+    env = perf_env(spaces)
+    steps = device.tpu_steps or TpuSteps()
+    named = [(str(number), db) for number, db in zip(steps.number, step_dbs(ops, steps))]
+    roofline = _Roofline(ops, env, device.core_count, len(named))
+    rows = roofline.rows(named, True) + roofline.rows(named, False)
+    peak = env.peak_gflops
+    ridge = lambda gib: _g(_div(peak, gib * GIB))  # noqa: E731
+    p = {
+        "cmem_read_ridge_point": ridge(roofline.peak_cmem[0]),
+        "cmem_write_ridge_point": ridge(roofline.peak_cmem[1]),
+        "device_type": "",  # XProf 2.24.2 names no TPU model without the chip's stats
+        "has_cmem": str(int(env.has_cmem)),
+        "has_merged_vmem": str(int(env.has_merged_vmem)),
+        "hbm_ridge_point": ridge(roofline.peak_hbm),
+        "megacore": str(int(env.megacore)),
+        "peak_cmem_read_bw": _g(roofline.peak_cmem[0]),
+        "peak_cmem_write_bw": _g(roofline.peak_cmem[1]),
+        "peak_flop_rate": _g(peak),
+        "peak_hbm_bw": _g(roofline.peak_hbm),
+        "peak_vmem_read_bw": _g(roofline.peak_vmem[0]),
+        "peak_vmem_write_bw": _g(roofline.peak_vmem[1]),
+        "time_scale_multiplier": "1" if ops.op_ps else "0",
+        "vmem_read_ridge_point": ridge(roofline.peak_vmem[0]),
+        "vmem_write_ridge_point": ridge(roofline.peak_vmem[1]),
+    }
+    warnings = [] if named else [EMPTY_INTERSECT if device.empty_intersect else NO_STEP_MARKER]
+    return [table(COLUMNS, rows, p), diagnostics_table([], warnings)]
