@@ -18,7 +18,7 @@ from profscope.protos import xplane_pb2
 from profscope.viewer.cli import main
 
 XPROF = DATA / "xprof" / "device"
-VARIANTS = ("gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "tpu_jax", "tpu_ops")
+VARIANTS = ("gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "tpu_jax", "tpu_ops", "tpu_mem", "tpu_vmem")
 ALL_TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "hlo_stats",
              "op_profile", "roofline_model")
 # (variant, tool) pairs Profscope computes, each equal to XProf's answer.
@@ -28,7 +28,7 @@ COMPUTED = [
     ("gpu_jax", "input_pipeline_analyzer"),
     ("rocm_jax", "input_pipeline_analyzer"),
     *[("tpu_jax", t) for t in ("framework_op_stats", "overview_page", "input_pipeline_analyzer")],
-    *[("tpu_ops", t) for t in ALL_TOOLS if t != "kernel_stats"],
+    *[(v, t) for v in ("tpu_ops", "tpu_mem", "tpu_vmem") for t in ALL_TOOLS if t != "kernel_stats"],
     *[(v, t) for v in ("tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
     ("tpu_jax", "roofline_model"),
     ("small_emptygpu", "roofline_model"),
@@ -52,7 +52,7 @@ def test_export_equals_xprofs(tmp_path, name, tool):
     assert_same(export(tmp_path, XPROF / f"{name}.xplane.pb", tool), xprof_answer(name, tool))
 
 
-@pytest.mark.parametrize("name", ["gpu_tf", "gpu_tf2", "tpu_jax", "tpu_ops", "small_emptygpu"])
+@pytest.mark.parametrize("name", ["gpu_tf", "gpu_tf2", "tpu_jax", "tpu_ops", "tpu_mem", "tpu_vmem", "small_emptygpu"])
 def test_op_profile_by_category_equals_xprofs(tmp_path, name):
     got = export(tmp_path, XPROF / f"{name}.xplane.pb", "op_profile", "--param", "group_by=category")
     assert_same(got, xprof_answer(name, "op_profile.by_category"))

@@ -19,6 +19,12 @@ from profscope.models.formats.xspace.xplane import XSpaceData, span_text
 # 2 CMEM, 3 VMEM; any other on-chip space counts as unknown. Operation types: 0 unknown, 1 read, 2 write.
 HBM, CMEM, VMEM = 1, 2, 3
 READ, WRITE = 1, 2
+GIB = 1.073741824  # GB in a GiB
+BANDWIDTH_STATS = ("peak_hbm_bw_gigabytes_per_second", "peak_sram_rd_bw_gigabytes_per_second",
+                   "peak_sram_wr_bw_gigabytes_per_second", "peak_cmem_rd_bw_gigabytes_per_second",
+                   "peak_cmem_wr_bw_gigabytes_per_second", "peak_vmem_rd_bw_gigabytes_per_second",
+                   "peak_vmem_wr_bw_gigabytes_per_second")
+HBM_RW, SRAM_RD, SRAM_WR, CMEM_RD, CMEM_WR, VMEM_RD, VMEM_WR = range(7)  # XProf's MemBwType
 
 
 @dataclass
@@ -167,10 +173,11 @@ def tpu_op_metrics(spaces: list[XSpaceData]) -> TpuOps:
 
 
 def framework_rows(ops: TpuOps) -> tuple[list[tuple[str, str]], np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                          np.ndarray]:
+                                          np.ndarray, np.ndarray]:
     """XProf's framework-op view of the device ops (CreateTfMetricsDbFromDeviceOpMetricsDb, IDLE left out):
     per framework op (tf_op, parsed as TensorFlow's op names are; the HLO op's name where there is none),
-    first-seen order: ((name, type), occurrences (the most of its ops'), time, self time, FLOPs, bytes)."""
+    first-seen order: ((name, type), occurrences (the most of its ops'), time, self time, FLOPs, bytes, model
+    FLOPs)."""
     from profscope.models.analysis.xprof.op_stats import UNKNOWN, parse_tf_op
 
     index: dict[tuple[str, str], int] = {}
@@ -184,37 +191,114 @@ def framework_rows(ops: TpuOps) -> tuple[list[tuple[str, str]], np.ndarray, np.n
     occurrences = np.zeros(n, np.int64)
     np.maximum.at(occurrences, slot, ops.occurrences)
     return (list(index), occurrences, np.bincount(slot, ops.time_ps, n), np.bincount(slot, ops.self_ps, n),
-            np.bincount(slot, ops.flops, n), np.bincount(slot, ops.bytes, n))
+            np.bincount(slot, ops.flops, n), np.bincount(slot, ops.bytes, n), np.bincount(slot, ops.model_flops, n))
 
 
-def tpu_roofs(spaces: list[XSpaceData]) -> tuple[float, float]:
-    """(peak GFLOP/s, peak HBM GB/s) of the first TensorCore plane's stats (peak_teraflops_per_second,
-    peak_hbm_bw_gigabytes_per_second)."""
+# ---------------------------------------------------------------- the device's peaks, XProf's roofline figures
+
+
+def safe_divide(a: float, b: float) -> float:
+    """tsl's SafeDivide: zero for a divisor within 1e-10 of zero."""
+    return a / b if abs(b) >= 1e-10 else 0.0
+
+
+@dataclass
+class PerfEnv:
+    """The device's peaks: GFLOP/s and bandwidths (GB/s, XProf's MemBwType order)."""
+
+    peak_gflops: float = 0.0
+    bandwidths: tuple[float, ...] = ()
+    megacore: bool = False
+    has_merged_vmem: bool = False
+
+    def bw(self, kind: int) -> float:
+        return self.bandwidths[kind] if kind < len(self.bandwidths) else 0.0
+
+    @property
+    def has_cmem(self) -> bool:
+        return self.bw(CMEM_RD) > 0 or self.bw(CMEM_WR) > 0
+
+
+def perf_env(spaces: list[XSpaceData]) -> PerfEnv:
     from profscope.models.analysis.xprof.device_op_metrics import plane_stats
+    from profscope.models.analysis.xprof.op_stats import TPU_PLANE_PREFIX
 
+    envs = []
     for space in spaces:
-        for plane in tensor_cores(space):
-            caps = plane_stats(space, plane)
-            return (float(caps.get("peak_teraflops_per_second", 0) or 0) * 1000,  # type: ignore[arg-type]
-                    float(caps.get("peak_hbm_bw_gigabytes_per_second", 0) or 0))  # type: ignore[arg-type]
-    return 0.0, 0.0
+        plane = next((i for i, p in enumerate(space.planes) if p.name.startswith(TPU_PLANE_PREFIX)), None)
+        if plane is None:
+            continue
+        caps = plane_stats(space, plane)
+        names = ("peak_teraflops_per_second", *BANDWIDTH_STATS)
+        value = {name: float(caps.get(name, 0) or 0) for name in names}  # type: ignore[arg-type]
+        flags = _int64_stats(space, plane)  # XProf reads a bool stat's int64 value (a uint64 one is false)
+        envs.append(PerfEnv(value["peak_teraflops_per_second"] * 1000, tuple(value[n] for n in BANDWIDTH_STATS),
+                            bool(flags.get("has_megacore")), bool(flags.get("has_merged_vmem"))))
+    if len(spaces) == 1 or not envs:
+        return envs[0] if envs else PerfEnv()
+    # XProf's combined perf env: the last positive FLOP rate, the first host's bandwidths, no flags.
+    peak = next((e.peak_gflops for e in reversed(envs) if e.peak_gflops > 0), 0.0)
+    return PerfEnv(peak, envs[0].bandwidths)
 
 
-def rates(flops: float, bytes_: float, time_ps: float, roofs: tuple[float, float]) -> tuple[float, float, float, str]:
-    """XProf's roofline figures of an op: (GFLOP/s, GiB/s, FLOPs per byte, what bounds it: the resource used
-    closest to its peak, HBM or Compute; Unknown when neither is used)."""
+def _int64_stats(space: XSpaceData, plane: int) -> dict[str, int]:
+    """A plane's own stats' int64 values (0 where a stat holds another kind), by name."""
+    from profscope.models.core import _protowire as wire
+
+    buf = space.buf
+    (planes,) = wire.find_fields(buf, 0, len(buf), [1])  # XSpace.planes
+    o, n = (int(x) for x in planes[plane])
+    (stats,) = wire.find_fields(buf, o, o + n, [6])  # XPlane.stats
+    if not len(stats):
+        return {}
+    names = space.planes[plane].stat_names
+    ids, values = wire.decode_messages(buf, stats, [(1, "i"), (4, "i")])  # XStat.metadata_id, int64_value
+    return {names.get(sid, ""): value for sid, value in zip(ids.tolist(), values.tolist())}
+
+
+@dataclass
+class Roofline:
+    """XProf's SetRooflineMetrics of an op or a group: FLOP rates (GFLOP/s), bandwidths (GiB/s: all bytes, HBM,
+    CMEM read and write, VMEM read and write), operational intensities (FLOPs per byte: all, HBM, the four
+    on-chip), what bounds it and its intensity there."""
+
+    rate: float
+    model_rate: float
+    memory_bw: float
+    hbm_bw: float
+    on_chip_bw: tuple[float, float, float, float]
+    intensity: float
+    hbm_intensity: float
+    on_chip_intensity: tuple[float, float, float, float]
+    bottleneck_intensity: float
+    bound: str
+
+
+def roofline_metrics(flops: float, model: float, size: float, memory: np.ndarray | None, time_ps: float,
+                     env: PerfEnv) -> Roofline:
+    """`memory`: bytes by memory space and operation (4 x 3), None without a breakdown (all bytes are HBM's).
+    The bound is the resource used closest to its peak: compute, HBM, or (where used and with a peak) CMEM or
+    VMEM read or write; Unknown when none is used."""
     ns = time_ps / 1000
-    flop_rate = flops / ns if ns else 0.0
-    gib_rate = (bytes_ / ns if ns else 0.0) / 1.073741824
-    intensity = flops / bytes_ if bytes_ else 0.0
-    bound, most = "Unknown", 0.0
-    compute = flop_rate / roofs[0] if roofs[0] else 0.0
-    if compute > most:
-        bound, most = "Compute", compute
-    hbm = gib_rate / (roofs[1] / 1.073741824) if roofs[1] else 0.0
-    if hbm > most:
-        bound, most = "HBM", hbm
-    return flop_rate, gib_rate, intensity, bound
+    rate = safe_divide(flops, ns)
+    hbm = float(memory[HBM].sum()) if memory is not None else size
+    on_chip = ((float(memory[CMEM, READ]), float(memory[CMEM, WRITE]), float(memory[VMEM, READ]),
+                float(memory[VMEM, WRITE])) if memory is not None else (0.0, 0.0, 0.0, 0.0))
+    hbm_bw = safe_divide(hbm, ns) / GIB
+    bws = tuple(safe_divide(b, ns) / GIB for b in on_chip)
+    intensities = tuple(safe_divide(flops, b) for b in on_chip)
+    candidates = [("Compute", safe_divide(rate, env.peak_gflops), safe_divide(flops, size)),
+                  ("HBM", safe_divide(hbm_bw, env.bw(HBM_RW) / GIB), safe_divide(flops, hbm))]
+    for label, used, bw, peak, oi in zip(("CMEM Read", "CMEM Write", "VMEM Read", "VMEM Write"), on_chip, bws,
+                                         (CMEM_RD, CMEM_WR, VMEM_RD, VMEM_WR), intensities):
+        if used and env.bw(peak):
+            candidates.append((label, safe_divide(bw, env.bw(peak) / GIB), oi))
+    bound, most, bottleneck = "Unknown", 0.0, 0.0
+    for label, utilisation, oi in candidates:
+        if most < utilisation:
+            bound, most, bottleneck = label, utilisation, oi
+    return Roofline(rate, safe_divide(model, ns), safe_divide(size, ns) / GIB, hbm_bw, bws, safe_divide(flops, size),  # type: ignore[arg-type]
+                    safe_divide(flops, hbm), intensities, bottleneck, bound)  # type: ignore[arg-type]
 
 
 def tpu_framework_op_stats_json(stats, spaces: list[XSpaceData]) -> list[dict]:
@@ -226,13 +310,13 @@ def tpu_framework_op_stats_json(stats, spaces: list[XSpaceData]) -> list[dict]:
     from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb
 
     ops = tpu_op_metrics(spaces)
-    keys, occurrences, time_ps, self_ps, flops, bytes_ = framework_rows(ops)
+    keys, occurrences, time_ps, self_ps, flops, bytes_, model = framework_rows(ops)
     idle = ops.total_ps - ops.op_ps
     db = OpMetricsDb([k[0] for k in keys] + [IDLE], [k[1] for k in keys] + [IDLE], np.r_[occurrences, 0],
                      np.r_[time_ps, idle].astype(np.int64), np.r_[self_ps, idle].astype(np.int64),
                      np.zeros(len(keys) + 1, bool), ops.total_ps, ops.op_ps)
     tables = framework_op_stats_json(replace(stats, device=db, device_unknown=""))
-    roofs = tpu_roofs(spaces)
+    env = perf_env(spaces)
     by_name = {k[0]: i for i, k in enumerate(keys)}
     for t in tables:
         for row in t["rows"]:
@@ -240,10 +324,11 @@ def tpu_framework_op_stats_json(stats, spaces: list[XSpaceData]) -> list[dict]:
             i = by_name.get(cells[3]["v"]) if cells[1]["v"] == "Device" else None
             if i is None:
                 continue
-            flop_rate, gib_rate, intensity, bound = rates(float(flops[i]), float(bytes_[i]), float(time_ps[i]), roofs)
-            for k, v in zip((13, 14, 15, 16), (flop_rate, flop_rate, gib_rate, intensity)):
+            # A framework op sums its ops' FLOPs and bytes, not their memory breakdown: all its bytes are HBM's.
+            r = roofline_metrics(float(flops[i]), float(model[i]), float(bytes_[i]), None, float(time_ps[i]), env)
+            for k, v in zip((13, 14, 15, 16), (r.rate, r.model_rate, r.memory_bw, r.intensity)):
                 cells[k]["v"] = v
-            cells[-2]["v"] = bound
+            cells[-2]["v"] = r.bound
     return tables
 
 
@@ -252,7 +337,7 @@ def tpu_hlo_stats_rows(spaces: list[XSpaceData]) -> list[list]:
     framework op, times, shares of the device's whole time (percent), FLOP rates, bandwidths, intensity and
     bound from its metadata (no HLO text: the op's name)."""
     ops = tpu_op_metrics(spaces)
-    roofs = tpu_roofs(spaces)
+    env = perf_env(spaces)
     rows: list[list] = []
     cumulative = 0.0
     for i in sorted(range(len(ops.name)), key=lambda k: (-int(ops.self_ps[k]), ops.name[k])):
@@ -260,10 +345,10 @@ def tpu_hlo_stats_rows(spaces: list[XSpaceData]) -> list[list]:
         time_us, self_us = int(ops.time_ps[i]) / 1e6, int(ops.self_ps[i]) / 1e6
         share = 100.0 * int(ops.self_ps[i]) / ops.total_ps if ops.total_ps else 0.0
         cumulative += share
-        flop_rate, gib_rate, intensity, bound = rates(float(ops.flops[i]), float(ops.bytes[i]),
-                                                      float(ops.time_ps[i]), roofs)
-        rows.append([float(len(rows) + 1), str(ops.program[i]), ops.category[i], ops.name[i], ops.name[i],
-                     ops.framework[i], float(n), time_us, time_us / n if n else 0.0, self_us,
-                     self_us / n if n else 0.0, share, cumulative, 0.0, flop_rate, flop_rate, gib_rate, gib_rate,
-                     0.0, 0.0, intensity, bound, "No", "No", "No", "", "TensorCore", "", 0.0])
+        r = roofline_metrics(float(ops.flops[i]), float(ops.model_flops[i]), float(ops.bytes[i]),
+                             ops.memory[i] if ops.has_breakdown[i] else None, float(ops.time_ps[i]), env)
+        rows.append([float(len(rows) + 1), str(ops.program[i]), ops.category[i], ops.name[i],
+                     ops.long_name[i] or ops.name[i], ops.framework[i], float(n), time_us, time_us / n if n else 0.0,
+                     self_us, self_us / n if n else 0.0, share, cumulative, 0.0, r.model_rate, r.rate, r.memory_bw,
+                     r.hbm_bw, *r.on_chip_bw[:2], r.intensity, r.bound, "No", "No", "No", "", "TensorCore", "", 0.0])
     return rows

@@ -27,65 +27,34 @@ from pathlib import Path
 
 import numpy as np
 
-from profscope.models.analysis.xprof.tpu_ops import CMEM, HBM, READ, VMEM, WRITE, TpuOps, tpu_op_metrics
+from profscope.models.analysis.xprof.tpu_ops import (
+    CMEM_RD,
+    CMEM_WR,
+    GIB,
+    HBM,
+    HBM_RW,
+    READ,
+    SRAM_RD,
+    SRAM_WR,
+    VMEM_RD,
+    VMEM_WR,
+    WRITE,
+    PerfEnv,
+    TpuOps,
+    perf_env,
+    roofline_metrics,
+    safe_divide,
+    tpu_op_metrics,
+)
 from profscope.models.formats.xspace.xplane import XSpaceData
 
-GIB = 1.073741824  # GB in a GiB
-BANDWIDTH_STATS = ("peak_hbm_bw_gigabytes_per_second", "peak_sram_rd_bw_gigabytes_per_second",
-                   "peak_sram_wr_bw_gigabytes_per_second", "peak_cmem_rd_bw_gigabytes_per_second",
-                   "peak_cmem_wr_bw_gigabytes_per_second", "peak_vmem_rd_bw_gigabytes_per_second",
-                   "peak_vmem_wr_bw_gigabytes_per_second")
-HBM_RW, SRAM_RD, SRAM_WR, CMEM_RD, CMEM_WR, VMEM_RD, VMEM_WR = range(7)
 INNER_OPS = ("call", "conditional", "while", "megacore fusion")  # their time holds other ops' (XProf's MayHaveInnerOps)
 CHILDREN_LIMIT = 100  # XProf's op_profile_limit
 IDLE = "IDLE"
 
 
-def _div(a: float, b: float) -> float:
-    """tsl's SafeDivide: zero for a divisor within 1e-10 of zero."""
-    return a / b if abs(b) >= 1e-10 else 0.0
-
-
 def _io(category: str) -> bool:
     return "infeed" in category or "outfeed" in category  # XProf's IsInfeedOrOutfeed
-
-
-@dataclass
-class PerfEnv:
-    """The device's peaks: GFLOP/s and bandwidths (GB/s, XProf's MemBwType order)."""
-
-    peak_gflops: float = 0.0
-    bandwidths: tuple[float, ...] = ()
-    megacore: bool = False
-    has_merged_vmem: bool = False
-
-    def bw(self, kind: int) -> float:
-        return self.bandwidths[kind] if kind < len(self.bandwidths) else 0.0
-
-    @property
-    def has_cmem(self) -> bool:
-        return self.bw(CMEM_RD) > 0 or self.bw(CMEM_WR) > 0
-
-
-def perf_env(spaces: list[XSpaceData]) -> PerfEnv:
-    from profscope.models.analysis.xprof.device_op_metrics import plane_stats
-    from profscope.models.analysis.xprof.op_stats import TPU_PLANE_PREFIX
-
-    envs = []
-    for space in spaces:
-        plane = next((i for i, p in enumerate(space.planes) if p.name.startswith(TPU_PLANE_PREFIX)), None)
-        if plane is None:
-            continue
-        caps = plane_stats(space, plane)
-        names = ("peak_teraflops_per_second", *BANDWIDTH_STATS)
-        value = {name: float(caps.get(name, 0) or 0) for name in names}  # type: ignore[arg-type]
-        envs.append(PerfEnv(value["peak_teraflops_per_second"] * 1000, tuple(value[n] for n in BANDWIDTH_STATS),
-                            bool(caps.get("has_megacore")), bool(caps.get("has_merged_vmem"))))
-    if len(spaces) == 1 or not envs:
-        return envs[0] if envs else PerfEnv()
-    # XProf's combined perf env: the last positive FLOP rate, the first host's bandwidths, no flags.
-    peak = next((e.peak_gflops for e in reversed(envs) if e.peak_gflops > 0), 0.0)
-    return PerfEnv(peak, envs[0].bandwidths)
 
 
 @dataclass
@@ -104,17 +73,19 @@ class Metrics:
 
     def add(self, other: Metrics) -> None:
         """XProf's CombineOpMetrics."""
-        self.time += other.time
         self.occurrences += other.occurrences
-        self.update(other, 0)
+        self.update(other, other.time)
 
-    def update(self, other: Metrics, self_ps: int) -> None:
-        """XProf's UpdateNodeMetrics (a program or the root): the op's self time, no occurrences."""
+    def update(self, other: Metrics, self_ps: int, nested: bool = False) -> None:
+        """XProf's UpdateNodeMetrics (a program or the root): the op's self time, no occurrences; an op holding
+        other ops (`nested`) adds no FLOPs or bytes (its inner ops do)."""
         self.time += self_ps
+        self.normalized += other.normalized
+        if nested:
+            return
         self.flops += other.flops
         self.model += other.model
         self.bytes += other.bytes
-        self.normalized += other.normalized
         self.memory = self.memory + other.memory
         self.breakdown = self.breakdown or other.breakdown
 
@@ -126,10 +97,6 @@ def op_metrics(ops: TpuOps, i: int, occurrences: int | None = None, time: int | 
     t = int(ops.time_ps[i]) if time is None else time
     flops, model, size = (float(x) * n for x in ops.per_run[i])
     return Metrics(t, n, flops, model, size, t, ops.per_run_memory[i] * n, bool(ops.has_breakdown[i]))
-
-
-def _hbm_bytes(m: Metrics) -> float:
-    return float(m.memory[HBM].sum()) if m.breakdown else m.bytes  # without a breakdown all bytes are HBM's
 
 
 # ---------------------------------------------------------------- op_profile
@@ -157,22 +124,22 @@ def _xla(program: int, category: str, provenance: str, expression: str) -> dict:
 def _metrics_json(m: Metrics, env: PerfEnv, total_ps: int) -> dict:
     """XProf's PopulateOpMetricsNode."""
     ns = m.time / 1000
-    rate = _div(m.flops, m.normalized / 1000) if m.normalized else _div(m.flops, ns)  # normalized on DVFS
-    uncapped = _div(rate, env.peak_gflops)
-    share = _div(m.time, total_ps)
+    rate = safe_divide(m.flops, m.normalized / 1000) if m.normalized else safe_divide(m.flops, ns)  # normalized on DVFS
+    uncapped = safe_divide(rate, env.peak_gflops)
+    share = safe_divide(m.time, total_ps)
     peaks = [env.bw(k) / GIB for k in (HBM_RW, SRAM_RD, SRAM_WR)]
-    hbm = (_div(float(m.memory[HBM, READ]), ns) + _div(float(m.memory[HBM, WRITE]), ns)) / GIB
+    hbm = safe_divide(float(m.memory[HBM, READ]), ns) / GIB + safe_divide(float(m.memory[HBM, WRITE]), ns) / GIB
     on_chip = m.memory.sum(axis=0) - m.memory[HBM]  # every space but HBM
-    sram_read, sram_write = _div(float(on_chip[READ]), ns) / GIB, _div(float(on_chip[WRITE]), ns) / GIB
+    sram_read, sram_write = safe_divide(float(on_chip[READ]), ns) / GIB, safe_divide(float(on_chip[WRITE]), ns) / GIB
     rates = (hbm, sram_read, sram_write)
     return {
         "flops": _number(min(uncapped, 1.0) * share),
-        "bandwidthUtils": [_number(min(_div(r, p), 1.0)) for r, p in zip(rates, peaks)],
+        "bandwidthUtils": [_number(min(safe_divide(r, p), 1.0)) for r, p in zip(rates, peaks)],
         "rawTime": m.time,
         "rawFlops": _number(m.model),
         "rawBytesAccessedArray": [_number(r * GIB * ns) for r in rates],
         "occurrences": m.occurrences,
-        "avgTimePs": _number(_div(m.time, m.occurrences)),
+        "avgTimePs": _number(safe_divide(m.time, m.occurrences)),
         "bf16Flops": _number(m.flops),
         "uncappedFlops": _number(uncapped * share),
         "normalizedTimePs": m.normalized,
@@ -245,7 +212,8 @@ def tpu_op_tree(ops: TpuOps, env: PerfEnv, names: dict[int, str], by_program: bo
             continue  # XProf leaves out ops that cannot be symbolised
         m = op_metrics(ops, i)
         self_ps = int(ops.self_ps[i])
-        root.metrics.update(m, self_ps)
+        nested = self_ps < m.time  # it holds other ops: XProf counts them, not it
+        root.metrics.update(m, self_ps, nested)
         parent = root
         program = ops.program[i] if by_program else -1
         if by_program:
@@ -253,7 +221,9 @@ def tpu_op_tree(ops: TpuOps, env: PerfEnv, names: dict[int, str], by_program: bo
                 programs[program] = Node(names.get(program, "main"))
                 root.children.append(programs[program])
             parent = programs[program]
-            parent.metrics.update(m, self_ps)
+            parent.metrics.update(m, self_ps, nested)
+        if nested:
+            continue
         category = categories.get((program, ops.category[i]))
         if category is None:
             category = categories[program, ops.category[i]] = Node(ops.category[i])
@@ -331,38 +301,22 @@ class _Roofline:
     def record(self, step: str, name: str, category: str, program: int, m: Metrics, self_ps: int, total_ps: int,
                include: bool, average: bool = False) -> list:
         """A row: XProf's ConvertOpMetricsToRooflineModelRecord (rank and shares filled by the caller)."""
-        env = self.env
         total_us, self_us = m.time / 1e6, self_ps / 1e6
-        avg_us, avg_self_us = _div(total_us, m.occurrences), _div(self_us, m.occurrences)
+        avg_us, avg_self_us = safe_divide(total_us, m.occurrences), safe_divide(self_us, m.occurrences)
         if average:  # the complete steps' average: their time over their number
-            total_us, self_us = _div(total_us, self.steps), _div(self_us, self.steps)
-        ns = m.time / 1000
-        rate, model_rate = _div(m.flops, ns), _div(m.model, ns)
-        hbm = _hbm_bytes(m)
-        spaces = (float(m.memory[CMEM, READ]), float(m.memory[CMEM, WRITE]), float(m.memory[VMEM, READ]),
-                  float(m.memory[VMEM, WRITE]))
-        hbm_bw = _div(hbm, ns) / GIB
-        bws = [_div(b, ns) / GIB for b in spaces]
-        intensities = [_div(m.flops, b) for b in spaces]
-        # What bounds it: the resource used closest to its peak (TPU memories only where they were used).
-        bound, most, bottleneck = "Unknown", 0.0, 0.0
-        candidates = [("Compute", _div(rate, env.peak_gflops), _div(m.flops, m.bytes)),
-                      ("HBM", _div(hbm_bw, env.bw(HBM_RW) / GIB), _div(m.flops, hbm))]
-        for label, used, bw, peak, oi in zip(("CMEM Read", "CMEM Write", "VMEM Read", "VMEM Write"), spaces, bws,
-                                             (CMEM_RD, CMEM_WR, VMEM_RD, VMEM_WR), intensities):
-            if used and env.bw(peak):
-                candidates.append((label, _div(bw, env.bw(peak) / GIB), oi))
-        for label, utilisation, oi in candidates:
-            if most < utilisation:
-                bound, most, bottleneck = label, utilisation, oi
-        flops_use = _div(rate, env.peak_gflops)
-        memory_use = max(_div(bws[1], self.peak_cmem[1]), _div(bws[0], self.peak_cmem[0]), _div(hbm_bw, self.peak_hbm),
-                         _div(bws[3], self.peak_vmem[1]), _div(bws[2], self.peak_vmem[0]))
+            total_us, self_us = safe_divide(total_us, self.steps), safe_divide(self_us, self.steps)
+        r = roofline_metrics(m.flops, m.model, m.bytes, m.memory if m.breakdown else None, m.time, self.env)
+        cmem, vmem = r.on_chip_bw[:2], r.on_chip_bw[2:]
+        flops_use = safe_divide(r.rate, self.env.peak_gflops)
+        memory_use = max(safe_divide(cmem[1], self.peak_cmem[1]), safe_divide(cmem[0], self.peak_cmem[0]),
+                         safe_divide(r.hbm_bw, self.peak_hbm), safe_divide(vmem[1], self.peak_vmem[1]),
+                         safe_divide(vmem[0], self.peak_vmem[0]))
         efficiency = max(memory_use, flops_use)
         return [step, 0.0, category, name, float(m.occurrences), total_us, avg_us, self_us, avg_self_us, 0.0, 0.0, 0.0,
-                rate, model_rate, _div(m.bytes, ns) / GIB, hbm_bw, *bws, _div(m.flops, m.bytes), _div(m.flops, hbm),
-                *intensities, bottleneck, bound, _div(total_us, self.cores), _div(m.time, total_ps),
-                _div(rate, efficiency), efficiency, flops_use, memory_use, include, str(program), ""]
+                r.rate, r.model_rate, r.memory_bw, r.hbm_bw, *r.on_chip_bw, r.intensity, r.hbm_intensity,
+                *r.on_chip_intensity, r.bottleneck_intensity, r.bound, safe_divide(total_us, self.cores),
+                safe_divide(m.time, total_ps), safe_divide(r.rate, efficiency), efficiency, flops_use, memory_use,
+                include, str(program), ""]
 
     def program(self, step: str, occurrences: np.ndarray, time_ps: np.ndarray, total_ps: int, include: bool,
                 average: bool = False) -> list:
@@ -394,7 +348,7 @@ class _Roofline:
                 continue
             row = self.record("Total", ops.name[i], ops.category[i], ops.program[i], op_metrics(ops, i),
                               int(ops.self_ps[i]), total_ps - io_ps, include)
-            share = _div(row[7], total_us)
+            share = safe_divide(row[7], total_us)
             cumulative += share
             row[1], row[9], row[10] = float(len(rows)), share, cumulative
             rows.append(row)
@@ -427,7 +381,7 @@ def tpu_roofline_tables(spaces: list[XSpaceData], device) -> list[dict]:
     roofline = _Roofline(ops, env, device.core_count, len(named))
     rows = roofline.rows(named, True) + roofline.rows(named, False)
     peak = env.peak_gflops
-    ridge = lambda gib: _g(_div(peak, gib * GIB))  # noqa: E731
+    ridge = lambda gib: _g(safe_divide(peak, gib * GIB))  # noqa: E731
     p = {
         "cmem_read_ridge_point": ridge(roofline.peak_cmem[0]),
         "cmem_write_ridge_point": ridge(roofline.peak_cmem[1]),

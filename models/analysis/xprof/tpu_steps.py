@@ -389,7 +389,7 @@ def tpu_overview_json(stats, spaces: list[XSpaceData]) -> list[dict]:
     from profscope.models.analysis.xprof.tpu_ops import framework_rows, tpu_op_metrics
 
     ops = tpu_op_metrics(spaces)
-    keys, occurrences, time_ps, self_ps, flops, _bytes = framework_rows(ops)
+    keys, occurrences, time_ps, self_ps, flops, _bytes, _model = framework_rows(ops)
     names = [k[0] for k in keys]
     analysis = ov._analysis_table(stats, {})
     host = stats.host

@@ -21,7 +21,8 @@ instructions of them.
 Files: `gpu_tf.xplane.pb`, `gpu_tf2.xplane.pb` (two Ampere GPUs: MemcpyHToD/DToH copies,
 a half-precision kernel, an NCCL all-reduce), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
 device_vendor), `tpu_jax.xplane.pb`, `tpu_ops.xplane.pb` (two TensorCores whose XLA ops carry
-their metadata), `small_emptygpu.xplane.pb` (small.xplane.pb with a GPU plane that recorded
+their metadata), `tpu_mem.xplane.pb` and `tpu_vmem.xplane.pb` (TensorCores with on-chip memories' peaks, ops
+with memory breakdowns, in two modules), `small_emptygpu.xplane.pb` (small.xplane.pb with a GPU plane that recorded
 nothing); for each, and for the SESSIONS of several hosts (`gpu_tf+gpu_tf2`: the two files as
 one session of two hosts, ...), `tools/<name>.<tool>.json` is
 what `xprof.convert.raw_to_tool_data.xspace_to_tool_data([copy], tool,
@@ -364,6 +365,96 @@ def tpu_ops(space):
         t += 6 * US
 
 
+# tpu_mem's XLA ops: (name, display name, category, duration in ps, tf_op, module (index into the chosen
+# modules), flops, model_flops, bytes_accessed, memory_access_breakdown as (operation type, memory space, bytes);
+# operation types 1 read, 2 write; memory spaces 1 HBM, 2 CMEM, 3 VMEM). while.4 holds add.5.
+TPU_MEM_OPS = [
+    ("fusion.1", "", "output fusion", 9 * US, "jit(step)/dot_general", 0, 4_000_000, 5_000_000, 300_000,
+     [(1, 1, 200_000), (2, 1, 80_000), (1, 3, 50_000), (2, 2, 20_000)]),
+    ("fusion.1", "", "output fusion", 5 * US, "jit(eval)/dot_general", 1, 2_000_000, 0, 100_000,
+     [(1, 1, 60_000), (2, 1, 40_000)]),
+    ("%convolution.3 = bf16[8,8]{1,0} convolution(a, b)", "convolution.3", "convolution", 7 * US, "jit(step)/conv",
+     0, 9_000_000, 0, 120_000, [(1, 2, 100_000), (2, 3, 30_000), (0, 1, 10_000)]),
+    ("while.4", "", "while", 12 * US, "", 0, 1_000_000, 0, 50_000, []),
+    ("add.5", "", "loop fusion", 4 * US, "jit(step)/add", 0, 500_000, 0, 64_000, [(1, 1, 32_000), (2, 1, 32_000)]),
+    ("region_0.6", "", "loop fusion", 2 * US, "", 0, 100_000, 0, 1_000, []),
+    ("infeed.7", "", "infeed", 3 * US, "", 0, 0, 0, 8_192, [(2, 1, 8_192)]),
+    ("outfeed.8", "", "outfeed", 2 * US, "", 0, 0, 0, 4_096, []),
+]
+
+
+def tpu_mem(space, cmem=True):
+    """Two TensorCores of a chip with CMEM (or without: tpu_vmem), merged VMEM and megacore (their peaks as plane
+    stats; the flags int64, as tsl's XStatsBuilder writes a bool) running ops
+    of two jaxprog modules (their HLO protos in the metadata plane name the programs), each op's metadata with
+    model_flops and memory_access_breakdown (MemoryAccessBreakdown of XProf's op_metrics.proto): an op name in
+    both modules, a display name, a while op holding another op, a `region` op, infeed and outfeed."""
+    from xprof.protobuf import op_metrics_pb2
+
+    meta, modules = jax_metadata()
+    space.planes.add().CopyFrom(meta)
+    programs = [m[:2] for m in modules[:2]]
+    host = Plane(space, 1, "/host:CPU")
+    python = host.line(1, "python3")
+    cores = []
+    peaks = {"peak_teraflops_per_second": 197.0, "peak_hbm_bw_gigabytes_per_second": 819.0,
+             "peak_sram_rd_bw_gigabytes_per_second": 3000.0, "peak_sram_wr_bw_gigabytes_per_second": 2500.0,
+             "peak_cmem_rd_bw_gigabytes_per_second": 1500.0, "peak_cmem_wr_bw_gigabytes_per_second": 1400.0,
+             "peak_vmem_rd_bw_gigabytes_per_second": 6000.0, "peak_vmem_wr_bw_gigabytes_per_second": 5000.0}
+    for k in range(2):
+        dev = Plane(space, 2 + k, f"/device:TPU:{k}")
+        for name, value in peaks.items():
+            if cmem or "cmem" not in name:
+                dev.set_stat(dev.p, name, value)
+        for flag in ("has_megacore", "has_merged_vmem"):
+            dev.p.stats.add(metadata_id=dev.stat_id(flag), int64_value=1)
+        cores.append((dev, dev.line(2, "XLA Ops"), dev.line(1, "XLA Modules"), dev.line(0, "Steps")))
+        symbols = {}
+        for op in TPU_MEM_OPS:
+            name, display, category, _duration, framework, module, flops, model, size, breakdown = op
+            program = programs[module][0]
+            symbols[program] = symbols.get(program, 0) + 1
+            key = f"{name}@{module}"  # one metadata per op and module
+            md = dev.p.event_metadata[dev.event_id(key)]
+            md.name = name
+            md.display_name = display
+            dev.set_stat(md, "program_id", program)
+            dev.set_stat(md, "symbol_id", symbols[program])
+            dev.set_stat(md, "hlo_category", category)
+            dev.set_stat(md, "flops", flops)
+            if model:
+                dev.set_stat(md, "model_flops", model)
+            dev.set_stat(md, "bytes_accessed", size)
+            if breakdown:
+                message = op_metrics_pb2.MemoryAccessBreakdown()
+                for kind, memory, amount in breakdown:
+                    message.memory_accessed.add(operation_type=kind, memory_space=memory, bytes_accessed=amount)
+                dev.set_stat(md, "memory_access_breakdown", message.SerializeToString())
+            if framework:
+                dev.set_stat(md, "tf_op", framework)
+    t = 0
+    for step in range(STEPS):
+        begin = t
+        t += 5 * US
+        host.event(python, "PjitFunction(step)", t, 3 * US)
+        ends = []
+        for k, (dev, ops, modules_line, steps) in enumerate(cores):
+            device_t = step_begin = t + 4 * US
+            for name, _display, category, duration, _framework, module, *_ in TPU_MEM_OPS:
+                d = duration + (k * 3 + step) * 1_000
+                if name == "add.5":  # inside while.4
+                    dev.event(ops, f"{name}@{module}", device_t - 11 * US, d)
+                    continue
+                dev.event(ops, f"{name}@{module}", device_t, d)
+                device_t += d + 300_000
+            dev.event(modules_line, programs[0][1], step_begin, device_t - step_begin, program_id=programs[0][0])
+            dev.event(steps, f"{step}", step_begin, device_t - step_begin + 1_000_000, step_num=step)
+            ends.append(device_t + 1_000_000)
+        t = max(ends) + 2 * US
+        host.event(python, "train", begin, t - begin, _r=1, step_num=step)
+        t += 6 * US
+
+
 def empty_gpu(space):
     """small.xplane.pb (TensorFlow on CPU) with a GPU plane that recorded nothing."""
     space.MergeFrom(xplane_pb2.XSpace.FromString((Path(sys.argv[1]).parent / "small.xplane.pb").read_bytes()))
@@ -377,6 +468,8 @@ VARIANTS = {
     "rocm_jax": lambda s: jax_device(s, "/device:GPU:0", "AMD"),
     "tpu_jax": lambda s: jax_device(s, "/device:TPU:0", "", tpu=True),
     "tpu_ops": tpu_ops,
+    "tpu_mem": tpu_mem,
+    "tpu_vmem": lambda s: tpu_mem(s, cmem=False),
     "small_emptygpu": empty_gpu,
 }
 
