@@ -132,6 +132,25 @@ def test_memory_viewer_instruction_highlights_its_timeline_events(qtbot, window,
     assert page.table.currentIndex().row() == 0
 
 
+def test_tpu_host_op_profile_and_roofline(qtbot, window, tmp_path):
+    """A TPU host whose XLA ops carry their metadata: the op profile's tree by program and, asked of the worker,
+    by category; the roofline's HBM roof with the ops and the program."""
+    entries = open_xplane(qtbot, window, tmp_path, "device/tpu_ops")
+    view = window.xprof_view
+    click(qtbot, window, entries["Op profile"])
+    ops = view.op_profile_page
+    assert ops.device.text() == "Device: TPU" and ops.message.isHidden()
+    program = ops.tree.topLevelItem(0)
+    assert (program.text(0), program.text(1)) == ("main", "73.8 %")  # its ops' time; IDLE the rest
+    assert program.child(0).text(0) == "convolution" and program.child(0).child(0).text(0) == "convolution.2"
+    with qtbot.waitSignal(window.xprof_runner.finished, timeout=20000):
+        ops.grouping.setCurrentIndex(1)
+    assert [ops.tree.topLevelItem(i).text(0) for i in range(3)] == ["IDLE", "convolution", "output fusion"]
+    click(qtbot, window, entries["Roofline"])
+    roofline = view.pages["roofline_model"]
+    assert roofline.roof_count() == 1 and len(roofline.points.points()) == 7 and len(roofline.program.points()) == 1
+
+
 def test_all_hosts_shows_xprofs_combined_tools(qtbot, window, tmp_path):
     session = tmp_path / "plugins" / "profile" / "2026_11_22_09_00_00"
     session.mkdir(parents=True)

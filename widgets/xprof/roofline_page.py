@@ -1,8 +1,11 @@
 """XProf's roofline_model as a page: a log-log chart of FLOP rate against
 operational intensity with the device's compute roof and memory-bandwidth
-roofs (their ridge points marked), each op a point sized by its time;
-hovering a point names the op. set_data takes roofline_model's JSON (the
-list of DataTables, as dicts or text)."""
+roofs (HBM, and where the device has them CMEM, VMEM or a GPU's shared
+memory; their ridge points marked), each op of the whole profile a point sized
+by its time, the whole program a star; hovering a point names it. The table
+holds every row twice (with and without infeed/outfeed) and per-step program
+rows: the chart takes the whole profile's rows of the first half. set_data
+takes roofline_model's JSON (the list of DataTables, as dicts or text)."""
 
 from __future__ import annotations
 
@@ -18,7 +21,9 @@ GIB_PER_GB = (1 << 30) / 1e9  # bandwidths are GiB/s, FLOP rates GFLOP/s
 ROOFS = (
     ("peak_hbm_bw", "HBM", "#1976d2"),
     ("peak_cmem_read_bw", "CMEM read", "#7b1fa2"),
+    ("peak_cmem_write_bw", "CMEM write", "#ab47bc"),
     ("peak_vmem_read_bw", "VMEM read", "#00897b"),
+    ("peak_vmem_write_bw", "VMEM write", "#4db6ac"),  # a GPU's: its SMs' shared memory (XProf's SHM/L1)
 )
 NO_ROOFS = (
     "No roofline. XProf draws it for the XLA ops of a device (GPU, TPU) against that device's peak "
@@ -62,6 +67,10 @@ class RooflinePage(QWidget):
         self.points = pg.ScatterPlotItem(hoverable=True, brush=pg.mkBrush(229, 57, 53, 160), pen=None)
         self.points.sigHovered.connect(self._hovered)
         item.addItem(self.points)
+        self.program = pg.ScatterPlotItem(hoverable=True, symbol="star", size=16, brush=pg.mkBrush(251, 140, 0),
+                                          pen=None)
+        self.program.sigHovered.connect(self._hovered)
+        item.addItem(self.program)
         self.roof_items: list = []
         layout = QVBoxLayout(self)
         layout.addWidget(self.message, 1)
@@ -86,17 +95,28 @@ class RooflinePage(QWidget):
         xs, ys, times = (np.array([float(v or 0) for v in column_values(table, c)]) for c in (
             "operational_intensity", "measured_flop_rate", "total_self_time"))
         names = ["" if v is None else str(v) for v in column_values(table, "operation")]
-        keep = (xs > 0) & (ys > 0)
-        sizes = 6 + 24 * np.sqrt(times / times.max()) if len(times) and times.max() > 0 else np.full(len(xs), 8.0)
+        # The whole profile's rows ("Total", not the average or per-step ones) of the first half of the table.
+        steps, categories = column_values(table, "step"), column_values(table, "category")
+        feeds = column_values(table, "include_infeed_outfeed")
+        whole = np.array([s == "Total" and f == feeds[0] for s, f in zip(steps, feeds)], bool)
+        program = whole & np.array([c == "Program" for c in categories], bool)
+        keep = whole & ~program & (xs > 0) & (ys > 0)
+        sizes = 6 + 24 * np.sqrt(times / times[keep].max()) if keep.any() and times[keep].max() > 0 \
+            else np.full(len(xs), 8.0)
         self.points.setData(
             x=np.log10(xs[keep]) if keep.any() else [],
             y=np.log10(ys[keep]) if keep.any() else [],
             size=sizes[keep] if keep.any() else [],
             data=[(names[r], xs[r], ys[r], times[r]) for r in np.flatnonzero(keep)],
         )
+        shown = program & (xs > 0) & (ys > 0)
+        self.program.setData(x=np.log10(xs[shown]), y=np.log10(ys[shown]),
+                             data=[("Program (whole profile)", xs[r], ys[r], None) for r in np.flatnonzero(shown)])
         if peak > 0:
             low, high = 1e-2, 1e4
+            gpu = "GPU" in str(p.get("device_type", ""))
             for key, label, color in ROOFS:
+                label = "SHM/L1" if gpu and key == "peak_vmem_write_bw" else label
                 bandwidth = float(p.get(key, 0) or 0) * GIB_PER_GB
                 if bandwidth <= 0:
                     continue
@@ -109,7 +129,7 @@ class RooflinePage(QWidget):
                 )
                 item.addItem(marker)
                 self.roof_items += [line, marker]
-        empty = peak <= 0 and not keep.any()
+        empty = peak <= 0 and not keep.any() and not shown.any()
         self.message.setText(NO_ROOFS if empty else "")
         self.message.setVisible(empty)
         self.plot.setVisible(not empty)
@@ -124,7 +144,8 @@ class RooflinePage(QWidget):
     def _hovered(self, _item, points, _event) -> None:
         if len(points):
             name, x, y, time = points[0].data()
-            self.hover.setText(f"{name}: {x:.3g} FLOP/byte, {y:.3g} GFLOP/s, {time:,.1f} µs self time")
+            own = "" if time is None else f", {time:,.1f} µs self time"
+            self.hover.setText(f"{name}: {x:.3g} FLOP/byte, {y:.3g} GFLOP/s{own}")
         else:
             self.hover.setText(" ")
 
