@@ -6,10 +6,11 @@ bandwidth utilisation; both trees come with and without the IDLE time
 
 XProf builds the trees from the device op metrics; a host-only profile
 (deviceType "CPU_ONLY") gets empty roots, as XProf 2.24 returns for it.
-GPU planes of TensorFlow kernels and TPU planes get XProf 2.24.2's tree of
-the device op metrics (program "main" > op type > device op, no FLOPs);
-XLA ops on a GPU are refused with a message (their FLOPs and bytes come
-from XLA's cost analysis, which Profscope lacks)."""
+GPU planes of TensorFlow kernels get XProf 2.24.2's tree of the device op
+metrics (program "main" > op type > device op, no FLOPs); TPU planes the
+tree of their TensorCore ops from the ops' metadata (tpu_profile.py); XLA
+ops on a GPU are refused with a message (their FLOPs and bytes come from
+XLA's cost analysis, which Profscope lacks)."""
 
 from __future__ import annotations
 

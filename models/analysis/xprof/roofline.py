@@ -7,7 +7,7 @@ XProf takes the FLOPs and bytes of an op from the device op metrics and the
 roofs from the device's capabilities (the device plane's stats); a
 host-only profile gets the tables with no rows and zero roofs, as XProf 2.24
 returns for it. GPU planes of TensorFlow kernels get XProf's GPU table; several hosts XProf's combined steps
-(step_intersection.py); TPU planes are refused with a message (not computed yet).
+(step_intersection.py); TPU planes XProf's TPU table from their ops' metadata and steps (tpu_profile.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,13 @@
 """XProf's device op metrics of TensorCore planes (ConvertTpuDeviceTraceXPlaneToOpMetricsDb as XProf 2.24.2
 gives them): the `XLA Ops` line's events whose metadata names their program_id and symbol_id, one row per
-(program, symbol): the HLO op's name, its category (hlo_category), framework op (tf_op), occurrences, time, self
-time (less the ops directly inside it) and FLOPs and bytes (the metadata's per-run flops and bytes_accessed
-times the runs). The device's time is each core's span (steps and ops), IDLE the rest. These are per-op
-metadata of the TPU profiler, not XLA's cost analysis.
+(program, symbol): the HLO op's name (its display name, if any), its category (hlo_category), framework op
+(tf_op), occurrences, time, self time (less the ops directly inside it) and FLOPs, model FLOPs, bytes and bytes
+by memory space and read/write (the metadata's per-run flops, model_flops, bytes_accessed and
+memory_access_breakdown times the runs). The device's time is each core's span (steps and ops), IDLE the rest.
+These are per-op metadata of the TPU profiler, not XLA's cost analysis.
+
+Also the device's peaks (XProf's perf env of a TPU plane) and XProf's roofline figures of an op or a group
+(SetRooflineMetrics), which framework_op_stats, hlo_stats and tpu_profile.py's roofline share.
 """
 
 from __future__ import annotations
