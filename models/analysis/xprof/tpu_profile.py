@@ -91,8 +91,8 @@ class Metrics:
 
 
 def op_metrics(ops: TpuOps, i: int, occurrences: int | None = None, time: int | None = None) -> Metrics:
-    """Row i's metrics (or those of `occurrences` runs taking `time`); its normalized time is its time (XProf's
-    when the ops carry no time scale)."""
+    """Row i's metrics (or those of `occurrences` runs taking `time`); its normalized time is its time: XProf
+    2.24.2 reads no time scale (DVFS) of TPU ops (tpu_mem's time_scale_multiplier stats change nothing)."""
     n = int(ops.occurrences[i]) if occurrences is None else occurrences
     t = int(ops.time_ps[i]) if time is None else time
     flops, model, size = (float(x) * n for x in ops.per_run[i])
@@ -228,9 +228,10 @@ def tpu_op_tree(ops: TpuOps, env: PerfEnv, names: dict[int, str], by_program: bo
         if category is None:
             category = categories[program, ops.category[i]] = Node(ops.category[i])
             parent.children.append(category)
-        group = duplicates.get((program, ops.category[i], ops.name[i]))
+        key = ops.deduplicated[i] or ops.name[i]  # ops XLA deduplicated, or of one name, are one group
+        group = duplicates.get((program, ops.category[i], key))
         if group is None:
-            group = duplicates[program, ops.category[i], ops.name[i]] = Node(ops.name[i])
+            group = duplicates[program, ops.category[i], key] = Node(key)
             category.children.append(group)
         leaf = Node(ops.name[i], xla=_xla(ops.program[i], ops.category[i], ops.framework[i], ops.long_name[i]))
         group.children.append(leaf)
@@ -250,7 +251,7 @@ def tpu_op_profile(spaces: list[XSpaceData], paths: list[Path], by: str) -> dict
     key = f"by{by.capitalize()}"
     return {key: tpu_op_tree(ops, env, names, by == "program", idle=True), "deviceType": "TPU",
             f"{key}ExcludeIdle": tpu_op_tree(ops, env, names, by == "program", idle=False),
-            "aggDvfsTimeScaleMultiplier": 1 if ops.op_ps else 0}
+            "aggDvfsTimeScaleMultiplier": 1 if ops.op_ps else 0}  # normalized op time over op time
 
 
 # ---------------------------------------------------------------- roofline_model

@@ -367,7 +367,8 @@ def tpu_ops(space):
 
 # tpu_mem's XLA ops: (name, display name, category, duration in ps, tf_op, module (index into the chosen
 # modules), flops, model_flops, bytes_accessed, memory_access_breakdown as (operation type, memory space, bytes);
-# operation types 1 read, 2 write; memory spaces 1 HBM, 2 CMEM, 3 VMEM). while.4 holds add.5.
+# operation types 1 read, 2 write; memory spaces 1 HBM, 2 CMEM, 3 VMEM; and deduplicated_name, if any). while.4
+# holds add.5; XLA made fusion.10 a duplicate of fusion.11.
 TPU_MEM_OPS = [
     ("fusion.1", "", "output fusion", 9 * US, "jit(step)/dot_general", 0, 4_000_000, 5_000_000, 300_000,
      [(1, 1, 200_000), (2, 1, 80_000), (1, 3, 50_000), (2, 2, 20_000)]),
@@ -380,6 +381,8 @@ TPU_MEM_OPS = [
     ("region_0.6", "", "loop fusion", 2 * US, "", 0, 100_000, 0, 1_000, []),
     ("infeed.7", "", "infeed", 3 * US, "", 0, 0, 0, 8_192, [(2, 1, 8_192)]),
     ("outfeed.8", "", "outfeed", 2 * US, "", 0, 0, 0, 4_096, []),
+    ("fusion.10", "", "loop fusion", 1_500_000, "jit(step)/mul", 0, 300_000, 0, 10_000, [], "fusion.11"),
+    ("fusion.11", "", "loop fusion", 1 * US, "jit(step)/mul", 0, 300_000, 0, 10_000, []),
 ]
 
 
@@ -388,7 +391,9 @@ def tpu_mem(space, cmem=True):
     stats; the flags int64, as tsl's XStatsBuilder writes a bool) running ops
     of two jaxprog modules (their HLO protos in the metadata plane name the programs), each op's metadata with
     model_flops and memory_access_breakdown (MemoryAccessBreakdown of XProf's op_metrics.proto): an op name in
-    both modules, a display name, a while op holding another op, a `region` op, infeed and outfeed."""
+    both modules, a display name, a while op holding another op, a `region` op, infeed and outfeed, an op XLA
+    deduplicated (deduplicated_name); the first core's convolutions ran at a lower clock (time_scale_multiplier
+    0.8 on their events)."""
     from xprof.protobuf import op_metrics_pb2
 
     meta, modules = jax_metadata()
@@ -411,7 +416,7 @@ def tpu_mem(space, cmem=True):
         cores.append((dev, dev.line(2, "XLA Ops"), dev.line(1, "XLA Modules"), dev.line(0, "Steps")))
         symbols = {}
         for op in TPU_MEM_OPS:
-            name, display, category, _duration, framework, module, flops, model, size, breakdown = op
+            name, display, category, _duration, framework, module, flops, model, size, breakdown, *dedup = op
             program = programs[module][0]
             symbols[program] = symbols.get(program, 0) + 1
             key = f"{name}@{module}"  # one metadata per op and module
@@ -432,6 +437,8 @@ def tpu_mem(space, cmem=True):
                 dev.set_stat(md, "memory_access_breakdown", message.SerializeToString())
             if framework:
                 dev.set_stat(md, "tf_op", framework)
+            if dedup:
+                dev.set_stat(md, "deduplicated_name", dedup[0])
     t = 0
     for step in range(STEPS):
         begin = t
@@ -445,7 +452,8 @@ def tpu_mem(space, cmem=True):
                 if name == "add.5":  # inside while.4
                     dev.event(ops, f"{name}@{module}", device_t - 11 * US, d)
                     continue
-                dev.event(ops, f"{name}@{module}", device_t, d)
+                scale = {"time_scale_multiplier": 0.8} if k == 0 and category == "convolution" else {}
+                dev.event(ops, f"{name}@{module}", device_t, d, **scale)
                 device_t += d + 300_000
             dev.event(modules_line, programs[0][1], step_begin, device_t - step_begin, program_id=programs[0][0])
             dev.event(steps, f"{step}", step_begin, device_t - step_begin + 1_000_000, step_num=step)
