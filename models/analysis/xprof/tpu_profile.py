@@ -259,33 +259,28 @@ def tpu_op_profile(spaces: list[XSpaceData], paths: list[Path], by: str) -> dict
 
 @dataclass
 class StepDb:
-    """A step's op metrics over its cores: per op row its occurrences and time, and the cores' step time."""
+    """A step's op metrics over its cores (XProf's per-step hlo_metrics_db): its op events' rows in TpuOps and
+    durations, and the cores' step time (each core's step lasts the step's)."""
 
-    occurrences: np.ndarray
+    slots: np.ndarray
     time_ps: np.ndarray
     total_ps: int
 
 
 def step_dbs(ops: TpuOps, steps) -> list[StepDb]:
-    """Each step's op metrics (XProf's per-step hlo_metrics_db): the ops of each core in the step, and every
-    core's step time."""
-    n = len(ops)
     out = []
     for per_core, op_rows in zip(steps.per_core, steps.op_rows):
-        occurrences, time_ps = np.zeros(n, np.int64), np.zeros(n, np.int64)
-        total = 0
-        for core, (step_ps, _categories) in per_core.items():
-            total += step_ps
+        slots, times = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        for core in per_core:
             space, rows = op_rows[core]
-            known_rows, slots = ops.slots.get(id(space), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+            known_rows, known_slots = ops.slots.get(id(space), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
             if not len(rows) or not len(known_rows):
                 continue
             at = np.minimum(np.searchsorted(known_rows, rows), len(known_rows) - 1)
             found = known_rows[at] == rows
-            slot = slots[at[found]]
-            occurrences += np.bincount(slot, minlength=n)
-            time_ps += np.bincount(slot, weights=space.events.duration_ps[rows[found]], minlength=n).astype(np.int64)
-        out.append(StepDb(occurrences, time_ps, total))
+            slots.append(known_slots[at[found]])
+            times.append(space.events.duration_ps[rows[found]].astype(np.int64))
+        out.append(StepDb(np.concatenate(slots), np.concatenate(times), sum(ps for ps, _ in per_core.values())))
     return out
 
 
@@ -294,6 +289,8 @@ class _Roofline:
 
     def __init__(self, ops: TpuOps, env: PerfEnv, cores: int, steps: int):
         self.ops, self.env, self.cores, self.steps = ops, env, cores, steps
+        self.inner = np.array([c in INNER_OPS for c in ops.category], bool)
+        self.io = np.array([_io(c) for c in ops.category], bool)
         self.peak_hbm = env.bw(HBM_RW) / GIB
         cmem, vmem = env.has_cmem, not env.has_cmem and env.has_merged_vmem
         self.peak_cmem = (env.bw(CMEM_RD) / GIB, env.bw(CMEM_WR) / GIB) if cmem else (0.0, 0.0)
@@ -319,28 +316,26 @@ class _Roofline:
                 safe_divide(m.time, total_ps), safe_divide(r.rate, efficiency), efficiency, flops_use, memory_use,
                 include, str(program), ""]
 
-    def program(self, step: str, occurrences: np.ndarray, time_ps: np.ndarray, total_ps: int, include: bool,
-                average: bool = False) -> list:
-        """XProf's GenerateRooflineModelProgramRecord: the innermost ops' FLOPs and bytes over the db's time
-        (less infeed and outfeed when they are left out)."""
-        m = Metrics()
-        io_ps = 0
-        for i in np.flatnonzero(occurrences).tolist():
-            category = self.ops.category[i]
-            if category in INNER_OPS:
-                continue
-            if not include and _io(category):
-                io_ps += int(time_ps[i])
-                continue
-            m.update(op_metrics(self.ops, i, int(occurrences[i]), 0), 0)
-        m.time, m.occurrences = total_ps - io_ps, 1
+    def program(self, step: str, slots: np.ndarray, runs: np.ndarray, time_ps: np.ndarray, total_ps: int,
+                include: bool, average: bool = False) -> list:
+        """XProf's GenerateRooflineModelProgramRecord of a db (its op rows, their runs and times): the innermost
+        ops' FLOPs and bytes over the db's time (less infeed and outfeed when they are left out)."""
+        ops = self.ops
+        inner, io = self.inner[slots], self.io[slots]
+        use = ~inner & (include | ~io)
+        at, n = slots[use], runs[use].astype(np.float64)
+        per_run = ops.per_run[at] * n[:, None]
+        memory = (ops.per_run_memory[at] * n[:, None, None]).sum(axis=0)
+        m = Metrics(total_ps - (0 if include else int(time_ps[~inner & io].sum())), 1, float(per_run[:, 0].sum()),
+                    float(per_run[:, 1].sum()), float(per_run[:, 2].sum()), 0, memory,
+                    bool((ops.has_breakdown[at] & (n > 0)).any()))
         return self.record(step, "Program", "Program", 0, m, 0, m.time, include, average)
 
     def rows(self, steps: list[tuple[str, StepDb]], include: bool) -> list[list]:
         ops = self.ops
         total_ps = ops.total_ps
-        rows = [self.program("Total", ops.occurrences, ops.time_ps, total_ps, include)]
-        io_ps = sum(int(ops.time_ps[i]) for i in range(len(ops)) if _io(ops.category[i])) if not include else 0
+        rows = [self.program("Total", np.arange(len(ops)), ops.occurrences, ops.time_ps, total_ps, include)]
+        io_ps = 0 if include else int(ops.time_ps[self.io].sum())
         total_us = (total_ps - io_ps) / 1e6
         cumulative = 0.0
         order = sorted(range(len(ops)), key=lambda k: (-int(ops.self_ps[k]), ops.name[k]))[:1000]
@@ -353,12 +348,13 @@ class _Roofline:
             cumulative += share
             row[1], row[9], row[10] = float(len(rows)), share, cumulative
             rows.append(row)
-        dbs = [db for _, db in steps]
-        n = len(ops)
-        rows.append(self.program("Average", sum((db.occurrences for db in dbs), np.zeros(n, np.int64)),
-                                 sum((db.time_ps for db in dbs), np.zeros(n, np.int64)),
-                                 sum(db.total_ps for db in dbs), include, average=True))
-        rows.extend(self.program(name, db.occurrences, db.time_ps, db.total_ps, include) for name, db in steps)
+        every = [np.zeros(0, np.int64)] + [db.slots for _, db in steps]
+        times = [np.zeros(0, np.int64)] + [db.time_ps for _, db in steps]
+        slots = np.concatenate(every)
+        rows.append(self.program("Average", slots, np.ones(len(slots), np.int64), np.concatenate(times),
+                                 sum(db.total_ps for _, db in steps), include, average=True))
+        rows.extend(self.program(name, db.slots, np.ones(len(db.slots), np.int64), db.time_ps, db.total_ps, include)
+                    for name, db in steps)
         return rows
 
 
