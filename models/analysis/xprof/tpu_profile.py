@@ -10,8 +10,9 @@ op_profile: program (the module's name and program id from the HLO protos, else 
 category > op; IDLE a leaf of the root. A node's FLOP utilisation is its FLOP rate against the peak, capped at 1,
 times its share of the tree's time (the profile's, or its op time without IDLE); its bandwidth utilisations are
 HBM (read and write), on-chip read and on-chip write against their peaks, from the ops' memory breakdown only.
-Children by time, most first, at most 100 below a category; a group of one op is that op; ops of one name in
-two programs under one category make "<name> and its duplicate(s)".
+Children by time, most first, at most 100 below a category; ops XLA deduplicated (deduplicated_name) or of one
+name in two programs under one category are one group, "<its longest op> and its duplicate(s)"; a group of one
+op is that op. An op holding other ops counts in its program's time, not in the tree (its inner ops do).
 
 roofline_model: the whole profile (a "Program" row, then each op by self time), the complete steps' average
 ("Average": the steps' time over their number, FLOP rates over their whole time) and a "Program" row per step,
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from profscope.models.analysis.xprof.op_stats import IDLE
 from profscope.models.analysis.xprof.tpu_ops import (
     CMEM_RD,
     CMEM_WR,
@@ -50,7 +52,6 @@ from profscope.models.formats.xspace.xplane import XSpaceData
 
 INNER_OPS = ("call", "conditional", "while", "megacore fusion")  # their time holds other ops' (XProf's MayHaveInnerOps)
 CHILDREN_LIMIT = 100  # XProf's op_profile_limit
-IDLE = "IDLE"
 
 
 def _io(category: str) -> bool:
