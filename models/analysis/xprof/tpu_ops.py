@@ -263,49 +263,58 @@ def _int64_stats(space: XSpaceData, plane: int) -> dict[str, int]:
     return {names.get(sid, ""): value for sid, value in zip(ids.tolist(), values.tolist())}
 
 
+def safe_divides(a, b) -> np.ndarray:
+    """safe_divide over arrays."""
+    b = np.asarray(b, np.float64)
+    ok = np.abs(b) >= 1e-10
+    return np.where(ok, np.asarray(a, np.float64) / np.where(ok, b, 1.0), 0.0)
+
+
+BOUNDS = ("Compute", "HBM", "CMEM Read", "CMEM Write", "VMEM Read", "VMEM Write")
+
+
 @dataclass
 class Roofline:
-    """XProf's SetRooflineMetrics of an op or a group: FLOP rates (GFLOP/s), bandwidths (GiB/s: all bytes, HBM,
-    CMEM read and write, VMEM read and write), operational intensities (FLOPs per byte: all, HBM, the four
-    on-chip), what bounds it and its intensity there."""
+    """XProf's SetRooflineMetrics of ops or groups, a value each: FLOP rates (GFLOP/s), bandwidths (GiB/s: all
+    bytes, HBM, and (k, 4) CMEM read, CMEM write, VMEM read, VMEM write), operational intensities (FLOPs per byte:
+    all, HBM, the four on-chip), what bounds each and its intensity there."""
 
-    rate: float
-    model_rate: float
-    memory_bw: float
-    hbm_bw: float
-    on_chip_bw: tuple[float, float, float, float]
-    intensity: float
-    hbm_intensity: float
-    on_chip_intensity: tuple[float, float, float, float]
-    bottleneck_intensity: float
-    bound: str
+    rate: np.ndarray
+    model_rate: np.ndarray
+    memory_bw: np.ndarray
+    hbm_bw: np.ndarray
+    on_chip_bw: np.ndarray
+    intensity: np.ndarray
+    hbm_intensity: np.ndarray
+    on_chip_intensity: np.ndarray
+    bottleneck_intensity: np.ndarray
+    bound: list[str]
 
 
-def roofline_metrics(flops: float, model: float, size: float, memory: np.ndarray | None, time_ps: float,
-                     env: PerfEnv) -> Roofline:
-    """`memory`: bytes by memory space and operation (4 x 3), None without a breakdown (all bytes are HBM's).
-    The bound is the resource used closest to its peak: compute, HBM, or (where used and with a peak) CMEM or
-    VMEM read or write; Unknown when none is used."""
-    ns = time_ps / 1000
-    rate = safe_divide(flops, ns)
-    hbm = float(memory[HBM].sum()) if memory is not None else size
-    on_chip = ((float(memory[CMEM, READ]), float(memory[CMEM, WRITE]), float(memory[VMEM, READ]),
-                float(memory[VMEM, WRITE])) if memory is not None else (0.0, 0.0, 0.0, 0.0))
-    hbm_bw = safe_divide(hbm, ns) / GIB
-    bws = tuple(safe_divide(b, ns) / GIB for b in on_chip)
-    intensities = tuple(safe_divide(flops, b) for b in on_chip)
-    candidates = [("Compute", safe_divide(rate, env.peak_gflops), safe_divide(flops, size)),
-                  ("HBM", safe_divide(hbm_bw, env.bw(HBM_RW) / GIB), safe_divide(flops, hbm))]
-    for label, used, bw, peak, oi in zip(("CMEM Read", "CMEM Write", "VMEM Read", "VMEM Write"), on_chip, bws,
-                                         (CMEM_RD, CMEM_WR, VMEM_RD, VMEM_WR), intensities):
-        if used and env.bw(peak):
-            candidates.append((label, safe_divide(bw, env.bw(peak) / GIB), oi))
-    bound, most, bottleneck = "Unknown", 0.0, 0.0
-    for label, utilisation, oi in candidates:
-        if most < utilisation:
-            bound, most, bottleneck = label, utilisation, oi
-    return Roofline(rate, safe_divide(model, ns), safe_divide(size, ns) / GIB, hbm_bw, bws, safe_divide(flops, size),  # type: ignore[arg-type]
-                    safe_divide(flops, hbm), intensities, bottleneck, bound)  # type: ignore[arg-type]
+def roofline_metrics(flops, model, size, memory: np.ndarray, breakdown, time_ps, env: PerfEnv) -> Roofline:
+    """Of k ops or groups: FLOPs, model FLOPs, bytes, bytes by memory space and operation (k, 4, 3) and whether
+    they come with such a breakdown (without one all bytes are HBM's), time. The bound is the resource used
+    closest to its peak: compute, HBM, or (where used and with a peak) CMEM or VMEM read or write; Unknown when
+    none is used (the first of equals)."""
+    flops, size = np.asarray(flops, np.float64), np.asarray(size, np.float64)
+    breakdown = np.asarray(breakdown, bool)
+    ns = np.asarray(time_ps, np.float64) / 1000
+    rate = safe_divides(flops, ns)
+    hbm = np.where(breakdown, memory[:, HBM].sum(axis=1), size)
+    on_chip = np.where(breakdown[:, None], memory[:, [CMEM, CMEM, VMEM, VMEM], [READ, WRITE, READ, WRITE]], 0.0)
+    hbm_bw = safe_divides(hbm, ns) / GIB
+    bws = safe_divides(on_chip, ns[:, None]) / GIB
+    intensities = safe_divides(flops[:, None], on_chip)
+    peaks = np.array([env.bw(k) / GIB for k in (CMEM_RD, CMEM_WR, VMEM_RD, VMEM_WR)])
+    uses = np.column_stack([safe_divides(rate, env.peak_gflops), safe_divides(hbm_bw, env.bw(HBM_RW) / GIB),
+                            np.where((on_chip > 0) & (peaks > 0), safe_divides(bws, peaks), 0.0)])
+    candidates = np.column_stack([safe_divides(flops, size), safe_divides(flops, hbm), intensities])
+    first = uses.argmax(axis=1)
+    used = uses.max(axis=1) > 0
+    return Roofline(rate, safe_divides(model, ns), safe_divides(size, ns) / GIB, hbm_bw, bws, safe_divides(flops, size),
+                    safe_divides(flops, hbm), intensities,
+                    np.where(used, candidates[np.arange(len(first)), first], 0.0),
+                    [BOUNDS[k] if u else "Unknown" for k, u in zip(first.tolist(), used.tolist())])
 
 
 def tpu_framework_op_stats_json(stats, spaces: list[XSpaceData]) -> list[dict]:
@@ -324,6 +333,8 @@ def tpu_framework_op_stats_json(stats, spaces: list[XSpaceData]) -> list[dict]:
                      np.zeros(len(keys) + 1, bool), ops.total_ps, ops.op_ps)
     tables = framework_op_stats_json(replace(stats, device=db, device_unknown=""))
     env = perf_env(spaces)
+    # A framework op sums its ops' FLOPs and bytes, not their memory breakdown: all its bytes are HBM's.
+    r = roofline_metrics(flops, model, bytes_, np.zeros((len(keys), 4, 3)), np.zeros(len(keys), bool), time_ps, env)
     by_name = {k[0]: i for i, k in enumerate(keys)}
     for t in tables:
         for row in t["rows"]:
@@ -331,11 +342,9 @@ def tpu_framework_op_stats_json(stats, spaces: list[XSpaceData]) -> list[dict]:
             i = by_name.get(cells[3]["v"]) if cells[1]["v"] == "Device" else None
             if i is None:
                 continue
-            # A framework op sums its ops' FLOPs and bytes, not their memory breakdown: all its bytes are HBM's.
-            r = roofline_metrics(float(flops[i]), float(model[i]), float(bytes_[i]), None, float(time_ps[i]), env)
             for k, v in zip((13, 14, 15, 16), (r.rate, r.model_rate, r.memory_bw, r.intensity)):
-                cells[k]["v"] = v
-            cells[-2]["v"] = r.bound
+                cells[k]["v"] = float(v[i])
+            cells[-2]["v"] = r.bound[i]
     return tables
 
 
@@ -344,7 +353,8 @@ def tpu_hlo_stats_rows(spaces: list[XSpaceData]) -> list[list]:
     framework op, times, shares of the device's whole time (percent), FLOP rates, bandwidths, intensity and
     bound from its metadata (no HLO text: the op's name)."""
     ops = tpu_op_metrics(spaces)
-    env = perf_env(spaces)
+    r = roofline_metrics(ops.flops, ops.model_flops, ops.bytes, ops.memory, ops.has_breakdown, ops.time_ps,
+                         perf_env(spaces))
     rows: list[list] = []
     cumulative = 0.0
     for i in sorted(range(len(ops.name)), key=lambda k: (-int(ops.self_ps[k]), ops.name[k])):
@@ -352,10 +362,9 @@ def tpu_hlo_stats_rows(spaces: list[XSpaceData]) -> list[list]:
         time_us, self_us = int(ops.time_ps[i]) / 1e6, int(ops.self_ps[i]) / 1e6
         share = 100.0 * int(ops.self_ps[i]) / ops.total_ps if ops.total_ps else 0.0
         cumulative += share
-        r = roofline_metrics(float(ops.flops[i]), float(ops.model_flops[i]), float(ops.bytes[i]),
-                             ops.memory[i] if ops.has_breakdown[i] else None, float(ops.time_ps[i]), env)
         rows.append([float(len(rows) + 1), str(ops.program[i]), ops.category[i], ops.name[i],
                      ops.long_name[i] or ops.name[i], ops.framework[i], float(n), time_us, time_us / n if n else 0.0,
-                     self_us, self_us / n if n else 0.0, share, cumulative, 0.0, r.model_rate, r.rate, r.memory_bw,
-                     r.hbm_bw, *r.on_chip_bw[:2], r.intensity, r.bound, "No", "No", "No", "", "TensorCore", "", 0.0])
+                     self_us, self_us / n if n else 0.0, share, cumulative, 0.0, float(r.model_rate[i]),
+                     float(r.rate[i]), float(r.memory_bw[i]), float(r.hbm_bw[i]), *r.on_chip_bw[i, :2].tolist(),
+                     float(r.intensity[i]), r.bound[i], "No", "No", "No", "", "TensorCore", "", 0.0])
     return rows

@@ -46,6 +46,7 @@ from profscope.models.analysis.xprof.tpu_ops import (
     perf_env,
     roofline_metrics,
     safe_divide,
+    safe_divides,
     tpu_op_metrics,
 )
 from profscope.models.formats.xspace.xplane import XSpaceData
@@ -91,11 +92,10 @@ class Metrics:
         self.breakdown = self.breakdown or other.breakdown
 
 
-def op_metrics(ops: TpuOps, i: int, occurrences: int | None = None, time: int | None = None) -> Metrics:
-    """Row i's metrics (or those of `occurrences` runs taking `time`); its normalized time is its time: XProf
-    2.24.2 reads no time scale (DVFS) of TPU ops (tpu_mem's time_scale_multiplier stats change nothing)."""
-    n = int(ops.occurrences[i]) if occurrences is None else occurrences
-    t = int(ops.time_ps[i]) if time is None else time
+def op_metrics(ops: TpuOps, i: int) -> Metrics:
+    """Row i's metrics; its normalized time is its time: XProf 2.24.2 reads no time scale (DVFS) of TPU ops
+    (tpu_mem's time_scale_multiplier stats change nothing)."""
+    n, t = int(ops.occurrences[i]), int(ops.time_ps[i])
     flops, model, size = (float(x) * n for x in ops.per_run[i])
     return Metrics(t, n, flops, model, size, t, ops.per_run_memory[i] * n, bool(ops.has_breakdown[i]))
 
@@ -259,30 +259,50 @@ def tpu_op_profile(spaces: list[XSpaceData], paths: list[Path], by: str) -> dict
 
 
 @dataclass
-class StepDb:
-    """A step's op metrics over its cores (XProf's per-step hlo_metrics_db): its op events' rows in TpuOps and
-    durations, and the cores' step time (each core's step lasts the step's)."""
+class StepEvents:
+    """The steps' op metrics (XProf's per-step hlo_metrics_db) as op events: each one's step, row in TpuOps and
+    duration; per step the cores' step time (each core's step lasts the step's)."""
 
+    step: np.ndarray
     slots: np.ndarray
     time_ps: np.ndarray
-    total_ps: int
+    total_ps: np.ndarray
 
 
-def step_dbs(ops: TpuOps, steps) -> list[StepDb]:
-    out = []
-    for per_core, op_rows in zip(steps.per_core, steps.op_rows):
-        slots, times = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-        for core in per_core:
-            space, rows = op_rows[core]
-            known_rows, known_slots = ops.slots.get(id(space), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
-            if not len(rows) or not len(known_rows):
-                continue
-            at = np.minimum(np.searchsorted(known_rows, rows), len(known_rows) - 1)
-            found = known_rows[at] == rows
-            slots.append(known_slots[at[found]])
-            times.append(space.events.duration_ps[rows[found]].astype(np.int64))
-        out.append(StepDb(np.concatenate(slots), np.concatenate(times), sum(ps for ps, _ in per_core.values())))
-    return out
+def step_events(ops: TpuOps, steps) -> StepEvents:
+    by_space: dict[int, tuple[XSpaceData, list[np.ndarray], list[np.ndarray]]] = {}
+    for i, op_rows in enumerate(steps.op_rows):
+        for space, rows in op_rows.values():
+            _space, parts, which = by_space.setdefault(id(space), (space, [], []))
+            parts.append(rows)
+            which.append(np.full(len(rows), i, np.int64))
+    step, slots, times = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for key, (space, parts, which) in by_space.items():
+        rows = np.concatenate(parts)
+        known_rows, known_slots = ops.slots.get(key, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+        if not len(rows) or not len(known_rows):
+            continue
+        at = np.minimum(np.searchsorted(known_rows, rows), len(known_rows) - 1)
+        found = known_rows[at] == rows
+        step.append(np.concatenate(which)[found])
+        slots.append(known_slots[at[found]])
+        times.append(space.events.duration_ps[rows[found]].astype(np.int64))
+    totals = np.array([sum(ps for ps, _ in per_core.values()) for per_core in steps.per_core], np.int64)
+    return StepEvents(np.concatenate(step), np.concatenate(slots), np.concatenate(times), totals)
+
+
+@dataclass
+class Groups:
+    """k ops or groups of ops (XProf's OpMetrics of each): time, occurrences, FLOPs, model FLOPs, bytes, bytes by
+    memory space and operation (k, 4, 3), whether any had a memory breakdown."""
+
+    time: np.ndarray
+    occurrences: np.ndarray
+    flops: np.ndarray
+    model: np.ndarray
+    bytes: np.ndarray
+    memory: np.ndarray
+    breakdown: np.ndarray
 
 
 class _Roofline:
@@ -297,65 +317,71 @@ class _Roofline:
         self.peak_cmem = (env.bw(CMEM_RD) / GIB, env.bw(CMEM_WR) / GIB) if cmem else (0.0, 0.0)
         self.peak_vmem = (env.bw(VMEM_RD) / GIB, env.bw(VMEM_WR) / GIB) if vmem else (0.0, 0.0)
 
-    def record(self, step: str, name: str, category: str, program: int, m: Metrics, self_ps: int, total_ps: int,
-               include: bool, average: bool = False) -> list:
-        """A row: XProf's ConvertOpMetricsToRooflineModelRecord (rank and shares filled by the caller)."""
-        total_us, self_us = m.time / 1e6, self_ps / 1e6
-        avg_us, avg_self_us = safe_divide(total_us, m.occurrences), safe_divide(self_us, m.occurrences)
+    def records(self, steps: list[str], names: list[str], categories: list[str], programs: list[int], g: Groups,
+                self_ps: np.ndarray, total_ps: np.ndarray, include: bool, average: bool = False) -> list[list]:
+        """Rows: XProf's ConvertOpMetricsToRooflineModelRecord (rank and shares filled by the caller)."""
+        total_us, self_us = g.time / 1e6, self_ps / 1e6
+        avg_us, avg_self_us = safe_divides(total_us, g.occurrences), safe_divides(self_us, g.occurrences)
         if average:  # the complete steps' average: their time over their number
-            total_us, self_us = safe_divide(total_us, self.steps), safe_divide(self_us, self.steps)
-        r = roofline_metrics(m.flops, m.model, m.bytes, m.memory if m.breakdown else None, m.time, self.env)
-        cmem, vmem = r.on_chip_bw[:2], r.on_chip_bw[2:]
-        flops_use = safe_divide(r.rate, self.env.peak_gflops)
-        memory_use = max(safe_divide(cmem[1], self.peak_cmem[1]), safe_divide(cmem[0], self.peak_cmem[0]),
-                         safe_divide(r.hbm_bw, self.peak_hbm), safe_divide(vmem[1], self.peak_vmem[1]),
-                         safe_divide(vmem[0], self.peak_vmem[0]))
-        efficiency = max(memory_use, flops_use)
-        return [step, 0.0, category, name, float(m.occurrences), total_us, avg_us, self_us, avg_self_us, 0.0, 0.0, 0.0,
-                r.rate, r.model_rate, r.memory_bw, r.hbm_bw, *r.on_chip_bw, r.intensity, r.hbm_intensity,
-                *r.on_chip_intensity, r.bottleneck_intensity, r.bound, safe_divide(total_us, self.cores),
-                safe_divide(m.time, total_ps), safe_divide(r.rate, efficiency), efficiency, flops_use, memory_use,
-                include, str(program), ""]
+            total_us, self_us = safe_divides(total_us, self.steps), safe_divides(self_us, self.steps)
+        r = roofline_metrics(g.flops, g.model, g.bytes, g.memory, g.breakdown, g.time, self.env)
+        flops_use = safe_divides(r.rate, self.env.peak_gflops)
+        bws, peaks = r.on_chip_bw, (*self.peak_cmem, *self.peak_vmem)
+        memory_use = np.maximum.reduce([safe_divides(bws[:, 1], peaks[1]), safe_divides(bws[:, 0], peaks[0]),
+                                        safe_divides(r.hbm_bw, self.peak_hbm), safe_divides(bws[:, 3], peaks[3]),
+                                        safe_divides(bws[:, 2], peaks[2])])
+        efficiency = np.maximum(memory_use, flops_use)
+        zero = np.zeros(len(names))
+        columns = [g.occurrences.astype(np.float64), total_us, avg_us, self_us, avg_self_us, zero, zero, zero, r.rate,
+                   r.model_rate, r.memory_bw, r.hbm_bw, *r.on_chip_bw.T, r.intensity, r.hbm_intensity,
+                   *r.on_chip_intensity.T, r.bottleneck_intensity]
+        after = [safe_divides(total_us, self.cores), safe_divides(g.time, total_ps), safe_divides(r.rate, efficiency),
+                 efficiency, flops_use, memory_use]
+        return [[step, 0.0, category, name, *numbers, bound, *more, include, str(program), ""]
+                for step, category, name, numbers, bound, more, program in zip(
+                    steps, categories, names, zip(*(c.tolist() for c in columns)), r.bound,
+                    zip(*(c.tolist() for c in after)), programs)]
 
-    def program(self, step: str, slots: np.ndarray, runs: np.ndarray, time_ps: np.ndarray, total_ps: int,
-                include: bool, average: bool = False) -> list:
-        """XProf's GenerateRooflineModelProgramRecord of a db (its op rows, their runs and times): the innermost
-        ops' FLOPs and bytes over the db's time (less infeed and outfeed when they are left out)."""
-        ops = self.ops
+    def programs(self, names: list[str], group: np.ndarray, slots: np.ndarray, runs: np.ndarray, times: np.ndarray,
+                 totals: np.ndarray, include: bool, average: bool = False) -> list[list]:
+        """XProf's GenerateRooflineModelProgramRecord of dbs (their ops' rows, runs and times, each one's db):
+        the innermost ops' FLOPs and bytes over the db's time (less infeed and outfeed when left out)."""
+        ops, k = self.ops, len(names)
         inner, io = self.inner[slots], self.io[slots]
         use = ~inner & (include | ~io)
-        at, n = slots[use], runs[use].astype(np.float64)
-        per_run = ops.per_run[at] * n[:, None]
-        memory = (ops.per_run_memory[at] * n[:, None, None]).sum(axis=0)
-        m = Metrics(total_ps - (0 if include else int(time_ps[~inner & io].sum())), 1, float(per_run[:, 0].sum()),
-                    float(per_run[:, 1].sum()), float(per_run[:, 2].sum()), 0, memory,
-                    bool((ops.has_breakdown[at] & (n > 0)).any()))
-        return self.record(step, "Program", "Program", 0, m, 0, m.time, include, average)
+        at, n, where = slots[use], runs[use].astype(np.float64), group[use]
+        sums = [np.bincount(where, ops.per_run[at, c] * n, k) for c in range(3)]
+        memory = np.stack([np.bincount(where, ops.per_run_memory[at, a, b] * n, k) for a in range(4)
+                           for b in range(3)], axis=1).reshape(k, 4, 3)
+        breakdown = np.bincount(where, ops.has_breakdown[at] & (n > 0), k) > 0
+        io_ps = 0 if include else np.bincount(group[~inner & io], times[~inner & io], k).astype(np.int64)
+        time = totals - io_ps
+        g = Groups(time, np.ones(k, np.int64), sums[0], sums[1], sums[2], memory, breakdown)
+        return self.records(names, ["Program"] * k, ["Program"] * k, [0] * k, g, np.zeros(k), time, include, average)
 
-    def rows(self, steps: list[tuple[str, StepDb]], include: bool) -> list[list]:
+    def rows(self, steps: list[str], events: StepEvents, include: bool) -> list[list]:
         ops = self.ops
-        total_ps = ops.total_ps
-        rows = [self.program("Total", np.arange(len(ops)), ops.occurrences, ops.time_ps, total_ps, include)]
-        io_ps = 0 if include else int(ops.time_ps[self.io].sum())
-        total_us = (total_ps - io_ps) / 1e6
-        cumulative = 0.0
-        order = sorted(range(len(ops)), key=lambda k: (-int(ops.self_ps[k]), ops.name[k]))[:1000]
-        for i in order:
-            if not ops.occurrences[i] or (not include and _io(ops.category[i])):
-                continue
-            row = self.record("Total", ops.name[i], ops.category[i], ops.program[i], op_metrics(ops, i),
-                              int(ops.self_ps[i]), total_ps - io_ps, include)
-            share = safe_divide(row[7], total_us)
-            cumulative += share
-            row[1], row[9], row[10] = float(len(rows)), share, cumulative
-            rows.append(row)
-        every = [np.zeros(0, np.int64)] + [db.slots for _, db in steps]
-        times = [np.zeros(0, np.int64)] + [db.time_ps for _, db in steps]
-        slots = np.concatenate(every)
-        rows.append(self.program("Average", slots, np.ones(len(slots), np.int64), np.concatenate(times),
-                                 sum(db.total_ps for _, db in steps), include, average=True))
-        rows.extend(self.program(name, db.slots, np.ones(len(db.slots), np.int64), db.time_ps, db.total_ps, include)
-                    for name, db in steps)
+        total_ps = np.array([ops.total_ps], np.int64)
+        every = np.arange(len(ops))
+        rows = self.programs(["Total"], np.zeros(len(ops), np.int64), every, ops.occurrences, ops.time_ps, total_ps,
+                             include)
+        op_total = int(total_ps[0]) - (0 if include else int(ops.time_ps[self.io].sum()))
+        order = [i for i in sorted(range(len(ops)), key=lambda k: (-int(ops.self_ps[k]), ops.name[k]))[:1000]
+                 if ops.occurrences[i] and (include or not self.io[i])]
+        at = np.array(order, np.int64)
+        g = Groups(ops.time_ps[at], ops.occurrences[at], ops.flops[at], ops.model_flops[at], ops.bytes[at],
+                   ops.memory[at], ops.has_breakdown[at])
+        records = self.records(["Total"] * len(at), [ops.name[i] for i in order], [ops.category[i] for i in order],
+                               [ops.program[i] for i in order], g, ops.self_ps[at], np.full(len(at), op_total),
+                               include)
+        shares = safe_divides(ops.self_ps[at] / 1e6, op_total / 1e6)
+        for rank, (row, share, cumulative) in enumerate(zip(records, shares.tolist(), np.cumsum(shares).tolist()), 1):
+            row[1], row[9], row[10] = float(rank), share, cumulative
+        rows += records
+        ones = np.ones(len(events.slots), np.int64)
+        rows += self.programs(["Average"], np.zeros(len(events.slots), np.int64), events.slots, ones, events.time_ps,
+                              np.array([events.total_ps.sum()], np.int64), include, average=True)
+        rows += self.programs(steps, events.step, events.slots, ones, events.time_ps, events.total_ps, include)
         return rows
 
 
@@ -375,9 +401,10 @@ def tpu_roofline_tables(spaces: list[XSpaceData], device) -> list[dict]:
     ops = tpu_op_metrics(spaces)
     env = perf_env(spaces)
     steps = device.tpu_steps or TpuSteps()
-    named = [(str(number), db) for number, db in zip(steps.number, step_dbs(ops, steps))]
+    named = [str(number) for number in steps.number]
+    events = step_events(ops, steps)
     roofline = _Roofline(ops, env, device.core_count, len(named))
-    rows = roofline.rows(named, True) + roofline.rows(named, False)
+    rows = roofline.rows(named, events, True) + roofline.rows(named, events, False)
     peak = env.peak_gflops
     ridge = lambda gib: _g(safe_divide(peak, gib * GIB))  # noqa: E731
     p = {
