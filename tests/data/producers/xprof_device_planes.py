@@ -32,7 +32,8 @@ category), each file converted from a copy in a folder of its own.
     python xprof_device_planes.py tests/data/xprof/device --big /tmp/big.xplane.pb
 
 writes gpu_tf of 20,000 steps (about 480,000 events) for
-benchmarks/xprof_tools_bench.py --file /tmp/big.xplane.pb --tools kernel_stats ...
+benchmarks/xprof_tools_bench.py --file /tmp/big.xplane.pb --tools kernel_stats ...; `--big-tpu` tpu_ops of
+20,000 steps (two TensorCores, about 400,000 events) for --tools op_profile roofline_model.
 """
 
 import gzip
@@ -539,12 +540,12 @@ def write(target: Path, data) -> None:
 
 
 def main():
-    if sys.argv[2:3] == ["--big"]:  # benchmarks: gpu_tf of 20,000 steps (about 480,000 events) to a path
+    if sys.argv[2:3] in (["--big"], ["--big-tpu"]):  # benchmarks: gpu_tf or tpu_ops of 20,000 steps, to a path
         global STEPS
         STEPS = 20_000
         space = xplane_pb2.XSpace()
         space.hostnames.append("gpuhost")
-        tf_gpu(space)
+        (tf_gpu if sys.argv[2] == "--big" else tpu_ops)(space)
         in_time_order(space)
         Path(sys.argv[3]).write_bytes(space.SerializeToString())
         return
