@@ -54,6 +54,8 @@ class TpuOps:
     # id(XSpaceData) -> (its op event rows, sorted; their row in this table): per-step op metrics (step_db).
     slots: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     deduplicated: list[str] = field(default_factory=list)  # deduplicated_name: the op it is a duplicate of
+    # source_stack: the op's source lines (XProf 2.24.2 reads no source_info stat: no file or line of its own)
+    source_stack: list[str] = field(default_factory=list)
 
     @property
     def op_ps(self) -> int:
@@ -101,7 +103,7 @@ def _metadata(space: XSpaceData, plane: int, mids: list[int]) -> dict[int, dict[
             fields = [(1, "i"), (3, "i"), (4, "i"), (7, "i"), (5, "s"), (2, "d"), (6, "s")]
             for sid, u, i, ref, text, dbl, raw in zip(*wire.decode_messages(space.buf, stats, fields)):
                 name = p.stat_names.get(int(sid), "")
-                if name in ("hlo_category", "tf_op", "deduplicated_name"):
+                if name in ("hlo_category", "tf_op", "deduplicated_name", "source_stack"):
                     found[name] = p.stat_names.get(int(ref), "") if ref else span_text(space.buf, text)
                 elif name in ("program_id", "symbol_id", "flops", "model_flops", "bytes_accessed"):
                     found[name] = int(u) or int(i) or float(dbl)
@@ -117,6 +119,7 @@ def tpu_op_metrics(spaces: list[XSpaceData]) -> TpuOps:
     long_name: list[str] = []
     category: list[str] = []
     dedup: list[str] = []
+    stacks: list[str] = []
     framework: list[str] = []
     per_run: list[tuple[float, float, float]] = []
     memory: list[np.ndarray] = []
@@ -151,6 +154,7 @@ def tpu_op_metrics(spaces: list[XSpaceData]) -> TpuOps:
                     long_name.append(label if display else "")
                     category.append(str(m.get("hlo_category", "")))
                     dedup.append(str(m.get("deduplicated_name", "")))
+                    stacks.append(str(m.get("source_stack", "")))
                     framework.append(str(m.get("tf_op", "")))
                     flops = float(m.get("flops", 0))  # type: ignore[arg-type]
                     model = float(m.get("model_flops", 0))  # type: ignore[arg-type]
@@ -176,7 +180,8 @@ def tpu_op_metrics(spaces: list[XSpaceData]) -> TpuOps:
         by_space[space_id] = (r[order], s[order])
     return TpuOps(name, category, framework, occurrences, time_ps, self_ps, runs[:, 0] * occurrences,
                   runs[:, 2] * occurrences, [k[0] for k in keys], total, long_name, runs,
-                  np.array(memory, np.float64).reshape(-1, 4, 3), np.array(breakdown, bool), by_space, dedup)
+                  np.array(memory, np.float64).reshape(-1, 4, 3), np.array(breakdown, bool), by_space, dedup,
+                  stacks)
 
 
 def framework_rows(ops: TpuOps) -> tuple[list[tuple[str, str]], np.ndarray, np.ndarray, np.ndarray, np.ndarray,

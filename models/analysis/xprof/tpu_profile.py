@@ -116,10 +116,10 @@ def _number(x: float) -> float | int:
     return int(x) if float(x).is_integer() else float(x)  # XProf writes whole numbers without a fraction
 
 
-def _xla(program: int, category: str, provenance: str, expression: str) -> dict:
+def _xla(program: int, category: str, provenance: str, expression: str, stack: str = "") -> dict:
     return {"op": "", "expression": expression, "provenance": provenance, "category": category,
             "computationPrimitiveSize": 0, "fingerprint": "0", "programId": str(program),
-            "sourceInfo": {"fileName": "", "lineNumber": 0, "stackFrame": ""}, "xprofKernelMetadata": ""}
+            "sourceInfo": {"fileName": "", "lineNumber": 0, "stackFrame": stack}, "xprofKernelMetadata": ""}
 
 
 def _metrics_json(m: Metrics, env: PerfEnv, total_ps: int) -> dict:
@@ -234,7 +234,8 @@ def tpu_op_tree(ops: TpuOps, env: PerfEnv, names: dict[int, str], by_program: bo
         if group is None:
             group = duplicates[program, ops.category[i], key] = Node(key)
             category.children.append(group)
-        leaf = Node(ops.name[i], xla=_xla(ops.program[i], ops.category[i], ops.framework[i], ops.long_name[i]))
+        leaf = Node(ops.name[i], xla=_xla(ops.program[i], ops.category[i], ops.framework[i], ops.long_name[i],
+                                          ops.source_stack[i]))
         group.children.append(leaf)
         for node in (category, group, leaf):
             node.metrics.add(m)

@@ -369,7 +369,7 @@ def tpu_ops(space):
 # tpu_mem's XLA ops: (name, display name, category, duration in ps, tf_op, module (index into the chosen
 # modules), flops, model_flops, bytes_accessed, memory_access_breakdown as (operation type, memory space, bytes);
 # operation types 1 read, 2 write; memory spaces 1 HBM, 2 CMEM, 3 VMEM; and deduplicated_name, if any). while.4
-# holds add.5; XLA made fusion.10 a duplicate of fusion.11.
+# holds add.5; XLA made fusion.10 a duplicate of fusion.11. TPU_MEM_SOURCES: source_info and source_stack.
 TPU_MEM_OPS = [
     ("fusion.1", "", "output fusion", 9 * US, "jit(step)/dot_general", 0, 4_000_000, 5_000_000, 300_000,
      [(1, 1, 200_000), (2, 1, 80_000), (1, 3, 50_000), (2, 2, 20_000)]),
@@ -387,13 +387,19 @@ TPU_MEM_OPS = [
 ]
 
 
+TPU_MEM_SOURCES = {
+    "convolution.3": ("model.py:42", "model.py:42 conv\ntrain.py:7 <step> & 'loss'"),
+    "fusion.11": ("no line here", "train.py:9"),
+}
+
+
 def tpu_mem(space, cmem=True):
     """Two TensorCores of a chip with CMEM (or without: tpu_vmem), merged VMEM and megacore (their peaks as plane
     stats; the flags int64, as tsl's XStatsBuilder writes a bool) running ops
     of two jaxprog modules (their HLO protos in the metadata plane name the programs), each op's metadata with
     model_flops and memory_access_breakdown (MemoryAccessBreakdown of XProf's op_metrics.proto): an op name in
     both modules, a display name, a while op holding another op, a `region` op, infeed and outfeed, an op XLA
-    deduplicated (deduplicated_name); the first core's convolutions ran at a lower clock (time_scale_multiplier
+    deduplicated (deduplicated_name), source lines (one not of file:line); the first core's convolutions ran at a lower clock (time_scale_multiplier
     0.8 on their events)."""
     from xprof.protobuf import op_metrics_pb2
 
@@ -440,6 +446,8 @@ def tpu_mem(space, cmem=True):
                 dev.set_stat(md, "tf_op", framework)
             if dedup:
                 dev.set_stat(md, "deduplicated_name", dedup[0])
+            for stat, text in zip(("source_info", "source_stack"), TPU_MEM_SOURCES.get(display or name, ())):
+                md.stats.add(metadata_id=dev.stat_id(stat), str_value=text)
     t = 0
     for step in range(STEPS):
         begin = t
