@@ -56,6 +56,7 @@ class TpuOps:
     deduplicated: list[str] = field(default_factory=list)  # deduplicated_name: the op it is a duplicate of
     # source_stack: the op's source lines (XProf 2.24.2 reads no source_info stat: no file or line of its own)
     source_stack: list[str] = field(default_factory=list)
+    fused: list[list[FusedOp]] = field(default_factory=list)  # the instructions fused into each (child_id)
 
     @property
     def op_ps(self) -> int:
@@ -89,14 +90,17 @@ def _breakdown(buf, span) -> np.ndarray:
 
 def _metadata(space: XSpaceData, plane: int, mids: list[int]) -> dict[int, dict[str, object]]:
     """The named stats of event metadata (program_id, symbol_id, hlo_category, tf_op, flops, model_flops,
-    bytes_accessed, memory_access_breakdown)."""
+    bytes_accessed, memory_access_breakdown, deduplicated_name, source_stack) and its child_id (fused ops)."""
     from profscope.models.core import _protowire as wire
+    from profscope.protos import xplane_pb2
 
     p = space.planes[plane]
     out: dict[int, dict[str, object]] = {}
     for mid in mids:
         found: dict[str, object] = {}
         for o, n in p.event_metadata.get(mid, ("", "", []))[2]:
+            if len(wire.find_fields(space.buf, o, o + n, [6])[0]):  # XEventMetadata.child_id
+                found["child_id"] = list(xplane_pb2.XEventMetadata.FromString(bytes(space.buf[o : o + n])).child_id)
             (stats,) = wire.find_fields(space.buf, o, o + n, [5])  # XEventMetadata.stats
             if not len(stats):
                 continue
@@ -113,6 +117,41 @@ def _metadata(space: XSpaceData, plane: int, mids: list[int]) -> dict[int, dict[
     return out
 
 
+@dataclass
+class FusedOp:
+    """An instruction fused into an op (its metadata's child_id), as its own metadata gives it (per run)."""
+
+    name: str
+    long_name: str
+    program: int
+    category: str
+    provenance: str
+    stack: str
+    flops: float
+    model: float  # model_flops (0 without: XProf scales no fused op's)
+    bytes: float
+    memory: np.ndarray
+    breakdown: bool
+    children: list[FusedOp]
+
+
+def _fused(space: XSpaceData, plane: int, ids: list[int], seen: frozenset[int] = frozenset()) -> list[FusedOp]:
+    """The fused ops of metadata child ids, depth first (a cycle is cut)."""
+    p = space.planes[plane]
+    meta = _metadata(space, plane, [i for i in ids if i not in seen])
+    out = []
+    for mid, m in meta.items():
+        label, display = p.event_metadata.get(mid, ("", "", []))[:2]
+        memory = m.get("memory_access_breakdown")
+        out.append(FusedOp(display or label, label if display else "", int(m.get("program_id", 0)),  # type: ignore
+                           str(m.get("hlo_category", "")), str(m.get("tf_op", "")), str(m.get("source_stack", "")),
+                           float(m.get("flops", 0)), float(m.get("model_flops", 0)),  # type: ignore[arg-type]
+                           float(m.get("bytes_accessed", 0)),  # type: ignore[arg-type]
+                           memory if isinstance(memory, np.ndarray) else np.zeros((4, 3)), memory is not None,
+                           _fused(space, plane, list(m.get("child_id", [])), seen | {mid})))  # type: ignore
+    return out
+
+
 def tpu_op_metrics(spaces: list[XSpaceData]) -> TpuOps:
     keys: dict[tuple[int, int], int] = {}
     name: list[str] = []
@@ -120,6 +159,7 @@ def tpu_op_metrics(spaces: list[XSpaceData]) -> TpuOps:
     category: list[str] = []
     dedup: list[str] = []
     stacks: list[str] = []
+    fused: list[list[FusedOp]] = []
     framework: list[str] = []
     per_run: list[tuple[float, float, float]] = []
     memory: list[np.ndarray] = []
@@ -155,6 +195,7 @@ def tpu_op_metrics(spaces: list[XSpaceData]) -> TpuOps:
                     category.append(str(m.get("hlo_category", "")))
                     dedup.append(str(m.get("deduplicated_name", "")))
                     stacks.append(str(m.get("source_stack", "")))
+                    fused.append(_fused(space, plane, list(m.get("child_id", []))))  # type: ignore[call-overload]
                     framework.append(str(m.get("tf_op", "")))
                     flops = float(m.get("flops", 0))  # type: ignore[arg-type]
                     model = float(m.get("model_flops", 0))  # type: ignore[arg-type]
@@ -181,7 +222,7 @@ def tpu_op_metrics(spaces: list[XSpaceData]) -> TpuOps:
     return TpuOps(name, category, framework, occurrences, time_ps, self_ps, runs[:, 0] * occurrences,
                   runs[:, 2] * occurrences, [k[0] for k in keys], total, long_name, runs,
                   np.array(memory, np.float64).reshape(-1, 4, 3), np.array(breakdown, bool), by_space, dedup,
-                  stacks)
+                  stacks, fused)
 
 
 def framework_rows(ops: TpuOps) -> tuple[list[tuple[str, str]], np.ndarray, np.ndarray, np.ndarray, np.ndarray,

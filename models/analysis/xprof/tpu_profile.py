@@ -12,7 +12,8 @@ times its share of the tree's time (the profile's, or its op time without IDLE);
 HBM (read and write), on-chip read and on-chip write against their peaks, from the ops' memory breakdown only.
 Children by time, most first, at most 100 below a category; ops XLA deduplicated (deduplicated_name) or of one
 name in two programs under one category are one group, "<its longest op> and its duplicate(s)"; a group of one
-op is that op. An op holding other ops counts in its program's time, not in the tree (its inner ops do).
+op is that op. An op holding other ops counts in its program's time, not in the tree (its inner ops do); an
+op's children are the instructions fused into it (its metadata's child_id).
 
 roofline_model: the whole profile (a "Program" row, then each op by self time), the complete steps' average
 ("Average": the steps' time over their number, FLOP rates over their whole time) and a "Program" row per step,
@@ -147,12 +148,23 @@ def _metrics_json(m: Metrics, env: PerfEnv, total_ps: int) -> dict:
     }
 
 
+def _fused_nodes(fused: list) -> list[Node]:
+    """XProf's InsertFusedInstructions: an op's fused instructions as its children, each one run, no time."""
+    return [Node(f.name, Metrics(0, 1, f.flops, f.model, f.bytes, 0, f.memory, f.breakdown),
+                 _fused_nodes(f.children), _xla(f.program, f.category, f.provenance, f.long_name, f.stack))
+            for f in fused]
+
+
 def _sort_and_prune(node: Node, level: int) -> None:
-    """XProf's SortAndPruneChildren: children by time, most first; below the grouping levels at most 100."""
+    """XProf's SortAndPruneChildren: children by time, most first (a fusion's by model FLOPs); below the
+    grouping levels at most 100."""
     node.count = len(node.children)
     for child in node.children:
         _sort_and_prune(child, level - 1)
-    node.children.sort(key=lambda c: -c.metrics.time)
+    if node.xla is not None and node.xla["category"].endswith(" fusion"):
+        node.children.sort(key=lambda c: -c.metrics.model)
+    else:
+        node.children.sort(key=lambda c: -c.metrics.time)
     if level <= 0:
         del node.children[CHILDREN_LIMIT:]
 
@@ -235,7 +247,7 @@ def tpu_op_tree(ops: TpuOps, env: PerfEnv, names: dict[int, str], by_program: bo
             group = duplicates[program, ops.category[i], key] = Node(key)
             category.children.append(group)
         leaf = Node(ops.name[i], xla=_xla(ops.program[i], ops.category[i], ops.framework[i], ops.long_name[i],
-                                          ops.source_stack[i]))
+                                          ops.source_stack[i]), children=_fused_nodes(ops.fused[i]))
         group.children.append(leaf)
         for node in (category, group, leaf):
             node.metrics.add(m)

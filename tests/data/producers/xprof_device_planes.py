@@ -387,6 +387,8 @@ TPU_MEM_OPS = [
 ]
 
 
+# Instructions fused into fusion.1 of the first module (its metadata's child_id): name, category, flops, model_flops.
+TPU_MEM_FUSED = [("multiply.7", "loop fusion", 1_000, 0), ("add.8", "loop fusion", 3_000, 4_000)]
 TPU_MEM_SOURCES = {
     "convolution.3": ("model.py:42", "model.py:42 conv\ntrain.py:7 <step> & 'loss'"),
     "fusion.11": ("no line here", "train.py:9"),
@@ -399,7 +401,8 @@ def tpu_mem(space, cmem=True):
     of two jaxprog modules (their HLO protos in the metadata plane name the programs), each op's metadata with
     model_flops and memory_access_breakdown (MemoryAccessBreakdown of XProf's op_metrics.proto): an op name in
     both modules, a display name, a while op holding another op, a `region` op, infeed and outfeed, an op XLA
-    deduplicated (deduplicated_name), source lines (one not of file:line); the first core's convolutions ran at a lower clock (time_scale_multiplier
+    deduplicated (deduplicated_name), source lines (one not of file:line), two instructions fused into one
+    (child_id); the first core's convolutions ran at a lower clock (time_scale_multiplier
     0.8 on their events)."""
     from xprof.protobuf import op_metrics_pb2
 
@@ -448,6 +451,14 @@ def tpu_mem(space, cmem=True):
                 dev.set_stat(md, "deduplicated_name", dedup[0])
             for stat, text in zip(("source_info", "source_stack"), TPU_MEM_SOURCES.get(display or name, ())):
                 md.stats.add(metadata_id=dev.stat_id(stat), str_value=text)
+            if key == "fusion.1@0":
+                for fused, fused_category, fused_flops, fused_model in TPU_MEM_FUSED:
+                    child = dev.p.event_metadata[dev.event_id(fused)]
+                    dev.set_stat(child, "hlo_category", fused_category)
+                    dev.set_stat(child, "flops", fused_flops)
+                    if fused_model:
+                        dev.set_stat(child, "model_flops", fused_model)
+                    md.child_id.append(child.id)
     t = 0
     for step in range(STEPS):
         begin = t
