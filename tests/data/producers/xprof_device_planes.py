@@ -403,7 +403,7 @@ def tpu_mem(space, cmem=True):
     both modules, a display name, a while op holding another op, a `region` op, infeed and outfeed, an op XLA
     deduplicated (deduplicated_name), source lines (one not of file:line), two instructions fused into one
     (child_id); the first core's convolutions ran at a lower clock (time_scale_multiplier
-    0.8 on their events)."""
+    0.8 on their events); fusion.10's events carry a self_duration_ps. XProf 2.24.2 reads neither stat."""
     from xprof.protobuf import op_metrics_pb2
 
     meta, modules = jax_metadata()
@@ -473,7 +473,9 @@ def tpu_mem(space, cmem=True):
                     dev.event(ops, f"{name}@{module}", device_t - 11 * US, d)
                     continue
                 scale = {"time_scale_multiplier": 0.8} if k == 0 and category == "convolution" else {}
-                dev.event(ops, f"{name}@{module}", device_t, d, **scale)
+                event = dev.event(ops, f"{name}@{module}", device_t, d, **scale)
+                if name == "fusion.10":  # int64, as tracers write it and XProf's IntValue reads it
+                    event.stats.add(metadata_id=dev.stat_id("self_duration_ps"), int64_value=d // 2)
                 device_t += d + 300_000
             dev.event(modules_line, programs[0][1], step_begin, device_t - step_begin, program_id=programs[0][0])
             dev.event(steps, f"{step}", step_begin, device_t - step_begin + 1_000_000, step_num=step)
