@@ -161,6 +161,21 @@ def test_roofline_page_of_tpu_and_gpu_roofs(qtbot):
     assert legend == ["HBM roof (ridge 139 FLOP/B)", "SHM/L1 roof (ridge 4 FLOP/B)"]
 
 
+def test_roofline_page_with_or_without_infeed_outfeed(qtbot):
+    """The check box picks the table's rows with infeed/outfeed or without them (tpu_ops' feeds have FLOPs)."""
+    from profscope.widgets.xprof.roofline_page import RooflinePage
+
+    page = RooflinePage()
+    qtbot.addWidget(page)
+    page.show()
+    page.set_data(device_output("tpu_ops.roofline_model.json"))
+    assert page.feeds.isVisible() and page.feeds.isChecked()
+    assert {"infeed.1", "outfeed.7"} <= {p.data()[0] for p in page.points.points()}
+    page.feeds.setChecked(False)
+    names = {p.data()[0] for p in page.points.points()}
+    assert len(names) == 5 and not {"infeed.1", "outfeed.7"} & names
+
+
 def test_op_profile_page_of_tpu_programs(qtbot):
     from profscope.widgets.xprof.op_profile_page import OpProfilePage
 

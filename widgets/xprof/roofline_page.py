@@ -3,8 +3,8 @@ operational intensity with the device's compute roof and memory-bandwidth
 roofs (HBM, and where the device has them CMEM, VMEM or a GPU's shared
 memory; their ridge points marked), each op of the whole profile a point sized
 by its time, the whole program a star; hovering a point names it. The table
-holds every row twice (with and without infeed/outfeed) and per-step program
-rows: the chart takes the whole profile's rows of the first half. set_data
+holds every row twice (with and without infeed/outfeed: a check box picks) and
+per-step program rows: the chart takes the whole profile's rows. set_data
 takes roofline_model's JSON (the list of DataTables, as dicts or text)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QLabel, QVBoxLayout, QWidget
 
 from profscope.widgets.palette import Scheme, follow, style_plot
 from profscope.widgets.xprof.hlo_page import as_json
@@ -67,12 +67,18 @@ class RooflinePage(QWidget):
         self.points = pg.ScatterPlotItem(hoverable=True, brush=pg.mkBrush(229, 57, 53, 160), pen=None)
         self.points.sigHovered.connect(self._hovered)
         item.addItem(self.points)
-        self.program = pg.ScatterPlotItem(hoverable=True, symbol="star", size=16, brush=pg.mkBrush(251, 140, 0),
-                                          pen=None)
+        self.program = pg.ScatterPlotItem(hoverable=True, symbol="star", size=18, brush=pg.mkBrush(251, 140, 0),
+                                          pen=pg.mkPen(90, 60, 0))
+        self.program.setZValue(1)  # above the ops' discs
         self.program.sigHovered.connect(self._hovered)
         item.addItem(self.program)
         self.roof_items: list = []
+        # XProf's tables hold every row with and without infeed/outfeed: which the chart shows.
+        self.feeds = QCheckBox("Include infeed/outfeed", checked=True, visible=False)
+        self.feeds.toggled.connect(lambda _on: self._draw())
+        self.table: dict = {}
         layout = QVBoxLayout(self)
+        layout.addWidget(self.feeds)
         layout.addWidget(self.message, 1)
         self.message.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         layout.addWidget(self.plot, 1)
@@ -85,7 +91,12 @@ class RooflinePage(QWidget):
 
     def set_data(self, data) -> None:
         tables = as_json(data) or []
-        table = tables[0] if tables and isinstance(tables[0], dict) else {}
+        self.table = tables[0] if tables and isinstance(tables[0], dict) else {}
+        self.feeds.setVisible({True, False} <= set(column_values(self.table, "include_infeed_outfeed")))
+        self._draw()
+
+    def _draw(self) -> None:
+        table = self.table
         p = table.get("p") or {}
         item = self.plot.getPlotItem()
         for roof in self.roof_items:
@@ -95,10 +106,11 @@ class RooflinePage(QWidget):
         xs, ys, times = (np.array([float(v or 0) for v in column_values(table, c)]) for c in (
             "operational_intensity", "measured_flop_rate", "total_self_time"))
         names = ["" if v is None else str(v) for v in column_values(table, "operation")]
-        # The whole profile's rows ("Total", not the average or per-step ones) of the first half of the table.
+        # The whole profile's rows ("Total", not the average or per-step ones), with infeed/outfeed or without.
         steps, categories = column_values(table, "step"), column_values(table, "category")
         feeds = column_values(table, "include_infeed_outfeed")
-        whole = np.array([s == "Total" and f == feeds[0] for s, f in zip(steps, feeds)], bool)
+        wanted = self.feeds.isChecked() if self.feeds.isVisibleTo(self) else (feeds[0] if feeds else None)
+        whole = np.array([s == "Total" and f == wanted for s, f in zip(steps, feeds)], bool)
         program = whole & np.array([c == "Program" for c in categories], bool)
         keep = whole & ~program & (xs > 0) & (ys > 0)
         sizes = 6 + 24 * np.sqrt(times / times[keep].max()) if keep.any() and times[keep].max() > 0 \
