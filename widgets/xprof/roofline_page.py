@@ -110,7 +110,7 @@ class RooflinePage(QWidget):
         steps, categories = column_values(table, "step"), column_values(table, "category")
         feeds = column_values(table, "include_infeed_outfeed")
         wanted = self.feeds.isChecked() if self.feeds.isVisibleTo(self) else (feeds[0] if feeds else None)
-        whole = np.array([s == "Total" and f == wanted for s, f in zip(steps, feeds)], bool)
+        whole = np.array([s in (None, "Total") and f == wanted for s, f in zip(steps, feeds)], bool)
         program = whole & np.array([c == "Program" for c in categories], bool)
         keep = whole & ~program & (xs > 0) & (ys > 0)
         sizes = 6 + 24 * np.sqrt(times / times[keep].max()) if keep.any() and times[keep].max() > 0 \
