@@ -19,7 +19,7 @@ from profscope.protos import xplane_pb2
 from profscope.viewer.cli import main
 
 XPROF = DATA / "xprof" / "device"
-VARIANTS = ("gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "tpu_jax", "tpu_ops")
+VARIANTS = ("gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "tpu_jax", "tpu_ops", "tpu_mem", "tpu_vmem")
 ALL_TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "hlo_stats",
              "op_profile", "roofline_model")
 # (variant, tool) pairs Profscope computes, each equal to XProf's answer.
@@ -30,18 +30,13 @@ COMPUTED = [
     *[(v, t) for v in ("gpu_jax", "rocm_jax", "gpu_jax_ops") for t in ALL_TOOLS if t != "kernel_stats"],
     ("gpu_jax_ops", "kernel_stats"),
     *[("tpu_jax", t) for t in ("framework_op_stats", "overview_page", "input_pipeline_analyzer")],
-    *[("tpu_ops", t) for t in ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "hlo_stats")],
+    *[(v, t) for v in ("tpu_ops", "tpu_mem", "tpu_vmem") for t in ALL_TOOLS if t != "kernel_stats"],
     *[(v, t) for v in ("tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
+    ("tpu_jax", "roofline_model"),
     ("small_emptygpu", "roofline_model"),
     # small.xplane.pb with a GPU plane that recorded nothing.
     *[("small_emptygpu", t) for t in ("kernel_stats", "framework_op_stats", "overview_page",
                                       "input_pipeline_analyzer")],
-]
-# What is not computed yet, with the reason the message gives.
-REFUSED = [
-    ("tpu_jax", "roofline_model", "roofline_model of TPU"),
-    ("tpu_ops", "op_profile", "TPU op metrics"),
-    ("tpu_ops", "roofline_model", "roofline_model of TPU"),
 ]
 
 
@@ -57,18 +52,11 @@ def test_export_equals_xprofs(tmp_path, name, tool):
     assert_same(export(tmp_path, XPROF / f"{name}.xplane.pb", tool), xprof_answer(name, tool))
 
 
-@pytest.mark.parametrize("name", ["gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "gpu_jax_ops", "tpu_jax",
-                                  "small_emptygpu"])
+@pytest.mark.parametrize("name", ["gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "gpu_jax_ops", "tpu_jax", "tpu_ops",
+                                  "tpu_mem", "tpu_vmem", "small_emptygpu"])
 def test_op_profile_by_category_equals_xprofs(tmp_path, name):
     got = export(tmp_path, XPROF / f"{name}.xplane.pb", "op_profile", "--param", "group_by=category")
     assert_same(got, xprof_answer(name, "op_profile.by_category"))
-
-
-@pytest.mark.parametrize(("name", "tool", "why"), REFUSED)
-def test_not_computed_yet_says_so(tmp_path, capsys, name, tool, why):
-    assert main(["export", str(XPROF / f"{name}.xplane.pb"), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
-    err = capsys.readouterr().err
-    assert why in err and "/device:" in err and "Traceback" not in err
 
 
 def rows(table):
@@ -141,9 +129,10 @@ def test_tpu_steps_by_category(tmp_path):
     assert overview[0]["p"]["device_duty_cycle_percent"] == "60.0%"  # infeed, outfeed and host send are off duty
 
 
-def test_tpu_ops_with_symbols_are_not_half_answered(tmp_path, capsys):
-    """XProf counts a TPU op by its metadata's program_id and symbol_id; its HLO tables of such ops are not
-    computed here, so a TPU plane with such ops gets a message there, not the device's bare span as IDLE."""
+def test_tpu_op_with_symbols_joins_the_op_profile(tmp_path):
+    """XProf counts a TPU op by its metadata's program_id and symbol_id: tpu_jax's ops have none (the device's span
+    is IDLE); given both, one op becomes a leaf of the op profile under its program and category, and a row of
+    the roofline with its self-time share."""
     space = xplane_pb2.XSpace.FromString((XPROF / "tpu_jax.xplane.pb").read_bytes())
     tpu = next(p for p in space.planes if p.name == "/device:TPU:0")
     ids = {}
@@ -157,9 +146,14 @@ def test_tpu_ops_with_symbols_are_not_half_answered(tmp_path, capsys):
     metadata.stats.add(metadata_id=ids["symbol_id"], int64_value=3)
     path = tmp_path / "tpu.xplane.pb"
     path.write_bytes(space.SerializeToString())
-    assert main(["export", str(path), "--tool", "op_profile", "-o", str(tmp_path / "o.json")]) != 0
-    err = capsys.readouterr().err
-    assert "TPU op metrics" in err and "Traceback" not in err
+    tree = export(tmp_path, path, "op_profile")["byProgramExcludeIdle"]
+    (program,) = tree["children"]
+    (category,) = program["children"]
+    (leaf,) = category["children"]
+    assert (program["name"], category["name"], leaf["name"]) == ("jit_train_step(16)", "", metadata.name)
+    assert leaf["xla"]["programId"] == "16" and leaf["metrics"]["rawTime"] == tree["metrics"]["rawTime"] > 0
+    roofline = rows(export(tmp_path, path, "roofline_model")[0])
+    assert [r[3] for r in roofline[:2]] == ["Program", metadata.name] and roofline[1][-3:] == [True, "16", ""]
 
 
 def test_gpu_roofs_from_the_device_capabilities():
@@ -231,12 +225,16 @@ def test_step_intersection_equals_xprofs(tmp_path, name, tool):
     assert_same(export(tmp_path, session_of(tmp_path, SESSIONS[name]), tool), xprof_answer(name, tool))
 
 
-@pytest.mark.parametrize("tool", ["overview_page", "input_pipeline_analyzer", "framework_op_stats", "hlo_stats"])
-def test_two_tpu_hosts_equal_xprofs(tmp_path, tool):
+@pytest.mark.parametrize(("tool", "more"), [
+    *[(t, ()) for t in ALL_TOOLS if t != "kernel_stats"],
+    ("op_profile.by_category", ("--param", "group_by=category")),
+])
+def test_two_tpu_hosts_equal_xprofs(tmp_path, tool, more):
     """Two TPU hosts, the second's clock 150 us later: their steps intersected, every host's TensorCores in each
-    combined step; their ops added up."""
+    combined step (the roofline's step rows and average); their ops added up (the op profile's trees)."""
     name, hosts = next(iter(TPU_SESSION.items()))
-    assert_same(export(tmp_path, session_of(tmp_path, hosts), tool), xprof_answer(name, tool))
+    got = export(tmp_path, session_of(tmp_path, hosts), tool.split(".")[0], *more)
+    assert_same(got, xprof_answer(name, tool))
 
 
 def test_two_hosts_steps_are_those_both_have(tmp_path):

@@ -137,3 +137,61 @@ def test_roofline_page(qtbot):
     assert len(points) == 2 and points[0].size() > points[1].size()  # sized by self time
     page._hovered(page.points, [points[1]], None)
     assert page.hover.text() == "fusion.3: 0.5 FLOP/byte, 300 GFLOP/s, 40.0 µs self time"
+
+
+def device_output(name: str):
+    return json.loads((XPROF / "device" / "tools" / name).read_text())
+
+
+def test_roofline_page_of_tpu_and_gpu_roofs(qtbot):
+    """A TPU with CMEM: the HBM and CMEM read/write roofs; the whole profile's ops of the first half (with
+    infeed/outfeed) as points, the per-step and average program rows left out, the program a star. A GPU's
+    VMEM write roof is its shared memory."""
+    from profscope.widgets.xprof.roofline_page import RooflinePage
+
+    page = RooflinePage()
+    qtbot.addWidget(page)
+    page.set_data(device_output("tpu_mem.roofline_model.json"))
+    legend = [label.text for _, label in page.plot.getPlotItem().legend.items]
+    assert legend == ["HBM roof (ridge 241 FLOP/B)", "CMEM read roof (ridge 131 FLOP/B)",
+                      "CMEM write roof (ridge 141 FLOP/B)"]
+    names = sorted(p.data()[0] for p in page.points.points())
+    assert names == ["add.5", "convolution.3", "fusion.1", "fusion.1", "fusion.10", "fusion.11", "region_0.6",
+                     "while.4"]  # infeed and outfeed: no FLOPs
+    (program,) = page.program.points()
+    page._hovered(page.program, [program], None)
+    assert page.hover.text().startswith("Program (whole profile): 26.2 FLOP/byte, 265 GFLOP/s")
+    page.set_data(device_output("gpu_tf.roofline_model.json"))
+    legend = [label.text for _, label in page.plot.getPlotItem().legend.items]
+    assert legend == ["HBM roof (ridge 139 FLOP/B)", "SHM/L1 roof (ridge 4 FLOP/B)"]
+
+
+def test_roofline_page_with_or_without_infeed_outfeed(qtbot):
+    """The check box picks the table's rows with infeed/outfeed or without them (tpu_ops' feeds have FLOPs)."""
+    from profscope.widgets.xprof.roofline_page import RooflinePage
+
+    page = RooflinePage()
+    qtbot.addWidget(page)
+    page.show()
+    page.set_data(device_output("tpu_ops.roofline_model.json"))
+    assert page.feeds.isVisible() and page.feeds.isChecked()
+    assert {"infeed.1", "outfeed.7"} <= {p.data()[0] for p in page.points.points()}
+    page.feeds.setChecked(False)
+    names = {p.data()[0] for p in page.points.points()}
+    assert len(names) == 5 and not {"infeed.1", "outfeed.7"} & names
+
+
+def test_op_profile_page_of_tpu_programs(qtbot):
+    from profscope.widgets.xprof.op_profile_page import OpProfilePage
+
+    page = OpProfilePage()
+    qtbot.addWidget(page)
+    page.set_data(device_output("tpu_mem.op_profile.json"))
+    tops = [page.tree.topLevelItem(i).text(0) for i in range(page.tree.topLevelItemCount())]
+    assert tops == ["jit_stage(14)", "IDLE", "jit_stage(12)"] and page.device.text() == "Device: TPU"
+    program = page.tree.topLevelItem(0)
+    assert [program.child(i).text(0) for i in range(program.childCount())] == [
+        "output fusion", "convolution", "loop fusion", "infeed", "outfeed"]
+    assert (program.text(1), program.text(3)) == ("58.1 %", "1.2 %")  # time share, bandwidth utilisation
+    loops = program.child(2)  # XLA's duplicates: one row holding both
+    assert loops.child(1).text(0) == "fusion.10 and its duplicate(s)" and loops.child(1).childCount() == 2

@@ -132,6 +132,51 @@ def test_memory_viewer_instruction_highlights_its_timeline_events(qtbot, window,
     assert page.table.currentIndex().row() == 0
 
 
+def test_tpu_host_op_profile_and_roofline(qtbot, window, tmp_path):
+    """A TPU host whose XLA ops carry their metadata: the op profile's tree by program and, asked of the worker,
+    by category; the roofline's HBM roof with the ops and the program."""
+    entries = open_xplane(qtbot, window, tmp_path, "device/tpu_ops")
+    view = window.xprof_view
+    click(qtbot, window, entries["Op profile"])
+    ops = view.op_profile_page
+    assert ops.device.text() == "Device: TPU" and ops.message.isHidden()
+    program = ops.tree.topLevelItem(0)
+    assert (program.text(0), program.text(1)) == ("main", "73.8 %")  # its ops' time; IDLE the rest
+    assert program.child(0).text(0) == "convolution" and program.child(0).child(0).text(0) == "convolution.2"
+    with qtbot.waitSignal(window.xprof_runner.finished, timeout=20000):
+        ops.grouping.setCurrentIndex(1)
+    assert [ops.tree.topLevelItem(i).text(0) for i in range(3)] == ["IDLE", "convolution", "output fusion"]
+    click(qtbot, window, entries["Roofline"])
+    roofline = view.pages["roofline_model"]
+    assert roofline.roof_count() == 1 and len(roofline.points.points()) == 7 and len(roofline.program.points()) == 1
+
+
+def test_two_tpu_hosts_op_profile_and_roofline_of_all_hosts(qtbot, window, tmp_path):
+    """All hosts of two TPU hosts (the second's clock 150 us later): one op profile and one roofline of both
+    hosts' TensorCores."""
+    from test_xprof_device import shifted
+
+    session = tmp_path / "plugins" / "profile" / "2026_11_27_19_00_00"
+    session.mkdir(parents=True)
+    for k, shift_us in enumerate((0, 150)):
+        (session / f"host{k}.xplane.pb").write_bytes(shifted(XPROF / "device" / "tpu_ops.xplane.pb", shift_us))
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.open_path(str(tmp_path))
+    with qtbot.waitSignal(window.runner.finished, timeout=60000):
+        pass
+    all_hosts = window.tree.topLevelItem(0).child(2)
+    entries = {all_hosts.child(i).text(0): all_hosts.child(i) for i in range(all_hosts.childCount())}
+    with qtbot.waitSignal(window.runner.finished, timeout=60000):
+        click(qtbot, window, entries["Op profile"])
+    ops = window.xprof_view.op_profile_page
+    program = ops.tree.topLevelItem(0)
+    assert (program.text(0), program.text(1)) == ("main", "73.8 %")  # both hosts' ops over both hosts' time
+    assert ops.doc["byProgram"]["metrics"]["rawTime"] == 2 * 1_329_507_000  # both hosts' TensorCores' time
+    click(qtbot, window, entries["Roofline"])
+    roofline = window.xprof_view.pages["roofline_model"]
+    assert len(roofline.points.points()) == 7 and len(roofline.program.points()) == 1
+
+
 def test_all_hosts_shows_xprofs_combined_tools(qtbot, window, tmp_path):
     session = tmp_path / "plugins" / "profile" / "2026_11_22_09_00_00"
     session.mkdir(parents=True)

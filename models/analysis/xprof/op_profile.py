@@ -6,9 +6,10 @@ bandwidth utilisation; both trees come with and without the IDLE time
 
 XProf builds the trees from the device op metrics; a host-only profile
 (deviceType "CPU_ONLY") gets empty roots, as XProf 2.24 returns for it.
-GPU planes of TensorFlow kernels and TPU planes get XProf 2.24.2's tree of
-the device op metrics (program "main" > op type > device op, no FLOPs);
-XLA ops on a GPU XProf's OpProfileBuilder tree (module > HLO category >
+GPU planes of TensorFlow kernels get XProf 2.24.2's tree of the device op
+metrics (program "main" > op type > device op, no FLOPs); TPU planes the
+tree of their TensorCore ops from the ops' metadata (tpu_profile.py); XLA
+ops on a GPU XProf's OpProfileBuilder tree (module > HLO category >
 instruction, with XLA's GPU cost analysis against the GPU's roofs)."""
 
 from __future__ import annotations
@@ -48,7 +49,12 @@ def op_profile_tree(paths: list[Path], group_by: str, task: TaskState) -> dict:
     from profscope.models.analysis.xprof.device_op_metrics import device_stats
     from profscope.models.analysis.xprof.op_stats import read_spaces
 
-    device = device_stats(read_spaces(paths, task), paths, steps=False)
+    spaces = read_spaces(paths, task)
+    device = device_stats(spaces, paths, steps=False)
+    if device.hardware_type == "TPU":  # TensorCores: from the ops' metadata (tpu_profile.py)
+        from profscope.models.analysis.xprof.tpu_profile import tpu_op_profile
+
+        return tpu_op_profile(spaces, paths, by)
     if device.xla:
         raise ProfileError(device.xla)
     if device.xla_ops is not None:

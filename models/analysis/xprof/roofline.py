@@ -8,8 +8,8 @@ roofs from the device's capabilities (the device plane's stats); a
 host-only profile gets the tables with no rows and zero roofs, as XProf 2.24
 returns for it. GPU planes get XProf's table of their device op metrics
 (XLA ops: their FLOPs and bytes from XLA's GPU cost analysis); several hosts
-XProf's combined steps (step_intersection.py); TPU planes are refused with a
-message (not computed yet).
+XProf's combined steps (step_intersection.py); TPU planes XProf's TPU table
+from their ops' metadata and steps (tpu_profile.py).
 """
 
 from __future__ import annotations
@@ -124,9 +124,10 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
 
     spaces = read_spaces(paths, task)
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(GPU_PLANE_PREFIX)]
-    if not planes:
-        tpu = next(p.name for s in spaces for p in s.planes if p.name.startswith("/device:"))
-        raise ProfileError(f"{paths[0]}: Profscope does not compute XProf's roofline_model of TPU planes ({tpu}) yet")
+    if not planes:  # TPU planes: from the TensorCores' op metadata (tpu_profile.py)
+        from profscope.models.analysis.xprof.tpu_profile import tpu_roofline_tables
+
+        return tpu_roofline_tables(spaces, device_stats(spaces, paths, steps=True))
     device = device_stats(spaces, paths, steps=True)
     if device.xla:
         raise ProfileError(device.xla)

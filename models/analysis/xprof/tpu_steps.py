@@ -38,6 +38,9 @@ class TpuSteps:
     begin_ps: list[int] = field(default_factory=list)
     duration_ps: list[int] = field(default_factory=list)
     per_core: list[dict[int, tuple[int, dict[str, int]]]] = field(default_factory=list)  # core -> (ps, by category)
+    # Per step, per core (the same keys): (the core's XSpace, the event rows of its XLA ops in the step that XProf's
+    # op metrics count), for the per-step op metrics (tpu_ops.py).
+    op_rows: list[dict[int, tuple[XSpaceData, np.ndarray]]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.number)
@@ -106,6 +109,7 @@ def tpu_steps(space: XSpaceData) -> TpuSteps:
     first_group = len(group_events(space, host).roots) if host >= 0 else 0
     markers: dict[int, list[tuple[int, int]]] = {}  # group -> (begin, end) of each core's step event
     cores: dict[int, dict[int, dict[str, int]]] = {}  # group -> core -> category -> self ps
+    rows: dict[int, dict[int, np.ndarray]] = {}  # group -> core -> op event rows
     for plane in tensor_cores(space):
         if any(space.planes[plane].stat_ids(n) for n in CONTEXT_STATS):
             # Device events tied to host events by their context: XProf groups them with the host's steps.
@@ -129,10 +133,22 @@ def tpu_steps(space: XSpaceData) -> TpuSteps:
         grouped = (at < len(begin)) & (begin[np.minimum(at, len(begin) - 1)] <= op_end)
         keyed, categories = op_metadata(space, plane, ops)
         self_ps = _self_times(op_begin[grouped], op_end[grouped])
-        for k, i, own in zip(at[grouped].tolist(), np.flatnonzero(grouped).tolist(), self_ps.tolist()):
-            by_category = cores.setdefault(first_group + k, {}).setdefault(core, {})
-            if keyed[i]:  # XProf's op metrics keep only ops with their program and symbol
-                by_category[categories[i]] = by_category.get(categories[i], 0) + own
+        index = np.flatnonzero(grouped)
+        for k in np.unique(at[index]).tolist():  # a step with ops on this core
+            cores.setdefault(first_group + k, {}).setdefault(core, {})
+        # XProf's op metrics keep only ops with their program and symbol: their self time by step and category.
+        kept = keyed[index]
+        names = sorted(set(categories))
+        code = {name: c for c, name in enumerate(names)}
+        step, category = at[index][kept], np.array([code[c] for c in categories], np.int64)[index][kept]
+        pairs, which = np.unique(step * len(names) + category, return_inverse=True)
+        sums = np.bincount(which, self_ps[kept], len(pairs)).astype(np.int64)
+        for pair, total in zip(pairs.tolist(), sums.tolist()):
+            cores[first_group + pair // len(names)][core][names[pair % len(names)]] = total
+        order = np.argsort(step, kind="stable")  # each step's ops, in line order
+        bounds = np.flatnonzero(np.diff(step[order])) + 1
+        for k, part in zip(np.unique(step).tolist(), np.split(ops[index][kept][order], bounds)):
+            rows.setdefault(first_group + k, {})[core] = part
     out = TpuSteps()
     for group in sorted(set(markers) & set(cores)):
         longest = max(markers[group], key=lambda m: m[1] - m[0])  # the first of the longest
@@ -140,6 +156,8 @@ def tpu_steps(space: XSpaceData) -> TpuSteps:
         out.begin_ps.append(longest[0])
         out.duration_ps.append(longest[1] - longest[0])
         out.per_core.append({core: (longest[1] - longest[0], cores[group][core]) for core in sorted(cores[group])})
+        out.op_rows.append({core: (space, rows.get(group, {}).get(core, np.zeros(0, np.int64)))
+                            for core in sorted(cores[group])})
     return out
 
 
@@ -157,15 +175,18 @@ def combine_tpu_steps(hosts: list[TpuSteps]) -> tuple[TpuSteps, bool]:
     out = TpuSteps()
     for i in range(x.count):
         cores: dict[int, tuple[int, dict[str, int]]] = {}
+        op_rows: dict[int, tuple[XSpaceData, np.ndarray]] = {}
         for h, host in enumerate(hosts):
             first = x.first[h]
             assert first is not None
             for core, value in host.per_core[first + i].items():
                 cores[h * 1000 + core] = value
+                op_rows[h * 1000 + core] = host.op_rows[first + i][core]
         out.number.append(i)
         out.begin_ps.append(min(hosts[h].begin_ps[(x.first[h] or 0) + i] for h in range(len(hosts))))
         out.duration_ps.append(max(d for d, _ in cores.values()))
         out.per_core.append(cores)
+        out.op_rows.append(op_rows)
     return out, x.empty_intersect
 
 
@@ -379,7 +400,7 @@ def tpu_overview_json(stats, spaces: list[XSpaceData]) -> list[dict]:
     from profscope.models.analysis.xprof.tpu_ops import framework_rows, tpu_op_metrics
 
     ops = tpu_op_metrics(spaces)
-    keys, occurrences, time_ps, self_ps, flops, _bytes = framework_rows(ops)
+    keys, occurrences, time_ps, self_ps, flops, _bytes, _model = framework_rows(ops)
     names = [k[0] for k in keys]
     analysis = ov._analysis_table(stats, {})
     host = stats.host

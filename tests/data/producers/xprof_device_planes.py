@@ -21,7 +21,8 @@ instructions of them.
 Files: `gpu_tf.xplane.pb`, `gpu_tf2.xplane.pb` (two Ampere GPUs: MemcpyHToD/DToH copies,
 a half-precision kernel, an NCCL all-reduce), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
 device_vendor), `tpu_jax.xplane.pb`, `tpu_ops.xplane.pb` (two TensorCores whose XLA ops carry
-their metadata), `small_emptygpu.xplane.pb` (small.xplane.pb with a GPU plane that recorded
+their metadata), `tpu_mem.xplane.pb` and `tpu_vmem.xplane.pb` (TensorCores with on-chip memories' peaks, ops
+with memory breakdowns, in two modules), `small_emptygpu.xplane.pb` (small.xplane.pb with a GPU plane that recorded
 nothing); for each, and for the SESSIONS of several hosts (`gpu_tf+gpu_tf2`: the two files as
 one session of two hosts, ...), `tools/<name>.<tool>.json` is
 what `xprof.convert.raw_to_tool_data.xspace_to_tool_data([copy], tool,
@@ -32,7 +33,8 @@ category), each file converted from a copy in a folder of its own.
 
 writes gpu_tf of 20,000 steps (about 480,000 events) for
 benchmarks/xprof_tools_bench.py --file /tmp/big.xplane.pb --tools kernel_stats ...;
-with `gpu_jax` after the path, gpu_jax of 5,000 steps (120,000 XLA kernels).
+with `gpu_jax` after the path, gpu_jax of 5,000 steps (120,000 XLA kernels); `--big-tpu` tpu_ops of
+20,000 steps (two TensorCores, about 400,000 events) for --tools op_profile roofline_model.
 """
 
 import gzip
@@ -104,7 +106,8 @@ def details(regs, shared, grid, block, occ):
 
 # TensorFlow ops and the kernels each launches (name, duration in ps, kernel_details).
 TF_OPS = [
-    ("model/dense/MatMul:MatMul", [("volta_sgemm_128x64_nn", 41_500_000, details(128, 0, (4, 2, 1), (256, 1, 1), 25.0))]),
+    ("model/dense/MatMul:MatMul", [("volta_sgemm_128x64_nn", 41_500_000,
+                                    details(128, 0, (4, 2, 1), (256, 1, 1), 25.0))]),
     ("model/dense/BiasAdd:BiasAdd", [("void tensorflow::BiasNHWCKernel<float>", 3_250_000,
                                       details(32, 0, (40, 1, 1), (1024, 1, 1), 100.0))]),
     ("model/dense/Relu:Relu", [("void Eigen::internal::EigenMetaKernel<relu>", 2_999_000,
@@ -399,6 +402,125 @@ def tpu_ops(space):
         t += 6 * US
 
 
+# tpu_mem's XLA ops: (name, display name, category, duration in ps, tf_op, module (index into the chosen
+# modules), flops, model_flops, bytes_accessed, memory_access_breakdown as (operation type, memory space, bytes);
+# operation types 1 read, 2 write; memory spaces 1 HBM, 2 CMEM, 3 VMEM; and deduplicated_name, if any). while.4
+# holds add.5; XLA made fusion.10 a duplicate of fusion.11. TPU_MEM_SOURCES: source_info and source_stack.
+TPU_MEM_OPS = [
+    ("fusion.1", "", "output fusion", 9 * US, "jit(step)/dot_general", 0, 4_000_000, 5_000_000, 300_000,
+     [(1, 1, 200_000), (2, 1, 80_000), (1, 3, 50_000), (2, 2, 20_000)]),
+    ("fusion.1", "", "output fusion", 5 * US, "jit(eval)/dot_general", 1, 2_000_000, 0, 100_000,
+     [(1, 1, 60_000), (2, 1, 40_000)]),
+    ("%convolution.3 = bf16[8,8]{1,0} convolution(a, b)", "convolution.3", "convolution", 7 * US, "jit(step)/conv",
+     0, 9_000_000, 0, 120_000, [(1, 2, 100_000), (2, 3, 30_000), (0, 1, 10_000)]),
+    ("while.4", "", "while", 12 * US, "", 0, 1_000_000, 0, 50_000, []),
+    ("add.5", "", "loop fusion", 4 * US, "jit(step)/add", 0, 500_000, 0, 64_000, [(1, 1, 32_000), (2, 1, 32_000)]),
+    ("region_0.6", "", "loop fusion", 2 * US, "", 0, 100_000, 0, 1_000, []),
+    ("infeed.7", "", "infeed", 3 * US, "", 0, 0, 0, 8_192, [(2, 1, 8_192)]),
+    ("outfeed.8", "", "outfeed", 2 * US, "", 0, 0, 0, 4_096, []),
+    ("fusion.10", "", "loop fusion", 1_500_000, "jit(step)/mul", 0, 300_000, 0, 10_000, [], "fusion.11"),
+    ("fusion.11", "", "loop fusion", 1 * US, "jit(step)/mul", 0, 300_000, 0, 10_000, []),
+]
+
+
+# Instructions fused into fusion.1 of the first module (its metadata's child_id): name, category, flops, model_flops.
+TPU_MEM_FUSED = [("multiply.7", "loop fusion", 1_000, 0), ("add.8", "loop fusion", 3_000, 4_000)]
+TPU_MEM_SOURCES = {
+    "convolution.3": ("model.py:42", "model.py:42 conv\ntrain.py:7 <step> & 'loss'"),
+    "fusion.11": ("no line here", "train.py:9"),
+}
+
+
+def tpu_mem(space, cmem=True):
+    """Two TensorCores of a chip with CMEM (or without: tpu_vmem), merged VMEM and megacore (their peaks as plane
+    stats; the flags int64, as tsl's XStatsBuilder writes a bool) running ops
+    of two jaxprog modules (their HLO protos in the metadata plane name the programs), each op's metadata with
+    model_flops and memory_access_breakdown (MemoryAccessBreakdown of XProf's op_metrics.proto): an op name in
+    both modules, a display name, a while op holding another op, a `region` op, infeed and outfeed, an op XLA
+    deduplicated (deduplicated_name), source lines (one not of file:line), two instructions fused into one
+    (child_id); the first core's convolutions ran at a lower clock (time_scale_multiplier
+    0.8 on their events); fusion.10's events carry a self_duration_ps. XProf 2.24.2 reads neither stat."""
+    from xprof.protobuf import op_metrics_pb2
+
+    meta, modules = jax_metadata()
+    space.planes.add().CopyFrom(meta)
+    programs = [m[:2] for m in modules[:2]]
+    host = Plane(space, 1, "/host:CPU")
+    python = host.line(1, "python3")
+    cores = []
+    peaks = {"peak_teraflops_per_second": 197.0, "peak_hbm_bw_gigabytes_per_second": 819.0,
+             "peak_sram_rd_bw_gigabytes_per_second": 3000.0, "peak_sram_wr_bw_gigabytes_per_second": 2500.0,
+             "peak_cmem_rd_bw_gigabytes_per_second": 1500.0, "peak_cmem_wr_bw_gigabytes_per_second": 1400.0,
+             "peak_vmem_rd_bw_gigabytes_per_second": 6000.0, "peak_vmem_wr_bw_gigabytes_per_second": 5000.0}
+    for k in range(2):
+        dev = Plane(space, 2 + k, f"/device:TPU:{k}")
+        for name, value in peaks.items():
+            if cmem or "cmem" not in name:
+                dev.set_stat(dev.p, name, value)
+        for flag in ("has_megacore", "has_merged_vmem"):
+            dev.p.stats.add(metadata_id=dev.stat_id(flag), int64_value=1)
+        cores.append((dev, dev.line(2, "XLA Ops"), dev.line(1, "XLA Modules"), dev.line(0, "Steps")))
+        symbols = {}
+        for op in TPU_MEM_OPS:
+            name, display, category, _duration, framework, module, flops, model, size, breakdown, *dedup = op
+            program = programs[module][0]
+            symbols[program] = symbols.get(program, 0) + 1
+            key = f"{name}@{module}"  # one metadata per op and module
+            md = dev.p.event_metadata[dev.event_id(key)]
+            md.name = name
+            md.display_name = display
+            dev.set_stat(md, "program_id", program)
+            dev.set_stat(md, "symbol_id", symbols[program])
+            dev.set_stat(md, "hlo_category", category)
+            dev.set_stat(md, "flops", flops)
+            if model:
+                dev.set_stat(md, "model_flops", model)
+            dev.set_stat(md, "bytes_accessed", size)
+            if breakdown:
+                message = op_metrics_pb2.MemoryAccessBreakdown()
+                for kind, memory, amount in breakdown:
+                    message.memory_accessed.add(operation_type=kind, memory_space=memory, bytes_accessed=amount)
+                dev.set_stat(md, "memory_access_breakdown", message.SerializeToString())
+            if framework:
+                dev.set_stat(md, "tf_op", framework)
+            if dedup:
+                dev.set_stat(md, "deduplicated_name", dedup[0])
+            for stat, text in zip(("source_info", "source_stack"), TPU_MEM_SOURCES.get(display or name, ())):
+                md.stats.add(metadata_id=dev.stat_id(stat), str_value=text)
+            if key == "fusion.1@0":
+                for fused, fused_category, fused_flops, fused_model in TPU_MEM_FUSED:
+                    child = dev.p.event_metadata[dev.event_id(fused)]
+                    dev.set_stat(child, "hlo_category", fused_category)
+                    dev.set_stat(child, "flops", fused_flops)
+                    if fused_model:
+                        dev.set_stat(child, "model_flops", fused_model)
+                    md.child_id.append(child.id)
+    t = 0
+    for step in range(STEPS):
+        begin = t
+        t += 5 * US
+        host.event(python, "PjitFunction(step)", t, 3 * US)
+        ends = []
+        for k, (dev, ops, modules_line, steps) in enumerate(cores):
+            device_t = step_begin = t + 4 * US
+            for name, _display, category, duration, _framework, module, *_ in TPU_MEM_OPS:
+                d = duration + (k * 3 + step) * 1_000
+                if name == "add.5":  # inside while.4
+                    dev.event(ops, f"{name}@{module}", device_t - 11 * US, d)
+                    continue
+                scale = {"time_scale_multiplier": 0.8} if k == 0 and category == "convolution" else {}
+                event = dev.event(ops, f"{name}@{module}", device_t, d, **scale)
+                if name == "fusion.10":  # int64, as tracers write it and XProf's IntValue reads it
+                    event.stats.add(metadata_id=dev.stat_id("self_duration_ps"), int64_value=d // 2)
+                device_t += d + 300_000
+            dev.event(modules_line, programs[0][1], step_begin, device_t - step_begin, program_id=programs[0][0])
+            dev.event(steps, f"{step}", step_begin, device_t - step_begin + 1_000_000, step_num=step)
+            ends.append(device_t + 1_000_000)
+        t = max(ends) + 2 * US
+        host.event(python, "train", begin, t - begin, _r=1, step_num=step)
+        t += 6 * US
+
+
 def empty_gpu(space):
     """small.xplane.pb (TensorFlow on CPU) with a GPU plane that recorded nothing."""
     space.MergeFrom(xplane_pb2.XSpace.FromString((Path(sys.argv[1]).parent / "small.xplane.pb").read_bytes()))
@@ -415,6 +537,8 @@ VARIANTS = {
     "gpu_jax_ops": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", opcodes=True),
     # every instruction of gpu_jax_ops' modules as a kernel: op_profile only (XLA's cost of each instruction)
     "gpu_jax_every": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", opcodes=True, every=True),
+    "tpu_mem": tpu_mem,
+    "tpu_vmem": lambda s: tpu_mem(s, cmem=False),
     "small_emptygpu": empty_gpu,
 }
 
@@ -431,8 +555,16 @@ SESSIONS = {
     "gpu_tf2+early+late": ([("gpu_tf2", 0), ("gpu_tf", -990), ("gpu_tf", 302)], STEP_TOOLS),
     # Two TPU hosts, the second's clock 150 us later: their TensorCores' steps meet a step or two apart.
     "tpu_ops+tpu_ops_late": ([("tpu_ops", 0), ("tpu_ops", 150)],
-                             (*STEP_TOOLS, "framework_op_stats", "hlo_stats")),
+                             (*STEP_TOOLS, "framework_op_stats", "hlo_stats", "op_profile")),
 }
+
+
+def tool_variants(tools):
+    """(tool, file suffix, params) of each tool; op_profile also grouped by category."""
+    for tool in tools:
+        yield tool, "", {}
+        if tool == "op_profile":
+            yield tool, ".by_category", {"group_by": "category"}
 
 
 def shifted(data: bytes, shift_us: int) -> bytes:
@@ -468,12 +600,14 @@ def write(target: Path, data) -> None:
 
 
 def main():
-    if sys.argv[2:3] == ["--big"]:  # benchmarks: gpu_tf of 20,000 steps (about 480,000 events) to a path
+    if sys.argv[2:3] in (["--big"], ["--big-tpu"]):  # benchmarks: gpu_tf or tpu_ops of 20,000 steps, to a path
         global STEPS
         STEPS = 20_000
         space = xplane_pb2.XSpace()
         space.hostnames.append("gpuhost")
-        if sys.argv[4:5] == ["gpu_jax"]:  # or gpu_jax of 5,000 steps (120,000 XLA kernels)
+        if sys.argv[2] == "--big-tpu":
+            tpu_ops(space)
+        elif sys.argv[4:5] == ["gpu_jax"]:  # or gpu_jax of 5,000 steps (120,000 XLA kernels)
             STEPS = 5_000
             jax_device(space, "/device:GPU:0", "Nvidia")
         else:
@@ -495,7 +629,7 @@ def main():
     for session in [s for s in only if s in SESSIONS]:  # sessions of several hosts (XProf takes the list)
         only.remove(session)
         hosts, tools = SESSIONS[session]
-        for tool in tools:
+        for tool, suffix, params in tool_variants(tools):
             with tempfile.TemporaryDirectory() as tmp:
                 copies = []
                 for k, (name, shift_us) in enumerate(hosts):
@@ -505,8 +639,8 @@ def main():
                         source = folder.parent / f"{name}.xplane.pb"
                     copies[-1].write_bytes(shifted(source.read_bytes(), shift_us))
                 data, _ = raw_to_tool_data.xspace_to_tool_data([str(c) for c in copies], tool,
-                                                                {"use_saved_result": False})
-            write(out / f"{session}.{tool}.json", data)
+                                                                {"use_saved_result": False, **params})
+            write(out / f"{session}.{tool}{suffix}.json", data)
     for name in only:
         space = xplane_pb2.XSpace()
         if name != "small_emptygpu":
@@ -515,15 +649,15 @@ def main():
         in_time_order(space)
         path = folder / f"{name}.xplane.pb"
         path.write_bytes(space.SerializeToString(deterministic=True))
-        for tool in ("op_profile",) if name == "gpu_jax_every" else TOOLS:
-            for suffix, params in [("", {})] + ([(".by_category", {"group_by": "category"})]
-                                                if tool == "op_profile" and name != "gpu_jax_every" else []):
-                with tempfile.TemporaryDirectory() as tmp:
-                    copy = Path(tmp) / path.name
-                    shutil.copyfile(path, copy)
-                    data, _ = raw_to_tool_data.xspace_to_tool_data([str(copy)], tool,
-                                                                    {"use_saved_result": False, **params})
-                write(out / f"{name}.{tool}{suffix}.json", data)
+        for tool, suffix, params in tool_variants(("op_profile",) if name == "gpu_jax_every" else TOOLS):
+            if name == "gpu_jax_every" and suffix:
+                continue  # gpu_jax_every: XProf's op profile by program only
+            with tempfile.TemporaryDirectory() as tmp:
+                copy = Path(tmp) / path.name
+                shutil.copyfile(path, copy)
+                data, _ = raw_to_tool_data.xspace_to_tool_data([str(copy)], tool,
+                                                                {"use_saved_result": False, **params})
+            write(out / f"{name}.{tool}{suffix}.json", data)
 
 
 if __name__ == "__main__":

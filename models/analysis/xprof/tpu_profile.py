@@ -1,0 +1,442 @@
+"""XProf's op_profile and roofline_model of TPU planes (op_profile_builder, op_stats_to_roofline_model and
+op_metrics_to_record as XProf 2.24.2 gives them), from the TensorCores' device op metrics (tpu_ops.py: the ops'
+metadata gives their FLOPs, model FLOPs, bytes and bytes by memory space) and the TPU step db (tpu_steps.py).
+
+The device's peaks are the first TPU plane's stats (peak_teraflops_per_second and the HBM, SRAM, CMEM and VMEM
+bandwidths, has_megacore, has_merged_vmem); several hosts combine them as XProf does: the last host's positive
+FLOP rate, the first host's bandwidths, and none of the flags.
+
+op_profile: program (the module's name and program id from the HLO protos, else "main") > category > op, or
+category > op; IDLE a leaf of the root. A node's FLOP utilisation is its FLOP rate against the peak, capped at 1,
+times its share of the tree's time (the profile's, or its op time without IDLE); its bandwidth utilisations are
+HBM (read and write), on-chip read and on-chip write against their peaks, from the ops' memory breakdown only.
+Children by time, most first, at most 100 below a category; ops XLA deduplicated (deduplicated_name) or of one
+name in two programs under one category are one group, "<its longest op> and its duplicate(s)"; a group of one
+op is that op. An op holding other ops counts in its program's time, not in the tree (its inner ops do); an
+op's children are the instructions fused into it (its metadata's child_id).
+
+roofline_model: the whole profile (a "Program" row, then each op by self time), the complete steps' average
+("Average": the steps' time over their number, FLOP rates over their whole time) and a "Program" row per step,
+with and without infeed and outfeed (their time left out of the program's). An op's FLOP rate, memory
+bandwidths and operational intensities, what bounds it (the resource used closest to its peak: compute, HBM,
+CMEM or VMEM read or write), its roofline efficiency and the optimal FLOP rate at that efficiency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from profscope.models.analysis.xprof.op_stats import IDLE
+from profscope.models.analysis.xprof.tpu_ops import (
+    CMEM_RD,
+    CMEM_WR,
+    GIB,
+    HBM,
+    HBM_RW,
+    READ,
+    SRAM_RD,
+    SRAM_WR,
+    VMEM_RD,
+    VMEM_WR,
+    WRITE,
+    PerfEnv,
+    TpuOps,
+    perf_env,
+    roofline_metrics,
+    safe_divide,
+    safe_divides,
+    tpu_op_metrics,
+)
+from profscope.models.formats.xspace.xplane import XSpaceData
+
+INNER_OPS = ("call", "conditional", "while", "megacore fusion")  # their time holds other ops' (XProf's MayHaveInnerOps)
+CHILDREN_LIMIT = 100  # XProf's op_profile_limit
+
+
+def _io(category: str) -> bool:
+    return "infeed" in category or "outfeed" in category  # XProf's IsInfeedOrOutfeed
+
+
+@dataclass
+class Metrics:
+    """An op's or a group's sums (XProf's OpMetrics): time (ps), occurrences, FLOPs, model FLOPs, bytes and
+    bytes by memory space and operation (4 x 3; `breakdown`: any op had a memory breakdown)."""
+
+    time: int = 0
+    occurrences: int = 0
+    flops: float = 0.0
+    model: float = 0.0
+    bytes: float = 0.0
+    normalized: int = 0
+    memory: np.ndarray = field(default_factory=lambda: np.zeros((4, 3)))
+    breakdown: bool = False
+
+    def add(self, other: Metrics) -> None:
+        """XProf's CombineOpMetrics."""
+        self.occurrences += other.occurrences
+        self.update(other, other.time)
+
+    def update(self, other: Metrics, self_ps: int, nested: bool = False) -> None:
+        """XProf's UpdateNodeMetrics (a program or the root): the op's self time, no occurrences; an op holding
+        other ops (`nested`) adds no FLOPs or bytes (its inner ops do)."""
+        self.time += self_ps
+        self.normalized += other.normalized
+        if nested:
+            return
+        self.flops += other.flops
+        self.model += other.model
+        self.bytes += other.bytes
+        self.memory = self.memory + other.memory
+        self.breakdown = self.breakdown or other.breakdown
+
+
+def op_metrics(ops: TpuOps, i: int) -> Metrics:
+    """Row i's metrics; its normalized time is its time: XProf 2.24.2 reads no time scale (DVFS) of TPU ops
+    (tpu_mem's time_scale_multiplier stats change nothing)."""
+    n, t = int(ops.occurrences[i]), int(ops.time_ps[i])
+    flops, model, size = (float(x) * n for x in ops.per_run[i])
+    return Metrics(t, n, flops, model, size, t, ops.per_run_memory[i] * n, bool(ops.has_breakdown[i]))
+
+
+# ---------------------------------------------------------------- op_profile
+
+
+@dataclass
+class Node:
+    name: str
+    metrics: Metrics = field(default_factory=Metrics)
+    children: list[Node] = field(default_factory=list)
+    xla: dict | None = None
+    count: int = 0  # numChildren
+
+
+def _number(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else float(x)  # XProf writes whole numbers without a fraction
+
+
+def _xla(program: int, category: str, provenance: str, expression: str, stack: str = "") -> dict:
+    return {"op": "", "expression": expression, "provenance": provenance, "category": category,
+            "computationPrimitiveSize": 0, "fingerprint": "0", "programId": str(program),
+            "sourceInfo": {"fileName": "", "lineNumber": 0, "stackFrame": stack}, "xprofKernelMetadata": ""}
+
+
+def _metrics_json(m: Metrics, env: PerfEnv, total_ps: int) -> dict:
+    """XProf's PopulateOpMetricsNode."""
+    ns = m.time / 1000
+    rate = safe_divide(m.flops, m.normalized / 1000) if m.normalized else safe_divide(m.flops, ns)  # normalized on DVFS
+    uncapped = safe_divide(rate, env.peak_gflops)
+    share = safe_divide(m.time, total_ps)
+    peaks = [env.bw(k) / GIB for k in (HBM_RW, SRAM_RD, SRAM_WR)]
+    hbm = safe_divide(float(m.memory[HBM, READ]), ns) / GIB + safe_divide(float(m.memory[HBM, WRITE]), ns) / GIB
+    on_chip = m.memory.sum(axis=0) - m.memory[HBM]  # every space but HBM
+    sram_read, sram_write = safe_divide(float(on_chip[READ]), ns) / GIB, safe_divide(float(on_chip[WRITE]), ns) / GIB
+    rates = (hbm, sram_read, sram_write)
+    return {
+        "flops": _number(min(uncapped, 1.0) * share),
+        "bandwidthUtils": [_number(min(safe_divide(r, p), 1.0)) for r, p in zip(rates, peaks)],
+        "rawTime": m.time,
+        "rawFlops": _number(m.model),
+        "rawBytesAccessedArray": [_number(r * GIB * ns) for r in rates],
+        "occurrences": m.occurrences,
+        "avgTimePs": _number(safe_divide(m.time, m.occurrences)),
+        "bf16Flops": _number(m.flops),
+        "uncappedFlops": _number(uncapped * share),
+        "normalizedTimePs": m.normalized,
+    }
+
+
+def _fused_nodes(fused: list) -> list[Node]:
+    """XProf's InsertFusedInstructions: an op's fused instructions as its children, each one run, no time."""
+    return [Node(f.name, Metrics(0, 1, f.flops, f.model, f.bytes, 0, f.memory, f.breakdown),
+                 _fused_nodes(f.children), _xla(f.program, f.category, f.provenance, f.long_name, f.stack))
+            for f in fused]
+
+
+def _sort_and_prune(node: Node, level: int) -> None:
+    """XProf's SortAndPruneChildren: children by time, most first (a fusion's by model FLOPs); below the
+    grouping levels at most 100."""
+    node.count = len(node.children)
+    for child in node.children:
+        _sort_and_prune(child, level - 1)
+    if node.xla is not None and node.xla["category"].endswith(" fusion"):
+        node.children.sort(key=lambda c: -c.metrics.model)
+    else:
+        node.children.sort(key=lambda c: -c.metrics.time)
+    if level <= 0:
+        del node.children[CHILDREN_LIMIT:]
+
+
+def _finalize(node: Node) -> Node:
+    """XProf's FinalizeDeduplicatedNodes: a group without XLA details whose children all have them is one op
+    (then it is that op) or duplicates of one ("<name> and its duplicate(s)", the first child's details)."""
+    if not node.children or node.xla is not None or any(c.xla is None for c in node.children):
+        node.children = [_finalize(c) for c in node.children]
+        return node
+    if len(node.children) == 1:
+        return node.children[0]
+    first = node.children[0]
+    node.name = f"{first.name} and its duplicate(s)"
+    assert first.xla is not None
+    node.xla = dict(first.xla, provenance="" if first.xla["category"].endswith(" fusion") else first.xla["provenance"])
+    return node
+
+
+def _node_json(node: Node, env: PerfEnv, total_ps: int) -> dict:
+    out: dict = {"name": node.name, "metrics": _metrics_json(node.metrics, env, total_ps),
+                 "children": [_node_json(c, env, total_ps) for c in node.children]}
+    if node.xla is not None:
+        out["xla"] = node.xla
+    out["numChildren"] = node.count
+    return out
+
+
+def program_names(paths: list[Path]) -> dict[int, str]:
+    """Program id -> "<module>(<program id>)" from the HLO protos of the XSpaces' metadata planes."""
+    from profscope.models.analysis.xprof.hlo import xspace_modules
+
+    names: dict[int, str] = {}
+    for path in paths:
+        for name in xspace_modules(path):
+            program = name[name.rfind("(") + 1:-1]
+            if program.isdigit():
+                names.setdefault(int(program), name)
+    return names
+
+
+def tpu_op_tree(ops: TpuOps, env: PerfEnv, names: dict[int, str], by_program: bool, idle: bool) -> dict:
+    """XProf's op profile tree (BuildOpProfileNodeTree) of the TensorCores' op metrics."""
+    root = Node(f"by_{'program' if by_program else 'category'}")
+    programs: dict[int, Node] = {}
+    categories: dict[tuple[int, str], Node] = {}
+    duplicates: dict[tuple[int, str, str], Node] = {}
+    idle_ps = ops.total_ps - ops.op_ps
+    rows: list[int | None] = [*range(len(ops)), None]  # the ops, then IDLE (XProf adds it last)
+    for i in rows:
+        if i is None:
+            if not idle:
+                continue
+            root.metrics.update(Metrics(), idle_ps)
+            root.children.append(Node(IDLE, Metrics(time=idle_ps), xla=_xla(0, IDLE, "", "")))
+            continue
+        if ops.name[i].startswith("region"):
+            continue  # XProf leaves out ops that cannot be symbolised
+        m = op_metrics(ops, i)
+        self_ps = int(ops.self_ps[i])
+        nested = self_ps < m.time  # it holds other ops: XProf counts them, not it
+        root.metrics.update(m, self_ps, nested)
+        parent = root
+        program = ops.program[i] if by_program else -1
+        if by_program:
+            if program not in programs:
+                programs[program] = Node(names.get(program, "main"))
+                root.children.append(programs[program])
+            parent = programs[program]
+            parent.metrics.update(m, self_ps, nested)
+        if nested:
+            continue
+        category = categories.get((program, ops.category[i]))
+        if category is None:
+            category = categories[program, ops.category[i]] = Node(ops.category[i])
+            parent.children.append(category)
+        key = ops.deduplicated[i] or ops.name[i]  # ops XLA deduplicated, or of one name, are one group
+        group = duplicates.get((program, ops.category[i], key))
+        if group is None:
+            group = duplicates[program, ops.category[i], key] = Node(key)
+            category.children.append(group)
+        leaf = Node(ops.name[i], xla=_xla(ops.program[i], ops.category[i], ops.framework[i], ops.long_name[i],
+                                          ops.source_stack[i]), children=_fused_nodes(ops.fused[i]))
+        group.children.append(leaf)
+        for node in (category, group, leaf):
+            node.metrics.add(m)
+    total_ps = ops.total_ps if idle else ops.op_ps
+    root.metrics.time = total_ps
+    for _ in range(2):  # XProf sorts and prunes twice
+        _sort_and_prune(root, 2 if by_program else 1)
+    return _node_json(_finalize(root), env, total_ps)
+
+
+def tpu_op_profile(spaces: list[XSpaceData], paths: list[Path], by: str) -> dict:
+    ops = tpu_op_metrics(spaces)
+    env = perf_env(spaces)
+    names = program_names(paths) if by == "program" else {}
+    key = f"by{by.capitalize()}"
+    return {key: tpu_op_tree(ops, env, names, by == "program", idle=True), "deviceType": "TPU",
+            f"{key}ExcludeIdle": tpu_op_tree(ops, env, names, by == "program", idle=False),
+            "aggDvfsTimeScaleMultiplier": 1 if ops.op_ps else 0}  # normalized op time over op time
+
+
+# ---------------------------------------------------------------- roofline_model
+
+
+@dataclass
+class StepEvents:
+    """The steps' op metrics (XProf's per-step hlo_metrics_db) as op events: each one's step, row in TpuOps and
+    duration; per step the cores' step time (each core's step lasts the step's)."""
+
+    step: np.ndarray
+    slots: np.ndarray
+    time_ps: np.ndarray
+    total_ps: np.ndarray
+
+
+def step_events(ops: TpuOps, steps) -> StepEvents:
+    by_space: dict[int, tuple[XSpaceData, list[np.ndarray], list[np.ndarray]]] = {}
+    for i, op_rows in enumerate(steps.op_rows):
+        for space, rows in op_rows.values():
+            _space, parts, which = by_space.setdefault(id(space), (space, [], []))
+            parts.append(rows)
+            which.append(np.full(len(rows), i, np.int64))
+    step, slots, times = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for key, (space, parts, which) in by_space.items():
+        rows = np.concatenate(parts)
+        known_rows, known_slots = ops.slots.get(key, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+        if not len(rows) or not len(known_rows):
+            continue
+        at = np.minimum(np.searchsorted(known_rows, rows), len(known_rows) - 1)
+        found = known_rows[at] == rows
+        step.append(np.concatenate(which)[found])
+        slots.append(known_slots[at[found]])
+        times.append(space.events.duration_ps[rows[found]].astype(np.int64))
+    totals = np.array([sum(ps for ps, _ in per_core.values()) for per_core in steps.per_core], np.int64)
+    return StepEvents(np.concatenate(step), np.concatenate(slots), np.concatenate(times), totals)
+
+
+@dataclass
+class Groups:
+    """k ops or groups of ops (XProf's OpMetrics of each): time, occurrences, FLOPs, model FLOPs, bytes, bytes by
+    memory space and operation (k, 4, 3), whether any had a memory breakdown."""
+
+    time: np.ndarray
+    occurrences: np.ndarray
+    flops: np.ndarray
+    model: np.ndarray
+    bytes: np.ndarray
+    memory: np.ndarray
+    breakdown: np.ndarray
+
+
+class _Roofline:
+    """XProf's roofline records of one TPU session (ConvertOpStatsToRooflineModel)."""
+
+    def __init__(self, ops: TpuOps, env: PerfEnv, cores: int, steps: int):
+        self.ops, self.env, self.cores, self.steps = ops, env, cores, steps
+        self.inner = np.array([c in INNER_OPS for c in ops.category], bool)
+        self.io = np.array([_io(c) for c in ops.category], bool)
+        self.peak_hbm = env.bw(HBM_RW) / GIB
+        cmem, vmem = env.has_cmem, not env.has_cmem and env.has_merged_vmem
+        self.peak_cmem = (env.bw(CMEM_RD) / GIB, env.bw(CMEM_WR) / GIB) if cmem else (0.0, 0.0)
+        self.peak_vmem = (env.bw(VMEM_RD) / GIB, env.bw(VMEM_WR) / GIB) if vmem else (0.0, 0.0)
+
+    def records(self, steps: list[str], names: list[str], categories: list[str], programs: list[int], g: Groups,
+                self_ps: np.ndarray, total_ps: np.ndarray, include: bool, average: bool = False) -> list[list]:
+        """Rows: XProf's ConvertOpMetricsToRooflineModelRecord (rank and shares filled by the caller)."""
+        total_us, self_us = g.time / 1e6, self_ps / 1e6
+        avg_us, avg_self_us = safe_divides(total_us, g.occurrences), safe_divides(self_us, g.occurrences)
+        if average:  # the complete steps' average: their time over their number
+            total_us, self_us = safe_divides(total_us, self.steps), safe_divides(self_us, self.steps)
+        r = roofline_metrics(g.flops, g.model, g.bytes, g.memory, g.breakdown, g.time, self.env)
+        flops_use = safe_divides(r.rate, self.env.peak_gflops)
+        bws, peaks = r.on_chip_bw, (*self.peak_cmem, *self.peak_vmem)
+        memory_use = np.maximum.reduce([safe_divides(bws[:, 1], peaks[1]), safe_divides(bws[:, 0], peaks[0]),
+                                        safe_divides(r.hbm_bw, self.peak_hbm), safe_divides(bws[:, 3], peaks[3]),
+                                        safe_divides(bws[:, 2], peaks[2])])
+        efficiency = np.maximum(memory_use, flops_use)
+        zero = np.zeros(len(names))
+        columns = [g.occurrences.astype(np.float64), total_us, avg_us, self_us, avg_self_us, zero, zero, zero, r.rate,
+                   r.model_rate, r.memory_bw, r.hbm_bw, *r.on_chip_bw.T, r.intensity, r.hbm_intensity,
+                   *r.on_chip_intensity.T, r.bottleneck_intensity]
+        after = [safe_divides(total_us, self.cores), safe_divides(g.time, total_ps), safe_divides(r.rate, efficiency),
+                 efficiency, flops_use, memory_use]
+        return [[step, 0.0, category, name, *numbers, bound, *more, include, str(program), ""]
+                for step, category, name, numbers, bound, more, program in zip(
+                    steps, categories, names, zip(*(c.tolist() for c in columns)), r.bound,
+                    zip(*(c.tolist() for c in after)), programs)]
+
+    def programs(self, names: list[str], group: np.ndarray, slots: np.ndarray, runs: np.ndarray, times: np.ndarray,
+                 totals: np.ndarray, include: bool, average: bool = False) -> list[list]:
+        """XProf's GenerateRooflineModelProgramRecord of dbs (their ops' rows, runs and times, each one's db):
+        the innermost ops' FLOPs and bytes over the db's time (less infeed and outfeed when left out)."""
+        ops, k = self.ops, len(names)
+        inner, io = self.inner[slots], self.io[slots]
+        use = ~inner & (include | ~io)
+        at, n, where = slots[use], runs[use].astype(np.float64), group[use]
+        sums = [np.bincount(where, ops.per_run[at, c] * n, k) for c in range(3)]
+        memory = np.stack([np.bincount(where, ops.per_run_memory[at, a, b] * n, k) for a in range(4)
+                           for b in range(3)], axis=1).reshape(k, 4, 3)
+        breakdown = np.bincount(where, ops.has_breakdown[at] & (n > 0), k) > 0
+        io_ps = 0 if include else np.bincount(group[~inner & io], times[~inner & io], k).astype(np.int64)
+        time = totals - io_ps
+        g = Groups(time, np.ones(k, np.int64), sums[0], sums[1], sums[2], memory, breakdown)
+        return self.records(names, ["Program"] * k, ["Program"] * k, [0] * k, g, np.zeros(k), time, include, average)
+
+    def rows(self, steps: list[str], events: StepEvents, include: bool) -> list[list]:
+        ops = self.ops
+        total_ps = np.array([ops.total_ps], np.int64)
+        every = np.arange(len(ops))
+        rows = self.programs(["Total"], np.zeros(len(ops), np.int64), every, ops.occurrences, ops.time_ps, total_ps,
+                             include)
+        op_total = int(total_ps[0]) - (0 if include else int(ops.time_ps[self.io].sum()))
+        order = [i for i in sorted(range(len(ops)), key=lambda k: (-int(ops.self_ps[k]), ops.name[k]))[:1000]
+                 if ops.occurrences[i] and (include or not self.io[i])]
+        at = np.array(order, np.int64)
+        g = Groups(ops.time_ps[at], ops.occurrences[at], ops.flops[at], ops.model_flops[at], ops.bytes[at],
+                   ops.memory[at], ops.has_breakdown[at])
+        records = self.records(["Total"] * len(at), [ops.name[i] for i in order], [ops.category[i] for i in order],
+                               [ops.program[i] for i in order], g, ops.self_ps[at], np.full(len(at), op_total),
+                               include)
+        shares = safe_divides(ops.self_ps[at] / 1e6, op_total / 1e6)
+        for rank, (row, share, cumulative) in enumerate(zip(records, shares.tolist(), np.cumsum(shares).tolist()), 1):
+            row[1], row[9], row[10] = float(rank), share, cumulative
+        rows += records
+        ones = np.ones(len(events.slots), np.int64)
+        rows += self.programs(["Average"], np.zeros(len(events.slots), np.int64), events.slots, ones, events.time_ps,
+                              np.array([events.total_ps.sum()], np.int64), include, average=True)
+        rows += self.programs(steps, events.step, events.slots, ones, events.time_ps, events.total_ps, include)
+        return rows
+
+
+def _g(x: float) -> str:
+    return f"{x:.6g}"  # C++ streams' 6 significant digits
+
+
+def tpu_roofline_tables(spaces: list[XSpaceData], device) -> list[dict]:
+    """XProf's roofline_model of TPU hosts: the records with and without infeed/outfeed, the device's roofs
+    in the table's properties, the step diagnostics."""
+    from profscope.models.analysis.xprof.datatable import table
+    from profscope.models.analysis.xprof.input_pipeline import NO_STEP_MARKER, diagnostics_table
+    from profscope.models.analysis.xprof.roofline import COLUMNS
+    from profscope.models.analysis.xprof.step_intersection import EMPTY_INTERSECT
+    from profscope.models.analysis.xprof.tpu_steps import TpuSteps
+
+    ops = tpu_op_metrics(spaces)
+    env = perf_env(spaces)
+    steps = device.tpu_steps or TpuSteps()
+    named = [str(number) for number in steps.number]
+    events = step_events(ops, steps)
+    roofline = _Roofline(ops, env, device.core_count, len(named))
+    rows = roofline.rows(named, events, True) + roofline.rows(named, events, False)
+    peak = env.peak_gflops
+    ridge = lambda gib: _g(safe_divide(peak, gib * GIB))  # noqa: E731
+    p = {
+        "cmem_read_ridge_point": ridge(roofline.peak_cmem[0]),
+        "cmem_write_ridge_point": ridge(roofline.peak_cmem[1]),
+        "device_type": "",  # XProf 2.24.2 names no TPU model without the chip's stats
+        "has_cmem": str(int(env.has_cmem)),
+        "has_merged_vmem": str(int(env.has_merged_vmem)),
+        "hbm_ridge_point": ridge(roofline.peak_hbm),
+        "megacore": str(int(env.megacore)),
+        "peak_cmem_read_bw": _g(roofline.peak_cmem[0]),
+        "peak_cmem_write_bw": _g(roofline.peak_cmem[1]),
+        "peak_flop_rate": _g(peak),
+        "peak_hbm_bw": _g(roofline.peak_hbm),
+        "peak_vmem_read_bw": _g(roofline.peak_vmem[0]),
+        "peak_vmem_write_bw": _g(roofline.peak_vmem[1]),
+        "time_scale_multiplier": "1" if ops.op_ps else "0",
+        "vmem_read_ridge_point": ridge(roofline.peak_vmem[0]),
+        "vmem_write_ridge_point": ridge(roofline.peak_vmem[1]),
+    }
+    warnings = [] if named else [EMPTY_INTERSECT if device.empty_intersect else NO_STEP_MARKER]
+    return [table(COLUMNS, rows, p), diagnostics_table([], warnings)]
