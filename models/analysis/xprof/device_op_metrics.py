@@ -398,8 +398,7 @@ class DeviceStats:
 
 def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     """The device planes' part of XProf's OpStats: op metrics, and with `steps` the GPU hosts' step dbs or the
-    TPU host's TensorCore steps (tpu_steps.py). TPU ops with symbol metadata: their op metrics are not computed
-    (`xla` says so); their steps are."""
+    TPU host's TensorCore steps (tpu_steps.py)."""
     from profscope.models.analysis.xprof.xla_ops import xla_op_db
     from profscope.models.core.task import ProfileError
 
@@ -432,14 +431,8 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     total = sum(_tpu_span(s, i) for s, i in planes)
     none = np.zeros(0, np.int64)
     idle = _device_db([], [], [], none, none, np.zeros(0, bool), total)
+    # A TPU's op metrics come from its ops' metadata (tpu_ops.py), read by each tool's TPU branch.
     stats = DeviceStats(idle, idle, "TPU", "TPU", core_count=len(planes))
-    for space, plane in planes:
-        if _tpu_symbol_ops(space, plane):
-            # XProf's TPU op metrics come from the ops' metadata (FLOPs, bytes, categories): not computed here.
-            # The step analysis needs only their categories and times: it is.
-            stats.xla = (f"{space.path}: {space.planes[plane].name} has XLA ops with their symbol metadata; "
-                         "Profscope does not compute XProf's TPU op metrics yet")
-            break
     if steps:
         from profscope.models.analysis.xprof.tpu_steps import combine_tpu_steps, tpu_steps
 
@@ -466,29 +459,6 @@ def _gpu_xla_ops(space, plane, d, paths, gpu_count: int, has_tf_ops: bool):
         raise ProfileError(f"{space.path}: Profscope computes XProf's XLA op metrics of one GPU plane without "
                            f"TensorFlow kernels, not of {space.planes[plane].name} among {gpu_count} GPU planes")
     return xla_op_metrics(d, XlaModules(paths))
-
-
-def _tpu_symbol_ops(space: XSpaceData, plane: int) -> bool:
-    """Does a TPU plane have op events whose metadata carries program_id and symbol_id (the ops XProf
-    counts; without them it counts none, only the device's span)?"""
-    from profscope.models.core import _protowire as wire
-
-    p = space.planes[plane]
-    wanted = set(p.stat_ids("program_id")), set(p.stat_ids("symbol_id"))
-    if not wanted[0] or not wanted[1]:
-        return False
-    a, b = space.plane_rows(plane)
-    on_ops = np.array([ln.name in TPU_OP_LINES for ln in space.lines], bool)
-    rows = np.arange(a, b)[on_ops[space.events.line[a:b]]]
-    for mid in np.unique(space.events.metadata_id[rows]).tolist():
-        for o, n in p.event_metadata.get(int(mid), ("", "", []))[2]:
-            (stats,) = wire.find_fields(space.buf, o, o + n, [5])  # XEventMetadata.stats
-            if not len(stats):
-                continue
-            ids = set(wire.decode_messages(space.buf, stats, [(1, "i")])[0].tolist())
-            if ids & wanted[0] and ids & wanted[1]:
-                return True
-    return False
 
 
 DEVICE_PREFIXES = (GPU_PLANE_PREFIX, "/device:TPU:")
