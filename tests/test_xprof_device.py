@@ -29,6 +29,9 @@ COMPUTED = [
     # XLA ops on a GPU: XLA's GPU cost analysis of the modules' HloProtos (hlo_cost.py).
     *[(v, t) for v in ("gpu_jax", "rocm_jax", "gpu_jax_ops") for t in ALL_TOOLS if t != "kernel_stats"],
     ("gpu_jax_ops", "kernel_stats"),
+    # gpu_jax_ops' dot and convolution as XLA:GPU's cuBLASLt and cuDNN custom calls; the legacy cuBLAS call
+    *[("gpu_jax_dnn", t) for t in ALL_TOOLS],
+    ("gpu_jax_dnn_legacy", "hlo_stats"),
     *[("tpu_jax", t) for t in ("framework_op_stats", "overview_page", "input_pipeline_analyzer")],
     *[(v, t) for v in ("tpu_ops", "tpu_mem", "tpu_vmem") for t in ALL_TOOLS if t != "kernel_stats"],
     *[(v, t) for v in ("tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
@@ -52,7 +55,8 @@ def test_export_equals_xprofs(tmp_path, name, tool):
     assert_same(export(tmp_path, XPROF / f"{name}.xplane.pb", tool), xprof_answer(name, tool))
 
 
-@pytest.mark.parametrize("name", ["gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "gpu_jax_ops", "tpu_jax", "tpu_ops",
+@pytest.mark.parametrize("name", ["gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "gpu_jax_ops", "gpu_jax_dnn", "tpu_jax",
+                                  "tpu_ops",
                                   "tpu_mem", "tpu_vmem", "small_emptygpu"])
 def test_op_profile_by_category_equals_xprofs(tmp_path, name):
     got = export(tmp_path, XPROF / f"{name}.xplane.pb", "op_profile", "--param", "group_by=category")
@@ -296,7 +300,8 @@ def test_nested_ops_self_time():
     assert _self_times(begin, end).tolist() == [50, 30, 10, 20]
 
 
-@pytest.mark.parametrize(("fixture", "count"), [("gpu_jax", 22), ("gpu_jax_ops", 40), ("gpu_jax_every", 136)])
+@pytest.mark.parametrize(("fixture", "count"), [("gpu_jax", 22), ("gpu_jax_ops", 40), ("gpu_jax_every", 136),
+                                               ("gpu_jax_dnn", 2)])
 def test_xla_cost_analysis_of_the_fixtures_modules_as_xprof_gives_it(fixture, count):
     """Every HLO instruction of the fixture's op profile: FLOPs and HBM bytes per occurrence, category and text
     as XProf 2.24.2 gives them (its op_profile leaves). gpu_jax_ops: dots with batch dimensions, a grouped and
@@ -304,7 +309,9 @@ def test_xla_cost_analysis_of_the_fixtures_modules_as_xprof_gives_it(fixture, co
     custom call (XLA's unknown cost: none), collectives (all-reduce, all-gather, collective-permute), and the
     instructions of a while loop's body and condition and of a conditional's branches, kernels of their own.
     gpu_jax_every: every instruction of those modules, inside fusions, reducers and comparators too (which XLA
-    leaves unanalysed: no cost); their texts are not compared (only a device's instructions are printed)."""
+    leaves unanalysed: no cost); their texts are not compared (only a device's instructions are printed).
+    gpu_jax_dnn: a cuBLASLt GEMM (FLOPs from its backend config's dot dimensions) and a cuDNN convolution
+    (window and groups on the instruction; its scratch buffer not counted)."""
     from profscope.models.analysis.xprof.hlo import xspace_modules
     from profscope.models.analysis.xprof.hlo_cost import ModuleCosts
 
@@ -329,6 +336,44 @@ def test_xla_cost_analysis_of_the_fixtures_modules_as_xprof_gives_it(fixture, co
         assert module.category(leaf["name"]) == leaf["xla"]["category"]
         if fixture != "gpu_jax_every":
             assert module.expression(leaf["name"]) == leaf["xla"]["expression"]
+
+
+def test_cudnn_and_cublas_calls_take_xlas_gpu_rules():
+    """The convolution as each of XLA's cuDNN convolution calls costs what it costs as a convolution; a GEMM's
+    FLOPs follow its backend config; the legacy `__cublas$gemm` costs nothing, as XProf 2.24.2 gives it; a
+    GEMM whose backend config is not JSON is refused, naming it."""
+    from profscope.models.analysis.xprof.hlo import xspace_modules
+    from profscope.models.analysis.xprof.hlo_cost import ModuleCosts
+    from profscope.models.core.task import ProfileError
+    from profscope.protos import hlo_pb2
+
+    modules = xspace_modules(XPROF / "gpu_jax_dnn.xplane.pb")
+    conv = ModuleCosts(modules["jit_grouped_conv(44)"]).cost("conv_general_dilated.1")
+    for target in ("__cudnn$convBackwardInput", "__cudnn$convBackwardFilter", "__cudnn$convBiasActivationForward",
+                   "__cudnn$convForwardGraph"):
+        proto = hlo_pb2.HloProto.FromString(modules["jit_grouped_conv(44)"])
+        for comp in proto.hlo_module.computations:
+            for ins in comp.instructions:
+                if ins.opcode == "custom-call":
+                    ins.custom_call_target = target
+        got = ModuleCosts(proto.SerializeToString()).cost("conv_general_dilated.1")
+        assert (got.flops, got.hbm_bytes) == (conv.flops, conv.hbm_bytes) == (97152.0, 17248.0)
+
+    def gemm(target, config):
+        proto = hlo_pb2.HloProto.FromString(modules["jit_batched_dot(42)"])
+        for comp in proto.hlo_module.computations:
+            for ins in comp.instructions:
+                if ins.opcode == "custom-call":
+                    ins.custom_call_target, ins.backend_config = target, config
+        return ModuleCosts(proto.SerializeToString(), "jit_batched_dot(42)").cost("cublas-gemm.1")
+
+    # f32[4,16,32] x f32[4,32,8]: 2 x 512 outputs x 32
+    camel = b'{"gemmBackendConfig": {"dotDimensionNumbers": {"lhsContractingDimensions": ["2"]}}}'
+    assert gemm("__cublas$lt$matmul$f8", camel).flops == 32768.0
+    assert gemm("__cublas$lt$matmul", b'{"gemm_backend_config": {}}').flops == 1024.0  # no contraction
+    assert gemm("__cublas$gemm", camel).flops < 0  # XLA's unknown: none counted
+    with pytest.raises(ProfileError, match=r"jit_batched_dot\(42\).*cublas-gemm\.1"):
+        gemm("__cublas$lt$matmul", b"{not json")
 
 
 def test_an_opcode_without_a_cost_rule_is_refused_naming_it_and_the_module():

@@ -29,8 +29,14 @@ The rules, as XLA states them:
   reduces one padded dimension and spreads it back: that dimension - 1 plus
   one per row); select-and-scatter: window - 1 selections and one scatter per
   source element;
-- custom calls: unknown to XLA (-1: XProf counts none; cuBLAS and cuDNN calls,
-  whose FLOPs XLA reads from their backend config, are refused);
+- custom calls: unknown to XLA (-1: XProf counts none), but cuBLASLt GEMMs
+  (`__cublas$lt$matmul`, `...$f8`): a dot's FLOPs from their first operand,
+  their result (the tuple's first element) and the dot dimensions of the
+  GpuBackendConfig JSON in `backend_config`; and cuDNN convolutions (`__cudnn$convForward`, `convBackwardInput`,
+  `convBackwardFilter`, `convBiasActivationForward`, `convForwardGraph`): a
+  convolution's FLOPs from the instruction's window, dimension labels and
+  groups; of both the output bytes the result's (not the workspace's). XProf
+  2.24.2 gives the legacy `__cublas$gemm` no costs, as any custom call;
 - collectives: all-reduce its reducer's elementwise cost over the output and
   the output and operands; all-gather, as XLA's GPU model assumes two ranks,
   three halves of the output written and two read; collective-permute the
@@ -57,6 +63,7 @@ select-and-scatter (XLA:CPU expands it) follows XLA's source unchecked.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
@@ -67,6 +74,10 @@ from profscope.protos import hlo_pb2
 P = hlo_pb2
 _POINTER = 8
 _FMA = 2
+# The custom calls GpuHloCostAnalysis costs (XProf 2.24.2 leaves the legacy "__cublas$gemm" unknown).
+_CUBLAS_GEMMS = ("__cublas$lt$matmul", "__cublas$lt$matmul$f8")
+_CUDNN_CONVOLUTIONS = ("__cudnn$convForward", "__cudnn$convForwardGraph", "__cudnn$convBackwardInput",
+                       "__cudnn$convBackwardFilter", "__cudnn$convBiasActivationForward")
 
 # XLA's GPU op profile sm_86 (clock cycles per element by opcode and element type); the rest cost 3.
 _SM86: dict[str, dict[int, int]] = {
@@ -268,6 +279,8 @@ class ModuleCosts:
             for i in range(n):
                 keys[(i, ())] = keys[(n + 1 + i, ())]
             keys[(-1, ())] = sum(keys[(n + 1 + i, ())] for i in range(n))
+        elif op == "custom-call" and ins.custom_call_target in _CUBLAS_GEMMS + _CUDNN_CONVOLUTIONS:
+            keys[(-1, ())] = float(shape_size(_result(ins)))
         elif op == "custom-call":
             keys = {k: -1.0 for k in keys}
         elif op == "all-reduce":
@@ -310,9 +323,8 @@ class ModuleCosts:
             self.operand_util[ins.id][0] = (out - _array_elements(operands[1].shape)) / max(out, 1)
             return Cost(0.0, 2 * shape_size(operands[1].shape) + shape_size(operands[2].shape))
         if op == "dot":
-            d = ins.dot_dimension_numbers
-            width = math.prod(int(operands[0].shape.dimensions[k]) for k in d.lhs_contracting_dimensions)
-            return Cost(float(_FMA * _array_elements(ins.shape) * width), default_bytes)
+            return Cost(_dot_flops(operands[0].shape, ins.shape, ins.dot_dimension_numbers.lhs_contracting_dimensions),
+                        default_bytes)
         if op == "convolution":
             return Cost(float(self._convolution_flops(ins, operands)), default_bytes)
         if op == "reduce":
@@ -354,10 +366,13 @@ class ModuleCosts:
             source = _array_elements(operands[1].shape)
             window = math.prod(int(d.size) for d in ins.window.dimensions)
             return Cost(select.flops * source * (window - 1) + scatter.flops * source, default_bytes)
+        if op == "custom-call" and ins.custom_call_target in _CUBLAS_GEMMS + _CUDNN_CONVOLUTIONS:
+            # output bytes: the result's, not the workspace's
+            bytes_ = float(default_bytes - shape_size(ins.shape) + shape_size(_result(ins)))
+            if ins.custom_call_target in _CUBLAS_GEMMS:
+                return Cost(_dot_flops(operands[0].shape, _result(ins), self._gemm_contracting(ins)), bytes_)
+            return Cost(float(self._convolution_flops(ins, operands)), bytes_)
         if op == "custom-call":
-            if ins.custom_call_target.startswith(("__cublas$", "__cudnn$conv")):
-                raise ProfileError(f"module {self.label}: Profscope has no rule for the cost of XLA's cuBLAS or "
-                                   f"cuDNN custom call '{ins.custom_call_target}' ({ins.name})")
             return Cost(-1.0, -1.0)  # XLA's unknown: XProf counts no FLOPs or bytes
         if op == "all-reduce":  # its reduction, an elementwise op of its reducer's root (not analysed), over the output
             reducer = self._called(ins)
@@ -379,10 +394,21 @@ class ModuleCosts:
         raise ProfileError(f"module {self.label}: Profscope has no rule for the cost of XLA's '{op}' instruction "
                            f"({ins.name}), from which XProf computes its FLOPs and bytes")
 
+    def _gemm_contracting(self, ins) -> list[int]:
+        """The lhs contracting dimensions of a cuBLAS GEMM's GpuBackendConfig (JSON text in backend_config)."""
+        try:
+            config = json.loads(ins.backend_config)
+            gemm = config.get("gemm_backend_config", config.get("gemmBackendConfig", {}))
+            dims = gemm.get("dot_dimension_numbers", gemm.get("dotDimensionNumbers", {}))
+            return [int(d) for d in dims.get("lhs_contracting_dimensions", dims.get("lhsContractingDimensions", []))]
+        except (ValueError, AttributeError, TypeError):
+            raise ProfileError(f"module {self.label}: the backend config of cuBLAS call {ins.name} is not XLA's "
+                               "GpuBackendConfig JSON") from None
+
     def _convolution_flops(self, ins, operands) -> int:
         """HloCostAnalysis::GetConvolutionFlops: FMAs of the window taps that fall on input (not padding or
-        dilation holes), per output element, x 2."""
-        lhs, rhs = operands[0].shape, operands[1].shape
+        dilation holes), per output element, x 2 (of a cuDNN call: its result, not its scratch buffer)."""
+        lhs, rhs, out = operands[0].shape, operands[1].shape, _result(ins)
         dn = ins.convolution_dimension_numbers
         groups = max(int(ins.feature_group_count), 1)
         batch_groups = max(int(ins.batch_group_count), 1)
@@ -392,7 +418,7 @@ class ModuleCosts:
         valid = 1
         for k, wd in enumerate(ins.window.dimensions):
             in_size = int(lhs.dimensions[dn.input_spatial_dimensions[k]])
-            out_size = int(ins.shape.dimensions[dn.output_spatial_dimensions[k]])
+            out_size = int(out.dimensions[dn.output_spatial_dimensions[k]])
             kernel = int(rhs.dimensions[dn.kernel_spatial_dimensions[k]])
             stride, low = max(int(wd.stride), 1), int(wd.padding_low)
             wdil, bdil = max(int(wd.window_dilation), 1), max(int(wd.base_dilation), 1)
@@ -531,9 +557,11 @@ class ModuleCosts:
             out.append("dimensions={" + ",".join(str(d) for d in ins.dimensions) + "}")
         if op == "dynamic-slice":
             out.append("dynamic_slice_sizes={" + ",".join(str(d) for d in ins.dynamic_slice_sizes) + "}")
-        if op == "convolution":
-            out.append("window={" + _window(ins.window) + "}")
-            out.append("dim_labels=" + _dim_labels(ins.convolution_dimension_numbers, len(ins.shape.dimensions)))
+        if op == "convolution" or (op == "custom-call" and ins.HasField("convolution_dimension_numbers")):
+            if len(ins.window.dimensions):
+                out.append("window={" + _window(ins.window) + "}")
+            out.append("dim_labels=" + _dim_labels(ins.convolution_dimension_numbers,
+                                                   len(_result(ins).dimensions)))
             if ins.feature_group_count > 1:
                 out.append(f"feature_group_count={ins.feature_group_count}")
             if ins.batch_group_count > 1:
@@ -574,6 +602,18 @@ class ModuleCosts:
         if len(fa):
             out.append("frontend_attributes={" + ",".join(f'{k}="{fa[k]}"' for k in sorted(fa)) + "}")
         return out
+
+
+def _result(ins):
+    """An instruction's result shape: of a cuBLAS or cuDNN call returning (result, workspace), the first."""
+    return ins.shape.tuple_shapes[0] if ins.shape.element_type == P.TUPLE and ins.opcode == "custom-call" \
+        else ins.shape
+
+
+def _dot_flops(lhs, out, contracting) -> float:
+    """HloCostAnalysis::GetDotFlops: 2 x output elements x contracted elements."""
+    width = math.prod(int(lhs.dimensions[k]) for k in contracting)
+    return float(_FMA * _array_elements(out) * width)
 
 
 def _transpose_is_bitcast(ins, operand) -> bool:

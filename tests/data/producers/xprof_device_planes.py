@@ -20,7 +20,8 @@ instructions of them.
 
 Files: `gpu_tf.xplane.pb`, `gpu_tf2.xplane.pb` (two Ampere GPUs: MemcpyHToD/DToH copies,
 a half-precision kernel, an NCCL all-reduce), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
-device_vendor), `tpu_jax.xplane.pb`, `tpu_ops.xplane.pb` (two TensorCores whose XLA ops carry
+device_vendor), `gpu_jax_dnn.xplane.pb` and `gpu_jax_dnn_legacy.xplane.pb` (gpu_jax_ops'
+dot and convolution modules as XLA:GPU's cuBLAS and cuDNN custom calls), `tpu_jax.xplane.pb`, `tpu_ops.xplane.pb` (two TensorCores whose XLA ops carry
 their metadata), `tpu_mem.xplane.pb` and `tpu_vmem.xplane.pb` (TensorCores with on-chip memories' peaks, ops
 with memory breakdowns, in two modules), `small_emptygpu.xplane.pb` (small.xplane.pb with a GPU plane that recorded
 nothing); for each, and for the SESSIONS of several hosts (`gpu_tf+gpu_tf2`: the two files as
@@ -236,9 +237,10 @@ def device_caps(plane, vendor, tpu=False, major=7, minor=0):
     p.set_stat(p.p, "device_vendor", vendor)
 
 
-def jax_metadata(source=None, keep=None, every=False):
+def jax_metadata(source=None, keep=None, every=False, transform=None):
     """A JAX trace's metadata plane (jaxprog's by default) and, per module, (program id, name, instruction names
-    of its entry computation); with `keep`, only the modules whose name it holds (the others dropped)."""
+    of its entry computation); with `keep`, only the modules whose name it holds (the others dropped); with
+    `transform`, each kept module rewritten by it first."""
     try:
         from tensorflow.compiler.xla.service import hlo_pb2
     except ImportError:  # pragma: no cover
@@ -257,6 +259,9 @@ def jax_metadata(source=None, keep=None, every=False):
                 if keep is not None and proto.hlo_module.name not in keep:
                     del meta.event_metadata[mid]
                     continue
+                if transform is not None:
+                    transform(proto.hlo_module, hlo_pb2)
+                    s.bytes_value = proto.SerializeToString(deterministic=True)
                 entry = next(c for c in proto.hlo_module.computations
                              if c.id == proto.hlo_module.entry_computation_id)
                 names = kernel_names(proto.hlo_module, entry, keep is not None, every)
@@ -283,6 +288,57 @@ def kernel_names(module, computation, nested: bool, every: bool = False) -> list
     return names
 
 
+def gpu_library_calls(module, hlo_pb2, gemm="__cublas$lt$matmul"):
+    """Rewrites an XLA:CPU module's entry root (a convolution, or a fusion of one dot) as XLA:GPU emits it: a
+    cuDNN `__cudnn$convForward` or cuBLAS custom call (cuBLASLt's `__cublas$lt$matmul`, or `gemm`) (window, dim_labels and feature groups
+    kept on the instruction, the GEMM's dot dimensions in the GpuBackendConfig JSON of `backend_config`)
+    returning (result, scratch bytes), whose result a get-tuple-element takes."""
+    import json
+
+    from google.protobuf import json_format
+
+    entry = next(c for c in module.computations if c.id == module.entry_computation_id)
+    root = next(i for i in entry.instructions if i.id == entry.root_id)
+    config = {"operation_queue_id": "0", "wait_on_operation_queues": []}
+    if root.opcode == "convolution":
+        root.custom_call_target = "__cudnn$convForward"
+        config["cudnn_conv_backend_config"] = {"activation_mode": "kNone", "conv_result_scale": 1,
+                                               "side_input_scale": 0, "leakyrelu_alpha": 0}
+        scratch = 6  # U8: cuDNN's scratch (none here)
+    else:
+        fused = next(c for c in module.computations if c.id == root.called_computation_ids[0])
+        dot = next(i for i in fused.instructions if i.opcode == "dot")
+        root.custom_call_target = gemm
+        root.name = "cublas-gemm.1"
+        config["gemm_backend_config"] = {
+            "alpha_real": 1, "alpha_imag": 0, "beta": 0, "epilogue": "DEFAULT",
+            "dot_dimension_numbers": json_format.MessageToDict(dot.dot_dimension_numbers,
+                                                               preserving_proto_field_name=True),
+            "precision_config": {"operand_precision": ["DEFAULT", "DEFAULT"]}}
+        root.ClearField("fusion_kind")
+        del root.called_computation_ids[:]
+        module.computations.remove(fused)
+        if fused.id in module.schedule.sequences:
+            del module.schedule.sequences[fused.id]
+        scratch = 2  # S8: cuBLAS's workspace
+    result = type(root.shape)()
+    result.CopyFrom(root.shape)
+    root.opcode = "custom-call"
+    root.backend_config = json.dumps(config).encode()
+    root.shape.Clear()
+    root.shape.element_type = 13  # TUPLE
+    root.shape.tuple_shapes.add().CopyFrom(result)
+    work = root.shape.tuple_shapes.add(element_type=scratch, dimensions=[4194304 if scratch == 2 else 0],
+                                       is_dynamic_dimension=[False])
+    work.layout.minor_to_major.append(0)
+    gte = entry.instructions.add(name="get-tuple-element.9", opcode="get-tuple-element", tuple_index=0,
+                                 id=max(i.id for i in entry.instructions) + 1, operand_ids=[root.id])
+    gte.shape.CopyFrom(result)
+    entry.root_id = gte.id
+    if entry.id in module.schedule.sequences:
+        module.schedule.sequences[entry.id].instruction_ids.append(gte.id)
+
+
 # jax_xla_opcodes_profile.py's programs (gpu_jax_ops): every kernel of theirs (kernel_names, nested).
 OPCODE_MODULES = ("jit_batched_dot", "jit_grouped_conv", "jit_max_pool", "jit_pool_grad", "jit_gather_scatter",
                   "jit_sort_rows", "jit_branch", "jit_update", "jit_cholesky", "jit__fun",  # jit__fun: collectives
@@ -290,12 +346,19 @@ OPCODE_MODULES = ("jit_batched_dot", "jit_grouped_conv", "jit_max_pool", "jit_po
 JAX_TRACE: list = []  # --jax-trace: the xplane.pb jax_xla_opcodes_profile.py wrote
 
 
-def jax_device(space, plane_name, vendor, tpu=False, opcodes=False, every=False):
+def jax_device(space, plane_name, vendor, tpu=False, opcodes=False, every=False, dnn=None):
     """A JAX program on one device: per step, the jitted modules' instructions
     as kernels (GPU) or XLA ops (TPU), with hlo_op, hlo_module, program_id.
     With `opcodes`, the modules of jax_xla_opcodes_profile.py's trace, every
-    kernel of each (loop bodies and branches too)."""
-    meta, modules = jax_metadata(JAX_TRACE[0], OPCODE_MODULES, every) if opcodes else jax_metadata()
+    kernel of each (loop bodies and branches too). With `dnn` (a cuBLAS call target), gpu_jax_ops' dot and
+    convolution modules rewritten to XLA:GPU's cuBLAS and cuDNN custom calls."""
+    if dnn:
+        meta, modules = jax_metadata(Path(sys.argv[1]) / "gpu_jax_ops.xplane.pb",
+                                     ("jit_batched_dot", "jit_grouped_conv"),
+                                     transform=lambda m, pb: gpu_library_calls(m, pb, dnn))
+        opcodes = True
+    else:
+        meta, modules = jax_metadata(JAX_TRACE[0], OPCODE_MODULES, every) if opcodes else jax_metadata()
     space.planes.add().CopyFrom(meta)
     host = Plane(space, 1, "/host:CPU")
     dev = Plane(space, 2, plane_name)
@@ -537,6 +600,10 @@ VARIANTS = {
     "gpu_jax_ops": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", opcodes=True),
     # every instruction of gpu_jax_ops' modules as a kernel: op_profile only (XLA's cost of each instruction)
     "gpu_jax_every": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", opcodes=True, every=True),
+    # gpu_jax_ops' dot and convolution as XLA:GPU's cuBLAS and cuDNN custom calls
+    "gpu_jax_dnn": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", dnn="__cublas$lt$matmul"),
+    # and with the legacy cuBLAS call (XLA:GPU's default without cuBLASLt): hlo_stats only
+    "gpu_jax_dnn_legacy": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", dnn="__cublas$gemm"),
     "tpu_mem": tpu_mem,
     "tpu_vmem": lambda s: tpu_mem(s, cmem=False),
     "small_emptygpu": empty_gpu,
@@ -649,7 +716,8 @@ def main():
         in_time_order(space)
         path = folder / f"{name}.xplane.pb"
         path.write_bytes(space.SerializeToString(deterministic=True))
-        for tool, suffix, params in tool_variants(("op_profile",) if name == "gpu_jax_every" else TOOLS):
+        tools = {"gpu_jax_every": ("op_profile",), "gpu_jax_dnn_legacy": ("hlo_stats",)}.get(name, TOOLS)
+        for tool, suffix, params in tool_variants(tools):
             if name == "gpu_jax_every" and suffix:
                 continue  # gpu_jax_every: XProf's op profile by program only
             with tempfile.TemporaryDirectory() as tmp:
