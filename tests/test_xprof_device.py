@@ -31,6 +31,8 @@ COMPUTED = [
     ("gpu_jax_ops", "kernel_stats"),
     # gpu_jax_ops' dot and convolution as XLA:GPU's cuBLASLt and cuDNN custom calls; the legacy cuBLAS call
     *[("gpu_jax_dnn", t) for t in ALL_TOOLS],
+    # two GPUs running XLA ops
+    *[("gpu_jax2", t) for t in ALL_TOOLS],
     ("gpu_jax_dnn_legacy", "hlo_stats"),
     *[("tpu_jax", t) for t in ("framework_op_stats", "overview_page", "input_pipeline_analyzer")],
     *[(v, t) for v in ("tpu_ops", "tpu_mem", "tpu_vmem") for t in ALL_TOOLS if t != "kernel_stats"],
@@ -55,7 +57,8 @@ def test_export_equals_xprofs(tmp_path, name, tool):
     assert_same(export(tmp_path, XPROF / f"{name}.xplane.pb", tool), xprof_answer(name, tool))
 
 
-@pytest.mark.parametrize("name", ["gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "gpu_jax_ops", "gpu_jax_dnn", "tpu_jax",
+@pytest.mark.parametrize("name", ["gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "gpu_jax_ops", "gpu_jax_dnn", "gpu_jax2",
+                                  "tpu_jax",
                                   "tpu_ops",
                                   "tpu_mem", "tpu_vmem", "small_emptygpu"])
 def test_op_profile_by_category_equals_xprofs(tmp_path, name):
@@ -189,6 +192,19 @@ def test_two_hosts_with_gpus_equal_xprofs(tmp_path, tool):
     shutil.copy(XPROF / "gpu_tf.xplane.pb", session / "a.xplane.pb")
     shutil.copy(XPROF / "gpu_tf2.xplane.pb", session / "b.xplane.pb")
     assert_same(export(tmp_path, session, tool), xprof_answer("gpu_tf+gpu_tf2", tool))
+
+
+def test_xla_ops_beside_tensorflow_kernels_are_refused_by_the_cost_tools(tmp_path, capsys):
+    """A session whose GPUs run XLA ops on one host and TensorFlow kernels on another: the tools that need the
+    XLA ops' costs say they are not computed, naming the plane; the kernels stay listed."""
+    session = tmp_path / "run"
+    session.mkdir()
+    shutil.copy(XPROF / "gpu_tf.xplane.pb", session / "a.xplane.pb")
+    shutil.copy(XPROF / "gpu_jax.xplane.pb", session / "b.xplane.pb")
+    assert main(["export", str(session), "--tool", "hlo_stats", "-o", str(tmp_path / "o.json")]) != 0
+    err = capsys.readouterr().err
+    assert "/device:GPU:0 beside them" in err and "Traceback" not in err
+    assert main(["export", str(session), "--tool", "kernel_stats", "-o", str(tmp_path / "k.json")]) == 0
 
 
 def shifted(path, shift_us: int) -> bytes:

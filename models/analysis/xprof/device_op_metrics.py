@@ -399,7 +399,7 @@ class DeviceStats:
 def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     """The device planes' part of XProf's OpStats: op metrics, and with `steps` the GPU hosts' step dbs or the
     TPU host's TensorCore steps (tpu_steps.py)."""
-    from profscope.models.analysis.xprof.xla_ops import xla_op_db
+    from profscope.models.analysis.xprof.xla_ops import combine_xla_ops, xla_op_db
     from profscope.models.core.task import ProfileError
 
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(DEVICE_PREFIXES)]
@@ -411,21 +411,26 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
                            f"({tpu[-1][0].planes[tpu[-1][1]].name}) beside GPUs yet")
     dbs = []
     xla = ""
-    xla_ops = None
-    for space, plane in gpu:
-        d = device_events(space, plane)
-        if _xla_ops(d)[0].any():
+    xla_parts = []
+    events = [device_events(space, plane) for space, plane in gpu]
+    runs_xla = [bool(_xla_ops(d)[0].any()) for d in events]
+    # Planes of XLA ops beside planes of other kernels: XProf merges them in its own way (not reproduced here).
+    mixed = any(runs_xla) and any(not x and len(d.rows) for x, d in zip(runs_xla, events))
+    for (space, plane), d, x in zip(gpu, events, runs_xla):
+        if x:
             try:
-                xla_ops = _gpu_xla_ops(space, plane, d, paths, len(gpu), bool(d.stats.present("tf_op").any()))
-                dbs.append(xla_op_db(xla_ops))
+                xla_parts.append(_gpu_xla_ops(space, plane, d, paths, mixed or bool(d.stats.present("tf_op").any())))
+                dbs.append(xla_op_db(xla_parts[-1]))
                 continue
             except ProfileError as e:  # the tools that need the ops' costs say why; the step analysis goes on
                 xla = str(e)
         dbs.append(device_op_metrics(space, plane))
+    xla_ops = combine_xla_ops(xla_parts) if xla_parts and not xla else None
     if gpu:
         space, plane = host_gpus(gpu)[-1]  # several hosts: XProf's combined run environment keeps the last's
         model = gpu_model_name(plane_stats(space, plane)) or "GPU"  # "GPU" without capabilities
-        ops = _combine_device(dbs)
+        # XLA ops on every GPU: their rows combined, with their costs; else XProf's combiner of kernels' rows
+        ops = xla_op_db(xla_ops) if xla_ops is not None and len(xla_parts) == len(dbs) else _combine_device(dbs)
         step_dbs = [gpu_step_db(s) for s in spaces] if steps else None
         return DeviceStats(tf_metrics_of_device(ops), ops, model, "GPU", step_dbs, len(gpu), xla, xla_ops=xla_ops)
     total = sum(_tpu_span(s, i) for s, i in planes)
@@ -449,15 +454,15 @@ def host_gpus(gpu: list[tuple[XSpaceData, int]]) -> list[tuple[XSpaceData, int]]
     return list(first.values())
 
 
-def _gpu_xla_ops(space, plane, d, paths, gpu_count: int, has_tf_ops: bool):
-    """The XLA op metrics of the one GPU plane that runs XLA ops (xla_ops.py)."""
+def _gpu_xla_ops(space, plane, d, paths, mixed: bool):
+    """The XLA op metrics of a GPU plane that runs XLA ops (xla_ops.py)."""
     from profscope.models.analysis.xprof.xla_ops import XlaModules, xla_op_metrics
     from profscope.models.core.task import ProfileError
 
-    if gpu_count > 1 or has_tf_ops:
-        # XProf merges such planes' op metrics in its own way (not reproduced here).
-        raise ProfileError(f"{space.path}: Profscope computes XProf's XLA op metrics of one GPU plane without "
-                           f"TensorFlow kernels, not of {space.planes[plane].name} among {gpu_count} GPU planes")
+    if mixed:
+        # XProf merges XLA ops with other kernels' op metrics in its own way (not reproduced here).
+        raise ProfileError(f"{space.path}: Profscope computes XProf's XLA op metrics of GPU planes without "
+                           f"TensorFlow kernels, not of {space.planes[plane].name} beside them")
     return xla_op_metrics(d, XlaModules(paths))
 
 

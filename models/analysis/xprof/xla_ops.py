@@ -117,6 +117,30 @@ def xla_op_metrics(d, modules: XlaModules) -> XlaOpMetrics:
     return out
 
 
+def combine_xla_ops(parts: list[XlaOpMetrics]) -> XlaOpMetrics:
+    """Several GPU planes' XLA ops as one (XProf's CombineOpMetricsDb): rows of one (program, instruction)
+    summed, in the order of their first plane's; the planes' spans summed."""
+    if len(parts) == 1:
+        return parts[0]
+    out = XlaOpMetrics()
+    at: dict[tuple[int, str], int] = {}
+    for part in parts:
+        out.total_time_ps += part.total_time_ps
+        out.program_names.update(part.program_names)
+        for r in range(len(part)):
+            key = (part.program_id[r], part.name[r])
+            k = at.setdefault(key, len(out))
+            if k == len(out):
+                for column in ("program_id", "name", "category", "provenance", "expression", "source"):
+                    getattr(out, column).append(getattr(part, column)[r])
+                for column in ("occurrences", "time_ps", "flops", "bytes", "hbm_bytes"):
+                    getattr(out, column).append(getattr(part, column)[r])
+                continue
+            for column in ("occurrences", "time_ps", "flops", "bytes", "hbm_bytes"):
+                getattr(out, column)[k] += getattr(part, column)[r]
+    return out
+
+
 def _add_op(out: XlaOpMetrics, pid: int, name: str, found) -> None:
     costs, instructions = found
     out.program_names[pid] = costs.label

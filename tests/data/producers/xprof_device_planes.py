@@ -20,7 +20,7 @@ instructions of them.
 
 Files: `gpu_tf.xplane.pb`, `gpu_tf2.xplane.pb` (two Ampere GPUs: MemcpyHToD/DToH copies,
 a half-precision kernel, an NCCL all-reduce), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
-device_vendor), `gpu_jax_dnn.xplane.pb` and `gpu_jax_dnn_legacy.xplane.pb` (gpu_jax_ops'
+device_vendor), `gpu_jax2.xplane.pb` (gpu_jax on two GPUs), `gpu_jax_dnn.xplane.pb` and `gpu_jax_dnn_legacy.xplane.pb` (gpu_jax_ops'
 dot and convolution modules as XLA:GPU's cuBLAS and cuDNN custom calls), `tpu_jax.xplane.pb`, `tpu_ops.xplane.pb` (two TensorCores whose XLA ops carry
 their metadata), `tpu_mem.xplane.pb` and `tpu_vmem.xplane.pb` (TensorCores with on-chip memories' peaks, ops
 with memory breakdowns, in two modules), `small_emptygpu.xplane.pb` (small.xplane.pb with a GPU plane that recorded
@@ -346,12 +346,13 @@ OPCODE_MODULES = ("jit_batched_dot", "jit_grouped_conv", "jit_max_pool", "jit_po
 JAX_TRACE: list = []  # --jax-trace: the xplane.pb jax_xla_opcodes_profile.py wrote
 
 
-def jax_device(space, plane_name, vendor, tpu=False, opcodes=False, every=False, dnn=None):
+def jax_device(space, plane_name, vendor, tpu=False, opcodes=False, every=False, dnn=None, two=False):
     """A JAX program on one device: per step, the jitted modules' instructions
     as kernels (GPU) or XLA ops (TPU), with hlo_op, hlo_module, program_id.
     With `opcodes`, the modules of jax_xla_opcodes_profile.py's trace, every
     kernel of each (loop bodies and branches too). With `dnn` (a cuBLAS call target), gpu_jax_ops' dot and
-    convolution modules rewritten to XLA:GPU's cuBLAS and cuDNN custom calls."""
+    convolution modules rewritten to XLA:GPU's cuBLAS and cuDNN custom calls. With `two`, a second GPU
+    (`/device:GPU:1`) runs the same kernels, slower, all but the first kernel of step 0."""
     if dnn:
         meta, modules = jax_metadata(Path(sys.argv[1]) / "gpu_jax_ops.xplane.pb",
                                      ("jit_batched_dot", "jit_grouped_conv"),
@@ -363,6 +364,10 @@ def jax_device(space, plane_name, vendor, tpu=False, opcodes=False, every=False,
     host = Plane(space, 1, "/host:CPU")
     dev = Plane(space, 2, plane_name)
     device_caps(dev, vendor, tpu)
+    if two:
+        dev2 = Plane(space, 3, "/device:GPU:1")
+        device_caps(dev2, vendor)
+        line2 = dev2.line(7, "Stream #7(compute)")
     python = launcher = host.line(1, "python3")
     if tpu:
         ops_line = dev.line(2, "XLA Ops")
@@ -398,6 +403,11 @@ def jax_device(space, plane_name, vendor, tpu=False, opcodes=False, every=False,
                 else:
                     kernel = name
                 dev.event(ops_line, kernel, device_t, duration, **stats)
+                if two and (step or k):
+                    host.event(launcher, "cuLaunchKernel", t, 1 * US, correlation_id=correlation)
+                    dev2.event(line2, kernel, device_t, duration + 300_000 * (k % 3),
+                               **{**stats, "correlation_id": correlation})
+                    correlation += 1
                 device_t += duration + 200_000
                 t += 1 * US
             if modules_line is not None:
@@ -595,6 +605,7 @@ VARIANTS = {
     "gpu_tf2": tf_two_gpus,
     "gpu_jax": lambda s: jax_device(s, "/device:GPU:0", "Nvidia"),
     "rocm_jax": lambda s: jax_device(s, "/device:GPU:0", "AMD"),
+    "gpu_jax2": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", two=True),  # two GPUs running XLA ops
     "tpu_jax": lambda s: jax_device(s, "/device:TPU:0", "", tpu=True),
     "tpu_ops": tpu_ops,
     "gpu_jax_ops": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", opcodes=True),
