@@ -194,6 +194,17 @@ def test_two_hosts_with_gpus_equal_xprofs(tmp_path, tool):
     assert_same(export(tmp_path, session, tool), xprof_answer("gpu_tf+gpu_tf2", tool))
 
 
+@pytest.mark.parametrize("tool", ALL_TOOLS)
+def test_two_hosts_of_xla_gpus_equal_xprofs(tmp_path, tool):
+    """A session of two hosts whose GPUs run XLA ops (gpu_jax: one GPU; gpu_jax2: two): the three planes' ops
+    combined as XProf combines them, the steps by its step intersection."""
+    session = session_of(tmp_path, [("gpu_jax", 0), ("gpu_jax2", 0)])
+    assert_same(export(tmp_path, session, tool), xprof_answer("gpu_jax+gpu_jax2", tool))
+    if tool == "op_profile":
+        got = export(tmp_path, session, tool, "--param", "group_by=category")
+        assert_same(got, xprof_answer("gpu_jax+gpu_jax2", "op_profile.by_category"))
+
+
 def test_xla_ops_beside_tensorflow_kernels_are_refused_by_the_cost_tools(tmp_path, capsys):
     """A session whose GPUs run XLA ops on one host and TensorFlow kernels on another: the tools that need the
     XLA ops' costs say they are not computed, naming the plane; the kernels stay listed."""

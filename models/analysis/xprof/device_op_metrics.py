@@ -231,7 +231,8 @@ def _uint32(text: str) -> int | None:
 
 
 def kernel_reports(spaces: list[XSpaceData], paths) -> KernelReports:
-    """XProf's kernel reports of every GPU plane of the XSpaces, merged."""
+    """XProf's kernel reports of every GPU plane of the XSpaces: merged within a host, hosts' reports side by
+    side (XProf 2.24.2 combines hosts without merging equal kernels)."""
     hlo = HloOps(paths)
     keys: dict[tuple, int] = {}
     occ_of: list[float] = []
@@ -239,7 +240,7 @@ def kernel_reports(spaces: list[XSpaceData], paths) -> KernelReports:
     total: list[int] = []
     lo: list[int] = []
     hi: list[int] = []
-    for space in spaces:
+    for host, space in enumerate(spaces):
         for plane in gpu_planes(space):
             d = device_events(space, plane)
             details, table = d.strings("kernel_details")
@@ -271,7 +272,7 @@ def kernel_reports(spaces: list[XSpaceData], paths) -> KernelReports:
                     if found is not None:
                         op_name = found
                         eligible = op_tensor_core_eligible(op_name) or eligible
-                key = (name, regs, static, dynamic, block, grid, uses, eligible, op_name)
+                key = (name, regs, static, dynamic, block, grid, uses, eligible, op_name, host)
                 if key not in keys:
                     keys[key] = len(keys)
                     occ_of.append(occ)

@@ -631,6 +631,8 @@ SESSIONS = {
     "gpu_tf2+gpu_tf": ([("gpu_tf2", 0), ("gpu_tf", 0)], STEP_TOOLS),
     "small+gpu_tf": ([("small", 0), ("gpu_tf", 0)], STEP_TOOLS),
     "gpu_tf2+early+late": ([("gpu_tf2", 0), ("gpu_tf", -990), ("gpu_tf", 302)], STEP_TOOLS),
+    # Two hosts of GPUs running XLA ops (one GPU, then two)
+    "gpu_jax+gpu_jax2": ([("gpu_jax", 0), ("gpu_jax2", 0)], TOOLS),
     # Two TPU hosts, the second's clock 150 us later: their TensorCores' steps meet a step or two apart.
     "tpu_ops+tpu_ops_late": ([("tpu_ops", 0), ("tpu_ops", 150)],
                              (*STEP_TOOLS, "framework_op_stats", "hlo_stats", "op_profile")),
