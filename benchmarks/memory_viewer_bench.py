@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from profscope.models.analysis.xprof.hlo import xspace_modules
+from profscope.models.analysis.xprof.hlo_source import xspace_modules
 from profscope.models.analysis.xprof.memory_viewer import memory_viewer
 from profscope.models.core.task import TaskState
 from profscope.protos import hlo_pb2

@@ -32,8 +32,9 @@ _MODULE_OF = {
     "roofline_model": "roofline",
     "memory_viewer": "memory_viewer",
 }
-# Tools XProf lists only for some files (memory_viewer: an XSpace with XLA modules).
-_OFFERED_BY_FILE = ("memory_viewer",)
+# Tools XProf lists only for some files (memory_viewer: an XSpace with XLA modules), and the module saying
+# which (light: listing a session's tools loads no tool).
+_OFFERED_BY_FILE = {"memory_viewer": "hlo_source"}
 
 V = TypeVar("V")
 
@@ -41,13 +42,14 @@ V = TypeVar("V")
 class _Registered(Mapping[str, V]):
     """Registered functions by tool name, the tool's module imported on the first look-up."""
 
-    def __init__(self, names) -> None:
-        self._names = tuple(names)
+    def __init__(self, modules: dict[str, str]) -> None:
+        self._names = tuple(modules)
+        self._modules = modules
         self.functions: dict[str, V] = {}
 
     def __getitem__(self, name: str) -> V:
         if name not in self.functions and name in self._names:
-            importlib.import_module(f"{__name__}.{_MODULE_OF[name]}")
+            importlib.import_module(f"{__name__}.{self._modules[name]}")
         return self.functions[name]
 
     def __contains__(self, name: object) -> bool:
@@ -65,15 +67,22 @@ XPROF_TOOLS: _Registered[ToolFunction] = _Registered(_MODULE_OF)
 XPROF_OFFERED: _Registered[Callable[[Path], bool]] = _Registered(_OFFERED_BY_FILE)
 
 
-def register(name: str, offered: Callable[[Path], bool] | None = None) -> Callable[[ToolFunction], ToolFunction]:
-    """Decorator: makes a function XProf tool `name`'s producer (`name` listed in _MODULE_OF with its module);
-    `offered`, when given (and `name` in _OFFERED_BY_FILE), says cheaply whether a file has data for it
-    (otherwise every XSpace has)."""
+def register(name: str) -> Callable[[ToolFunction], ToolFunction]:
+    """Decorator: makes a function XProf tool `name`'s producer (`name` listed in _MODULE_OF with its module)."""
 
     def add(function: ToolFunction) -> ToolFunction:
         XPROF_TOOLS.functions[name] = function
-        if offered is not None:
-            XPROF_OFFERED.functions[name] = offered
+        return function
+
+    return add
+
+
+def offers(name: str) -> Callable[[Callable[[Path], bool]], Callable[[Path], bool]]:
+    """Decorator: makes a function say cheaply whether a file has data for tool `name` (listed in
+    _OFFERED_BY_FILE with its module; otherwise every XSpace has)."""
+
+    def add(function: Callable[[Path], bool]) -> Callable[[Path], bool]:
+        XPROF_OFFERED.functions[name] = function
         return function
 
     return add

@@ -124,7 +124,8 @@ class HloOps:
     """The instructions of a session's XLA modules by (program id, name): their framework op (metadata.op_name)."""
 
     def __init__(self, paths: list) -> None:
-        from profscope.models.analysis.xprof.hlo import Module, ModuleSource
+        from profscope.models.analysis.xprof.hlo import Module
+        from profscope.models.analysis.xprof.hlo_source import ModuleSource
 
         self._source = ModuleSource(paths)
         self._module = Module

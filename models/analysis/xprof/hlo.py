@@ -24,18 +24,14 @@ from pathlib import Path
 import numpy as np
 
 from profscope.models.core import _protowire as wire
-from profscope.models.core.files import readable_errors
 from profscope.models.core.task import ProfileError, TaskState
-from profscope.models.formats.xspace.xplane import METADATA_PLANE, map_file, span_text, unreadable
-from profscope.protos import hlo_pb2, xplane_pb2
-
-HLO_PROTO_STAT, PROGRAM_ID_STAT = "Hlo Proto", "program_id"
-HLO_PROTO_SUFFIX = ".hlo_proto.pb"
-NO_MODULE = "NO_MODULE"  # XProf's file name marking a profile without HLO
+from profscope.models.analysis.xprof.hlo_source import HLO_MODULE as _HLO_MODULE
+from profscope.models.formats.xspace.xplane import map_file, span_text, unreadable
+from profscope.protos import hlo_pb2
 
 # Field numbers (xplane.proto, hlo.proto, xla_data.proto).
 _SPACE_PLANES, _PLANE_NAME = 1, 2
-_HLO_MODULE, _HLO_BUFFER_ASSIGNMENT = 1, 3
+_HLO_BUFFER_ASSIGNMENT = 3
 _MODULE_COMPUTATIONS, _COMPUTATION_INSTRUCTIONS = 3, 2
 _INSTR_NAME, _INSTR_OPCODE, _INSTR_SHAPE, _INSTR_METADATA, _INSTR_ID = 1, 2, 3, 7, 35
 _META_OP_NAME, _META_SOURCE_FILE, _META_SOURCE_LINE, _META_STACK_FRAME = 2, 3, 4, 15
@@ -61,109 +57,6 @@ _TYPE_BITS = {
 }  # fmt: skip
 _POINTER_SIZE = 8  # XProf sizes a tuple's unpadded bytes as one pointer per element
 _COMBINED_DIMENSION = -(1 << 63)  # a tile dimension XLA prints as "*"
-
-
-def xspace_modules(path: Path, task: TaskState | None = None) -> dict[str, bytes]:
-    """The modules in an XSpace's metadata plane: name(program id) -> the
-    serialised HloProto. Only the metadata plane is decoded."""
-    task = task or TaskState()
-    buf = map_file(path, task, weight=0.1)
-    if not len(buf):
-        raise ProfileError(f"{path}: the file is empty")
-    try:
-        (planes,) = wire.find_fields(buf, 0, len(buf), [_SPACE_PLANES])
-        (names,) = wire.decode_messages(buf, planes, [(_PLANE_NAME, "s")])
-        wanted = METADATA_PLANE.encode()
-        metadata = [
-            xplane_pb2.XPlane.FromString(bytes(buf[s : s + n]))
-            for (s, n), (ns, nn) in zip(planes.tolist(), names.tolist())
-            if nn == len(wanted) and buf[ns : ns + nn] == wanted
-        ]
-    except Exception as e:  # noqa: BLE001 - the wire decoder's ValueError, protobuf's DecodeError
-        raise unreadable(path, e) from None
-    by_program: dict[int, bytes] = {}
-    for plane in metadata:
-        stat_ids = {k: v.name for k, v in plane.stat_metadata.items()}
-        for md_id, md in plane.event_metadata.items():
-            proto, program_id = None, md_id
-            for stat in md.stats:
-                name = stat_ids.get(stat.metadata_id)
-                if name == HLO_PROTO_STAT and stat.WhichOneof("value") == "bytes_value":
-                    proto = stat.bytes_value
-                elif name == PROGRAM_ID_STAT and stat.WhichOneof("value") in ("int64_value", "uint64_value"):
-                    program_id = stat.int64_value or stat.uint64_value
-            if proto is not None:
-                by_program.setdefault(program_id, proto)
-    modules: dict[str, bytes] = {}
-    for program_id, proto in by_program.items():
-        name = _module_name(proto)
-        if name is not None:  # XProf skips protos that do not parse
-            modules.setdefault(f"{name}({program_id})", proto)
-    return modules
-
-
-def _module_name(proto: bytes) -> str | None:
-    """HloProto.hlo_module.name, read from the wire (a program's proto can be
-    large: only its name is decoded to list it)."""
-    try:
-        (module,) = wire.find_fields(proto, 0, len(proto), [_HLO_MODULE])
-        if not len(module):
-            return ""
-        s, n = (int(x) for x in module[-1])
-        (name,) = wire.find_fields(proto, s, s + n, [1])
-        return span_text(proto, name[-1]) if len(name) else ""
-    except ValueError:
-        return None
-
-
-class ModuleSource:
-    """The modules of a session: its xplanes' metadata planes and the
-    `<module>.hlo_proto.pb` files in its folder (the file wins, as XProf
-    reads the files)."""
-
-    def __init__(self, paths: list[Path], task: TaskState | None = None):
-        self.paths = [Path(p) for p in paths]
-        self.folder = self.paths[0].parent if self.paths else Path(".")
-        self.task = task or TaskState()
-
-    @cached_property
-    def embedded(self) -> dict[str, bytes]:
-        modules: dict[str, bytes] = {}
-        for path in self.paths:
-            for name, proto in xspace_modules(path, self.task).items():
-                modules.setdefault(name, proto)
-        return modules
-
-    def files(self) -> dict[str, Path]:
-        try:
-            return {
-                p.name[: -len(HLO_PROTO_SUFFIX)]: p
-                for p in self.folder.iterdir()
-                if p.name.endswith(HLO_PROTO_SUFFIX) and p.name != NO_MODULE + HLO_PROTO_SUFFIX
-            }
-        except OSError:
-            return {}
-
-    def names(self) -> list[str]:
-        """Every module, sorted by name (XProf's module list order)."""
-        return sorted(set(self.embedded) | set(self.files()))
-
-    def load(self, name: str) -> bytes:
-        file = self.files().get(name)
-        if file is not None:
-            with readable_errors(file):
-                return file.read_bytes()
-        if name in self.embedded:
-            return self.embedded[name]
-        # XProf's message: it looks for the module's file in the session folder.
-        raise ProfileError(f"{self.folder}/{name}{HLO_PROTO_SUFFIX}; No such file or directory")
-
-    def by_program_id(self, program_id: str) -> str:
-        """XProf's lookup by program id: the first module whose name holds it."""
-        for name in self.names():
-            if program_id in name:
-                return name
-        raise ProfileError(f"HLO proto file containing program ID {program_id} not found in {self.folder}")
 
 
 def _spans(buf, start: int, end: int, numbers: list[int]) -> list[np.ndarray]:

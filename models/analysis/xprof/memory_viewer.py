@@ -35,7 +35,8 @@ import numpy as np
 
 from profscope.models.analysis.xprof import _heap, register
 from profscope.models.analysis.xprof.cpp_sort import std_sort
-from profscope.models.analysis.xprof.hlo import Module, ModuleSource, shape_string, subshape, unpadded_bytes
+from profscope.models.analysis.xprof.hlo import Module, shape_string, subshape, unpadded_bytes
+from profscope.models.analysis.xprof.hlo_source import ModuleSource, module_names
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data import _jsonrows
 from profscope.models.data.tool_data import ToolData
@@ -644,11 +645,6 @@ def load_module(paths: list[Path], params: dict[str, str], task: TaskState) -> M
     return Module(source.load(name))
 
 
-def module_names(paths: list[Path], task: TaskState | None = None) -> list[str]:
-    """Every module memory_viewer can show (its module_name values), sorted."""
-    return ModuleSource(paths, task).names()
-
-
 def memory_viewer_result(paths: list[Path], params: dict[str, str], task: TaskState) -> MemoryViewerResult:
     if str(params.get("view_memory_allocation_timeline", "")).lower() in ("1", "true", "yes"):
         raise ProfileError(
@@ -663,14 +659,6 @@ def memory_viewer_result(paths: list[Path], params: dict[str, str], task: TaskSt
     return MemoryViewerResult(module, color)
 
 
-def has_modules(path: Path) -> bool:
-    """Whether XProf lists memory_viewer for a file: it has an XLA module to show."""
-    try:
-        return bool(module_names([path]))
-    except ProfileError:
-        return False
-
-
-@register("memory_viewer", offered=has_modules)
+@register("memory_viewer")
 def memory_viewer(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
     return ToolData(memory_viewer_result(paths, params, task).to_json(), "json")

@@ -195,7 +195,7 @@ def _node_json(node: Node, env: PerfEnv, total_ps: int) -> dict:
 
 def program_names(paths: list[Path]) -> dict[int, str]:
     """Program id -> "<module>(<program id>)" from the HLO protos of the XSpaces' metadata planes."""
-    from profscope.models.analysis.xprof.hlo import xspace_modules
+    from profscope.models.analysis.xprof.hlo_source import xspace_modules
 
     names: dict[int, str] = {}
     for path in paths:

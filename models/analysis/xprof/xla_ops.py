@@ -43,7 +43,7 @@ class XlaModules:
     """A session's modules by program id, each with its cost analysis, loaded on first use."""
 
     def __init__(self, paths: list) -> None:
-        from profscope.models.analysis.xprof.hlo import ModuleSource
+        from profscope.models.analysis.xprof.hlo_source import ModuleSource
 
         self._source = ModuleSource(paths)
         self._by_program: dict[int, object] = {}
