@@ -404,6 +404,61 @@ def test_claim_groups_matches_the_rule_on_random_graphs():
         _steps.claim_groups(np.array([0], np.int32), np.array([5], np.int32), 3, 2, np.zeros(0, np.int64))
 
 
+def test_claim_groups_takes_nesting_as_a_parent_per_event():
+    # Grouping passes nest_rows' parents (one per event) beside the few other edges: the same groups as all
+    # of them as edges.
+    rng = random.Random(12)
+    for _ in range(300):
+        events, contexts = rng.randint(1, 40), rng.randint(0, 6)
+        nodes = events + contexts
+        parent = [rng.randrange(-1, events) for _ in range(events)]
+        others = [(rng.randrange(nodes), rng.randrange(nodes)) for _ in range(rng.randint(0, 20))]
+        roots = [rng.randrange(events) for _ in range(rng.randint(0, 8))]
+        src, dst = (np.array([e[k] for e in others], np.int32) for k in (0, 1))
+        group, kept = _steps.claim_groups(src, dst, nodes, events, np.array(roots, np.int64),
+                                          np.array(parent, np.int32))
+        edges = others + [(p, v) for v, p in enumerate(parent) if p >= 0]
+        want_group, want_kept = claims_by_walking(edges, nodes, events, roots)
+        assert group.tolist() == want_group and kept.tolist() == want_kept
+    with pytest.raises(ValueError):  # a parent per event, each an event or -1
+        _steps.claim_groups(np.zeros(0, np.int32), np.zeros(0, np.int32), 3, 2, np.zeros(0, np.int64),
+                            np.array([-1], np.int32))
+    with pytest.raises(ValueError):
+        _steps.claim_groups(np.zeros(0, np.int32), np.zeros(0, np.int32), 3, 2, np.zeros(0, np.int64),
+                            np.array([-1, 7], np.int32))
+
+
+def test_nest_rows_matches_nesting_of_sorted_events():
+    # nest_rows' parents (per line, XProf's order, the nearest open event containing each) equal those of
+    # _nesting.nest_parents over xprof_order's permutation, on lines in order, nearly so, and shuffled.
+    from profscope.models.data import _nesting
+
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        num_lines = int(rng.integers(1, 4))
+        counts = rng.integers(0, 300 if trial % 10 else 3000, num_lines)
+        line = np.repeat(np.arange(num_lines, dtype=np.int32), counts)
+        n = len(line)
+        offset = rng.integers(0, 50, n).cumsum() if trial % 3 == 0 else rng.integers(0, 2000, n)
+        if trial % 3 == 1:  # nearly in order: neighbours swapped
+            offset = np.sort(offset)
+            swap = np.flatnonzero(rng.random(max(n - 1, 0)) < 0.1)
+            offset[swap], offset[swap + 1] = offset[swap + 1].copy(), offset[swap].copy()
+        duration = rng.integers(-5, 400, n)
+        line_ps = rng.integers(0, 10**6, num_lines).astype(np.int64)
+        skip = rng.random(n) < 0.05
+        rows = np.arange(n, dtype=np.int64)
+        parent = _steps.nest_rows(rows, line, offset.astype(np.int64), duration.astype(np.int64), line_ps, skip)
+        start = line_ps[line] + offset
+        end = start + np.maximum(duration, 0)
+        order = xprof_order(start, end, line)
+        want = _nesting.nest_parents(order, line, start, end, skip)
+        assert parent.tolist() == want.tolist()
+    with pytest.raises(ValueError):
+        _steps.nest_rows(np.array([1, 0], np.int64), np.zeros(2, np.int32), np.zeros(2, np.int64),
+                         np.zeros(2, np.int64), np.zeros(1, np.int64), np.zeros(2, bool))
+
+
 # ---------------------------------------------------------------- trace export, row by row
 
 

@@ -3,10 +3,10 @@
  *
  *   xprof_order(starts, ends, segment) -> None or the int64 permutation into
  *       (segment, start, longest first) order
- *   nest_rows(rows, line, offset, duration, line_ps, skip) -> (int32 parent,
- *       int32 child): nesting edges in XProf's order of XSpace events by row
- *   claim_groups(src, dst, num_nodes, num_events, roots) -> (int32 group per
- *       event, -1 for none; int64 the roots that got a group)
+ *   nest_rows(rows, line, offset, duration, line_ps, skip) -> int32 parent
+ *       per row position (-1: none): nesting in XProf's order of XSpace events
+ *   claim_groups(src, dst, num_nodes, num_events, roots, parent=None) ->
+ *       (int32 group per event, -1 for none; int64 the roots that got a group)
  *   op_metrics(rows, keys, code_of_key, extra_at, extra_code, eager_at,
  *       line, offset, duration, line_ps, slot_of_code, typed, num_slots)
  *       -> per slot occurrences, times, ...: XProf's host op
@@ -131,23 +131,61 @@ done:
     return out;
 }
 
-/* nest_rows(rows, line, offset, duration, line_ps, skip) -> (int32 parent, int32 child): the nesting edges of
- * events rows[i] (ascending, so each line's contiguous) of an XSpace's columns, as positions in rows. Per line,
- * in XProf's order (xprof_order: start = line_ps[line] + offset, end = start + max(duration, 0); by start,
- * then the longest first, then position), each event's parent is the nearest event on the stack of open
- * ones that contains it ([start, end] within the parent's), popping those that do not; skipped events
- * (async) neither get a parent nor become one. Edges come by child position. What xprof_order and
- * _nesting.nest_parents give, without the columns of every event's times. */
+/* nest_rows(rows, line, offset, duration, line_ps, skip) -> int32 parent per position (-1: none): the nesting
+ * of events rows[i] (ascending, so each line's contiguous) of an XSpace's columns, as positions in rows. Per
+ * line, in XProf's order (xprof_order: start = line_ps[line] + offset, end = start + max(duration, 0); by start,
+ * then the longest first, then position), each event's parent is the nearest event on the stack of open ones
+ * that contains it ([start, end] within the parent's), popping those that do not; skipped events (async)
+ * neither get a parent nor become one. What xprof_order and _nesting.nest_parents give, without the columns of
+ * every event's times: a line out of order is put in order as positions (4 bytes an event; here fresh memory
+ * costs more than the sort), by insertion while that stays cheap, else by qsort. */
+#define ROW_START(i) (base + off[rw[i]])
+#define ROW_END(i) (ROW_START(i) + (dur[rw[i]] > 0 ? dur[rw[i]] : 0))
+
+/* Is position x after position y in XProf's order (both of the line starting at base)? */
+static inline int row_after(const int64_t *rw, const int64_t *off, const int64_t *dur, int64_t base, int32_t x,
+                            int32_t y) {
+    int64_t sx = ROW_START(x), sy = ROW_START(y);
+    if (sx != sy) return sx > sy;
+    int64_t ex = ROW_END(x), ey = ROW_END(y);
+    if (ex != ey) return ex < ey;
+    return x > y;
+}
+
+/* Positions a .. b - 1 (one line's) into order[0 .. b - a) in XProf's order; 0 when out of memory. */
+static int order_line(const int64_t *rw, const int64_t *off, const int64_t *dur, int64_t base, npy_intp a, npy_intp b,
+                      int32_t *order) {
+    npy_intp m = b - a;
+    int64_t moves = 0, budget = 16 * (int64_t)m + 1024;
+    for (npy_intp i = 0; i < m; i++) {
+        int32_t x = (int32_t)(a + i);
+        npy_intp j = i;
+        while (j > 0 && row_after(rw, off, dur, base, order[j - 1], x)) {
+            order[j] = order[j - 1];
+            j--;
+            if (++moves > budget) { /* far from in order: qsort, over a copy of the times */
+                Timed *buf = PyMem_RawMalloc(sizeof(Timed) * (size_t)m);
+                if (!buf) return 0;
+                for (npy_intp k = 0; k < m; k++) buf[k] = (Timed){ROW_START(a + k), ROW_END(a + k), a + k};
+                qsort(buf, (size_t)m, sizeof(Timed), timed_order);
+                for (npy_intp k = 0; k < m; k++) order[k] = (int32_t)buf[k].index;
+                PyMem_RawFree(buf);
+                return 1;
+            }
+        }
+        order[j] = x;
+    }
+    return 1;
+}
+
 static PyObject *nest_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *r_obj, *l_obj, *o_obj, *d_obj, *p_obj, *k_obj;
     if (!PyArg_ParseTuple(args, "OOOOOO", &r_obj, &l_obj, &o_obj, &d_obj, &p_obj, &k_obj)) return NULL;
     PyArrayObject *rows = as_column(r_obj, NPY_INT64), *lines = as_column(l_obj, NPY_INT32);
     PyArrayObject *offsets = as_column(o_obj, NPY_INT64), *durations = as_column(d_obj, NPY_INT64);
     PyArrayObject *line_ps = as_column(p_obj, NPY_INT64), *skips = as_column(k_obj, NPY_BOOL);
-    PyObject *src = NULL, *dst = NULL, *out = NULL;
-    int32_t *parent = NULL;
-    npy_intp *stack = NULL;
-    Timed *buf = NULL;
+    PyObject *out = NULL;
+    int32_t *stack = NULL, *order = NULL;
     if (!rows || !lines || !offsets || !durations || !line_ps || !skips) goto done;
     npy_intp n = PyArray_DIM(rows, 0), num_events = PyArray_DIM(lines, 0), num_lines = PyArray_DIM(line_ps, 0);
     if (PyArray_DIM(skips, 0) != n || PyArray_DIM(offsets, 0) != num_events ||
@@ -170,13 +208,11 @@ static PyObject *nest_rows(PyObject *Py_UNUSED(self), PyObject *args) {
             goto done;
         }
     }
-    parent = PyMem_RawMalloc(sizeof(int32_t) * (n ? n : 1));
-    stack = PyMem_RawMalloc(sizeof(npy_intp) * (n ? n : 1));
-    if (!parent || !stack) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    npy_intp edges = 0, cap = 0;
+    npy_intp dims[1] = {n};
+    out = PyArray_SimpleNew(1, dims, NPY_INT32);
+    if (!out) goto done;
+    int32_t *parent = PyArray_DATA((PyArrayObject *)out);
+    npy_intp cap = 0;
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS
     for (npy_intp a = 0; a < n && !failed;) {
@@ -184,66 +220,53 @@ static PyObject *nest_rows(PyObject *Py_UNUSED(self), PyObject *args) {
         int32_t line = ln[rw[a]];
         while (b < n && ln[rw[b]] == line) b++;
         int64_t base = lps[line];
-#define ROW_START(i) (base + off[rw[i]])
-#define ROW_END(i) (ROW_START(i) + (dur[rw[i]] > 0 ? dur[rw[i]] : 0))
         int sorted = 1;
-        for (npy_intp i = a + 1; i < b && sorted; i++) {
-            int64_t s0 = ROW_START(i - 1), s1 = ROW_START(i);
-            if (s1 < s0 || (s1 == s0 && ROW_END(i) > ROW_END(i - 1))) sorted = 0;
+        for (npy_intp i = a + 1; i < b && sorted; i++)
+            if (row_after(rw, off, dur, base, (int32_t)(i - 1), (int32_t)i)) sorted = 0;
+        if (b - a > cap) { /* the stack (and the order where a line is out of order) of the longest line yet */
+            PyMem_RawFree(stack);
+            PyMem_RawFree(order);
+            order = NULL;
+            stack = PyMem_RawMalloc(sizeof(int32_t) * (size_t)(b - a));
+            if (!stack) {
+                failed = 1;
+                break;
+            }
+            cap = b - a;
         }
         if (!sorted) {
-            if (b - a > cap) {
-                Timed *grown = PyMem_RawRealloc(buf, sizeof(Timed) * (size_t)(b - a));
-                if (!grown) {
-                    failed = 1;
-                    break;
-                }
-                buf = grown;
-                cap = b - a;
+            if (!order) order = PyMem_RawMalloc(sizeof(int32_t) * (size_t)cap);
+            if (!order || !order_line(rw, off, dur, base, a, b, order)) {
+                failed = 1;
+                break;
             }
-            for (npy_intp i = a; i < b; i++) buf[i - a] = (Timed){ROW_START(i), ROW_END(i), i};
-            sort_timed(buf, b - a);
         }
         npy_intp depth = 0;
         for (npy_intp j = a; j < b; j++) {
-            npy_intp i = sorted ? j : (npy_intp)buf[j - a].index;
+            npy_intp i = sorted ? j : (npy_intp)order[j - a];
             int64_t s = ROW_START(i), e = ROW_END(i);
             parent[i] = -1;
             if (skip[i]) continue;
             while (depth) {
-                npy_intp p = stack[depth - 1];
+                int32_t p = stack[depth - 1];
                 if (ROW_START(p) <= s && e <= ROW_END(p)) {
-                    parent[i] = (int32_t)p;
-                    edges++;
+                    parent[i] = p;
                     break;
                 }
                 depth--;
             }
-            stack[depth++] = i;
+            stack[depth++] = (int32_t)i;
         }
-#undef ROW_START
-#undef ROW_END
         a = b;
     }
     Py_END_ALLOW_THREADS
     if (failed) {
+        Py_CLEAR(out);
         PyErr_NoMemory();
-        goto done;
     }
-    npy_intp dims[1] = {edges};
-    src = PyArray_SimpleNew(1, dims, NPY_INT32);
-    dst = PyArray_SimpleNew(1, dims, NPY_INT32);
-    if (!src || !dst) goto done;
-    int32_t *sp = PyArray_DATA((PyArrayObject *)src), *dp = PyArray_DATA((PyArrayObject *)dst);
-    for (npy_intp i = 0, k = 0; i < n; i++)
-        if (parent[i] >= 0) sp[k] = parent[i], dp[k++] = (int32_t)i;
-    out = Py_BuildValue("OO", src, dst);
 done:
-    PyMem_RawFree(parent);
     PyMem_RawFree(stack);
-    PyMem_RawFree(buf);
-    Py_XDECREF(src);
-    Py_XDECREF(dst);
+    PyMem_RawFree(order);
     Py_XDECREF(rows);
     Py_XDECREF(lines);
     Py_XDECREF(offsets);
@@ -252,25 +275,34 @@ done:
     Py_XDECREF(skips);
     return out;
 }
+#undef ROW_START
+#undef ROW_END
 
 /* Each root in turn claims, as the next group, every event it reaches over
- * the edges src -> dst through events no earlier root claimed. Nodes from
+ * the edges src -> dst (and parent[v] -> v where parent, one per event, is not
+ * -1: nest_rows' nesting) through events no earlier root claimed. Nodes from
  * num_events on are contexts: any root may pass one, once. The edges are put
  * in adjacency order by a counting sort; the walk is depth first (the set
- * reached is the same as breadth first). */
+ * reached is the same as breadth first, and in any edge order). */
 static PyObject *claim_groups(PyObject *Py_UNUSED(self), PyObject *args) {
-    PyObject *src_obj, *dst_obj, *roots_obj;
+    PyObject *src_obj, *dst_obj, *roots_obj, *parent_obj = Py_None;
     Py_ssize_t num_nodes, num_events;
-    if (!PyArg_ParseTuple(args, "OOnnO", &src_obj, &dst_obj, &num_nodes, &num_events, &roots_obj)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOnnO|O", &src_obj, &dst_obj, &num_nodes, &num_events, &roots_obj, &parent_obj))
+        return NULL;
     PyArrayObject *src = as_column(src_obj, NPY_INT32);
     PyArrayObject *dst = as_column(dst_obj, NPY_INT32);
     PyArrayObject *roots = as_column(roots_obj, NPY_INT64);
+    PyArrayObject *parents = parent_obj == Py_None ? NULL : as_column(parent_obj, NPY_INT32);
     PyObject *group = NULL, *kept = NULL, *out = NULL;
     int32_t *first = NULL, *child = NULL, *local = NULL, *stack = NULL;
-    if (!src || !dst || !roots) goto done;
+    if (!src || !dst || !roots || (!parents && parent_obj != Py_None)) goto done;
     npy_intp e = PyArray_DIM(src, 0), r = PyArray_DIM(roots, 0);
     if (PyArray_DIM(dst, 0) != e) {
         PyErr_SetString(PyExc_ValueError, "src and dst differ in length");
+        goto done;
+    }
+    if (parents && PyArray_DIM(parents, 0) != num_events) {
+        PyErr_SetString(PyExc_ValueError, "parent must have one entry per event");
         goto done;
     }
     if (num_events < 0 || num_nodes < num_events || num_nodes >= INT32_MAX || e >= INT32_MAX) {
@@ -279,11 +311,24 @@ static PyObject *claim_groups(PyObject *Py_UNUSED(self), PyObject *args) {
     }
     const int32_t *s = PyArray_DATA(src), *d = PyArray_DATA(dst);
     const int64_t *rt = PyArray_DATA(roots);
+    const int32_t *pa = parents ? PyArray_DATA(parents) : NULL;
     for (npy_intp i = 0; i < e; i++) {
         if (s[i] < 0 || s[i] >= num_nodes || d[i] < 0 || d[i] >= num_nodes) {
             PyErr_SetString(PyExc_ValueError, "edge outside the nodes");
             goto done;
         }
+    }
+    npy_intp all_edges = e; /* src -> dst's and the parents' */
+    for (npy_intp v = 0; pa && v < num_events; v++) {
+        if (pa[v] < -1 || pa[v] >= num_nodes) {
+            PyErr_SetString(PyExc_ValueError, "edge outside the nodes");
+            goto done;
+        }
+        all_edges += pa[v] >= 0;
+    }
+    if (all_edges >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "bad node counts");
+        goto done;
     }
     for (npy_intp i = 0; i < r; i++) {
         if (rt[i] < 0 || rt[i] >= num_events) {
@@ -296,7 +341,7 @@ static PyObject *claim_groups(PyObject *Py_UNUSED(self), PyObject *args) {
     dims[0] = r;
     kept = PyArray_SimpleNew(1, dims, NPY_INT64);
     first = PyMem_RawCalloc((size_t)num_nodes + 1, sizeof(int32_t));
-    child = PyMem_RawMalloc(sizeof(int32_t) * (e ? e : 1));
+    child = PyMem_RawMalloc(sizeof(int32_t) * (all_edges ? (size_t)all_edges : 1));
     local = PyMem_RawMalloc(sizeof(int32_t) * (num_nodes > num_events ? num_nodes - num_events : 1)); /* contexts' */
     /* A node enters the stack once per root at most: events once overall,
      * contexts once per root, so num_nodes bounds its depth. */
@@ -310,8 +355,12 @@ static PyObject *claim_groups(PyObject *Py_UNUSED(self), PyObject *args) {
     npy_intp num_kept = 0;
     Py_BEGIN_ALLOW_THREADS
     for (npy_intp i = 0; i < e; i++) first[s[i] + 1]++;
+    for (Py_ssize_t v = 0; pa && v < num_events; v++)
+        if (pa[v] >= 0) first[pa[v] + 1]++;
     for (Py_ssize_t v = 0; v < num_nodes; v++) first[v + 1] += first[v];
     for (npy_intp i = 0; i < e; i++) child[first[s[i]]++] = d[i];  /* first[v] now ends v's run */
+    for (Py_ssize_t v = 0; pa && v < num_events; v++)
+        if (pa[v] >= 0) child[first[pa[v]]++] = (int32_t)v;
     for (Py_ssize_t v = num_nodes; v > 0; v--) first[v] = first[v - 1];
     first[0] = 0;
     /* Each node's group: an event's in the output, a context's in local. */
@@ -354,6 +403,7 @@ done:
     Py_XDECREF(src);
     Py_XDECREF(dst);
     Py_XDECREF(roots);
+    Py_XDECREF(parents);
     return out;
 }
 
@@ -934,9 +984,10 @@ static PyMethodDef methods[] = {
     {"xprof_order", xprof_order, METH_VARARGS,
      "xprof_order(starts, ends, segment) -> None when in (segment, start, longest first) order, else int64 permutation"},
     {"nest_rows", nest_rows, METH_VARARGS,
-     "nest_rows(rows, line, offset, duration, line_ps, skip) -> (int32 parent, int32 child) nesting edges by row"},
+     "nest_rows(rows, line, offset, duration, line_ps, skip) -> int32 nesting parent per row position (-1: none)"},
     {"claim_groups", claim_groups, METH_VARARGS,
-     "claim_groups(src, dst, num_nodes, num_events, roots) -> (int32 group per event, int64 roots that got one)"},
+     "claim_groups(src, dst, num_nodes, num_events, roots, parent=None) -> (int32 group per event, int64 roots that "
+     "got one)"},
     {"op_metrics", op_metrics, METH_VARARGS,
      "op_metrics(rows, keys, code_of_key, extra_at, extra_code, eager_at, line, offset, duration, line_ps, "
      "slot_of_code, typed, num_slots) -> (occurrences, time, "

@@ -5,9 +5,10 @@ def xprof_order(starts: np.ndarray, ends: np.ndarray, segment: np.ndarray | None
 def nest_rows(
     rows: np.ndarray, line: np.ndarray, offset: np.ndarray, duration: np.ndarray, line_ps: np.ndarray,
     skip: np.ndarray, /
-) -> tuple[np.ndarray, np.ndarray]: ...
+) -> np.ndarray: ...
 def claim_groups(
-    src: np.ndarray, dst: np.ndarray, num_nodes: int, num_events: int, roots: np.ndarray, /
+    src: np.ndarray, dst: np.ndarray, num_nodes: int, num_events: int, roots: np.ndarray,
+    parent: np.ndarray | None = None, /
 ) -> tuple[np.ndarray, np.ndarray]: ...
 def op_metrics(
     rows: np.ndarray, keys: np.ndarray, code_of_key: np.ndarray | None, extra_at: np.ndarray, extra_code: np.ndarray,

@@ -69,9 +69,10 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
     skip = np.zeros(n, bool)
     skip[stats["_a"].rows[stats["_a"].ints_present() != 0]] = True
     line_ps = np.array([ln.timestamp_ns for ln in space.lines], np.int64) * 1000
-    parent, child = _steps.nest_rows(rows, ev.line, ev.offset_ps, ev.duration_ps, line_ps, skip)
-    src, dst = [parent], [child]
-    del parent, child, skip
+    parent = _steps.nest_rows(rows, ev.line, ev.offset_ps, ev.duration_ps, line_ps, skip)  # an int32 per event
+    del skip
+    src: list[np.ndarray] = []
+    dst: list[np.ndarray] = []
     pt, p_id, ct, c_id = (stats[k] for k in ("_pt", "_p", "_ct", "_c"))
     prod = _common(pt.rows, p_id.rows)
     cons = _common(ct.rows, c_id.rows)
@@ -100,7 +101,8 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
     roots, loop_src, loop_dst = _loop_roots(space, plane, rows, stats, tf_data_ids)
     src.append(loop_src.astype(np.int32))
     dst.append(loop_dst.astype(np.int32))
-    src, dst = np.concatenate(src), np.concatenate(dst)  # type: ignore[assignment]  # the parts let go
+    other_src, other_dst = np.concatenate(src), np.concatenate(dst)  # the few edges besides the nesting
+    del src, dst
     if not len(roots):  # every event with a root level (even 0), highest level first, then by time
         r = stats["_r"]
         keep = np.ones(len(r.rows), bool)
@@ -111,8 +113,8 @@ def group_events(space: XSpaceData, plane: int) -> Groups:
 
     # Each root in turn claims what it reaches among the unclaimed (in C: one
     # walk over all edges instead of a numpy pass per frontier of each root).
-    local, kept_roots = _steps.claim_groups(src, dst, n + num_contexts, n, roots)  # type: ignore[arg-type]
-    del src, dst
+    local, kept_roots = _steps.claim_groups(other_src, other_dst, n + num_contexts, n, roots, parent)
+    del other_src, other_dst, parent
     return Groups(rows, local, rows[kept_roots], _group_names(space, plane, rows, kept_roots))
 
 

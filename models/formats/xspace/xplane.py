@@ -561,6 +561,28 @@ def _tune_malloc() -> None:
 _malloc_tuned = False
 
 
+@contextlib.contextmanager
+def heap_reuse():
+    """Within: glibc's malloc keeps freed buffers of any size for the next
+    ones instead of unmapping them (_tune_malloc's choice), for analyses that
+    allocate and free columns of millions of events in turn: here the kernel
+    zeroes each fresh page (~1.4 ms/MB). After: _tune_malloc's thresholds
+    again, and the heap's free pages given back."""
+    libc = _libc()
+    if libc is None:
+        yield
+        return
+    _tune_malloc()
+    libc.mallopt(M_MMAP_THRESHOLD, 1 << 30)
+    libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
+    try:
+        yield
+    finally:
+        libc.mallopt(M_MMAP_THRESHOLD, 4 << 20)
+        libc.mallopt(M_TRIM_THRESHOLD, 32 << 20)
+        libc.malloc_trim(0)
+
+
 M_MMAP_THRESHOLD, M_TRIM_THRESHOLD = -3, -1  # glibc's mallopt parameters
 
 
