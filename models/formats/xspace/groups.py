@@ -222,8 +222,12 @@ def _has_stat(space: XSpaceData, plane: int, name: str) -> bool:
 
 
 def _events_named(space: XSpaceData, plane: int, events: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    """Which events (ascending) have one of the names."""
     md = [mid for mid, (n, _d, _s) in space.planes[plane].event_metadata.items() if n in names]
-    return np.isin(space.events.metadata_id[events], md)
+    column = space.events.metadata_id
+    # A view where the events are a range (the usual case: a plane's), not a fresh copy of millions of ids.
+    contiguous = len(events) and int(events[-1]) - int(events[0]) + 1 == len(events)
+    return np.isin(column[int(events[0]) : int(events[-1]) + 1] if contiguous else column[events], md)
 
 
 def _group_names(space: XSpaceData, plane: int, rows, roots: np.ndarray) -> list[str]:

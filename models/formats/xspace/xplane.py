@@ -707,17 +707,17 @@ def _decode_events(buf, line_spans: np.ndarray, counts: np.ndarray, kept_lines: 
         present = line_spans[a:b][line_spans[a:b, 0] >= 0]
         if len(present):
             _release(buf, int(present[0, 0]), int(present[-1, 0] + present[-1, 1]))
+        line[lo:hi] = np.repeat(np.arange(a, b, dtype=np.int32), counts[a:b])  # this chunk's part, on its thread
         return lo, found
 
     # Metadata ids into int32 (every real one fits; else again in int64), num_occurrences as "aggregated": the
     # columns are written whole, and here a first touch of memory costs ~1 ms/MB.
-    md = np.empty(total, np.int32)
+    md, line = np.empty(total, np.int32), np.empty(total, np.int32)
     try:
         done = in_threads(lambda ab: decode(ab, (byte_offset, byte_length, md, offset, duration, aggregated)), chunks)
     except OverflowError:
         md = np.empty(total, np.int64)
         done = in_threads(lambda ab: decode(ab, (byte_offset, byte_length, md, offset, duration, aggregated)), chunks)
-    line = np.repeat(np.arange(len(line_spans), dtype=np.int32), counts)
     events = Events(line=line, metadata_id=md, offset_ps=offset, duration_ps=duration, byte_offset=byte_offset,
                     byte_length=byte_length, aggregated=aggregated)
     return events, line_rows, [(lo, found) for lo, found in done if found is not None]
