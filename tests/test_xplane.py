@@ -701,6 +701,30 @@ def test_step_sweep_splits_each_step_by_the_highest_type_current():
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
 
 
+def test_step_sweep_sorts_large_steps_of_spread_and_clustered_times():
+    # Thousands of boundaries a step: the radix sort's buckets, each sorted again where many keys share one
+    # (clustered times, a few far apart), or by insertion where few do.
+    from profscope.models.formats.xspace import _steps
+
+    rng = np.random.default_rng(13)
+    for trial in range(12):
+        n = int(rng.integers(500, 3000))
+        scale = int(rng.choice([1, 1000, 10**6, 10**9]))
+        starts = rng.integers(0, 1000, n).astype(np.int64) * scale
+        if trial % 2:  # most in a narrow cluster, a few far off
+            starts[: n - 5] = rng.integers(0, 40, n - 5)
+        ends = starts + rng.integers(0, 50, n) * int(rng.choice([1, scale]))
+        segment = np.sort(rng.integers(0, 2, n)).astype(np.int64)
+        order = np.lexsort((starts, segment))
+        starts, ends, segment = starts[order], ends[order], segment[order]
+        types = (rng.integers(0, 18, n) * 10).astype(np.int32)
+        begin = np.array([0, int(starts.max()) // 3], np.int64)
+        finish = begin + int(ends.max())
+        got = _steps.step_sweep(starts, ends, types, segment, begin, finish)
+        want = _step_sweep_by_definition(starts, ends, types, segment, begin, finish)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
 def test_step_sweep_rows_gathers_each_steps_events_from_the_columns():
     from profscope.models.formats.xspace import _steps
 
