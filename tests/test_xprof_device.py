@@ -339,8 +339,8 @@ def test_xla_cost_analysis_of_the_fixtures_modules_as_xprof_gives_it(fixture, co
     leaves unanalysed: no cost); their texts are not compared (only a device's instructions are printed).
     gpu_jax_dnn: a cuBLASLt GEMM (FLOPs from its backend config's dot dimensions) and a cuDNN convolution
     (window and groups on the instruction; its scratch buffer not counted)."""
-    from profscope.models.analysis.xprof.hlo_source import xspace_modules
     from profscope.models.analysis.xprof.hlo_cost import ModuleCosts
+    from profscope.models.analysis.xprof.hlo_source import xspace_modules
 
     modules = xspace_modules(XPROF / f"{fixture}.xplane.pb")
     costs: dict = {}
@@ -369,8 +369,8 @@ def test_cudnn_and_cublas_calls_take_xlas_gpu_rules():
     """The convolution as each of XLA's cuDNN convolution calls costs what it costs as a convolution; a GEMM's
     FLOPs follow its backend config; the legacy `__cublas$gemm` costs nothing, as XProf 2.24.2 gives it; a
     GEMM whose backend config is not JSON is refused, naming it."""
-    from profscope.models.analysis.xprof.hlo_source import xspace_modules
     from profscope.models.analysis.xprof.hlo_cost import ModuleCosts
+    from profscope.models.analysis.xprof.hlo_source import xspace_modules
     from profscope.models.core.task import ProfileError
     from profscope.protos import hlo_pb2
 
@@ -404,8 +404,8 @@ def test_cudnn_and_cublas_calls_take_xlas_gpu_rules():
 
 
 def test_an_opcode_without_a_cost_rule_is_refused_naming_it_and_the_module():
-    from profscope.models.analysis.xprof.hlo_source import xspace_modules
     from profscope.models.analysis.xprof.hlo_cost import ModuleCosts
+    from profscope.models.analysis.xprof.hlo_source import xspace_modules
     from profscope.models.core.task import ProfileError
     from profscope.protos import hlo_pb2
 
@@ -449,8 +449,8 @@ def test_an_opcode_without_a_cost_rule_refuses_only_the_tools_that_need_costs(tm
 def test_an_instruction_whose_text_is_not_printed_is_refused():
     """A device instruction whose attributes Profscope does not print (pad's padding) is refused, naming it,
     rather than shown with a text XProf would not show."""
-    from profscope.models.analysis.xprof.hlo_source import xspace_modules
     from profscope.models.analysis.xprof.hlo_cost import ModuleCosts
+    from profscope.models.analysis.xprof.hlo_source import xspace_modules
     from profscope.models.core.task import ProfileError
     from profscope.protos import hlo_pb2
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from profscope.models.analysis.xprof.hlo_source import HLO_MODULE as _HLO_MODULE
 from profscope.models.core import _protowire as wire
 from profscope.models.core.task import ProfileError, TaskState
-from profscope.models.analysis.xprof.hlo_source import HLO_MODULE as _HLO_MODULE
 from profscope.models.formats.xspace.xplane import map_file, span_text, unreadable
 from profscope.protos import hlo_pb2
 

@@ -36,7 +36,7 @@ import numpy as np
 from profscope.models.analysis.xprof import _heap, register
 from profscope.models.analysis.xprof.cpp_sort import std_sort
 from profscope.models.analysis.xprof.hlo import Module, shape_string, subshape, unpadded_bytes
-from profscope.models.analysis.xprof.hlo_source import ModuleSource, module_names
+from profscope.models.analysis.xprof.hlo_source import ModuleSource
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data import _jsonrows
 from profscope.models.data.tool_data import ToolData
