@@ -13,8 +13,7 @@ import pytest
 from conftest import DATA
 
 from profscope.models.analysis.xprof import XPROF_TOOLS
-from profscope.models.analysis.xprof.hlo_source import xspace_modules
-from profscope.models.analysis.xprof.memory_viewer import module_names
+from profscope.models.analysis.xprof.hlo_source import module_names, xspace_modules
 from profscope.models.core.task import ProfileError, TaskState
 
 XPROF = DATA / "xprof"

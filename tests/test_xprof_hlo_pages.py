@@ -6,7 +6,8 @@ import json
 from conftest import DATA
 from PySide6.QtCore import Qt
 
-from profscope.models.analysis.xprof.memory_viewer import memory_viewer_result, module_names
+from profscope.models.analysis.xprof.hlo_source import module_names
+from profscope.models.analysis.xprof.memory_viewer import memory_viewer_result
 from profscope.models.core.task import TaskState
 from profscope.widgets.xprof.memory_viewer_page import MemoryViewerPage
 

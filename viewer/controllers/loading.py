@@ -13,7 +13,8 @@ from PySide6.QtWidgets import QTabWidget
 
 from profscope.models.analysis import trace_stats
 from profscope.models.analysis.allocator_state import prepare_histories
-from profscope.models.analysis.xprof.memory_viewer import memory_viewer_result, module_names
+from profscope.models.analysis.xprof.hlo_source import module_names
+from profscope.models.analysis.xprof.memory_viewer import memory_viewer_result
 from profscope.models.core.task import ProfileError
 from profscope.models.data.peak_pyramid import prepare_series
 from profscope.models.data.timeline import Timeline
