@@ -284,19 +284,24 @@ class XSpaceData:
 
     def _intern(self, case, value, length, p: Plane, index: dict, chunk: int = 1 << 15) -> np.ndarray:
         """String ids (into `index`, grown in order of first occurrence) of
-        str_value spans and ref_values. Strings are read a chunk at a time,
-        each chunk's pages given back: a stat on every other event has its
-        strings all over the file (the whole file resident at once was an
-        OpStats export's peak RSS)."""
+        str_value spans and ref_values. Strings are read a chunk at a time (on
+        two threads: the hashing lets go of the GIL), each chunk's pages given
+        back: a stat on every other event has its strings all over the file
+        (the whole file resident at once was an OpStats export's peak RSS)."""
         out = np.zeros(len(case), np.int32)
         is_str = case == STAT_STR
         if is_str.any():
             spans = np.stack([value[is_str], length[is_str]], axis=1)
-            codes = np.empty(len(spans), np.int32)
-            for a in range(0, len(spans), chunk):
-                sid, strs = wire.intern_strings(self.buf, spans[a : a + chunk])
-                codes[a : a + chunk] = np.array([index.setdefault(s, len(index)) for s in strs], np.int32)[sid]
+
+            def read(a: int) -> tuple:
+                found = wire.intern_strings(self.buf, spans[a : a + chunk])
                 self.release_spans(spans[a : a + chunk])
+                return found
+
+            starts = list(range(0, len(spans), chunk))
+            codes = np.empty(len(spans), np.int32)
+            for a, (sid, strs) in zip(starts, in_threads(read, starts)):  # ids in chunk order: first occurrence
+                codes[a : a + chunk] = np.array([index.setdefault(s, len(index)) for s in strs], np.int32)[sid]
             out[is_str] = codes
         is_ref = ~is_str
         if is_ref.any():
