@@ -11,10 +11,12 @@ its FLOPs and bytes per occurrence from XLA's GPU cost analysis
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from profscope.models.analysis.xprof.hlo import SourceInfo
+if TYPE_CHECKING:  # the modules (and protobuf) load where device ops are read, not for `rates`
+    from profscope.models.analysis.xprof.hlo import SourceInfo
 
 
 @dataclass
