@@ -38,14 +38,11 @@ with `gpu_jax` after the path, gpu_jax of 5,000 steps (120,000 XLA kernels); `--
 20,000 steps (two TensorCores, about 400,000 events) for --tools op_profile roofline_model.
 """
 
-import gzip
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
-from xprof.convert import raw_to_tool_data
+from xprof_answers import write_answer, xprof_answer
 
 TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "hlo_stats",
          "op_profile", "roofline_model")
@@ -668,17 +665,6 @@ def in_time_order(space) -> None:
             line.events.extend(events)
 
 
-def write(target: Path, data) -> None:
-    data = data.encode() if isinstance(data, str) else data
-    if len(data) > 64 << 10:
-        target = target.with_name(target.name + ".gz")
-        with open(target, "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9, mtime=0) as z:
-            z.write(data)
-    else:
-        target.write_bytes(data)
-    print(target, len(data))
-
-
 def main():
     if sys.argv[2:3] in (["--big"], ["--big-tpu"]):  # benchmarks: gpu_tf or tpu_ops of 20,000 steps, to a path
         global STEPS
@@ -709,18 +695,14 @@ def main():
     for session in [s for s in only if s in SESSIONS]:  # sessions of several hosts (XProf takes the list)
         only.remove(session)
         hosts, tools = SESSIONS[session]
+        files = {}
+        for k, (name, shift_us) in enumerate(hosts):
+            source = folder / f"{name}.xplane.pb"
+            if not source.exists():
+                source = folder.parent / f"{name}.xplane.pb"
+            files[f"host{k}.xplane.pb"] = shifted(source.read_bytes(), shift_us)
         for tool, suffix, params in tool_variants(tools):
-            with tempfile.TemporaryDirectory() as tmp:
-                copies = []
-                for k, (name, shift_us) in enumerate(hosts):
-                    copies.append(Path(tmp) / f"host{k}.xplane.pb")
-                    source = folder / f"{name}.xplane.pb"
-                    if not source.exists():
-                        source = folder.parent / f"{name}.xplane.pb"
-                    copies[-1].write_bytes(shifted(source.read_bytes(), shift_us))
-                data, _ = raw_to_tool_data.xspace_to_tool_data([str(c) for c in copies], tool,
-                                                                {"use_saved_result": False, **params})
-            write(out / f"{session}.{tool}{suffix}.json", data)
+            write_answer(out / f"{session}.{tool}{suffix}.json", xprof_answer(files, tool, params))
     for name in only:
         space = xplane_pb2.XSpace()
         if name != "small_emptygpu":
@@ -733,12 +715,8 @@ def main():
         for tool, suffix, params in tool_variants(tools):
             if name == "gpu_jax_every" and suffix:
                 continue  # gpu_jax_every: XProf's op profile by program only
-            with tempfile.TemporaryDirectory() as tmp:
-                copy = Path(tmp) / path.name
-                shutil.copyfile(path, copy)
-                data, _ = raw_to_tool_data.xspace_to_tool_data([str(copy)], tool,
-                                                                {"use_saved_result": False, **params})
-            write(out / f"{name}.{tool}{suffix}.json", data)
+            answer = xprof_answer({path.name: path.read_bytes()}, tool, params)
+            write_answer(out / f"{name}.{tool}{suffix}.json", answer)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ it refuses (its folder written as "{dir}"). Each file is converted from a copy i
 folder of its own (XProf writes beside the file it reads).
 """
 
-import gzip
 import json
 import shutil
 import sys
@@ -26,21 +25,11 @@ import tempfile
 from pathlib import Path
 
 from xprof.convert import _pywrap_profiler_plugin, raw_to_tool_data
+from xprof_answers import write_answer
 
 folder = Path(sys.argv[1])
 out = folder / "tools"
 out.mkdir(exist_ok=True)
-
-
-def write(target: Path, data) -> None:
-    data = data.encode() if isinstance(data, str) else data
-    if len(data) > 64 << 10:
-        target = target.with_name(target.name + ".gz")
-        with open(target, "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9, mtime=0) as z:
-            z.write(data)
-    else:
-        target.write_bytes(data)
-    print(target, len(data))
 
 
 def refusal(copy: Path, options: dict) -> str:
@@ -58,19 +47,19 @@ for path in sorted(folder.glob("*.xplane.pb")):
         convert = lambda tool, **params: raw_to_tool_data.xspace_to_tool_data(
             [str(copy)], tool, {"use_saved_result": False, **params}
         )[0]
-        write(out / f"{name}.hlo_stats.json", convert("hlo_stats"))
-        write(out / f"{name}.op_profile.json", convert("op_profile"))
-        write(out / f"{name}.op_profile.by_category.json", convert("op_profile", group_by="category"))
-        write(out / f"{name}.roofline_model.json", convert("roofline_model"))
+        write_answer(out / f"{name}.hlo_stats.json", convert("hlo_stats"))
+        write_answer(out / f"{name}.op_profile.json", convert("op_profile"))
+        write_answer(out / f"{name}.op_profile.by_category.json", convert("op_profile", group_by="category"))
+        write_answer(out / f"{name}.roofline_model.json", convert("roofline_model"))
         raw_to_tool_data.xspace_to_tool_names([str(copy)])  # writes the <module>.hlo_proto.pb files
         modules = sorted(p.name[: -len(".hlo_proto.pb")] for p in Path(tmp).glob("*.hlo_proto.pb"))
         modules = [m for m in modules if m != "NO_MODULE"]  # XProf's mark of a profile without HLO
-        write(out / f"{name}.memory_viewer.modules.json", json.dumps(modules))
+        write_answer(out / f"{name}.memory_viewer.modules.json", json.dumps(modules))
         for module in modules:
-            write(out / f"{name}.memory_viewer.{module}.json", convert("memory_viewer", module_name=module))
+            write_answer(out / f"{name}.memory_viewer.{module}.json", convert("memory_viewer", module_name=module))
         errors = {
             "no module": refusal(copy, {"module_name": None, "program_id": None, "memory_space": ""}),
             "unknown module": refusal(copy, {"module_name": "no_such_module(1)", "memory_space": ""}),
             "unknown program id": refusal(copy, {"program_id": "987654321", "memory_space": ""}),
         }
-        write(out / f"{name}.memory_viewer.errors.json", json.dumps(errors, indent=1))
+        write_answer(out / f"{name}.memory_viewer.errors.json", json.dumps(errors, indent=1))

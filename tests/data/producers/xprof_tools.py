@@ -15,14 +15,12 @@ without its `/host:CPU` plane (no host ops, no steps; tests/test_xprof_tools.py
 builds that variant with the real schema).
 """
 
-import gzip
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
-from xprof.convert import raw_to_tool_data
+from xprof_answers import write_answer, xprof_answer
 
 TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats")
 
@@ -33,14 +31,8 @@ out.mkdir(exist_ok=True)
 
 def convert(path: Path | list[Path], tool: str) -> bytes:
     paths = path if isinstance(path, list) else [path]
-    with tempfile.TemporaryDirectory() as tmp:
-        copies = []
-        for k, p in enumerate(paths):
-            copies.append(Path(tmp) / (p.name if len(paths) == 1 else f"host{k}.xplane.pb"))
-            shutil.copyfile(p, copies[-1])
-        data, _content_type = raw_to_tool_data.xspace_to_tool_data([str(c) for c in copies], tool,
-                                                                    {"use_saved_result": False})
-    return data.encode() if isinstance(data, str) else data
+    names = [paths[0].name] if len(paths) == 1 else [f"host{k}.xplane.pb" for k in range(len(paths))]
+    return xprof_answer({n: p.read_bytes() for n, p in zip(names, paths)}, tool)
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -60,12 +52,4 @@ for tool in TOOLS:
 for path in sorted(folder.glob("*.xplane.pb")):
     name = path.name[: -len(".xplane.pb")]
     for tool in TOOLS:
-        data = convert(path, tool)
-        target = out / f"{name}.{tool}.json"
-        if len(data) > 64 << 10:
-            target = target.with_suffix(".json.gz")
-            with open(target, "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9, mtime=0) as z:
-                z.write(data)
-        else:
-            target.write_bytes(data)
-        print(target, len(data))
+        write_answer(out / f"{name}.{tool}.json", convert(path, tool))
