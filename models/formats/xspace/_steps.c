@@ -139,6 +139,48 @@ done:
  * neither get a parent nor become one. What xprof_order and _nesting.nest_parents give, without the columns of
  * every event's times: a line out of order is put in order as positions (4 bytes an event; here fresh memory
  * costs more than the sort), by insertion while that stays cheap, else by qsort. */
+/* The event columns nest_rows, op_metrics and step_sweep_rows take: rows (int64) into an XSpace's events, each
+ * event's line (int32), offset and duration (int64), and each line's start (int64 ps). */
+typedef struct {
+    PyArrayObject *rows, *lines, *offsets, *durations, *line_ps;
+    const int64_t *rw, *off, *dur, *lps;
+    const int32_t *ln;
+    npy_intp n, num_events, num_lines;
+} Events;
+
+/* Fills `e` (zeroed first); 0 with an exception set when a column is missing or the events' columns differ in
+ * length. events_close releases it either way. */
+static int events_open(Events *e, PyObject *r_obj, PyObject *l_obj, PyObject *o_obj, PyObject *d_obj,
+                       PyObject *p_obj) {
+    e->rows = as_column(r_obj, NPY_INT64), e->lines = as_column(l_obj, NPY_INT32);
+    e->offsets = as_column(o_obj, NPY_INT64), e->durations = as_column(d_obj, NPY_INT64);
+    e->line_ps = as_column(p_obj, NPY_INT64);
+    if (!e->rows || !e->lines || !e->offsets || !e->durations || !e->line_ps) return 0;
+    e->n = PyArray_DIM(e->rows, 0), e->num_events = PyArray_DIM(e->lines, 0);
+    e->num_lines = PyArray_DIM(e->line_ps, 0);
+    if (PyArray_DIM(e->offsets, 0) != e->num_events || PyArray_DIM(e->durations, 0) != e->num_events) {
+        PyErr_SetString(PyExc_ValueError, "columns differ in length");
+        return 0;
+    }
+    e->rw = PyArray_DATA(e->rows), e->off = PyArray_DATA(e->offsets), e->dur = PyArray_DATA(e->durations);
+    e->lps = PyArray_DATA(e->line_ps), e->ln = PyArray_DATA(e->lines);
+    return 1;
+}
+
+/* Does rows[i] name an event, on one of the lines? */
+static inline int event_ok(const Events *e, npy_intp i) {
+    int64_t r = e->rw[i];
+    return r >= 0 && r < e->num_events && e->ln[r] >= 0 && e->ln[r] < e->num_lines;
+}
+
+static void events_close(Events *e) {
+    Py_XDECREF(e->rows);
+    Py_XDECREF(e->lines);
+    Py_XDECREF(e->offsets);
+    Py_XDECREF(e->durations);
+    Py_XDECREF(e->line_ps);
+}
+
 #define ROW_START(i) (base + off[rw[i]])
 #define ROW_END(i) (ROW_START(i) + (dur[rw[i]] > 0 ? dur[rw[i]] : 0))
 
@@ -181,15 +223,13 @@ static int order_line(const int64_t *rw, const int64_t *off, const int64_t *dur,
 static PyObject *nest_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *r_obj, *l_obj, *o_obj, *d_obj, *p_obj, *k_obj;
     if (!PyArg_ParseTuple(args, "OOOOOO", &r_obj, &l_obj, &o_obj, &d_obj, &p_obj, &k_obj)) return NULL;
-    PyArrayObject *rows = as_column(r_obj, NPY_INT64), *lines = as_column(l_obj, NPY_INT32);
-    PyArrayObject *offsets = as_column(o_obj, NPY_INT64), *durations = as_column(d_obj, NPY_INT64);
-    PyArrayObject *line_ps = as_column(p_obj, NPY_INT64), *skips = as_column(k_obj, NPY_BOOL);
+    Events ev = {0};
+    PyArrayObject *skips = as_column(k_obj, NPY_BOOL);
     PyObject *out = NULL;
     int32_t *stack = NULL, *order = NULL;
-    if (!rows || !lines || !offsets || !durations || !line_ps || !skips) goto done;
-    npy_intp n = PyArray_DIM(rows, 0), num_events = PyArray_DIM(lines, 0), num_lines = PyArray_DIM(line_ps, 0);
-    if (PyArray_DIM(skips, 0) != n || PyArray_DIM(offsets, 0) != num_events ||
-        PyArray_DIM(durations, 0) != num_events) {
+    if (!events_open(&ev, r_obj, l_obj, o_obj, d_obj, p_obj) || !skips) goto done;
+    npy_intp n = ev.n;
+    if (PyArray_DIM(skips, 0) != n) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
         goto done;
     }
@@ -197,13 +237,11 @@ static PyObject *nest_rows(PyObject *Py_UNUSED(self), PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "too many events");
         goto done;
     }
-    const int64_t *rw = PyArray_DATA(rows), *off = PyArray_DATA(offsets), *dur = PyArray_DATA(durations);
-    const int64_t *lps = PyArray_DATA(line_ps);
-    const int32_t *ln = PyArray_DATA(lines);
+    const int64_t *rw = ev.rw, *off = ev.off, *dur = ev.dur, *lps = ev.lps;
+    const int32_t *ln = ev.ln;
     const npy_bool *skip = PyArray_DATA(skips);
     for (npy_intp i = 0; i < n; i++) {
-        if (rw[i] < 0 || rw[i] >= num_events || (i && rw[i] <= rw[i - 1]) || ln[rw[i]] < 0 ||
-            ln[rw[i]] >= num_lines) {
+        if (!event_ok(&ev, i) || (i && rw[i] <= rw[i - 1])) {
             PyErr_SetString(PyExc_ValueError, "rows must be ascending events of the lines");
             goto done;
         }
@@ -267,11 +305,7 @@ static PyObject *nest_rows(PyObject *Py_UNUSED(self), PyObject *args) {
 done:
     PyMem_RawFree(stack);
     PyMem_RawFree(order);
-    Py_XDECREF(rows);
-    Py_XDECREF(lines);
-    Py_XDECREF(offsets);
-    Py_XDECREF(durations);
-    Py_XDECREF(line_ps);
+    events_close(&ev);
     Py_XDECREF(skips);
     return out;
 }
@@ -533,30 +567,29 @@ static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
                           &l_obj, &o_obj, &d_obj, &p_obj, &slot_obj, &typed_obj, &num_slots))
         return NULL;
     int wide = !(PyArray_Check(keys_obj) && PyArray_TYPE((PyArrayObject *)keys_obj) == NPY_INT32);
-    PyArrayObject *rows = as_column(rows_obj, NPY_INT64), *keys = as_column(keys_obj, wide ? NPY_INT64 : NPY_INT32);
+    PyArrayObject *keys = as_column(keys_obj, wide ? NPY_INT64 : NPY_INT32);
     PyArrayObject *table = table_obj == Py_None ? NULL : as_column(table_obj, NPY_INT32);
     PyArrayObject *xat = as_column(xat_obj, NPY_INT64), *xcode = as_column(xcode_obj, NPY_INT32);
-    PyArrayObject *eat = as_column(eat_obj, NPY_INT64), *lines = as_column(l_obj, NPY_INT32);
-    PyArrayObject *offsets = as_column(o_obj, NPY_INT64), *durations = as_column(d_obj, NPY_INT64);
-    PyArrayObject *line_ps = as_column(p_obj, NPY_INT64);
+    PyArrayObject *eat = as_column(eat_obj, NPY_INT64);
     PyArrayObject *slots = as_column(slot_obj, NPY_INT64), *typeds = as_column(typed_obj, NPY_UINT8);
     PyObject *cols[7] = {NULL}, *out = NULL;
     Pending *heap = NULL;
     OpSums o = {0};
-    if (!rows || !keys || (!table && table_obj != Py_None) || !xat || !xcode || !eat || !lines || !offsets ||
-        !durations || !line_ps || !slots || !typeds)
+    Events ev = {0};
+    if (!events_open(&ev, rows_obj, l_obj, o_obj, d_obj, p_obj) || !keys || (!table && table_obj != Py_None) ||
+        !xat || !xcode || !eat || !slots || !typeds)
         goto done;
-    npy_intp n = PyArray_DIM(rows, 0), num_codes = PyArray_DIM(slots, 0), m_extra = PyArray_DIM(xat, 0);
-    npy_intp num_events = PyArray_DIM(lines, 0), num_lines = PyArray_DIM(line_ps, 0), m_eager = PyArray_DIM(eat, 0);
+    npy_intp n = ev.n, num_codes = PyArray_DIM(slots, 0), m_extra = PyArray_DIM(xat, 0);
+    npy_intp m_eager = PyArray_DIM(eat, 0);
     npy_intp table_len = table ? PyArray_DIM(table, 0) : 0;
     if (PyArray_DIM(keys, 0) != n || PyArray_DIM(xcode, 0) != m_extra || PyArray_DIM(typeds, 0) != num_codes ||
-        PyArray_DIM(offsets, 0) != num_events || PyArray_DIM(durations, 0) != num_events || num_slots < 0) {
+        num_slots < 0) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
         goto done;
     }
-    const int64_t *rw = PyArray_DATA(rows), *off = PyArray_DATA(offsets), *dur = PyArray_DATA(durations);
-    const int64_t *lps = PyArray_DATA(line_ps), *xa = PyArray_DATA(xat), *ea = PyArray_DATA(eat);
-    const int32_t *ln = PyArray_DATA(lines), *tab = table ? PyArray_DATA(table) : NULL, *xc = PyArray_DATA(xcode);
+    const int64_t *rw = ev.rw, *off = ev.off, *dur = ev.dur, *lps = ev.lps;
+    const int64_t *xa = PyArray_DATA(xat), *ea = PyArray_DATA(eat);
+    const int32_t *ln = ev.ln, *tab = table ? PyArray_DATA(table) : NULL, *xc = PyArray_DATA(xcode);
     const void *ky = PyArray_DATA(keys);
     o.slot_of = PyArray_DATA(slots), o.typed = PyArray_DATA(typeds);
     for (npy_intp i = 0; i < num_codes; i++)
@@ -581,8 +614,7 @@ static PyObject *op_metrics(PyObject *Py_UNUSED(self), PyObject *args) {
         }
     npy_intp largest = 0; /* the most ops of a line (rows and extras): the scratch holds one line's */
     for (npy_intp p = 0, a = 0, x = 0; p < n; p++) {
-        if (rw[p] < 0 || rw[p] >= num_events || (p && rw[p] <= rw[p - 1]) || ln[rw[p]] < 0 ||
-            ln[rw[p]] >= num_lines) {
+        if (!event_ok(&ev, p) || (p && rw[p] <= rw[p - 1])) {
             PyErr_SetString(PyExc_ValueError, "rows must be ascending events of the lines");
             goto done;
         }
@@ -673,16 +705,12 @@ done:
     PyMem_RawFree(o.eager);
     PyMem_RawFree(o.type_seg);
     for (int j = 0; j < 7; j++) Py_XDECREF(cols[j]);
-    Py_XDECREF(rows);
+    events_close(&ev);
     Py_XDECREF(keys);
     Py_XDECREF(table);
     Py_XDECREF(xat);
     Py_XDECREF(xcode);
     Py_XDECREF(eat);
-    Py_XDECREF(lines);
-    Py_XDECREF(offsets);
-    Py_XDECREF(durations);
-    Py_XDECREF(line_ps);
     Py_XDECREF(slots);
     Py_XDECREF(typeds);
     return out;
@@ -889,20 +917,16 @@ static PyObject *step_sweep_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOOOOO|n", &r_obj, &l_obj, &o_obj, &d_obj, &p_obj, &t_obj, &g_obj, &b_obj, &f_obj,
                           &first_step))
         return NULL;
-    PyArrayObject *rows = as_column(r_obj, NPY_INT64), *lines = as_column(l_obj, NPY_INT32);
-    PyArrayObject *offsets = as_column(o_obj, NPY_INT64), *durations = as_column(d_obj, NPY_INT64);
-    PyArrayObject *line_ps = as_column(p_obj, NPY_INT64), *types = as_column(t_obj, NPY_INT8);
-    PyArrayObject *seg = as_column(g_obj, NPY_INT32);
+    Events ev = {0};
+    PyArrayObject *types = as_column(t_obj, NPY_INT8), *seg = as_column(g_obj, NPY_INT32);
     PyArrayObject *begin = as_column(b_obj, NPY_INT64), *finish = as_column(f_obj, NPY_INT64);
     PyObject *time_out = NULL, *seen_out = NULL, *out = NULL;
     Boundary *buf = NULL;
     npy_intp *first = NULL;
     int32_t *order = NULL;
-    if (!rows || !lines || !offsets || !durations || !line_ps || !types || !seg || !begin || !finish) goto done;
-    npy_intp n = PyArray_DIM(rows, 0), num_events = PyArray_DIM(lines, 0), num_lines = PyArray_DIM(line_ps, 0);
-    npy_intp steps = PyArray_DIM(begin, 0);
-    if (PyArray_DIM(types, 0) != n || PyArray_DIM(seg, 0) != n || PyArray_DIM(offsets, 0) != num_events ||
-        PyArray_DIM(durations, 0) != num_events || PyArray_DIM(finish, 0) != steps) {
+    if (!events_open(&ev, r_obj, l_obj, o_obj, d_obj, p_obj) || !types || !seg || !begin || !finish) goto done;
+    npy_intp n = ev.n, steps = PyArray_DIM(begin, 0);
+    if (PyArray_DIM(types, 0) != n || PyArray_DIM(seg, 0) != n || PyArray_DIM(finish, 0) != steps) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
         goto done;
     }
@@ -910,9 +934,9 @@ static PyObject *step_sweep_rows(PyObject *Py_UNUSED(self), PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "too many events");
         goto done;
     }
-    const int64_t *rw = PyArray_DATA(rows), *off = PyArray_DATA(offsets), *dur = PyArray_DATA(durations);
-    const int64_t *lps = PyArray_DATA(line_ps), *sb = PyArray_DATA(begin), *se = PyArray_DATA(finish);
-    const int32_t *ln = PyArray_DATA(lines), *g = PyArray_DATA(seg);
+    const int64_t *rw = ev.rw, *off = ev.off, *dur = ev.dur, *lps = ev.lps;
+    const int64_t *sb = PyArray_DATA(begin), *se = PyArray_DATA(finish);
+    const int32_t *ln = ev.ln, *g = PyArray_DATA(seg);
     const int8_t *t = PyArray_DATA(types);
     first = PyMem_RawCalloc((size_t)steps + 2, sizeof(npy_intp));
     if (!first) {
@@ -922,7 +946,7 @@ static PyObject *step_sweep_rows(PyObject *Py_UNUSED(self), PyObject *args) {
 #define STEP_OF(i) ((npy_intp)g[i] - first_step) /* within [0, steps): one of these steps */
     for (npy_intp i = 0; i < n; i++) {
         if (t[i] < 0 || STEP_OF(i) < 0 || STEP_OF(i) >= steps) continue;
-        if (t[i] >= SWEEP_TYPES || rw[i] < 0 || rw[i] >= num_events || ln[rw[i]] < 0 || ln[rw[i]] >= num_lines) {
+        if (t[i] >= SWEEP_TYPES || !event_ok(&ev, i)) {
             PyErr_SetString(PyExc_ValueError, "type, row or line out of range");
             goto done;
         }
@@ -968,11 +992,7 @@ done:
     PyMem_RawFree(order);
     Py_XDECREF(time_out);
     Py_XDECREF(seen_out);
-    Py_XDECREF(rows);
-    Py_XDECREF(lines);
-    Py_XDECREF(offsets);
-    Py_XDECREF(durations);
-    Py_XDECREF(line_ps);
+    events_close(&ev);
     Py_XDECREF(types);
     Py_XDECREF(seg);
     Py_XDECREF(begin);
