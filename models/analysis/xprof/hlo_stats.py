@@ -114,7 +114,8 @@ def _xla_rows(ops, roofs) -> list[list]:
         share = 100.0 * t_ps / total if total else 0.0
         cumulative += share
         r = rates(ops.flops[i], ops.bytes[i], ops.hbm_bytes[i], t_ps, roofs)
-        rows.append([float(len(rows) + 1), str(ops.program_id[i]), ops.category[i], ops.name[i], ops.expression[i],
+        rows.append([float(len(rows) + 1), str(ops.program_id[i]), ops.category[i], ops.name[i],
+                     ops.expression[i] or ops.name[i],  # a TF kernel's: its name, as XProf writes it
                      ops.provenance[i], float(n), time_us, time_us / n if n else 0.0, time_us,
                      time_us / n if n else 0.0, share, cumulative, 0.0, r.flop_rate, r.flop_rate, r.memory_bw,
                      r.hbm_bw, 0.0, 0.0, r.intensity, r.bound_by, "No", "No", "No", source_cell(ops.source[i]), "",
