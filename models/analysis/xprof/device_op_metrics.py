@@ -7,10 +7,12 @@ A GPU plane's lines are streams; XProf skips its derived lines (ids from
 0xdeadbeef). Every event of the other lines spans the device's time (first
 begin to last end). An event with `hlo_op`, `hlo_module` and `program_id`
 is an XLA op (xla_ops.py: its category, framework op, FLOPs and bytes come
-from the module's HloProto and XLA's GPU cost analysis, hlo_cost.py). An event with a `tf_op` stat is a
-TensorFlow op's kernel: its op is `<tf op name>/<kernel name>`, of the TF
-op's type, with no FLOPs (XProf's TfOpRoofLineCostEstimator is retired). An
-event with `kernel_details` is a kernel for kernel_stats.
+from the module's HloProto and XLA's GPU cost analysis, hlo_cost.py); else
+an event with a `tf_op` stat is a TensorFlow op's kernel: its op is
+`<tf op name>/<kernel name>`, of the TF op's type, with no FLOPs (XProf's
+TfOpRoofLineCostEstimator is retired); event_kinds decides it. Where any GPU
+runs XLA ops, xla_ops.py builds every GPU's rows, both kinds. An event with
+`kernel_details` is a kernel for kernel_stats.
 """
 
 from __future__ import annotations

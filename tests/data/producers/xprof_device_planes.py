@@ -19,7 +19,8 @@ metadata plane (tests/data/xprof/jaxprog.xplane.pb), and name real
 instructions of them.
 
 Files: `gpu_tf.xplane.pb`, `gpu_tf2.xplane.pb` (two Ampere GPUs: MemcpyHToD/DToH copies,
-a half-precision kernel, an NCCL all-reduce), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
+a half-precision kernel, an NCCL all-reduce), `gpu_tf_xla.xplane.pb` (TF kernels beside XLA clusters' kernels,
+the clusters' HloProtos from tfjit.xplane.pb, a real TensorFlow jit_compile profile), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
 device_vendor), `gpu_jax2.xplane.pb` (gpu_jax on two GPUs), `gpu_jax_dnn.xplane.pb` and `gpu_jax_dnn_legacy.xplane.pb` (gpu_jax_ops'
 dot and convolution modules as XLA:GPU's cuBLAS and cuDNN custom calls), `tpu_jax.xplane.pb`, `tpu_ops.xplane.pb` (two TensorCores whose XLA ops carry
 their metadata), `tpu_mem.xplane.pb` and `tpu_vmem.xplane.pb` (TensorCores with on-chip memories' peaks, ops
