@@ -20,7 +20,8 @@ instructions of them.
 
 Files: `gpu_tf.xplane.pb`, `gpu_tf2.xplane.pb` (two Ampere GPUs: MemcpyHToD/DToH copies,
 a half-precision kernel, an NCCL all-reduce), `gpu_tf_xla.xplane.pb` (TF kernels beside XLA clusters' kernels,
-the clusters' HloProtos from tfjit.xplane.pb, a real TensorFlow jit_compile profile), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
+the clusters' HloProtos from tfjit.xplane.pb, a real TensorFlow jit_compile profile), `gpu_tf_xla2.xplane.pb`
+(and a second GPU running only the TF kernels), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
 device_vendor), `gpu_jax2.xplane.pb` (gpu_jax on two GPUs), `gpu_jax_dnn.xplane.pb` and `gpu_jax_dnn_legacy.xplane.pb` (gpu_jax_ops'
 dot and convolution modules as XLA:GPU's cuBLAS and cuDNN custom calls), `tpu_jax.xplane.pb`, `tpu_ops.xplane.pb` (two TensorCores whose XLA ops carry
 their metadata), `tpu_mem.xplane.pb` and `tpu_vmem.xplane.pb` (TensorCores with on-chip memories' peaks, ops
@@ -238,11 +239,12 @@ TF_XLA_STREAM = [
 ]
 
 
-def tf_xla_gpu(space):
+def tf_xla_gpu(space, two=False):
     """TensorFlow on a GPU running two `jit_compile=True` clusters beside TF ops (TF_XLA_STREAM): the clusters'
     kernels carry hlo_op, hlo_module and program_id of tfjit.xplane.pb's HloProtos (its metadata plane copied),
     the TF ops' kernels tf_op; per step an input copy; on the host, the ops (the clusters' PartitionedCall) and
-    their launches nest in the step marker, as tf_gpu's."""
+    their launches nest in the step marker, as tf_gpu's. With `two`, a second GPU (`/device:GPU:1`) runs only
+    the TF ops' kernels, a little slower."""
     meta, modules = jax_metadata(Path(sys.argv[1]).parent / "tfjit.xplane.pb")
     programs = {name: program for program, name, _names in modules}
     space.planes.add().CopyFrom(meta)
@@ -252,6 +254,10 @@ def tf_xla_gpu(space):
     executor = host.line(1, "python3")
     stream = gpu.line(7, "Stream #7(compute)")
     copies = gpu.line(8, "Stream #8(MemcpyH2D)")
+    if two:
+        gpu2 = Plane(space, 3, "/device:GPU:1")
+        device_caps(gpu2, vendor="Nvidia", major=8, minor=0)
+        stream2 = gpu2.line(7, "Stream #7(compute)")
     launcher = {"a_inference_dense_24__.1": "PartitionedCall:PartitionedCall",
                 "a_inference_norm_36__.2": "PartitionedCall_1:PartitionedCall"}
     t = 0
@@ -285,8 +291,12 @@ def tf_xla_gpu(space):
                 stats.update(tf_op=owner)
             d = duration + step * 1_000
             gpu.event(stream, kernel, device_t, d, **stats)
-            device_t += d + 250_000
             correlation += 1
+            if two and not hlo_op:
+                host.event(executor, "cudaLaunchKernel", t + 1 * US, 1 * US, correlation_id=correlation)
+                gpu2.event(stream2, kernel, device_t, d + 150_000, **{**stats, "correlation_id": correlation})
+                correlation += 1
+            device_t += d + 250_000
             t += 2 * US
         host.event(executor, op, op_begin, t - op_begin)
         t = max(t, device_t) + 2 * US
@@ -678,6 +688,7 @@ VARIANTS = {
     "gpu_tf": tf_gpu,
     "gpu_tf2": tf_two_gpus,
     "gpu_tf_xla": tf_xla_gpu,  # TF kernels and XLA clusters' kernels on one GPU
+    "gpu_tf_xla2": lambda s: tf_xla_gpu(s, two=True),  # and a second GPU of only TF kernels
     "gpu_jax": lambda s: jax_device(s, "/device:GPU:0", "Nvidia"),
     "rocm_jax": lambda s: jax_device(s, "/device:GPU:0", "AMD"),
     "gpu_jax2": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", two=True),  # two GPUs running XLA ops
