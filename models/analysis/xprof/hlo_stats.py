@@ -7,7 +7,8 @@ no rows, which is what XProf 2.24 returns for such profiles. GPU planes of
 TensorFlow kernels get a row per device op (device_op_metrics.py), TPU
 planes a row per HLO op from the ops' metadata (tpu_ops.py), XLA ops on a
 GPU a row per HLO instruction, its FLOPs and bytes from XLA's GPU cost
-analysis of the module (xla_ops.py, hlo_cost.py)."""
+analysis of the module (xla_ops.py, hlo_cost.py), and TensorFlow kernels
+beside them their rows of program 0 in the same table."""
 
 from __future__ import annotations
 
