@@ -208,10 +208,12 @@ def test_two_hosts_of_xla_gpus_equal_xprofs(tmp_path, tool):
 @pytest.mark.parametrize("tool", ALL_TOOLS)
 def test_xla_ops_beside_tensorflow_kernels_equal_xprofs(tmp_path, tool):
     """TensorFlow's kernels and its XLA clusters' kernels on one GPU (gpu_tf_xla, the clusters' HloProtos of a
-    real jit_compile profile), with a second GPU of only TF kernels (gpu_tf_xla2), and a session of a host of XLA
-    ops beside a host of TensorFlow kernels: one db of both kinds of rows, as XProf builds and combines it."""
+    real jit_compile profile), with a second GPU of only TF kernels (gpu_tf_xla2), without the modules
+    (gpu_tf_xla_nohlo: the XLA ops skipped, the TF kernels kept), and a session of a host of XLA ops beside a host
+    of TensorFlow kernels: one db of both kinds of rows, as XProf builds and combines it."""
     for name, session in (("gpu_tf_xla", XPROF / "gpu_tf_xla.xplane.pb"),
                           ("gpu_tf_xla2", XPROF / "gpu_tf_xla2.xplane.pb"),
+                          ("gpu_tf_xla_nohlo", XPROF / "gpu_tf_xla_nohlo.xplane.pb"),
                           ("gpu_jax+gpu_tf", session_of(tmp_path, [("gpu_jax", 0), ("gpu_tf", 0)]))):
         assert_same(export(tmp_path, session, tool), xprof_answer(name, tool))
         if tool == "op_profile":

@@ -21,7 +21,8 @@ instructions of them.
 Files: `gpu_tf.xplane.pb`, `gpu_tf2.xplane.pb` (two Ampere GPUs: MemcpyHToD/DToH copies,
 a half-precision kernel, an NCCL all-reduce), `gpu_tf_xla.xplane.pb` (TF kernels beside XLA clusters' kernels,
 the clusters' HloProtos from tfjit.xplane.pb, a real TensorFlow jit_compile profile), `gpu_tf_xla2.xplane.pb`
-(and a second GPU running only the TF kernels), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
+(and a second GPU running only the TF kernels), `gpu_tf_xla_nohlo.xplane.pb` (gpu_tf_xla without its
+metadata plane), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
 device_vendor), `gpu_jax2.xplane.pb` (gpu_jax on two GPUs), `gpu_jax_dnn.xplane.pb` and `gpu_jax_dnn_legacy.xplane.pb` (gpu_jax_ops'
 dot and convolution modules as XLA:GPU's cuBLAS and cuDNN custom calls), `tpu_jax.xplane.pb`, `tpu_ops.xplane.pb` (two TensorCores whose XLA ops carry
 their metadata), `tpu_mem.xplane.pb` and `tpu_vmem.xplane.pb` (TensorCores with on-chip memories' peaks, ops
@@ -302,6 +303,14 @@ def tf_xla_gpu(space, two=False):
         t = max(t, device_t) + 2 * US
         host.event(executor, "train", begin, t - begin, _r=1, step_num=step)
         t += 10 * US
+
+
+def without_hlo(space):
+    """gpu_tf_xla without its metadata plane: the XLA ops' modules are not in the profile."""
+    tf_xla_gpu(space)
+    keep = [p for p in space.planes if p.name != "/host:metadata"]
+    del space.planes[:]
+    space.planes.extend(keep)
 
 
 def device_caps(plane, vendor, tpu=False, major=7, minor=0):
@@ -689,6 +698,7 @@ VARIANTS = {
     "gpu_tf2": tf_two_gpus,
     "gpu_tf_xla": tf_xla_gpu,  # TF kernels and XLA clusters' kernels on one GPU
     "gpu_tf_xla2": lambda s: tf_xla_gpu(s, two=True),  # and a second GPU of only TF kernels
+    "gpu_tf_xla_nohlo": without_hlo,  # gpu_tf_xla without the modules' HloProtos
     "gpu_jax": lambda s: jax_device(s, "/device:GPU:0", "Nvidia"),
     "rocm_jax": lambda s: jax_device(s, "/device:GPU:0", "AMD"),
     "gpu_jax2": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", two=True),  # two GPUs running XLA ops
