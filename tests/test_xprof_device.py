@@ -205,17 +205,32 @@ def test_two_hosts_of_xla_gpus_equal_xprofs(tmp_path, tool):
         assert_same(got, xprof_answer("gpu_jax+gpu_jax2", "op_profile.by_category"))
 
 
-def test_xla_ops_beside_tensorflow_kernels_are_refused_by_the_cost_tools(tmp_path, capsys):
-    """A session whose GPUs run XLA ops on one host and TensorFlow kernels on another: the tools that need the
-    XLA ops' costs say they are not computed, naming the plane; the kernels stay listed."""
-    session = tmp_path / "run"
-    session.mkdir()
-    shutil.copy(XPROF / "gpu_tf.xplane.pb", session / "a.xplane.pb")
-    shutil.copy(XPROF / "gpu_jax.xplane.pb", session / "b.xplane.pb")
-    assert main(["export", str(session), "--tool", "hlo_stats", "-o", str(tmp_path / "o.json")]) != 0
-    err = capsys.readouterr().err
-    assert "/device:GPU:0 beside them" in err and "Traceback" not in err
-    assert main(["export", str(session), "--tool", "kernel_stats", "-o", str(tmp_path / "k.json")]) == 0
+@pytest.mark.parametrize("tool", ALL_TOOLS)
+def test_xla_ops_beside_tensorflow_kernels_equal_xprofs(tmp_path, tool):
+    """TensorFlow's kernels and its XLA clusters' kernels on one GPU (gpu_tf_xla, the clusters' HloProtos of a
+    real jit_compile profile), with a second GPU of only TF kernels (gpu_tf_xla2), without the modules
+    (gpu_tf_xla_nohlo: the XLA ops skipped, the TF kernels kept), and a session of a host of XLA ops beside a host
+    of TensorFlow kernels: one db of both kinds of rows, as XProf builds and combines it."""
+    for name, session in (("gpu_tf_xla", XPROF / "gpu_tf_xla.xplane.pb"),
+                          ("gpu_tf_xla2", XPROF / "gpu_tf_xla2.xplane.pb"),
+                          ("gpu_tf_xla_nohlo", XPROF / "gpu_tf_xla_nohlo.xplane.pb"),
+                          ("gpu_jax+gpu_tf", session_of(tmp_path, [("gpu_jax", 0), ("gpu_tf", 0)]))):
+        assert_same(export(tmp_path, session, tool), xprof_answer(name, tool))
+        if tool == "op_profile":
+            got = export(tmp_path, session, tool, "--param", "group_by=category")
+            assert_same(got, xprof_answer(name, "op_profile.by_category"))
+
+
+def test_each_event_of_an_xla_op_is_an_occurrence(tmp_path):
+    """XProf 2.24.2 counts every kernel of an XLA op (MatMul.2's two cuBLAS kernels: two occurrences a step), a
+    TensorFlow kernel between them changes nothing, an event naming no instruction of its module is skipped
+    though it carries a tf_op, and TF kernels are rows of program 0 without costs."""
+    table = {r[3]: r for r in rows(export(tmp_path, XPROF / "gpu_tf_xla.xplane.pb", "hlo_stats"))}
+    assert table["MatMul.2"][1:3] == ["0", "dot"] and table["MatMul.2"][5:7] == ["MatMul:MatMul", 16.0]
+    assert table["multiply_tanh_fusion"][1] == "1" and table["multiply_tanh_fusion"][6] == 16.0
+    assert "copy.7" not in table and not any("loop_copy_fusion" in name for name in table)
+    sigmoid = table["Sigmoid/void Eigen::internal::EigenMetaKernel<sigmoid>"]
+    assert sigmoid[1:3] == ["0", "Sigmoid"] and sigmoid[14] == 0.0 and sigmoid[21] == "Unknown"
 
 
 def shifted(path, shift_us: int) -> bytes:

@@ -298,3 +298,19 @@ def test_gpu_running_xla_ops_shows_every_xprof_page(qtbot, window, tmp_path):
     assert tree.topLevelItem(0).text(0) == "jit_train_step(16)" and tree.topLevelItem(0).text(1) == "26.7 %"
     click(qtbot, window, entries["Roofline"])
     assert view.pages["roofline_model"].message.isHidden() and len(view.pages["roofline_model"].points.points()) == 18
+
+
+def test_tensorflow_with_xla_clusters_on_a_gpu_shows_both_kinds_of_ops(qtbot, window, tmp_path):
+    """A TF GPU host whose XLA clusters' kernels run beside TF kernels (once refused): the HLO ops page lists
+    the clusters' instructions and the TF kernels, the op profile the clusters' programs."""
+    entries = open_xplane(qtbot, window, tmp_path, "device/gpu_tf_xla")
+    view = window.xprof_view
+    click(qtbot, window, entries["HLO ops"])
+    page = view.pages["hlo_stats"]
+    assert page.message.isHidden()
+    names = [page.model.index(r, page.model.column("hlo_op_name")).data() for r in range(page.model.rowCount())]
+    assert names[0] == "MatMul.2" and "Sigmoid/void Eigen::internal::EigenMetaKernel<sigmoid>" in names
+    click(qtbot, window, entries["Op profile"])
+    tree = view.op_profile_page.tree
+    programs = {tree.topLevelItem(i).text(0) for i in range(tree.topLevelItemCount())}
+    assert {"a_inference_dense_24__.1(0)", "a_inference_norm_36__.2(1)"} <= programs

@@ -7,10 +7,12 @@ A GPU plane's lines are streams; XProf skips its derived lines (ids from
 0xdeadbeef). Every event of the other lines spans the device's time (first
 begin to last end). An event with `hlo_op`, `hlo_module` and `program_id`
 is an XLA op (xla_ops.py: its category, framework op, FLOPs and bytes come
-from the module's HloProto and XLA's GPU cost analysis, hlo_cost.py). An event with a `tf_op` stat is a
-TensorFlow op's kernel: its op is `<tf op name>/<kernel name>`, of the TF
-op's type, with no FLOPs (XProf's TfOpRoofLineCostEstimator is retired). An
-event with `kernel_details` is a kernel for kernel_stats.
+from the module's HloProto and XLA's GPU cost analysis, hlo_cost.py); else
+an event with a `tf_op` stat is a TensorFlow op's kernel: its op is
+`<tf op name>/<kernel name>`, of the TF op's type, with no FLOPs (XProf's
+TfOpRoofLineCostEstimator is retired); event_kinds decides it. Where any GPU
+runs XLA ops, xla_ops.py builds every GPU's rows, both kinds. An event with
+`kernel_details` is a kernel for kernel_stats.
 """
 
 from __future__ import annotations
@@ -148,14 +150,15 @@ class HloOps:
         return None if names is None else names.get(hlo_op)
 
 
-def _xla_ops(d: DeviceEvents) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Which events are XLA ops (hlo_op, hlo_module and program_id), their program ids and last hlo_op names."""
+def event_kinds(d: DeviceEvents) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """What XProf takes each event of a GPU plane for: an XLA op (hlo_op, hlo_module and program_id), else a
+    TensorFlow op's kernel (a tf_op); and the XLA ops' program ids and last hlo_op names (by string code)."""
     hlo, table = d.strings("hlo_op")
     module, _ = d.strings("hlo_module")
-    present = (hlo > 0) & (module > 0) & d.stats.present("program_id")
-    program = np.where(present, d.stats.value.get("program_id", np.zeros(len(d.rows), np.int64)), 0)
+    xla = (hlo > 0) & (module > 0) & d.stats.present("program_id")
+    program = np.where(xla, d.stats.value.get("program_id", np.zeros(len(d.rows), np.int64)), 0)
     last = [t.split(",")[-1] for t in table]
-    return present, program, last
+    return xla, (d.strings("tf_op")[0] > 0) & ~xla, program, last
 
 
 @dataclass
@@ -250,7 +253,7 @@ def kernel_reports(spaces: list[XSpaceData], paths) -> KernelReports:
                 continue
             tf_op, _ = d.strings("tf_op")
             equation, _ = d.strings("equation")
-            xla, program, last = _xla_ops(d)
+            xla, _tf, program, last = event_kinds(d)
             hlo_code, _ = d.strings("hlo_op")
             ns = d.duration // 1000
             parsed: dict[int, tuple] = {}
@@ -316,9 +319,8 @@ def device_op_metrics(space: XSpaceData, plane: int) -> OpMetricsDb:
         return _device_db([], [], [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool), 0)
     end = d.start + d.duration
     total = int(end.max() - d.start.min())
-    xla, _program, _last = _xla_ops(d)
     tf_op, table = d.strings("tf_op")
-    ops = np.flatnonzero((tf_op > 0) & ~xla)
+    ops = np.flatnonzero(event_kinds(d)[1])
     eager = d.stats.ints("is_eager") != 0
     keys: dict[str, int] = {}
     cats: list[str] = []
@@ -401,7 +403,7 @@ class DeviceStats:
 def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     """The device planes' part of XProf's OpStats: op metrics, and with `steps` the GPU hosts' step dbs or the
     TPU host's TensorCore steps (tpu_steps.py)."""
-    from profscope.models.analysis.xprof.xla_ops import combine_xla_ops, xla_op_db
+    from profscope.models.analysis.xprof.xla_ops import XlaModules, combine_xla_ops, xla_op_db, xla_op_metrics
     from profscope.models.core.task import ProfileError
 
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(DEVICE_PREFIXES)]
@@ -411,28 +413,21 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
         # XProf combines TPU and GPU hosts' steps into one step db of two layouts: not computed here.
         raise ProfileError(f"{tpu[-1][0].path}: Profscope does not compute XProf's step analysis of TPU planes "
                            f"({tpu[-1][0].planes[tpu[-1][1]].name}) beside GPUs yet")
-    dbs = []
     xla = ""
-    xla_parts = []
+    xla_ops = None
     events = [device_events(space, plane) for space, plane in gpu]
-    runs_xla = [bool(_xla_ops(d)[0].any()) for d in events]
-    # Planes of XLA ops beside planes of other kernels: XProf merges them in its own way (not reproduced here).
-    mixed = any(runs_xla) and any(not x and len(d.rows) for x, d in zip(runs_xla, events))
-    for (space, plane), d, x in zip(gpu, events, runs_xla):
-        if x:
-            try:
-                xla_parts.append(_gpu_xla_ops(space, plane, d, paths, mixed or bool(d.stats.present("tf_op").any())))
-                dbs.append(xla_op_db(xla_parts[-1]))
-                continue
-            except ProfileError as e:  # the tools that need the ops' costs say why; the step analysis goes on
-                xla = str(e)
-        dbs.append(device_op_metrics(space, plane))
-    xla_ops = combine_xla_ops(xla_parts) if xla_parts and not xla else None
+    if any(event_kinds(d)[0].any() for d in events):
+        # XLA ops on a GPU: every GPU's rows by XProf's one builder (XLA ops and TF kernels), with their costs
+        try:
+            modules = XlaModules(paths)
+            xla_ops = combine_xla_ops([xla_op_metrics(d, modules) for d in events])
+        except ProfileError as e:  # the tools that need the ops' costs say why; the step analysis goes on
+            xla = str(e)
     if gpu:
         space, plane = host_gpus(gpu)[-1]  # several hosts: XProf's combined run environment keeps the last's
         model = gpu_model_name(plane_stats(space, plane)) or "GPU"  # "GPU" without capabilities
-        # XLA ops on every GPU: their rows combined, with their costs; else XProf's combiner of kernels' rows
-        ops = xla_op_db(xla_ops) if xla_ops is not None and len(xla_parts) == len(dbs) else _combine_device(dbs)
+        ops = xla_op_db(xla_ops) if xla_ops is not None else \
+            _combine_device([device_op_metrics(space, plane) for space, plane in gpu])
         step_dbs = [gpu_step_db(s) for s in spaces] if steps else None
         return DeviceStats(tf_metrics_of_device(ops), ops, model, "GPU", step_dbs, len(gpu), xla, xla_ops=xla_ops)
     total = sum(_tpu_span(s, i) for s, i in planes)
@@ -454,18 +449,6 @@ def host_gpus(gpu: list[tuple[XSpaceData, int]]) -> list[tuple[XSpaceData, int]]
     for space, plane in gpu:
         first.setdefault(id(space), (space, plane))
     return list(first.values())
-
-
-def _gpu_xla_ops(space, plane, d, paths, mixed: bool):
-    """The XLA op metrics of a GPU plane that runs XLA ops (xla_ops.py)."""
-    from profscope.models.analysis.xprof.xla_ops import XlaModules, xla_op_metrics
-    from profscope.models.core.task import ProfileError
-
-    if mixed:
-        # XProf merges XLA ops with other kernels' op metrics in its own way (not reproduced here).
-        raise ProfileError(f"{space.path}: Profscope computes XProf's XLA op metrics of GPU planes without "
-                           f"TensorFlow kernels, not of {space.planes[plane].name} beside them")
-    return xla_op_metrics(d, XlaModules(paths))
 
 
 DEVICE_PREFIXES = (GPU_PLANE_PREFIX, "/device:TPU:")

@@ -7,7 +7,8 @@ no rows, which is what XProf 2.24 returns for such profiles. GPU planes of
 TensorFlow kernels get a row per device op (device_op_metrics.py), TPU
 planes a row per HLO op from the ops' metadata (tpu_ops.py), XLA ops on a
 GPU a row per HLO instruction, its FLOPs and bytes from XLA's GPU cost
-analysis of the module (xla_ops.py, hlo_cost.py)."""
+analysis of the module (xla_ops.py, hlo_cost.py), and TensorFlow kernels
+beside them their rows of program 0 in the same table."""
 
 from __future__ import annotations
 
@@ -114,7 +115,8 @@ def _xla_rows(ops, roofs) -> list[list]:
         share = 100.0 * t_ps / total if total else 0.0
         cumulative += share
         r = rates(ops.flops[i], ops.bytes[i], ops.hbm_bytes[i], t_ps, roofs)
-        rows.append([float(len(rows) + 1), str(ops.program_id[i]), ops.category[i], ops.name[i], ops.expression[i],
+        rows.append([float(len(rows) + 1), str(ops.program_id[i]), ops.category[i], ops.name[i],
+                     ops.expression[i] or ops.name[i],  # a TF kernel's: its name, as XProf writes it
                      ops.provenance[i], float(n), time_us, time_us / n if n else 0.0, time_us,
                      time_us / n if n else 0.0, share, cumulative, 0.0, r.flop_rate, r.flop_rate, r.memory_bw,
                      r.hbm_bw, 0.0, 0.0, r.intensity, r.bound_by, "No", "No", "No", source_cell(ops.source[i]), "",

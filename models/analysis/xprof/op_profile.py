@@ -10,7 +10,9 @@ GPU planes of TensorFlow kernels get XProf 2.24.2's tree of the device op
 metrics (program "main" > op type > device op, no FLOPs); TPU planes the
 tree of their TensorCore ops from the ops' metadata (tpu_profile.py); XLA
 ops on a GPU XProf's OpProfileBuilder tree (module > HLO category >
-instruction, with XLA's GPU cost analysis against the GPU's roofs)."""
+instruction, with XLA's GPU cost analysis against the GPU's roofs), the
+TensorFlow kernels beside them leaves of program 0 (its module's name, else
+"main") > op type."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 """XProf 2.24.2's device op metrics of XLA ops on GPU planes
-(ConvertDeviceTraceXPlaneToOpMetricsDb's XLA part): events with `hlo_op`,
+(ConvertDeviceTraceXPlaneToOpMetricsDb) of GPU planes with XLA ops, the
+kernels of TensorFlow ops beside them included: events with `hlo_op`,
 `hlo_module` and `program_id` whose instruction (the last name of hlo_op)
-is in the module of that program; a run of consecutive events of one
-instruction and group is entered once with their count as occurrences. Each
-op, keyed by (program id, instruction), takes its category, framework op
-(metadata op_name:op_type), text and source from the module's HloProto and
-its FLOPs and bytes per occurrence from XLA's GPU cost analysis
-(hlo_cost.py)."""
+is in the module of that program, each one occurrence. Each op, keyed by
+(program id, instruction), takes its category, framework op (metadata
+op_name:op_type), text and source from the module's HloProto and its FLOPs
+and bytes per occurrence from XLA's GPU cost analysis (hlo_cost.py); a
+TensorFlow kernel's row is device_op_metrics.py's, without costs."""
 
 from __future__ import annotations
 
@@ -50,72 +50,92 @@ class XlaModules:
         self._source = ModuleSource(paths)
         self._by_program: dict[int, object] = {}
 
+    def label(self, program_id: int) -> str | None:
+        """XProf's name of a program ("<module>(<id>)"), without loading its module; None without one."""
+        return next((n for n in self._source.names() if n.endswith(f"({program_id})")), None)
+
     def get(self, program_id: int):
         from profscope.models.analysis.xprof.hlo import Module
         from profscope.models.analysis.xprof.hlo_cost import ModuleCosts
 
         if program_id not in self._by_program:
-            found = None
-            suffix = f"({program_id})"
-            for name in self._source.names():
-                if name.endswith(suffix):
-                    proto = self._source.load(name)
-                    found = (ModuleCosts(proto, name), Module(proto).instructions)
-                    break
-            self._by_program[program_id] = found
+            name = self.label(program_id)
+            if name is None:
+                self._by_program[program_id] = None
+            else:
+                proto = self._source.load(name)
+                self._by_program[program_id] = (ModuleCosts(proto, name), Module(proto).instructions)
         return self._by_program[program_id]
 
 
 def xla_op_metrics(d, modules: XlaModules) -> XlaOpMetrics:
-    """The XLA ops of a GPU plane's events (device_op_metrics.DeviceEvents), by XProf's rules: an event whose
-    (program, instruction) its module lacks is skipped; a run of consecutive events of one instruction name,
-    group and line is entered under its first event's (program, instruction), ops in the order of their first
-    run. Costs per occurrence from the module's analysis."""
-    from profscope.models.analysis.xprof.device_op_metrics import _xla_ops, distinct_rows
+    """The device op metrics of a GPU plane's events (device_op_metrics.DeviceEvents) by XProf 2.24.2's one
+    builder (device_op_metrics.event_kinds says what each event is): an XLA op whose (program, instruction) its
+    module has is a row per (program, instruction), a TensorFlow op's kernel a row per `<tf op name>/<kernel>`
+    (program 0, the TF op's type, no costs); other events are skipped. Every event is one occurrence (XProf
+    2.24.2 merges no consecutive events of one instruction), rows in the order of their first event; costs per
+    occurrence from the module's analysis."""
+    from profscope.models.analysis.xprof.device_op_metrics import distinct_rows, event_kinds
+    from profscope.models.analysis.xprof.op_stats import parse_tf_op
 
     out = XlaOpMetrics()
     if not len(d.rows):
         return out
     out.total_time_ps = int((d.start + d.duration).max() - d.start.min())
-    xla, program, last = _xla_ops(d)
+    xla, tf, program, last = event_kinds(d)
     hlo_code, _ = d.strings("hlo_op")
-    group = np.where(d.stats.present("group_id"), d.stats.value["group_id"], -1) if "group_id" in d.stats.case \
-        else np.full(len(d.rows), -1, np.int64)
-    idx = np.flatnonzero(xla)
+    tf_code, table = d.strings("tf_op")
+    mids = d.metadata_ids()
+    idx = np.flatnonzero(xla | tf)
     if not len(idx):
         return out
-    # Each distinct (program, hlo_op) once: is the instruction in its module?
-    first, pair = distinct_rows([program[idx], hlo_code[idx]])
-    pairs = [(int(program[idx[f]]), last[int(hlo_code[idx[f]])]) for f in first.tolist()]
-    known = np.array([(m := modules.get(pid)) is not None and m[0].cost(name) is not None for pid, name in pairs],
-                     bool)
-    keep = known[pair]
-    idx, pair = idx[keep], pair[keep]
+    # Each distinct event kind once: an XLA op's (program, hlo_op), a TF kernel's (kernel name, tf_op).
+    x = xla[idx]
+    first, combo = distinct_rows([x, np.where(x, program[idx], 0), np.where(x, hlo_code[idx], 0),
+                                  np.where(x, 0, mids[idx]), np.where(x, 0, tf_code[idx])])
+    keys: list[tuple[int, str] | None] = []  # XProf's row key (program id, name); None: skipped
+    first_events = idx[first]  # each combination's first event
+    for e in first_events.tolist():
+        if xla[e]:
+            pid, name = int(program[e]), last[int(hlo_code[e])]
+            found = modules.get(pid)
+            keys.append((pid, name) if found is not None and found[0].cost(name) is not None else None)
+        else:
+            keys.append((0, f"{parse_tf_op(table[int(tf_code[e])])[1]}/{d.name_of(int(mids[e]))}"))
+    slot_of_key: dict[tuple[int, str], int] = {}
+    combo_slot = np.array([-1 if k is None else slot_of_key.setdefault(k, len(slot_of_key)) for k in keys], np.int64)
+    event_slot = combo_slot[combo]
+    keep = event_slot >= 0
+    idx, event_slot, combo = idx[keep], event_slot[keep], combo[keep]
     if not len(idx):
         return out
-    name = np.unique(np.array(last, dtype=object), return_inverse=True)[1].reshape(-1)[hlo_code[idx]]
-    grp, line = group[idx], d.space.events.line[d.rows][idx]
-    start = np.ones(len(idx), bool)
-    start[1:] = (name[1:] != name[:-1]) | (grp[1:] != grp[:-1]) | (line[1:] != line[:-1])
-    run = np.cumsum(start) - 1
-    run_pair = pair[start]
-    seen, first_run = np.unique(run_pair, return_index=True)
-    slot_pairs = seen[np.argsort(first_run, kind="stable")]  # ops in the order of their first run
-    slot_of = np.zeros(len(pairs), np.int64)
-    slot_of[slot_pairs] = np.arange(len(slot_pairs))
-    event_slot = slot_of[run_pair[run]]
-    occurrences = np.bincount(event_slot, minlength=len(slot_pairs))
-    time = np.zeros(len(slot_pairs), np.int64)
+    seen, first_event = np.unique(event_slot, return_index=True)
+    order = seen[np.argsort(first_event, kind="stable")]  # rows in the order of their first event
+    rank = np.zeros(len(slot_of_key), np.int64)
+    rank[order] = np.arange(len(order))
+    event_slot = rank[event_slot]
+    occurrences = np.bincount(event_slot, minlength=len(order))
+    time = np.zeros(len(order), np.int64)
     np.add.at(time, event_slot, d.duration[idx])
-    for s, k in enumerate(slot_pairs.tolist()):
-        pid, op = pairs[k]
-        found = modules.get(pid)
-        _add_op(out, pid, op, found)
-        costs, n = found[0].cost(op), int(occurrences[s])
+    combo_of_slot = combo[np.unique(event_slot, return_index=True)[1]]  # each row's first event's combination
+    for s in range(len(order)):
+        e = int(first_events[combo_of_slot[s]])
+        pid, name = keys[int(combo_of_slot[s])]  # type: ignore[misc]
+        n = int(occurrences[s])
+        if xla[e]:
+            found = modules.get(pid)
+            _add_op(out, pid, name, found)
+            costs = found[0].cost(name)
+            out.flops[s] = max(costs.flops, 0) * n
+            out.bytes[s] = max(costs.bytes, 0) * n
+            out.hbm_bytes[s] = max(costs.hbm_bytes, 0) * n
+        else:
+            tf_op = table[int(tf_code[e])]
+            _add_row(out, 0, name, parse_tf_op(tf_op)[2], tf_op, "", None)
+            label = modules.label(0)  # a TF kernel's program 0 is named by a module of that id, if any
+            if label is not None:
+                out.program_names[0] = label
         out.occurrences[s], out.time_ps[s] = n, int(time[s])
-        out.flops[s] = max(costs.flops, 0) * n
-        out.bytes[s] = max(costs.bytes, 0) * n
-        out.hbm_bytes[s] = max(costs.hbm_bytes, 0) * n
     return out
 
 
@@ -149,12 +169,18 @@ def _add_op(out: XlaOpMetrics, pid: int, name: str, found) -> None:
     row = next(r for r in range(len(instructions.name_code)) if instructions.name(r) == name)
     ins = costs.by_name[name]
     op_name, op_type = ins.metadata.op_name, ins.metadata.op_type
+    _add_row(out, pid, name, costs.category(name), f"{op_name}:{op_type}" if op_name else "",  # TfOpFullname
+             costs.expression(name), instructions.op_name_and_source(row)[1])
+
+
+def _add_row(out: XlaOpMetrics, pid: int, name: str, category: str, provenance: str, expression: str,
+             source) -> None:
     out.program_id.append(pid)
     out.name.append(name)
-    out.category.append(costs.category(name))
-    out.provenance.append(f"{op_name}:{op_type}" if op_name else "")  # TfOpFullname
-    out.expression.append(costs.expression(name))
-    out.source.append(instructions.op_name_and_source(row)[1])
+    out.category.append(category)
+    out.provenance.append(provenance)
+    out.expression.append(expression)
+    out.source.append(source)
     out.occurrences.append(0)
     out.time_ps.append(0)
     out.flops.append(0.0)

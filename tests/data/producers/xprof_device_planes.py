@@ -19,7 +19,10 @@ metadata plane (tests/data/xprof/jaxprog.xplane.pb), and name real
 instructions of them.
 
 Files: `gpu_tf.xplane.pb`, `gpu_tf2.xplane.pb` (two Ampere GPUs: MemcpyHToD/DToH copies,
-a half-precision kernel, an NCCL all-reduce), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
+a half-precision kernel, an NCCL all-reduce), `gpu_tf_xla.xplane.pb` (TF kernels beside XLA clusters' kernels,
+the clusters' HloProtos from tfjit.xplane.pb, a real TensorFlow jit_compile profile), `gpu_tf_xla2.xplane.pb`
+(and a second GPU running only the TF kernels), `gpu_tf_xla_nohlo.xplane.pb` (gpu_tf_xla without its
+metadata plane), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
 device_vendor), `gpu_jax2.xplane.pb` (gpu_jax on two GPUs), `gpu_jax_dnn.xplane.pb` and `gpu_jax_dnn_legacy.xplane.pb` (gpu_jax_ops'
 dot and convolution modules as XLA:GPU's cuBLAS and cuDNN custom calls), `tpu_jax.xplane.pb`, `tpu_ops.xplane.pb` (two TensorCores whose XLA ops carry
 their metadata), `tpu_mem.xplane.pb` and `tpu_vmem.xplane.pb` (TensorCores with on-chip memories' peaks, ops
@@ -219,6 +222,97 @@ def tf_two_gpus(space):
         t += 10 * US
 
 
+# gpu_tf_xla's stream per step: (TF op or XLA module, hlo_op or "", kernel, duration in ps); the modules are
+# tfjit.xplane.pb's two XLA clusters. MatMul.2 runs as two kernels (one occurrence), between which odd steps run a
+# TF kernel; copy.7 is no instruction of its module; the norm cluster's kernels also carry the launching op's tf_op.
+TF_XLA_STREAM = [
+    ("a_inference_dense_24__.1", "MatMul.2", "ampere_sgemm_64x32_sliced1x4_nn", 6_500_000),
+    ("AssignAddVariableOp:AssignAddVariableOp", "", "void Eigen::internal::EigenMetaKernel<assign_add>", 900_000),
+    ("a_inference_dense_24__.1", "MatMul.2", "void splitKreduce_kernel<float>", 1_200_000),
+    ("a_inference_dense_24__.1", "broadcast_maximum_fusion", "loop_broadcast_maximum_fusion", 2_100_000),
+    ("Sigmoid:Sigmoid", "", "void Eigen::internal::EigenMetaKernel<sigmoid>", 1_700_000),
+    ("a_inference_norm_36__.2", "wrapped_reduce-window", "input_reduce_window_fusion", 3_300_000),
+    ("a_inference_norm_36__.2", "wrapped_reduce", "input_reduce_fusion", 2_900_000),
+    ("a_inference_norm_36__.2", "multiply_tanh_fusion", "loop_multiply_tanh_fusion", 1_500_000),
+    ("a_inference_norm_36__.2", "copy.7", "loop_copy_fusion", 400_000),
+    ("a_inference_norm_36__.2", "multiply_tanh_fusion", "loop_multiply_tanh_fusion", 1_500_000),
+    ("Sum:Sum", "", "void tensorflow::functor::BlockReduceKernel<float>", 2_400_000),
+]
+
+
+def tf_xla_gpu(space, two=False):
+    """TensorFlow on a GPU running two `jit_compile=True` clusters beside TF ops (TF_XLA_STREAM): the clusters'
+    kernels carry hlo_op, hlo_module and program_id of tfjit.xplane.pb's HloProtos (its metadata plane copied),
+    the TF ops' kernels tf_op; per step an input copy; on the host, the ops (the clusters' PartitionedCall) and
+    their launches nest in the step marker, as tf_gpu's. With `two`, a second GPU (`/device:GPU:1`) runs only
+    the TF ops' kernels, a little slower."""
+    meta, modules = jax_metadata(Path(sys.argv[1]).parent / "tfjit.xplane.pb")
+    programs = {name: program for program, name, _names in modules}
+    space.planes.add().CopyFrom(meta)
+    host = Plane(space, 1, "/host:CPU")
+    gpu = Plane(space, 2, "/device:GPU:0")
+    device_caps(gpu, vendor="Nvidia", major=8, minor=0)
+    executor = host.line(1, "python3")
+    stream = gpu.line(7, "Stream #7(compute)")
+    copies = gpu.line(8, "Stream #8(MemcpyH2D)")
+    if two:
+        gpu2 = Plane(space, 3, "/device:GPU:1")
+        device_caps(gpu2, vendor="Nvidia", major=8, minor=0)
+        stream2 = gpu2.line(7, "Stream #7(compute)")
+    launcher = {"a_inference_dense_24__.1": "PartitionedCall:PartitionedCall",
+                "a_inference_norm_36__.2": "PartitionedCall_1:PartitionedCall"}
+    t = 0
+    correlation = 2000
+    for step in range(STEPS):
+        begin = t
+        t += 4 * US
+        host.event(executor, "cudaMemcpyAsync", t, 2 * US, correlation_id=correlation)
+        gpu.event(copies, "MemcpyH2D", t + 1 * US, 3 * US, correlation_id=correlation,
+                  memcpy_details="kind_src:pageable kind_dst:device size:8192 dest:0 async:0")
+        correlation += 1
+        t += 3 * US
+        device_t = t + 6 * US
+        op_begin, op = t, None
+        for owner, hlo_op, kernel, duration in TF_XLA_STREAM:
+            if owner.startswith("AssignAdd") and step % 2 == 0:
+                continue
+            this_op = launcher.get(owner, owner)
+            if this_op != op:
+                if op is not None:
+                    host.event(executor, op, op_begin, t - op_begin)
+                op, op_begin = this_op, t
+                t += 1 * US
+            host.event(executor, "cudaLaunchKernel", t, 1 * US, correlation_id=correlation)
+            stats = dict(correlation_id=correlation, kernel_details=details(64, 2048, (8, 1, 1), (256, 1, 1), 50.0))
+            if hlo_op:
+                stats.update(hlo_op=hlo_op, hlo_module=owner, program_id=programs[owner])
+                if owner.startswith("a_inference_norm"):
+                    stats.update(tf_op=this_op)
+            else:
+                stats.update(tf_op=owner)
+            d = duration + step * 1_000
+            gpu.event(stream, kernel, device_t, d, **stats)
+            correlation += 1
+            if two and not hlo_op:
+                host.event(executor, "cudaLaunchKernel", t + 1 * US, 1 * US, correlation_id=correlation)
+                gpu2.event(stream2, kernel, device_t, d + 150_000, **{**stats, "correlation_id": correlation})
+                correlation += 1
+            device_t += d + 250_000
+            t += 2 * US
+        host.event(executor, op, op_begin, t - op_begin)
+        t = max(t, device_t) + 2 * US
+        host.event(executor, "train", begin, t - begin, _r=1, step_num=step)
+        t += 10 * US
+
+
+def without_hlo(space):
+    """gpu_tf_xla without its metadata plane: the XLA ops' modules are not in the profile."""
+    tf_xla_gpu(space)
+    keep = [p for p in space.planes if p.name != "/host:metadata"]
+    del space.planes[:]
+    space.planes.extend(keep)
+
+
 def device_caps(plane, vendor, tpu=False, major=7, minor=0):
     p = plane
     if tpu:
@@ -246,10 +340,12 @@ def jax_metadata(source=None, keep=None, every=False, transform=None):
     src = xplane_pb2.XSpace.FromString(Path(source).read_bytes())
     meta = next(p for p in src.planes if p.name == "/host:metadata")
     hlo_stat = next(k for k, m in meta.stat_metadata.items() if m.name == "Hlo Proto")
-    program_stat = next(k for k, m in meta.stat_metadata.items() if m.name == "program_id")
+    # JAX keeps the program id as a stat; TensorFlow only in the name, "<module>(<id>)"
+    program_stat = next((k for k, m in meta.stat_metadata.items() if m.name == "program_id"), None)
     modules = []
     for mid, md in sorted(meta.event_metadata.items()):
-        program_id = next((s.uint64_value or s.int64_value for s in md.stats if s.metadata_id == program_stat), mid)
+        program_id = next((s.uint64_value or s.int64_value for s in md.stats if s.metadata_id == program_stat),
+                          int(md.name.rsplit("(", 1)[-1].rstrip(")")) if md.name.endswith(")") else mid)
         for s in md.stats:
             if s.metadata_id == hlo_stat:
                 proto = hlo_pb2.HloProto.FromString(s.bytes_value)
@@ -600,6 +696,9 @@ def empty_gpu(space):
 VARIANTS = {
     "gpu_tf": tf_gpu,
     "gpu_tf2": tf_two_gpus,
+    "gpu_tf_xla": tf_xla_gpu,  # TF kernels and XLA clusters' kernels on one GPU
+    "gpu_tf_xla2": lambda s: tf_xla_gpu(s, two=True),  # and a second GPU of only TF kernels
+    "gpu_tf_xla_nohlo": without_hlo,  # gpu_tf_xla without the modules' HloProtos
     "gpu_jax": lambda s: jax_device(s, "/device:GPU:0", "Nvidia"),
     "rocm_jax": lambda s: jax_device(s, "/device:GPU:0", "AMD"),
     "gpu_jax2": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", two=True),  # two GPUs running XLA ops
@@ -630,6 +729,8 @@ SESSIONS = {
     "gpu_tf2+early+late": ([("gpu_tf2", 0), ("gpu_tf", -990), ("gpu_tf", 302)], STEP_TOOLS),
     # Two hosts of GPUs running XLA ops (one GPU, then two)
     "gpu_jax+gpu_jax2": ([("gpu_jax", 0), ("gpu_jax2", 0)], TOOLS),
+    # A host of XLA ops and a host of TensorFlow kernels
+    "gpu_jax+gpu_tf": ([("gpu_jax", 0), ("gpu_tf", 0)], TOOLS),
     # Two TPU hosts, the second's clock 150 us later: their TensorCores' steps meet a step or two apart.
     "tpu_ops+tpu_ops_late": ([("tpu_ops", 0), ("tpu_ops", 150)],
                              (*STEP_TOOLS, "framework_op_stats", "hlo_stats", "op_profile")),
