@@ -34,6 +34,9 @@ COMPUTED = [
     # two GPUs running XLA ops
     *[("gpu_jax2", t) for t in ALL_TOOLS],
     ("gpu_jax_dnn_legacy", "hlo_stats"),
+    # collectives, sync and in XLA:GPU's async form (-start/-done pairs, async-start/-update/-done), and
+    # rng-get-and-update-state
+    *[("gpu_jax_collectives", t) for t in ALL_TOOLS],
     *[("tpu_jax", t) for t in ("framework_op_stats", "overview_page", "input_pipeline_analyzer")],
     *[(v, t) for v in ("tpu_ops", "tpu_mem", "tpu_vmem") for t in ALL_TOOLS if t != "kernel_stats"],
     *[(v, t) for v in ("tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
@@ -58,7 +61,7 @@ def test_export_equals_xprofs(tmp_path, name, tool):
 
 
 @pytest.mark.parametrize("name", ["gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "gpu_jax_ops", "gpu_jax_dnn", "gpu_jax2",
-                                  "tpu_jax",
+                                  "gpu_jax_collectives", "tpu_jax",
                                   "tpu_ops",
                                   "tpu_mem", "tpu_vmem", "small_emptygpu"])
 def test_op_profile_by_category_equals_xprofs(tmp_path, name):
@@ -328,7 +331,7 @@ def test_nested_ops_self_time():
 
 
 @pytest.mark.parametrize(("fixture", "count"), [("gpu_jax", 22), ("gpu_jax_ops", 40), ("gpu_jax_every", 136),
-                                               ("gpu_jax_dnn", 2)])
+                                               ("gpu_jax_dnn", 2), ("gpu_jax_collectives", 31)])
 def test_xla_cost_analysis_of_the_fixtures_modules_as_xprof_gives_it(fixture, count):
     """Every HLO instruction of the fixture's op profile: FLOPs and HBM bytes per occurrence, category and text
     as XProf 2.24.2 gives them (its op_profile leaves). gpu_jax_ops: dots with batch dimensions, a grouped and
@@ -338,7 +341,10 @@ def test_xla_cost_analysis_of_the_fixtures_modules_as_xprof_gives_it(fixture, co
     gpu_jax_every: every instruction of those modules, inside fusions, reducers and comparators too (which XLA
     leaves unanalysed: no cost); their texts are not compared (only a device's instructions are printed).
     gpu_jax_dnn: a cuBLASLt GEMM (FLOPs from its backend config's dot dimensions) and a cuDNN convolution
-    (window and groups on the instruction; its scratch buffer not counted)."""
+    (window and groups on the instruction; its scratch buffer not counted). gpu_jax_collectives: all-reduce,
+    all-gather, reduce-scatter, all-to-all and collective-permute over four ranks, sync and async (their -start
+    and -done, reduce-scatter and all-to-all in async-start/-update/-done, printed as XLA's sugar
+    `reduce-scatter-start`), rng-get-and-update-state."""
     from profscope.models.analysis.xprof.hlo_cost import ModuleCosts
     from profscope.models.analysis.xprof.hlo_source import xspace_modules
 
