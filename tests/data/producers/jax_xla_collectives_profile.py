@@ -4,8 +4,9 @@ devices; not part of the test suite):
 
     python jax_xla_collectives_profile.py /tmp/xla_collectives
 
-`jit_collectives` (shard_map over four devices) has all-reduce, all-gather,
-reduce-scatter, all-to-all and collective-permute; `jit_rng` has
+`jit_collectives` (shard_map over four devices) has all-reduce (one of a
+tuple: XLA combines two psums), all-gather, reduce-scatter, all-to-all and
+collective-permute; `jit_rng` has
 lax.rng_uniform, which XLA (on CPU as on GPU) expands into
 rng-get-and-update-state and fusions. Both run twice under jax.profiler:
 the trace's xplane.pb carries their optimised HloProtos in its
@@ -38,8 +39,8 @@ from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 
-def collectives(x, y):
-    return (lax.psum((x, y), "i"), lax.all_gather(x, "i"), lax.psum_scatter(x, "i", scatter_dimension=0, tiled=True),
+def collectives(x, y, k):  # psum of x and y: one all-reduce of a tuple (XLA combines them), k's of its own
+    return (lax.psum((x, y, k), "i"), lax.all_gather(x, "i"), lax.psum_scatter(x, "i", scatter_dimension=0, tiled=True),
             lax.all_to_all(x, "i", 0, 0, tiled=True), lax.ppermute(x, "i", [(k, (k + 1) % 4) for k in range(4)]))
 
 
@@ -107,7 +108,7 @@ def main():
     sharded = NamedSharding(mesh, P("i"))
     programs = {
         jax.jit(jax.shard_map(collectives, mesh=mesh, in_specs=P("i"), out_specs=P("i"))):
-            (jax.device_put(jnp.arange(512.0).reshape(32, 16), sharded),
+            (jax.device_put(jnp.arange(512.0).reshape(32, 16), sharded), jax.device_put(jnp.arange(8.0), sharded),
              jax.device_put(jnp.arange(8, dtype=jnp.int32), sharded)),
         jax.jit(rng): (jnp.ones((16, 8)),),
     }

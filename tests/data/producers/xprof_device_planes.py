@@ -357,7 +357,7 @@ def collectives_metadata():
     folder = COLLECTIVES_TRACE[0]
     meta, modules = jax_metadata(next(folder.glob("plugins/profile/*/*.xplane.pb")), COLLECTIVE_MODULES)
     module = hlo_pb2.HloModuleProto.FromString((folder / "jit_collectives_async.hlo_module.pb").read_bytes())
-    program_id = max(m[0] for m in modules) + 3  # (no kernel times tie with the same names in jit_collectives)
+    program_id = max(m[0] for m in modules) + 3
     module.id = program_id
     hlo_stat = next(k for k, m in meta.stat_metadata.items() if m.name == "Hlo Proto")
     program_stat = next(k for k, m in meta.stat_metadata.items() if m.name == "program_id")
@@ -423,6 +423,8 @@ def jax_device(space, plane_name, vendor, tpu=False, opcodes=False, every=False,
             host.event(launcher, f"PjitFunction({module})", t, 3 * US)
             for k, name in enumerate(names[:per_module]):
                 duration = (1 + (k * 7 + program_id) % 9) * 1_100_000 + step * 1_000
+                if collectives:  # one name in two modules (sync and async) never ties in time (XProf's order)
+                    duration += program_id * 10_000
                 stats = dict(hlo_op=name, hlo_module=module, program_id=program_id)
                 if not tpu:
                     host.event(launcher, "cuLaunchKernel", t, 1 * US, correlation_id=correlation)
