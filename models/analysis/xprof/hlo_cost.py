@@ -38,9 +38,16 @@ The rules, as XLA states them:
   groups; of both the output bytes the result's (not the workspace's). XProf
   2.24.2 gives the legacy `__cublas$gemm` no costs, as any custom call;
 - collectives: all-reduce its reducer's elementwise cost over the output and
-  the output and operands; all-gather, as XLA's GPU model assumes two ranks,
-  three halves of the output written and two read; collective-permute the
-  default;
+  the output's arrays and operands; all-reduce-start the same FLOPs and its
+  output's bytes; all-gather (-start: its outputs, not element 0) over n ranks
+  (its largest replica group) the output's n-th part written 2n - 1 times and
+  read n times; reduce-scatter its reducer's cost and its operands' n-th part
+  written n times and read 2n - 1 times; async-start its wrapped computation's
+  FLOPs and no bytes (GPU's analysis drops a computation's bytes), a wrapped
+  reduce-scatter's own bytes; all-to-all, collective-permute(-start), the
+  -done and async-update halves and rng-get-and-update-state the output's
+  arrays (not a tuple's pointers) and the operands (the HBM bytes: the default
+  keys, so a tuple's elements none; an async-start none);
 - call, while (one iteration: body + condition), conditional (the most of its
   branches per property): their computations' FLOPs and bytes;
 - a transpose that keeps the bytes' physical order is a bitcast (no bytes);
@@ -55,10 +62,16 @@ conditional carry their computations' summed keys (so a call of tuples has
 none, as XProf shows).
 
 An opcode without a rule here is refused (ProfileError naming it and the
-module), never given a guessed cost; so is the text of an instruction whose
-attributes are not printed here (_UNPRINTED). Checked against XProf on the
-fixtures gpu_jax, rocm_jax, gpu_jax_ops and gpu_jax_every (every instruction);
-select-and-scatter (XLA:CPU expands it) follows XLA's source unchecked.
+module), never given a guessed cost: rng and rng-bit-generator (XLA's GPU
+and CPU pipelines expand them before the profile's module is written), send,
+recv, collective-broadcast, ...; so is the text of an instruction whose
+attributes are not printed here (_UNPRINTED), and an all-gather or
+reduce-scatter without replica groups (its ranks are the module config's).
+An async-start/-update/-done prints as XLA's sugar: the wrapped opcode with
+-start/-update/-done, the start with the wrapped instruction's attributes.
+Checked against XProf on the fixtures gpu_jax, rocm_jax, gpu_jax_ops,
+gpu_jax_every (every instruction) and gpu_jax_collectives; select-and-scatter
+(XLA:CPU expands it) follows XLA's source unchecked.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ instructions of them.
 Files: `gpu_tf.xplane.pb`, `gpu_tf2.xplane.pb` (two Ampere GPUs: MemcpyHToD/DToH copies,
 a half-precision kernel, an NCCL all-reduce), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
 device_vendor), `gpu_jax2.xplane.pb` (gpu_jax on two GPUs), `gpu_jax_dnn.xplane.pb` and `gpu_jax_dnn_legacy.xplane.pb` (gpu_jax_ops'
-dot and convolution modules as XLA:GPU's cuBLAS and cuDNN custom calls), `tpu_jax.xplane.pb`, `tpu_ops.xplane.pb` (two TensorCores whose XLA ops carry
+dot and convolution modules as XLA:GPU's cuBLAS and cuDNN custom calls), `gpu_jax_collectives.xplane.pb` (the modules of jax_xla_collectives_profile.py's trace, one in XLA:GPU's async
+collectives form), `tpu_jax.xplane.pb`, `tpu_ops.xplane.pb` (two TensorCores whose XLA ops carry
 their metadata), `tpu_mem.xplane.pb` and `tpu_vmem.xplane.pb` (TensorCores with on-chip memories' peaks, ops
 with memory breakdowns, in two modules), `small_emptygpu.xplane.pb` (small.xplane.pb with a GPU plane that recorded
 nothing); for each, and for the SESSIONS of several hosts (`gpu_tf+gpu_tf2`: the two files as
