@@ -470,7 +470,8 @@ def test_an_instruction_whose_text_is_not_printed_is_refused():
 
 
 def test_collectives_in_xlas_gpu_async_form_cost_and_print_as_xprof_gives_them():
-    """gpu_jax_collectives' async module over four ranks: an all-gather-start moves its gathered output's quarter
+    """gpu_jax_collectives' async module over four ranks (its all-gather's and reduce-scatter's replica groups iota
+    lists): an all-gather-start moves its gathered output's quarter
     7 + 4 times (HBM: its operand), a reduce-scatter wrapped in async-start its operands' quarter 4 + 7 times with
     its reducer's FLOPs (HBM: none, as XLA's GPU analysis drops a computation's bytes), a tuple all-reduce-start
     its reducer over both arrays; an async op prints as its wrapped opcode's -start/-update/-done, categorised by
@@ -492,7 +493,8 @@ def test_collectives_in_xlas_gpu_async_form_cost_and_print_as_xprof_gives_them()
     assert module.category("reduce-scatter-start") == "async-start"
     assert module.expression("reduce-scatter-start") == (
         "%reduce-scatter-start = ((f32[8,16]{1,0}), f32[2,16]{1,0}) reduce-scatter-start(f32[8,16]{1,0} %param.3), "
-        "channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, dimensions={0}, to_apply=%region_3.0")
+        "channel_id=1, replica_groups=[1,4]<=[2,2]T(1,0), use_global_device_ids=true, dimensions={0}, "
+        "to_apply=%region_3.0")  # newer XLA's iota replica groups, a field of their own
     assert " all-to-all-done(((f32[2,16]{1,0}, " in module.expression("all-to-all.1")
     assert module.expression("all-to-all.1").endswith(") %all-to-all-update)")
 
@@ -516,8 +518,7 @@ def test_collectives_xprof_cannot_be_followed_on_are_refused_naming_them():
         return ModuleCosts(proto.SerializeToString(), name)
 
     def no_groups(module, by_name):
-        by_name["all-gather-start"].collective_device_list.Clear()
-        del by_name["all-gather-start"].replica_groups[:]
+        by_name["all-gather-start"].ClearField("iota_collective_device_list")
 
     with pytest.raises(ProfileError, match=r"jit_collectives_async\(23\).*'all-gather-start'.*replica groups"):
         edited(no_groups).cost("all-gather-start")

@@ -419,11 +419,12 @@ class ModuleCosts:
 
     def _ranks(self, ins) -> int:
         """The ranks of a collective: its largest replica group's size (XLA's participant count)."""
+        iota = _iota_groups(ins)
+        if iota is not None:
+            return max(int(iota.num_devices_per_group), 1)
         devices = ins.collective_device_list
-        if devices.HasField("iota_replica_group_list"):
-            return max(int(devices.iota_replica_group_list.num_devices_per_group), 1)
         listed = devices.replica_groups if len(devices.replica_groups) else ins.replica_groups
-        if not len(listed):  # all devices, as many as the module's configuration (not in its HloProto) says
+        if not len(listed) or ins.mesh_axes_replica_group_list:  # all devices (the module config's), mesh axes
             raise ProfileError(f"module {self.label}: Profscope has no rule for the cost of XLA's '{ins.opcode}' "
                                f"instruction ({ins.name}) without replica groups")
         return max(max(len(g.replica_ids) for g in listed), 1)
@@ -615,6 +616,9 @@ class ModuleCosts:
         out: list[str] = []
         names = [self.computations[c].name for c in ins.called_computation_ids]
         if op in _COLLECTIVES:
+            if ins.mesh_axes_replica_group_list:  # newer XLA's mesh axes: not printed here
+                raise ProfileError(f"module {self.label}: Profscope cannot print XLA's '{op}' instruction "
+                                   f"({ins.name}) with replica groups of mesh axes")
             out += _collective_attributes(ins)
         if op == "rng-get-and-update-state":
             out.append(f"delta={ins.delta}")
@@ -725,8 +729,8 @@ def _collective_attributes(ins) -> list[str]:
         pairs = ",".join(f"{{{p.source},{p.target}}}" for p in ins.source_target_pairs)
         return out + ["source_target_pairs={" + pairs + "}"]
     devices = ins.collective_device_list
-    iota = devices.iota_replica_group_list
-    if devices.HasField("iota_replica_group_list"):
+    iota = _iota_groups(ins)
+    if iota is not None:
         groups = (f"[{iota.num_replica_groups},{iota.num_devices_per_group}]<=["
                   + ",".join(str(d) for d in iota.iota_reshape_dims) + "]")
         perm = list(iota.iota_transpose_perm)
@@ -744,6 +748,15 @@ def _collective_attributes(ins) -> list[str]:
     if ins.opcode == "reduce-scatter" or (ins.opcode == "all-to-all" and len(ins.dimensions)):
         out.append(dimensions)
     return out
+
+
+def _iota_groups(ins):
+    """A collective's replica groups as an iota list (XLA's `[groups,size]<=[dims]T(perm)`), if so written: in
+    its collective device list or, by newer XLA, a field of its own."""
+    if ins.HasField("iota_collective_device_list"):
+        return ins.iota_collective_device_list
+    devices = ins.collective_device_list
+    return devices.iota_replica_group_list if devices.HasField("iota_replica_group_list") else None
 
 
 def _custom_call_attributes(ins) -> list[str]:

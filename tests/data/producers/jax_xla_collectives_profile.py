@@ -18,7 +18,10 @@ async form. So the compiled jit_collectives is also written as XLA:GPU's
 async collectives pass would leave it: its text with all-reduce,
 all-gather and collective-permute turned into their -start/-done pairs and
 reduce-scatter and all-to-all wrapped in async-start/-done (the
-all-to-all with an async-update between), parsed by XLA's own HLO parser
+all-to-all with an async-update between; the all-gather's and
+reduce-scatter's replica groups written as iota lists, as XLA's SPMD
+partitioner writes them: `[1,4]<=[4]`, and the same four devices in the order
+0, 2, 1, 3, `[1,4]<=[2,2]T(1,0)`), parsed by XLA's own HLO parser
 (jaxlib's hlo_module_from_text) into a real HloModuleProto named
 `jit_collectives_async`, written to
 `<dir>/jit_collectives_async.hlo_module.pb`.
@@ -52,6 +55,8 @@ def rng(x):
 LINE = re.compile(r"^(\s*)(ROOT )?%(\S+) = (.+?) ([a-z-]+)\((.*?)\)(, .*)?$")
 SYNC_PAIRS = ("all-reduce", "all-gather", "collective-permute")  # opcodes with their own -start/-done
 WRAPPED = ("reduce-scatter", "all-to-all")  # wrapped in async-start/-done
+# The four devices in iota form: in order, and as a 2x2 grid transposed (0, 2, 1, 3)
+IOTA_GROUPS = {"all-gather": "replica_groups=[1,4]<=[4]", "reduce-scatter": "replica_groups=[1,4]<=[2,2]T(1,0)"}
 
 
 def operand_shapes(lines: list[str]) -> dict[str, str]:
@@ -92,6 +97,8 @@ def gpu_async(text: str) -> str:
             start_shape = f"({ins}, {shape})"
         else:
             start_shape = f"(({', '.join(op_shapes)}), {shape})"
+        if opcode in IOTA_GROUPS:  # as XLA's SPMD partitioner writes replica groups: an iota list
+            attrs = attrs.replace("replica_groups={{0,1,2,3}}", IOTA_GROUPS[opcode])
         out.append(f"{indent}%{start} = {start_shape} {opcode}-start({operands}){attrs}")
         last = start
         if opcode == "all-to-all":
