@@ -125,7 +125,8 @@ _TERNARY = {"clamp", "select"}
 ELEMENTWISE = _UNARY | _BINARY | _TERNARY | {"copy"}  # HloInstruction::IsElementwise (copy too)
 # Ops whose cost is the default: their output's and operands' bytes, no FLOPs.
 _PLAIN = {"broadcast", "copy", "iota", "reverse", "transpose", "reshape", "pad", "copy-start", "copy-done"}
-# Collectives (and their -done halves, random state) XLA costs by default: output and operands read, no FLOPs.
+# Collectives (their -done and -update halves, the random state): no FLOPs; bytes their output's arrays (a tuple's
+# elements, not its pointers, as XProf 2.24.2 gives them) and their operands.
 _DEFAULT_COLLECTIVES = {"collective-permute", "collective-permute-start", "collective-permute-done", "all-to-all",
                         "all-reduce-done", "all-gather-done", "async-update", "async-done",
                         "rng-get-and-update-state"}
@@ -401,11 +402,12 @@ class ModuleCosts:
         if op == "reduce-scatter":  # GPU, over n ranks: its operands' n-th part written n times, read 2n - 1 times
             return self._reduce_scatter(ins, operands)
         if op == "async-start":  # the wrapped computation's FLOPs, none of its bytes (a reduce-scatter's its own)
-            flops = self._computation(self._called(ins)).flops
-            wrapped = self._called(ins).instructions
-            root = next(i for i in wrapped if i.id == self._called(ins).root_id)
-            return self._reduce_scatter(root, self._operands(root)) if root.opcode == "reduce-scatter" \
-                else Cost(flops, 0.0)
+            comp = self._called(ins)
+            flops = self._computation(comp).flops
+            root = next(i for i in comp.instructions if i.id == comp.root_id)
+            if root.opcode == "reduce-scatter":
+                return self._reduce_scatter(root, self._operands(root))
+            return Cost(flops, 0.0)
         if op in _DEFAULT_COLLECTIVES:  # the output's arrays (not a tuple's pointers) and the operands
             return Cost(0.0, float(_array_bytes(ins.shape) + sum(shape_size(o.shape) for o in operands)))
         if op in ("call", "while"):
