@@ -63,8 +63,9 @@ none, as XProf shows).
 
 An opcode without a rule here is refused (ProfileError naming it and the
 module), never given a guessed cost: rng and rng-bit-generator (XLA's GPU
-and CPU pipelines expand them before the profile's module is written), send,
-recv, collective-broadcast, ...; so is the text of an instruction whose
+and CPU pipelines expand them before the profile's module is written), send
+and recv (XLA:GPU emits them only under non-default decomposer flags),
+collective-broadcast, ...; so is the text of an instruction whose
 attributes are not printed here (_UNPRINTED), and an all-gather or
 reduce-scatter without replica groups (its ranks are the module config's).
 An async-start/-update/-done prints as XLA's sugar: the wrapped opcode with
