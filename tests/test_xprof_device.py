@@ -34,6 +34,9 @@ COMPUTED = [
     # two GPUs running XLA ops
     *[("gpu_jax2", t) for t in ALL_TOOLS],
     ("gpu_jax_dnn_legacy", "hlo_stats"),
+    # collectives, sync and in XLA:GPU's async form (-start/-done pairs, async-start/-update/-done), and
+    # rng-get-and-update-state
+    *[("gpu_jax_collectives", t) for t in ALL_TOOLS],
     *[("tpu_jax", t) for t in ("framework_op_stats", "overview_page", "input_pipeline_analyzer")],
     *[(v, t) for v in ("tpu_ops", "tpu_mem", "tpu_vmem") for t in ALL_TOOLS if t != "kernel_stats"],
     *[(v, t) for v in ("tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
@@ -58,7 +61,7 @@ def test_export_equals_xprofs(tmp_path, name, tool):
 
 
 @pytest.mark.parametrize("name", ["gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "gpu_jax_ops", "gpu_jax_dnn", "gpu_jax2",
-                                  "tpu_jax",
+                                  "gpu_jax_collectives", "tpu_jax",
                                   "tpu_ops",
                                   "tpu_mem", "tpu_vmem", "small_emptygpu"])
 def test_op_profile_by_category_equals_xprofs(tmp_path, name):
@@ -343,7 +346,7 @@ def test_nested_ops_self_time():
 
 
 @pytest.mark.parametrize(("fixture", "count"), [("gpu_jax", 22), ("gpu_jax_ops", 40), ("gpu_jax_every", 136),
-                                               ("gpu_jax_dnn", 2)])
+                                               ("gpu_jax_dnn", 2), ("gpu_jax_collectives", 31)])
 def test_xla_cost_analysis_of_the_fixtures_modules_as_xprof_gives_it(fixture, count):
     """Every HLO instruction of the fixture's op profile: FLOPs and HBM bytes per occurrence, category and text
     as XProf 2.24.2 gives them (its op_profile leaves). gpu_jax_ops: dots with batch dimensions, a grouped and
@@ -353,7 +356,10 @@ def test_xla_cost_analysis_of_the_fixtures_modules_as_xprof_gives_it(fixture, co
     gpu_jax_every: every instruction of those modules, inside fusions, reducers and comparators too (which XLA
     leaves unanalysed: no cost); their texts are not compared (only a device's instructions are printed).
     gpu_jax_dnn: a cuBLASLt GEMM (FLOPs from its backend config's dot dimensions) and a cuDNN convolution
-    (window and groups on the instruction; its scratch buffer not counted)."""
+    (window and groups on the instruction; its scratch buffer not counted). gpu_jax_collectives: all-reduce,
+    all-gather, reduce-scatter, all-to-all and collective-permute over four ranks, sync and async (their -start
+    and -done, reduce-scatter and all-to-all in async-start/-update/-done, printed as XLA's sugar
+    `reduce-scatter-start`), rng-get-and-update-state."""
     from profscope.models.analysis.xprof.hlo_cost import ModuleCosts
     from profscope.models.analysis.xprof.hlo_source import xspace_modules
 
@@ -476,3 +482,74 @@ def test_an_instruction_whose_text_is_not_printed_is_refused():
     with pytest.raises(ProfileError, match=r"jit_running_stats\(22\).*'pad' instruction \(copy.13\)"):
         module.expression("copy.13")
 
+
+
+def test_collectives_in_xlas_gpu_async_form_cost_and_print_as_xprof_gives_them():
+    """gpu_jax_collectives' async module over four ranks (its all-gather's and reduce-scatter's replica groups iota
+    lists): an all-gather-start moves its gathered output's quarter
+    7 + 4 times (HBM: its operand), a reduce-scatter wrapped in async-start its operands' quarter 4 + 7 times with
+    its reducer's FLOPs (HBM: none, as XLA's GPU analysis drops a computation's bytes), a tuple all-reduce-start
+    its reducer over both arrays; an async op prints as its wrapped opcode's -start/-update/-done, categorised by
+    its own opcode (XProf 2.24.2's answers, test_export_equals_xprofs, hold the same numbers)."""
+    from profscope.models.analysis.xprof.hlo_cost import ModuleCosts
+    from profscope.models.analysis.xprof.hlo_source import xspace_modules
+
+    modules = xspace_modules(XPROF / "gpu_jax_collectives.xplane.pb")
+    module = ModuleCosts(modules["jit_collectives_async(23)"], "jit_collectives_async(23)")
+
+    def cost(name):
+        c = module.cost(name)
+        return c.flops, c.bytes, c.hbm_bytes
+
+    assert cost("all-gather-start") == (0.0, 512 * 7 + 512 * 4, 512.0)  # f32[4,8,16] gathered
+    assert cost("reduce-scatter-start") == (3 * 32, 128 * 4 + 128 * 7, 0.0)  # f32[8,16] scattered to f32[2,16]
+    assert cost("all-reduce-start") == (3 * (128 + 2), 520.0, 520.0)  # (f32[8,16], f32[2]) summed
+    assert cost("all-to-all-start") == (0.0, 0.0, 0.0)
+    assert module.category("reduce-scatter-start") == "async-start"
+    assert module.expression("reduce-scatter-start") == (
+        "%reduce-scatter-start = ((f32[8,16]{1,0}), f32[2,16]{1,0}) reduce-scatter-start(f32[8,16]{1,0} %param.3), "
+        "channel_id=1, replica_groups=[1,4]<=[2,2]T(1,0), use_global_device_ids=true, dimensions={0}, "
+        "to_apply=%region_3.0")  # newer XLA's iota replica groups, a field of their own
+    assert " all-to-all-done(((f32[2,16]{1,0}, " in module.expression("all-to-all.1")
+    assert module.expression("all-to-all.1").endswith(") %all-to-all-update)")
+
+
+def test_collectives_xprof_cannot_be_followed_on_are_refused_naming_them():
+    """An all-gather without replica groups (its ranks are the module config's, not in the HloProto), an rng
+    (XLA expands it before the module is written) and an async-start whose computation is more than its one
+    wrapped instruction (XLA prints it otherwise) are refused, naming the instruction and module."""
+    from profscope.models.analysis.xprof.hlo_cost import ModuleCosts
+    from profscope.models.analysis.xprof.hlo_source import xspace_modules
+    from profscope.models.core.task import ProfileError
+    from profscope.protos import hlo_pb2
+
+    name = "jit_collectives_async(23)"
+    original = xspace_modules(XPROF / "gpu_jax_collectives.xplane.pb")[name]
+
+    def edited(change):
+        proto = hlo_pb2.HloProto.FromString(original)
+        by_name = {i.name: i for c in proto.hlo_module.computations for i in c.instructions}
+        change(proto.hlo_module, by_name)
+        return ModuleCosts(proto.SerializeToString(), name)
+
+    def no_groups(module, by_name):
+        by_name["all-gather-start"].ClearField("iota_collective_device_list")
+
+    with pytest.raises(ProfileError, match=r"jit_collectives_async\(23\).*'all-gather-start'.*replica groups"):
+        edited(no_groups).cost("all-gather-start")
+
+    def rng(module, by_name):
+        by_name["concatenate"].opcode = "rng"
+
+    with pytest.raises(ProfileError, match=r"jit_collectives_async\(23\).*'rng' instruction \(concatenate\)"):
+        edited(rng).cost("concatenate")
+
+    def two_wrapped(module, by_name):
+        start = by_name["reduce-scatter-start"]
+        comp = next(c for c in module.computations if c.id == start.called_computation_ids[0])
+        extra = comp.instructions.add()
+        extra.CopyFrom(next(i for i in comp.instructions if i.id == comp.root_id))
+        extra.id, extra.name = 10_000, "copy.99"
+
+    with pytest.raises(ProfileError, match=r"jit_collectives_async\(23\).*'async-start'.*reduce-scatter-start"):
+        edited(two_wrapped).expression("reduce-scatter-start")

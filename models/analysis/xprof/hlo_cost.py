@@ -16,8 +16,8 @@ The rules, as XLA states them:
 - dot: 2 x result elements x contracted elements; convolution: 2 x the valid
   (unpadded) window taps of every output element x input features per group;
 - reduce: (input - output elements) x its reducer's cost; sort: n x ceil(log2 n);
-  concatenate: 6 per element (400 when an operand's size along the dimension is
-  not a multiple of 32);
+  concatenate: 6 per element (400 when its first operand's size along a
+  dimension other than 0 is not a multiple of 32);
 - fusion: its fused instructions' FLOPs weighted by how much of each the
   fusion's output uses (GPU utilisation: a slice reads its share, elementwise
   ops pass their users' share on); bytes: its outputs (the update of a
@@ -38,9 +38,16 @@ The rules, as XLA states them:
   groups; of both the output bytes the result's (not the workspace's). XProf
   2.24.2 gives the legacy `__cublas$gemm` no costs, as any custom call;
 - collectives: all-reduce its reducer's elementwise cost over the output and
-  the output and operands; all-gather, as XLA's GPU model assumes two ranks,
-  three halves of the output written and two read; collective-permute the
-  default;
+  the output's arrays and operands; all-reduce-start the same FLOPs and its
+  output's bytes; all-gather (-start: its outputs, not element 0) over n ranks
+  (its largest replica group) the output's n-th part written 2n - 1 times and
+  read n times; reduce-scatter its reducer's cost and its operands' n-th part
+  written n times and read 2n - 1 times; async-start its wrapped computation's
+  FLOPs and no bytes (GPU's analysis drops a computation's bytes), a wrapped
+  reduce-scatter's own bytes; all-to-all, collective-permute(-start), the
+  -done and async-update halves and rng-get-and-update-state the output's
+  arrays (not a tuple's pointers) and the operands (the HBM bytes: the default
+  keys, so a tuple's elements none; an async-start none);
 - call, while (one iteration: body + condition), conditional (the most of its
   branches per property): their computations' FLOPs and bytes;
 - a transpose that keeps the bytes' physical order is a bitcast (no bytes);
@@ -55,10 +62,17 @@ conditional carry their computations' summed keys (so a call of tuples has
 none, as XProf shows).
 
 An opcode without a rule here is refused (ProfileError naming it and the
-module), never given a guessed cost; so is the text of an instruction whose
-attributes are not printed here (_UNPRINTED). Checked against XProf on the
-fixtures gpu_jax, rocm_jax, gpu_jax_ops and gpu_jax_every (every instruction);
-select-and-scatter (XLA:CPU expands it) follows XLA's source unchecked.
+module), never given a guessed cost: rng and rng-bit-generator (XLA's GPU
+and CPU pipelines expand them before the profile's module is written), send
+and recv (XLA:GPU emits them only under non-default decomposer flags),
+collective-broadcast, ...; so is the text of an instruction whose
+attributes are not printed here (_UNPRINTED), and an all-gather or
+reduce-scatter without replica groups (its ranks are the module config's).
+An async-start/-update/-done prints as XLA's sugar: the wrapped opcode with
+-start/-update/-done, the start with the wrapped instruction's attributes.
+Checked against XProf on the fixtures gpu_jax, rocm_jax, gpu_jax_ops,
+gpu_jax_every (every instruction) and gpu_jax_collectives; select-and-scatter
+(XLA:CPU expands it) follows XLA's source unchecked.
 """
 
 from __future__ import annotations
@@ -112,6 +126,11 @@ _TERNARY = {"clamp", "select"}
 ELEMENTWISE = _UNARY | _BINARY | _TERNARY | {"copy"}  # HloInstruction::IsElementwise (copy too)
 # Ops whose cost is the default: their output's and operands' bytes, no FLOPs.
 _PLAIN = {"broadcast", "copy", "iota", "reverse", "transpose", "reshape", "pad", "copy-start", "copy-done"}
+# Collectives (their -done and -update halves, the random state): no FLOPs; bytes their output's arrays (a tuple's
+# elements, not its pointers, as XProf 2.24.2 gives them) and their operands.
+_DEFAULT_COLLECTIVES = {"collective-permute", "collective-permute-start", "collective-permute-done", "all-to-all",
+                        "all-reduce-done", "all-gather-done", "async-update", "async-done",
+                        "rng-get-and-update-state"}
 _NO_BYTES = {"parameter", "constant", "get-tuple-element", "bitcast", "domain", "after-all", "partition-id",
              "replica-id"}
 _DATA_FORMATTING = {"transpose", "copy", "copy-start", "copy-done", "bitcast", "reshape", "dynamic-reshape"}
@@ -120,6 +139,9 @@ _DATA_FORMATTING = {"transpose", "copy", "copy-start", "copy-done", "bitcast", "
 # need no text: only the device's instructions are printed).
 _UNPRINTED = {"pad", "iota", "gather", "scatter", "reduce-window", "select-and-scatter", "reduce-precision", "rng",
               "fft", "cholesky", "triangular-solve", "map"}
+# Collectives printed with their channel, replica groups (source-target pairs) and dimensions.
+_COLLECTIVES = {"all-reduce", "all-reduce-start", "all-gather", "all-gather-start", "collective-permute",
+                "collective-permute-start", "reduce-scatter", "all-to-all"}
 _FUSION_KINDS = {"kLoop": "loop fusion", "kInput": "input fusion", "kOutput": "output fusion",
                  "kCustom": "custom fusion"}
 
@@ -284,7 +306,9 @@ class ModuleCosts:
         elif op == "custom-call":
             keys = {k: -1.0 for k in keys}
         elif op == "all-reduce":
-            keys[(-1, ())] = float(sum(shape_size(leaf) for _, leaf in _leaves(ins.shape)))
+            keys[(-1, ())] = float(_array_bytes(ins.shape))
+        elif op == "async-start":  # replaced by its computation's, whose bytes XLA's GPU analysis drops
+            keys = {}
         return keys
 
     def _key_sums(self, comp) -> dict[tuple[int, tuple], float]:
@@ -335,18 +359,10 @@ class ModuleCosts:
         if op == "sort":  # XLA does not analyse the comparator: its instructions cost nothing
             n = _array_elements(operands[0].shape)
             return Cost(float(n * (math.ceil(math.log2(n)) if n > 1 else 0)), default_bytes)
-        if op == "concatenate":
-            n = _elements(ins.shape)
-            flops = 6 * n
+        if op == "concatenate":  # a compare and branch per element; 400 when its first operand ends mid-warp
             dim = ins.dimensions[0] if len(ins.dimensions) else 0
-            if dim != 0:
-                for k, o in enumerate(operands):
-                    size = int(o.shape.dimensions[dim])
-                    rounded = -(-size // 32) * 32
-                    self.operand_util[ins.id][k] = rounded / size if size else 1.0
-                    if size < rounded:
-                        flops = 400 * n
-            return Cost(float(flops), default_bytes)
+            split = dim > 0 and int(operands[0].shape.dimensions[dim]) % 32
+            return Cost(float((400 if split else 6) * _elements(ins.shape)), default_bytes)
         if op == "fusion":
             return self._fusion(ins, operands)
         if op == "gather":  # a copy of the output's size and a read of the indices
@@ -374,17 +390,27 @@ class ModuleCosts:
             return Cost(float(self._convolution_flops(ins, operands)), bytes_)
         if op == "custom-call":
             return Cost(-1.0, -1.0)  # XLA's unknown: XProf counts no FLOPs or bytes
-        if op == "all-reduce":  # its reduction, an elementwise op of its reducer's root (not analysed), over the output
-            reducer = self._called(ins)
-            root = next(i for i in reducer.instructions if i.id == reducer.root_id)
-            out = sum(shape_size(leaf) for _, leaf in _leaves(ins.shape))
-            return Cost(float(flops_per_element(root.opcode, ins.shape.element_type) * _elements(ins.shape)),
-                        out + sum(shape_size(o.shape) for o in operands))
-        if op == "all-gather":  # GPU: over two ranks, (2 x 2 - 1) halves of the output written, 2 read
-            half = shape_size(ins.shape) // 2
-            return Cost(0.0, float(half * 3 + half * 2))
-        if op == "collective-permute":
-            return Cost(0.0, default_bytes)
+        if op == "all-reduce":  # its reduction over the output; bytes: the output's arrays and the operands
+            return Cost(self._reducer_flops(ins), _array_bytes(ins.shape) + sum(shape_size(o.shape) for o in operands))
+        if op in ("all-gather", "all-gather-start"):
+            # GPU, over n ranks: the gathered output's n-th part written 2n - 1 times and read n times (of a
+            # start: its tuple's outputs, not element 0, the operands)
+            n = self._ranks(ins)
+            part = _array_bytes(ins.shape, skip=0 if op == "all-gather-start" else None) // n
+            return Cost(0.0, float(part * (2 * n - 1) + part * n))
+        if op == "all-reduce-start":  # its reduction as all-reduce's; bytes: what it transfers, the output's
+            return Cost(self._reducer_flops(ins), float(_array_bytes(ins.shape)))
+        if op == "reduce-scatter":  # GPU, over n ranks: its operands' n-th part written n times, read 2n - 1 times
+            return self._reduce_scatter(ins, operands)
+        if op == "async-start":  # the wrapped computation's FLOPs, none of its bytes (a reduce-scatter's its own)
+            comp = self._called(ins)
+            flops = self._computation(comp).flops
+            root = next(i for i in comp.instructions if i.id == comp.root_id)
+            if root.opcode == "reduce-scatter":
+                return self._reduce_scatter(root, self._operands(root))
+            return Cost(flops, 0.0)
+        if op in _DEFAULT_COLLECTIVES:  # the output's arrays (not a tuple's pointers) and the operands
+            return Cost(0.0, float(_array_bytes(ins.shape) + sum(shape_size(o.shape) for o in operands)))
         if op in ("call", "while"):
             subs = [self._computation(self.computations[c]) for c in ins.called_computation_ids]
             return Cost(sum(s.flops for s in subs), sum(s.bytes for s in subs))
@@ -393,6 +419,30 @@ class ModuleCosts:
             return Cost(max((s.flops for s in subs), default=0.0), max((s.bytes for s in subs), default=0.0))
         raise ProfileError(f"module {self.label}: Profscope has no rule for the cost of XLA's '{op}' instruction "
                            f"({ins.name}), from which XProf computes its FLOPs and bytes")
+
+    def _ranks(self, ins) -> int:
+        """The ranks of a collective: its largest replica group's size (XLA's participant count)."""
+        iota = _iota_groups(ins)
+        if iota is not None:
+            return max(int(iota.num_devices_per_group), 1)
+        devices = ins.collective_device_list
+        listed = devices.replica_groups if len(devices.replica_groups) else ins.replica_groups
+        if not len(listed) or ins.mesh_axes_replica_group_list:  # all devices (the module config's), mesh axes
+            raise ProfileError(f"module {self.label}: Profscope has no rule for the cost of XLA's '{ins.opcode}' "
+                               f"instruction ({ins.name}) without replica groups")
+        return max(max(len(g.replica_ids) for g in listed), 1)
+
+    def _reduce_scatter(self, ins, operands) -> Cost:
+        n = self._ranks(ins)
+        part = sum(_array_bytes(o.shape) for o in operands) // n
+        return Cost(self._reducer_flops(ins), float(part * n + part * (2 * n - 1)))
+
+    def _reducer_flops(self, ins) -> float:
+        """A collective's reduction: the elementwise cost of its reducer's root opcode (the reducer itself is not
+        analysed) over its output's elements."""
+        reducer = self._called(ins)
+        root = next(i for i in reducer.instructions if i.id == reducer.root_id)
+        return float(flops_per_element(root.opcode, ins.shape.element_type) * _elements(ins.shape))
 
     def _gemm_contracting(self, ins) -> list[int]:
         """The lhs contracting dimensions of a cuBLAS GEMM's GpuBackendConfig (JSON text in backend_config)."""
@@ -536,19 +586,45 @@ class ModuleCosts:
         # XLA marks every fifth operand with its index.
         operands = ", ".join((f"/*index={k}*/" if k and k % 5 == 0 else "") + f"{shape_string(o.shape)} %{o.name}"
                              for k, o in enumerate(self._operands(ins)))
-        text = f"%{ins.name} = {shape_string(ins.shape)} {ins.opcode}({operands})"
-        attrs = self._attributes(ins)
+        opcode, attrs = ins.opcode, self._attributes(ins)
+        if opcode in ("async-start", "async-update", "async-done"):
+            # XLA's sugar: the wrapped instruction's opcode with -start/-update/-done, the start with its attributes
+            wrapped = self._wrapped(ins)
+            opcode = wrapped.opcode + opcode[len("async"):]
+            if ins.opcode == "async-start":
+                attrs = self._attributes(wrapped, frontend=False) + attrs
+        text = f"%{ins.name} = {shape_string(ins.shape)} {opcode}({operands})"
         return text + "".join(", " + a for a in attrs)
 
-    def _attributes(self, ins) -> list[str]:
+    def _wrapped(self, ins):
+        """The instruction an async-start (or the update or done it leads to) wraps, when XLA prints it so: its
+        computation one instruction over its parameters, run on the main thread."""
+        start = ins
+        while start.opcode != "async-start" and start.operand_ids:
+            start = self.by_id[start.operand_ids[0]]
+        comp = self.computations.get(start.called_computation_ids[0]) if start.called_computation_ids else None
+        root = next((i for i in comp.instructions if i.id == comp.root_id), None) if comp else None
+        params = [i for i in comp.instructions if i.opcode == "parameter"] if comp else []
+        if root is None or len(comp.instructions) != len(params) + 1 or start.async_execution_thread not in (
+                "", "main") or [self.by_id[o].parameter_number for o in root.operand_ids] != list(range(len(params))):
+            raise ProfileError(f"module {self.label}: Profscope cannot print XLA's '{ins.opcode}' instruction "
+                               f"({ins.name}) as XProf's HLO text shows it")
+        return root
+
+    def _attributes(self, ins, frontend: bool = True) -> list[str]:
         op = ins.opcode
         if op in _UNPRINTED:
             raise ProfileError(f"module {self.label}: Profscope cannot print XLA's '{op}' instruction ({ins.name}) "
                                "as XProf's HLO text shows it")
         out: list[str] = []
         names = [self.computations[c].name for c in ins.called_computation_ids]
-        if op in ("all-reduce", "all-gather", "collective-permute"):
+        if op in _COLLECTIVES:
+            if ins.mesh_axes_replica_group_list:  # newer XLA's mesh axes: not printed here
+                raise ProfileError(f"module {self.label}: Profscope cannot print XLA's '{op}' instruction "
+                                   f"({ins.name}) with replica groups of mesh axes")
             out += _collective_attributes(ins)
+        if op == "rng-get-and-update-state":
+            out.append(f"delta={ins.delta}")
         if op == "slice":
             out.append("slice={" + ", ".join(
                 f"[{d.start}:{d.limit}" + (f":{d.stride}" if d.stride != 1 else "") + "]"
@@ -585,7 +661,8 @@ class ModuleCosts:
             out.append("calls=" + ", ".join(f"%{n}" for n in names))
         elif op == "while":
             out.append(f"condition=%{names[1]}, body=%{names[0]}")  # XLA keeps the body first
-        elif op in ("call", "reduce", "sort", "map", "all-reduce", "reduce-window", "scatter"):
+        elif op in ("call", "reduce", "sort", "map", "all-reduce", "all-reduce-start", "reduce-scatter",
+                    "reduce-window", "scatter"):
             out.append("to_apply=" + ", ".join(f"%{n}" for n in names))
         elif op == "conditional":
             if self._operands(ins)[0].shape.element_type == P.PRED:
@@ -594,12 +671,12 @@ class ModuleCosts:
                 out.append("branch_computations={" + ", ".join(f"%{n}" for n in names) + "}")
         elif op == "get-tuple-element":
             out.append(f"index={ins.tuple_index}")
-        elif names:
+        elif names and op != "async-start":  # an async start prints its wrapped instruction's attributes
             raise ProfileError(f"module {self.label}: Profscope cannot print XLA's '{op}' instruction ({ins.name})")
         if op == "get-tuple-element" and out[-1] != f"index={ins.tuple_index}":
             out.append(f"index={ins.tuple_index}")
         fa = ins.frontend_attributes.map
-        if len(fa):
+        if len(fa) and frontend:
             out.append("frontend_attributes={" + ",".join(f'{k}="{fa[k]}"' for k in sorted(fa)) + "}")
         return out
 
@@ -628,6 +705,12 @@ def _transpose_is_bitcast(ins, operand) -> bool:
     return [perm[d] for d in b.layout.minor_to_major] == list(a.layout.minor_to_major)
 
 
+def _array_bytes(shape, skip: int | None = None) -> int:
+    """The sizes of a shape's array leaves (without those under tuple element `skip`)."""
+    return sum(shape_size(leaf) for ix, leaf in _leaves(shape) if not (ix and ix[0] == skip)
+               and leaf.element_type not in (P.TUPLE, P.TOKEN, P.OPAQUE_TYPE))
+
+
 def _leaves(shape, index: tuple = ()):
     """(shape index, array shape) of each leaf of a shape (ShapeUtil's leaf indices)."""
     if shape.element_type == P.TUPLE:
@@ -643,14 +726,14 @@ def _memory_space(shape) -> int:
 
 def _collective_attributes(ins) -> list[str]:
     """A collective's attributes as XLA prints them: channel, replica groups (or source-target pairs), the
-    all-gather's dimension, global device ids."""
+    all-gather's dimension before its global device ids, a reduce-scatter's (or all-to-all's) after them."""
     out = [f"channel_id={ins.channel_id}"] if ins.channel_id else []
-    if ins.opcode == "collective-permute":
+    if ins.opcode.startswith("collective-permute"):
         pairs = ",".join(f"{{{p.source},{p.target}}}" for p in ins.source_target_pairs)
         return out + ["source_target_pairs={" + pairs + "}"]
     devices = ins.collective_device_list
-    iota = devices.iota_replica_group_list
-    if devices.HasField("iota_replica_group_list"):
+    iota = _iota_groups(ins)
+    if iota is not None:
         groups = (f"[{iota.num_replica_groups},{iota.num_devices_per_group}]<=["
                   + ",".join(str(d) for d in iota.iota_reshape_dims) + "]")
         perm = list(iota.iota_transpose_perm)
@@ -660,11 +743,23 @@ def _collective_attributes(ins) -> list[str]:
         listed = devices.replica_groups if len(devices.replica_groups) else ins.replica_groups
         groups = "{" + ",".join("{" + ",".join(str(r) for r in g.replica_ids) + "}" for g in listed) + "}"
     out.append("replica_groups=" + groups)
-    if ins.opcode == "all-gather":
-        out.append("dimensions={" + ",".join(str(d) for d in ins.dimensions) + "}")
+    dimensions = "dimensions={" + ",".join(str(d) for d in ins.dimensions) + "}"
+    if ins.opcode.startswith("all-gather"):
+        out.append(dimensions)
     if ins.use_global_device_ids:
         out.append("use_global_device_ids=true")
+    if ins.opcode == "reduce-scatter" or (ins.opcode == "all-to-all" and len(ins.dimensions)):
+        out.append(dimensions)
     return out
+
+
+def _iota_groups(ins):
+    """A collective's replica groups as an iota list (XLA's `[groups,size]<=[dims]T(perm)`), if so written: in
+    its collective device list or, by newer XLA, a field of its own."""
+    if ins.HasField("iota_collective_device_list"):
+        return ins.iota_collective_device_list
+    devices = ins.collective_device_list
+    return devices.iota_replica_group_list if devices.HasField("iota_replica_group_list") else None
 
 
 def _custom_call_attributes(ins) -> list[str]:

@@ -213,6 +213,10 @@ def _emit(node: _Acc, level: int, peak_gflops: float, peak_hbm_gib: float, total
         xla = dict(children[0]["xla"])
         if xla["category"].endswith("fusion"):
             xla["provenance"] = ""
+        else:  # XProf copies the top child's layout too (an empty one), placed after the category
+            items = list(xla.items())
+            at = list(xla).index("category") + 1
+            xla = dict(items[:at] + [("layout", {"dimensions": []})] + items[at:])
         return {"name": f"{children[0]['name']} and its duplicate(s)", "metrics": metrics, "children": children,
                 "xla": xla, "numChildren": count}
     out: dict = {"name": node.name, "metrics": metrics, "children": children}

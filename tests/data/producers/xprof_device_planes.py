@@ -24,7 +24,8 @@ the clusters' HloProtos from tfjit.xplane.pb, a real TensorFlow jit_compile prof
 (and a second GPU running only the TF kernels), `gpu_tf_xla_nohlo.xplane.pb` (gpu_tf_xla without its
 metadata plane), `gpu_jax.xplane.pb`, `rocm_jax.xplane.pb` (an AMD
 device_vendor), `gpu_jax2.xplane.pb` (gpu_jax on two GPUs), `gpu_jax_dnn.xplane.pb` and `gpu_jax_dnn_legacy.xplane.pb` (gpu_jax_ops'
-dot and convolution modules as XLA:GPU's cuBLAS and cuDNN custom calls), `tpu_jax.xplane.pb`, `tpu_ops.xplane.pb` (two TensorCores whose XLA ops carry
+dot and convolution modules as XLA:GPU's cuBLAS and cuDNN custom calls), `gpu_jax_collectives.xplane.pb` (the modules of jax_xla_collectives_profile.py's trace, one in XLA:GPU's async
+collectives form), `tpu_jax.xplane.pb`, `tpu_ops.xplane.pb` (two TensorCores whose XLA ops carry
 their metadata), `tpu_mem.xplane.pb` and `tpu_vmem.xplane.pb` (TensorCores with on-chip memories' peaks, ops
 with memory breakdowns, in two modules), `small_emptygpu.xplane.pb` (small.xplane.pb with a GPU plane that recorded
 nothing); for each, and for the SESSIONS of several hosts (`gpu_tf+gpu_tf2`: the two files as
@@ -437,16 +438,50 @@ OPCODE_MODULES = ("jit_batched_dot", "jit_grouped_conv", "jit_max_pool", "jit_po
                   "jit_sort_rows", "jit_branch", "jit_update", "jit_cholesky", "jit__fun",  # jit__fun: collectives
                   "jit_loop")
 JAX_TRACE: list = []  # --jax-trace: the xplane.pb jax_xla_opcodes_profile.py wrote
+# jax_xla_collectives_profile.py's programs (gpu_jax_collectives), and --collectives-trace: the folder it wrote
+COLLECTIVE_MODULES = ("jit_collectives", "jit_rng")
+COLLECTIVES_TRACE: list = []
 
 
-def jax_device(space, plane_name, vendor, tpu=False, opcodes=False, every=False, dnn=None, two=False):
+def collectives_metadata():
+    """The metadata plane of jax_xla_collectives_profile.py's trace (its two modules), with its
+    jit_collectives_async module (XLA's HloModuleProto, parsed from the async text) added as one more program,
+    the next program id, its module id as XLA sets it for a program."""
+    try:
+        from tensorflow.compiler.xla.service import hlo_pb2
+    except ImportError:  # pragma: no cover
+        from xla.service import hlo_pb2
+    folder = COLLECTIVES_TRACE[0]
+    meta, modules = jax_metadata(next(folder.glob("plugins/profile/*/*.xplane.pb")), COLLECTIVE_MODULES)
+    module = hlo_pb2.HloModuleProto.FromString((folder / "jit_collectives_async.hlo_module.pb").read_bytes())
+    program_id = max(m[0] for m in modules) + 3
+    module.id = program_id
+    hlo_stat = next(k for k, m in meta.stat_metadata.items() if m.name == "Hlo Proto")
+    program_stat = next(k for k, m in meta.stat_metadata.items() if m.name == "program_id")
+    mid = max(meta.event_metadata) + 1
+    md = meta.event_metadata[mid]
+    md.id, md.name = mid, f"{module.name}({program_id})"
+    md.stats.add(metadata_id=hlo_stat, bytes_value=hlo_pb2.HloProto(hlo_module=module).SerializeToString(
+        deterministic=True))
+    md.stats.add(metadata_id=program_stat, uint64_value=program_id)
+    entry = next(c for c in module.computations if c.id == module.entry_computation_id)
+    modules.append((program_id, module.name, kernel_names(module, entry, True)))
+    return meta, modules
+
+
+def jax_device(space, plane_name, vendor, tpu=False, opcodes=False, every=False, dnn=None, two=False,
+               collectives=False):
     """A JAX program on one device: per step, the jitted modules' instructions
     as kernels (GPU) or XLA ops (TPU), with hlo_op, hlo_module, program_id.
     With `opcodes`, the modules of jax_xla_opcodes_profile.py's trace, every
     kernel of each (loop bodies and branches too). With `dnn` (a cuBLAS call target), gpu_jax_ops' dot and
     convolution modules rewritten to XLA:GPU's cuBLAS and cuDNN custom calls. With `two`, a second GPU
-    (`/device:GPU:1`) runs the same kernels, slower, all but the first kernel of step 0."""
-    if dnn:
+    (`/device:GPU:1`) runs the same kernels, slower, all but the first kernel of step 0. With `collectives`,
+    the modules of jax_xla_collectives_profile.py's trace and its async module (collectives_metadata)."""
+    if collectives:
+        meta, modules = collectives_metadata()
+        opcodes = True
+    elif dnn:
         meta, modules = jax_metadata(Path(sys.argv[1]) / "gpu_jax_ops.xplane.pb",
                                      ("jit_batched_dot", "jit_grouped_conv"),
                                      transform=lambda m, pb: gpu_library_calls(m, pb, dnn))
@@ -485,6 +520,8 @@ def jax_device(space, plane_name, vendor, tpu=False, opcodes=False, every=False,
             host.event(launcher, f"PjitFunction({module})", t, 3 * US)
             for k, name in enumerate(names[:per_module]):
                 duration = (1 + (k * 7 + program_id) % 9) * 1_100_000 + step * 1_000
+                if collectives:  # one name in two modules (sync and async) never ties in time (XProf's order)
+                    duration += program_id * 10_000
                 stats = dict(hlo_op=name, hlo_module=module, program_id=program_id)
                 if not tpu:
                     host.event(launcher, "cuLaunchKernel", t, 1 * US, correlation_id=correlation)
@@ -711,6 +748,8 @@ VARIANTS = {
     "gpu_jax_dnn": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", dnn="__cublas$lt$matmul"),
     # and with the legacy cuBLAS call (XLA:GPU's default without cuBLASLt): hlo_stats only
     "gpu_jax_dnn_legacy": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", dnn="__cublas$gemm"),
+    # collectives (sync and XLA:GPU's async forms) and rng-get-and-update-state
+    "gpu_jax_collectives": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", collectives=True),
     "tpu_mem": tpu_mem,
     "tpu_vmem": lambda s: tpu_mem(s, cmem=False),
     "small_emptygpu": empty_gpu,
@@ -787,12 +826,18 @@ def main():
         at = args.index("--jax-trace")
         JAX_TRACE.append(Path(args[at + 1]))
         del args[at : at + 2]
+    if "--collectives-trace" in args:  # gpu_jax_collectives: the folder jax_xla_collectives_profile.py wrote
+        at = args.index("--collectives-trace")
+        COLLECTIVES_TRACE.append(Path(args[at + 1]))
+        del args[at : at + 2]
     folder = Path(sys.argv[1])
     out = folder / "tools"
     out.mkdir(exist_ok=True)
     only = args or [*VARIANTS, *SESSIONS]
     if "gpu_jax_ops" in only and not JAX_TRACE:
         sys.exit("gpu_jax_ops needs --jax-trace PATH (the xplane.pb of jax_xla_opcodes_profile.py)")
+    if "gpu_jax_collectives" in only and not COLLECTIVES_TRACE:
+        sys.exit("gpu_jax_collectives needs --collectives-trace DIR (the folder of jax_xla_collectives_profile.py)")
     for session in [s for s in only if s in SESSIONS]:  # sessions of several hosts (XProf takes the list)
         only.remove(session)
         hosts, tools = SESSIONS[session]
