@@ -8,6 +8,7 @@ shows the same step table."""
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,16 +77,17 @@ RECOMMENDATIONS = [
 
 
 def one(x: float) -> str:
-    return f"{x:.1f}"
+    return f"{x:.1f}" if x == x else "-nan"  # NaN as C++ prints x86's default NaN
 
 
 def two(x: float) -> str:
-    return f"{x:.2f}"
+    return f"{x:.2f}" if x == x else "-nan"
 
 
 def summary(values) -> tuple[float, float, float, float]:
-    """(average, standard deviation, minimum, maximum) as XProf's tsl Stat:
-    the sample standard deviation from the sums, 0 when all values are equal."""
+    """(average, standard deviation, minimum, maximum) as XProf's tsl Stat: the sample standard deviation from
+    the sums, 0 when all values are equal. Stat starts its maximum at the smallest positive double, so values
+    that are all zero are not all equal: a single zero has the deviation 0/0, NaN (printed "-nan")."""
     values = [float(v) for v in values]
     if not values:
         return 0.0, 0.0, 0.0, 0.0
@@ -94,9 +96,9 @@ def summary(values) -> tuple[float, float, float, float]:
     for v in values:
         s += v
         sq += v * v
-    lo, hi = min(values), max(values)
-    sdv = 0.0 if lo == hi else math.sqrt((sq - s * s / n) / (n - 1))
-    return s / n, sdv, lo, hi
+    lo, hi = min(values), max(*values, sys.float_info.min)
+    variance = 0.0 if lo == hi else (sq - s * s / n) / (n - 1) if n > 1 else math.nan
+    return s / n, math.sqrt(variance) if variance >= 0 else math.nan, lo, hi
 
 
 @dataclass

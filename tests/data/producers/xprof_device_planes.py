@@ -770,6 +770,8 @@ SESSIONS = {
     "gpu_jax+gpu_jax2": ([("gpu_jax", 0), ("gpu_jax2", 0)], TOOLS),
     # A host of XLA ops and a host of TensorFlow kernels
     "gpu_jax+gpu_tf": ([("gpu_jax", 0), ("gpu_tf", 0)], TOOLS),
+    # Hosts with a single step in common: a step-time part that is zero has the deviation -nan in XProf
+    "gpu_jax_dnn+gpu_tf": ([("gpu_jax_dnn", 0), ("gpu_tf", 0)], STEP_TOOLS),
     # Two TPU hosts, the second's clock 150 us later: their TensorCores' steps meet a step or two apart.
     "tpu_ops+tpu_ops_late": ([("tpu_ops", 0), ("tpu_ops", 150)],
                              (*STEP_TOOLS, "framework_op_stats", "hlo_stats", "op_profile")),
