@@ -36,6 +36,8 @@ COMPUTED = [
     ("gpu_jax_dnn_legacy", "hlo_stats"),
     *[("tpu_jax", t) for t in ("framework_op_stats", "overview_page", "input_pipeline_analyzer")],
     *[(v, t) for v in ("tpu_ops", "tpu_mem", "tpu_vmem") for t in ALL_TOOLS if t != "kernel_stats"],
+    # tpu_ops whose steps the host's TPU launches (DoEnqueueProgram) tie to its steps
+    *[("tpu_launch", t) for t in ALL_TOOLS],
     *[(v, t) for v in ("tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
     ("tpu_jax", "roofline_model"),
     ("small_emptygpu", "roofline_model"),
@@ -59,7 +61,7 @@ def test_export_equals_xprofs(tmp_path, name, tool):
 
 @pytest.mark.parametrize("name", ["gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "gpu_jax_ops", "gpu_jax_dnn", "gpu_jax2",
                                   "tpu_jax",
-                                  "tpu_ops",
+                                  "tpu_ops", "tpu_launch",
                                   "tpu_mem", "tpu_vmem", "small_emptygpu"])
 def test_op_profile_by_category_equals_xprofs(tmp_path, name):
     got = export(tmp_path, XPROF / f"{name}.xplane.pb", "op_profile", "--param", "group_by=category")
@@ -301,19 +303,30 @@ def test_intersection_rules():
     assert intersect([chief, spans()]).count == 0
 
 
-def test_tpu_steps_tied_to_host_events_say_so(tmp_path, capsys):
-    """TensorCore events carrying context stats would be grouped with host events by XProf: not reproduced, so
-    the step tools say so instead of numbering the steps their own way."""
+def test_tpu_steps_take_the_groups_of_their_host_launches(tmp_path):
+    """tpu_launch: each device step is the host step whose DoEnqueueProgram launched its module (steps 0-7, not
+    the device's own step numbers); the warm-up launch before the first host step is in no step; step 5's two
+    programs are one step, from the first's start to the second's end."""
+    steps = rows(export(tmp_path, XPROF / "tpu_launch.xplane.pb", "input_pipeline_analyzer")[1])
+    assert [r[0] for r in steps] == [str(i) for i in range(8)]
+    times = {r[0]: r[1] + r[4] + r[5] + r[6] for r in steps}  # compute, infeed, outfeed, idle (ms)
+    assert times["5"] == pytest.approx(0.108, abs=1e-3) and times["4"] == pytest.approx(0.068, abs=1e-3)
+
+
+def test_tpu_events_leading_to_others_say_so(tmp_path, capsys):
+    """A TensorCore event that is a producer of a context (no TPU runtime writes one) would lead XProf's grouping
+    from the device to other events: not reproduced, so the step tools say so."""
     space = xplane_pb2.XSpace.FromString((XPROF / "tpu_ops.xplane.pb").read_bytes())
     tpu = next(p for p in space.planes if p.name == "/device:TPU:0")
     sid = max(tpu.stat_metadata) + 1
     tpu.stat_metadata[sid].id = sid
-    tpu.stat_metadata[sid].name = "consumer_type"
+    tpu.stat_metadata[sid].name = "_pt"
+    tpu.lines[0].events[0].stats.add(metadata_id=sid, int64_value=2)
     path = tmp_path / "tpu.xplane.pb"
     path.write_bytes(space.SerializeToString())
     assert main(["export", str(path), "--tool", "input_pipeline_analyzer", "-o", str(tmp_path / "o.json")]) != 0
     err = capsys.readouterr().err
-    assert "context stats" in err and "/device:TPU:0" in err and "Traceback" not in err
+    assert "producer context" in err and "/device:TPU:0" in err and "Traceback" not in err
 
 
 def test_nested_ops_self_time():

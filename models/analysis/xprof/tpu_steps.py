@@ -3,9 +3,15 @@ op_stats_to_input_pipeline_analysis, as XProf 2.24.2 gives them), for TensorCore
 no op metadata (program_id and symbol_id): every op is then outside XProf's op metrics, and each step's
 TensorCore time is idle.
 
-Grouping: the TensorCore's step events (its `Steps` line) are not tied to host events, so XProf groups them
-itself after the host's groups, every core in lock step: the k-th step event of each core is group
-(host groups + k). Each event of the other lines takes the group of the step event it overlaps.
+Grouping (tsl's group_events for TPU): a TensorCore's step events (its `Steps` line) take the group of the host
+event that launched them. XProf's preprocessing ties a host `DoEnqueueProgram` (device_ordinal, queue_id, run_id
+masked to 27 bits, core_type) as producer of a kTpuLaunch context to the `XLA Modules` events of that core with the
+same queue_id, run_id and core_type (absent: 0); a step event takes the contexts of the events it holds, and so the
+group of such a launch (the first group that reaches it). Where no step event of any core is tied to a grouped
+launch, XProf groups them itself after the host's groups, every core in lock step: the k-th step event of each
+core is group (host groups + k). Then per core the step events without a group are dropped (unless none has one)
+and consecutive ones of one group merged into one step (a step of several programs: from the first's start to
+the last's end). Each event of the other lines takes the group of the step it overlaps.
 
 A step is a group with a step event and XLA ops on a core; its time is the longest of its step events over
 the cores; per core its breakdown is the op time by category plus IDLE (the rest of the step).
@@ -23,8 +29,11 @@ from profscope.models.core.task import ProfileError
 from profscope.models.formats.xspace.xplane import HOST_PLANE, XSpaceData, span_text
 
 TENSOR_CORE = re.compile(r"/device:TPU:(\d+)$")
-STEP_LINE, OP_LINE = "Steps", "XLA Ops"
-CONTEXT_STATS = ("producer_type", "producer_id", "consumer_type", "consumer_id")
+STEP_LINE, OP_LINE, MODULE_LINE = "Steps", "XLA Ops", "XLA Modules"
+DEVICE_PRODUCER_STATS = ("_pt", "_p")  # a device event leading to others: not reproduced
+LAUNCHES = ("DoEnqueueProgram", "DoEnqueueContinuationProgram")  # the TPU runtime's host launches
+LAUNCH_STATS = ("device_ordinal", "queue_id", "run_id", "core_type")
+RUN_ID_MASK = (1 << 27) - 1  # XProf keeps so many bits of a host launch's run_id
 DBL_MIN = 2.2250738585072014e-308  # a tsl Stat<double>'s maximum before any value above it
 
 
@@ -101,54 +110,127 @@ def _self_times(begin: np.ndarray, end: np.ndarray) -> np.ndarray:
     return self_ps
 
 
+def _launch_groups(space: XSpaceData, host: int, groups) -> dict[tuple[int, int, int, int], int]:
+    """The host's TPU launches in a step: (device_ordinal, queue_id, run_id, core_type) -> the first group."""
+    p = space.planes[host]
+    ids = [mid for mid, (name, _d, _s) in p.event_metadata.items() if name in LAUNCHES]
+    if not ids or not len(groups.rows):
+        return {}
+    rows = groups.rows[np.isin(space.events.metadata_id[groups.rows], ids)]
+    group = groups.of_events(rows)
+    stats = space.stats(rows, host, list(LAUNCH_STATS))
+    values = {}
+    for name in LAUNCH_STATS:
+        column = stats[name]
+        values[name] = dict(zip(column.rows.tolist(), column.ints_present(unsigned_too=True).tolist()))
+    out: dict[tuple[int, int, int, int], int] = {}
+    for i, g in enumerate(group.tolist()):
+        if g < 0 or any(i not in values[n] for n in LAUNCH_STATS[:3]):
+            continue
+        key = (values["device_ordinal"][i], values["queue_id"][i], values["run_id"][i] & RUN_ID_MASK,
+               values["core_type"].get(i, 0))
+        out[key] = min(g, out.get(key, g))
+    return out
+
+
+def _tied_groups(space: XSpaceData, plane: int, begin: np.ndarray, end: np.ndarray,
+                 launches: dict[tuple[int, int, int, int], int]) -> np.ndarray:
+    """Per step event (in time order) of a TensorCore, the group of the host launch of a module it holds (the
+    least such group), else -1."""
+    out = np.full(len(begin), -1, np.int64)
+    ordinal = int(TENSOR_CORE.match(space.planes[plane].name).group(1))  # type: ignore[union-attr]
+    modules = _line_rows(space, plane, MODULE_LINE)
+    if not launches or not len(modules) or not len(begin):
+        return out
+    stats = space.stats(modules, plane, ["queue_id", "run_id", "core_type"])
+    values = {n: dict(zip(c.rows.tolist(), c.ints_present(unsigned_too=True).tolist())) for n, c in stats.items()}
+    m_begin = space.start_ps(modules)
+    m_end = m_begin + space.events.duration_ps[modules].astype(np.int64)
+    # The first step event ending after the module begins holds it if it includes it (XProf's scan).
+    at = np.searchsorted(end, m_begin, side="right")
+    for i in range(len(modules)):
+        k = int(at[i])
+        if k >= len(begin) or not (begin[k] <= m_begin[i] and m_end[i] <= end[k]):
+            continue
+        if i not in values["queue_id"] or i not in values["run_id"]:
+            continue
+        g = launches.get((ordinal, values["queue_id"][i], values["run_id"][i], values["core_type"].get(i, 0)), -1)
+        if g >= 0 and (out[k] < 0 or g < out[k]):
+            out[k] = g
+    return out
+
+
+def _merged_steps(begin: np.ndarray, end: np.ndarray, group: np.ndarray):
+    """XProf's MergeHostSteps: step events without a group dropped (unless none has one), consecutive ones of
+    one group made one (the first's start to the last's end)."""
+    keep = group >= 0
+    if not keep.any():
+        return begin, end, group
+    begin, end, group = begin[keep], end[keep], group[keep]
+    first = np.r_[True, group[1:] != group[:-1]]
+    last = np.r_[first[1:], True]
+    return begin[first], end[last], group[first]
+
+
 def tpu_steps(space: XSpaceData) -> TpuSteps:
     """The TPU step db of one XSpace's TensorCore planes."""
     from profscope.models.formats.xspace.groups import group_events
 
     host = space.plane_named(HOST_PLANE)
-    first_group = len(group_events(space, host).roots) if host >= 0 else 0
-    markers: dict[int, list[tuple[int, int]]] = {}  # group -> (begin, end) of each core's step event
-    cores: dict[int, dict[int, dict[str, int]]] = {}  # group -> core -> category -> self ps
-    rows: dict[int, dict[int, np.ndarray]] = {}  # group -> core -> op event rows
+    host_groups = group_events(space, host) if host >= 0 else None
+    first_group = len(host_groups.roots) if host_groups is not None else 0
+    launches = _launch_groups(space, host, host_groups) if host_groups is not None else {}
+    per_plane = []
     for plane in tensor_cores(space):
-        if any(space.planes[plane].stat_ids(n) for n in CONTEXT_STATS):
-            # Device events tied to host events by their context: XProf groups them with the host's steps.
-            raise ProfileError(f"{space.path}: {space.planes[plane].name} ties its events to host events (context "
-                               "stats); Profscope does not group TPU steps through them yet")
-        core = space.planes[plane].id
+        if any(space.planes[plane].stat_ids(n) for n in DEVICE_PRODUCER_STATS):
+            # Device events leading to host events (producer contexts): XProf groups those too.
+            raise ProfileError(f"{space.path}: {space.planes[plane].name} has events that lead to others (producer "
+                               "context stats); Profscope does not group TPU steps through them yet")
         steps = _line_rows(space, plane, STEP_LINE)
         begin = space.start_ps(steps)
         end = begin + space.events.duration_ps[steps].astype(np.int64)
         order = np.argsort(begin, kind="stable")
         begin, end = begin[order], end[order]
-        for k, (b, e) in enumerate(zip(begin.tolist(), end.tolist())):
-            markers.setdefault(first_group + k, []).append((b, e))
+        per_plane.append((plane, begin, end, _tied_groups(space, plane, begin, end, launches)))
+    if not any((tied >= 0).any() for *_, tied in per_plane):  # no launch tied: every core in lock step
+        per_plane = [(plane, b, e, first_group + np.arange(len(b), dtype=np.int64)) for plane, b, e, _ in per_plane]
+    markers: dict[int, list[tuple[int, int]]] = {}  # group -> (begin, end) of each core's step event
+    cores: dict[int, dict[int, dict[str, int]]] = {}  # group -> core -> category -> self ps
+    rows: dict[int, dict[int, np.ndarray]] = {}  # group -> core -> op event rows
+    for plane, begin, end, group in per_plane:
+        core = space.planes[plane].id
+        begin, end, group = _merged_steps(begin, end, group)
+        for b, e, g in zip(begin.tolist(), end.tolist(), group.tolist()):
+            if g >= 0:
+                markers.setdefault(g, []).append((b, e))
         ops = _line_rows(space, plane, OP_LINE)
         if not len(ops) or not len(begin):
             continue
         op_begin = space.start_ps(ops)
         op_end = op_begin + space.events.duration_ps[ops].astype(np.int64)
-        # The first step event overlapping each op (ends included, as tsl's Timespan::Overlaps).
+        # The first step event overlapping each op (ends included, as tsl's Timespan::Overlaps), with a group.
         at = np.searchsorted(end, op_begin, side="left")
         grouped = (at < len(begin)) & (begin[np.minimum(at, len(begin) - 1)] <= op_end)
+        grouped &= group[np.minimum(at, len(begin) - 1)] >= 0
         keyed, categories = op_metadata(space, plane, ops)
         self_ps = _self_times(op_begin[grouped], op_end[grouped])
         index = np.flatnonzero(grouped)
-        for k in np.unique(at[index]).tolist():  # a step with ops on this core
-            cores.setdefault(first_group + k, {}).setdefault(core, {})
+        op_group = group[at[index]]
+        for g in np.unique(op_group).tolist():  # a step with ops on this core
+            cores.setdefault(g, {}).setdefault(core, {})
         # XProf's op metrics keep only ops with their program and symbol: their self time by step and category.
         kept = keyed[index]
         names = sorted(set(categories))
         code = {name: c for c, name in enumerate(names)}
-        step, category = at[index][kept], np.array([code[c] for c in categories], np.int64)[index][kept]
+        step, category = op_group[kept], np.array([code[c] for c in categories], np.int64)[index][kept]
         pairs, which = np.unique(step * len(names) + category, return_inverse=True)
         sums = np.bincount(which, self_ps[kept], len(pairs)).astype(np.int64)
         for pair, total in zip(pairs.tolist(), sums.tolist()):
-            cores[first_group + pair // len(names)][core][names[pair % len(names)]] = total
+            cores[pair // len(names)][core][names[pair % len(names)]] = total
         order = np.argsort(step, kind="stable")  # each step's ops, in line order
         bounds = np.flatnonzero(np.diff(step[order])) + 1
-        for k, part in zip(np.unique(step).tolist(), np.split(ops[index][kept][order], bounds)):
-            rows.setdefault(first_group + k, {})[core] = part
+        for g, part in zip(np.unique(step).tolist(), np.split(ops[index][kept][order], bounds)):
+            rows.setdefault(g, {})[core] = part
     out = TpuSteps()
     for group in sorted(set(markers) & set(cores)):
         longest = max(markers[group], key=lambda m: m[1] - m[0])  # the first of the longest
@@ -350,7 +432,6 @@ def tpu_input_pipeline_json(stats) -> list[dict]:
 
 # ---------------------------------------------------------------- overview (TPU)
 
-MODULE_LINE = "XLA Modules"
 # HLO categories whose time the TensorCore is not on duty (tsl's IsOffDutyOp).
 OFF_DUTY = {"infeed", "outfeed", "host send", "host send-done", "host recv", "host recv-done", "megacore fusion"}
 
