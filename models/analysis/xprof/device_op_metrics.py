@@ -439,7 +439,12 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     none = np.zeros(0, np.int64)
     idle = _device_db([], [], [], none, none, np.zeros(0, bool), total)
     # A TPU's op metrics come from its ops' metadata (tpu_ops.py), read by each tool's TPU branch.
-    stats = DeviceStats(idle, idle, "TPU", "TPU", core_count=len(planes))
+    from profscope.models.analysis.xprof.tpu_steps import TENSOR_CORE
+
+    # The chip's type: device_type_string of a host's first TensorCore (several hosts: the last host's).
+    first = {id(s): (s, i) for s, i in reversed(tpu) if TENSOR_CORE.match(s.planes[i].name)}
+    model = str(plane_stats(*next(iter(first.values()))).get("device_type_string", "")) if first else ""
+    stats = DeviceStats(idle, idle, model, "TPU", core_count=len(planes))
     if steps:
         from profscope.models.analysis.xprof.tpu_steps import combine_tpu_steps, tpu_steps
 

@@ -423,7 +423,7 @@ def tpu_roofline_tables(spaces: list[XSpaceData], device) -> list[dict]:
     p = {
         "cmem_read_ridge_point": ridge(roofline.peak_cmem[0]),
         "cmem_write_ridge_point": ridge(roofline.peak_cmem[1]),
-        "device_type": "",  # XProf 2.24.2 names no TPU model without the chip's stats
+        "device_type": device.device_type,  # the chip's type (device_type_string), if the planes name it
         "has_cmem": str(int(env.has_cmem)),
         "has_merged_vmem": str(int(env.has_merged_vmem)),
         "hbm_ridge_point": ridge(roofline.peak_hbm),

@@ -521,7 +521,6 @@ def tpu_overview_json(stats, spaces: list[XSpaceData]) -> list[dict]:
     diagnostics = diagnostics_table(errors, list(stats.warnings) + ([] if len(stats.tpu_steps) else [
         tables[4]["rows"][0]["c"][1]["v"]] if tables[4]["rows"] else []))
     environment = ov._run_environment_table(stats)
-    environment["p"]["device_type"] = ""  # XProf 2.24.2 names no TPU type without the chip's own stats
     return [analysis, tables[1], environment, recommendation, ov._inference_latency_table(), {}, diagnostics]
 
 

@@ -441,13 +441,16 @@ def tpu_ops(space, launched=False):
     `DoEnqueueProgram` (device_ordinal, queue_id, run_id) inside the step's PjitFunction, and the module events
     carry the launch's queue_id and run_id (XProf's preprocessing makes them a kTpuLaunch producer and its
     consumers). A launch before the first host step (a warm-up, in no step) runs a device step of its own, and
-    step 5 launches a second program (jit_eval_step) whose device step belongs to the same host step."""
+    step 5 launches a second program (jit_eval_step) whose device step belongs to the same host step. Its
+    TensorCore planes name the chip (device_type_string "TPU v4")."""
     host = Plane(space, 1, "/host:CPU")
     python = host.line(1, "python3")
     cores = []
     for k in range(2):
         dev = Plane(space, 2 + k, f"/device:TPU:{k}")
         device_caps(dev, "", tpu=True)
+        if launched:  # the chip's type, as tsl's TPU plane builder writes it
+            dev.set_stat(dev.p, "device_type_string", "TPU v4")
         cores.append((dev, dev.line(2, "XLA Ops"), dev.line(1, "XLA Modules"), dev.line(0, "Steps")))
         for symbol, (name, category, _duration, framework) in enumerate(TPU_OPS, start=1):
             md = dev.p.event_metadata[dev.event_id(name)]
