@@ -407,10 +407,6 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(DEVICE_PREFIXES)]
     gpu = [(s, i) for s, i in planes if s.planes[i].name.startswith(GPU_PLANE_PREFIX)]
     tpu = [(s, i) for s, i in planes if not s.planes[i].name.startswith(GPU_PLANE_PREFIX)]
-    if steps and tpu and gpu:
-        # XProf combines TPU and GPU hosts' steps into one step db of two layouts: not computed here.
-        raise ProfileError(f"{tpu[-1][0].path}: Profscope does not compute XProf's step analysis of TPU planes "
-                           f"({tpu[-1][0].planes[tpu[-1][1]].name}) beside GPUs yet")
     dbs = []
     xla = ""
     xla_parts = []
@@ -434,7 +430,12 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
         # XLA ops on every GPU: their rows combined, with their costs; else XProf's combiner of kernels' rows
         ops = xla_op_db(xla_ops) if xla_ops is not None and len(xla_parts) == len(dbs) else _combine_device(dbs)
         step_dbs = [gpu_step_db(s) for s in spaces] if steps else None
-        return DeviceStats(tf_metrics_of_device(ops), ops, model, "GPU", step_dbs, len(gpu), xla, xla_ops=xla_ops)
+        stats = DeviceStats(tf_metrics_of_device(ops), ops, model, "GPU", step_dbs, len(gpu), xla, xla_ops=xla_ops)
+        if tpu:  # TPU and GPU hosts in one session (tpu_steps.py)
+            from profscope.models.analysis.xprof.tpu_steps import beside_gpus
+
+            return beside_gpus(stats, spaces, steps)
+        return stats
     total = sum(_tpu_span(s, i) for s, i in planes)
     none = np.zeros(0, np.int64)
     idle = _device_db([], [], [], none, none, np.zeros(0, bool), total)

@@ -201,13 +201,13 @@ def overview_page_json(stats: OpStats, a: InputAnalysis,
 @register("overview_page")
 def overview_page(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
     stats, analysis = input_analysis(paths, task)
+    if stats.device_unknown:  # the top device ops need their FLOPs
+        raise ProfileError(stats.device_unknown)
     if stats.tpu_steps is not None:  # TensorCores: XProf's TPU page (tpu_steps.py; its ops from tpu_ops.py)
         from profscope.models.analysis.xprof.op_stats import read_spaces
         from profscope.models.analysis.xprof.tpu_steps import tpu_overview_json
 
         return ToolData(dumps(tpu_overview_json(stats, read_spaces(paths, task))), "json")
-    if stats.device_unknown:  # the top device ops need their FLOPs
-        raise ProfileError(stats.device_unknown)
     kernels = None
     if stats.device is not None and "GPU" in stats.device_type:
         from profscope.models.analysis.xprof.device_op_metrics import kernel_reports, op_kernel_stats

@@ -243,14 +243,16 @@ def tpu_steps(space: XSpaceData) -> TpuSteps:
     return out
 
 
-def combine_tpu_steps(hosts: list[TpuSteps]) -> tuple[TpuSteps, bool]:
+def combine_tpu_steps(hosts: list[TpuSteps], ids: list[int] | None = None) -> tuple[TpuSteps, bool]:
     """Several TPU hosts' steps as XProf combines them: their step intersection (step_intersection.py), the
-    combined steps numbered from 0, each with every host's cores (global core ids: host * 1000 + core).
-    Returns them and whether the hosts' steps had none in common."""
+    combined steps numbered from 0, each with every host's cores (global core ids: host * 1000 + core, the host's
+    index in `ids`, else in the list). A session of one host keeps its steps. Returns them and whether the hosts'
+    steps had none in common."""
     from profscope.models.analysis.xprof.step_intersection import intersect
 
-    if len(hosts) == 1:
+    if len(hosts) == 1 and ids is None:
         return hosts[0], False
+    ids = ids if ids is not None else list(range(len(hosts)))
     spans = [(np.array(h.begin_ps, np.int64), np.array(h.begin_ps, np.int64) + np.array(h.duration_ps, np.int64))
              for h in hosts]
     x = intersect(list(spans))
@@ -262,14 +264,54 @@ def combine_tpu_steps(hosts: list[TpuSteps]) -> tuple[TpuSteps, bool]:
             first = x.first[h]
             assert first is not None
             for core, value in host.per_core[first + i].items():
-                cores[h * 1000 + core] = value
-                op_rows[h * 1000 + core] = host.op_rows[first + i][core]
+                cores[ids[h] * 1000 + core] = value
+                if core in host.op_rows[first + i]:
+                    op_rows[ids[h] * 1000 + core] = host.op_rows[first + i][core]
         out.number.append(i)
         out.begin_ps.append(min(hosts[h].begin_ps[(x.first[h] or 0) + i] for h in range(len(hosts))))
         out.duration_ps.append(max(d for d, _ in cores.values()))
         out.per_core.append(cores)
         out.op_rows.append(op_rows)
     return out, x.empty_intersect
+
+
+GPU_CORE = 1  # the one core XProf gives a GPU host's steps (kDefaultGpuLocalCoreId)
+
+
+def beside_gpus(stats, spaces: list[XSpaceData], steps: bool):
+    """XProf's combined OpStats of a session of TPU and GPU hosts: TPU analysis (its hardware type is the
+    highest of the hosts'). Its one device op metrics db holds both kinds of ops (not computed here: `stats.xla`
+    says so to the tools that read it). Its step db is the step intersection of the hosts that have a device
+    type XProf knows: GPU hosts, and TPU hosts whose TensorCores name a TPU chip (device_type_string; the others
+    count as coordinators). A GPU host's step is one core (GPU_CORE) that is idle for XProf's TPU breakdown."""
+    from profscope.models.analysis.xprof.device_op_metrics import gpu_planes, gpu_step_db, plane_stats
+
+    tpu = next((s.planes[i].name for s in spaces for i in tensor_cores(s)), "")
+    stats.xla = (f"{spaces[0].path.parent}: Profscope does not compute XProf's op metrics of TPU planes ({tpu}) "
+                 "beside GPUs yet")
+    stats.xla_ops = None
+    if not steps:
+        return stats
+    hosts, ids = [], []
+    for k, space in enumerate(spaces):
+        cores = tensor_cores(space)
+        if gpu_planes(space):
+            db = gpu_step_db(space)
+            host = TpuSteps()
+            for number, begin, duration in zip(db.number.tolist(), db.begin_ps.tolist(), db.duration_ps.tolist()):
+                host.number.append(number)
+                host.begin_ps.append(begin)
+                host.duration_ps.append(duration)
+                host.per_core.append({GPU_CORE: (duration, {})})
+                host.op_rows.append({})
+        elif cores and "TPU" in str(plane_stats(space, cores[0]).get("device_type_string", "")):
+            host = tpu_steps(space)
+        else:
+            continue
+        hosts.append(host)
+        ids.append(k)
+    stats.tpu_steps, stats.empty_intersect = combine_tpu_steps(hosts, ids)
+    return stats
 
 
 # ---------------------------------------------------------------- input pipeline (TPU)
@@ -302,6 +344,7 @@ class TpuStepDetails:
     host: list[float]  # host transfers (host send and recv)
     infeed_percent: list[tuple[float, float, float]]  # average, minimum, maximum over the cores
     step_ms: list[float]  # the longest core's step time (XProf's step time summary)
+    active: list[float] = field(default_factory=list)  # the cores' average compute (optimal step) time
 
 
 HOST_SEND_RECV = ("host send", "host send-done", "host recv", "host recv-done")
@@ -312,7 +355,7 @@ def step_details(steps: TpuSteps) -> TpuStepDetails:
     its infeed, outfeed, host transfers and idle time (the step less its ops' self time) are waits for the host,
     the rest compute. A step's compute is the least of its cores', its infeed the most, its outfeed their
     average, its idle time the shortest core step less the rest, its time the longest."""
-    d = TpuStepDetails([], [], [], [], [], [], [], [])
+    d = TpuStepDetails([], [], [], [], [], [], [], [], [])
     for i, number in enumerate(steps.number):
         optimal, outfeed, infeed_pct, durations = [], [], [], []
         infeed = host_most = 0
@@ -328,6 +371,7 @@ def step_details(steps: TpuSteps) -> TpuStepDetails:
             host_most = max(host_most, host)
         d.number.append(number)
         d.compute.append(min(optimal) / 1e9 if optimal else 0.0)
+        d.active.append(sum(optimal) / len(optimal) / 1e9 if optimal else 0.0)
         d.infeed.append(infeed / 1e9)
         d.outfeed.append(sum(outfeed) / len(outfeed) / 1e9 if outfeed else 0.0)
         d.host.append(host_most / 1e9)
@@ -357,9 +401,10 @@ def tpu_step_table(d: TpuStepDetails, input_statement: str, output_statement: st
         "tc_compute_ms_average": two(summary(d.compute)[0]), "tc_infeed_ms_average": two(summary(d.infeed)[0]),
         "tc_outfeed_ms_average": two(summary(d.outfeed)[0]), "tc_idle_ms_average": two(summary(d.idle)[0]),
         "host_transfer_ms_average": two(summary(d.host)[0]),
-        # XProf 2.24.2's active times (not in its published source): the TensorCores' compute, as far as checked.
-        "active_steptime_ms_average": two(summary(d.compute)[0]),
-        "tc_active_ms_average": two(summary(d.compute)[0]),
+        # XProf 2.24.2's active times (not in its published source): as far as checked (a session of TPU and GPU
+        # hosts, whose GPU core computes nothing for this breakdown), the cores' average compute time.
+        "active_steptime_ms_average": two(summary(d.active)[0]),
+        "tc_active_ms_average": two(summary(d.active)[0]),
         "input_conclusion": input_statement, "output_conclusion": output_statement, "summary_nextstep": next_step,
     }
     rows = []
