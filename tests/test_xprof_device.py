@@ -270,6 +270,31 @@ def test_two_tpu_hosts_equal_xprofs(tmp_path, tool, more):
     assert_same(got, xprof_answer(name, tool))
 
 
+# A TPU host beside a GPU host, as the producer's SESSIONS.
+MIXED = {"tpu_launch+gpu_tf": [("tpu_launch", 0), ("gpu_tf", 0)], "gpu_tf+tpu_launch": [("gpu_tf", 0), ("tpu_launch", 0)],
+         "tpu_ops+gpu_tf": [("tpu_ops", 0), ("gpu_tf", 0)]}
+
+
+@pytest.mark.parametrize(("name", "tool"), [*[(n, "input_pipeline_analyzer") for n in MIXED],
+                                            *[(n, "kernel_stats") for n in list(MIXED)[:2]]])
+def test_tpu_and_gpu_hosts_equal_xprofs(tmp_path, name, tool):
+    """A TPU host and a GPU host: XProf's TPU step analysis of both hosts' cores, the GPU host's one core idle
+    for it (no compute, no infeed), so each step's time is the GPU's, its idle the shortest core's step less the
+    TPU's infeed and average outfeed; tpu_ops' TensorCores name no chip, so XProf leaves that host out of the
+    steps (a coordinator) and the rows are the GPU's alone."""
+    assert_same(export(tmp_path, session_of(tmp_path, MIXED[name]), tool), xprof_answer(name, tool))
+
+
+@pytest.mark.parametrize("tool", ["overview_page", "framework_op_stats", "hlo_stats", "op_profile", "roofline_model"])
+def test_tpu_and_gpu_hosts_op_metrics_say_so(tmp_path, capsys, tool):
+    """XProf's one device op metrics db of TPU and GPU ops together is not computed: the tools that read it
+    say so (before, they gave the GPU's ops alone)."""
+    session = session_of(tmp_path, MIXED["tpu_launch+gpu_tf"])
+    assert main(["export", str(session), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
+    err = capsys.readouterr().err
+    assert "beside GPUs" in err and "/device:TPU:0" in err and "Traceback" not in err
+
+
 def test_two_hosts_steps_are_those_both_have(tmp_path):
     """gpu_tf's first four steps meet gpu_tf2's last four: four combined steps, numbered from 0, with gpu_tf's
     times; the empty intersection of three hosts says why there are no steps."""

@@ -664,6 +664,11 @@ SESSIONS = {
     # Two TPU hosts, the second's clock 150 us later: their TensorCores' steps meet a step or two apart.
     "tpu_ops+tpu_ops_late": ([("tpu_ops", 0), ("tpu_ops", 150)],
                              (*STEP_TOOLS, "framework_op_stats", "hlo_stats", "op_profile")),
+    # A TPU host and a GPU host, in both orders: one combined OpStats (TPU analysis; its step db of both hosts'
+    # cores); with tpu_ops, whose TensorCores name no chip, XProf counts the TPU host as a coordinator.
+    "tpu_launch+gpu_tf": ([("tpu_launch", 0), ("gpu_tf", 0)], TOOLS),
+    "gpu_tf+tpu_launch": ([("gpu_tf", 0), ("tpu_launch", 0)], TOOLS),
+    "tpu_ops+gpu_tf": ([("tpu_ops", 0), ("gpu_tf", 0)], ("input_pipeline_analyzer",)),
 }
 
 
