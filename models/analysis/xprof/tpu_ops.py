@@ -394,10 +394,10 @@ def tpu_framework_op_stats_json(stats, spaces: list[XSpaceData]) -> list[dict]:
     return tables
 
 
-def tpu_hlo_stats_rows(spaces: list[XSpaceData]) -> list[list]:
+def tpu_hlo_stats_rows(spaces: list[XSpaceData]) -> tuple[list[list], int]:
     """XProf's hlo_stats rows of TensorCore ops: per HLO op (most self time first), its program, category,
     framework op, times, shares of the device's whole time (percent), FLOP rates, bandwidths, intensity and
-    bound from its metadata (no HLO text: the op's name)."""
+    bound from its metadata (no HLO text: the op's name); and that whole time (ps)."""
     ops = tpu_op_metrics(spaces)
     r = roofline_metrics(ops.flops, ops.model_flops, ops.bytes, ops.memory, ops.has_breakdown, ops.time_ps,
                          perf_env(spaces))
@@ -413,4 +413,4 @@ def tpu_hlo_stats_rows(spaces: list[XSpaceData]) -> list[list]:
                      self_us, self_us / n if n else 0.0, share, cumulative, 0.0, float(r.model_rate[i]),
                      float(r.rate[i]), float(r.memory_bw[i]), float(r.hbm_bw[i]), *r.on_chip_bw[i, :2].tolist(),
                      float(r.intensity[i]), r.bound[i], "No", "No", "No", "", "TensorCore", "", 0.0])
-    return rows
+    return rows, int(ops.total_ps)
