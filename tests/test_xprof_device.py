@@ -276,17 +276,18 @@ MIXED = {"tpu_launch+gpu_tf": [("tpu_launch", 0), ("gpu_tf", 0)], "gpu_tf+tpu_la
 
 
 @pytest.mark.parametrize(("name", "tool"), [*[(n, "input_pipeline_analyzer") for n in MIXED],
-                                            *[(n, t) for n in list(MIXED)[:2] for t in ("kernel_stats", "hlo_stats")]])
+                                            *[(n, t) for n in list(MIXED)[:2] for t in ("kernel_stats", "hlo_stats", "framework_op_stats")]])
 def test_tpu_and_gpu_hosts_equal_xprofs(tmp_path, name, tool):
     """A TPU host and a GPU host: XProf's TPU step analysis of both hosts' cores, the GPU host's one core idle
     for it (no compute, no infeed), so each step's time is the GPU's, its idle the shortest core's step less the
     TPU's infeed and average outfeed; tpu_ops' TensorCores name no chip, so XProf leaves that host out of the
     steps (a coordinator) and the rows are the GPU's alone. hlo_stats: both hosts' rows by self time, their
-    shares of both devices' whole time."""
+    shares of both devices' whole time; framework_op_stats: the GPU's framework ops beside the TensorCores', IDLE
+    both devices' idle time, the GPU layout (a TensorCore column) only where the last host is the GPU host."""
     assert_same(export(tmp_path, session_of(tmp_path, MIXED[name]), tool), xprof_answer(name, tool))
 
 
-@pytest.mark.parametrize("tool", ["overview_page", "framework_op_stats", "op_profile", "roofline_model"])
+@pytest.mark.parametrize("tool", ["overview_page", "op_profile", "roofline_model"])
 def test_tpu_and_gpu_hosts_op_metrics_say_so(tmp_path, capsys, tool):
     """XProf's one device op metrics db of TPU and GPU ops together is not computed: the tools that read it
     say so (before, they gave the GPU's ops alone)."""

@@ -57,17 +57,15 @@ COLUMNS = [column(i, kind, label) for i, label, kind in (
 def hlo_stats_table(paths: list[Path], task: TaskState) -> dict:
     if not device_planes(paths, task):
         return table(COLUMNS, [])
-    from profscope.models.analysis.xprof.device_op_metrics import gpu_planes
     from profscope.models.analysis.xprof.op_stats import read_spaces
-    from profscope.models.analysis.xprof.tpu_steps import tensor_cores
+    from profscope.models.analysis.xprof.tpu_steps import tpu_and_gpu_hosts
 
     spaces = read_spaces(paths, task)
-    gpu = [s for s in spaces if gpu_planes(s)]
-    tpu = [s for s in spaces if tensor_cores(s)]
-    if gpu and tpu and not any(s in gpu for s in tpu):
+    mixed = tpu_and_gpu_hosts(spaces)
+    if mixed is not None:
         # TPU and GPU hosts: XProf's one device op metrics db of both, its rows by self time, shares of the
         # whole of both.
-        parts = [_rows(gpu, paths), _rows(tpu, paths)]
+        parts = [_rows(hosts, paths) for hosts in mixed]
         total = sum(t for _, t in parts)
         merged = sorted((r for rows, _ in parts for r in rows), key=lambda r: (-r[9], r[3]))
         cumulative = 0.0

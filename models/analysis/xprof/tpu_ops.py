@@ -369,6 +369,14 @@ def tpu_framework_op_stats_json(stats, spaces: list[XSpaceData]) -> list[dict]:
     from dataclasses import replace
 
     from profscope.models.analysis.xprof.framework_op_stats import framework_op_stats_json
+
+    db, rates = tpu_framework_db(spaces)
+    return with_tpu_rates(framework_op_stats_json(replace(stats, device=db, device_unknown="")), rates)
+
+
+def tpu_framework_db(spaces: list[XSpaceData]):
+    """The TensorCores' framework ops as an OpMetricsDb (IDLE last), and each one's rates by name: (FLOP rate,
+    model FLOP rate, memory bandwidth, operational intensity, bound)."""
     from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb
 
     ops = tpu_op_metrics(spaces)
@@ -377,20 +385,25 @@ def tpu_framework_op_stats_json(stats, spaces: list[XSpaceData]) -> list[dict]:
     db = OpMetricsDb([k[0] for k in keys] + [IDLE], [k[1] for k in keys] + [IDLE], np.r_[occurrences, 0],
                      np.r_[time_ps, idle].astype(np.int64), np.r_[self_ps, idle].astype(np.int64),
                      np.zeros(len(keys) + 1, bool), ops.total_ps, ops.op_ps)
-    tables = framework_op_stats_json(replace(stats, device=db, device_unknown=""))
     env = perf_env(spaces)
     # A framework op sums its ops' FLOPs and bytes, not their memory breakdown: all its bytes are HBM's.
     r = roofline_metrics(flops, model, bytes_, np.zeros((len(keys), 4, 3)), np.zeros(len(keys), bool), time_ps, env)
-    by_name = {k[0]: i for i, k in enumerate(keys)}
+    rates = {k[0]: (float(r.rate[i]), float(r.model_rate[i]), float(r.memory_bw[i]), float(r.intensity[i]),
+                    r.bound[i]) for i, k in enumerate(keys)}
+    return db, rates
+
+
+def with_tpu_rates(tables: list[dict], rates: dict) -> list[dict]:
+    """framework_op_stats tables whose device rows of TensorCore framework ops take their rates."""
     for t in tables:
         for row in t["rows"]:
             cells = row["c"]
-            i = by_name.get(cells[3]["v"]) if cells[1]["v"] == "Device" else None
-            if i is None:
+            r = rates.get(cells[3]["v"]) if cells[1]["v"] == "Device" else None
+            if r is None:
                 continue
-            for k, v in zip((13, 14, 15, 16), (r.rate, r.model_rate, r.memory_bw, r.intensity)):
-                cells[k]["v"] = float(v[i])
-            cells[-2]["v"] = r.bound[i]
+            for k, v in zip((13, 14, 15, 16), r[:4]):
+                cells[k]["v"] = v
+            cells[-2]["v"] = r[4]
     return tables
 
 

@@ -278,6 +278,31 @@ def combine_tpu_steps(hosts: list[TpuSteps], ids: list[int] | None = None) -> tu
 GPU_CORE = 1  # the one core XProf gives a GPU host's steps (kDefaultGpuLocalCoreId)
 
 
+def tpu_and_gpu_hosts(spaces: list[XSpaceData]) -> tuple[list[XSpaceData], list[XSpaceData]] | None:
+    """A session's GPU hosts and TPU hosts, where it has both and no host has both kinds of planes."""
+    from profscope.models.analysis.xprof.device_op_metrics import gpu_planes
+
+    gpu = [s for s in spaces if gpu_planes(s)]
+    tpu = [s for s in spaces if tensor_cores(s)]
+    if not gpu or not tpu or any(s in gpu for s in tpu):
+        return None
+    return gpu, tpu
+
+
+def session_device_type(spaces: list[XSpaceData]) -> str:
+    """XProf's combined run environment's device type: the last host's with a device (a GPU host: its first
+    GPU's model, else "GPU"; a TPU host: its first TensorCore's device_type_string, else empty)."""
+    from profscope.models.analysis.xprof.device_op_metrics import gpu_model_name, gpu_planes, plane_stats
+
+    out = "CPU"
+    for space in spaces:
+        if gpu_planes(space):
+            out = gpu_model_name(plane_stats(space, gpu_planes(space)[0])) or "GPU"
+        elif tensor_cores(space):
+            out = str(plane_stats(space, tensor_cores(space)[0]).get("device_type_string", ""))
+    return out
+
+
 def beside_gpus(stats, spaces: list[XSpaceData], steps: bool):
     """XProf's combined OpStats of a session of TPU and GPU hosts: TPU analysis (its hardware type is the
     highest of the hosts'). Its one device op metrics db holds both kinds of ops (not computed here: `stats.xla`
