@@ -271,12 +271,14 @@ def test_two_tpu_hosts_equal_xprofs(tmp_path, tool, more):
 
 
 # A TPU host beside a GPU host, as the producer's SESSIONS.
-MIXED = {"tpu_launch+gpu_tf": [("tpu_launch", 0), ("gpu_tf", 0)], "gpu_tf+tpu_launch": [("gpu_tf", 0), ("tpu_launch", 0)],
+MIXED = {"tpu_launch+gpu_tf": [("tpu_launch", 0), ("gpu_tf", 0)],
+         "gpu_tf+tpu_launch": [("gpu_tf", 0), ("tpu_launch", 0)],
          "tpu_ops+gpu_tf": [("tpu_ops", 0), ("gpu_tf", 0)]}
+MIXED_TOOLS = ("kernel_stats", "hlo_stats", "framework_op_stats")
 
 
 @pytest.mark.parametrize(("name", "tool"), [*[(n, "input_pipeline_analyzer") for n in MIXED],
-                                            *[(n, t) for n in list(MIXED)[:2] for t in ("kernel_stats", "hlo_stats", "framework_op_stats")]])
+                                            *[(n, t) for n in list(MIXED)[:2] for t in MIXED_TOOLS]])
 def test_tpu_and_gpu_hosts_equal_xprofs(tmp_path, name, tool):
     """A TPU host and a GPU host: XProf's TPU step analysis of both hosts' cores, the GPU host's one core idle
     for it (no compute, no infeed), so each step's time is the GPU's, its idle the shortest core's step less the

@@ -232,14 +232,14 @@ def tpu_steps(space: XSpaceData) -> TpuSteps:
         for g, part in zip(np.unique(step).tolist(), np.split(ops[index][kept][order], bounds)):
             rows.setdefault(g, {})[core] = part
     out = TpuSteps()
-    for group in sorted(set(markers) & set(cores)):
-        longest = max(markers[group], key=lambda m: m[1] - m[0])  # the first of the longest
-        out.number.append(group)
+    for number in sorted(set(markers) & set(cores)):
+        longest = max(markers[number], key=lambda m: m[1] - m[0])  # the first of the longest
+        out.number.append(number)
         out.begin_ps.append(longest[0])
         out.duration_ps.append(longest[1] - longest[0])
-        out.per_core.append({core: (longest[1] - longest[0], cores[group][core]) for core in sorted(cores[group])})
-        out.op_rows.append({core: (space, rows.get(group, {}).get(core, np.zeros(0, np.int64)))
-                            for core in sorted(cores[group])})
+        out.per_core.append({core: (longest[1] - longest[0], cores[number][core]) for core in sorted(cores[number])})
+        out.op_rows.append({core: (space, rows.get(number, {}).get(core, np.zeros(0, np.int64)))
+                            for core in sorted(cores[number])})
     return out
 
 
