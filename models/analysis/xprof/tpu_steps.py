@@ -315,6 +315,9 @@ def beside_gpus(stats, spaces: list[XSpaceData], steps: bool):
     stats.xla = (f"{spaces[0].path.parent}: Profscope does not compute XProf's op metrics of TPU planes ({tpu}) "
                  "beside GPUs yet")
     stats.xla_ops = None
+    # XProf's combined run environment: the last host's device type, every host's cores.
+    stats.device_type = session_device_type(spaces)
+    stats.core_count += sum(len(tensor_cores(s)) for s in spaces if not gpu_planes(s))
     if not steps:
         return stats
     hosts, ids = [], []
@@ -536,8 +539,9 @@ def duty_cycle(space: XSpaceData) -> tuple[int, int]:
     return busy, idle
 
 
-def tpu_overview_json(stats, spaces: list[XSpaceData]) -> list[dict]:
-    """XProf's overview_page of a TPU host."""
+def tpu_overview_json(stats, spaces: list[XSpaceData], gpu=None) -> list[dict]:
+    """XProf's overview_page of a TPU host; with `gpu` (the GPU hosts' framework op metrics, IDLE last), of a
+    session of TPU and GPU hosts: their ops beside the TensorCores' in the top ops and the device's shares."""
     from profscope.models.analysis.xprof import overview_page as ov
     from profscope.models.analysis.xprof.input_pipeline import InputAnalysis, StepDetails, diagnostics_table
     from profscope.models.analysis.xprof.op_stats import StepDb
@@ -552,6 +556,15 @@ def tpu_overview_json(stats, spaces: list[XSpaceData]) -> list[dict]:
 
     ops = tpu_op_metrics(spaces)
     keys, occurrences, time_ps, self_ps, flops, _bytes, _model = framework_rows(ops)
+    op_ps, total_ps = ops.op_ps, ops.total_ps
+    if gpu is not None:  # XProf's combined device op metrics db: the GPUs' rows (no FLOPs) beside
+        n = len(gpu) - 1  # without its IDLE row
+        keys = list(keys) + list(zip(gpu.name[:n], gpu.category[:n]))
+        occurrences, time_ps, self_ps = (np.r_[a, b[:n]] for a, b in ((occurrences, gpu.occurrences),
+                                                                      (time_ps, gpu.time_ps),
+                                                                      (self_ps, gpu.self_time_ps)))
+        flops = np.r_[flops, np.zeros(n)]
+        op_ps, total_ps = op_ps + gpu.total_op_time_ps, total_ps + gpu.total_time_ps
     names = [k[0] for k in keys]
     analysis = ov._analysis_table(stats, {})
     host = stats.host
@@ -563,7 +576,7 @@ def tpu_overview_json(stats, spaces: list[XSpaceData]) -> list[dict]:
         "device_duty_cycle_percent": duty,
         "device_duty_cycle_high_confidence_percent": duty,
         "idle_time_high_confidence_ps": f"{idle:.6g}",
-        "device_idle_time_percent": ov.percent(100.0 * (1.0 - (ops.op_ps / ops.total_ps if ops.total_ps else 0.0))),
+        "device_idle_time_percent": ov.percent(100.0 * (1.0 - (op_ps / total_ps if total_ps else 0.0))),
         "host_idle_time_percent": ov.percent(100.0 * _idle_ratio(host)),
         "host_tf_op_percent": ov.percent(100.0 * (host_ops / (host_ops + device_ops) if host_ops + device_ops else 0)),
         "device_tf_op_percent": ov.percent(100.0 * (device_ops / (host_ops + device_ops) if host_ops + device_ops
