@@ -6,7 +6,6 @@ latency and diagnostics (op_stats_to_overview_page in XProf's convert/)."""
 from __future__ import annotations
 
 from dataclasses import replace
-
 from pathlib import Path
 
 from profscope.models.analysis.xprof import register
