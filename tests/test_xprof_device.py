@@ -273,12 +273,14 @@ def test_two_tpu_hosts_equal_xprofs(tmp_path, tool, more):
 # A TPU host beside a GPU host, as the producer's SESSIONS.
 MIXED = {"tpu_launch+gpu_tf": [("tpu_launch", 0), ("gpu_tf", 0)],
          "gpu_tf+tpu_launch": [("gpu_tf", 0), ("tpu_launch", 0)],
+         "tpu_mem+gpu_tf": [("tpu_mem", 0), ("gpu_tf", 0)],
+         "gpu_tf+tpu_mem": [("gpu_tf", 0), ("tpu_mem", 0)],
          "tpu_ops+gpu_tf": [("tpu_ops", 0), ("gpu_tf", 0)]}
-MIXED_TOOLS = ("kernel_stats", "hlo_stats", "framework_op_stats", "overview_page")
+MIXED_TOOLS = ("kernel_stats", "hlo_stats", "framework_op_stats", "overview_page", "op_profile")
 
 
 @pytest.mark.parametrize(("name", "tool"), [*[(n, "input_pipeline_analyzer") for n in MIXED],
-                                            *[(n, t) for n in list(MIXED)[:2] for t in MIXED_TOOLS]])
+                                            *[(n, t) for n in list(MIXED)[:4] for t in MIXED_TOOLS]])
 def test_tpu_and_gpu_hosts_equal_xprofs(tmp_path, name, tool):
     """A TPU host and a GPU host: XProf's TPU step analysis of both hosts' cores, the GPU host's one core idle
     for it (no compute, no infeed), so each step's time is the GPU's, its idle the shortest core's step less the
@@ -287,14 +289,22 @@ def test_tpu_and_gpu_hosts_equal_xprofs(tmp_path, name, tool):
     shares of both devices' whole time; framework_op_stats: the GPU's framework ops beside the TensorCores', IDLE
     both devices' idle time, the GPU layout (a TensorCore column) only where the last host is the GPU host;
     overview_page: the TPU step table and recommendations, the top ops of both kinds, in the TPU page or (the GPU
-    host last) the GPU page's analysis."""
+    host last) the GPU page's analysis; op_profile: one tree of the TensorCores' programs beside the GPU's (named
+    as the session's modules name program 0), FLOP utilisations against the last host's peak. tpu_mem's memory
+    breakdowns: bounds and bandwidth utilisations against the first host's bandwidths."""
     assert_same(export(tmp_path, session_of(tmp_path, MIXED[name]), tool), xprof_answer(name, tool))
 
 
-@pytest.mark.parametrize("tool", ["op_profile", "roofline_model"])
+@pytest.mark.parametrize("name", list(MIXED)[:4])
+def test_tpu_and_gpu_hosts_op_profile_by_category_equals_xprofs(tmp_path, name):
+    got = export(tmp_path, session_of(tmp_path, MIXED[name]), "op_profile", "--param", "group_by=category")
+    assert_same(got, xprof_answer(name, "op_profile.by_category"))
+
+
+@pytest.mark.parametrize("tool", ["roofline_model"])
 def test_tpu_and_gpu_hosts_op_metrics_say_so(tmp_path, capsys, tool):
-    """XProf's one device op metrics db of TPU and GPU ops together is not computed: the tools that read it
-    say so (before, they gave the GPU's ops alone)."""
+    """XProf's roofline of TPU and GPU ops together is not computed: it says so (before, it gave the GPU's ops
+    alone)."""
     session = session_of(tmp_path, MIXED["tpu_launch+gpu_tf"])
     assert main(["export", str(session), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
     err = capsys.readouterr().err

@@ -77,14 +77,14 @@ def _beside_tpus(stats: OpStats, paths: list[Path], task: TaskState) -> list[dic
 
     from profscope.models.analysis.xprof.device_op_metrics import first_gpu_roofs, kernel_reports, tensor_core_shares
     from profscope.models.analysis.xprof.op_stats import combine, read_spaces
-    from profscope.models.analysis.xprof.tpu_ops import tpu_framework_db, with_tpu_rates
+    from profscope.models.analysis.xprof.tpu_ops import session_perf_env, tpu_framework_db, with_tpu_rates
     from profscope.models.analysis.xprof.tpu_steps import session_device_type, tpu_and_gpu_hosts
 
     spaces = read_spaces(paths, task)
     mixed = tpu_and_gpu_hosts(spaces)
     if mixed is None or stats.device is None or stats.device.flops is not None:
         return None  # (GPU XLA ops beside TPUs: their costs are not combined here; the refusal stands)
-    tpu_db, rates = tpu_framework_db(mixed[1])
+    tpu_db, rates = tpu_framework_db(mixed[1], session_perf_env(spaces))
     device = combine([stats.device, tpu_db])
     device_type = session_device_type(spaces)
     tensor_core = tensor_core_shares(kernel_reports(spaces, paths)) if "GPU" in device_type else {}

@@ -65,7 +65,9 @@ def hlo_stats_table(paths: list[Path], task: TaskState) -> dict:
     if mixed is not None:
         # TPU and GPU hosts: XProf's one device op metrics db of both, its rows by self time, shares of the
         # whole of both.
-        parts = [_rows(hosts, paths) for hosts in mixed]
+        from profscope.models.analysis.xprof.tpu_ops import session_perf_env, tpu_hlo_stats_rows
+
+        parts = [_rows(mixed[0], paths), tpu_hlo_stats_rows(mixed[1], session_perf_env(spaces))]
         total = sum(t for _, t in parts)
         merged = sorted((r for rows, _ in parts for r in rows), key=lambda r: (-r[9], r[3]))
         cumulative = 0.0

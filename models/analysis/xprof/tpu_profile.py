@@ -206,8 +206,10 @@ def program_names(paths: list[Path]) -> dict[int, str]:
     return names
 
 
-def tpu_op_tree(ops: TpuOps, env: PerfEnv, names: dict[int, str], by_program: bool, idle: bool) -> dict:
-    """XProf's op profile tree (BuildOpProfileNodeTree) of the TensorCores' op metrics."""
+def tpu_op_tree(ops: TpuOps, env: PerfEnv, names: dict[int, str], by_program: bool, idle: bool,
+                total_ps: int | None = None) -> dict:
+    """XProf's op profile tree (BuildOpProfileNodeTree) of the TensorCores' op metrics; `total_ps` the tree's
+    whole time where other devices' ops share it."""
     root = Node(f"by_{'program' if by_program else 'category'}")
     programs: dict[int, Node] = {}
     categories: dict[tuple[int, str], Node] = {}
@@ -251,7 +253,7 @@ def tpu_op_tree(ops: TpuOps, env: PerfEnv, names: dict[int, str], by_program: bo
         group.children.append(leaf)
         for node in (category, group, leaf):
             node.metrics.add(m)
-    total_ps = ops.total_ps if idle else ops.op_ps
+    total_ps = (ops.total_ps if idle else ops.op_ps) if total_ps is None else total_ps
     root.metrics.time = total_ps
     for _ in range(2):  # XProf sorts and prunes twice
         _sort_and_prune(root, 2 if by_program else 1)
@@ -266,6 +268,49 @@ def tpu_op_profile(spaces: list[XSpaceData], paths: list[Path], by: str) -> dict
     return {key: tpu_op_tree(ops, env, names, by == "program", idle=True), "deviceType": "TPU",
             f"{key}ExcludeIdle": tpu_op_tree(ops, env, names, by == "program", idle=False),
             "aggDvfsTimeScaleMultiplier": 1 if ops.op_ps else 0}  # normalized op time over op time
+
+
+def beside_gpus_op_profile(spaces: list[XSpaceData], paths: list[Path], by: str, gpu_hosts: list[XSpaceData],
+                           tpu_hosts: list[XSpaceData]) -> dict | None:
+    """XProf's op profile of a session of TPU and GPU hosts (GPUs of TensorFlow kernels): one tree of both kinds
+    of ops (the TensorCores' programs or categories beside the GPUs', by time; IDLE both devices' idle time), the
+    utilisations against XProf's combined perf env (tpu_ops.session_perf_env). None for GPU XLA ops (not
+    reproduced)."""
+    from profscope.models.analysis.xprof.device_op_metrics import device_stats
+    from profscope.models.analysis.xprof.op_profile import _device_tree
+    from profscope.models.analysis.xprof.op_stats import IDLE
+
+    gpu = device_stats(gpu_hosts, paths, steps=False)
+    ops = tpu_op_metrics(tpu_hosts)
+    if gpu.xla or gpu.xla_ops is not None:
+        return None
+    from profscope.models.analysis.xprof.tpu_ops import session_perf_env
+
+    env = session_perf_env(spaces)
+    names = program_names(paths) if by == "program" else {}
+    other = _device_tree(gpu.ops, by, idle=False)
+    other_ps = other["metrics"]["rawTime"]
+    others = other["children"] if other["name"] == f"by_{by}" else [other]
+    if by == "program":  # the GPUs' ops are program 0's: named as the session's modules name it
+        for node in others:
+            node["name"] = names.get(0, node["name"]) if node["name"] == "main" else node["name"]
+    idle_ps = ops.total_ps - ops.op_ps + gpu.ops.total_time_ps - other_ps
+    key = f"by{by.capitalize()}"
+    out: dict = {}
+    for suffix, idle in (("", True), ("ExcludeIdle", False)):
+        total = ops.op_ps + other_ps + (idle_ps if idle else 0)
+        root = tpu_op_tree(ops, env, names, by == "program", idle=False, total_ps=total)
+        children = root["children"] + others
+        if idle:
+            children.append(_node_json(Node(IDLE, Metrics(time=idle_ps), xla=_xla(0, IDLE, "", "")), env, total))
+        root["children"] = sorted(children, key=lambda n: -n["metrics"]["rawTime"])
+        root["numChildren"] = len(children)
+        out[key + suffix] = root
+        if not suffix:
+            out["deviceType"] = "TPU"
+    # Normalized op time over op time: the TensorCores' op time is normalized (no DVFS scale read), the GPUs' not.
+    out["aggDvfsTimeScaleMultiplier"] = safe_divide(ops.op_ps, ops.op_ps + other_ps)
+    return out
 
 
 # ---------------------------------------------------------------- roofline_model

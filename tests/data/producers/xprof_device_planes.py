@@ -669,6 +669,10 @@ SESSIONS = {
     "tpu_launch+gpu_tf": ([("tpu_launch", 0), ("gpu_tf", 0)], TOOLS),
     "gpu_tf+tpu_launch": ([("gpu_tf", 0), ("tpu_launch", 0)], TOOLS),
     "tpu_ops+gpu_tf": ([("tpu_ops", 0), ("gpu_tf", 0)], ("input_pipeline_analyzer",)),
+    # tpu_mem's ops have memory breakdowns: XProf's combined perf env (the last positive FLOP rate, the first
+    # host's bandwidths) decides their bounds and bandwidth utilisations.
+    "tpu_mem+gpu_tf": ([("tpu_mem", 0), ("gpu_tf", 0)], TOOLS),
+    "gpu_tf+tpu_mem": ([("gpu_tf", 0), ("tpu_mem", 0)], TOOLS),
 }
 
 
