@@ -311,6 +311,21 @@ def test_tpu_and_gpu_hosts_op_metrics_say_so(tmp_path, capsys, tool):
     assert "beside GPUs" in err and "/device:TPU:0" in err and "Traceback" not in err
 
 
+def test_a_host_with_gpu_and_tpu_planes_says_so(tmp_path, capsys):
+    """One host with both GPU and TPU planes (no runtime writes one) beside a GPU host: not reproduced, a clear
+    message."""
+    space = xplane_pb2.XSpace.FromString((XPROF / "gpu_tf.xplane.pb").read_bytes())
+    tpu = xplane_pb2.XSpace.FromString((XPROF / "tpu_ops.xplane.pb").read_bytes())
+    space.planes.add().CopyFrom(next(p for p in tpu.planes if p.name == "/device:TPU:0"))
+    session = tmp_path / "run"
+    session.mkdir()
+    (session / "a.xplane.pb").write_bytes(space.SerializeToString())
+    shutil.copy(XPROF / "gpu_tf.xplane.pb", session / "b.xplane.pb")
+    assert main(["export", str(session), "--tool", "input_pipeline_analyzer", "-o", str(tmp_path / "o.json")]) != 0
+    err = capsys.readouterr().err
+    assert "both GPU and TPU planes" in err and "a.xplane.pb" in err and "Traceback" not in err
+
+
 def test_two_hosts_steps_are_those_both_have(tmp_path):
     """gpu_tf's first four steps meet gpu_tf2's last four: four combined steps, numbered from 0, with gpu_tf's
     times; the empty intersection of three hosts says why there are no steps."""

@@ -407,6 +407,10 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(DEVICE_PREFIXES)]
     gpu = [(s, i) for s, i in planes if s.planes[i].name.startswith(GPU_PLANE_PREFIX)]
     tpu = [(s, i) for s, i in planes if not s.planes[i].name.startswith(GPU_PLANE_PREFIX)]
+    if tpu and gpu:  # TPU and GPU hosts in one session: XProf's combined OpStats (tpu_steps.py)
+        from profscope.models.analysis.xprof.tpu_steps import beside_gpus
+
+        return beside_gpus(spaces, paths, steps)
     dbs = []
     xla = ""
     xla_parts = []
@@ -430,12 +434,7 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
         # XLA ops on every GPU: their rows combined, with their costs; else XProf's combiner of kernels' rows
         ops = xla_op_db(xla_ops) if xla_ops is not None and len(xla_parts) == len(dbs) else _combine_device(dbs)
         step_dbs = [gpu_step_db(s) for s in spaces] if steps else None
-        stats = DeviceStats(tf_metrics_of_device(ops), ops, model, "GPU", step_dbs, len(gpu), xla, xla_ops=xla_ops)
-        if tpu:  # TPU and GPU hosts in one session (tpu_steps.py)
-            from profscope.models.analysis.xprof.tpu_steps import beside_gpus
-
-            return beside_gpus(stats, spaces, steps)
-        return stats
+        return DeviceStats(tf_metrics_of_device(ops), ops, model, "GPU", step_dbs, len(gpu), xla, xla_ops=xla_ops)
     total = sum(_tpu_span(s, i) for s, i in planes)
     none = np.zeros(0, np.int64)
     idle = _device_db([], [], [], none, none, np.zeros(0, bool), total)

@@ -212,7 +212,7 @@ def _op_stats(paths: list[Path], task: TaskState, steps: bool) -> OpStats:
         # XProf's precision stats: each host's device op metrics db has its steps' own, and they add up.
         stats.compute_ms = (sum(float(d.ms(DEVICE_COMPUTE_16).sum()) for d in step_dbs),
                             sum(float(d.ms(DEVICE_COMPUTE_32).sum()) for d in step_dbs))
-        stats.is_training = is_training(spaces[-1])  # XProf's combined run environment keeps the last host's
+        stats.is_training = is_training(spaces[-1])  # XProf's combiner keeps the last host's (checked)
         if device is not None and device.tpu_steps is not None:
             stats.tpu_steps, stats.empty_intersect = device.tpu_steps, device.empty_intersect
     if device is not None:

@@ -303,14 +303,21 @@ def session_device_type(spaces: list[XSpaceData]) -> str:
     return out
 
 
-def beside_gpus(stats, spaces: list[XSpaceData], steps: bool):
+def beside_gpus(spaces: list[XSpaceData], paths, steps: bool):
     """XProf's combined OpStats of a session of TPU and GPU hosts: TPU analysis (its hardware type is the
-    highest of the hosts'). Its one device op metrics db holds both kinds of ops (not computed here: `stats.xla`
-    says so to the tools that read it). Its step db is the step intersection of the hosts that have a device
-    type XProf knows: GPU hosts, and TPU hosts whose TensorCores name a TPU chip (device_type_string; the others
-    count as coordinators). A GPU host's step is one core (GPU_CORE) that is idle for XProf's TPU breakdown."""
-    from profscope.models.analysis.xprof.device_op_metrics import gpu_planes, gpu_step_db, plane_stats
+    highest of the hosts'). Its one device op metrics db holds both kinds of ops: here the GPU hosts' DeviceStats,
+    whose `xla` says to the tools that do not combine them with the TensorCores' ops that they are not computed.
+    Its step db is the step intersection of the hosts that have a device type XProf knows: GPU hosts, and TPU
+    hosts whose TensorCores name a TPU chip (device_type_string; the others count as coordinators). A GPU host's
+    step is one core (GPU_CORE) that is idle for XProf's TPU breakdown."""
+    from profscope.models.analysis.xprof.device_op_metrics import device_stats, gpu_planes, gpu_step_db, plane_stats
 
+    gpu_hosts = [s for s in spaces if gpu_planes(s)]
+    both = next((s for s in gpu_hosts if tensor_cores(s)), None)
+    if both is not None:
+        raise ProfileError(f"{both.path}: Profscope does not compute XProf's analysis of a host with both GPU and "
+                           "TPU planes")
+    stats = device_stats(gpu_hosts, paths, steps)
     tpu = next((s.planes[i].name for s in spaces for i in tensor_cores(s)), "")
     stats.xla = (f"{spaces[0].path.parent}: Profscope does not compute XProf's op metrics of TPU planes ({tpu}) "
                  "beside GPUs yet")
@@ -320,11 +327,12 @@ def beside_gpus(stats, spaces: list[XSpaceData], steps: bool):
     stats.core_count += sum(len(tensor_cores(s)) for s in spaces if not gpu_planes(s))
     if not steps:
         return stats
+    stats.steps = [gpu_step_db(s) for s in spaces]  # every host's (a TPU host's: none), as op_stats reads them
     hosts, ids = [], []
     for k, space in enumerate(spaces):
         cores = tensor_cores(space)
         if gpu_planes(space):
-            db = gpu_step_db(space)
+            db = stats.steps[k]
             host = TpuSteps()
             for number, begin, duration in zip(db.number.tolist(), db.begin_ps.tolist(), db.duration_ps.tolist()):
                 host.number.append(number)
