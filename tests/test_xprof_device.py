@@ -61,7 +61,8 @@ def test_export_equals_xprofs(tmp_path, name, tool):
 
 @pytest.mark.parametrize("name", ["gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "gpu_jax_ops", "gpu_jax_dnn", "gpu_jax2",
                                   "tpu_jax",
-                                  "tpu_ops", "tpu_launch",
+                                  "tpu_ops",
+                                  "tpu_launch",
                                   "tpu_mem", "tpu_vmem", "small_emptygpu"])
 def test_op_profile_by_category_equals_xprofs(tmp_path, name):
     got = export(tmp_path, XPROF / f"{name}.xplane.pb", "op_profile", "--param", "group_by=category")
