@@ -296,6 +296,15 @@ def test_tpu_and_gpu_hosts_equal_xprofs(tmp_path, name, tool):
     assert_same(export(tmp_path, session_of(tmp_path, MIXED[name]), tool), xprof_answer(name, tool))
 
 
+@pytest.mark.parametrize("name", ["gpu_tf+tpu_launch", "gpu_tf+tpu_mem"])
+def test_tpu_and_gpu_hosts_roofline_equals_xprofs(tmp_path, name):
+    """The TPU host last: XProf's TPU roofline of both kinds of ops (the GPU's without FLOPs or bytes, program 0),
+    time per core over every host's cores, the step rows the TensorCores' own time, the combined perf env's
+    roofs, its time scale the TensorCores' share of the op time."""
+    got = export(tmp_path, session_of(tmp_path, MIXED[name]), "roofline_model")
+    assert_same(got, xprof_answer(name, "roofline_model"))
+
+
 @pytest.mark.parametrize("name", list(MIXED)[:4])
 def test_tpu_and_gpu_hosts_op_profile_by_category_equals_xprofs(tmp_path, name):
     got = export(tmp_path, session_of(tmp_path, MIXED[name]), "op_profile", "--param", "group_by=category")
@@ -304,8 +313,8 @@ def test_tpu_and_gpu_hosts_op_profile_by_category_equals_xprofs(tmp_path, name):
 
 @pytest.mark.parametrize("tool", ["roofline_model"])
 def test_tpu_and_gpu_hosts_op_metrics_say_so(tmp_path, capsys, tool):
-    """XProf's roofline of TPU and GPU ops together is not computed: it says so (before, it gave the GPU's ops
-    alone)."""
+    """XProf's roofline of TPU and GPU ops together in the GPU layout (the GPU host last) is not computed: it says
+    so (before, it gave the GPU's ops alone)."""
     session = session_of(tmp_path, MIXED["tpu_launch+gpu_tf"])
     assert main(["export", str(session), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
     err = capsys.readouterr().err

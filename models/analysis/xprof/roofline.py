@@ -129,6 +129,12 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
 
         return tpu_roofline_tables(spaces, device_stats(spaces, paths, steps=True))
     device = device_stats(spaces, paths, steps=True)
+    if device.tpu_steps is not None and "GPU" not in device.device_type and device.ops.flops is None:
+        # TPU and GPU hosts (GPUs of TensorFlow kernels), the last with a device a TPU host: XProf's TPU roofline
+        # of both kinds of ops (tpu_profile.py)
+        from profscope.models.analysis.xprof.tpu_profile import tpu_roofline_tables
+
+        return tpu_roofline_tables(spaces, device, gpu=device.ops)
     if device.xla:
         raise ProfileError(device.xla)
     # Several hosts: XProf's combined perf env takes the peak FLOP rate of the last host that has one and the

@@ -24,7 +24,7 @@ CMEM or VMEM read or write), its roofline efficiency and the optimal FLOP rate a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -345,7 +345,9 @@ def step_events(ops: TpuOps, steps) -> StepEvents:
         step.append(np.concatenate(which)[found])
         slots.append(known_slots[at[found]])
         times.append(space.events.duration_ps[rows[found]].astype(np.int64))
-    totals = np.array([sum(ps for ps, _ in per_core.values()) for per_core in steps.per_core], np.int64)
+    # Each step's time on the cores that have op metrics in it (a GPU host's core beside TPUs has none).
+    totals = np.array([sum(ps for core, (ps, _) in per_core.items() if core in op_rows)
+                       for per_core, op_rows in zip(steps.per_core, steps.op_rows)], np.int64)
     return StepEvents(np.concatenate(step), np.concatenate(slots), np.concatenate(times), totals)
 
 
@@ -447,9 +449,27 @@ def _g(x: float) -> str:
     return f"{x:.6g}"  # C++ streams' 6 significant digits
 
 
-def tpu_roofline_tables(spaces: list[XSpaceData], device) -> list[dict]:
+def with_other_ops(ops: TpuOps, db) -> TpuOps:
+    """The TensorCores' ops and another device's (an OpMetricsDb, IDLE last: GPU kernels, program 0, no FLOPs or
+    bytes) as XProf's one combined device op metrics db; its time both devices'."""
+    n = len(db) - 1
+    zeros = np.zeros(n)
+    return replace(
+        ops, name=ops.name + db.name[:n], category=ops.category + db.category[:n],
+        framework=ops.framework + (db.provenance or [""] * len(db))[:n],
+        occurrences=np.r_[ops.occurrences, db.occurrences[:n]], time_ps=np.r_[ops.time_ps, db.time_ps[:n]],
+        self_ps=np.r_[ops.self_ps, db.self_time_ps[:n]], flops=np.r_[ops.flops, zeros], bytes=np.r_[ops.bytes, zeros],
+        program=ops.program + [0] * n, total_ps=ops.total_ps + db.total_time_ps,
+        long_name=ops.long_name + [""] * n, per_run=np.r_[ops.per_run, np.zeros((n, 3))],
+        per_run_memory=np.r_[ops.per_run_memory, np.zeros((n, 4, 3))],
+        has_breakdown=np.r_[ops.has_breakdown, np.zeros(n, bool)], deduplicated=ops.deduplicated + [""] * n,
+        source_stack=ops.source_stack + [""] * n, fused=ops.fused + [[] for _ in range(n)])
+
+
+def tpu_roofline_tables(spaces: list[XSpaceData], device, gpu=None) -> list[dict]:
     """XProf's roofline_model of TPU hosts: the records with and without infeed/outfeed, the device's roofs
-    in the table's properties, the step diagnostics."""
+    in the table's properties, the step diagnostics. With `gpu` (GPU hosts' kernels beside, an OpMetricsDb): their
+    ops beside the TensorCores', the combined perf env's roofs."""
     from profscope.models.analysis.xprof.datatable import table
     from profscope.models.analysis.xprof.input_pipeline import NO_STEP_MARKER, diagnostics_table
     from profscope.models.analysis.xprof.roofline import COLUMNS
@@ -458,6 +478,13 @@ def tpu_roofline_tables(spaces: list[XSpaceData], device) -> list[dict]:
 
     ops = tpu_op_metrics(spaces)
     env = perf_env(spaces)
+    # Normalized op time over op time: the TensorCores' op time is normalized (no DVFS scale read), the GPUs' not.
+    scale = "1" if ops.op_ps else "0"
+    if gpu is not None:
+        scale = _g(safe_divide(ops.op_ps, ops.op_ps + gpu.total_op_time_ps))
+        from profscope.models.analysis.xprof.tpu_ops import session_perf_env
+
+        ops, env = with_other_ops(ops, gpu), session_perf_env(spaces)
     steps = device.tpu_steps or TpuSteps()
     named = [str(number) for number in steps.number]
     events = step_events(ops, steps)
@@ -479,7 +506,7 @@ def tpu_roofline_tables(spaces: list[XSpaceData], device) -> list[dict]:
         "peak_hbm_bw": _g(roofline.peak_hbm),
         "peak_vmem_read_bw": _g(roofline.peak_vmem[0]),
         "peak_vmem_write_bw": _g(roofline.peak_vmem[1]),
-        "time_scale_multiplier": "1" if ops.op_ps else "0",
+        "time_scale_multiplier": scale,
         "vmem_read_ridge_point": ridge(roofline.peak_vmem[0]),
         "vmem_write_ridge_point": ridge(roofline.peak_vmem[1]),
     }
