@@ -263,13 +263,14 @@ class PerfEnv:
     bandwidths: tuple[float, ...] = ()
     megacore: bool = False
     has_merged_vmem: bool = False
+    combined: bool = False  # XProf's combined perf env of TPU and GPU hosts: no has_cmem flag
 
     def bw(self, kind: int) -> float:
         return self.bandwidths[kind] if kind < len(self.bandwidths) else 0.0
 
     @property
     def has_cmem(self) -> bool:
-        return self.bw(CMEM_RD) > 0 or self.bw(CMEM_WR) > 0
+        return not self.combined and (self.bw(CMEM_RD) > 0 or self.bw(CMEM_WR) > 0)
 
 
 def perf_env(spaces: list[XSpaceData]) -> PerfEnv:
@@ -309,7 +310,7 @@ def session_perf_env(spaces: list[XSpaceData]) -> PerfEnv:
         elif tensor_cores(space):
             envs.append(perf_env([space]))
     peak = next((e.peak_gflops for e in reversed(envs) if e.peak_gflops > 0), 0.0)
-    return PerfEnv(peak, envs[0].bandwidths if envs else ())
+    return PerfEnv(peak, envs[0].bandwidths if envs else (), combined=True)
 
 
 def _int64_stats(space: XSpaceData, plane: int) -> dict[str, int]:

@@ -673,6 +673,8 @@ SESSIONS = {
     # host's bandwidths) decides their bounds and bandwidth utilisations.
     "tpu_mem+gpu_tf": ([("tpu_mem", 0), ("gpu_tf", 0)], TOOLS),
     "gpu_tf+tpu_mem": ([("gpu_tf", 0), ("tpu_mem", 0)], TOOLS),
+    # A TPU host beside a GPU host of XLA ops
+    "tpu_launch+gpu_jax": ([("tpu_launch", 0), ("gpu_jax", 0)], TOOLS),
 }
 
 
