@@ -39,6 +39,8 @@ COMPUTED = [
     *[("gpu_jax_collectives", t) for t in ALL_TOOLS],
     *[("tpu_jax", t) for t in ("framework_op_stats", "overview_page", "input_pipeline_analyzer")],
     *[(v, t) for v in ("tpu_ops", "tpu_mem", "tpu_vmem") for t in ALL_TOOLS if t != "kernel_stats"],
+    # tpu_ops whose steps the host's TPU launches (DoEnqueueProgram) tie to its steps
+    *[("tpu_launch", t) for t in ALL_TOOLS],
     *[(v, t) for v in ("tpu_jax", "small_emptygpu") for t in ("hlo_stats", "op_profile")],
     ("tpu_jax", "roofline_model"),
     ("small_emptygpu", "roofline_model"),
@@ -63,6 +65,7 @@ def test_export_equals_xprofs(tmp_path, name, tool):
 @pytest.mark.parametrize("name", ["gpu_tf", "gpu_tf2", "gpu_jax", "rocm_jax", "gpu_jax_ops", "gpu_jax_dnn", "gpu_jax2",
                                   "gpu_jax_collectives", "tpu_jax",
                                   "tpu_ops",
+                                  "tpu_launch",
                                   "tpu_mem", "tpu_vmem", "small_emptygpu"])
 def test_op_profile_by_category_equals_xprofs(tmp_path, name):
     got = export(tmp_path, XPROF / f"{name}.xplane.pb", "op_profile", "--param", "group_by=category")
@@ -288,6 +291,73 @@ def test_two_tpu_hosts_equal_xprofs(tmp_path, tool, more):
     assert_same(got, xprof_answer(name, tool))
 
 
+# A TPU host beside a GPU host, as the producer's SESSIONS.
+MIXED = {"tpu_launch+gpu_tf": [("tpu_launch", 0), ("gpu_tf", 0)],
+         "gpu_tf+tpu_launch": [("gpu_tf", 0), ("tpu_launch", 0)],
+         "tpu_mem+gpu_tf": [("tpu_mem", 0), ("gpu_tf", 0)],
+         "gpu_tf+tpu_mem": [("gpu_tf", 0), ("tpu_mem", 0)],
+         "tpu_ops+gpu_tf": [("tpu_ops", 0), ("gpu_tf", 0)],
+         "tpu_launch+gpu_jax": [("tpu_launch", 0), ("gpu_jax", 0)]}
+MIXED_TOOLS = ("kernel_stats", "hlo_stats", "framework_op_stats", "overview_page", "op_profile")
+
+
+@pytest.mark.parametrize(("name", "tool"), [*[(n, "input_pipeline_analyzer") for n in MIXED],
+                                            *[(n, t) for n in list(MIXED)[:4] for t in MIXED_TOOLS],
+                                            *[("tpu_launch+gpu_jax", t) for t in ("kernel_stats", "hlo_stats")]])
+def test_tpu_and_gpu_hosts_equal_xprofs(tmp_path, name, tool):
+    """A TPU host and a GPU host: XProf's TPU step analysis of both hosts' cores, the GPU host's one core idle
+    for it (no compute, no infeed), so each step's time is the GPU's, its idle the shortest core's step less the
+    TPU's infeed and average outfeed; tpu_ops' TensorCores name no chip, so XProf leaves that host out of the
+    steps (a coordinator) and the rows are the GPU's alone. hlo_stats: both hosts' rows by self time, their
+    shares of both devices' whole time; framework_op_stats: the GPU's framework ops beside the TensorCores', IDLE
+    both devices' idle time, the GPU layout (a TensorCore column) only where the last host is the GPU host;
+    overview_page: the TPU step table and recommendations, the top ops of both kinds, in the TPU page or (the GPU
+    host last) the GPU page's analysis; op_profile: one tree of the TensorCores' programs beside the GPU's (named
+    as the session's modules name program 0), FLOP utilisations against the last host's peak. tpu_mem's memory
+    breakdowns: bounds and bandwidth utilisations against the first host's bandwidths."""
+    assert_same(export(tmp_path, session_of(tmp_path, MIXED[name]), tool), xprof_answer(name, tool))
+
+
+@pytest.mark.parametrize("name", list(MIXED)[:4])
+def test_tpu_and_gpu_hosts_roofline_equals_xprofs(tmp_path, name):
+    """XProf's roofline of both kinds of ops (the GPU's without FLOPs or bytes, program 0), time per core over
+    every host's cores, the step rows the TensorCores' own time, the combined perf env's roofs (no CMEM flag),
+    its time scale the TensorCores' share of the op time; the GPU host last: in the GPU's columns and roofs."""
+    got = export(tmp_path, session_of(tmp_path, MIXED[name]), "roofline_model")
+    assert_same(got, xprof_answer(name, "roofline_model"))
+
+
+@pytest.mark.parametrize("name", list(MIXED)[:4])
+def test_tpu_and_gpu_hosts_op_profile_by_category_equals_xprofs(tmp_path, name):
+    got = export(tmp_path, session_of(tmp_path, MIXED[name]), "op_profile", "--param", "group_by=category")
+    assert_same(got, xprof_answer(name, "op_profile.by_category"))
+
+
+@pytest.mark.parametrize("tool", ["overview_page", "framework_op_stats", "op_profile", "roofline_model"])
+def test_tpu_and_gpu_hosts_op_metrics_say_so(tmp_path, capsys, tool):
+    """XProf's combination of TensorCore ops with a GPU's XLA ops (their costs) is not computed where it needs
+    more than the rows: those tools say so (before, they gave the GPU's ops alone)."""
+    session = session_of(tmp_path, MIXED["tpu_launch+gpu_jax"])
+    assert main(["export", str(session), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
+    err = capsys.readouterr().err
+    assert "beside GPUs" in err and "/device:TPU:0" in err and "Traceback" not in err
+
+
+def test_a_host_with_gpu_and_tpu_planes_says_so(tmp_path, capsys):
+    """One host with both GPU and TPU planes (no runtime writes one) beside a GPU host: not reproduced, a clear
+    message."""
+    space = xplane_pb2.XSpace.FromString((XPROF / "gpu_tf.xplane.pb").read_bytes())
+    tpu = xplane_pb2.XSpace.FromString((XPROF / "tpu_ops.xplane.pb").read_bytes())
+    space.planes.add().CopyFrom(next(p for p in tpu.planes if p.name == "/device:TPU:0"))
+    session = tmp_path / "run"
+    session.mkdir()
+    (session / "a.xplane.pb").write_bytes(space.SerializeToString())
+    shutil.copy(XPROF / "gpu_tf.xplane.pb", session / "b.xplane.pb")
+    assert main(["export", str(session), "--tool", "input_pipeline_analyzer", "-o", str(tmp_path / "o.json")]) != 0
+    err = capsys.readouterr().err
+    assert "both GPU and TPU planes" in err and "a.xplane.pb" in err and "Traceback" not in err
+
+
 def test_two_hosts_steps_are_those_both_have(tmp_path):
     """gpu_tf's first four steps meet gpu_tf2's last four: four combined steps, numbered from 0, with gpu_tf's
     times; the empty intersection of three hosts says why there are no steps."""
@@ -321,19 +391,30 @@ def test_intersection_rules():
     assert intersect([chief, spans()]).count == 0
 
 
-def test_tpu_steps_tied_to_host_events_say_so(tmp_path, capsys):
-    """TensorCore events carrying context stats would be grouped with host events by XProf: not reproduced, so
-    the step tools say so instead of numbering the steps their own way."""
+def test_tpu_steps_take_the_groups_of_their_host_launches(tmp_path):
+    """tpu_launch: each device step is the host step whose DoEnqueueProgram launched its module (steps 0-7, not
+    the device's own step numbers); the warm-up launch before the first host step is in no step; step 5's two
+    programs are one step, from the first's start to the second's end."""
+    steps = rows(export(tmp_path, XPROF / "tpu_launch.xplane.pb", "input_pipeline_analyzer")[1])
+    assert [r[0] for r in steps] == [str(i) for i in range(8)]
+    times = {r[0]: r[1] + r[4] + r[5] + r[6] for r in steps}  # compute, infeed, outfeed, idle (ms)
+    assert times["5"] == pytest.approx(0.108, abs=1e-3) and times["4"] == pytest.approx(0.068, abs=1e-3)
+
+
+def test_tpu_events_leading_to_others_say_so(tmp_path, capsys):
+    """A TensorCore event that is a producer of a context (no TPU runtime writes one) would lead XProf's grouping
+    from the device to other events: not reproduced, so the step tools say so."""
     space = xplane_pb2.XSpace.FromString((XPROF / "tpu_ops.xplane.pb").read_bytes())
     tpu = next(p for p in space.planes if p.name == "/device:TPU:0")
     sid = max(tpu.stat_metadata) + 1
     tpu.stat_metadata[sid].id = sid
-    tpu.stat_metadata[sid].name = "consumer_type"
+    tpu.stat_metadata[sid].name = "_pt"
+    tpu.lines[0].events[0].stats.add(metadata_id=sid, int64_value=2)
     path = tmp_path / "tpu.xplane.pb"
     path.write_bytes(space.SerializeToString())
     assert main(["export", str(path), "--tool", "input_pipeline_analyzer", "-o", str(tmp_path / "o.json")]) != 0
     err = capsys.readouterr().err
-    assert "context stats" in err and "/device:TPU:0" in err and "Traceback" not in err
+    assert "producer context" in err and "/device:TPU:0" in err and "Traceback" not in err
 
 
 def test_nested_ops_self_time():

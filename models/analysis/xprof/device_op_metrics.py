@@ -409,10 +409,10 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(DEVICE_PREFIXES)]
     gpu = [(s, i) for s, i in planes if s.planes[i].name.startswith(GPU_PLANE_PREFIX)]
     tpu = [(s, i) for s, i in planes if not s.planes[i].name.startswith(GPU_PLANE_PREFIX)]
-    if steps and tpu and gpu:
-        # XProf combines TPU and GPU hosts' steps into one step db of two layouts: not computed here.
-        raise ProfileError(f"{tpu[-1][0].path}: Profscope does not compute XProf's step analysis of TPU planes "
-                           f"({tpu[-1][0].planes[tpu[-1][1]].name}) beside GPUs yet")
+    if tpu and gpu:  # TPU and GPU hosts in one session: XProf's combined OpStats (tpu_steps.py)
+        from profscope.models.analysis.xprof.tpu_steps import beside_gpus
+
+        return beside_gpus(spaces, paths, steps)
     xla = ""
     xla_ops = None
     events = [device_events(space, plane) for space, plane in gpu]
@@ -434,7 +434,12 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     none = np.zeros(0, np.int64)
     idle = _device_db([], [], [], none, none, np.zeros(0, bool), total)
     # A TPU's op metrics come from its ops' metadata (tpu_ops.py), read by each tool's TPU branch.
-    stats = DeviceStats(idle, idle, "TPU", "TPU", core_count=len(planes))
+    from profscope.models.analysis.xprof.tpu_steps import TENSOR_CORE
+
+    # The chip's type: device_type_string of a host's first TensorCore (several hosts: the last host's).
+    first = {id(s): (s, i) for s, i in reversed(tpu) if TENSOR_CORE.match(s.planes[i].name)}
+    model = str(plane_stats(*next(iter(first.values()))).get("device_type_string", "")) if first else ""
+    stats = DeviceStats(idle, idle, model, "TPU", core_count=len(planes))
     if steps:
         from profscope.models.analysis.xprof.tpu_steps import combine_tpu_steps, tpu_steps
 

@@ -48,6 +48,9 @@ def framework_op_stats(paths: list[Path], params: dict[str, str], task: TaskStat
         from profscope.models.analysis.xprof.tpu_ops import tpu_framework_op_stats_json
 
         return ToolData(dumps(tpu_framework_op_stats_json(stats, read_spaces(paths, task))), "json")
+    mixed = _beside_tpus(stats, paths, task)
+    if mixed is not None:
+        return ToolData(dumps(mixed), "json")
     if stats.device_unknown:
         raise ProfileError(stats.device_unknown)
     tensor_core: dict[str, float] = {}
@@ -64,6 +67,30 @@ def framework_op_stats(paths: list[Path], params: dict[str, str], task: TaskStat
         tensor_core = tensor_core_shares(kernel_reports(spaces, paths))
         roofs = first_gpu_roofs(spaces)
     return ToolData(dumps(framework_op_stats_json(stats, tensor_core, roofs)), "json")
+
+
+def _beside_tpus(stats: OpStats, paths: list[Path], task: TaskState) -> list[dict] | None:
+    """TPU and GPU hosts in one session: XProf's one device op metrics db of both kinds, the GPUs' framework ops
+    beside the TensorCores' (IDLE the sum of both), each with its own rates; the GPU layout (a TensorCore
+    column) where the last host with a device is a GPU host. None for other sessions."""
+    from dataclasses import replace
+
+    from profscope.models.analysis.xprof.device_op_metrics import first_gpu_roofs, kernel_reports, tensor_core_shares
+    from profscope.models.analysis.xprof.op_stats import combine, read_spaces
+    from profscope.models.analysis.xprof.tpu_ops import session_perf_env, tpu_framework_db, with_tpu_rates
+    from profscope.models.analysis.xprof.tpu_steps import session_device_type, tpu_and_gpu_hosts
+
+    spaces = read_spaces(paths, task)
+    mixed = tpu_and_gpu_hosts(spaces)
+    if mixed is None or stats.device is None or stats.device.flops is not None:
+        return None  # (GPU XLA ops beside TPUs: their costs are not combined here; the refusal stands)
+    tpu_db, rates = tpu_framework_db(mixed[1], session_perf_env(spaces))
+    device = combine([stats.device, tpu_db])
+    device_type = session_device_type(spaces)
+    tensor_core = tensor_core_shares(kernel_reports(spaces, paths)) if "GPU" in device_type else {}
+    tables = framework_op_stats_json(replace(stats, device=device, device_unknown="", device_type=device_type),
+                                     tensor_core, first_gpu_roofs(spaces))
+    return with_tpu_rates(tables, rates)
 
 
 def framework_op_stats_json(stats: OpStats, tensor_core: dict[str, float] | None = None, roofs=None) -> list[dict]:

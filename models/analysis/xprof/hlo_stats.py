@@ -58,20 +58,43 @@ COLUMNS = [column(i, kind, label) for i, label, kind in (
 def hlo_stats_table(paths: list[Path], task: TaskState) -> dict:
     if not device_planes(paths, task):
         return table(COLUMNS, [])
-    from profscope.models.analysis.xprof.device_op_metrics import device_stats
-    from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
-    from profscope.models.analysis.xprof.op_stats import IDLE, read_spaces
+    from profscope.models.analysis.xprof.op_stats import read_spaces
+    from profscope.models.analysis.xprof.tpu_steps import tpu_and_gpu_hosts
 
     spaces = read_spaces(paths, task)
+    mixed = tpu_and_gpu_hosts(spaces)
+    if mixed is not None:
+        # TPU and GPU hosts: XProf's one device op metrics db of both, its rows by self time, shares of the
+        # whole of both.
+        from profscope.models.analysis.xprof.tpu_ops import session_perf_env, tpu_hlo_stats_rows
+
+        parts = [_rows(mixed[0], paths), tpu_hlo_stats_rows(mixed[1], session_perf_env(spaces))]
+        total = sum(t for _, t in parts)
+        merged = sorted((r for rows, _ in parts for r in rows), key=lambda r: (-r[9], r[3]))
+        cumulative = 0.0
+        for rank, r in enumerate(merged, start=1):
+            r[0], r[11] = float(rank), 100.0 * r[9] * 1e6 / total if total else 0.0
+            cumulative += r[11]
+            r[12] = cumulative
+        return table(COLUMNS, merged)
+    return table(COLUMNS, _rows(spaces, paths)[0])
+
+
+def _rows(spaces, paths) -> tuple[list[list], int]:
+    """The hosts' hlo_stats rows and their device op metrics' whole time (ps)."""
+    from profscope.models.analysis.xprof.device_op_metrics import device_stats
+    from profscope.models.analysis.xprof.framework_op_stats import sorted_ops
+    from profscope.models.analysis.xprof.op_stats import IDLE
+
     device = device_stats(spaces, paths, steps=False)
     if device.hardware_type == "TPU":  # TensorCores: their ops from the ops' metadata (tpu_ops.py)
         from profscope.models.analysis.xprof.tpu_ops import tpu_hlo_stats_rows
 
-        return table(COLUMNS, tpu_hlo_stats_rows(spaces))
+        return tpu_hlo_stats_rows(spaces)
     if device.xla_ops is not None:
         from profscope.models.analysis.xprof.device_op_metrics import first_gpu_roofs
 
-        return table(COLUMNS, _xla_rows(device.xla_ops, first_gpu_roofs(spaces)))
+        return _xla_rows(device.xla_ops, first_gpu_roofs(spaces)), device.xla_ops.total_time_ps
     if device.xla:
         raise ProfileError(device.xla)
     # GPU TensorFlow kernels: one row per device op, shares of the device's whole time; no FLOPs or bytes
@@ -91,7 +114,7 @@ def hlo_stats_table(paths: list[Path], task: TaskState) -> dict:
         rows.append([float(len(rows) + 1), "0", db.category[i], db.name[i], db.name[i], prov[i], float(n), time_us,
                      time_us / n if n else 0.0, self_us, self_us / n if n else 0.0, share, cumulative,
                      0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "Unknown", "No", "No", "No", "", "", "", 0.0])
-    return table(COLUMNS, rows)
+    return rows, total
 
 
 def _xla_rows(ops, roofs) -> list[list]:

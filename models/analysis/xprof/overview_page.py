@@ -5,6 +5,7 @@ latency and diagnostics (op_stats_to_overview_page in XProf's convert/)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from profscope.models.analysis.xprof import register
@@ -188,6 +189,38 @@ def _inference_latency_table() -> dict:
     ], [])
 
 
+def _tpu_and_gpu_hosts(stats: OpStats, analysis: InputAnalysis, paths: list[Path], task: TaskState):
+    """TPU and GPU hosts (GPUs of TensorFlow kernels) in one session: XProf's page of their combined OpStats, of
+    hardware type TPU (the highest of the hosts'): the TPU step table and recommendations; where the last host
+    with a device is a TPU host, the TPU page of both kinds of ops, else the GPU page's analysis of both kinds
+    (TensorCore columns; the TensorCores' FLOP rates, the duty cycle's idle time and active times added), the
+    TPU page's diagnostics."""
+    from profscope.models.analysis.xprof.op_stats import combine, read_spaces
+    from profscope.models.analysis.xprof.tpu_ops import tpu_framework_db
+    from profscope.models.analysis.xprof.tpu_steps import tpu_and_gpu_hosts, tpu_overview_json
+
+    spaces = read_spaces(paths, task)
+    mixed = tpu_and_gpu_hosts(spaces)
+    if mixed is None or stats.device is None or stats.device.flops is not None:
+        return None
+    tpu_page = tpu_overview_json(replace(stats, hardware_type="TPU"), spaces, gpu=stats.device)
+    if "GPU" not in stats.device_type:
+        return tpu_page
+    from profscope.models.analysis.xprof.device_op_metrics import kernel_reports, op_kernel_stats
+
+    tpu_db, rates = tpu_framework_db(mixed[1])
+    page = overview_page_json(replace(stats, device=combine([stats.device, tpu_db])), analysis,
+                              op_kernel_stats(kernel_reports(spaces, paths)))
+    for row in page[0]["rows"]:
+        cells = row["c"]
+        if cells[3]["v"] in rates:
+            cells[4]["v"] = rates[cells[3]["v"]][0]
+    added = ("idle_time_high_confidence_ps", "active_steptime_ms_average", "tc_active_ms_average")
+    page[0]["p"].update({k: v for k, v in tpu_page[0]["p"].items() if k in added})
+    page[1], page[3], page[6] = tpu_page[1], tpu_page[3], tpu_page[6]
+    return page
+
+
 def overview_page_json(stats: OpStats, a: InputAnalysis,
                        kernels: dict[str, tuple[bool, int, int]] | None = None) -> list[dict]:
     errors = list(stats.errors)
@@ -201,13 +234,17 @@ def overview_page_json(stats: OpStats, a: InputAnalysis,
 @register("overview_page")
 def overview_page(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
     stats, analysis = input_analysis(paths, task)
+    if stats.device_unknown and stats.tpu_steps is not None:
+        mixed = _tpu_and_gpu_hosts(stats, analysis, paths, task)
+        if mixed is not None:
+            return ToolData(dumps(mixed), "json")
+    if stats.device_unknown:  # the top device ops need their FLOPs
+        raise ProfileError(stats.device_unknown)
     if stats.tpu_steps is not None:  # TensorCores: XProf's TPU page (tpu_steps.py; its ops from tpu_ops.py)
         from profscope.models.analysis.xprof.op_stats import read_spaces
         from profscope.models.analysis.xprof.tpu_steps import tpu_overview_json
 
         return ToolData(dumps(tpu_overview_json(stats, read_spaces(paths, task))), "json")
-    if stats.device_unknown:  # the top device ops need their FLOPs
-        raise ProfileError(stats.device_unknown)
     kernels = None
     if stats.device is not None and "GPU" in stats.device_type:
         from profscope.models.analysis.xprof.device_op_metrics import kernel_reports, op_kernel_stats

@@ -91,6 +91,8 @@ _NOT_ON_GPU = {"dma_stall_percent", "cmem_read_bw", "cmem_write_bw", "vmem_read_
 _GPU_LABELS = {"vmem_write_bw": "SHM/L1 BW (GiB/s)",
                "vmem_write_operational_intensity": "SHM/L1 Operational Intensity (FLOP/Byte)"}
 GPU_COLUMNS = [dict(c, label=_GPU_LABELS.get(c["id"], c["label"])) for c in COLUMNS if c["id"] not in _NOT_ON_GPU]
+GPU_ROOFS = ("device_type", "hbm_ridge_point", "peak_flop_rate", "peak_hbm_bw", "peak_vmem_write_bw",
+             "vmem_write_ridge_point")
 
 
 def roofline_tables(paths: list[Path], task: TaskState) -> list[dict]:
@@ -129,6 +131,18 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
 
         return tpu_roofline_tables(spaces, device_stats(spaces, paths, steps=True))
     device = device_stats(spaces, paths, steps=True)
+    if device.tpu_steps is not None and device.ops.flops is None:
+        # TPU and GPU hosts (GPUs of TensorFlow kernels): XProf's roofline of both kinds of ops (tpu_profile.py);
+        # where the last host with a device is a GPU host, in the GPU's columns and roofs.
+        from profscope.models.analysis.xprof.tpu_profile import tpu_roofline_tables
+
+        tables = tpu_roofline_tables(spaces, device, gpu=device.ops)
+        if "GPU" in device.device_type:
+            keep = [i for i, c in enumerate(COLUMNS) if c["id"] not in _NOT_ON_GPU]
+            tables[0]["cols"] = GPU_COLUMNS
+            tables[0]["rows"] = [{"c": [row["c"][i] for i in keep]} for row in tables[0]["rows"]]
+            tables[0]["p"] = {k: tables[0]["p"][k] for k in GPU_ROOFS}
+        return tables
     if device.xla:
         raise ProfileError(device.xla)
     # Several hosts: XProf's combined perf env takes the peak FLOP rate of the last host that has one and the

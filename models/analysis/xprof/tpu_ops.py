@@ -263,13 +263,14 @@ class PerfEnv:
     bandwidths: tuple[float, ...] = ()
     megacore: bool = False
     has_merged_vmem: bool = False
+    combined: bool = False  # XProf's combined perf env of TPU and GPU hosts: no has_cmem flag
 
     def bw(self, kind: int) -> float:
         return self.bandwidths[kind] if kind < len(self.bandwidths) else 0.0
 
     @property
     def has_cmem(self) -> bool:
-        return self.bw(CMEM_RD) > 0 or self.bw(CMEM_WR) > 0
+        return not self.combined and (self.bw(CMEM_RD) > 0 or self.bw(CMEM_WR) > 0)
 
 
 def perf_env(spaces: list[XSpaceData]) -> PerfEnv:
@@ -292,6 +293,24 @@ def perf_env(spaces: list[XSpaceData]) -> PerfEnv:
     # XProf's combined perf env: the last positive FLOP rate, the first host's bandwidths, no flags.
     peak = next((e.peak_gflops for e in reversed(envs) if e.peak_gflops > 0), 0.0)
     return PerfEnv(peak, envs[0].bandwidths)
+
+
+def session_perf_env(spaces: list[XSpaceData]) -> PerfEnv:
+    """XProf's combined perf env of a session of TPU and GPU hosts: the last positive peak FLOP rate, the first
+    accelerator host's bandwidths (a GPU host's: HBM, shared memory as SRAM read and write), no flags."""
+    from profscope.models.analysis.xprof.device_op_metrics import gpu_planes, gpu_roofs, plane_stats
+    from profscope.models.analysis.xprof.tpu_steps import tensor_cores
+
+    envs = []
+    for space in spaces:
+        if gpu_planes(space):
+            r = gpu_roofs(plane_stats(space, gpu_planes(space)[0]))
+            envs.append(PerfEnv(r.peak_gflops, (r.hbm_bytes_per_s / 1e9, r.shared_bytes_per_s / 1e9,
+                                                r.shared_bytes_per_s / 1e9)))
+        elif tensor_cores(space):
+            envs.append(perf_env([space]))
+    peak = next((e.peak_gflops for e in reversed(envs) if e.peak_gflops > 0), 0.0)
+    return PerfEnv(peak, envs[0].bandwidths if envs else (), combined=True)
 
 
 def _int64_stats(space: XSpaceData, plane: int) -> dict[str, int]:
@@ -369,6 +388,14 @@ def tpu_framework_op_stats_json(stats, spaces: list[XSpaceData]) -> list[dict]:
     from dataclasses import replace
 
     from profscope.models.analysis.xprof.framework_op_stats import framework_op_stats_json
+
+    db, rates = tpu_framework_db(spaces)
+    return with_tpu_rates(framework_op_stats_json(replace(stats, device=db, device_unknown="")), rates)
+
+
+def tpu_framework_db(spaces: list[XSpaceData], env: PerfEnv | None = None):
+    """The TensorCores' framework ops as an OpMetricsDb (IDLE last), and each one's rates by name: (FLOP rate,
+    model FLOP rate, memory bandwidth, operational intensity, bound against `env`, else the hosts' peaks)."""
     from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb
 
     ops = tpu_op_metrics(spaces)
@@ -377,30 +404,35 @@ def tpu_framework_op_stats_json(stats, spaces: list[XSpaceData]) -> list[dict]:
     db = OpMetricsDb([k[0] for k in keys] + [IDLE], [k[1] for k in keys] + [IDLE], np.r_[occurrences, 0],
                      np.r_[time_ps, idle].astype(np.int64), np.r_[self_ps, idle].astype(np.int64),
                      np.zeros(len(keys) + 1, bool), ops.total_ps, ops.op_ps)
-    tables = framework_op_stats_json(replace(stats, device=db, device_unknown=""))
-    env = perf_env(spaces)
+    env = env or perf_env(spaces)
     # A framework op sums its ops' FLOPs and bytes, not their memory breakdown: all its bytes are HBM's.
     r = roofline_metrics(flops, model, bytes_, np.zeros((len(keys), 4, 3)), np.zeros(len(keys), bool), time_ps, env)
-    by_name = {k[0]: i for i, k in enumerate(keys)}
+    rates = {k[0]: (float(r.rate[i]), float(r.model_rate[i]), float(r.memory_bw[i]), float(r.intensity[i]),
+                    r.bound[i]) for i, k in enumerate(keys)}
+    return db, rates
+
+
+def with_tpu_rates(tables: list[dict], rates: dict) -> list[dict]:
+    """framework_op_stats tables whose device rows of TensorCore framework ops take their rates."""
     for t in tables:
         for row in t["rows"]:
             cells = row["c"]
-            i = by_name.get(cells[3]["v"]) if cells[1]["v"] == "Device" else None
-            if i is None:
+            r = rates.get(cells[3]["v"]) if cells[1]["v"] == "Device" else None
+            if r is None:
                 continue
-            for k, v in zip((13, 14, 15, 16), (r.rate, r.model_rate, r.memory_bw, r.intensity)):
-                cells[k]["v"] = float(v[i])
-            cells[-2]["v"] = r.bound[i]
+            for k, v in zip((13, 14, 15, 16), r[:4]):
+                cells[k]["v"] = v
+            cells[-2]["v"] = r[4]
     return tables
 
 
-def tpu_hlo_stats_rows(spaces: list[XSpaceData]) -> list[list]:
+def tpu_hlo_stats_rows(spaces: list[XSpaceData], env: PerfEnv | None = None) -> tuple[list[list], int]:
     """XProf's hlo_stats rows of TensorCore ops: per HLO op (most self time first), its program, category,
     framework op, times, shares of the device's whole time (percent), FLOP rates, bandwidths, intensity and
-    bound from its metadata (no HLO text: the op's name)."""
+    bound from its metadata (no HLO text: the op's name); and that whole time (ps)."""
     ops = tpu_op_metrics(spaces)
     r = roofline_metrics(ops.flops, ops.model_flops, ops.bytes, ops.memory, ops.has_breakdown, ops.time_ps,
-                         perf_env(spaces))
+                         env or perf_env(spaces))
     rows: list[list] = []
     cumulative = 0.0
     for i in sorted(range(len(ops.name)), key=lambda k: (-int(ops.self_ps[k]), ops.name[k])):
@@ -413,4 +445,4 @@ def tpu_hlo_stats_rows(spaces: list[XSpaceData]) -> list[list]:
                      self_us, self_us / n if n else 0.0, share, cumulative, 0.0, float(r.model_rate[i]),
                      float(r.rate[i]), float(r.memory_bw[i]), float(r.hbm_bw[i]), *r.on_chip_bw[i, :2].tolist(),
                      float(r.intensity[i]), r.bound[i], "No", "No", "No", "", "TensorCore", "", 0.0])
-    return rows
+    return rows, int(ops.total_ps)

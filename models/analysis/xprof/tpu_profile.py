@@ -24,7 +24,7 @@ CMEM or VMEM read or write), its roofline efficiency and the optimal FLOP rate a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -206,8 +206,10 @@ def program_names(paths: list[Path]) -> dict[int, str]:
     return names
 
 
-def tpu_op_tree(ops: TpuOps, env: PerfEnv, names: dict[int, str], by_program: bool, idle: bool) -> dict:
-    """XProf's op profile tree (BuildOpProfileNodeTree) of the TensorCores' op metrics."""
+def tpu_op_tree(ops: TpuOps, env: PerfEnv, names: dict[int, str], by_program: bool, idle: bool,
+                total_ps: int | None = None) -> dict:
+    """XProf's op profile tree (BuildOpProfileNodeTree) of the TensorCores' op metrics; `total_ps` the tree's
+    whole time where other devices' ops share it."""
     root = Node(f"by_{'program' if by_program else 'category'}")
     programs: dict[int, Node] = {}
     categories: dict[tuple[int, str], Node] = {}
@@ -251,7 +253,7 @@ def tpu_op_tree(ops: TpuOps, env: PerfEnv, names: dict[int, str], by_program: bo
         group.children.append(leaf)
         for node in (category, group, leaf):
             node.metrics.add(m)
-    total_ps = ops.total_ps if idle else ops.op_ps
+    total_ps = (ops.total_ps if idle else ops.op_ps) if total_ps is None else total_ps
     root.metrics.time = total_ps
     for _ in range(2):  # XProf sorts and prunes twice
         _sort_and_prune(root, 2 if by_program else 1)
@@ -266,6 +268,49 @@ def tpu_op_profile(spaces: list[XSpaceData], paths: list[Path], by: str) -> dict
     return {key: tpu_op_tree(ops, env, names, by == "program", idle=True), "deviceType": "TPU",
             f"{key}ExcludeIdle": tpu_op_tree(ops, env, names, by == "program", idle=False),
             "aggDvfsTimeScaleMultiplier": 1 if ops.op_ps else 0}  # normalized op time over op time
+
+
+def beside_gpus_op_profile(spaces: list[XSpaceData], paths: list[Path], by: str, gpu_hosts: list[XSpaceData],
+                           tpu_hosts: list[XSpaceData]) -> dict | None:
+    """XProf's op profile of a session of TPU and GPU hosts (GPUs of TensorFlow kernels): one tree of both kinds
+    of ops (the TensorCores' programs or categories beside the GPUs', by time; IDLE both devices' idle time), the
+    utilisations against XProf's combined perf env (tpu_ops.session_perf_env). None for GPU XLA ops (not
+    reproduced)."""
+    from profscope.models.analysis.xprof.device_op_metrics import device_stats
+    from profscope.models.analysis.xprof.op_profile import _device_tree
+    from profscope.models.analysis.xprof.op_stats import IDLE
+
+    gpu = device_stats(gpu_hosts, paths, steps=False)
+    ops = tpu_op_metrics(tpu_hosts)
+    if gpu.xla or gpu.xla_ops is not None:
+        return None
+    from profscope.models.analysis.xprof.tpu_ops import session_perf_env
+
+    env = session_perf_env(spaces)
+    names = program_names(paths) if by == "program" else {}
+    other = _device_tree(gpu.ops, by, idle=False)
+    other_ps = other["metrics"]["rawTime"]
+    others = other["children"] if other["name"] == f"by_{by}" else [other]
+    if by == "program":  # the GPUs' ops are program 0's: named as the session's modules name it
+        for node in others:
+            node["name"] = names.get(0, node["name"]) if node["name"] == "main" else node["name"]
+    idle_ps = ops.total_ps - ops.op_ps + gpu.ops.total_time_ps - other_ps
+    key = f"by{by.capitalize()}"
+    out: dict = {}
+    for suffix, idle in (("", True), ("ExcludeIdle", False)):
+        total = ops.op_ps + other_ps + (idle_ps if idle else 0)
+        root = tpu_op_tree(ops, env, names, by == "program", idle=False, total_ps=total)
+        children = root["children"] + others
+        if idle:
+            children.append(_node_json(Node(IDLE, Metrics(time=idle_ps), xla=_xla(0, IDLE, "", "")), env, total))
+        root["children"] = sorted(children, key=lambda n: -n["metrics"]["rawTime"])
+        root["numChildren"] = len(children)
+        out[key + suffix] = root
+        if not suffix:
+            out["deviceType"] = "TPU"
+    # Normalized op time over op time: the TensorCores' op time is normalized (no DVFS scale read), the GPUs' not.
+    out["aggDvfsTimeScaleMultiplier"] = safe_divide(ops.op_ps, ops.op_ps + other_ps)
+    return out
 
 
 # ---------------------------------------------------------------- roofline_model
@@ -300,7 +345,9 @@ def step_events(ops: TpuOps, steps) -> StepEvents:
         step.append(np.concatenate(which)[found])
         slots.append(known_slots[at[found]])
         times.append(space.events.duration_ps[rows[found]].astype(np.int64))
-    totals = np.array([sum(ps for ps, _ in per_core.values()) for per_core in steps.per_core], np.int64)
+    # Each step's time on the cores that have op metrics in it (a GPU host's core beside TPUs has none).
+    totals = np.array([sum(ps for core, (ps, _) in per_core.items() if core in op_rows)
+                       for per_core, op_rows in zip(steps.per_core, steps.op_rows)], np.int64)
     return StepEvents(np.concatenate(step), np.concatenate(slots), np.concatenate(times), totals)
 
 
@@ -402,9 +449,27 @@ def _g(x: float) -> str:
     return f"{x:.6g}"  # C++ streams' 6 significant digits
 
 
-def tpu_roofline_tables(spaces: list[XSpaceData], device) -> list[dict]:
+def with_other_ops(ops: TpuOps, db) -> TpuOps:
+    """The TensorCores' ops and another device's (an OpMetricsDb, IDLE last: GPU kernels, program 0, no FLOPs or
+    bytes) as XProf's one combined device op metrics db; its time both devices'."""
+    n = len(db) - 1
+    zeros = np.zeros(n)
+    return replace(
+        ops, name=ops.name + db.name[:n], category=ops.category + db.category[:n],
+        framework=ops.framework + (db.provenance or [""] * len(db))[:n],
+        occurrences=np.r_[ops.occurrences, db.occurrences[:n]], time_ps=np.r_[ops.time_ps, db.time_ps[:n]],
+        self_ps=np.r_[ops.self_ps, db.self_time_ps[:n]], flops=np.r_[ops.flops, zeros], bytes=np.r_[ops.bytes, zeros],
+        program=ops.program + [0] * n, total_ps=ops.total_ps + db.total_time_ps,
+        long_name=ops.long_name + [""] * n, per_run=np.r_[ops.per_run, np.zeros((n, 3))],
+        per_run_memory=np.r_[ops.per_run_memory, np.zeros((n, 4, 3))],
+        has_breakdown=np.r_[ops.has_breakdown, np.zeros(n, bool)], deduplicated=ops.deduplicated + [""] * n,
+        source_stack=ops.source_stack + [""] * n, fused=ops.fused + [[] for _ in range(n)])
+
+
+def tpu_roofline_tables(spaces: list[XSpaceData], device, gpu=None) -> list[dict]:
     """XProf's roofline_model of TPU hosts: the records with and without infeed/outfeed, the device's roofs
-    in the table's properties, the step diagnostics."""
+    in the table's properties, the step diagnostics. With `gpu` (GPU hosts' kernels beside, an OpMetricsDb): their
+    ops beside the TensorCores', the combined perf env's roofs."""
     from profscope.models.analysis.xprof.datatable import table
     from profscope.models.analysis.xprof.input_pipeline import NO_STEP_MARKER, diagnostics_table
     from profscope.models.analysis.xprof.roofline import COLUMNS
@@ -413,6 +478,13 @@ def tpu_roofline_tables(spaces: list[XSpaceData], device) -> list[dict]:
 
     ops = tpu_op_metrics(spaces)
     env = perf_env(spaces)
+    # Normalized op time over op time: the TensorCores' op time is normalized (no DVFS scale read), the GPUs' not.
+    scale = "1" if ops.op_ps else "0"
+    if gpu is not None:
+        scale = _g(safe_divide(ops.op_ps, ops.op_ps + gpu.total_op_time_ps))
+        from profscope.models.analysis.xprof.tpu_ops import session_perf_env
+
+        ops, env = with_other_ops(ops, gpu), session_perf_env(spaces)
     steps = device.tpu_steps or TpuSteps()
     named = [str(number) for number in steps.number]
     events = step_events(ops, steps)
@@ -423,7 +495,7 @@ def tpu_roofline_tables(spaces: list[XSpaceData], device) -> list[dict]:
     p = {
         "cmem_read_ridge_point": ridge(roofline.peak_cmem[0]),
         "cmem_write_ridge_point": ridge(roofline.peak_cmem[1]),
-        "device_type": "",  # XProf 2.24.2 names no TPU model without the chip's stats
+        "device_type": device.device_type,  # the chip's type (device_type_string), if the planes name it
         "has_cmem": str(int(env.has_cmem)),
         "has_merged_vmem": str(int(env.has_merged_vmem)),
         "hbm_ridge_point": ridge(roofline.peak_hbm),
@@ -434,7 +506,7 @@ def tpu_roofline_tables(spaces: list[XSpaceData], device) -> list[dict]:
         "peak_hbm_bw": _g(roofline.peak_hbm),
         "peak_vmem_read_bw": _g(roofline.peak_vmem[0]),
         "peak_vmem_write_bw": _g(roofline.peak_vmem[1]),
-        "time_scale_multiplier": "1" if ops.op_ps else "0",
+        "time_scale_multiplier": scale,
         "vmem_read_ridge_point": ridge(roofline.peak_vmem[0]),
         "vmem_write_ridge_point": ridge(roofline.peak_vmem[1]),
     }

@@ -3,9 +3,15 @@ op_stats_to_input_pipeline_analysis, as XProf 2.24.2 gives them), for TensorCore
 no op metadata (program_id and symbol_id): every op is then outside XProf's op metrics, and each step's
 TensorCore time is idle.
 
-Grouping: the TensorCore's step events (its `Steps` line) are not tied to host events, so XProf groups them
-itself after the host's groups, every core in lock step: the k-th step event of each core is group
-(host groups + k). Each event of the other lines takes the group of the step event it overlaps.
+Grouping (tsl's group_events for TPU): a TensorCore's step events (its `Steps` line) take the group of the host
+event that launched them. XProf's preprocessing ties a host `DoEnqueueProgram` (device_ordinal, queue_id, run_id
+masked to 27 bits, core_type) as producer of a kTpuLaunch context to the `XLA Modules` events of that core with the
+same queue_id, run_id and core_type (absent: 0); a step event takes the contexts of the events it holds, and so the
+group of such a launch (the first group that reaches it). Where no step event of any core is tied to a grouped
+launch, XProf groups them itself after the host's groups, every core in lock step: the k-th step event of each
+core is group (host groups + k). Then per core the step events without a group are dropped (unless none has one)
+and consecutive ones of one group merged into one step (a step of several programs: from the first's start to
+the last's end). Each event of the other lines takes the group of the step it overlaps.
 
 A step is a group with a step event and XLA ops on a core; its time is the longest of its step events over
 the cores; per core its breakdown is the op time by category plus IDLE (the rest of the step).
@@ -23,8 +29,11 @@ from profscope.models.core.task import ProfileError
 from profscope.models.formats.xspace.xplane import HOST_PLANE, XSpaceData, span_text
 
 TENSOR_CORE = re.compile(r"/device:TPU:(\d+)$")
-STEP_LINE, OP_LINE = "Steps", "XLA Ops"
-CONTEXT_STATS = ("producer_type", "producer_id", "consumer_type", "consumer_id")
+STEP_LINE, OP_LINE, MODULE_LINE = "Steps", "XLA Ops", "XLA Modules"
+DEVICE_PRODUCER_STATS = ("_pt", "_p")  # a device event leading to others: not reproduced
+LAUNCHES = ("DoEnqueueProgram", "DoEnqueueContinuationProgram")  # the TPU runtime's host launches
+LAUNCH_STATS = ("device_ordinal", "queue_id", "run_id", "core_type")
+RUN_ID_MASK = (1 << 27) - 1  # XProf keeps so many bits of a host launch's run_id
 DBL_MIN = 2.2250738585072014e-308  # a tsl Stat<double>'s maximum before any value above it
 
 
@@ -101,74 +110,149 @@ def _self_times(begin: np.ndarray, end: np.ndarray) -> np.ndarray:
     return self_ps
 
 
+def _launch_groups(space: XSpaceData, host: int, groups) -> dict[tuple[int, int, int, int], int]:
+    """The host's TPU launches in a step: (device_ordinal, queue_id, run_id, core_type) -> the first group."""
+    p = space.planes[host]
+    ids = [mid for mid, (name, _d, _s) in p.event_metadata.items() if name in LAUNCHES]
+    if not ids or not len(groups.rows):
+        return {}
+    rows = groups.rows[np.isin(space.events.metadata_id[groups.rows], ids)]
+    group = groups.of_events(rows)
+    stats = space.stats(rows, host, list(LAUNCH_STATS))
+    values = {}
+    for name in LAUNCH_STATS:
+        column = stats[name]
+        values[name] = dict(zip(column.rows.tolist(), column.ints_present(unsigned_too=True).tolist()))
+    out: dict[tuple[int, int, int, int], int] = {}
+    for i, g in enumerate(group.tolist()):
+        if g < 0 or any(i not in values[n] for n in LAUNCH_STATS[:3]):
+            continue
+        key = (values["device_ordinal"][i], values["queue_id"][i], values["run_id"][i] & RUN_ID_MASK,
+               values["core_type"].get(i, 0))
+        out[key] = min(g, out.get(key, g))
+    return out
+
+
+def _tied_groups(space: XSpaceData, plane: int, begin: np.ndarray, end: np.ndarray,
+                 launches: dict[tuple[int, int, int, int], int]) -> np.ndarray:
+    """Per step event (in time order) of a TensorCore, the group of the host launch of a module it holds (the
+    least such group), else -1."""
+    out = np.full(len(begin), -1, np.int64)
+    ordinal = int(TENSOR_CORE.match(space.planes[plane].name).group(1))  # type: ignore[union-attr]
+    modules = _line_rows(space, plane, MODULE_LINE)
+    if not launches or not len(modules) or not len(begin):
+        return out
+    stats = space.stats(modules, plane, ["queue_id", "run_id", "core_type"])
+    values = {n: dict(zip(c.rows.tolist(), c.ints_present(unsigned_too=True).tolist())) for n, c in stats.items()}
+    m_begin = space.start_ps(modules)
+    m_end = m_begin + space.events.duration_ps[modules].astype(np.int64)
+    # The first step event ending after the module begins holds it if it includes it (XProf's scan).
+    at = np.searchsorted(end, m_begin, side="right")
+    for i in range(len(modules)):
+        k = int(at[i])
+        if k >= len(begin) or not (begin[k] <= m_begin[i] and m_end[i] <= end[k]):
+            continue
+        if i not in values["queue_id"] or i not in values["run_id"]:
+            continue
+        g = launches.get((ordinal, values["queue_id"][i], values["run_id"][i], values["core_type"].get(i, 0)), -1)
+        if g >= 0 and (out[k] < 0 or g < out[k]):
+            out[k] = g
+    return out
+
+
+def _merged_steps(begin: np.ndarray, end: np.ndarray, group: np.ndarray):
+    """XProf's MergeHostSteps: step events without a group dropped (unless none has one), consecutive ones of
+    one group made one (the first's start to the last's end)."""
+    keep = group >= 0
+    if not keep.any():
+        return begin, end, group
+    begin, end, group = begin[keep], end[keep], group[keep]
+    first = np.r_[True, group[1:] != group[:-1]]
+    last = np.r_[first[1:], True]
+    return begin[first], end[last], group[first]
+
+
 def tpu_steps(space: XSpaceData) -> TpuSteps:
     """The TPU step db of one XSpace's TensorCore planes."""
     from profscope.models.formats.xspace.groups import group_events
 
     host = space.plane_named(HOST_PLANE)
-    first_group = len(group_events(space, host).roots) if host >= 0 else 0
-    markers: dict[int, list[tuple[int, int]]] = {}  # group -> (begin, end) of each core's step event
-    cores: dict[int, dict[int, dict[str, int]]] = {}  # group -> core -> category -> self ps
-    rows: dict[int, dict[int, np.ndarray]] = {}  # group -> core -> op event rows
+    host_groups = group_events(space, host) if host >= 0 else None
+    first_group = len(host_groups.roots) if host_groups is not None else 0
+    launches = _launch_groups(space, host, host_groups) if host_groups is not None else {}
+    per_plane = []
     for plane in tensor_cores(space):
-        if any(space.planes[plane].stat_ids(n) for n in CONTEXT_STATS):
-            # Device events tied to host events by their context: XProf groups them with the host's steps.
-            raise ProfileError(f"{space.path}: {space.planes[plane].name} ties its events to host events (context "
-                               "stats); Profscope does not group TPU steps through them yet")
-        core = space.planes[plane].id
+        if any(space.planes[plane].stat_ids(n) for n in DEVICE_PRODUCER_STATS):
+            # Device events leading to host events (producer contexts): XProf groups those too.
+            raise ProfileError(f"{space.path}: {space.planes[plane].name} has events that lead to others (producer "
+                               "context stats); Profscope does not group TPU steps through them yet")
         steps = _line_rows(space, plane, STEP_LINE)
         begin = space.start_ps(steps)
         end = begin + space.events.duration_ps[steps].astype(np.int64)
         order = np.argsort(begin, kind="stable")
         begin, end = begin[order], end[order]
-        for k, (b, e) in enumerate(zip(begin.tolist(), end.tolist())):
-            markers.setdefault(first_group + k, []).append((b, e))
+        per_plane.append((plane, begin, end, _tied_groups(space, plane, begin, end, launches)))
+    if not any((tied >= 0).any() for *_, tied in per_plane):  # no launch tied: every core in lock step
+        per_plane = [(plane, b, e, first_group + np.arange(len(b), dtype=np.int64)) for plane, b, e, _ in per_plane]
+    markers: dict[int, list[tuple[int, int]]] = {}  # group -> (begin, end) of each core's step event
+    cores: dict[int, dict[int, dict[str, int]]] = {}  # group -> core -> category -> self ps
+    rows: dict[int, dict[int, np.ndarray]] = {}  # group -> core -> op event rows
+    for plane, begin, end, group in per_plane:
+        core = space.planes[plane].id
+        begin, end, group = _merged_steps(begin, end, group)
+        for b, e, g in zip(begin.tolist(), end.tolist(), group.tolist()):
+            if g >= 0:
+                markers.setdefault(g, []).append((b, e))
         ops = _line_rows(space, plane, OP_LINE)
         if not len(ops) or not len(begin):
             continue
         op_begin = space.start_ps(ops)
         op_end = op_begin + space.events.duration_ps[ops].astype(np.int64)
-        # The first step event overlapping each op (ends included, as tsl's Timespan::Overlaps).
+        # The first step event overlapping each op (ends included, as tsl's Timespan::Overlaps), with a group.
         at = np.searchsorted(end, op_begin, side="left")
         grouped = (at < len(begin)) & (begin[np.minimum(at, len(begin) - 1)] <= op_end)
+        grouped &= group[np.minimum(at, len(begin) - 1)] >= 0
         keyed, categories = op_metadata(space, plane, ops)
         self_ps = _self_times(op_begin[grouped], op_end[grouped])
         index = np.flatnonzero(grouped)
-        for k in np.unique(at[index]).tolist():  # a step with ops on this core
-            cores.setdefault(first_group + k, {}).setdefault(core, {})
+        op_group = group[at[index]]
+        for g in np.unique(op_group).tolist():  # a step with ops on this core
+            cores.setdefault(g, {}).setdefault(core, {})
         # XProf's op metrics keep only ops with their program and symbol: their self time by step and category.
         kept = keyed[index]
         names = sorted(set(categories))
         code = {name: c for c, name in enumerate(names)}
-        step, category = at[index][kept], np.array([code[c] for c in categories], np.int64)[index][kept]
+        step, category = op_group[kept], np.array([code[c] for c in categories], np.int64)[index][kept]
         pairs, which = np.unique(step * len(names) + category, return_inverse=True)
         sums = np.bincount(which, self_ps[kept], len(pairs)).astype(np.int64)
         for pair, total in zip(pairs.tolist(), sums.tolist()):
-            cores[first_group + pair // len(names)][core][names[pair % len(names)]] = total
+            cores[pair // len(names)][core][names[pair % len(names)]] = total
         order = np.argsort(step, kind="stable")  # each step's ops, in line order
         bounds = np.flatnonzero(np.diff(step[order])) + 1
-        for k, part in zip(np.unique(step).tolist(), np.split(ops[index][kept][order], bounds)):
-            rows.setdefault(first_group + k, {})[core] = part
+        for g, part in zip(np.unique(step).tolist(), np.split(ops[index][kept][order], bounds)):
+            rows.setdefault(g, {})[core] = part
     out = TpuSteps()
-    for group in sorted(set(markers) & set(cores)):
-        longest = max(markers[group], key=lambda m: m[1] - m[0])  # the first of the longest
-        out.number.append(group)
+    for number in sorted(set(markers) & set(cores)):
+        longest = max(markers[number], key=lambda m: m[1] - m[0])  # the first of the longest
+        out.number.append(number)
         out.begin_ps.append(longest[0])
         out.duration_ps.append(longest[1] - longest[0])
-        out.per_core.append({core: (longest[1] - longest[0], cores[group][core]) for core in sorted(cores[group])})
-        out.op_rows.append({core: (space, rows.get(group, {}).get(core, np.zeros(0, np.int64)))
-                            for core in sorted(cores[group])})
+        out.per_core.append({core: (longest[1] - longest[0], cores[number][core]) for core in sorted(cores[number])})
+        out.op_rows.append({core: (space, rows.get(number, {}).get(core, np.zeros(0, np.int64)))
+                            for core in sorted(cores[number])})
     return out
 
 
-def combine_tpu_steps(hosts: list[TpuSteps]) -> tuple[TpuSteps, bool]:
+def combine_tpu_steps(hosts: list[TpuSteps], ids: list[int] | None = None) -> tuple[TpuSteps, bool]:
     """Several TPU hosts' steps as XProf combines them: their step intersection (step_intersection.py), the
-    combined steps numbered from 0, each with every host's cores (global core ids: host * 1000 + core).
-    Returns them and whether the hosts' steps had none in common."""
+    combined steps numbered from 0, each with every host's cores (global core ids: host * 1000 + core, the host's
+    index in `ids`, else in the list). A session of one host keeps its steps. Returns them and whether the hosts'
+    steps had none in common."""
     from profscope.models.analysis.xprof.step_intersection import intersect
 
-    if len(hosts) == 1:
+    if len(hosts) == 1 and ids is None:
         return hosts[0], False
+    ids = ids if ids is not None else list(range(len(hosts)))
     spans = [(np.array(h.begin_ps, np.int64), np.array(h.begin_ps, np.int64) + np.array(h.duration_ps, np.int64))
              for h in hosts]
     x = intersect(list(spans))
@@ -180,14 +264,90 @@ def combine_tpu_steps(hosts: list[TpuSteps]) -> tuple[TpuSteps, bool]:
             first = x.first[h]
             assert first is not None
             for core, value in host.per_core[first + i].items():
-                cores[h * 1000 + core] = value
-                op_rows[h * 1000 + core] = host.op_rows[first + i][core]
+                cores[ids[h] * 1000 + core] = value
+                if core in host.op_rows[first + i]:
+                    op_rows[ids[h] * 1000 + core] = host.op_rows[first + i][core]
         out.number.append(i)
         out.begin_ps.append(min(hosts[h].begin_ps[(x.first[h] or 0) + i] for h in range(len(hosts))))
         out.duration_ps.append(max(d for d, _ in cores.values()))
         out.per_core.append(cores)
         out.op_rows.append(op_rows)
     return out, x.empty_intersect
+
+
+GPU_CORE = 1  # the one core XProf gives a GPU host's steps (kDefaultGpuLocalCoreId)
+
+
+def tpu_and_gpu_hosts(spaces: list[XSpaceData]) -> tuple[list[XSpaceData], list[XSpaceData]] | None:
+    """A session's GPU hosts and TPU hosts, where it has both and no host has both kinds of planes."""
+    from profscope.models.analysis.xprof.device_op_metrics import gpu_planes
+
+    gpu = [s for s in spaces if gpu_planes(s)]
+    tpu = [s for s in spaces if tensor_cores(s)]
+    if not gpu or not tpu or any(s in gpu for s in tpu):
+        return None
+    return gpu, tpu
+
+
+def session_device_type(spaces: list[XSpaceData]) -> str:
+    """XProf's combined run environment's device type: the last host's with a device (a GPU host: its first
+    GPU's model, else "GPU"; a TPU host: its first TensorCore's device_type_string, else empty)."""
+    from profscope.models.analysis.xprof.device_op_metrics import gpu_model_name, gpu_planes, plane_stats
+
+    out = "CPU"
+    for space in spaces:
+        if gpu_planes(space):
+            out = gpu_model_name(plane_stats(space, gpu_planes(space)[0])) or "GPU"
+        elif tensor_cores(space):
+            out = str(plane_stats(space, tensor_cores(space)[0]).get("device_type_string", ""))
+    return out
+
+
+def beside_gpus(spaces: list[XSpaceData], paths, steps: bool):
+    """XProf's combined OpStats of a session of TPU and GPU hosts: TPU analysis (its hardware type is the
+    highest of the hosts'). Its one device op metrics db holds both kinds of ops: here the GPU hosts' DeviceStats,
+    whose `xla` says to the tools that do not combine them with the TensorCores' ops that they are not computed.
+    Its step db is the step intersection of the hosts that have a device type XProf knows: GPU hosts, and TPU
+    hosts whose TensorCores name a TPU chip (device_type_string; the others count as coordinators). A GPU host's
+    step is one core (GPU_CORE) that is idle for XProf's TPU breakdown."""
+    from profscope.models.analysis.xprof.device_op_metrics import device_stats, gpu_planes, gpu_step_db, plane_stats
+
+    gpu_hosts = [s for s in spaces if gpu_planes(s)]
+    both = next((s for s in gpu_hosts if tensor_cores(s)), None)
+    if both is not None:
+        raise ProfileError(f"{both.path}: Profscope does not compute XProf's analysis of a host with both GPU and "
+                           "TPU planes")
+    stats = device_stats(gpu_hosts, paths, steps)
+    tpu = next((s.planes[i].name for s in spaces for i in tensor_cores(s)), "")
+    stats.xla = (f"{spaces[0].path.parent}: Profscope does not compute XProf's op metrics of TPU planes ({tpu}) "
+                 "beside GPUs yet")
+    stats.xla_ops = None
+    # XProf's combined run environment: the last host's device type, every host's cores.
+    stats.device_type = session_device_type(spaces)
+    stats.core_count += sum(len(tensor_cores(s)) for s in spaces if not gpu_planes(s))
+    if not steps:
+        return stats
+    stats.steps = [gpu_step_db(s) for s in spaces]  # every host's (a TPU host's: none), as op_stats reads them
+    hosts, ids = [], []
+    for k, space in enumerate(spaces):
+        cores = tensor_cores(space)
+        if gpu_planes(space):
+            db = stats.steps[k]
+            host = TpuSteps()
+            for number, begin, duration in zip(db.number.tolist(), db.begin_ps.tolist(), db.duration_ps.tolist()):
+                host.number.append(number)
+                host.begin_ps.append(begin)
+                host.duration_ps.append(duration)
+                host.per_core.append({GPU_CORE: (duration, {})})
+                host.op_rows.append({})
+        elif cores and "TPU" in str(plane_stats(space, cores[0]).get("device_type_string", "")):
+            host = tpu_steps(space)
+        else:
+            continue
+        hosts.append(host)
+        ids.append(k)
+    stats.tpu_steps, stats.empty_intersect = combine_tpu_steps(hosts, ids)
+    return stats
 
 
 # ---------------------------------------------------------------- input pipeline (TPU)
@@ -220,6 +380,7 @@ class TpuStepDetails:
     host: list[float]  # host transfers (host send and recv)
     infeed_percent: list[tuple[float, float, float]]  # average, minimum, maximum over the cores
     step_ms: list[float]  # the longest core's step time (XProf's step time summary)
+    active: list[float] = field(default_factory=list)  # the cores' average compute (optimal step) time
 
 
 HOST_SEND_RECV = ("host send", "host send-done", "host recv", "host recv-done")
@@ -230,7 +391,7 @@ def step_details(steps: TpuSteps) -> TpuStepDetails:
     its infeed, outfeed, host transfers and idle time (the step less its ops' self time) are waits for the host,
     the rest compute. A step's compute is the least of its cores', its infeed the most, its outfeed their
     average, its idle time the shortest core step less the rest, its time the longest."""
-    d = TpuStepDetails([], [], [], [], [], [], [], [])
+    d = TpuStepDetails([], [], [], [], [], [], [], [], [])
     for i, number in enumerate(steps.number):
         optimal, outfeed, infeed_pct, durations = [], [], [], []
         infeed = host_most = 0
@@ -246,6 +407,7 @@ def step_details(steps: TpuSteps) -> TpuStepDetails:
             host_most = max(host_most, host)
         d.number.append(number)
         d.compute.append(min(optimal) / 1e9 if optimal else 0.0)
+        d.active.append(sum(optimal) / len(optimal) / 1e9 if optimal else 0.0)
         d.infeed.append(infeed / 1e9)
         d.outfeed.append(sum(outfeed) / len(outfeed) / 1e9 if outfeed else 0.0)
         d.host.append(host_most / 1e9)
@@ -275,9 +437,10 @@ def tpu_step_table(d: TpuStepDetails, input_statement: str, output_statement: st
         "tc_compute_ms_average": two(summary(d.compute)[0]), "tc_infeed_ms_average": two(summary(d.infeed)[0]),
         "tc_outfeed_ms_average": two(summary(d.outfeed)[0]), "tc_idle_ms_average": two(summary(d.idle)[0]),
         "host_transfer_ms_average": two(summary(d.host)[0]),
-        # XProf 2.24.2's active times (not in its published source): the TensorCores' compute, as far as checked.
-        "active_steptime_ms_average": two(summary(d.compute)[0]),
-        "tc_active_ms_average": two(summary(d.compute)[0]),
+        # XProf 2.24.2's active times (not in its published source): as far as checked (a session of TPU and GPU
+        # hosts, whose GPU core computes nothing for this breakdown), the cores' average compute time.
+        "active_steptime_ms_average": two(summary(d.active)[0]),
+        "tc_active_ms_average": two(summary(d.active)[0]),
         "input_conclusion": input_statement, "output_conclusion": output_statement, "summary_nextstep": next_step,
     }
     rows = []
@@ -350,7 +513,6 @@ def tpu_input_pipeline_json(stats) -> list[dict]:
 
 # ---------------------------------------------------------------- overview (TPU)
 
-MODULE_LINE = "XLA Modules"
 # HLO categories whose time the TensorCore is not on duty (tsl's IsOffDutyOp).
 OFF_DUTY = {"infeed", "outfeed", "host send", "host send-done", "host recv", "host recv-done", "megacore fusion"}
 
@@ -385,8 +547,9 @@ def duty_cycle(space: XSpaceData) -> tuple[int, int]:
     return busy, idle
 
 
-def tpu_overview_json(stats, spaces: list[XSpaceData]) -> list[dict]:
-    """XProf's overview_page of a TPU host."""
+def tpu_overview_json(stats, spaces: list[XSpaceData], gpu=None) -> list[dict]:
+    """XProf's overview_page of a TPU host; with `gpu` (the GPU hosts' framework op metrics, IDLE last), of a
+    session of TPU and GPU hosts: their ops beside the TensorCores' in the top ops and the device's shares."""
     from profscope.models.analysis.xprof import overview_page as ov
     from profscope.models.analysis.xprof.input_pipeline import InputAnalysis, StepDetails, diagnostics_table
     from profscope.models.analysis.xprof.op_stats import StepDb
@@ -401,6 +564,15 @@ def tpu_overview_json(stats, spaces: list[XSpaceData]) -> list[dict]:
 
     ops = tpu_op_metrics(spaces)
     keys, occurrences, time_ps, self_ps, flops, _bytes, _model = framework_rows(ops)
+    op_ps, total_ps = ops.op_ps, ops.total_ps
+    if gpu is not None:  # XProf's combined device op metrics db: the GPUs' rows (no FLOPs) beside
+        n = len(gpu) - 1  # without its IDLE row
+        keys = list(keys) + list(zip(gpu.name[:n], gpu.category[:n]))
+        occurrences, time_ps, self_ps = (np.r_[a, b[:n]] for a, b in ((occurrences, gpu.occurrences),
+                                                                      (time_ps, gpu.time_ps),
+                                                                      (self_ps, gpu.self_time_ps)))
+        flops = np.r_[flops, np.zeros(n)]
+        op_ps, total_ps = op_ps + gpu.total_op_time_ps, total_ps + gpu.total_time_ps
     names = [k[0] for k in keys]
     analysis = ov._analysis_table(stats, {})
     host = stats.host
@@ -412,7 +584,7 @@ def tpu_overview_json(stats, spaces: list[XSpaceData]) -> list[dict]:
         "device_duty_cycle_percent": duty,
         "device_duty_cycle_high_confidence_percent": duty,
         "idle_time_high_confidence_ps": f"{idle:.6g}",
-        "device_idle_time_percent": ov.percent(100.0 * (1.0 - (ops.op_ps / ops.total_ps if ops.total_ps else 0.0))),
+        "device_idle_time_percent": ov.percent(100.0 * (1.0 - (op_ps / total_ps if total_ps else 0.0))),
         "host_idle_time_percent": ov.percent(100.0 * _idle_ratio(host)),
         "host_tf_op_percent": ov.percent(100.0 * (host_ops / (host_ops + device_ops) if host_ops + device_ops else 0)),
         "device_tf_op_percent": ov.percent(100.0 * (device_ops / (host_ops + device_ops) if host_ops + device_ops
@@ -440,7 +612,6 @@ def tpu_overview_json(stats, spaces: list[XSpaceData]) -> list[dict]:
     diagnostics = diagnostics_table(errors, list(stats.warnings) + ([] if len(stats.tpu_steps) else [
         tables[4]["rows"][0]["c"][1]["v"]] if tables[4]["rows"] else []))
     environment = ov._run_environment_table(stats)
-    environment["p"]["device_type"] = ""  # XProf 2.24.2 names no TPU type without the chip's own stats
     return [analysis, tables[1], environment, recommendation, ov._inference_latency_table(), {}, diagnostics]
 
 

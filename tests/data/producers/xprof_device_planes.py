@@ -564,17 +564,26 @@ TPU_OPS = [
 ]
 
 
-def tpu_ops(space):
+def tpu_ops(space, launched=False):
     """A JAX training loop on two TensorCores as the TPU profiler lays them out: per core a `/device:TPU:N`
     plane with an `XLA Modules` line (the step's module, program_id), an `XLA Ops` line of the module's ops whose
     event metadata carries program_id, symbol_id, hlo_category, flops, bytes_accessed and tf_op, and a `Steps`
-    line (step_num); the second core runs a little slower."""
+    line (step_num); the second core runs a little slower.
+
+    With `launched` (tpu_launch), the TPU runtime's launches tie the device to the host steps: per core a host
+    `DoEnqueueProgram` (device_ordinal, queue_id, run_id) inside the step's PjitFunction, and the module events
+    carry the launch's queue_id and run_id (XProf's preprocessing makes them a kTpuLaunch producer and its
+    consumers). A launch before the first host step (a warm-up, in no step) runs a device step of its own, and
+    step 5 launches a second program (jit_eval_step) whose device step belongs to the same host step. Its
+    TensorCore planes name the chip (device_type_string "TPU v4")."""
     host = Plane(space, 1, "/host:CPU")
     python = host.line(1, "python3")
     cores = []
     for k in range(2):
         dev = Plane(space, 2 + k, f"/device:TPU:{k}")
         device_caps(dev, "", tpu=True)
+        if launched:  # the chip's type, as tsl's TPU plane builder writes it
+            dev.set_stat(dev.p, "device_type_string", "TPU v4")
         cores.append((dev, dev.line(2, "XLA Ops"), dev.line(1, "XLA Modules"), dev.line(0, "Steps")))
         for symbol, (name, category, _duration, framework) in enumerate(TPU_OPS, start=1):
             md = dev.p.event_metadata[dev.event_id(name)]
@@ -586,21 +595,42 @@ def tpu_ops(space):
             if framework:
                 dev.set_stat(md, "tf_op", framework)
     t = 0
+    run_id = 700
+    device_step = 0
+
+    def launch(at, module, program_ops, step):
+        """One program launched on both cores at host time `at`: the device's ops, module and step events;
+        returns when the slower core is done."""
+        nonlocal run_id, device_step
+        ends = []
+        for k, (dev, ops, modules, steps) in enumerate(cores):
+            tie = {}
+            if launched:
+                host.event(python, "DoEnqueueProgram", at + k * 200_000, 150_000, device_ordinal=k, queue_id=0,
+                           run_id=run_id)
+                tie = dict(run_id=run_id, queue_id=0)
+            device_t = step_begin = at + 4 * US
+            for name, _category, duration, _framework in program_ops:
+                d = duration + (k * 3 + step) * 1_000
+                dev.event(ops, name, device_t, d)
+                device_t += d + 400_000 * (1 + k)
+            dev.event(modules, module, step_begin, device_t - step_begin, program_id=42, **tie)
+            dev.event(steps, f"{device_step}", step_begin, device_t - step_begin + 1_500_000, step_num=device_step)
+            ends.append(device_t + 1_500_000)
+        run_id += 1
+        device_step += 1
+        return max(ends)
+
+    if launched:  # a warm-up launch before the first host step
+        t = launch(t, "jit_train_step", TPU_OPS, 0) + 4 * US
     for step in range(STEPS):
         begin = t
         t += 5 * US
         host.event(python, "PjitFunction(train_step)", t, 3 * US)
-        ends = []
-        for k, (dev, ops, modules, steps) in enumerate(cores):
-            device_t = step_begin = t + 4 * US
-            for name, _category, duration, _framework in TPU_OPS:
-                d = duration + (k * 3 + step) * 1_000
-                dev.event(ops, name, device_t, d)
-                device_t += d + 400_000 * (1 + k)
-            dev.event(modules, "jit_train_step", step_begin, device_t - step_begin, program_id=42)
-            dev.event(steps, f"{step}", step_begin, device_t - step_begin + 1_500_000, step_num=step)
-            ends.append(device_t + 1_500_000)
-        t = max(ends) + 2 * US
+        t = launch(t, "jit_train_step", TPU_OPS, step) + 2 * US
+        if launched and step == 5:
+            host.event(python, "PjitFunction(eval_step)", t, 3 * US)
+            t = launch(t, "jit_eval_step", TPU_OPS[1:3], step) + 2 * US
         host.event(python, "train", begin, t - begin, _r=1, step_num=step)
         t += 6 * US
 
@@ -741,6 +771,7 @@ VARIANTS = {
     "gpu_jax2": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", two=True),  # two GPUs running XLA ops
     "tpu_jax": lambda s: jax_device(s, "/device:TPU:0", "", tpu=True),
     "tpu_ops": tpu_ops,
+    "tpu_launch": lambda s: tpu_ops(s, launched=True),
     "gpu_jax_ops": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", opcodes=True),
     # every instruction of gpu_jax_ops' modules as a kernel: op_profile only (XLA's cost of each instruction)
     "gpu_jax_every": lambda s: jax_device(s, "/device:GPU:0", "Nvidia", opcodes=True, every=True),
@@ -775,6 +806,17 @@ SESSIONS = {
     # Two TPU hosts, the second's clock 150 us later: their TensorCores' steps meet a step or two apart.
     "tpu_ops+tpu_ops_late": ([("tpu_ops", 0), ("tpu_ops", 150)],
                              (*STEP_TOOLS, "framework_op_stats", "hlo_stats", "op_profile")),
+    # A TPU host and a GPU host, in both orders: one combined OpStats (TPU analysis; its step db of both hosts'
+    # cores); with tpu_ops, whose TensorCores name no chip, XProf counts the TPU host as a coordinator.
+    "tpu_launch+gpu_tf": ([("tpu_launch", 0), ("gpu_tf", 0)], TOOLS),
+    "gpu_tf+tpu_launch": ([("gpu_tf", 0), ("tpu_launch", 0)], TOOLS),
+    "tpu_ops+gpu_tf": ([("tpu_ops", 0), ("gpu_tf", 0)], ("input_pipeline_analyzer",)),
+    # tpu_mem's ops have memory breakdowns: XProf's combined perf env (the last positive FLOP rate, the first
+    # host's bandwidths) decides their bounds and bandwidth utilisations.
+    "tpu_mem+gpu_tf": ([("tpu_mem", 0), ("gpu_tf", 0)], TOOLS),
+    "gpu_tf+tpu_mem": ([("gpu_tf", 0), ("tpu_mem", 0)], TOOLS),
+    # A TPU host beside a GPU host of XLA ops
+    "tpu_launch+gpu_jax": ([("tpu_launch", 0), ("gpu_jax", 0)], TOOLS),
 }
 
 
