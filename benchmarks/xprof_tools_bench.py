@@ -3,11 +3,15 @@ against XProf's own converter on the same xplane.pb, each a whole process
 timed with its peak RSS (`/usr/bin/time -v`); medians of rounds that
 interleave the rows, so the machine's other load falls on all alike.
 
-    python benchmarks/xprof_tools_bench.py [--file X.xplane.pb] [--rounds 3]
+    python benchmarks/xprof_tools_bench.py [--file X.xplane.pb | --tpu] [--rounds 3]
         [--xprof-python /tmp/xprof-venv/bin/python] [--tools overview_page ...]
 
 The file defaults to the 2M-event XSpace of benchmarks/sql_bench.py
-(/tmp/profscope-sql-bench/bench.xplane.pb). XProf's converter reads a link
+(/tmp/profscope-sql-bench/bench.xplane.pb). --tpu: a TPU profile of 20,000
+steps instead (two TensorCores, 280,000 XLA ops with their metadata:
+tests/data/producers/xprof_device_planes.py --big-tpu, run with
+--producer-python, a Python with TensorFlow's protos; made once, in
+/tmp/profscope-tpu-bench/), and every tool XProf has for it by default. XProf's converter reads a link
 to it from a folder of its own (it caches results beside the file) with
 `use_saved_result` False. Each row prints wall and CPU seconds and peak RSS;
 the Profscope rows also the speed-up against XProf's and RSS / file size.
@@ -16,7 +20,9 @@ the Profscope rows also the speed-up against XProf's and RSS / file size.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -26,17 +32,34 @@ from xspace_export_bench import XPROF, timed
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats")
+TPU_TOOLS = ("roofline_model", "op_profile", "overview_page", "input_pipeline_analyzer", "framework_op_stats",
+             "hlo_stats")
+TPU_FILE = Path("/tmp/profscope-tpu-bench/tpu.xplane.pb")
+
+
+def tpu_file(python: str) -> Path:
+    """The 20,000-step TPU profile, made by the device-planes producer if it is not there yet."""
+    if not TPU_FILE.exists():
+        TPU_FILE.parent.mkdir(parents=True, exist_ok=True)
+        producer = ROOT / "tests" / "data" / "producers" / "xprof_device_planes.py"
+        subprocess.run([python, str(producer), str(TPU_FILE.parent), "--big-tpu", str(TPU_FILE)], check=True,
+                       cwd=producer.parent, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    return TPU_FILE
 
 
 def main() -> None:
     like_an_installed_copy()
     parser = argparse.ArgumentParser()
     parser.add_argument("--file", type=Path, default=Path("/tmp/profscope-sql-bench/bench.xplane.pb"))
+    parser.add_argument("--tpu", action="store_true", help="the 20,000-step TPU profile (made if missing)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--xprof-python", default="/tmp/xprof-venv/bin/python")
-    parser.add_argument("--tools", nargs="*", default=list(TOOLS[:3]))
+    parser.add_argument("--producer-python", default="/tmp/xprof-venv/bin/python")
+    parser.add_argument("--tools", nargs="*")
     args = parser.parse_args()
-    path = args.file.resolve()
+    if args.tools is None:
+        args.tools = list(TPU_TOOLS if args.tpu else TOOLS[:3])
+    path = tpu_file(args.producer_python) if args.tpu else args.file.resolve()
     if not path.exists():
         sys.exit(f"{path}: missing (benchmarks/sql_bench.py makes it)")
     size_mb = path.stat().st_size / 2**20

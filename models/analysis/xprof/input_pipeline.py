@@ -88,14 +88,11 @@ def summary(values) -> tuple[float, float, float, float]:
     """(average, standard deviation, minimum, maximum) as XProf's tsl Stat: the sample standard deviation from
     the sums, 0 when all values are equal. Stat starts its maximum at the smallest positive double, so values
     that are all zero are not all equal: a single zero has the deviation 0/0, NaN (printed "-nan")."""
-    values = [float(v) for v in values]
+    values = values.astype(np.float64).tolist() if isinstance(values, np.ndarray) else [float(v) for v in values]
     if not values:
         return 0.0, 0.0, 0.0, 0.0
-    n, s = len(values), 0.0
-    sq = 0.0
-    for v in values:
-        s += v
-        sq += v * v
+    n, a = len(values), np.array(values)
+    s, sq = float(np.cumsum(a)[-1]), float(np.cumsum(a * a)[-1])  # cumsum adds in order, as the loop of tsl's Stat
     lo, hi = min(values), max(*values, sys.float_info.min)
     variance = 0.0 if lo == hi else (sq - s * s / n) / (n - 1) if n > 1 else math.nan
     return s / n, math.sqrt(variance) if variance >= 0 else math.nan, lo, hi

@@ -14,11 +14,10 @@ from their ops' metadata and steps (tpu_profile.py).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from profscope.models.analysis.xprof import register
-from profscope.models.analysis.xprof.datatable import column, table
+from profscope.models.analysis.xprof.datatable import column, table, to_json
 from profscope.models.analysis.xprof.hlo import device_planes
 from profscope.models.analysis.xprof.input_pipeline import NO_STEP_MARKER, diagnostics_table
 from profscope.models.core.task import ProfileError, TaskState
@@ -140,7 +139,7 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
         if "GPU" in device.device_type:
             keep = [i for i, c in enumerate(COLUMNS) if c["id"] not in _NOT_ON_GPU]
             tables[0]["cols"] = GPU_COLUMNS
-            tables[0]["rows"] = [{"c": [row["c"][i] for i in keep]} for row in tables[0]["rows"]]
+            tables[0]["rows"] = tables[0]["rows"].only(keep)
             tables[0]["p"] = {k: tables[0]["p"][k] for k in GPU_ROOFS}
         return tables
     if device.xla:
@@ -213,4 +212,4 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
 
 @register("roofline_model")
 def roofline_model(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
-    return ToolData(json.dumps(roofline_tables(paths, task), separators=(",", ":")).encode(), "json")
+    return ToolData(to_json(roofline_tables(paths, task)), "json")

@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from profscope.models.analysis.xprof.tpu_steps import OP_LINE, STEP_LINE, _line_rows, _self_times, tensor_cores
+from profscope.models.analysis.xprof.tpu_steps import (
+    OP_LINE,
+    STEP_LINE,
+    _line_rows,
+    _self_times,
+    _unique_ids,
+    tensor_cores,
+)
 from profscope.models.formats.xspace.xplane import XSpaceData, span_text
 
 # Memory spaces of an op's memory_access_breakdown (XProf's PerformanceInfo.MemoryAccessed): 0 unknown, 1 HBM,
@@ -179,10 +186,13 @@ def tpu_op_metrics(spaces: list[XSpaceData]) -> TpuOps:
             begin = space.start_ps(ops)
             end = begin + space.events.duration_ps[ops].astype(np.int64)
             own = _self_times(begin, end)
-            mids = space.events.metadata_id[ops].astype(np.int64)
-            meta = _metadata(space, plane, np.unique(mids).tolist())
-            slot = np.full(len(ops), -1, np.int64)
-            for k, mid in enumerate(mids.tolist()):
+            mids, which = _unique_ids(space.events.metadata_id[ops].astype(np.int64))
+            first = np.full(len(mids), len(which), np.int64)
+            np.minimum.at(first, which, np.arange(len(which)))
+            meta = _metadata(space, plane, mids.tolist())
+            slot_of = np.full(len(mids), -1, np.int64)
+            for k in np.argsort(first, kind="stable").tolist():  # in the order the events first use them
+                mid = int(mids[k])
                 m = meta[mid]
                 if "program_id" not in m or "symbol_id" not in m:
                     continue  # XProf's op metrics need both
@@ -202,7 +212,8 @@ def tpu_op_metrics(spaces: list[XSpaceData]) -> TpuOps:
                     per_run.append((flops, model if model > 0 else flops, float(m.get("bytes_accessed", 0))))  # type: ignore
                     memory.append(m.get("memory_access_breakdown", np.zeros((4, 3))))  # type: ignore[arg-type]
                     breakdown.append("memory_access_breakdown" in m)
-                slot[k] = keys[key]
+                slot_of[k] = keys[key]
+            slot = slot_of[which]
             kept = slot >= 0
             slots.append(slot[kept])
             durations.append((end - begin)[kept])
@@ -353,7 +364,11 @@ class Roofline:
     hbm_intensity: np.ndarray
     on_chip_intensity: np.ndarray
     bottleneck_intensity: np.ndarray
-    bound: list[str]
+    bound_id: np.ndarray  # into BOUNDS, or len(BOUNDS): Unknown
+
+    @property
+    def bound(self) -> list[str]:
+        return [(*BOUNDS, "Unknown")[k] for k in self.bound_id.tolist()]
 
 
 def roofline_metrics(flops, model, size, memory: np.ndarray, breakdown, time_ps, env: PerfEnv) -> Roofline:
@@ -379,7 +394,7 @@ def roofline_metrics(flops, model, size, memory: np.ndarray, breakdown, time_ps,
     return Roofline(rate, safe_divides(model, ns), safe_divides(size, ns) / GIB, hbm_bw, bws, safe_divides(flops, size),
                     safe_divides(flops, hbm), intensities,
                     np.where(used, candidates[np.arange(len(first)), first], 0.0),
-                    [BOUNDS[k] if u else "Unknown" for k, u in zip(first.tolist(), used.tolist())])
+                    np.where(used, first, len(BOUNDS)))
 
 
 def tpu_framework_op_stats_json(stats, spaces: list[XSpaceData]) -> list[dict]:

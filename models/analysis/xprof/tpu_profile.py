@@ -31,6 +31,7 @@ import numpy as np
 
 from profscope.models.analysis.xprof.op_stats import IDLE
 from profscope.models.analysis.xprof.tpu_ops import (
+    BOUNDS,
     CMEM_RD,
     CMEM_WR,
     GIB,
@@ -328,27 +329,24 @@ class StepEvents:
 
 
 def step_events(ops: TpuOps, steps) -> StepEvents:
-    by_space: dict[int, tuple[XSpaceData, list[np.ndarray], list[np.ndarray]]] = {}
-    for i, op_rows in enumerate(steps.op_rows):
-        for space, rows in op_rows.values():
-            _space, parts, which = by_space.setdefault(id(space), (space, [], []))
-            parts.append(rows)
-            which.append(np.full(len(rows), i, np.int64))
     step, slots, times = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-    for key, (space, parts, which) in by_space.items():
-        rows = np.concatenate(parts)
-        known_rows, known_slots = ops.slots.get(key, (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+    hosts: dict[int, int] = {}
+    host = [np.zeros(0, np.int64)]
+    for space, rows, which in steps.op_rows:  # per core: its counted ops' rows and steps
+        known_rows, known_slots = ops.slots.get(id(space), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
         if not len(rows) or not len(known_rows):
             continue
         at = np.minimum(np.searchsorted(known_rows, rows), len(known_rows) - 1)
         found = known_rows[at] == rows
-        step.append(np.concatenate(which)[found])
+        step.append(which[found])
         slots.append(known_slots[at[found]])
         times.append(space.events.duration_ps[rows[found]].astype(np.int64))
+        host.append(np.full(int(found.sum()), hosts.setdefault(id(space), len(hosts))))
     # Each step's time on the cores that have op metrics in it (a GPU host's core beside TPUs has none).
-    totals = np.array([sum(ps for core, (ps, _) in per_core.items() if core in op_rows)
-                       for per_core, op_rows in zip(steps.per_core, steps.op_rows)], np.int64)
-    return StepEvents(np.concatenate(step), np.concatenate(slots), np.concatenate(times), totals)
+    totals = (steps.core_ps * steps.counted).sum(axis=1)
+    order = np.lexsort((np.concatenate(step), np.concatenate(host)))  # by host, step, core (XProf's sums' order)
+    return StepEvents(np.concatenate(step)[order], np.concatenate(slots)[order], np.concatenate(times)[order],
+                      totals.astype(np.int64))
 
 
 @dataclass
@@ -365,6 +363,9 @@ class Groups:
     breakdown: np.ndarray
 
 
+Coded = tuple[np.ndarray, list]  # a column of strings or booleans: ids into its values
+
+
 class _Roofline:
     """XProf's roofline records of one TPU session (ConvertOpStatsToRooflineModel)."""
 
@@ -377,9 +378,10 @@ class _Roofline:
         self.peak_cmem = (env.bw(CMEM_RD) / GIB, env.bw(CMEM_WR) / GIB) if cmem else (0.0, 0.0)
         self.peak_vmem = (env.bw(VMEM_RD) / GIB, env.bw(VMEM_WR) / GIB) if vmem else (0.0, 0.0)
 
-    def records(self, steps: list[str], names: list[str], categories: list[str], programs: list[int], g: Groups,
-                self_ps: np.ndarray, total_ps: np.ndarray, include: bool, average: bool = False) -> list[list]:
-        """Rows: XProf's ConvertOpMetricsToRooflineModelRecord (rank and shares filled by the caller)."""
+    def records(self, steps: Coded, names: Coded, categories: Coded, programs: Coded, g: Groups,
+                self_ps: np.ndarray, total_ps: np.ndarray, include: bool, average: bool = False) -> list:
+        """The rows' columns (XProf's ConvertOpMetricsToRooflineModelRecord; rank and shares filled by the
+        caller): float64 arrays for numbers, (ids, values) for strings and booleans."""
         total_us, self_us = g.time / 1e6, self_ps / 1e6
         avg_us, avg_self_us = safe_divides(total_us, g.occurrences), safe_divides(self_us, g.occurrences)
         if average:  # the complete steps' average: their time over their number
@@ -391,19 +393,18 @@ class _Roofline:
                                         safe_divides(r.hbm_bw, self.peak_hbm), safe_divides(bws[:, 3], peaks[3]),
                                         safe_divides(bws[:, 2], peaks[2])])
         efficiency = np.maximum(memory_use, flops_use)
-        zero = np.zeros(len(names))
-        columns = [g.occurrences.astype(np.float64), total_us, avg_us, self_us, avg_self_us, zero, zero, zero, r.rate,
-                   r.model_rate, r.memory_bw, r.hbm_bw, *r.on_chip_bw.T, r.intensity, r.hbm_intensity,
-                   *r.on_chip_intensity.T, r.bottleneck_intensity]
-        after = [safe_divides(total_us, self.cores), safe_divides(g.time, total_ps), safe_divides(r.rate, efficiency),
-                 efficiency, flops_use, memory_use]
-        return [[step, 0.0, category, name, *numbers, bound, *more, include, str(program), ""]
-                for step, category, name, numbers, bound, more, program in zip(
-                    steps, categories, names, zip(*(c.tolist() for c in columns)), r.bound,
-                    zip(*(c.tolist() for c in after)), programs)]
+        k = len(g.time)
+        zero = np.zeros(k)
+        same = np.zeros(k, np.int64)
+        bound = (r.bound_id, [*BOUNDS, "Unknown"])
+        return [steps, zero, categories, names, g.occurrences.astype(np.float64), total_us, avg_us, self_us,
+                avg_self_us, zero, zero, zero, r.rate, r.model_rate, r.memory_bw, r.hbm_bw, *r.on_chip_bw.T,
+                r.intensity, r.hbm_intensity, *r.on_chip_intensity.T, r.bottleneck_intensity, bound,
+                safe_divides(total_us, self.cores), safe_divides(g.time, total_ps), safe_divides(r.rate, efficiency),
+                efficiency, flops_use, memory_use, (same, [include]), programs, (same, [""])]
 
     def programs(self, names: list[str], group: np.ndarray, slots: np.ndarray, runs: np.ndarray, times: np.ndarray,
-                 totals: np.ndarray, include: bool, average: bool = False) -> list[list]:
+                 totals: np.ndarray, include: bool, average: bool = False) -> list:
         """XProf's GenerateRooflineModelProgramRecord of dbs (their ops' rows, runs and times, each one's db):
         the innermost ops' FLOPs and bytes over the db's time (less infeed and outfeed when left out)."""
         ops, k = self.ops, len(names)
@@ -411,38 +412,57 @@ class _Roofline:
         use = ~inner & (include | ~io)
         at, n, where = slots[use], runs[use].astype(np.float64), group[use]
         sums = [np.bincount(where, ops.per_run[at, c] * n, k) for c in range(3)]
-        memory = np.stack([np.bincount(where, ops.per_run_memory[at, a, b] * n, k) for a in range(4)
-                           for b in range(3)], axis=1).reshape(k, 4, 3)
+        memory = np.zeros((k, 4, 3))
+        for a, b in zip(*np.nonzero(ops.per_run_memory.any(axis=0))):  # the spaces and operations any op has
+            memory[:, a, b] = np.bincount(where, ops.per_run_memory[at, a, b] * n, k)
         breakdown = np.bincount(where, ops.has_breakdown[at] & (n > 0), k) > 0
         io_ps = 0 if include else np.bincount(group[~inner & io], times[~inner & io], k).astype(np.int64)
         time = totals - io_ps
         g = Groups(time, np.ones(k, np.int64), sums[0], sums[1], sums[2], memory, breakdown)
-        return self.records(names, ["Program"] * k, ["Program"] * k, [0] * k, g, np.zeros(k), time, include, average)
+        same = np.zeros(k, np.int64)
+        return self.records((np.arange(k), names), (same, ["Program"]), (same, ["Program"]), (same, ["0"]), g,
+                            np.zeros(k), time, include, average)
 
-    def rows(self, steps: list[str], events: StepEvents, include: bool) -> list[list]:
+    def rows(self, steps: list[str], events: StepEvents, include: bool) -> list:
+        """The table's columns for one include_infeed_outfeed: the whole profile, its ops, the average step,
+        each step."""
         ops = self.ops
         total_ps = np.array([ops.total_ps], np.int64)
         every = np.arange(len(ops))
-        rows = self.programs(["Total"], np.zeros(len(ops), np.int64), every, ops.occurrences, ops.time_ps, total_ps,
-                             include)
+        blocks = [self.programs(["Total"], np.zeros(len(ops), np.int64), every, ops.occurrences, ops.time_ps,
+                                total_ps, include)]
         op_total = int(total_ps[0]) - (0 if include else int(ops.time_ps[self.io].sum()))
         order = [i for i in sorted(range(len(ops)), key=lambda k: (-int(ops.self_ps[k]), ops.name[k]))[:1000]
                  if ops.occurrences[i] and (include or not self.io[i])]
         at = np.array(order, np.int64)
         g = Groups(ops.time_ps[at], ops.occurrences[at], ops.flops[at], ops.model_flops[at], ops.bytes[at],
                    ops.memory[at], ops.has_breakdown[at])
-        records = self.records(["Total"] * len(at), [ops.name[i] for i in order], [ops.category[i] for i in order],
-                               [ops.program[i] for i in order], g, ops.self_ps[at], np.full(len(at), op_total),
-                               include)
+        each = np.arange(len(at))
+        records = self.records((np.zeros(len(at), np.int64), ["Total"]), (each, [ops.name[i] for i in order]),
+                               (each, [ops.category[i] for i in order]), (each, [str(ops.program[i]) for i in order]),
+                               g, ops.self_ps[at], np.full(len(at), op_total), include)
         shares = safe_divides(ops.self_ps[at] / 1e6, op_total / 1e6)
-        for rank, (row, share, cumulative) in enumerate(zip(records, shares.tolist(), np.cumsum(shares).tolist()), 1):
-            row[1], row[9], row[10] = float(rank), share, cumulative
-        rows += records
+        records[1], records[9], records[10] = np.arange(1.0, len(at) + 1), shares, np.cumsum(shares)
+        blocks.append(records)
         ones = np.ones(len(events.slots), np.int64)
-        rows += self.programs(["Average"], np.zeros(len(events.slots), np.int64), events.slots, ones, events.time_ps,
-                              np.array([events.total_ps.sum()], np.int64), include, average=True)
-        rows += self.programs(steps, events.step, events.slots, ones, events.time_ps, events.total_ps, include)
-        return rows
+        blocks.append(self.programs(["Average"], np.zeros(len(events.slots), np.int64), events.slots, ones,
+                                    events.time_ps, np.array([events.total_ps.sum()], np.int64), include,
+                                    average=True))
+        blocks.append(self.programs(steps, events.step, events.slots, ones, events.time_ps, events.total_ps, include))
+        return joined(blocks)
+
+
+def joined(blocks: list[list]) -> list:
+    """Blocks of rows' columns (float64 arrays, or Coded) one after the other."""
+    out: list = []
+    for parts in zip(*blocks):
+        if isinstance(parts[0], np.ndarray):
+            out.append(np.concatenate(parts))
+            continue
+        offsets = np.cumsum([0] + [len(values) for _, values in parts[:-1]])
+        out.append((np.concatenate([ids + at for (ids, _), at in zip(parts, offsets.tolist())]),
+                    [v for _, values in parts for v in values]))
+    return out
 
 
 def _g(x: float) -> str:
@@ -470,7 +490,7 @@ def tpu_roofline_tables(spaces: list[XSpaceData], device, gpu=None) -> list[dict
     """XProf's roofline_model of TPU hosts: the records with and without infeed/outfeed, the device's roofs
     in the table's properties, the step diagnostics. With `gpu` (GPU hosts' kernels beside, an OpMetricsDb): their
     ops beside the TensorCores', the combined perf env's roofs."""
-    from profscope.models.analysis.xprof.datatable import table
+    from profscope.models.analysis.xprof.datatable import Rows, table
     from profscope.models.analysis.xprof.input_pipeline import NO_STEP_MARKER, diagnostics_table
     from profscope.models.analysis.xprof.roofline import COLUMNS
     from profscope.models.analysis.xprof.step_intersection import EMPTY_INTERSECT
@@ -486,10 +506,10 @@ def tpu_roofline_tables(spaces: list[XSpaceData], device, gpu=None) -> list[dict
 
         ops, env = with_other_ops(ops, gpu), session_perf_env(spaces)
     steps = device.tpu_steps or TpuSteps()
-    named = [str(number) for number in steps.number]
+    named = [str(number) for number in steps.number.tolist()]
     events = step_events(ops, steps)
     roofline = _Roofline(ops, env, device.core_count, len(named))
-    rows = roofline.rows(named, events, True) + roofline.rows(named, events, False)
+    rows = Rows(joined([roofline.rows(named, events, True), roofline.rows(named, events, False)]))
     peak = env.peak_gflops
     ridge = lambda gib: _g(safe_divide(peak, gib * GIB))  # noqa: E731
     p = {

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from profscope.models.analysis.xprof.datatable import column, table
+from profscope.models.analysis.xprof.datatable import JsonList, Rows, column, table
 from profscope.models.core.task import ProfileError
 from profscope.models.formats.xspace.xplane import HOST_PLANE, XSpaceData, span_text
 
@@ -39,20 +39,38 @@ DBL_MIN = 2.2250738585072014e-308  # a tsl Stat<double>'s maximum before any val
 
 @dataclass
 class TpuSteps:
-    """XProf's TPU step db: per step its group id (several hosts: its number in their intersection), time (ps)
-    and per TensorCore (by plane id; several hosts: host index * 1000 + plane id) the core's step time and the self
-    time of its XLA ops by HLO category (the rest of the core's step is its idle time)."""
+    """XProf's TPU step db, as columns: per step its group id (several hosts: its number in their intersection),
+    begin and time (ps); its TensorCores (`cores`: plane ids, sorted; several hosts: host index * 1000 + plane
+    id; a GPU host beside them: one core), `on`: (steps, cores) whether the core ran XLA ops in the step (a GPU
+    host's core: each of its steps), `core_ps` the core's step time then (its host's step time); the self time
+    of those ops XProf's op metrics count by step, core and HLO category (`entries`: step index,
+    core index, index into `categories`, ps; the rest of the core's step is its idle time); per core the event
+    rows of those ops and each one's step index (`op_rows`: its XSpace, rows, steps), for the per-step op
+    metrics (tpu_profile.py)."""
 
-    number: list[int] = field(default_factory=list)
-    begin_ps: list[int] = field(default_factory=list)
-    duration_ps: list[int] = field(default_factory=list)
-    per_core: list[dict[int, tuple[int, dict[str, int]]]] = field(default_factory=list)  # core -> (ps, by category)
-    # Per step, per core (the same keys): (the core's XSpace, the event rows of its XLA ops in the step that XProf's
-    # op metrics count), for the per-step op metrics (tpu_ops.py).
-    op_rows: list[dict[int, tuple[XSpaceData, np.ndarray]]] = field(default_factory=list)
+    number: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    begin_ps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    duration_ps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    cores: list[int] = field(default_factory=list)
+    on: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
+    core_ps: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    categories: list[str] = field(default_factory=list)
+    entries: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = field(
+        default_factory=lambda: (np.zeros(0, np.int64),) * 4)
+    op_rows: list[tuple[XSpaceData, np.ndarray, np.ndarray]] = field(default_factory=list)
+    # Per core: whether XProf's op metrics count its time (a GPU host's core beside TensorCores: no).
+    counted: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
 
     def __len__(self) -> int:
         return len(self.number)
+
+    def category_ps(self, names=None) -> np.ndarray:
+        """(steps, cores): the self time of the ops of these categories (None: of all)."""
+        step, core, category, ps = self.entries
+        use = np.isin(category, [k for k, c in enumerate(self.categories) if names is None or c in names])
+        out = np.zeros(self.on.shape, np.int64)
+        np.add.at(out, (step[use], core[use]), ps[use])
+        return out
 
 
 def tensor_cores(space: XSpaceData) -> list[int]:
@@ -66,17 +84,18 @@ def _line_rows(space: XSpaceData, plane: int, name: str) -> np.ndarray:
     return rows[on[space.events.line[a:b]]] if b > a else rows
 
 
-def op_metadata(space: XSpaceData, plane: int, ops: np.ndarray) -> tuple[np.ndarray, list[str]]:
+def op_metadata(space: XSpaceData, plane: int, ops: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Per op: whether its metadata names it for XProf's op metrics (program_id and symbol_id), and its HLO
-    category (hlo_category)."""
+    category (hlo_category): an index into the categories named, returned last."""
     from profscope.models.core import _protowire as wire
 
     p = space.planes[plane]
     program, symbol, category = (set(p.stat_ids(n)) for n in ("program_id", "symbol_id", "hlo_category"))
-    keyed = np.zeros(len(ops), bool)
-    categories = [""] * len(ops)
-    mids = space.events.metadata_id[ops].astype(np.int64)
-    for mid in np.unique(mids).tolist():
+    mids, which = _unique_ids(space.events.metadata_id[ops].astype(np.int64))
+    keyed = np.zeros(len(mids), bool)
+    code = np.zeros(len(mids), np.int64)
+    names: dict[str, int] = {}
+    for k, mid in enumerate(mids.tolist()):
         ids: set[int] = set()
         name = ""
         for o, n in p.event_metadata.get(int(mid), ("", "", []))[2]:
@@ -88,25 +107,33 @@ def op_metadata(space: XSpaceData, plane: int, ops: np.ndarray) -> tuple[np.ndar
                 ids.add(sid)
                 if sid in category:
                     name = p.stat_names.get(int(ref), "") if ref else span_text(space.buf, text)
-        at = np.flatnonzero(mids == mid)
-        keyed[at] = bool(ids & program) and bool(ids & symbol)
-        for i in at.tolist():
-            categories[i] = name
-    return keyed, categories
+        keyed[k] = bool(ids & program) and bool(ids & symbol)
+        code[k] = names.setdefault(name, len(names))
+    return keyed[which], code[which], list(names)
+
+
+def _unique_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(ids, return_inverse=True) of non-negative ids, without a sort where they are few and small
+    (metadata ids: a plane numbers its metadata from 1; step numbers)."""
+    if not len(ids) or ids.min() < 0 or ids.max() > 4 * len(ids) + 1024:
+        unique, which = np.unique(ids, return_inverse=True)
+        return unique, which.reshape(-1)
+    present = np.zeros(int(ids.max()) + 1, bool)
+    present[ids] = True
+    return np.flatnonzero(present), (np.cumsum(present) - 1)[ids]
 
 
 def _self_times(begin: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Each event's time less that of the events directly inside it (XProf's ancestor stack over a line in
-    time order)."""
+    time order: _nesting's parents)."""
+    from profscope.models.data import _nesting
+
+    n = len(begin)
     order = np.lexsort((-(end - begin), begin))
+    parent = _nesting.nest_parents(order, np.zeros(n, np.int32), begin, end, np.zeros(n, bool))
     self_ps = (end - begin).astype(np.int64)
-    stack: list[int] = []
-    for i in order.tolist():
-        while stack and not (begin[stack[-1]] <= begin[i] and end[i] <= end[stack[-1]]):
-            stack.pop()
-        if stack:
-            self_ps[stack[-1]] -= end[i] - begin[i]
-        stack.append(i)
+    inner = np.flatnonzero(parent >= 0)
+    np.subtract.at(self_ps, parent[inner], self_ps[inner])
     return self_ps
 
 
@@ -194,15 +221,14 @@ def tpu_steps(space: XSpaceData) -> TpuSteps:
         per_plane.append((plane, begin, end, _tied_groups(space, plane, begin, end, launches)))
     if not any((tied >= 0).any() for *_, tied in per_plane):  # no launch tied: every core in lock step
         per_plane = [(plane, b, e, first_group + np.arange(len(b), dtype=np.int64)) for plane, b, e, _ in per_plane]
-    markers: dict[int, list[tuple[int, int]]] = {}  # group -> (begin, end) of each core's step event
-    cores: dict[int, dict[int, dict[str, int]]] = {}  # group -> core -> category -> self ps
-    rows: dict[int, dict[int, np.ndarray]] = {}  # group -> core -> op event rows
+    markers: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per core: its steps' group, begin, end
+    # Per core with ops: plane id, the groups it has ops in, then of the ops XProf counts: their group, the core's
+    # category names, each op's category (an index into them), self time, event row.
+    found = []
     for plane, begin, end, group in per_plane:
         core = space.planes[plane].id
         begin, end, group = _merged_steps(begin, end, group)
-        for b, e, g in zip(begin.tolist(), end.tolist(), group.tolist()):
-            if g >= 0:
-                markers.setdefault(g, []).append((b, e))
+        markers.append((group, begin, end))
         ops = _line_rows(space, plane, OP_LINE)
         if not len(ops) or not len(begin):
             continue
@@ -212,34 +238,50 @@ def tpu_steps(space: XSpaceData) -> TpuSteps:
         at = np.searchsorted(end, op_begin, side="left")
         grouped = (at < len(begin)) & (begin[np.minimum(at, len(begin) - 1)] <= op_end)
         grouped &= group[np.minimum(at, len(begin) - 1)] >= 0
-        keyed, categories = op_metadata(space, plane, ops)
+        keyed, category, names = op_metadata(space, plane, ops)
         self_ps = _self_times(op_begin[grouped], op_end[grouped])
         index = np.flatnonzero(grouped)
         op_group = group[at[index]]
-        for g in np.unique(op_group).tolist():  # a step with ops on this core
-            cores.setdefault(g, {}).setdefault(core, {})
         # XProf's op metrics keep only ops with their program and symbol: their self time by step and category.
         kept = keyed[index]
-        names = sorted(set(categories))
-        code = {name: c for c, name in enumerate(names)}
-        step, category = op_group[kept], np.array([code[c] for c in categories], np.int64)[index][kept]
-        pairs, which = np.unique(step * len(names) + category, return_inverse=True)
-        sums = np.bincount(which, self_ps[kept], len(pairs)).astype(np.int64)
-        for pair, total in zip(pairs.tolist(), sums.tolist()):
-            cores[pair // len(names)][core][names[pair % len(names)]] = total
-        order = np.argsort(step, kind="stable")  # each step's ops, in line order
-        bounds = np.flatnonzero(np.diff(step[order])) + 1
-        for g, part in zip(np.unique(step).tolist(), np.split(ops[index][kept][order], bounds)):
-            rows.setdefault(g, {})[core] = part
+        found.append((core, _unique_ids(op_group)[0], op_group[kept], names, category[index][kept], self_ps[kept],
+                      ops[index][kept]))
+    return _step_db(space, markers, found)
+
+
+def _step_db(space: XSpaceData, markers: list[tuple[np.ndarray, np.ndarray, np.ndarray]], found: list) -> TpuSteps:
+    """The step db of the cores' grouped step events and their grouped ops: the groups with ops on a core, each
+    lasting its longest step event (the first of the longest, cores in plane order)."""
     out = TpuSteps()
-    for number in sorted(set(markers) & set(cores)):
-        longest = max(markers[number], key=lambda m: m[1] - m[0])  # the first of the longest
-        out.number.append(number)
-        out.begin_ps.append(longest[0])
-        out.duration_ps.append(longest[1] - longest[0])
-        out.per_core.append({core: (longest[1] - longest[0], cores[number][core]) for core in sorted(cores[number])})
-        out.op_rows.append({core: (space, rows.get(number, {}).get(core, np.zeros(0, np.int64)))
-                            for core in sorted(cores[number])})
+    if not found:
+        return out
+    k = np.unique(np.concatenate([f[1] for f in found]))  # the groups with ops on some core
+    group, begin, end = (np.concatenate([m[i] for m in markers]) for i in range(3))
+    use = np.isin(group, k)
+    group, begin, duration = group[use], begin[use], (end - begin)[use]
+    order = np.lexsort((np.arange(len(group)), -duration, group))  # per group the longest first, then the first
+    first = order[np.r_[True, group[order][1:] != group[order][:-1]]]
+    out.number, out.begin_ps, out.duration_ps = k, begin[first], duration[first]
+    found = sorted(found, key=lambda f: f[0])
+    out.cores = [f[0] for f in found]
+    out.on = np.zeros((len(k), len(found)), bool)
+    names = sorted({c for f in found for c in f[3]})
+    out.categories = names
+    parts: list[list[np.ndarray]] = [[], [], [], []]
+    for c, (_core, with_ops, step, core_names, category, self_ps, rows) in enumerate(found):
+        out.on[np.searchsorted(k, with_ops), c] = True
+        step = np.searchsorted(k, step)
+        category = np.array([names.index(x) for x in core_names], np.int64)[category]
+        width = max(len(names), 1)
+        pairs, which = _unique_ids(step * width + category)
+        for part, values in zip(parts, (pairs // width, np.full(len(pairs), c), pairs % width,
+                                        np.bincount(which, self_ps, len(pairs)).astype(np.int64))):
+            part.append(values.astype(np.int64))
+        order = np.argsort(step, kind="stable")  # each step's ops, in line order
+        out.op_rows.append((space, rows[order], step[order]))
+    out.entries = tuple(np.concatenate(p) for p in parts)  # type: ignore[assignment]
+    out.core_ps = np.where(out.on, out.duration_ps[:, None], 0)
+    out.counted = np.ones(len(found), bool)
     return out
 
 
@@ -253,25 +295,36 @@ def combine_tpu_steps(hosts: list[TpuSteps], ids: list[int] | None = None) -> tu
     if len(hosts) == 1 and ids is None:
         return hosts[0], False
     ids = ids if ids is not None else list(range(len(hosts)))
-    spans = [(np.array(h.begin_ps, np.int64), np.array(h.begin_ps, np.int64) + np.array(h.duration_ps, np.int64))
-             for h in hosts]
-    x = intersect(list(spans))
-    out = TpuSteps()
-    for i in range(x.count):
-        cores: dict[int, tuple[int, dict[str, int]]] = {}
-        op_rows: dict[int, tuple[XSpaceData, np.ndarray]] = {}
-        for h, host in enumerate(hosts):
-            first = x.first[h]
-            assert first is not None
-            for core, value in host.per_core[first + i].items():
-                cores[ids[h] * 1000 + core] = value
-                if core in host.op_rows[first + i]:
-                    op_rows[ids[h] * 1000 + core] = host.op_rows[first + i][core]
-        out.number.append(i)
-        out.begin_ps.append(min(hosts[h].begin_ps[(x.first[h] or 0) + i] for h in range(len(hosts))))
-        out.duration_ps.append(max(d for d, _ in cores.values()))
-        out.per_core.append(cores)
-        out.op_rows.append(op_rows)
+    x = intersect([(h.begin_ps, h.begin_ps + h.duration_ps) for h in hosts])
+    n = x.count
+    out = TpuSteps(number=np.arange(n, dtype=np.int64))
+    names = sorted({c for h in hosts for c in h.categories})
+    parts: list[list[np.ndarray]] = [[], [], [], []]
+    begins, durations, on, core_ps = [], [], [], []
+    for h, host in enumerate(hosts):
+        first = x.first[h]
+        assert first is not None
+        begins.append(host.begin_ps[first : first + n])
+        durations.append(host.duration_ps[first : first + n])
+        on.append(host.on[first : first + n])
+        core_ps.append(host.core_ps[first : first + n])
+        step, core, category, ps = host.entries
+        use = (step >= first) & (step < first + n)
+        code = np.array([names.index(c) for c in host.categories], np.int64)
+        for part, values in zip(parts, (step[use] - first, core[use] + len(out.cores), code[category[use]],
+                                        ps[use])):
+            part.append(values)
+        for space, rows, steps in host.op_rows:
+            use = (steps >= first) & (steps < first + n)
+            out.op_rows.append((space, rows[use], steps[use] - first))
+        out.cores += [ids[h] * 1000 + core for core in host.cores]
+    out.begin_ps = np.min(begins, axis=0) if n else np.zeros(0, np.int64)
+    out.duration_ps = np.max(durations, axis=0) if n else np.zeros(0, np.int64)  # the longest core step
+    out.on = np.hstack(on) if n else np.zeros((0, len(out.cores)), bool)
+    out.core_ps = np.hstack(core_ps) if n else np.zeros((0, len(out.cores)), np.int64)
+    out.counted = np.concatenate([h.counted for h in hosts]) if hosts else np.zeros(0, bool)
+    out.categories = names
+    out.entries = tuple(np.concatenate(p) for p in parts)  # type: ignore[assignment]
     return out, x.empty_intersect
 
 
@@ -333,13 +386,10 @@ def beside_gpus(spaces: list[XSpaceData], paths, steps: bool):
         cores = tensor_cores(space)
         if gpu_planes(space):
             db = stats.steps[k]
-            host = TpuSteps()
-            for number, begin, duration in zip(db.number.tolist(), db.begin_ps.tolist(), db.duration_ps.tolist()):
-                host.number.append(number)
-                host.begin_ps.append(begin)
-                host.duration_ps.append(duration)
-                host.per_core.append({GPU_CORE: (duration, {})})
-                host.op_rows.append({})
+            n = len(db.number)
+            host = TpuSteps(db.number.astype(np.int64), db.begin_ps.astype(np.int64), db.duration_ps.astype(np.int64),
+                            [GPU_CORE], np.ones((n, 1), bool), db.duration_ps.astype(np.int64).reshape(n, 1),
+                            counted=np.zeros(1, bool))
         elif cores and "TPU" in str(plane_stats(space, cores[0]).get("device_type_string", "")):
             host = tpu_steps(space)
         else:
@@ -370,17 +420,17 @@ TPU_STEP_COLUMNS = [
 
 @dataclass
 class TpuStepDetails:
-    """XProf's PerTpuStepDetails of each step (ms; infeed shares in percent)."""
+    """XProf's PerTpuStepDetails of each step (ms; infeed shares in percent): float64 arrays."""
 
-    number: list[int]
-    compute: list[float]
-    infeed: list[float]
-    outfeed: list[float]
-    idle: list[float]
-    host: list[float]  # host transfers (host send and recv)
-    infeed_percent: list[tuple[float, float, float]]  # average, minimum, maximum over the cores
-    step_ms: list[float]  # the longest core's step time (XProf's step time summary)
-    active: list[float] = field(default_factory=list)  # the cores' average compute (optimal step) time
+    number: np.ndarray
+    compute: np.ndarray
+    infeed: np.ndarray
+    outfeed: np.ndarray
+    idle: np.ndarray
+    host: np.ndarray  # host transfers (host send and recv)
+    infeed_percent: np.ndarray  # (steps, 3): average, minimum, maximum over the cores
+    step_ms: np.ndarray  # the longest core's step time (XProf's step time summary)
+    active: np.ndarray  # the cores' average compute (optimal step) time
 
 
 HOST_SEND_RECV = ("host send", "host send-done", "host recv", "host recv-done")
@@ -391,31 +441,29 @@ def step_details(steps: TpuSteps) -> TpuStepDetails:
     its infeed, outfeed, host transfers and idle time (the step less its ops' self time) are waits for the host,
     the rest compute. A step's compute is the least of its cores', its infeed the most, its outfeed their
     average, its idle time the shortest core step less the rest, its time the longest."""
-    d = TpuStepDetails([], [], [], [], [], [], [], [], [])
-    for i, number in enumerate(steps.number):
-        optimal, outfeed, infeed_pct, durations = [], [], [], []
-        infeed = host_most = 0
-        for step, categories in steps.per_core[i].values():
-            durations.append(step)
-            idle = step - sum(categories.values())
-            core_infeed, core_outfeed = categories.get("infeed", 0), categories.get("outfeed", 0)
-            host = sum(categories.get(c, 0) for c in HOST_SEND_RECV)
-            optimal.append(step - (core_infeed + core_outfeed + host + idle))
-            outfeed.append(core_outfeed)
-            infeed_pct.append(100.0 * core_infeed / step if step else 0.0)
-            infeed = max(infeed, core_infeed)
-            host_most = max(host_most, host)
-        d.number.append(number)
-        d.compute.append(min(optimal) / 1e9 if optimal else 0.0)
-        d.active.append(sum(optimal) / len(optimal) / 1e9 if optimal else 0.0)
-        d.infeed.append(infeed / 1e9)
-        d.outfeed.append(sum(outfeed) / len(outfeed) / 1e9 if outfeed else 0.0)
-        d.host.append(host_most / 1e9)
-        non_idle = d.compute[-1] + d.infeed[-1] + d.outfeed[-1]
-        d.idle.append(max(min(durations) / 1e9 - non_idle, 0.0) if optimal else 0.0)
-        d.infeed_percent.append((sum(infeed_pct) / len(infeed_pct), min(infeed_pct), max([DBL_MIN, *infeed_pct]))
-                                if infeed_pct else (0.0, 0.0, 0.0))
-        d.step_ms.append(max(durations) / 1e9 if optimal else 0.0)
+    on = steps.on
+    cores = on.sum(axis=1)
+    step = steps.core_ps
+    infeed, outfeed = steps.category_ps(("infeed",)), steps.category_ps(("outfeed",))
+    host = steps.category_ps(HOST_SEND_RECV)
+    optimal = steps.category_ps() - infeed - outfeed - host  # the step less infeed, outfeed, host and idle
+    big = np.iinfo(np.int64).max
+    d = TpuStepDetails(steps.number, np.where(on, optimal, big).min(axis=1, initial=big) / 1e9,
+                       np.where(on, infeed, 0).max(axis=1, initial=0) / 1e9,
+                       np.where(on, outfeed, 0).sum(axis=1) / np.maximum(cores, 1) / 1e9, np.zeros(len(cores)),
+                       np.where(on, host, 0).max(axis=1, initial=0) / 1e9, np.zeros((len(cores), 3)),
+                       np.where(on, step, 0).max(axis=1, initial=0) / 1e9,
+                       np.where(on, optimal, 0).sum(axis=1) / np.maximum(cores, 1) / 1e9)
+    non_idle = d.compute + d.infeed + d.outfeed
+    d.idle = np.maximum(np.where(on, step, big).min(axis=1, initial=big) / 1e9 - non_idle, 0.0)
+    share = 100.0 * infeed / np.where(step > 0, step, 1)
+    share[step <= 0] = 0.0
+    total = np.zeros(len(cores))
+    for c in range(on.shape[1]):  # in core order, as XProf adds them up
+        total += np.where(on[:, c], share[:, c], 0.0)
+    d.infeed_percent[:, 0] = total / np.maximum(cores, 1)
+    d.infeed_percent[:, 1] = np.where(on, share, np.inf).min(axis=1, initial=np.inf)
+    d.infeed_percent[:, 2] = np.maximum(np.where(on, share, DBL_MIN).max(axis=1, initial=DBL_MIN), DBL_MIN)
     return d
 
 
@@ -424,7 +472,7 @@ def tpu_step_table(d: TpuStepDetails, input_statement: str, output_statement: st
     from profscope.models.analysis.xprof.input_pipeline import one, summary, two
 
     avg, sdv, lo, hi = summary(d.step_ms)
-    pct = summary([p[2] for p in d.infeed_percent])
+    pct = summary(d.infeed_percent[:, 2])
     p = {
         "hardware_type": "TPU",
         "steptime_ms_average": two(avg), "steptime_ms_standard_deviation": two(sdv),
@@ -443,20 +491,25 @@ def tpu_step_table(d: TpuStepDetails, input_statement: str, output_statement: st
         "tc_active_ms_average": two(summary(d.active)[0]),
         "input_conclusion": input_statement, "output_conclusion": output_statement, "summary_nextstep": next_step,
     }
-    rows = []
-    for i, number in enumerate(d.number):
-        step = d.compute[i] + d.infeed[i] + d.outfeed[i] + d.idle[i]
-        tooltip = f"step {number}:\nTime waiting for input data = {d.infeed[i]:.3f} ms, Step time = {step:.3f} ms"
-        average, minimum, maximum = d.infeed_percent[i]
-        rows.append([str(number), d.compute[i], 0.0, 0.0, d.infeed[i], d.outfeed[i], d.idle[i], d.host[i], tooltip,
-                     average, minimum, maximum])
+    step = d.compute + d.infeed + d.outfeed + d.idle
+    tooltips = [f"step {number}:\nTime waiting for input data = {infeed:.3f} ms, Step time = {ms:.3f} ms"
+                for number, infeed, ms in zip(d.number.tolist(), d.infeed.tolist(), step.tolist())]
+    zero = np.zeros(len(step))
+    each = np.arange(len(step))
+    rows = Rows([(each, [str(n) for n in d.number.tolist()]), d.compute, zero, zero, d.infeed, d.outfeed, d.idle,
+                 d.host, (each, tooltips), *d.infeed_percent.T])
     return table(TPU_STEP_COLUMNS, rows, p)
 
 
 def max_infeed_core_table(d: TpuStepDetails) -> dict:
     """Per step the core that waited longest for infeed (none without infeed: "unknown")."""
-    cols = [column("index", "string", "Index")] + [column(str(i), "string", str(i)) for i in range(len(d.number))]
-    return table(cols, [["Step number", *map(str, d.number)], ["Core name", *["unknown"] * len(d.number)]])
+    n = len(d.number)
+    index = np.arange(n)
+    cols = JsonList([b'{"id":"', b'","label":"', b'","type":"string"}'], [("i", index), ("i", index)], n,
+                    b'{"id":"index","label":"Index","type":"string"}')
+    numbers = JsonList([b'{"v":"', b'"}'], [("i", d.number)], n, b'{"v":"Step number"}')
+    cores = JsonList([b'{"v":"unknown"}'], [], n, b'{"v":"Core name"}')
+    return {"cols": cols, "rows": [{"c": numbers}, {"c": cores}]}
 
 
 def tpu_bottleneck(d: TpuStepDetails) -> tuple[str, str, str]:
@@ -464,11 +517,11 @@ def tpu_bottleneck(d: TpuStepDetails) -> tuple[str, str, str]:
     input and output parts)."""
     from profscope.models.analysis.xprof.input_pipeline import Bottleneck, input_conclusion, one
 
-    total = infeed = outfeed = 0.0
-    for i in range(len(d.number)):
-        total += d.compute[i] + d.infeed[i] + d.outfeed[i] + d.idle[i]
-        infeed += d.infeed[i]
-        outfeed += d.outfeed[i]
+    def added(values: np.ndarray) -> float:  # in step order, as XProf adds them (cumsum adds in order)
+        return float(np.cumsum(values)[-1]) if len(values) else 0.0
+
+    total = added(d.compute + d.infeed + d.outfeed + d.idle)
+    infeed, outfeed = added(d.infeed), added(d.outfeed)
     if total == 0:
         return "unknown", Bottleneck().input_statement, ""
     pct, out = 100.0 * infeed / total, 100.0 * outfeed / total
@@ -531,7 +584,8 @@ def duty_cycle(space: XSpaceData) -> tuple[int, int]:
         end = begin + space.events.duration_ps[rows].astype(np.int64)
         total = int(end.max() - begin.min())
         on = np.zeros(len(rows), bool)
-        on[: len(ops)] = [c not in OFF_DUTY for c in op_metadata(space, plane, ops)[1]]
+        _keyed, category, names = op_metadata(space, plane, ops)
+        on[: len(ops)] = ~np.isin(category, [k for k, name in enumerate(names) if name in OFF_DUTY])
         b, e = begin[on], end[on]
         order = np.argsort(b, kind="stable")
         b, e = b[order], e[order]
