@@ -414,6 +414,21 @@ static Py_ssize_t read_xstat(Cursor st, const uint8_t *base, XStat *out) {
     return -1;
 }
 
+/* The metadata id of an XStat laid out as producers write it: metadata_id (field 1) first, then one other
+ * well-formed field that is not a metadata_id, ending the message. Returns 1 then (*id set), 0 for any other
+ * layout (read_xstat reads those). Such a stat is as valid to read_xstat as to this check, so a stat of an
+ * id not asked for is skipped on its id alone, without decoding its value. */
+static inline int xstat_id_alone(Cursor st, int64_t *id) {
+    uint64_t v, tag;
+    if (st.p >= st.end || *st.p != 0x08) return 0;
+    st.p++;
+    if (!read_varint(&st, &v) || !read_varint(&st, &tag) || tag == 0x08 || !skip_field(&st, (int)(tag & 7)) ||
+        st.p != st.end)
+        return 0;
+    *id = (int64_t)v;
+    return 1;
+}
+
 /* A growable column of stat entries (stat_entries). */
 typedef struct {
     int64_t *at, *value, *length;
@@ -533,6 +548,12 @@ static int decode_one(Cursor c, void *ctx) {
         } else if (wire == 2 && k->stat_field > 0 && number == (uint64_t)k->stat_field) {
             XStat x;
             if (!read_varint(&c, &v) || v > (uint64_t)(c.end - c.p)) { k->bad_at = c.p - k->base; return 0; }
+            int64_t id;
+            if (k->want_at && xstat_id_alone((Cursor){c.p, c.p + v}, &id) &&
+                (id < 0 || id >= k->want_ids || k->want_at[id] < 0)) {
+                c.p += v; /* not asked for */
+                continue;
+            }
             Py_ssize_t bad = read_xstat((Cursor){c.p, c.p + v}, k->base, &x);
             if (bad >= 0) { k->bad_at = bad; return 0; }
             c.p += v;

@@ -15,6 +15,10 @@ typedef struct {
 
 /* Reads one varint; returns 0 on truncation or overlong encoding. */
 static inline int read_varint(Cursor *c, uint64_t *out) {
+    if (c->p < c->end && *c->p < 0x80) { /* one byte: tags, small ids and lengths */
+        *out = *c->p++;
+        return 1;
+    }
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
         if (c->p >= c->end) return 0;
