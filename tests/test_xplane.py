@@ -268,7 +268,7 @@ def test_span_arguments_of_the_wrong_shape_are_refused():
     bad = np.zeros((3, 1), np.int64)
     for call in (lambda: wire.intern_strings(b"abc", bad), lambda: wire.gather_spans(b"abc", bad),
                  lambda: wire.stat_columns(b"", bad, 4, np.arange(2)), lambda: wire.find_children(b"", bad, [1]),
-                 lambda: wire.count_children(b"", bad, 4), lambda: wire.decode_children(b"", bad, 4, [], 0, [])):
+                 lambda: wire.decode_messages(b"", bad, [(4, "c")]), lambda: wire.decode_children(b"", bad, 4, [], 0, [])):
         with pytest.raises(ValueError, match="shape"):
             call()
 
@@ -287,7 +287,7 @@ def test_one_pass_event_and_stat_decoders_equal_the_general_ones():
         ((_p, line_spans),) = wire.find_children(buf, plane_spans, [3])
         ((owner, spans),) = wire.find_children(buf, line_spans, [4])
         expected = wire.decode_messages(buf, spans, [(1, "i"), (2, "i"), (3, "i"), (5, "i")])
-        counts = wire.count_children(buf, line_spans, 4)
+        (counts,) = wire.decode_messages(buf, line_spans, [(4, "c")])
         assert counts.tolist() == np.bincount(owner, minlength=len(line_spans)).tolist()
         n = int(counts.sum())
         out = [np.empty(n, np.int64), np.empty(n, np.int32)] + [np.empty(n, np.int64) for _ in range(4)]
@@ -302,6 +302,10 @@ def test_one_pass_event_and_stat_decoders_equal_the_general_ones():
         assert narrow[2].tolist() == expected[0].tolist() and narrow[5].tolist() == (expected[3] != 0).tolist()
         every = wire.stat_entries(buf, spans[:, 0], spans[:, 1].astype(np.int32), np.arange(n), 4, ids)
         assert [e.tolist() for e in entries] == [e.tolist() for e in every]
+        some = ids[::2]  # the stats of other ids are passed over on their ids
+        entries = wire.decode_children(buf, line_spans, 4, [1, 2, 3, 5], n, narrow, 4, some)
+        every = wire.stat_entries(buf, spans[:, 0], spans[:, 1].astype(np.int32), np.arange(n), 4, some)
+        assert [e.tolist() for e in entries] == [e.tolist() for e in every] and len(entries[0])
         cases, values, lengths = wire.stat_columns(buf, spans, 4, ids)
         rows = np.arange(0, n, 2)  # a subset, as the analyses ask
         at, which, c, v, ln = wire.stat_entries(buf, spans[:, 0], spans[:, 1].astype(np.int32), rows, 4, ids)
@@ -318,14 +322,14 @@ def test_one_pass_decoders_refuse_malformed_data_and_bad_columns():
 
     line = bytes([0x22, 0x04, 0x08, 0x01, 0x10, 0x02])  # XLine.events = XEvent{metadata_id 1, offset_ps 2}
     spans = np.array([[0, len(line)]], np.int64)
-    assert wire.count_children(line, spans, 4).tolist() == [1]
+    assert [c.tolist() for c in wire.decode_messages(line, spans, [(4, "c")])] == [[1]]
     out = [np.empty(1, np.int64), np.empty(1, np.int32), np.empty(1, np.int64)]
     wire.decode_children(line, spans, 4, [1], 1, out)
     assert out[2].tolist() == [1]
     for cut in range(1, len(line)):
         short = np.array([[0, cut]], np.int64)
         with pytest.raises(ValueError, match="malformed"):
-            wire.count_children(line[:cut], short, 4)
+            wire.decode_messages(line[:cut], short, [(4, "c")])
         with pytest.raises(ValueError, match="malformed"):
             wire.decode_children(line[:cut], short, 4, [1], 1, out)
     with pytest.raises(ValueError, match="count differs"):

@@ -15,14 +15,14 @@
  *       'z' zigzag varint -> int64, 'd' double -> float64,
  *       'f' fixed64 -> int64, 'g' float (fixed32) -> float64,
  *       's' length-delimited -> int64[n, 2] span, 'n' -> int64 number of
- *       occurrences (any wire type: presence of oneof members)
+ *       occurrences (any wire type: presence of oneof members), 'c' ->
+ *       int64 number of length-delimited occurrences (the children
+ *       decode_children finds)
  *       (-1, 0 when absent). Absent scalars are 0; the last occurrence wins.
  *   intern_strings(buf, spans) -> (int32 ids, list of str): equal strings
  *       share an id; absent spans map to "".
  *   gather_spans(buf, spans) -> (bytes, int64 offsets[n + 1]): the spans
  *       copied into one bytes object.
- *   count_children(buf, spans, number) -> int64[n]: length-delimited
- *       fields `number` per message
  *   decode_children(buf, spans, number, fields, count, out[, stat_field,
  *       ids]): those children (count in all) and their varint fields, into
  *       preallocated columns; and their stats of ids, as stat_entries'.
@@ -201,7 +201,7 @@ static PyObject *decode_messages(PyObject *Py_UNUSED(self), PyObject *args) {
         int number;
         const char *kind;
         if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fields, i), "is", &number, &kind)) goto fail;
-        if (number < 1 || number > MAX_FIELD || column_of[number] != -1 || !strchr("izdfgsn", kind[0])) {
+        if (number < 1 || number > MAX_FIELD || column_of[number] != -1 || !strchr("izdfgsnc", kind[0])) {
             PyErr_Format(PyExc_ValueError, "bad field spec (%d, %s)", number, kind);
             goto fail;
         }
@@ -249,7 +249,7 @@ static PyObject *decode_messages(PyObject *Py_UNUSED(self), PyObject *args) {
                 if (c.end - c.p < 8) { bad_at = c.p - base; break; }
                 memcpy((char *)data[number] + 8 * k, c.p, 8); /* little-endian hosts */
                 c.p += 8;
-            } else if (kind == 'n') {
+            } else if (kind == 'n' || (kind == 'c' && wire == 2)) {
                 if (!skip_field(&c, wire)) { bad_at = c.p - base; break; }
                 ((int64_t *)data[number])[k] += 1;
             } else if (kind == 'g' && wire == 5) {
@@ -366,12 +366,6 @@ static Py_ssize_t each_child(Cursor c, const uint8_t *base, uint64_t number,
         }
     }
     return -1;
-}
-
-static int count_one(Cursor child, void *ctx) {
-    (void)child;
-    ++*(int64_t *)ctx;
-    return 1;
 }
 
 /* One XStat (xplane.proto): metadata_id = 1, then one of double_value = 2,
@@ -576,40 +570,6 @@ static int decode_one(Cursor c, void *ctx) {
     return 1;
 }
 
-/* count_children(buf, spans, number) -> int64[n]: how many length-delimited
- * fields `number` each message has at its top level. */
-static PyObject *count_children(PyObject *Py_UNUSED(self), PyObject *args) {
-    PyObject *obj, *spans_obj;
-    int number;
-    if (!PyArg_ParseTuple(args, "OOi", &obj, &spans_obj, &number)) return NULL;
-    Py_buffer view;
-    PyArrayObject *spans = with_buffer(as_spans(spans_obj), obj, &view);
-    if (!spans) return NULL;
-    npy_intp n = PyArray_DIM(spans, 0);
-    PyObject *counts = PyArray_ZEROS(1, &n, NPY_INT64, 0);
-    Py_ssize_t bad_at = -1;
-    if (counts) {
-        const int64_t *sp = PyArray_DATA(spans);
-        int64_t *out = PyArray_DATA((PyArrayObject *)counts);
-        const uint8_t *base = view.buf;
-        Py_BEGIN_ALLOW_THREADS
-        for (npy_intp r = 0; r < n && bad_at < 0; r++) {
-            if (sp[2 * r] < 0) continue;
-            if (sp[2 * r + 1] < 0 || sp[2 * r] + sp[2 * r + 1] > view.len) { bad_at = sp[2 * r]; break; }
-            Cursor c = {base + sp[2 * r], base + sp[2 * r] + sp[2 * r + 1]};
-            bad_at = each_child(c, base, (uint64_t)number, count_one, &out[r]);
-        }
-        Py_END_ALLOW_THREADS
-    }
-    PyBuffer_Release(&view);
-    Py_DECREF(spans);
-    if (bad_at >= 0) {
-        Py_CLEAR(counts);
-        malformed(bad_at);
-    }
-    return counts;
-}
-
 /* out[j] as a writable 1-d C-contiguous array of the type with room for n. */
 static void *out_column(PyObject *out, Py_ssize_t j, int type, npy_intp n) {
     PyObject *a = PySequence_Fast_GET_ITEM(out, j);
@@ -623,7 +583,7 @@ static void *out_column(PyObject *out, Py_ssize_t j, int type, npy_intp n) {
 
 /* decode_children(buf, spans, number, fields, count, out) -> None: the
  * children at length-delimited field `number` of the messages (count of
- * them in all, as count_children says), in order, into preallocated
+ * them in all, as decode_messages' kind 'c' counts), in order, into preallocated
  * columns: out = [int64 offsets, int32 lengths, one column per varint
  * field number in fields: int64, int32 (OverflowError when a value does
  * not fit) or bool (whether the value is not 0)]. find_children and
@@ -875,8 +835,6 @@ static PyMethodDef methods[] = {
      "intern_strings(buf, spans) -> (int32 ids, list of unique str, id 0 = '')"},
     {"stat_columns", stat_columns, METH_VARARGS,
      "stat_columns(buf, spans, field, ids) -> (int8 value case[n, k], int64 value[n, k], int64 length[n, k])"},
-    {"count_children", count_children, METH_VARARGS,
-     "count_children(buf, spans, number) -> int64 number of length-delimited fields `number` per message"},
     {"decode_children", decode_children, METH_VARARGS,
      "decode_children(buf, spans, number, fields, count, out, stat_field=0, ids=None) -> None (or stat entries): "
      "children's spans and varints into out"},

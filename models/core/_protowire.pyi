@@ -17,7 +17,6 @@ def stat_columns(
 def stat_entries(
     buf: _Buffer, offsets: np.ndarray, lengths: np.ndarray, rows: np.ndarray, field: int, ids: Any, /
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
-def count_children(buf: _Buffer, spans: np.ndarray, number: int, /) -> np.ndarray: ...
 def decode_children(
     buf: _Buffer, spans: np.ndarray, number: int, fields: Any, count: int, out: list[np.ndarray], stat_field: int = 0,
     ids: Any = None, /

@@ -391,14 +391,6 @@ def stat_columns_of(n: int, names: list[str], wanted: list[tuple[int, str]], chu
     return {name: StatColumn.join(n, parts) for name, parts in found.items()}
 
 
-def _outcome(work) -> tuple:
-    """(work(), None), or (None, the ValueError it raised)."""
-    try:
-        return work(), None
-    except ValueError as e:
-        return None, e
-
-
 def in_threads(work, items: list) -> list:
     """[work(x) for x in items], on two threads where there are two cores:
     the passes over a file's bytes are C that lets go of the GIL. The first
@@ -624,15 +616,10 @@ def parse_xspace(buf, path: Path, host: str, task: TaskState, keep: tuple[str, l
     (line_plane, line_spans), (emd_plane, emd_spans), (smd_plane, smd_spans) = wire.find_children(
         buf, plane_spans, [PLANE_LINES, PLANE_EVENT_METADATA, PLANE_STAT_METADATA]
     )
-    line_fields = [(LINE_ID, "i"), (LINE_DISPLAY_ID, "i"), (LINE_NAME, "s"), (LINE_DISPLAY_NAME, "s"),
-                   (LINE_TIMESTAMP_NS, "i"), (LINE_DURATION_PS, "i")]
-    # The lines' fields and their event counts: each a walk over every event, on two threads (a damaged file
-    # says what the first walk finds, whichever finishes first).
-    (line_cols, bad), (counts, bad_count) = in_threads(_outcome, [
-        lambda: wire.decode_messages(buf, line_spans, line_fields),
-        lambda: wire.count_children(buf, line_spans, LINE_EVENTS)])
-    if bad or bad_count:
-        raise bad or bad_count
+    # The lines' fields and their event counts, in one walk over every event.
+    *line_cols, counts = wire.decode_messages(buf, line_spans, [
+        (LINE_ID, "i"), (LINE_DISPLAY_ID, "i"), (LINE_NAME, "s"), (LINE_DISPLAY_NAME, "s"), (LINE_TIMESTAMP_NS, "i"),
+        (LINE_DURATION_PS, "i"), (LINE_EVENTS, "c")])
     lines = [
         Line(int(i), int(d), span_text(buf, n), span_text(buf, dn), int(t), int(dp))
         for i, d, n, dn, t, dp in zip(
