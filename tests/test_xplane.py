@@ -273,15 +273,19 @@ def test_span_arguments_of_the_wrong_shape_are_refused():
             call()
 
 
-def test_one_pass_event_and_stat_decoders_equal_the_general_ones():
+def test_one_pass_event_and_stat_decoders_equal_the_general_ones(tmp_path):
     """decode_children (the event columns in one pass) and stat_entries (stats
     where present) give what find_children + decode_messages and the dense
-    stat_columns give, on every real fixture."""
+    stat_columns give, on every real fixture and on XSpaces of every kind of
+    stat value (str_value too, which the real producers here do not write)."""
     from profscope.models.core import _protowire as wire
     from profscope.models.formats.xspace.xplane import read_xspace
 
-    for name in ("small", "keras", "jax", "tfdata"):
-        space = read_xspace(XPROF / f"{name}.xplane.pb")
+    strings_seen = 0
+    paths = [XPROF / f"{name}.xplane.pb" for name in ("small", "keras", "jax", "tfdata")]
+    paths += [write(tmp_path, edge_case_space(seed), f"edge{seed}.xplane.pb") for seed in range(2)]
+    for path in paths:
+        space = read_xspace(path)
         buf = bytes(space.buf)
         (plane_spans,) = wire.find_fields(buf, 0, len(buf), [1])
         ((_p, line_spans),) = wire.find_children(buf, plane_spans, [3])
@@ -298,14 +302,22 @@ def test_one_pass_event_and_stat_decoders_equal_the_general_ones():
         ids = np.array(sorted({i for p in space.planes for i in p.stat_names}), np.int64)
         # Narrower columns (metadata ids in int32, num_occurrences as "not 0") and the stats in the same pass.
         narrow = out[:2] + [np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, bool)]
-        entries = wire.decode_children(buf, line_spans, 4, [1, 2, 3, 5], n, narrow, 4, ids)
+        *entries, text, strings = wire.decode_children(buf, line_spans, 4, [1, 2, 3, 5], n, narrow, 4, ids)
         assert narrow[2].tolist() == expected[0].tolist() and narrow[5].tolist() == (expected[3] != 0).tolist()
         every = wire.stat_entries(buf, spans[:, 0], spans[:, 1].astype(np.int32), np.arange(n), 4, ids)
         assert [e.tolist() for e in entries] == [e.tolist() for e in every]
+        # The str_values interned as they are decoded: the strings intern_strings reads at their spans.
+        is_str = entries[2] == 5
+        assert (text[~is_str] == -1).all()
+        strings_seen += int(is_str.sum())
+        _ids, read = wire.intern_strings(buf, np.stack([entries[3][is_str], entries[4][is_str]], axis=1))
+        assert [strings[i] for i in text[is_str]] == [read[i] for i in _ids]
         some = ids[::2]  # the stats of other ids are passed over on their ids
-        entries = wire.decode_children(buf, line_spans, 4, [1, 2, 3, 5], n, narrow, 4, some)
+        entries = wire.decode_children(buf, line_spans, 4, [1, 2, 3, 5], n, narrow, 4, some)[:5]
         every = wire.stat_entries(buf, spans[:, 0], spans[:, 1].astype(np.int32), np.arange(n), 4, some)
         assert [e.tolist() for e in entries] == [e.tolist() for e in every] and len(entries[0])
+        if path.parent == tmp_path:  # stat_columns has no place for a stat without a value: the fixtures only
+            continue
         cases, values, lengths = wire.stat_columns(buf, spans, 4, ids)
         rows = np.arange(0, n, 2)  # a subset, as the analyses ask
         at, which, c, v, ln = wire.stat_entries(buf, spans[:, 0], spans[:, 1].astype(np.int32), rows, 4, ids)
@@ -315,6 +327,7 @@ def test_one_pass_event_and_stat_decoders_equal_the_general_ones():
         for i, j, cc, vv, ll in zip(at.tolist(), which.tolist(), c.tolist(), v.tolist(), ln.tolist()):
             r = int(rows[i])
             assert (cc, vv, ll) == (cases[r, j], values[r, j], lengths[r, j])
+    assert strings_seen > 100
 
 
 def test_one_pass_decoders_refuse_malformed_data_and_bad_columns():
@@ -859,3 +872,25 @@ def test_op_metrics_follow_the_op_stack_rule():
     with pytest.raises(ValueError, match="code out of range"):
         _steps.op_metrics(np.array([0, 1]), np.array([0, 5], np.int32), None, z64[:0], z32[:0], z64[:0], z32, z64, z64,
                           np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, np.uint8), 1)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_strings_interned_while_decoding_are_those_read_after(tmp_path, seed):
+    """Stats read in the decoding's pass have their str_values interned there; the string ids and table of any
+    subset of their events are those of reading the strings from the file later."""
+    from profscope.models.formats.xspace.xplane import read_xspace
+
+    space = edge_case_space(seed)
+    path = write(tmp_path, space)
+    names = sorted({m.name for m in space.planes[0].stat_metadata.values()})
+    kept = read_xspace(path, keep=("/host:CPU", names))
+    later = read_xspace(path)
+    rows = later.timed_rows(0)
+    rng = random.Random(seed)
+    for name in names:
+        ours, theirs = kept.stats(rows, 0, [name])[name], later.stats(rows, 0, [name])[name]
+        assert ours.text is not None and theirs.text is None
+        for at in (np.arange(len(ours.rows)), np.array(sorted(rng.sample(range(len(ours.rows)), len(ours.rows) // 2)),
+                                                        np.int64)):
+            got, want = kept.string_codes(ours, at, 0), later.string_codes(theirs, at, 0)
+            assert got[0].tolist() == want[0].tolist() and got[1] == want[1]

@@ -408,25 +408,18 @@ static Py_ssize_t read_xstat(Cursor st, const uint8_t *base, XStat *out) {
     return -1;
 }
 
-/* The metadata id of an XStat laid out as producers write it: metadata_id (field 1) first, then one other
- * well-formed field that is not a metadata_id, ending the message. Returns 1 then (*id set), 0 for any other
- * layout (read_xstat reads those). Such a stat is as valid to read_xstat as to this check, so a stat of an
- * id not asked for is skipped on its id alone, without decoding its value. */
-static inline int xstat_id_alone(Cursor st, int64_t *id) {
-    uint64_t v, tag;
-    if (st.p >= st.end || *st.p != 0x08) return 0;
-    st.p++;
-    if (!read_varint(&st, &v) || !read_varint(&st, &tag) || tag == 0x08 || !skip_field(&st, (int)(tag & 7)) ||
-        st.p != st.end)
-        return 0;
-    *id = (int64_t)v;
-    return 1;
+/* The metadata id of an XStat that starts with it (field 1, a one-byte varint: producers write it first), else
+ * -1. A stat of an id not asked for is passed over on this alone, unread, as the stats of events whose stats
+ * are not asked for are: what is never read cannot mislead (a later metadata_id in the same stat, which
+ * would win, is read by read_xstat for the ids asked for). */
+static inline int64_t xstat_first_id(Cursor st) {
+    return st.end - st.p >= 2 && st.p[0] == 0x08 && st.p[1] < 0x80 ? st.p[1] : -1;
 }
 
 /* A growable column of stat entries (stat_entries). */
 typedef struct {
     int64_t *at, *value, *length;
-    int32_t *which;
+    int32_t *which, *text; /* text: decode_children's string id of a str_value (-1: none) */
     int8_t *value_case;
     npy_intp count, cap;
 } Entries;
@@ -441,9 +434,11 @@ static int entries_grow(Entries *e) {
     if (length) e->length = length;
     int32_t *which = PyMem_RawRealloc(e->which, sizeof(int32_t) * cap);
     if (which) e->which = which;
+    int32_t *text = PyMem_RawRealloc(e->text, sizeof(int32_t) * cap);
+    if (text) e->text = text;
     int8_t *value_case = PyMem_RawRealloc(e->value_case, (size_t)cap);
     if (value_case) e->value_case = value_case;
-    if (!at || !value || !length || !which || !value_case) return 0;
+    if (!at || !value || !length || !which || !text || !value_case) return 0;
     e->cap = cap;
     return 1;
 }
@@ -453,24 +448,26 @@ static void entries_free(Entries *e) {
     PyMem_RawFree(e->value);
     PyMem_RawFree(e->length);
     PyMem_RawFree(e->which);
+    PyMem_RawFree(e->text);
     PyMem_RawFree(e->value_case);
 }
 
 /* Entry `at` (a message, from `first` on this message's entries) of stat `which`: a new one, or the value of
- * a stat of the same id earlier in the message replaced (the last wins). 0 when out of memory. */
-static int entries_put(Entries *e, npy_intp first, npy_intp at, int32_t which, const XStat *x) {
+ * a stat of the same id earlier in the message replaced (the last wins). Its slot, -1 when out of memory. */
+static npy_intp entries_put(Entries *e, npy_intp first, npy_intp at, int32_t which, const XStat *x) {
     npy_intp slot = first;
     while (slot < e->count && e->which[slot] != which) slot++;
     if (slot == e->count) {
-        if (e->count == e->cap && !entries_grow(e)) return 0;
+        if (e->count == e->cap && !entries_grow(e)) return -1;
         e->count++;
     }
     e->at[slot] = at;
     e->which[slot] = which;
+    e->text[slot] = -1;
     e->value_case[slot] = (int8_t)x->value_case;
     e->value[slot] = x->value;
     e->length[slot] = x->length;
-    return 1;
+    return slot;
 }
 
 /* A numpy array copied from raw memory. */
@@ -499,6 +496,7 @@ typedef struct {
     int32_t *want_at;           /* where ids are small: each id's index in want (-1: not wanted), else NULL */
     int64_t want_ids;           /* the ids want_at covers: 0 .. want_ids - 1 */
     Entries stats;              /* at: the child's index in this call */
+    Interner strings;           /* the str_values of those stats, read while their bytes are at hand */
     int out_of_memory;
 } ChildSink;
 
@@ -542,9 +540,8 @@ static int decode_one(Cursor c, void *ctx) {
         } else if (wire == 2 && k->stat_field > 0 && number == (uint64_t)k->stat_field) {
             XStat x;
             if (!read_varint(&c, &v) || v > (uint64_t)(c.end - c.p)) { k->bad_at = c.p - k->base; return 0; }
-            int64_t id;
-            if (k->want_at && xstat_id_alone((Cursor){c.p, c.p + v}, &id) &&
-                (id < 0 || id >= k->want_ids || k->want_at[id] < 0)) {
+            int64_t id = k->want_at ? xstat_first_id((Cursor){c.p, c.p + v}) : -1;
+            if (id >= 0 && (id >= k->want_ids || k->want_at[id] < 0)) {
                 c.p += v; /* not asked for */
                 continue;
             }
@@ -558,7 +555,11 @@ static int decode_one(Cursor c, void *ctx) {
                 while (j < k->num_want && k->want[j] != x.metadata_id) j++;
                 if (j == k->num_want) j = -1;
             }
-            if (j >= 0 && !entries_put(&k->stats, first_stat, i, (int32_t)j, &x)) {
+            if (j < 0) continue;
+            npy_intp slot = entries_put(&k->stats, first_stat, i, (int32_t)j, &x);
+            if (slot < 0 ||
+                (x.value_case == 5 && (k->stats.text[slot] = intern(&k->strings, k->base + x.value,
+                                                                     (size_t)x.length, 0)) < 0)) {
                 k->out_of_memory = 1;
                 return 0;
             }
@@ -590,7 +591,9 @@ static void *out_column(PyObject *out, Py_ssize_t j, int type, npy_intp n) {
  * decode_messages in one pass, writing where the caller's columns are (no
  * parts to join, no wider columns than needed). With stat_field and ids:
  * also stat_entries' of the children's XStats at stat_field (at: the
- * child's index among those of this call), returned instead of None. */
+ * child's index among those of this call), returned instead of None, and
+ * their str_values interned as intern_strings does: + (int32 text: the
+ * string's id, -1 for other values; list of str). */
 static PyObject *decode_children(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *obj, *spans_obj, *fields_obj, *out_obj, *ids_obj = Py_None;
     int number, stat_field = 0;
@@ -606,6 +609,11 @@ static PyObject *decode_children(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *result = NULL;
     if (!spans) goto done;
     ChildSink k = {.base = view.buf, .room = count, .bad_at = -1, .stat_field = stat_field};
+    k.strings.base = view.buf, k.strings.base_len = (size_t)view.len;
+    if (ids && intern(&k.strings, k.strings.base, 0, 0) != 0) { /* id 0: "", as intern_strings' */
+        PyErr_NoMemory();
+        goto release;
+    }
     if (ids) {
         k.want = PyArray_DATA(ids), k.num_want = PyArray_DIM(ids, 0);
         int64_t top = -1; /* where every id is small, a table of them spares a scan of the ids per stat */
@@ -662,9 +670,10 @@ static PyObject *decode_children(PyObject *Py_UNUSED(self), PyObject *args) {
     else if (bad_at == -2 || k.next != count) PyErr_SetString(PyExc_ValueError, "count differs from the children found");
     else if (stat_field > 0) {
         Entries *e = &k.stats;
-        result = Py_BuildValue("(NNNNN)", array_of(e->at, e->count, NPY_INT64), array_of(e->which, e->count, NPY_INT32),
-                               array_of(e->value_case, e->count, NPY_INT8), array_of(e->value, e->count, NPY_INT64),
-                               array_of(e->length, e->count, NPY_INT64));
+        result = Py_BuildValue("(NNNNNNN)", array_of(e->at, e->count, NPY_INT64),
+                               array_of(e->which, e->count, NPY_INT32), array_of(e->value_case, e->count, NPY_INT8),
+                               array_of(e->value, e->count, NPY_INT64), array_of(e->length, e->count, NPY_INT64),
+                               array_of(e->text, e->count, NPY_INT32), intern_list(&k.strings, "replace"));
     } else {
         Py_INCREF(Py_None);
         result = Py_None;
@@ -672,6 +681,7 @@ static PyObject *decode_children(PyObject *Py_UNUSED(self), PyObject *args) {
 release:
     PyBuffer_Release(&view);
     entries_free(&k.stats);
+    intern_free(&k.strings);
     PyMem_RawFree(k.want_at);
 done:
     Py_XDECREF(ids);
@@ -802,7 +812,7 @@ static PyObject *stat_entries(PyObject *Py_UNUSED(self), PyObject *args) {
             npy_intp j = 0;
             while (j < k && want[j] != x.metadata_id) j++;
             if (j == k) continue;
-            if (!entries_put(&e, first, i, (int32_t)j, &x)) { failed = 1; break; }
+            if (entries_put(&e, first, i, (int32_t)j, &x) < 0) { failed = 1; break; }
         }
     }
     Py_END_ALLOW_THREADS

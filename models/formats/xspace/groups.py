@@ -122,7 +122,7 @@ def _stats_at(space: XSpaceData, plane: int, rows: np.ndarray, where: np.ndarray
     """space.stats over the rows where `where` holds, as positions in rows."""
     at = np.flatnonzero(where)
     found = space.stats(rows[at], plane, list(names))
-    return {k: StatColumn(len(rows), at[c.rows], c.case, c.value, c.length) for k, c in found.items()}
+    return {k: c.subset(len(rows), slice(None), at[c.rows]) for k, c in found.items()}
 
 
 def _iterator_links(space: XSpaceData, plane: int, rows, stats) -> tuple[np.ndarray, np.ndarray]:

@@ -278,19 +278,33 @@ class XSpaceData:
         index = {"": 0}
         codes = np.zeros(len(at), np.int32)
         if strings.any():
-            codes[strings] = self._intern(case[strings], value[strings], length[strings], self.planes[plane], index)
-            self.release()  # the strings' pages, read from all over the file
+            read = column.text is None  # else interned as they were decoded
+            text = None if read else (column.text[at][strings], column.strings)
+            codes[strings] = self._intern(case[strings], value[strings], length[strings], self.planes[plane], index,
+                                          text=text)
+            if read:
+                self.release()  # the strings' pages, read from all over the file
         return codes, list(index)
 
-    def _intern(self, case, value, length, p: Plane, index: dict, chunk: int = 1 << 15) -> np.ndarray:
+    def _intern(self, case, value, length, p: Plane, index: dict, chunk: int = 1 << 15,
+                text: tuple[np.ndarray, list[str]] | None = None) -> np.ndarray:
         """String ids (into `index`, grown in order of first occurrence) of
         str_value spans and ref_values. Strings are read a chunk at a time (on
         two threads: the hashing lets go of the GIL), each chunk's pages given
         back: a stat on every other event has its strings all over the file
-        (the whole file resident at once was an OpStats export's peak RSS)."""
+        (the whole file resident at once was an OpStats export's peak RSS).
+        text: the str_values' ids into a table of strings, where they were
+        interned as they were decoded (StatColumn.text): then none are read."""
         out = np.zeros(len(case), np.int32)
         is_str = case == STAT_STR
-        if is_str.any():
+        if text is not None and is_str.any():
+            ids, table = text[0][is_str], text[1]
+            distinct, first = np.unique(ids, return_index=True)
+            met = distinct[np.argsort(first, kind="stable")]  # in order of first occurrence, as read below
+            remap = np.zeros(len(table), np.int32)
+            remap[met] = np.array([index.setdefault(table[i], len(index)) for i in met.tolist()], np.int32)
+            out[is_str] = remap[ids]
+        elif is_str.any():
             spans = np.stack([value[is_str], length[is_str]], axis=1)
 
             def read(a: int) -> tuple:
@@ -357,16 +371,35 @@ class StatColumn:
     case: np.ndarray
     value: np.ndarray
     length: np.ndarray
+    # Where the strings were interned as they were decoded (decode_children): each str_value's id into
+    # `strings` (-1 for other values).
+    text: np.ndarray | None = None
+    strings: list[str] | None = None
 
     @classmethod
     def join(cls, n: int, parts: list) -> StatColumn:
+        """Parts of (rows, case, value, length), each also with (text, its strings) or none."""
         if not parts:
             return cls(n, np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int64), np.zeros(0, np.int64))
-        rows, case, value, length = (np.concatenate(c) for c in zip(*parts))
+        rows, case, value, length = (np.concatenate([p[i] for p in parts]) for i in range(4))
+        text, strings = None, None
+        if all(len(p) > 4 for p in parts):  # each part's string ids into one table
+            index: dict[str, int] = {}
+            # (-1, no string, indexes the -1 after each part's ids)
+            text = np.concatenate([np.array([index.setdefault(x, len(index)) for x in p[5]] + [-1], np.int32)[p[4]]
+                                   for p in parts])
+            strings = list(index)
         if len(parts) > 1 and not bool(np.all(rows[1:] > rows[:-1])):  # chunks of one stat id come in order
             order = np.argsort(rows, kind="stable")
             rows, case, value, length = rows[order], case[order], value[order], length[order]
-        return cls(n, rows, case, value, length)
+            text = text[order] if text is not None else None
+        return cls(n, rows, case, value, length, text, strings)
+
+    def subset(self, n: int, positions: np.ndarray, rows: np.ndarray) -> StatColumn:
+        """The entries at some positions, as those of n events at `rows`."""
+        text = self.text[positions] if self.text is not None else None
+        return StatColumn(n, rows, self.case[positions], self.value[positions], self.length[positions], text,
+                          self.strings)
 
     def ints_present(self, unsigned_too: bool = False) -> np.ndarray:
         """Values of the events that have the stat (aligned with rows): XProf's
@@ -383,11 +416,12 @@ def stat_columns_of(n: int, names: list[str], wanted: list[tuple[int, str]], chu
     """Named stats of n events as StatColumns, from chunks of stat entries (wire.stat_entries' or
     decode_children's, their `which` indexing wanted's (stat id, name) pairs): (first event, entries) each."""
     found: dict[str, list] = {name: [] for name in names}
-    for a, (at, which, cases, values, lengths) in chunks:
+    for a, (at, which, cases, values, lengths, *text) in chunks:  # decode_children's also (text, strings)
         for k, (_sid, name) in enumerate(wanted):
             here = np.flatnonzero(which == k) if len(wanted) > 1 else slice(None)
             if len(at[here]):
-                found[name].append((a + at[here], cases[here], values[here], lengths[here]))
+                found[name].append((a + at[here], cases[here], values[here], lengths[here],
+                                    *((text[0][here], text[1]) if text else ())))
     return {name: StatColumn.join(n, parts) for name, parts in found.items()}
 
 
@@ -442,7 +476,7 @@ def _kept_subset(kept_rows: np.ndarray | range, kept: dict[str, StatColumn], row
         event = c.rows + kept_rows.start if isinstance(kept_rows, range) else kept_rows[c.rows]
         j = np.minimum(np.searchsorted(rows, event), max(len(rows) - 1, 0))
         keep = rows[j] == event if len(rows) else np.zeros(len(event), bool)
-        out[name] = StatColumn(len(rows), j[keep], c.case[keep], c.value[keep], c.length[keep])
+        out[name] = c.subset(len(rows), np.flatnonzero(keep), j[keep])
     return out
 
 
