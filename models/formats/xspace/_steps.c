@@ -442,21 +442,27 @@ done:
 }
 
 #define RADIX_BITS 11
+#define RADIX_SIZE (1 << RADIX_BITS)
+#define RADIX_DIGITS 6 /* of RADIX_BITS: 64 bits */
 
-/* Sorts keys[0..m) (tmp: room for m) by an LSD radix sort over their low `bits`. */
-static void radix_sort(uint64_t *keys, uint64_t *tmp, npy_intp m, int bits) {
-    npy_intp count[1 << RADIX_BITS];
+/* Sorts keys[0..m) (tmp: room for m; count: room for RADIX_DIGITS * RADIX_SIZE) by an LSD radix sort over
+ * their low `bits`: every digit counted in one pass over the keys, then a pass per digit, but for digits all
+ * keys share. */
+static void radix_sort(uint64_t *keys, uint64_t *tmp, uint32_t *count, npy_intp m, int bits) {
+    int digits = (bits + RADIX_BITS - 1) / RADIX_BITS;
+    memset(count, 0, sizeof(uint32_t) * RADIX_SIZE * (size_t)digits);
+    for (npy_intp i = 0; i < m; i++)
+        for (int d = 0; d < digits; d++) count[d * RADIX_SIZE + ((keys[i] >> (d * RADIX_BITS)) & (RADIX_SIZE - 1))]++;
     uint64_t *from = keys, *to = tmp;
-    for (int shift = 0; shift < bits; shift += RADIX_BITS) {
-        memset(count, 0, sizeof(count));
-        for (npy_intp i = 0; i < m; i++) count[(from[i] >> shift) & ((1 << RADIX_BITS) - 1)]++;
-        npy_intp sum = 0;
-        for (int d = 0; d < 1 << RADIX_BITS; d++) {
-            npy_intp c = count[d];
-            count[d] = sum;
-            sum += c;
+    for (int d = 0; d < digits; d++) {
+        uint32_t *c = count + d * RADIX_SIZE, sum = 0;
+        if (c[(keys[0] >> (d * RADIX_BITS)) & (RADIX_SIZE - 1)] == (uint32_t)m) continue; /* one value: in order */
+        for (int v = 0; v < RADIX_SIZE; v++) {
+            uint32_t here = c[v];
+            c[v] = sum;
+            sum += here;
         }
-        for (npy_intp i = 0; i < m; i++) to[count[(from[i] >> shift) & ((1 << RADIX_BITS) - 1)]++] = from[i];
+        for (npy_intp i = 0; i < m; i++) to[c[(from[i] >> (d * RADIX_BITS)) & (RADIX_SIZE - 1)]++] = from[i];
         uint64_t *swap = from;
         from = to;
         to = swap;
@@ -731,39 +737,70 @@ static inline int boundary_before(const Boundary *a, const Boundary *b) {
     return a->type > b->type;
 }
 
-/* Sorts buf[0..m) by boundary_before, by a radix sort of one key per
- * boundary (time from the earliest, then ends first, then the higher type
- * first: 6 bits) where the step's times span less than 2^57 ps; 0 when
- * they do not (tmp: room for m boundaries, i.e. 2m keys). */
-static int radix_boundaries(Boundary *buf, Boundary *tmp, npy_intp m) {
-    if (m < 2) return 1;
-    int64_t lo = buf[0].time, hi = buf[0].time;
-    for (npy_intp i = 1; i < m; i++) {
-        if (buf[i].time < lo) lo = buf[i].time;
-        if (buf[i].time > hi) hi = buf[i].time;
+#define SWEEP_TYPES 18 /* XProf's EventType values are multiples of 10 below 180 */
+
+/* A step's sweep so far: the open events per type and the current type. */
+typedef struct {
+    int64_t count[SWEEP_TYPES];
+    int32_t current;
+} Sweep;
+
+/* The boundary (type, start or end) at `from`, then the stretch to the next boundary at `to`: its overlap
+ * with [lo, hi) adds to the current type's time (tp), and marks that type seen. */
+static inline void sweep_boundary(Sweep *w, int32_t ty, int is_start, int64_t from, int64_t to, int64_t lo,
+                                  int64_t hi, int64_t *tp, uint8_t *seen) {
+    if (is_start) {
+        w->count[ty]++;
+        if (ty > w->current) w->current = ty;
+    } else {
+        w->count[ty]--;
+        if (ty == w->current && w->count[ty] == 0) {
+            w->current = 0;
+            for (int32_t j = ty - 1; j >= 0; j--)
+                if (w->count[j] > 0) {
+                    w->current = j;
+                    break;
+                }
+        }
     }
-    uint64_t span = (uint64_t)hi - (uint64_t)lo;
+    int64_t x = from > lo ? from : lo, y = to < hi ? to : hi;
+    tp[w->current] += y > x ? y - x : 0;
+    seen[w->current] = 1;
+}
+
+/* Sweeps buf[0..m) in boundary_before's order by a radix sort of one key
+ * per boundary (time from the earliest, then ends first, then the higher
+ * type first: 6 bits), where the step's times span less than 2^57 ps; 0
+ * when they do not (tmp: room for m boundaries, i.e. 2m keys). */
+static int radix_sweep(const Boundary *buf, Boundary *tmp, uint32_t *count, npy_intp m, int64_t lo, int64_t hi,
+                       int64_t *tp, uint8_t *seen) {
+    int64_t first = buf[0].time, last = buf[0].time;
+    for (npy_intp i = 1; i < m; i++) {
+        if (buf[i].time < first) first = buf[i].time;
+        if (buf[i].time > last) last = buf[i].time;
+    }
+    uint64_t span = (uint64_t)last - (uint64_t)first;
     if (span >= (uint64_t)1 << 57) return 0;
     uint64_t *keys = (uint64_t *)tmp, *spare = keys + m;
     for (npy_intp i = 0; i < m; i++)
-        keys[i] = (((uint64_t)buf[i].time - (uint64_t)lo) << 6) | ((uint64_t)buf[i].is_start << 5) |
+        keys[i] = (((uint64_t)buf[i].time - (uint64_t)first) << 6) | ((uint64_t)buf[i].is_start << 5) |
                   (uint64_t)(31 - buf[i].type);
     int bits = 6;
     while (bits < 64 && (span << 6) >> bits) bits++;
-    radix_sort(keys, spare, m, bits);
-    for (npy_intp i = 0; i < m; i++)
-        buf[i] = (Boundary){(int64_t)((uint64_t)lo + (keys[i] >> 6)), 31 - (int32_t)(keys[i] & 31),
-                            (int32_t)((keys[i] >> 5) & 1)};
+    radix_sort(keys, spare, count, m, bits);
+    Sweep w = {{0}, 0};
+    for (npy_intp k = 0; k + 1 < m; k++) /* the keys' times, from the first */
+        sweep_boundary(&w, 31 - (int32_t)(keys[k] & 31), (int)((keys[k] >> 5) & 1),
+                       (int64_t)((uint64_t)first + (keys[k] >> 6)), (int64_t)((uint64_t)first + (keys[k + 1] >> 6)),
+                       lo, hi, tp, seen);
     return 1;
 }
 
 /* Sorts buf[0..m) by boundary_before (tmp: room for m boundaries, cuts for
- * m + 1 run starts): by radix_boundaries, else (times too far apart for its
- * keys) a bottom-up merge of the runs already in order. qsort's compare
- * calls took most of step_sweep's time. Equal boundaries are alike to the
- * sweep, so their order does not matter. */
-static void sort_boundaries(Boundary *buf, Boundary *tmp, npy_intp *cuts, npy_intp m) {
-    if (radix_boundaries(buf, tmp, m)) return;
+ * m + 1 run starts) by a bottom-up merge of the runs already in order.
+ * qsort's compare calls took most of step_sweep's time. Equal boundaries
+ * are alike to the sweep, so their order does not matter. */
+static void merge_boundaries(Boundary *buf, Boundary *tmp, npy_intp *cuts, npy_intp m) {
     npy_intp runs = 0;
     for (npy_intp i = 0; i < m; i++)
         if (i == 0 || boundary_before(&buf[i], &buf[i - 1])) cuts[runs++] = i;
@@ -788,35 +825,16 @@ static void sort_boundaries(Boundary *buf, Boundary *tmp, npy_intp *cuts, npy_in
     if (from != buf) memcpy(buf, from, sizeof(Boundary) * (size_t)m);
 }
 
-#define SWEEP_TYPES 18 /* XProf's EventType values are multiples of 10 below 180 */
-
-/* One step's sweep: its m boundaries in buf (room: where buf's scratch starts, see step_sweep) sorted, then
- * each stretch between consecutive ones adds its overlap with [lo, hi) to the current type's time (tp) and
- * marks that type seen. */
-static void sweep_step(Boundary *buf, npy_intp m, size_t room, int64_t lo, int64_t hi, int64_t *tp, uint8_t *seen) {
-    sort_boundaries(buf, buf + room, (npy_intp *)(buf + 2 * room), m);
-    int64_t count[SWEEP_TYPES] = {0};
-    int32_t current = 0;
-    for (npy_intp k = 0; k + 1 < m; k++) {
-        int32_t ty = buf[k].type;
-        if (buf[k].is_start) {
-            count[ty]++;
-            if (ty > current) current = ty;
-        } else {
-            count[ty]--;
-            if (ty == current && count[ty] == 0) {
-                current = 0;
-                for (int32_t j = ty - 1; j >= 0; j--)
-                    if (count[j] > 0) {
-                        current = j;
-                        break;
-                    }
-            }
-        }
-        int64_t x = buf[k].time > lo ? buf[k].time : lo, y = buf[k + 1].time < hi ? buf[k + 1].time : hi;
-        tp[current] += y > x ? y - x : 0;
-        seen[current] = 1;
-    }
+/* One step's sweep: its m boundaries in buf (room: where buf's scratch starts, see step_sweep; count: radix_sort's)
+ * in boundary_before's order (radix_sweep's, else merge_boundaries'), each stretch between consecutive ones
+ * adding its overlap with [lo, hi) to the current type's time (tp) and marking that type seen. */
+static void sweep_step(Boundary *buf, npy_intp m, size_t room, uint32_t *count, int64_t lo, int64_t hi, int64_t *tp,
+                       uint8_t *seen) {
+    if (m < 2 || radix_sweep(buf, buf + room, count, m, lo, hi, tp, seen)) return;
+    merge_boundaries(buf, buf + room, (npy_intp *)(buf + 2 * room), m);
+    Sweep w = {{0}, 0};
+    for (npy_intp k = 0; k + 1 < m; k++)
+        sweep_boundary(&w, buf[k].type, buf[k].is_start, buf[k].time, buf[k + 1].time, lo, hi, tp, seen);
 }
 
 /* step_sweep(starts, ends, types, segment, step_begin, step_end) -> (int64
@@ -837,6 +855,7 @@ static PyObject *step_sweep(PyObject *Py_UNUSED(self), PyObject *args) {
     PyArrayObject *begin = as_column(b_obj, NPY_INT64), *finish = as_column(f_obj, NPY_INT64);
     PyObject *time_out = NULL, *seen_out = NULL, *out = NULL;
     Boundary *buf = NULL;
+    uint32_t *count = NULL;
     if (!starts || !ends || !types || !seg || !begin || !finish) goto done;
     npy_intp n = PyArray_DIM(starts, 0), steps = PyArray_DIM(begin, 0);
     if (PyArray_DIM(ends, 0) != n || PyArray_DIM(types, 0) != n || PyArray_DIM(seg, 0) != n ||
@@ -858,7 +877,8 @@ static PyObject *step_sweep(PyObject *Py_UNUSED(self), PyObject *args) {
     /* One step's boundaries, the merge's room for as many, and its run starts. */
     size_t room = 2 * (size_t)largest + 1;
     buf = PyMem_RawMalloc(sizeof(Boundary) * 2 * room + sizeof(npy_intp) * (room + 1));
-    if (!time_out || !seen_out || !buf) {
+    count = PyMem_RawMalloc(sizeof(uint32_t) * RADIX_DIGITS * RADIX_SIZE);
+    if (!time_out || !seen_out || !buf || !count) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
@@ -884,7 +904,7 @@ static PyObject *step_sweep(PyObject *Py_UNUSED(self), PyObject *args) {
             buf[i - a] = (Boundary){s[i], k, 1};
             buf[b - a + i - a] = (Boundary){e[i], k, 0};
         }
-        sweep_step(buf, m, room, sb[step], se[step], tp + step * SWEEP_TYPES, seen + step * SWEEP_TYPES);
+        sweep_step(buf, m, room, count, sb[step], se[step], tp + step * SWEEP_TYPES, seen + step * SWEEP_TYPES);
         a = b;
     }
     Py_END_ALLOW_THREADS
@@ -895,6 +915,7 @@ static PyObject *step_sweep(PyObject *Py_UNUSED(self), PyObject *args) {
     out = Py_BuildValue("OO", time_out, seen_out);
 done:
     PyMem_RawFree(buf);
+    PyMem_RawFree(count);
     Py_XDECREF(time_out);
     Py_XDECREF(seen_out);
     Py_XDECREF(starts);
@@ -922,6 +943,7 @@ static PyObject *step_sweep_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     PyArrayObject *begin = as_column(b_obj, NPY_INT64), *finish = as_column(f_obj, NPY_INT64);
     PyObject *time_out = NULL, *seen_out = NULL, *out = NULL;
     Boundary *buf = NULL;
+    uint32_t *count = NULL;
     npy_intp *first = NULL;
     int32_t *order = NULL;
     if (!events_open(&ev, r_obj, l_obj, o_obj, d_obj, p_obj) || !types || !seg || !begin || !finish) goto done;
@@ -962,8 +984,9 @@ static PyObject *step_sweep_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     seen_out = PyArray_ZEROS(2, dims, NPY_UINT8, 0);
     size_t room = 2 * (size_t)largest + 1;
     buf = PyMem_RawMalloc(sizeof(Boundary) * 2 * room + sizeof(npy_intp) * (room + 1));
+    count = PyMem_RawMalloc(sizeof(uint32_t) * RADIX_DIGITS * RADIX_SIZE);
     order = PyMem_RawMalloc(sizeof(int32_t) * ((size_t)first[steps + 1] + 1));
-    if (!time_out || !seen_out || !buf || !order) {
+    if (!time_out || !seen_out || !buf || !count || !order) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
@@ -981,13 +1004,14 @@ static PyObject *step_sweep_rows(PyObject *Py_UNUSED(self), PyObject *args) {
             buf[j - a] = (Boundary){start, t[i], 1};
             buf[b - a + j - a] = (Boundary){start + dur[r], t[i], 0};
         }
-        sweep_step(buf, m, room, sb[k], se[k], tp + k * SWEEP_TYPES, seen + k * SWEEP_TYPES);
+        sweep_step(buf, m, room, count, sb[k], se[k], tp + k * SWEEP_TYPES, seen + k * SWEEP_TYPES);
     }
     Py_END_ALLOW_THREADS
 #undef STEP_OF
     out = Py_BuildValue("OO", time_out, seen_out);
 done:
     PyMem_RawFree(buf);
+    PyMem_RawFree(count);
     PyMem_RawFree(first);
     PyMem_RawFree(order);
     Py_XDECREF(time_out);
