@@ -334,10 +334,8 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
     # The op stack and, per op, its sums; XProf's insertion order (line by line, each op when it first ends
     # there) and its type (the first non-empty one it ends with); per line its ops' self time against their span.
     # In C, from the event columns, each line in XProf's order (start, then longest first).
-    line_ps = np.array([ln.timestamp_ns for ln in space.lines], np.int64) * 1000
-    occurrences, time_ps, self_ps, is_eager, first_line, first_end, type_code, total, total_op = _steps.op_metrics(
-        rows, keys, code_of_key, extra_at, extra_code, eager_at, ev.line, ev.offset_ps, ev.duration_ps, line_ps,
-        slot, typed, len(uniq))
+    occurrences, time_ps, self_ps, is_eager, first_line, first_end, type_code, total, total_op = _op_metrics(
+        space, rows, keys, code_of_key, extra_at, extra_code, eager_at, slot, typed, len(uniq))
     del keys, key
     category = [table[k][2] if k >= 0 else "" for k in type_code.tolist()]
     inv = {v: k for k, v in uniq.items()}
@@ -353,6 +351,30 @@ def host_op_metrics(space: XSpaceData) -> OpMetricsDb:
         total,
         total_op,
     )
+
+
+def _op_metrics(space: XSpaceData, rows, keys, code_of_key, extra_at, extra_code, eager_at, slot, typed, num_slots):
+    """_steps.op_metrics of the rows (ascending), its lines in two halves on two threads: each line's ops are
+    its own, and per slot the first half's first line and type come before the second half's."""
+    ev = space.events
+    line_ps = np.array([ln.timestamp_ns for ln in space.lines], np.int64) * 1000
+
+    def run(ab: tuple[int, int]) -> tuple:
+        a, b = ab
+        x, e = slice(*np.searchsorted(extra_at, ab)), slice(*np.searchsorted(eager_at, ab))
+        return _steps.op_metrics(rows[a:b], keys[a:b], code_of_key, extra_at[x] - a, extra_code[x], eager_at[e] - a,
+                                 ev.line, ev.offset_ps, ev.duration_ps, line_ps, slot, typed, num_slots)
+
+    starts = np.searchsorted(rows, space.line_rows)  # where each line's rows begin
+    starts = starts[(starts > 0) & (starts < len(rows))]
+    if not len(starts):
+        return run((0, len(rows)))
+    cut = int(starts[np.argmin(np.abs(starts - len(rows) // 2))])
+    (o1, t1, s1, e1, line1, end1, type1, total1, op1), (o2, t2, s2, e2, line2, end2, type2, total2, op2) = in_threads(
+        run, [(0, cut), (cut, len(rows))])
+    first = line1 >= 0
+    return (o1 + o2, t1 + t2, s1 + s2, e1 | e2, np.where(first, line1, line2), np.where(first, end1, end2),
+            np.where(type1 >= 0, type1, type2), total1 + total2, op1 + op2)
 
 
 def _distinct(ids: np.ndarray) -> np.ndarray:

@@ -299,8 +299,10 @@ class XSpaceData:
         is_str = case == STAT_STR
         if text is not None and is_str.any():
             ids, table = text[0][is_str], text[1]
-            distinct, first = np.unique(ids, return_index=True)
-            met = distinct[np.argsort(first, kind="stable")]  # in order of first occurrence, as read below
+            first = np.full(len(table), len(ids), np.int64)
+            first[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)  # the last write of each id is its first place
+            met = np.flatnonzero(first < len(ids))
+            met = met[np.argsort(first[met], kind="stable")]  # in order of first occurrence, as read below
             remap = np.zeros(len(table), np.int32)
             remap[met] = np.array([index.setdefault(table[i], len(index)) for i in met.tolist()], np.int32)
             out[is_str] = remap[ids]
