@@ -823,6 +823,9 @@ def _op_metrics_by_definition(starts, ends, segment, code, eager, slot_of, typed
 
 
 def test_op_metrics_follow_the_op_stack_rule():
+    from types import SimpleNamespace
+
+    from profscope.models.analysis.xprof import op_stats
     from profscope.models.formats.xspace import _steps
 
     rng = np.random.default_rng(5)
@@ -865,6 +868,15 @@ def test_op_metrics_follow_the_op_stack_rule():
             starts, ends, segment, code, eager = starts[order], ends[order], segment[order], code[order], eager[order]
         want = _op_metrics_by_definition(starts, ends, segment, code, eager, slot_of, typed, slots)
         assert [g.tolist() for g in got[:7]] + list(got[7:]) == list(want)
+        if trial % 10:  # op_stats' two halves of the lines (on two threads), summed: the same
+            space = SimpleNamespace(events=SimpleNamespace(line=line, offset_ps=offset, duration_ps=duration),
+                                    lines=[SimpleNamespace(timestamp_ns=int(t)) for t in line_ps],
+                                    line_rows=np.searchsorted(line, np.arange(lines + 1)))
+            halves = op_stats._op_metrics(space, rows, given, table, extra_at, extra_code, eager_at, slot_of, typed,
+                                          slots)
+            whole = _steps.op_metrics(rows, given, table, extra_at, extra_code, eager_at, line, offset, duration,
+                                      line_ps * 1000, slot_of, typed, slots)
+            assert [np.asarray(h).tolist() for h in halves] == [np.asarray(w).tolist() for w in whole]
     z32, z64 = np.zeros(2, np.int32), np.zeros(2, np.int64)
     with pytest.raises(ValueError, match="ascending"):
         _steps.op_metrics(np.array([1, 0]), z32, None, z64[:0], z32[:0], z64[:0], z32, z64, z64, np.zeros(1, np.int64),
