@@ -268,7 +268,8 @@ def test_span_arguments_of_the_wrong_shape_are_refused():
     bad = np.zeros((3, 1), np.int64)
     for call in (lambda: wire.intern_strings(b"abc", bad), lambda: wire.gather_spans(b"abc", bad),
                  lambda: wire.stat_columns(b"", bad, 4, np.arange(2)), lambda: wire.find_children(b"", bad, [1]),
-                 lambda: wire.decode_messages(b"", bad, [(4, "c")]), lambda: wire.decode_children(b"", bad, 4, [], 0, [])):
+                 lambda: wire.decode_messages(b"", bad, [(4, "c")]),
+                 lambda: wire.decode_children(b"", bad, 4, [], 0, [])):
         with pytest.raises(ValueError, match="shape"):
             call()
 

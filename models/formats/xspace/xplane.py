@@ -278,11 +278,12 @@ class XSpaceData:
         index = {"": 0}
         codes = np.zeros(len(at), np.int32)
         if strings.any():
-            read = column.text is None  # else interned as they were decoded
-            text = None if read else (column.text[at][strings], column.strings)
+            text = None  # else interned as they were decoded
+            if column.text is not None and column.strings is not None:
+                text = (column.text[at][strings], column.strings)
             codes[strings] = self._intern(case[strings], value[strings], length[strings], self.planes[plane], index,
                                           text=text)
-            if read:
+            if text is None:
                 self.release()  # the strings' pages, read from all over the file
         return codes, list(index)
 
@@ -303,9 +304,9 @@ class XSpaceData:
             first[ids[::-1]] = np.arange(len(ids) - 1, -1, -1)  # the last write of each id is its first place
             met = np.flatnonzero(first < len(ids))
             met = met[np.argsort(first[met], kind="stable")]  # in order of first occurrence, as read below
-            remap = np.zeros(len(table), np.int32)
-            remap[met] = np.array([index.setdefault(table[i], len(index)) for i in met.tolist()], np.int32)
-            out[is_str] = remap[ids]
+            code_of = np.zeros(len(table), np.int32)
+            code_of[met] = np.array([index.setdefault(table[i], len(index)) for i in met.tolist()], np.int32)
+            out[is_str] = code_of[ids]
         elif is_str.any():
             spans = np.stack([value[is_str], length[is_str]], axis=1)
 
@@ -397,7 +398,7 @@ class StatColumn:
             text = text[order] if text is not None else None
         return cls(n, rows, case, value, length, text, strings)
 
-    def subset(self, n: int, positions: np.ndarray, rows: np.ndarray) -> StatColumn:
+    def subset(self, n: int, positions: np.ndarray | slice, rows: np.ndarray) -> StatColumn:
         """The entries at some positions, as those of n events at `rows`."""
         text = self.text[positions] if self.text is not None else None
         return StatColumn(n, rows, self.case[positions], self.value[positions], self.length[positions], text,
