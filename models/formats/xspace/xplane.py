@@ -736,7 +736,11 @@ def _decode_events(buf, line_spans: np.ndarray, counts: np.ndarray, kept_lines: 
         present = line_spans[a:b][line_spans[a:b, 0] >= 0]
         if len(present):
             _release(buf, int(present[0, 0]), int(present[-1, 0] + present[-1, 1]))
-        line[lo:hi] = np.repeat(np.arange(a, b, dtype=np.int32), counts[a:b])  # this chunk's part, on its thread
+        if b - a <= 256:  # this chunk's part, on its thread; a few long lines filled in place (no temporary)
+            for r in range(a, b):
+                line[line_rows[r] : line_rows[r + 1]] = r
+        else:
+            line[lo:hi] = np.repeat(np.arange(a, b, dtype=np.int32), counts[a:b])
         return lo, found
 
     # Metadata ids into int32 (every real one fits; else again in int64), num_occurrences as "aggregated": the
