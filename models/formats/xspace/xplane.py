@@ -157,8 +157,11 @@ class XSpaceData:
         plane that each ask (grouping, host ops): read-only."""
         if self._timed is None or self._timed[0] != plane:
             a, b = self.plane_rows(plane)
-            rows = np.flatnonzero(~self.events.aggregated[a:b])
-            rows += a
+            if self.events.aggregated[a:b].any():
+                rows = np.flatnonzero(~self.events.aggregated[a:b])
+                rows += a
+            else:  # the usual case
+                rows = np.arange(a, b, dtype=np.int64)
             rows.flags.writeable = False
             self._timed = (plane, rows)
         return self._timed[1]
