@@ -73,6 +73,8 @@ def _beside_tpus(stats: OpStats, paths: list[Path], task: TaskState) -> list[dic
     """TPU and GPU hosts in one session: XProf's one device op metrics db of both kinds, the GPUs' framework ops
     beside the TensorCores' (IDLE the sum of both), each with its own rates; the GPU layout (a TensorCore
     column) where the last host with a device is a GPU host. None for other sessions."""
+    if stats.device is None:  # no host with a device: none of these modules is needed
+        return None
     from dataclasses import replace
 
     from profscope.models.analysis.xprof.device_op_metrics import first_gpu_roofs, kernel_reports, tensor_core_shares

@@ -195,6 +195,8 @@ def _tpu_and_gpu_hosts(stats: OpStats, analysis: InputAnalysis, paths: list[Path
     with a device is a TPU host, the TPU page of both kinds of ops, else the GPU page's analysis of both kinds
     (TensorCore columns; the TensorCores' FLOP rates, the duty cycle's idle time and active times added), the
     TPU page's diagnostics."""
+    if stats.device is None:  # no host with a device: none of these modules is needed
+        return None
     from profscope.models.analysis.xprof.op_stats import combine, read_spaces
     from profscope.models.analysis.xprof.tpu_ops import tpu_framework_db
     from profscope.models.analysis.xprof.tpu_steps import tpu_and_gpu_hosts, tpu_overview_json
