@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-import traceback
 from pathlib import Path
 
 LOG_NAME = "profscope.log"
@@ -33,6 +32,8 @@ def log_folder() -> Path:
 def record(error: BaseException, context: str) -> Path | None:
     """Appends the error's traceback, with what was being done, to the log;
     returns the log's path (None when it cannot be written)."""
+    import traceback  # here: every command imports this module, few record anything
+
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     if echo_to_console:
         sys.stderr.write(text)

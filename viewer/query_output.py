@@ -3,8 +3,6 @@ aligned text table, CSV, JSON or Parquet, written to a binary file. No Qt."""
 
 from __future__ import annotations
 
-import datetime
-import decimal
 import json
 
 FORMATS = ("table", "csv", "json", "parquet")
@@ -39,6 +37,9 @@ def _write_json(table, f) -> None:
 
 
 def _json_value(value):
+    import datetime  # here: the values json cannot write are rare, and `export` never has them
+    import decimal
+
     if isinstance(value, decimal.Decimal):  # DuckDB's sums of BIGINT are HUGEINT
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, (datetime.date, datetime.time, datetime.timedelta)):

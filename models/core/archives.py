@@ -13,9 +13,6 @@ from __future__ import annotations
 import gzip
 import os
 import re
-import shutil
-import tarfile
-import tempfile
 import zlib
 from pathlib import Path, PurePosixPath
 
@@ -52,6 +49,9 @@ def max_members() -> int:
 def unpack(path: Path, task: TaskState | None = None) -> Path:
     """A new temporary folder holding the archive's files; the caller removes
     it (shutil.rmtree). Nothing is left behind when it is refused."""
+    import shutil  # here, as tarfile and zipfile below: an export of a plain file never needs them
+    import tempfile
+
     task = task or TaskState()
     folder = Path(tempfile.mkdtemp(prefix="profscope-archive-"))
     try:
@@ -93,6 +93,8 @@ class _Unpacker:
             raise ProfileError(f"{self.path}: not a readable zip archive ({e})") from None
 
     def _tar(self) -> None:
+        import tarfile
+
         try:
             with tarfile.open(self.path, "r|*") as t:  # streamed: members in order, read once
                 for info in t:

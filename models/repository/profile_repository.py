@@ -22,7 +22,6 @@ name never becomes part of a path, and links leading out of it are skipped.
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import weakref
 from abc import ABC, abstractmethod
@@ -245,6 +244,8 @@ class LocalRepository(ProfileRepository):
         # What is scanned: the path, or the folder an archive was unpacked into (removed with the repository).
         self._folder, self._top = self.path, self.path.name
         if archives.is_archive(self.path):
+            import shutil  # only an archive's folder to remove
+
             self._folder, self._top = archives.unpack(self.path, task), archives.stem(self.path)
             weakref.finalize(self, shutil.rmtree, str(self._folder), True)
         self._root = (self._folder if self._folder.is_dir() else self._folder.parent).resolve()
