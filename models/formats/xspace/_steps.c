@@ -312,11 +312,28 @@ done:
 #undef ROW_START
 #undef ROW_END
 
+/* When every event comes after its parent and each event's descendants are
+ * the events right after it (nest_rows' parents of lines in XProf's order, as
+ * tracers write them), sets end[v] to the end of v's run of descendants and
+ * returns 1; else 0. open: room for n. */
+static int nesting_runs(const int32_t *pa, npy_intp n, int32_t *end, int32_t *open) {
+    npy_intp depth = 0;
+    for (npy_intp v = 0; v < n; v++) {
+        while (depth && open[depth - 1] != pa[v]) end[open[--depth]] = (int32_t)v;
+        if (pa[v] >= 0 && !depth) return 0; /* its parent is not an open ancestor */
+        open[depth++] = (int32_t)v;
+    }
+    while (depth) end[open[--depth]] = (int32_t)n;
+    return 1;
+}
+
 /* Each root in turn claims, as the next group, every event it reaches over
  * the edges src -> dst (and parent[v] -> v where parent, one per event, is not
  * -1: nest_rows' nesting) through events no earlier root claimed. Nodes from
  * num_events on are contexts: any root may pass one, once. The edges are put
- * in adjacency order by a counting sort; the walk is depth first (the set
+ * in adjacency order by a counting sort (the nesting's only where its runs
+ * are not contiguous: else a claimed event's run is scanned, skipping the runs
+ * of events claimed before, which their claimer scans); the walk is depth first (the set
  * reached is the same as breadth first, and in any edge order). */
 static PyObject *claim_groups(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *src_obj, *dst_obj, *roots_obj, *parent_obj = Py_None;
@@ -328,7 +345,7 @@ static PyObject *claim_groups(PyObject *Py_UNUSED(self), PyObject *args) {
     PyArrayObject *roots = as_column(roots_obj, NPY_INT64);
     PyArrayObject *parents = parent_obj == Py_None ? NULL : as_column(parent_obj, NPY_INT32);
     PyObject *group = NULL, *kept = NULL, *out = NULL;
-    int32_t *first = NULL, *child = NULL, *local = NULL, *stack = NULL;
+    int32_t *first = NULL, *child = NULL, *local = NULL, *stack = NULL, *end = NULL;
     if (!src || !dst || !roots || (!parents && parent_obj != Py_None)) goto done;
     npy_intp e = PyArray_DIM(src, 0), r = PyArray_DIM(roots, 0);
     if (PyArray_DIM(dst, 0) != e) {
@@ -360,6 +377,16 @@ static PyObject *claim_groups(PyObject *Py_UNUSED(self), PyObject *args) {
         }
         all_edges += pa[v] >= 0;
     }
+    /* A node enters the stack once per root at most: events once overall,
+     * contexts once per root, so num_nodes bounds its depth. */
+    stack = PyMem_RawMalloc(sizeof(int32_t) * (num_nodes ? num_nodes : 1));
+    end = pa ? PyMem_RawMalloc(sizeof(int32_t) * (num_events ? num_events : 1)) : NULL;
+    if (!stack || (pa && !end)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int runs = pa && nesting_runs(pa, num_events, end, stack);
+    if (runs) all_edges = e; /* the nesting is walked as runs */
     if (all_edges >= INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "bad node counts");
         goto done;
@@ -377,10 +404,7 @@ static PyObject *claim_groups(PyObject *Py_UNUSED(self), PyObject *args) {
     first = PyMem_RawCalloc((size_t)num_nodes + 1, sizeof(int32_t));
     child = PyMem_RawMalloc(sizeof(int32_t) * (all_edges ? (size_t)all_edges : 1));
     local = PyMem_RawMalloc(sizeof(int32_t) * (num_nodes > num_events ? num_nodes - num_events : 1)); /* contexts' */
-    /* A node enters the stack once per root at most: events once overall,
-     * contexts once per root, so num_nodes bounds its depth. */
-    stack = PyMem_RawMalloc(sizeof(int32_t) * (num_nodes ? num_nodes : 1));
-    if (!group || !kept || !first || !child || !local || !stack) {
+    if (!group || !kept || !first || !child || !local) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
@@ -389,11 +413,11 @@ static PyObject *claim_groups(PyObject *Py_UNUSED(self), PyObject *args) {
     npy_intp num_kept = 0;
     Py_BEGIN_ALLOW_THREADS
     for (npy_intp i = 0; i < e; i++) first[s[i] + 1]++;
-    for (Py_ssize_t v = 0; pa && v < num_events; v++)
+    for (Py_ssize_t v = 0; pa && !runs && v < num_events; v++)
         if (pa[v] >= 0) first[pa[v] + 1]++;
     for (Py_ssize_t v = 0; v < num_nodes; v++) first[v + 1] += first[v];
     for (npy_intp i = 0; i < e; i++) child[first[s[i]]++] = d[i];  /* first[v] now ends v's run */
-    for (Py_ssize_t v = 0; pa && v < num_events; v++)
+    for (Py_ssize_t v = 0; pa && !runs && v < num_events; v++)
         if (pa[v] >= 0) child[first[pa[v]]++] = (int32_t)v;
     for (Py_ssize_t v = num_nodes; v > 0; v--) first[v] = first[v - 1];
     first[0] = 0;
@@ -410,13 +434,25 @@ static PyObject *claim_groups(PyObject *Py_UNUSED(self), PyObject *args) {
         stack[depth++] = root;
         while (depth) {
             int32_t u = stack[--depth];
-            for (int32_t a = first[u]; a < first[u + 1]; a++) {
-                int32_t v = child[a];
-                int32_t *of = v < num_events ? &g[v] : &local[v - num_events];
-                if (*of < 0 || (v >= num_events && *of != gid)) {
-                    *of = gid;
-                    stack[depth++] = v;
+            /* u's edges; where the nesting is runs, those of u's run's events too */
+            int32_t stop = runs && u < num_events ? end[u] : u + 1;
+            for (int32_t w = u; w < stop;) {
+                if (w != u) {
+                    if (g[w] >= 0) { /* claimed before, with its run */
+                        w = end[w];
+                        continue;
+                    }
+                    g[w] = gid;
                 }
+                for (int32_t a = first[w]; a < first[w + 1]; a++) {
+                    int32_t v = child[a];
+                    int32_t *of = v < num_events ? &g[v] : &local[v - num_events];
+                    if (*of < 0 || (v >= num_events && *of != gid)) {
+                        *of = gid;
+                        stack[depth++] = v;
+                    }
+                }
+                w++;
             }
         }
     }
@@ -432,6 +468,7 @@ done:
     PyMem_RawFree(child);
     PyMem_RawFree(local);
     PyMem_RawFree(stack);
+    PyMem_RawFree(end);
     Py_XDECREF(group);
     Py_XDECREF(kept);
     Py_XDECREF(src);
