@@ -190,18 +190,19 @@ def _inference_latency_table() -> dict:
 
 
 def _tpu_and_gpu_hosts(stats: OpStats, analysis: InputAnalysis, paths: list[Path], task: TaskState):
-    """TPU and GPU hosts (GPUs of TensorFlow kernels) in one session: XProf's page of their combined OpStats, of
+    """TPU and GPU hosts (GPUs of TensorFlow kernels or of XLA ops) in one session: XProf's page of their combined OpStats, of
     hardware type TPU (the highest of the hosts'): the TPU step table and recommendations; where the last host
     with a device is a TPU host, the TPU page of both kinds of ops, else the GPU page's analysis of both kinds
     (TensorCore columns; the TensorCores' FLOP rates, the duty cycle's idle time and active times added), the
     TPU page's diagnostics."""
+    from profscope.models.analysis.xprof.framework_op_stats import with_costs
     from profscope.models.analysis.xprof.op_stats import combine, read_spaces
     from profscope.models.analysis.xprof.tpu_ops import tpu_framework_db
     from profscope.models.analysis.xprof.tpu_steps import tpu_and_gpu_hosts, tpu_overview_json
 
     spaces = read_spaces(paths, task)
     mixed = tpu_and_gpu_hosts(spaces)
-    if mixed is None or stats.device is None or stats.device.flops is not None:
+    if mixed is None or stats.device is None:
         return None
     tpu_page = tpu_overview_json(replace(stats, hardware_type="TPU"), spaces, gpu=stats.device)
     if "GPU" not in stats.device_type:
@@ -209,7 +210,7 @@ def _tpu_and_gpu_hosts(stats: OpStats, analysis: InputAnalysis, paths: list[Path
     from profscope.models.analysis.xprof.device_op_metrics import kernel_reports, op_kernel_stats
 
     tpu_db, rates = tpu_framework_db(mixed[1])
-    page = overview_page_json(replace(stats, device=combine([stats.device, tpu_db])), analysis,
+    page = overview_page_json(replace(stats, device=with_costs(combine([stats.device, tpu_db]), stats.device)), analysis,
                               op_kernel_stats(kernel_reports(spaces, paths)))
     for row in page[0]["rows"]:
         cells = row["c"]
@@ -234,7 +235,7 @@ def overview_page_json(stats: OpStats, a: InputAnalysis,
 @register("overview_page")
 def overview_page(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
     stats, analysis = input_analysis(paths, task)
-    if stats.device_unknown and stats.tpu_steps is not None:
+    if stats.tpu_steps is not None:
         mixed = _tpu_and_gpu_hosts(stats, analysis, paths, task)
         if mixed is not None:
             return ToolData(dumps(mixed), "json")

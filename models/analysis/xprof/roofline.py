@@ -130,12 +130,12 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
 
         return tpu_roofline_tables(spaces, device_stats(spaces, paths, steps=True))
     device = device_stats(spaces, paths, steps=True)
-    if device.tpu_steps is not None and device.ops.flops is None:
-        # TPU and GPU hosts (GPUs of TensorFlow kernels): XProf's roofline of both kinds of ops (tpu_profile.py);
+    if device.tpu_steps is not None:
+        # TPU and GPU hosts (GPUs of TensorFlow kernels or XLA ops): XProf's roofline of both kinds of ops (tpu_profile.py);
         # where the last host with a device is a GPU host, in the GPU's columns and roofs.
         from profscope.models.analysis.xprof.tpu_profile import tpu_roofline_tables
 
-        tables = tpu_roofline_tables(spaces, device, gpu=device.ops)
+        tables = tpu_roofline_tables(spaces, device, gpu=device.ops, xla=device.xla_ops)
         if "GPU" in device.device_type:
             keep = [i for i, c in enumerate(COLUMNS) if c["id"] not in _NOT_ON_GPU]
             tables[0]["cols"] = GPU_COLUMNS

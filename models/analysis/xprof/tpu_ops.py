@@ -64,6 +64,7 @@ class TpuOps:
     # source_stack: the op's source lines (XProf 2.24.2 reads no source_info stat: no file or line of its own)
     source_stack: list[str] = field(default_factory=list)
     fused: list[list[FusedOp]] = field(default_factory=list)  # the instructions fused into each (child_id)
+    source: list[str] = field(default_factory=list)  # the roofline's Source Info cell (a GPU's XLA ops beside)
 
     @property
     def op_ps(self) -> int:

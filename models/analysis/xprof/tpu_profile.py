@@ -379,7 +379,8 @@ class _Roofline:
         self.peak_vmem = (env.bw(VMEM_RD) / GIB, env.bw(VMEM_WR) / GIB) if vmem else (0.0, 0.0)
 
     def records(self, steps: Coded, names: Coded, categories: Coded, programs: Coded, g: Groups,
-                self_ps: np.ndarray, total_ps: np.ndarray, include: bool, average: bool = False) -> list:
+                self_ps: np.ndarray, total_ps: np.ndarray, include: bool, sources: Coded | None = None,
+                average: bool = False) -> list:
         """The rows' columns (XProf's ConvertOpMetricsToRooflineModelRecord; rank and shares filled by the
         caller): float64 arrays for numbers, (ids, values) for strings and booleans."""
         total_us, self_us = g.time / 1e6, self_ps / 1e6
@@ -401,7 +402,7 @@ class _Roofline:
                 avg_self_us, zero, zero, zero, r.rate, r.model_rate, r.memory_bw, r.hbm_bw, *r.on_chip_bw.T,
                 r.intensity, r.hbm_intensity, *r.on_chip_intensity.T, r.bottleneck_intensity, bound,
                 safe_divides(total_us, self.cores), safe_divides(g.time, total_ps), safe_divides(r.rate, efficiency),
-                efficiency, flops_use, memory_use, (same, [include]), programs, (same, [""])]
+                efficiency, flops_use, memory_use, (same, [include]), programs, sources or (same, [""])]
 
     def programs(self, names: list[str], group: np.ndarray, slots: np.ndarray, runs: np.ndarray, times: np.ndarray,
                  totals: np.ndarray, include: bool, average: bool = False) -> list:
@@ -421,7 +422,7 @@ class _Roofline:
         g = Groups(time, np.ones(k, np.int64), sums[0], sums[1], sums[2], memory, breakdown)
         same = np.zeros(k, np.int64)
         return self.records((np.arange(k), names), (same, ["Program"]), (same, ["Program"]), (same, ["0"]), g,
-                            np.zeros(k), time, include, average)
+                            np.zeros(k), time, include, average=average)
 
     def rows(self, steps: list[str], events: StepEvents, include: bool) -> list:
         """The table's columns for one include_infeed_outfeed: the whole profile, its ops, the average step,
@@ -440,7 +441,8 @@ class _Roofline:
         each = np.arange(len(at))
         records = self.records((np.zeros(len(at), np.int64), ["Total"]), (each, [ops.name[i] for i in order]),
                                (each, [ops.category[i] for i in order]), (each, [str(ops.program[i]) for i in order]),
-                               g, ops.self_ps[at], np.full(len(at), op_total), include)
+                               g, ops.self_ps[at], np.full(len(at), op_total), include,
+                               (each, [ops.source[i] for i in order] if ops.source else [""] * len(at)))
         shares = safe_divides(ops.self_ps[at] / 1e6, op_total / 1e6)
         records[1], records[9], records[10] = np.arange(1.0, len(at) + 1), shares, np.cumsum(shares)
         blocks.append(records)
@@ -469,24 +471,35 @@ def _g(x: float) -> str:
     return f"{x:.6g}"  # C++ streams' 6 significant digits
 
 
-def with_other_ops(ops: TpuOps, db) -> TpuOps:
+def with_other_ops(ops: TpuOps, db, xla=None) -> TpuOps:
     """The TensorCores' ops and another device's (an OpMetricsDb, IDLE last: GPU kernels, program 0, no FLOPs or
-    bytes) as XProf's one combined device op metrics db; its time both devices'."""
+    bytes; or with `xla`, the GPUs' XLA ops of that db: their programs, sources and XLA's GPU costs, the HBM bytes
+    their memory breakdown where XLA gives one) as XProf's one combined device op metrics db; its time both
+    devices'."""
+    from profscope.models.analysis.xprof.xla_ops import source_cell
+
     n = len(db) - 1
-    zeros = np.zeros(n)
+    runs = np.maximum(db.occurrences[:n], 1).astype(np.float64)
+    flops, size, hbm = (c[:n] for c in db.costs())
+    per_run = np.column_stack([flops / runs, flops / runs, size / runs])
+    memory = np.zeros((n, 4, 3))
+    memory[:, HBM, READ] = hbm / runs
+    programs = list(xla.program_id) if xla is not None else [0] * n
+    sources = [source_cell(s) for s in xla.source] if xla is not None else [""] * n
     return replace(
         ops, name=ops.name + db.name[:n], category=ops.category + db.category[:n],
         framework=ops.framework + (db.provenance or [""] * len(db))[:n],
         occurrences=np.r_[ops.occurrences, db.occurrences[:n]], time_ps=np.r_[ops.time_ps, db.time_ps[:n]],
-        self_ps=np.r_[ops.self_ps, db.self_time_ps[:n]], flops=np.r_[ops.flops, zeros], bytes=np.r_[ops.bytes, zeros],
-        program=ops.program + [0] * n, total_ps=ops.total_ps + db.total_time_ps,
-        long_name=ops.long_name + [""] * n, per_run=np.r_[ops.per_run, np.zeros((n, 3))],
-        per_run_memory=np.r_[ops.per_run_memory, np.zeros((n, 4, 3))],
-        has_breakdown=np.r_[ops.has_breakdown, np.zeros(n, bool)], deduplicated=ops.deduplicated + [""] * n,
-        source_stack=ops.source_stack + [""] * n, fused=ops.fused + [[] for _ in range(n)])
+        self_ps=np.r_[ops.self_ps, db.self_time_ps[:n]], flops=np.r_[ops.flops, flops], bytes=np.r_[ops.bytes, size],
+        program=ops.program + programs, total_ps=ops.total_ps + db.total_time_ps,
+        long_name=ops.long_name + [""] * n, per_run=np.r_[ops.per_run, per_run],
+        per_run_memory=np.r_[ops.per_run_memory, memory],
+        has_breakdown=np.r_[ops.has_breakdown, hbm > 0], deduplicated=ops.deduplicated + [""] * n,
+        source_stack=ops.source_stack + [""] * n, fused=ops.fused + [[] for _ in range(n)],
+        source=(ops.source or [""] * len(ops)) + sources)
 
 
-def tpu_roofline_tables(spaces: list[XSpaceData], device, gpu=None) -> list[dict]:
+def tpu_roofline_tables(spaces: list[XSpaceData], device, gpu=None, xla=None) -> list[dict]:
     """XProf's roofline_model of TPU hosts: the records with and without infeed/outfeed, the device's roofs
     in the table's properties, the step diagnostics. With `gpu` (GPU hosts' kernels beside, an OpMetricsDb): their
     ops beside the TensorCores', the combined perf env's roofs."""
@@ -504,7 +517,7 @@ def tpu_roofline_tables(spaces: list[XSpaceData], device, gpu=None) -> list[dict
         scale = _g(safe_divide(ops.op_ps, ops.op_ps + gpu.total_op_time_ps))
         from profscope.models.analysis.xprof.tpu_ops import session_perf_env
 
-        ops, env = with_other_ops(ops, gpu), session_perf_env(spaces)
+        ops, env = with_other_ops(ops, gpu, xla), session_perf_env(spaces)
     steps = device.tpu_steps or TpuSteps()
     named = [str(number) for number in steps.number.tolist()]
     events = step_events(ops, steps)

@@ -817,6 +817,7 @@ SESSIONS = {
     "gpu_tf+tpu_mem": ([("gpu_tf", 0), ("tpu_mem", 0)], TOOLS),
     # A TPU host beside a GPU host of XLA ops
     "tpu_launch+gpu_jax": ([("tpu_launch", 0), ("gpu_jax", 0)], TOOLS),
+    "gpu_jax+tpu_launch": ([("gpu_jax", 0), ("tpu_launch", 0)], TOOLS),
 }
 
 
