@@ -296,14 +296,12 @@ MIXED = {"tpu_launch+gpu_tf": [("tpu_launch", 0), ("gpu_tf", 0)],
          "gpu_tf+tpu_launch": [("gpu_tf", 0), ("tpu_launch", 0)],
          "tpu_mem+gpu_tf": [("tpu_mem", 0), ("gpu_tf", 0)],
          "gpu_tf+tpu_mem": [("gpu_tf", 0), ("tpu_mem", 0)],
-         "tpu_ops+gpu_tf": [("tpu_ops", 0), ("gpu_tf", 0)],
-         "tpu_launch+gpu_jax": [("tpu_launch", 0), ("gpu_jax", 0)]}
+         "tpu_ops+gpu_tf": [("tpu_ops", 0), ("gpu_tf", 0)]}
 MIXED_TOOLS = ("kernel_stats", "hlo_stats", "framework_op_stats", "overview_page", "op_profile")
 
 
 @pytest.mark.parametrize(("name", "tool"), [*[(n, "input_pipeline_analyzer") for n in MIXED],
-                                            *[(n, t) for n in list(MIXED)[:4] for t in MIXED_TOOLS],
-                                            *[("tpu_launch+gpu_jax", t) for t in ("kernel_stats", "hlo_stats")]])
+                                            *[(n, t) for n in list(MIXED)[:4] for t in MIXED_TOOLS]])
 def test_tpu_and_gpu_hosts_equal_xprofs(tmp_path, name, tool):
     """A TPU host and a GPU host: XProf's TPU step analysis of both hosts' cores, the GPU host's one core idle
     for it (no compute, no infeed), so each step's time is the GPU's, its idle the shortest core's step less the
@@ -333,14 +331,25 @@ def test_tpu_and_gpu_hosts_op_profile_by_category_equals_xprofs(tmp_path, name):
     assert_same(got, xprof_answer(name, "op_profile.by_category"))
 
 
-@pytest.mark.parametrize("tool", ["overview_page", "framework_op_stats", "op_profile", "roofline_model"])
-def test_tpu_and_gpu_hosts_op_metrics_say_so(tmp_path, capsys, tool):
-    """XProf's combination of TensorCore ops with a GPU's XLA ops (their costs) is not computed where it needs
-    more than the rows: those tools say so (before, they gave the GPU's ops alone)."""
-    session = session_of(tmp_path, MIXED["tpu_launch+gpu_jax"])
-    assert main(["export", str(session), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
-    err = capsys.readouterr().err
-    assert "beside GPUs" in err and "/device:TPU:0" in err and "Traceback" not in err
+XLA_MIXED = {"tpu_launch+gpu_jax": [("tpu_launch", 0), ("gpu_jax", 0)],
+             "gpu_jax+tpu_launch": [("gpu_jax", 0), ("tpu_launch", 0)]}
+
+
+@pytest.mark.parametrize(("tool", "more"), [
+    *[(t, ()) for t in ALL_TOOLS],
+    ("op_profile.by_category", ("--param", "group_by=category")),
+])
+@pytest.mark.parametrize("name", XLA_MIXED)
+def test_tpu_host_beside_gpu_xla_ops_equals_xprofs(tmp_path, name, tool, more):
+    """A TPU host beside a GPU host of XLA ops, in both orders: XProf's one combined db of the TensorCores' ops
+    and the GPU's XLA ops with XLA's GPU costs. framework_op_stats and the overview's top ops: the GPU's framework
+    ops with their FLOP rates and bounds beside the TensorCores'; the overview's precision statement of the GPU's
+    32-bit compute; roofline_model: the GPU's ops with their programs, sources, FLOPs and HBM bytes against the
+    combined roofs; op_profile: one tree, the GPU's modules beside the TensorCores' program, categories of both
+    merged (by category), equal children where libstdc++'s partial sort leaves them (the GPU host first, its
+    rows first), the GPU's time not normalized."""
+    got = export(tmp_path, session_of(tmp_path, XLA_MIXED[name]), tool.split(".")[0], *more)
+    assert_same(got, xprof_answer(name, tool))
 
 
 def test_a_host_with_gpu_and_tpu_planes_says_so(tmp_path, capsys):
