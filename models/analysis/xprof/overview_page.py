@@ -190,11 +190,11 @@ def _inference_latency_table() -> dict:
 
 
 def _tpu_and_gpu_hosts(stats: OpStats, analysis: InputAnalysis, paths: list[Path], task: TaskState):
-    """TPU and GPU hosts (GPUs of TensorFlow kernels or of XLA ops) in one session: XProf's page of their combined OpStats, of
-    hardware type TPU (the highest of the hosts'): the TPU step table and recommendations; where the last host
-    with a device is a TPU host, the TPU page of both kinds of ops, else the GPU page's analysis of both kinds
-    (TensorCore columns; the TensorCores' FLOP rates, the duty cycle's idle time and active times added), the
-    TPU page's diagnostics."""
+    """TPU and GPU hosts (GPUs of TensorFlow kernels or XLA ops) in one session: XProf's page of their combined
+    OpStats, of hardware type TPU (the highest of the hosts'): the TPU step table and recommendations; where the
+    last host with a device is a TPU host, the TPU page of both kinds of ops, else the GPU page's analysis of both
+    kinds (TensorCore columns; the TensorCores' FLOP rates, the duty cycle's idle time and active times added),
+    the TPU page's diagnostics."""
     from profscope.models.analysis.xprof.framework_op_stats import with_costs
     from profscope.models.analysis.xprof.op_stats import combine, read_spaces
     from profscope.models.analysis.xprof.tpu_ops import tpu_framework_db
@@ -210,8 +210,8 @@ def _tpu_and_gpu_hosts(stats: OpStats, analysis: InputAnalysis, paths: list[Path
     from profscope.models.analysis.xprof.device_op_metrics import kernel_reports, op_kernel_stats
 
     tpu_db, rates = tpu_framework_db(mixed[1])
-    page = overview_page_json(replace(stats, device=with_costs(combine([stats.device, tpu_db]), stats.device)), analysis,
-                              op_kernel_stats(kernel_reports(spaces, paths)))
+    device = with_costs(combine([stats.device, tpu_db]), stats.device)
+    page = overview_page_json(replace(stats, device=device), analysis, op_kernel_stats(kernel_reports(spaces, paths)))
     for row in page[0]["rows"]:
         cells = row["c"]
         if cells[3]["v"] in rates:

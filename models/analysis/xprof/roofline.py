@@ -131,7 +131,7 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
         return tpu_roofline_tables(spaces, device_stats(spaces, paths, steps=True))
     device = device_stats(spaces, paths, steps=True)
     if device.tpu_steps is not None:
-        # TPU and GPU hosts (GPUs of TensorFlow kernels or XLA ops): XProf's roofline of both kinds of ops (tpu_profile.py);
+        # TPU and GPU hosts (GPUs of TF kernels or XLA ops): XProf's roofline of both kinds of ops (tpu_profile.py);
         # where the last host with a device is a GPU host, in the GPU's columns and roofs.
         from profscope.models.analysis.xprof.tpu_profile import tpu_roofline_tables
 

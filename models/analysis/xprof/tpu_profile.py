@@ -283,15 +283,14 @@ def tpu_op_profile(spaces: list[XSpaceData], paths: list[Path], by: str) -> dict
 
 
 def beside_gpus_op_profile(spaces: list[XSpaceData], paths: list[Path], by: str, gpu_hosts: list[XSpaceData],
-                           tpu_hosts: list[XSpaceData]) -> dict | None:
-    """XProf's op profile of a session of TPU and GPU hosts (GPUs of TensorFlow kernels): one tree of both kinds
-    of ops (the TensorCores' programs or categories beside the GPUs', by time; IDLE both devices' idle time), the
-    utilisations against XProf's combined perf env (tpu_ops.session_perf_env). None for GPU XLA ops (not
-    reproduced)."""
+                           tpu_hosts: list[XSpaceData]) -> dict:
+    """XProf's op profile of a session of TPU and GPU hosts: one tree of both kinds of ops (the TensorCores'
+    programs or categories beside the GPUs', by time; IDLE both devices' idle time), the utilisations against
+    XProf's combined perf env (tpu_ops.session_perf_env). GPU XLA ops are rows of the TensorCores' tree (their
+    modules, categories and costs); TensorFlow kernels their own subtrees, without FLOPs."""
     from profscope.models.analysis.xprof.device_op_metrics import device_stats
     from profscope.models.analysis.xprof.op_profile import _device_tree
     from profscope.models.analysis.xprof.op_stats import IDLE
-
     from profscope.models.core.task import ProfileError
 
     gpu = device_stats(gpu_hosts, paths, steps=False)
