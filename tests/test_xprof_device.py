@@ -352,19 +352,36 @@ def test_tpu_host_beside_gpu_xla_ops_equals_xprofs(tmp_path, name, tool, more):
     assert_same(got, xprof_answer(name, tool))
 
 
-def test_a_host_with_gpu_and_tpu_planes_says_so(tmp_path, capsys):
-    """One host with both GPU and TPU planes (no runtime writes one) beside a GPU host: not reproduced, a clear
-    message."""
-    space = xplane_pb2.XSpace.FromString((XPROF / "gpu_tf.xplane.pb").read_bytes())
-    tpu = xplane_pb2.XSpace.FromString((XPROF / "tpu_ops.xplane.pb").read_bytes())
-    space.planes.add().CopyFrom(next(p for p in tpu.planes if p.name == "/device:TPU:0"))
+@pytest.mark.parametrize(("tool", "more"), [
+    *[(t, ()) for t in ("kernel_stats", "hlo_stats", "op_profile", "framework_op_stats")],
+    ("op_profile.by_category", ("--param", "group_by=category")),
+])
+def test_a_host_with_gpu_and_tpu_planes_equals_xprofs(tmp_path, tool, more):
+    """One host with both GPU and TPU planes (gpu_tf_tpu: gpu_tf's host with tpu_ops' TensorCores; no runtime
+    writes one): XProf's op metrics read the TensorCores, not the GPU (no kernels; the TensorCores' HLO ops and
+    tree), its run environment is the GPU's (op_profile's deviceType, framework_op_stats' GPU layout)."""
+    got = export(tmp_path, XPROF / "gpu_tf_tpu.xplane.pb", tool.split(".")[0], *more)
+    assert_same(got, xprof_answer("gpu_tf_tpu", tool))
+
+
+@pytest.mark.parametrize("tool", ["overview_page", "input_pipeline_analyzer", "roofline_model"])
+def test_a_host_with_gpu_and_tpu_planes_steps_say_so(tmp_path, capsys, tool):
+    """Its step analysis (XProf's GPU step breakdown of TensorCore steps) is not reproduced: a clear message."""
+    out = tmp_path / "o.json"
+    assert main(["export", str(XPROF / "gpu_tf_tpu.xplane.pb"), "--tool", tool, "-o", str(out)]) != 0
+    err = capsys.readouterr().err
+    assert "both GPU and TPU planes" in err and "gpu_tf_tpu.xplane.pb" in err and "Traceback" not in err
+
+
+def test_a_host_with_gpu_and_tpu_planes_beside_a_gpu_host_says_so(tmp_path, capsys):
+    """Such a host beside a GPU host: not reproduced, a clear message."""
     session = tmp_path / "run"
     session.mkdir()
-    (session / "a.xplane.pb").write_bytes(space.SerializeToString())
+    shutil.copy(XPROF / "gpu_tf_tpu.xplane.pb", session / "a.xplane.pb")
     shutil.copy(XPROF / "gpu_tf.xplane.pb", session / "b.xplane.pb")
-    assert main(["export", str(session), "--tool", "input_pipeline_analyzer", "-o", str(tmp_path / "o.json")]) != 0
+    assert main(["export", str(session), "--tool", "framework_op_stats", "-o", str(tmp_path / "o.json")]) != 0
     err = capsys.readouterr().err
-    assert "both GPU and TPU planes" in err and "a.xplane.pb" in err and "Traceback" not in err
+    assert "both GPU and TPU planes beside GPU hosts" in err and "a.xplane.pb" in err and "Traceback" not in err
 
 
 def test_two_hosts_steps_are_those_both_have(tmp_path):

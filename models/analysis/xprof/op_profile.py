@@ -63,7 +63,9 @@ def op_profile_tree(paths: list[Path], group_by: str, task: TaskState) -> dict:
     if device.hardware_type == "TPU":  # TensorCores: from the ops' metadata (tpu_profile.py)
         from profscope.models.analysis.xprof.tpu_profile import tpu_op_profile
 
-        return tpu_op_profile(spaces, paths, by)
+        tree = tpu_op_profile(spaces, paths, by)
+        tree["deviceType"] = device.run_hardware or tree["deviceType"]  # a host's GPUs beside: its run environment
+        return tree
     if device.xla:
         raise ProfileError(device.xla)
     if device.xla_ops is not None:

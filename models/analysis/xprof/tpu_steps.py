@@ -365,11 +365,7 @@ def beside_gpus(spaces: list[XSpaceData], paths, steps: bool):
     step is one core (GPU_CORE) that is idle for XProf's TPU breakdown."""
     from profscope.models.analysis.xprof.device_op_metrics import device_stats, gpu_planes, gpu_step_db, plane_stats
 
-    gpu_hosts = [s for s in spaces if gpu_planes(s)]
-    both = next((s for s in gpu_hosts if tensor_cores(s)), None)
-    if both is not None:
-        raise ProfileError(f"{both.path}: Profscope does not compute XProf's analysis of a host with both GPU and "
-                           "TPU planes")
+    gpu_hosts = [s for s in spaces if gpu_planes(s)]  # (none with TensorCores too: device_stats refuses them)
     stats = device_stats(gpu_hosts, paths, steps)  # XLA ops on the GPUs: `xla_ops`, their costs
     # XProf's combined run environment: the last host's device type, every host's cores.
     stats.device_type = session_device_type(spaces)
