@@ -353,18 +353,19 @@ def test_tpu_host_beside_gpu_xla_ops_equals_xprofs(tmp_path, name, tool, more):
 
 
 @pytest.mark.parametrize(("tool", "more"), [
-    *[(t, ()) for t in ("kernel_stats", "hlo_stats", "op_profile", "framework_op_stats")],
+    *[(t, ()) for t in ("kernel_stats", "hlo_stats", "op_profile", "framework_op_stats", "roofline_model")],
     ("op_profile.by_category", ("--param", "group_by=category")),
 ])
 def test_a_host_with_gpu_and_tpu_planes_equals_xprofs(tmp_path, tool, more):
     """One host with both GPU and TPU planes (gpu_tf_tpu: gpu_tf's host with tpu_ops' TensorCores; no runtime
     writes one): XProf's op metrics read the TensorCores, not the GPU (no kernels; the TensorCores' HLO ops and
-    tree), its run environment is the GPU's (op_profile's deviceType, framework_op_stats' GPU layout)."""
+    tree, roofline records and steps), its run environment is the GPU's (op_profile's deviceType, the GPU layouts
+    of framework_op_stats and roofline_model, the roofline's roofs the TensorCores')."""
     got = export(tmp_path, XPROF / "gpu_tf_tpu.xplane.pb", tool.split(".")[0], *more)
     assert_same(got, xprof_answer("gpu_tf_tpu", tool))
 
 
-@pytest.mark.parametrize("tool", ["overview_page", "input_pipeline_analyzer", "roofline_model"])
+@pytest.mark.parametrize("tool", ["overview_page", "input_pipeline_analyzer"])
 def test_a_host_with_gpu_and_tpu_planes_steps_say_so(tmp_path, capsys, tool):
     """Its step analysis (XProf's GPU step breakdown of TensorCore steps) is not reproduced: a clear message."""
     out = tmp_path / "o.json"

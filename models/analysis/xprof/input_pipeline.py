@@ -393,6 +393,11 @@ def input_pipeline_json(a: InputAnalysis) -> list[dict]:
 def input_analysis(paths: list[Path], task: TaskState) -> tuple[OpStats, InputAnalysis]:
     stats = op_stats(paths, task, steps=True)
     assert stats.steps is not None
+    if stats.tpu_steps is not None:
+        from profscope.models.analysis.xprof.op_stats import read_spaces
+        from profscope.models.analysis.xprof.tpu_steps import refuse_gpu_and_tpu_host
+
+        refuse_gpu_and_tpu_host(read_spaces(paths, task))
     return stats, analyse(stats, stats.steps)
 
 

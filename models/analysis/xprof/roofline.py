@@ -135,7 +135,9 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
         # where the last host with a device is a GPU host, in the GPU's columns and roofs.
         from profscope.models.analysis.xprof.tpu_profile import tpu_roofline_tables
 
-        tables = tpu_roofline_tables(spaces, device, gpu=device.ops, xla=device.xla_ops)
+        # (A host with both GPU and TPU planes: its TensorCores' ops alone, in its GPUs' run environment.)
+        gpu = device.ops if device.hardware_type == "GPU" else None
+        tables = tpu_roofline_tables(spaces, device, gpu=gpu, xla=device.xla_ops)
         if "GPU" in device.device_type:
             keep = [i for i, c in enumerate(COLUMNS) if c["id"] not in _NOT_ON_GPU]
             tables[0]["cols"] = GPU_COLUMNS
