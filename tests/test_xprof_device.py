@@ -551,7 +551,7 @@ def test_an_opcode_without_a_cost_rule_is_refused_naming_it_and_the_module():
 
 def test_an_opcode_without_a_cost_rule_refuses_only_the_tools_that_need_costs(tmp_path, capsys):
     """gpu_jax with its convolution made an rng-bit-generator (no rule): the op tools say so, naming the opcode
-    and module; the step analysis and the kernels, which need no costs, stay XProf's."""
+    and module; the step analysis and the kernels, which need no costs, stay XProf's; so beside a TPU host."""
     from profscope.protos import hlo_pb2
 
     space = xplane_pb2.XSpace.FromString((XPROF / "gpu_jax.xplane.pb").read_bytes())
@@ -569,12 +569,17 @@ def test_an_opcode_without_a_cost_rule_refuses_only_the_tools_that_need_costs(tm
     path = tmp_path / "in" / "gpu.xplane.pb"
     path.parent.mkdir()
     path.write_bytes(space.SerializeToString())
-    for tool in ("input_pipeline_analyzer", "kernel_stats"):
-        assert_same(export(tmp_path, path, tool), xprof_answer("gpu_jax", tool))
-    for tool in ("hlo_stats", "op_profile", "roofline_model", "framework_op_stats", "overview_page"):
-        assert main(["export", str(path), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
-        err = capsys.readouterr().err
-        assert "jit_conv_block(18)" in err and "'rng-bit-generator'" in err and "Traceback" not in err
+    session = tmp_path / "session"  # and beside a TPU host
+    session.mkdir()
+    shutil.copy(XPROF / "tpu_launch.xplane.pb", session / "host0.xplane.pb")
+    shutil.copy(path, session / "host1.xplane.pb")
+    for where, name in ((path, "gpu_jax"), (session, "tpu_launch+gpu_jax")):
+        for tool in ("input_pipeline_analyzer", "kernel_stats"):
+            assert_same(export(tmp_path, where, tool), xprof_answer(name, tool))
+        for tool in ("hlo_stats", "op_profile", "roofline_model", "framework_op_stats", "overview_page"):
+            assert main(["export", str(where), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
+            err = capsys.readouterr().err
+            assert "jit_conv_block(18)" in err and "'rng-bit-generator'" in err and "Traceback" not in err
 
 
 def test_an_instruction_whose_text_is_not_printed_is_refused():

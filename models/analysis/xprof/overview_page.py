@@ -235,12 +235,12 @@ def overview_page_json(stats: OpStats, a: InputAnalysis,
 @register("overview_page")
 def overview_page(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
     stats, analysis = input_analysis(paths, task)
+    if stats.device_unknown:  # the top device ops need their FLOPs
+        raise ProfileError(stats.device_unknown)
     if stats.tpu_steps is not None:
         mixed = _tpu_and_gpu_hosts(stats, analysis, paths, task)
         if mixed is not None:
             return ToolData(dumps(mixed), "json")
-    if stats.device_unknown:  # the top device ops need their FLOPs
-        raise ProfileError(stats.device_unknown)
     if stats.tpu_steps is not None:  # TensorCores: XProf's TPU page (tpu_steps.py; its ops from tpu_ops.py)
         from profscope.models.analysis.xprof.op_stats import read_spaces
         from profscope.models.analysis.xprof.tpu_steps import tpu_overview_json

@@ -130,6 +130,8 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
 
         return tpu_roofline_tables(spaces, device_stats(spaces, paths, steps=True))
     device = device_stats(spaces, paths, steps=True)
+    if device.xla:  # the XLA ops' costs are not known
+        raise ProfileError(device.xla)
     if device.tpu_steps is not None:
         # TPU and GPU hosts (GPUs of TF kernels or XLA ops): XProf's roofline of both kinds of ops (tpu_profile.py);
         # where the last host with a device is a GPU host, in the GPU's columns and roofs.
@@ -144,8 +146,6 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
             tables[0]["rows"] = tables[0]["rows"].only(keep)
             tables[0]["p"] = {k: tables[0]["p"][k] for k in GPU_ROOFS}
         return tables
-    if device.xla:
-        raise ProfileError(device.xla)
     # Several hosts: XProf's combined perf env takes the peak FLOP rate of the last host that has one and the
     # bandwidths of the first.
     each = [gpu_roofs(plane_stats(s, i)) for s, i in host_gpus(planes)]
