@@ -212,10 +212,7 @@ def _tpu_and_gpu_hosts(stats: OpStats, analysis: InputAnalysis, paths: list[Path
     tpu_db, rates = tpu_framework_db(mixed[1])
     device = with_costs(combine([stats.device, tpu_db]), stats.device)
     page = overview_page_json(replace(stats, device=device), analysis, op_kernel_stats(kernel_reports(spaces, paths)))
-    for row in page[0]["rows"]:
-        cells = row["c"]
-        if cells[3]["v"] in rates:
-            cells[4]["v"] = rates[cells[3]["v"]][0]
+    _tpu_flop_rates(page, rates)
     added = ("idle_time_high_confidence_ps", "active_steptime_ms_average", "tc_active_ms_average")
     page[0]["p"].update({k: v for k, v in tpu_page[0]["p"].items() if k in added})
     page[1], page[3], page[6] = tpu_page[1], tpu_page[3], tpu_page[6]
@@ -247,9 +244,26 @@ def overview_page(paths: list[Path], params: dict[str, str], task: TaskState) ->
 
         return ToolData(dumps(tpu_overview_json(stats, read_spaces(paths, task))), "json")
     kernels = None
+    rates: dict = {}
     if stats.device is not None and "GPU" in stats.device_type:
         from profscope.models.analysis.xprof.device_op_metrics import kernel_reports, op_kernel_stats
         from profscope.models.analysis.xprof.op_stats import read_spaces
+        from profscope.models.analysis.xprof.tpu_steps import gpu_and_tpu_host
 
-        kernels = op_kernel_stats(kernel_reports(read_spaces(paths, task), paths))
-    return ToolData(dumps(overview_page_json(stats, analysis, kernels)), "json")
+        spaces = read_spaces(paths, task)
+        kernels = op_kernel_stats(kernel_reports(spaces, paths))
+        if gpu_and_tpu_host(spaces):  # a host with both GPU and TPU planes: the GPU page of its TensorCores' ops
+            from profscope.models.analysis.xprof.tpu_ops import tpu_framework_db
+
+            db, rates = tpu_framework_db(spaces)
+            stats = replace(stats, device=db)
+    return ToolData(dumps(_tpu_flop_rates(overview_page_json(stats, analysis, kernels), rates)), "json")
+
+
+def _tpu_flop_rates(page: list[dict], rates: dict) -> list[dict]:
+    """The GPU page's top ops that are TensorCore framework ops take their FLOP rates (tpu_ops.tpu_framework_db)."""
+    for row in page[0]["rows"]:
+        cells = row["c"]
+        if cells[3]["v"] in rates:
+            cells[4]["v"] = rates[cells[3]["v"]][0]
+    return page

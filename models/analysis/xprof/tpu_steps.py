@@ -342,15 +342,11 @@ def tpu_and_gpu_hosts(spaces: list[XSpaceData]) -> tuple[list[XSpaceData], list[
     return gpu, tpu
 
 
-def refuse_gpu_and_tpu_host(spaces: list[XSpaceData]) -> None:
-    """XProf's step breakdown of a host with both GPU and TPU planes (its GPU analysis of TensorCore steps, which
-    it cannot unpack) is not reproduced: say so."""
+def gpu_and_tpu_host(spaces: list[XSpaceData]) -> XSpaceData | None:
+    """A host with both GPU and TPU planes (no runtime writes one), if any."""
     from profscope.models.analysis.xprof.device_op_metrics import gpu_planes
 
-    both = next((s for s in spaces if tensor_cores(s) and gpu_planes(s)), None)
-    if both is not None:
-        raise ProfileError(f"{both.path}: Profscope does not compute XProf's step analysis of a host with both GPU "
-                           "and TPU planes")
+    return next((s for s in spaces if tensor_cores(s) and gpu_planes(s)), None)
 
 
 def session_device_type(spaces: list[XSpaceData]) -> str:
