@@ -367,15 +367,17 @@ def test_a_host_with_gpu_and_tpu_planes_equals_xprofs(tmp_path, tool, more):
     assert_same(got, xprof_answer("gpu_tf_tpu", tool))
 
 
-def test_a_host_with_gpu_and_tpu_planes_beside_a_gpu_host_says_so(tmp_path, capsys):
-    """Such a host beside a GPU host: not reproduced, a clear message."""
+@pytest.mark.parametrize("other", ["gpu_tf", "tpu_ops"])
+@pytest.mark.parametrize("tool", ["framework_op_stats", "input_pipeline_analyzer"])
+def test_a_host_with_gpu_and_tpu_planes_beside_another_host_says_so(tmp_path, capsys, tool, other):
+    """Such a host beside a GPU or a TPU host: not reproduced, a clear message."""
     session = tmp_path / "run"
     session.mkdir()
     shutil.copy(XPROF / "gpu_tf_tpu.xplane.pb", session / "a.xplane.pb")
-    shutil.copy(XPROF / "gpu_tf.xplane.pb", session / "b.xplane.pb")
-    assert main(["export", str(session), "--tool", "framework_op_stats", "-o", str(tmp_path / "o.json")]) != 0
+    shutil.copy(XPROF / f"{other}.xplane.pb", session / "b.xplane.pb")
+    assert main(["export", str(session), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
     err = capsys.readouterr().err
-    assert "both GPU and TPU planes beside GPU hosts" in err and "a.xplane.pb" in err and "Traceback" not in err
+    assert "both GPU and TPU planes beside other hosts" in err and "a.xplane.pb" in err and "Traceback" not in err
 
 
 def test_two_hosts_steps_are_those_both_have(tmp_path):

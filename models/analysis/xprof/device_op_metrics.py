@@ -411,14 +411,14 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     from profscope.models.core.task import ProfileError
 
     # A host with both GPU and TPU planes (no runtime writes one): XProf's op metrics read its TensorCores, not its
-    # GPUs; its run environment is the GPUs'. Such a host beside GPU hosts is not reproduced.
+    # GPUs; its run environment is the GPUs'. Such a host beside other hosts is not reproduced.
     both = [s for s in spaces if gpu_planes(s) and tensor_cores(s)]
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(DEVICE_PREFIXES)]
     gpu = [(s, i) for s, i in planes if s.planes[i].name.startswith(GPU_PLANE_PREFIX) and s not in both]
     tpu = [(s, i) for s, i in planes if not s.planes[i].name.startswith(GPU_PLANE_PREFIX)]
-    if both and gpu:
+    if both and len(spaces) > 1:
         raise ProfileError(f"{both[0].path}: Profscope does not compute XProf's analysis of a host with both GPU and "
-                           "TPU planes beside GPU hosts")
+                           "TPU planes beside other hosts")
     if tpu and gpu:  # TPU and GPU hosts in one session: XProf's combined OpStats (tpu_steps.py)
         from profscope.models.analysis.xprof.tpu_steps import beside_gpus
 
