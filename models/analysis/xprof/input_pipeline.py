@@ -393,12 +393,8 @@ def input_pipeline_json(a: InputAnalysis) -> list[dict]:
 def input_analysis(paths: list[Path], task: TaskState) -> tuple[OpStats, InputAnalysis]:
     stats = op_stats(paths, task, steps=True)
     assert stats.steps is not None
-    if stats.tpu_steps is not None:
-        from profscope.models.analysis.xprof.op_stats import read_spaces
-        from profscope.models.analysis.xprof.tpu_steps import gpu_and_tpu_host
-
-        if gpu_and_tpu_host(read_spaces(paths, task)):
-            return _gpu_beside_tpu(stats)
+    if stats.tpu_steps is not None and stats.hardware_type == "TPU" and "GPU" in stats.device_type:
+        return _gpu_beside_tpu(stats)  # TensorCores in a GPU's run environment: a host with both
     return stats, analyse(stats, stats.steps)
 
 
