@@ -296,14 +296,12 @@ MIXED = {"tpu_launch+gpu_tf": [("tpu_launch", 0), ("gpu_tf", 0)],
          "gpu_tf+tpu_launch": [("gpu_tf", 0), ("tpu_launch", 0)],
          "tpu_mem+gpu_tf": [("tpu_mem", 0), ("gpu_tf", 0)],
          "gpu_tf+tpu_mem": [("gpu_tf", 0), ("tpu_mem", 0)],
-         "tpu_ops+gpu_tf": [("tpu_ops", 0), ("gpu_tf", 0)],
-         "tpu_launch+gpu_jax": [("tpu_launch", 0), ("gpu_jax", 0)]}
+         "tpu_ops+gpu_tf": [("tpu_ops", 0), ("gpu_tf", 0)]}
 MIXED_TOOLS = ("kernel_stats", "hlo_stats", "framework_op_stats", "overview_page", "op_profile")
 
 
 @pytest.mark.parametrize(("name", "tool"), [*[(n, "input_pipeline_analyzer") for n in MIXED],
-                                            *[(n, t) for n in list(MIXED)[:4] for t in MIXED_TOOLS],
-                                            *[("tpu_launch+gpu_jax", t) for t in ("kernel_stats", "hlo_stats")]])
+                                            *[(n, t) for n in list(MIXED)[:4] for t in MIXED_TOOLS]])
 def test_tpu_and_gpu_hosts_equal_xprofs(tmp_path, name, tool):
     """A TPU host and a GPU host: XProf's TPU step analysis of both hosts' cores, the GPU host's one core idle
     for it (no compute, no infeed), so each step's time is the GPU's, its idle the shortest core's step less the
@@ -333,29 +331,53 @@ def test_tpu_and_gpu_hosts_op_profile_by_category_equals_xprofs(tmp_path, name):
     assert_same(got, xprof_answer(name, "op_profile.by_category"))
 
 
-@pytest.mark.parametrize("tool", ["overview_page", "framework_op_stats", "op_profile", "roofline_model"])
-def test_tpu_and_gpu_hosts_op_metrics_say_so(tmp_path, capsys, tool):
-    """XProf's combination of TensorCore ops with a GPU's XLA ops (their costs) is not computed where it needs
-    more than the rows: those tools say so (before, they gave the GPU's ops alone)."""
-    session = session_of(tmp_path, MIXED["tpu_launch+gpu_jax"])
-    assert main(["export", str(session), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
-    err = capsys.readouterr().err
-    assert "beside GPUs" in err and "/device:TPU:0" in err and "Traceback" not in err
+XLA_MIXED = {"tpu_launch+gpu_jax": [("tpu_launch", 0), ("gpu_jax", 0)],
+             "gpu_jax+tpu_launch": [("gpu_jax", 0), ("tpu_launch", 0)]}
 
 
-def test_a_host_with_gpu_and_tpu_planes_says_so(tmp_path, capsys):
-    """One host with both GPU and TPU planes (no runtime writes one) beside a GPU host: not reproduced, a clear
-    message."""
-    space = xplane_pb2.XSpace.FromString((XPROF / "gpu_tf.xplane.pb").read_bytes())
-    tpu = xplane_pb2.XSpace.FromString((XPROF / "tpu_ops.xplane.pb").read_bytes())
-    space.planes.add().CopyFrom(next(p for p in tpu.planes if p.name == "/device:TPU:0"))
+@pytest.mark.parametrize(("tool", "more"), [
+    *[(t, ()) for t in ALL_TOOLS],
+    ("op_profile.by_category", ("--param", "group_by=category")),
+])
+@pytest.mark.parametrize("name", XLA_MIXED)
+def test_tpu_host_beside_gpu_xla_ops_equals_xprofs(tmp_path, name, tool, more):
+    """A TPU host beside a GPU host of XLA ops, in both orders: XProf's one combined db of the TensorCores' ops
+    and the GPU's XLA ops with XLA's GPU costs. framework_op_stats and the overview's top ops: the GPU's framework
+    ops with their FLOP rates and bounds beside the TensorCores'; the overview's precision statement of the GPU's
+    32-bit compute; roofline_model: the GPU's ops with their programs, sources, FLOPs and HBM bytes against the
+    combined roofs; op_profile: one tree, the GPU's modules beside the TensorCores' program, categories of both
+    merged (by category), equal children where libstdc++'s partial sort leaves them (the GPU host first, its
+    rows first), the GPU's time not normalized."""
+    got = export(tmp_path, session_of(tmp_path, XLA_MIXED[name]), tool.split(".")[0], *more)
+    assert_same(got, xprof_answer(name, tool))
+
+
+@pytest.mark.parametrize(("tool", "more"), [
+    *[(t, ()) for t in ALL_TOOLS],
+    ("op_profile.by_category", ("--param", "group_by=category")),
+])
+def test_a_host_with_gpu_and_tpu_planes_equals_xprofs(tmp_path, tool, more):
+    """One host with both GPU and TPU planes (gpu_tf_tpu: gpu_tf's host with tpu_ops' TensorCores; no runtime
+    writes one): XProf's op metrics and steps are the TensorCores', not the GPU's (no kernels; the TensorCores'
+    HLO ops, tree, roofline records and steps), its run environment is the GPU's (op_profile's deviceType, the GPU
+    layouts of framework_op_stats, roofline_model and overview_page; the roofline's roofs the TensorCores'); its
+    generic step analysis reads no TensorCore step: no step rows, the steps' times (each the longest core's) in
+    the summary."""
+    got = export(tmp_path, XPROF / "gpu_tf_tpu.xplane.pb", tool.split(".")[0], *more)
+    assert_same(got, xprof_answer("gpu_tf_tpu", tool))
+
+
+@pytest.mark.parametrize("other", ["gpu_tf", "tpu_ops"])
+@pytest.mark.parametrize("tool", ["framework_op_stats", "input_pipeline_analyzer"])
+def test_a_host_with_gpu_and_tpu_planes_beside_another_host_says_so(tmp_path, capsys, tool, other):
+    """Such a host beside a GPU or a TPU host: not reproduced, a clear message."""
     session = tmp_path / "run"
     session.mkdir()
-    (session / "a.xplane.pb").write_bytes(space.SerializeToString())
-    shutil.copy(XPROF / "gpu_tf.xplane.pb", session / "b.xplane.pb")
-    assert main(["export", str(session), "--tool", "input_pipeline_analyzer", "-o", str(tmp_path / "o.json")]) != 0
+    shutil.copy(XPROF / "gpu_tf_tpu.xplane.pb", session / "a.xplane.pb")
+    shutil.copy(XPROF / f"{other}.xplane.pb", session / "b.xplane.pb")
+    assert main(["export", str(session), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
     err = capsys.readouterr().err
-    assert "both GPU and TPU planes" in err and "a.xplane.pb" in err and "Traceback" not in err
+    assert "both GPU and TPU planes beside other hosts" in err and "a.xplane.pb" in err and "Traceback" not in err
 
 
 def test_two_hosts_steps_are_those_both_have(tmp_path):
@@ -524,7 +546,7 @@ def test_an_opcode_without_a_cost_rule_is_refused_naming_it_and_the_module():
 
 def test_an_opcode_without_a_cost_rule_refuses_only_the_tools_that_need_costs(tmp_path, capsys):
     """gpu_jax with its convolution made an rng-bit-generator (no rule): the op tools say so, naming the opcode
-    and module; the step analysis and the kernels, which need no costs, stay XProf's."""
+    and module; the step analysis and the kernels, which need no costs, stay XProf's; so beside a TPU host."""
     from profscope.protos import hlo_pb2
 
     space = xplane_pb2.XSpace.FromString((XPROF / "gpu_jax.xplane.pb").read_bytes())
@@ -542,12 +564,17 @@ def test_an_opcode_without_a_cost_rule_refuses_only_the_tools_that_need_costs(tm
     path = tmp_path / "in" / "gpu.xplane.pb"
     path.parent.mkdir()
     path.write_bytes(space.SerializeToString())
-    for tool in ("input_pipeline_analyzer", "kernel_stats"):
-        assert_same(export(tmp_path, path, tool), xprof_answer("gpu_jax", tool))
-    for tool in ("hlo_stats", "op_profile", "roofline_model", "framework_op_stats", "overview_page"):
-        assert main(["export", str(path), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
-        err = capsys.readouterr().err
-        assert "jit_conv_block(18)" in err and "'rng-bit-generator'" in err and "Traceback" not in err
+    session = tmp_path / "session"  # and beside a TPU host
+    session.mkdir()
+    shutil.copy(XPROF / "tpu_launch.xplane.pb", session / "host0.xplane.pb")
+    shutil.copy(path, session / "host1.xplane.pb")
+    for where, name in ((path, "gpu_jax"), (session, "tpu_launch+gpu_jax")):
+        for tool in ("input_pipeline_analyzer", "kernel_stats"):
+            assert_same(export(tmp_path, where, tool), xprof_answer(name, tool))
+        for tool in ("hlo_stats", "op_profile", "roofline_model", "framework_op_stats", "overview_page"):
+            assert main(["export", str(where), "--tool", tool, "-o", str(tmp_path / "o.json")]) != 0
+            err = capsys.readouterr().err
+            assert "jit_conv_block(18)" in err and "'rng-bit-generator'" in err and "Traceback" not in err
 
 
 def test_an_instruction_whose_text_is_not_printed_is_refused():

@@ -314,3 +314,27 @@ def test_tensorflow_with_xla_clusters_on_a_gpu_shows_both_kinds_of_ops(qtbot, wi
     tree = view.op_profile_page.tree
     programs = {tree.topLevelItem(i).text(0) for i in range(tree.topLevelItemCount())}
     assert {"a_inference_dense_24__.1(0)", "a_inference_norm_36__.2(1)"} <= programs
+
+
+def test_tpu_host_beside_gpu_of_xla_ops_all_hosts_op_profile_and_roofline(qtbot, window, tmp_path):
+    """All hosts of a TPU host beside a GPU host of XLA ops: one op profile of both (the TensorCores' program
+    beside the GPU's modules), one roofline of both kinds of ops."""
+    session = tmp_path / "plugins" / "profile" / "2026_11_27_21_30_00"
+    session.mkdir(parents=True)
+    shutil.copy(XPROF / "device" / "tpu_launch.xplane.pb", session / "host0.xplane.pb")
+    shutil.copy(XPROF / "device" / "gpu_jax.xplane.pb", session / "host1.xplane.pb")
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.open_path(str(tmp_path))
+    with qtbot.waitSignal(window.runner.finished, timeout=60000):
+        pass
+    all_hosts = window.tree.topLevelItem(0).child(2)
+    entries = {all_hosts.child(i).text(0): all_hosts.child(i) for i in range(all_hosts.childCount())}
+    with qtbot.waitSignal(window.runner.finished, timeout=60000):
+        click(qtbot, window, entries["Op profile"])
+    ops = window.xprof_view.op_profile_page
+    assert ops.device.text() == "Device: TPU" and ops.message.isHidden()
+    names = [ops.tree.topLevelItem(i).text(0) for i in range(ops.tree.topLevelItemCount())]
+    assert names[:3] == ["main", "IDLE", "jit_train_step(16)"] and "jit_conv_block(18)" in names
+    click(qtbot, window, entries["Roofline"])
+    roofline = window.xprof_view.pages["roofline_model"]
+    assert len(roofline.points.points()) == 25  # both kinds of ops with FLOPs and bytes (7 and 18)

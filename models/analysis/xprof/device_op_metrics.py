@@ -244,8 +244,10 @@ def kernel_reports(spaces: list[XSpaceData], paths) -> KernelReports:
     total: list[int] = []
     lo: list[int] = []
     hi: list[int] = []
+    from profscope.models.analysis.xprof.tpu_steps import tensor_cores
+
     for host, space in enumerate(spaces):
-        for plane in gpu_planes(space):
+        for plane in [] if tensor_cores(space) else gpu_planes(space):  # XProf reads a host's TensorCores first
             d = device_events(space, plane)
             details, table = d.strings("kernel_details")
             kernels = np.flatnonzero(details > 0)
@@ -398,17 +400,25 @@ class DeviceStats:
     tpu_steps: TpuSteps | None = None  # TensorCores' steps
     empty_intersect: bool = False  # several TPU hosts' steps have none in common
     xla_ops: XlaOpMetrics | None = None  # a GPU running XLA ops: its ops' rows (`ops` is their db)
+    run_hardware: str = ""  # the run environment's hardware type where it is not `hardware_type`'s
 
 
 def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     """The device planes' part of XProf's OpStats: op metrics, and with `steps` the GPU hosts' step dbs or the
     TPU host's TensorCore steps (tpu_steps.py)."""
+    from profscope.models.analysis.xprof.tpu_steps import tensor_cores
     from profscope.models.analysis.xprof.xla_ops import XlaModules, combine_xla_ops, xla_op_db, xla_op_metrics
     from profscope.models.core.task import ProfileError
 
+    # A host with both GPU and TPU planes (no runtime writes one): XProf's op metrics read its TensorCores, not its
+    # GPUs; its run environment is the GPUs'. Such a host beside other hosts is not reproduced.
+    both = [s for s in spaces if gpu_planes(s) and tensor_cores(s)]
     planes = [(s, i) for s in spaces for i, p in enumerate(s.planes) if p.name.startswith(DEVICE_PREFIXES)]
-    gpu = [(s, i) for s, i in planes if s.planes[i].name.startswith(GPU_PLANE_PREFIX)]
+    gpu = [(s, i) for s, i in planes if s.planes[i].name.startswith(GPU_PLANE_PREFIX) and s not in both]
     tpu = [(s, i) for s, i in planes if not s.planes[i].name.startswith(GPU_PLANE_PREFIX)]
+    if both and len(spaces) > 1:
+        raise ProfileError(f"{both[0].path}: Profscope does not compute XProf's analysis of a host with both GPU and "
+                           "TPU planes beside other hosts")
     if tpu and gpu:  # TPU and GPU hosts in one session: XProf's combined OpStats (tpu_steps.py)
         from profscope.models.analysis.xprof.tpu_steps import beside_gpus
 
@@ -440,6 +450,10 @@ def device_stats(spaces: list[XSpaceData], paths, steps: bool) -> DeviceStats:
     first = {id(s): (s, i) for s, i in reversed(tpu) if TENSOR_CORE.match(s.planes[i].name)}
     model = str(plane_stats(*next(iter(first.values()))).get("device_type_string", "")) if first else ""
     stats = DeviceStats(idle, idle, model, "TPU", core_count=len(planes))
+    if both:  # the run environment of the last such host's GPUs: one core each, their device type
+        stats.core_count = len(gpu_planes(both[-1]))
+        stats.device_type = gpu_model_name(plane_stats(both[-1], gpu_planes(both[-1])[0])) or "GPU"
+        stats.run_hardware = "GPU"
     if steps:
         from profscope.models.analysis.xprof.tpu_steps import combine_tpu_steps, tpu_steps
 

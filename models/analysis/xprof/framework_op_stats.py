@@ -84,15 +84,30 @@ def _beside_tpus(stats: OpStats, paths: list[Path], task: TaskState) -> list[dic
 
     spaces = read_spaces(paths, task)
     mixed = tpu_and_gpu_hosts(spaces)
-    if mixed is None or stats.device is None or stats.device.flops is not None:
-        return None  # (GPU XLA ops beside TPUs: their costs are not combined here; the refusal stands)
+    if mixed is None or stats.device is None:
+        return None
+    if stats.device_unknown:
+        raise ProfileError(stats.device_unknown)
     tpu_db, rates = tpu_framework_db(mixed[1], session_perf_env(spaces))
-    device = combine([stats.device, tpu_db])
+    device = with_costs(combine([stats.device, tpu_db]), stats.device)
     device_type = session_device_type(spaces)
     tensor_core = tensor_core_shares(kernel_reports(spaces, paths)) if "GPU" in device_type else {}
     tables = framework_op_stats_json(replace(stats, device=device, device_unknown="", device_type=device_type),
                                      tensor_core, first_gpu_roofs(spaces))
     return with_tpu_rates(tables, rates)
+
+
+def with_costs(db: OpMetricsDb, gpu: OpMetricsDb) -> OpMetricsDb:
+    """The combined db with the GPUs' framework ops' costs (XLA ops on the GPUs; the TensorCores' rows take
+    their own rates by name)."""
+    if gpu.flops is None:
+        return db
+    from dataclasses import replace
+
+    at = {name: i for i, name in enumerate(gpu.name) if gpu.category[i] != IDLE}
+    rows = np.array([at.get(name, -1) for name in db.name], np.int64)
+    costs = [np.where(rows >= 0, c[rows], 0.0) for c in gpu.costs()]
+    return replace(db, flops=costs[0], bytes=costs[1], hbm_bytes=costs[2])
 
 
 def framework_op_stats_json(stats: OpStats, tensor_core: dict[str, float] | None = None, roofs=None) -> list[dict]:

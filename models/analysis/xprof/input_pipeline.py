@@ -393,7 +393,26 @@ def input_pipeline_json(a: InputAnalysis) -> list[dict]:
 def input_analysis(paths: list[Path], task: TaskState) -> tuple[OpStats, InputAnalysis]:
     stats = op_stats(paths, task, steps=True)
     assert stats.steps is not None
+    if stats.tpu_steps is not None and stats.hardware_type == "TPU" and "GPU" in stats.device_type:
+        return _gpu_beside_tpu(stats)  # TensorCores in a GPU's run environment: a host with both
     return stats, analyse(stats, stats.steps)
+
+
+def _gpu_beside_tpu(stats: OpStats) -> tuple[OpStats, InputAnalysis]:
+    """A host with both GPU and TPU planes: XProf's generic (GPU) analysis of its TensorCores' steps, none of
+    whose breakdowns it can read: the steps' times only (each the longest core's), no step rows."""
+    from dataclasses import replace
+
+    from profscope.models.analysis.xprof.tpu_steps import step_details
+
+    assert stats.tpu_steps is not None
+    none = np.zeros(0, np.int64)
+    details = StepDetails.of(StepDb(none, [], none, none, {}))
+    result = InputAnalysis("GPU", details, summary(step_details(stats.tpu_steps).step_ms))
+    _host_result(stats, result)
+    result.bottleneck = _bottleneck(details, result.breakdown_us)
+    result.summary_next_step = _next_step(result.bottleneck.input_classification, result.breakdown_us)
+    return replace(stats, hardware_type="GPU", tpu_steps=None), result
 
 
 @register("input_pipeline_analyzer")

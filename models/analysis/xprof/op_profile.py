@@ -55,17 +55,17 @@ def op_profile_tree(paths: list[Path], group_by: str, task: TaskState) -> dict:
     from profscope.models.analysis.xprof.tpu_steps import tpu_and_gpu_hosts
 
     mixed = tpu_and_gpu_hosts(spaces)
-    if mixed is not None:  # TPU and GPU hosts: one tree of both (tpu_profile.py), where reproduced
+    if mixed is not None:  # TPU and GPU hosts: one tree of both (tpu_profile.py)
         from profscope.models.analysis.xprof.tpu_profile import beside_gpus_op_profile
 
-        tree = beside_gpus_op_profile(spaces, paths, by, *mixed)
-        if tree is not None:
-            return tree
+        return beside_gpus_op_profile(spaces, paths, by, *mixed)
     device = device_stats(spaces, paths, steps=False)
     if device.hardware_type == "TPU":  # TensorCores: from the ops' metadata (tpu_profile.py)
         from profscope.models.analysis.xprof.tpu_profile import tpu_op_profile
 
-        return tpu_op_profile(spaces, paths, by)
+        tree = tpu_op_profile(spaces, paths, by)
+        tree["deviceType"] = device.run_hardware or tree["deviceType"]  # a host's GPUs beside: its run environment
+        return tree
     if device.xla:
         raise ProfileError(device.xla)
     if device.xla_ops is not None:

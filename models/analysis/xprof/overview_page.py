@@ -190,20 +190,21 @@ def _inference_latency_table() -> dict:
 
 
 def _tpu_and_gpu_hosts(stats: OpStats, analysis: InputAnalysis, paths: list[Path], task: TaskState):
-    """TPU and GPU hosts (GPUs of TensorFlow kernels) in one session: XProf's page of their combined OpStats, of
-    hardware type TPU (the highest of the hosts'): the TPU step table and recommendations; where the last host
-    with a device is a TPU host, the TPU page of both kinds of ops, else the GPU page's analysis of both kinds
-    (TensorCore columns; the TensorCores' FLOP rates, the duty cycle's idle time and active times added), the
-    TPU page's diagnostics."""
+    """TPU and GPU hosts (GPUs of TensorFlow kernels or XLA ops) in one session: XProf's page of their combined
+    OpStats, of hardware type TPU (the highest of the hosts'): the TPU step table and recommendations; where the
+    last host with a device is a TPU host, the TPU page of both kinds of ops, else the GPU page's analysis of both
+    kinds (TensorCore columns; the TensorCores' FLOP rates, the duty cycle's idle time and active times added),
+    the TPU page's diagnostics."""
     if stats.device is None:  # no host with a device: none of these modules is needed
         return None
+    from profscope.models.analysis.xprof.framework_op_stats import with_costs
     from profscope.models.analysis.xprof.op_stats import combine, read_spaces
     from profscope.models.analysis.xprof.tpu_ops import tpu_framework_db
     from profscope.models.analysis.xprof.tpu_steps import tpu_and_gpu_hosts, tpu_overview_json
 
     spaces = read_spaces(paths, task)
     mixed = tpu_and_gpu_hosts(spaces)
-    if mixed is None or stats.device is None or stats.device.flops is not None:
+    if mixed is None or stats.device is None:
         return None
     tpu_page = tpu_overview_json(replace(stats, hardware_type="TPU"), spaces, gpu=stats.device)
     if "GPU" not in stats.device_type:
@@ -211,12 +212,9 @@ def _tpu_and_gpu_hosts(stats: OpStats, analysis: InputAnalysis, paths: list[Path
     from profscope.models.analysis.xprof.device_op_metrics import kernel_reports, op_kernel_stats
 
     tpu_db, rates = tpu_framework_db(mixed[1])
-    page = overview_page_json(replace(stats, device=combine([stats.device, tpu_db])), analysis,
-                              op_kernel_stats(kernel_reports(spaces, paths)))
-    for row in page[0]["rows"]:
-        cells = row["c"]
-        if cells[3]["v"] in rates:
-            cells[4]["v"] = rates[cells[3]["v"]][0]
+    device = with_costs(combine([stats.device, tpu_db]), stats.device)
+    page = overview_page_json(replace(stats, device=device), analysis, op_kernel_stats(kernel_reports(spaces, paths)))
+    _tpu_flop_rates(page, rates)
     added = ("idle_time_high_confidence_ps", "active_steptime_ms_average", "tc_active_ms_average")
     page[0]["p"].update({k: v for k, v in tpu_page[0]["p"].items() if k in added})
     page[1], page[3], page[6] = tpu_page[1], tpu_page[3], tpu_page[6]
@@ -236,21 +234,38 @@ def overview_page_json(stats: OpStats, a: InputAnalysis,
 @register("overview_page")
 def overview_page(paths: list[Path], params: dict[str, str], task: TaskState) -> ToolData:
     stats, analysis = input_analysis(paths, task)
-    if stats.device_unknown and stats.tpu_steps is not None:
+    if stats.device_unknown:  # the top device ops need their FLOPs
+        raise ProfileError(stats.device_unknown)
+    if stats.tpu_steps is not None:
         mixed = _tpu_and_gpu_hosts(stats, analysis, paths, task)
         if mixed is not None:
             return ToolData(dumps(mixed), "json")
-    if stats.device_unknown:  # the top device ops need their FLOPs
-        raise ProfileError(stats.device_unknown)
     if stats.tpu_steps is not None:  # TensorCores: XProf's TPU page (tpu_steps.py; its ops from tpu_ops.py)
         from profscope.models.analysis.xprof.op_stats import read_spaces
         from profscope.models.analysis.xprof.tpu_steps import tpu_overview_json
 
         return ToolData(dumps(tpu_overview_json(stats, read_spaces(paths, task))), "json")
     kernels = None
+    rates: dict = {}
     if stats.device is not None and "GPU" in stats.device_type:
         from profscope.models.analysis.xprof.device_op_metrics import kernel_reports, op_kernel_stats
         from profscope.models.analysis.xprof.op_stats import read_spaces
+        from profscope.models.analysis.xprof.tpu_steps import gpu_and_tpu_host
 
-        kernels = op_kernel_stats(kernel_reports(read_spaces(paths, task), paths))
-    return ToolData(dumps(overview_page_json(stats, analysis, kernels)), "json")
+        spaces = read_spaces(paths, task)
+        kernels = op_kernel_stats(kernel_reports(spaces, paths))
+        if gpu_and_tpu_host(spaces):  # a host with both GPU and TPU planes: the GPU page of its TensorCores' ops
+            from profscope.models.analysis.xprof.tpu_ops import tpu_framework_db
+
+            db, rates = tpu_framework_db(spaces)
+            stats = replace(stats, device=db)
+    return ToolData(dumps(_tpu_flop_rates(overview_page_json(stats, analysis, kernels), rates)), "json")
+
+
+def _tpu_flop_rates(page: list[dict], rates: dict) -> list[dict]:
+    """The GPU page's top ops that are TensorCore framework ops take their FLOP rates (tpu_ops.tpu_framework_db)."""
+    for row in page[0]["rows"]:
+        cells = row["c"]
+        if cells[3]["v"] in rates:
+            cells[4]["v"] = rates[cells[3]["v"]][0]
+    return page

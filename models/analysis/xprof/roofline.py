@@ -130,20 +130,22 @@ def _gpu_roofline(paths: list[Path], task: TaskState) -> list[dict]:
 
         return tpu_roofline_tables(spaces, device_stats(spaces, paths, steps=True))
     device = device_stats(spaces, paths, steps=True)
-    if device.tpu_steps is not None and device.ops.flops is None:
-        # TPU and GPU hosts (GPUs of TensorFlow kernels): XProf's roofline of both kinds of ops (tpu_profile.py);
+    if device.xla:  # the XLA ops' costs are not known
+        raise ProfileError(device.xla)
+    if device.tpu_steps is not None:
+        # TPU and GPU hosts (GPUs of TF kernels or XLA ops): XProf's roofline of both kinds of ops (tpu_profile.py);
         # where the last host with a device is a GPU host, in the GPU's columns and roofs.
         from profscope.models.analysis.xprof.tpu_profile import tpu_roofline_tables
 
-        tables = tpu_roofline_tables(spaces, device, gpu=device.ops)
+        # (A host with both GPU and TPU planes: its TensorCores' ops alone, in its GPUs' run environment.)
+        gpu = device.ops if device.hardware_type == "GPU" else None
+        tables = tpu_roofline_tables(spaces, device, gpu=gpu, xla=device.xla_ops)
         if "GPU" in device.device_type:
             keep = [i for i, c in enumerate(COLUMNS) if c["id"] not in _NOT_ON_GPU]
             tables[0]["cols"] = GPU_COLUMNS
             tables[0]["rows"] = tables[0]["rows"].only(keep)
             tables[0]["p"] = {k: tables[0]["p"][k] for k in GPU_ROOFS}
         return tables
-    if device.xla:
-        raise ProfileError(device.xla)
     # Several hosts: XProf's combined perf env takes the peak FLOP rate of the last host that has one and the
     # bandwidths of the first.
     each = [gpu_roofs(plane_stats(s, i)) for s, i in host_gpus(planes)]

@@ -64,6 +64,11 @@ class TpuOps:
     # source_stack: the op's source lines (XProf 2.24.2 reads no source_info stat: no file or line of its own)
     source_stack: list[str] = field(default_factory=list)
     fused: list[list[FusedOp]] = field(default_factory=list)  # the instructions fused into each (child_id)
+    # A GPU's ops beside (tpu_profile.with_other_ops): which rows they are (their time is not normalized), and
+    # their sources (hlo.SourceInfo or None) and the roofline's Source Info cell of each row.
+    gpu: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    source_info: list = field(default_factory=list)
+    source: list[str] = field(default_factory=list)
 
     @property
     def op_ps(self) -> int:

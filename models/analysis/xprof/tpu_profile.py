@@ -99,6 +99,9 @@ def op_metrics(ops: TpuOps, i: int) -> Metrics:
     (tpu_mem's time_scale_multiplier stats change nothing)."""
     n, t = int(ops.occurrences[i]), int(ops.time_ps[i])
     flops, model, size = (float(x) * n for x in ops.per_run[i])
+    if len(ops.gpu) and ops.gpu[i]:  # a GPU's op: its own FLOPs (not per run), no normalized time
+        flops = model = float(ops.flops[i])
+        return Metrics(t, n, flops, model, float(ops.bytes[i]), 0, ops.memory[i], bool(ops.has_breakdown[i]))
     return Metrics(t, n, flops, model, size, t, ops.per_run_memory[i] * n, bool(ops.has_breakdown[i]))
 
 
@@ -157,17 +160,20 @@ def _fused_nodes(fused: list) -> list[Node]:
 
 
 def _sort_and_prune(node: Node, level: int) -> None:
-    """XProf's SortAndPruneChildren: children by time, most first (a fusion's by model FLOPs); below the
-    grouping levels at most 100."""
+    """XProf's SortAndPruneChildren: children by time, most first (a fusion's by model FLOPs), as libstdc++'s
+    partial sort orders equals; below the grouping levels at most 100."""
+    from profscope.models.analysis.xprof.cpp_sort import std_partial_sort
+
     node.count = len(node.children)
     for child in node.children:
         _sort_and_prune(child, level - 1)
-    if node.xla is not None and node.xla["category"].endswith(" fusion"):
-        node.children.sort(key=lambda c: -c.metrics.model)
-    else:
-        node.children.sort(key=lambda c: -c.metrics.time)
-    if level <= 0:
-        del node.children[CHILDREN_LIMIT:]
+    k = len(node.children) if level > 0 else CHILDREN_LIMIT
+    if len(node.children) > 1:  # std::partial_sort: equal children end where its heap leaves them
+        if node.xla is not None and node.xla["category"].endswith(" fusion"):
+            node.children = std_partial_sort(node.children, k, lambda a, b: a.metrics.model > b.metrics.model)
+        else:
+            node.children = std_partial_sort(node.children, k, lambda a, b: a.metrics.time > b.metrics.time)
+    del node.children[k:]
 
 
 def _finalize(node: Node) -> Node:
@@ -249,15 +255,20 @@ def tpu_op_tree(ops: TpuOps, env: PerfEnv, names: dict[int, str], by_program: bo
         if group is None:
             group = duplicates[program, ops.category[i], key] = Node(key)
             category.children.append(group)
-        leaf = Node(ops.name[i], xla=_xla(ops.program[i], ops.category[i], ops.framework[i], ops.long_name[i],
-                                          ops.source_stack[i]), children=_fused_nodes(ops.fused[i]))
+        if len(ops.gpu) and ops.gpu[i]:  # a GPU's XLA op: its source, as XProf's GPU op profile gives it
+            from profscope.models.analysis.xprof.op_profile import _xla_info
+
+            xla = _xla_info(ops.name[i], ops.long_name[i], ops.framework[i], ops.category[i], str(ops.program[i]),
+                            ops.source_info[i], -1)
+        else:
+            xla = _xla(ops.program[i], ops.category[i], ops.framework[i], ops.long_name[i], ops.source_stack[i])
+        leaf = Node(ops.name[i], xla=xla, children=_fused_nodes(ops.fused[i]))
         group.children.append(leaf)
         for node in (category, group, leaf):
             node.metrics.add(m)
     total_ps = (ops.total_ps if idle else ops.op_ps) if total_ps is None else total_ps
     root.metrics.time = total_ps
-    for _ in range(2):  # XProf sorts and prunes twice
-        _sort_and_prune(root, 2 if by_program else 1)
+    _sort_and_prune(root, 2 if by_program else 1)
     return _node_json(_finalize(root), env, total_ps)
 
 
@@ -272,34 +283,41 @@ def tpu_op_profile(spaces: list[XSpaceData], paths: list[Path], by: str) -> dict
 
 
 def beside_gpus_op_profile(spaces: list[XSpaceData], paths: list[Path], by: str, gpu_hosts: list[XSpaceData],
-                           tpu_hosts: list[XSpaceData]) -> dict | None:
-    """XProf's op profile of a session of TPU and GPU hosts (GPUs of TensorFlow kernels): one tree of both kinds
-    of ops (the TensorCores' programs or categories beside the GPUs', by time; IDLE both devices' idle time), the
-    utilisations against XProf's combined perf env (tpu_ops.session_perf_env). None for GPU XLA ops (not
-    reproduced)."""
+                           tpu_hosts: list[XSpaceData]) -> dict:
+    """XProf's op profile of a session of TPU and GPU hosts: one tree of both kinds of ops (the TensorCores'
+    programs or categories beside the GPUs', by time; IDLE both devices' idle time), the utilisations against
+    XProf's combined perf env (tpu_ops.session_perf_env). GPU XLA ops are rows of the TensorCores' tree (their
+    modules, categories and costs); TensorFlow kernels their own subtrees, without FLOPs."""
     from profscope.models.analysis.xprof.device_op_metrics import device_stats
     from profscope.models.analysis.xprof.op_profile import _device_tree
     from profscope.models.analysis.xprof.op_stats import IDLE
+    from profscope.models.core.task import ProfileError
 
     gpu = device_stats(gpu_hosts, paths, steps=False)
-    ops = tpu_op_metrics(tpu_hosts)
-    if gpu.xla or gpu.xla_ops is not None:
-        return None
+    tpu = tpu_op_metrics(tpu_hosts)
+    if gpu.xla:
+        raise ProfileError(gpu.xla)
     from profscope.models.analysis.xprof.tpu_ops import session_perf_env
 
     env = session_perf_env(spaces)
     names = program_names(paths) if by == "program" else {}
-    other = _device_tree(gpu.ops, by, idle=False)
-    other_ps = other["metrics"]["rawTime"]
-    others = other["children"] if other["name"] == f"by_{by}" else [other]
-    if by == "program":  # the GPUs' ops are program 0's: named as the session's modules name it
-        for node in others:
-            node["name"] = names.get(0, node["name"]) if node["name"] == "main" else node["name"]
-    idle_ps = ops.total_ps - ops.op_ps + gpu.ops.total_time_ps - other_ps
+    others: list[dict] = []
+    other_ps = gpu.ops.total_op_time_ps
+    if gpu.xla_ops is not None:  # XLA ops: rows of the one tree beside the TensorCores', with their costs
+        ops = with_other_ops(tpu, gpu.ops, gpu.xla_ops, first=spaces.index(gpu_hosts[0]) < spaces.index(tpu_hosts[0]))
+    else:  # TensorFlow kernels: their own subtrees (no FLOPs), beside the TensorCores' tree
+        ops = tpu
+        other = _device_tree(gpu.ops, by, idle=False)
+        other_ps = other["metrics"]["rawTime"]
+        others = other["children"] if other["name"] == f"by_{by}" else [other]
+        if by == "program":  # the GPUs' ops are program 0's: named as the session's modules name it
+            for node in others:
+                node["name"] = names.get(0, node["name"]) if node["name"] == "main" else node["name"]
+    idle_ps = tpu.total_ps - tpu.op_ps + gpu.ops.total_time_ps - other_ps
     key = f"by{by.capitalize()}"
     out: dict = {}
     for suffix, idle in (("", True), ("ExcludeIdle", False)):
-        total = ops.op_ps + other_ps + (idle_ps if idle else 0)
+        total = tpu.op_ps + other_ps + (idle_ps if idle else 0)
         root = tpu_op_tree(ops, env, names, by == "program", idle=False, total_ps=total)
         children = root["children"] + others
         if idle:
@@ -310,7 +328,7 @@ def beside_gpus_op_profile(spaces: list[XSpaceData], paths: list[Path], by: str,
         if not suffix:
             out["deviceType"] = "TPU"
     # Normalized op time over op time: the TensorCores' op time is normalized (no DVFS scale read), the GPUs' not.
-    out["aggDvfsTimeScaleMultiplier"] = safe_divide(ops.op_ps, ops.op_ps + other_ps)
+    out["aggDvfsTimeScaleMultiplier"] = safe_divide(tpu.op_ps, tpu.op_ps + other_ps)
     return out
 
 
@@ -379,7 +397,8 @@ class _Roofline:
         self.peak_vmem = (env.bw(VMEM_RD) / GIB, env.bw(VMEM_WR) / GIB) if vmem else (0.0, 0.0)
 
     def records(self, steps: Coded, names: Coded, categories: Coded, programs: Coded, g: Groups,
-                self_ps: np.ndarray, total_ps: np.ndarray, include: bool, average: bool = False) -> list:
+                self_ps: np.ndarray, total_ps: np.ndarray, include: bool, sources: Coded | None = None,
+                average: bool = False) -> list:
         """The rows' columns (XProf's ConvertOpMetricsToRooflineModelRecord; rank and shares filled by the
         caller): float64 arrays for numbers, (ids, values) for strings and booleans."""
         total_us, self_us = g.time / 1e6, self_ps / 1e6
@@ -401,7 +420,7 @@ class _Roofline:
                 avg_self_us, zero, zero, zero, r.rate, r.model_rate, r.memory_bw, r.hbm_bw, *r.on_chip_bw.T,
                 r.intensity, r.hbm_intensity, *r.on_chip_intensity.T, r.bottleneck_intensity, bound,
                 safe_divides(total_us, self.cores), safe_divides(g.time, total_ps), safe_divides(r.rate, efficiency),
-                efficiency, flops_use, memory_use, (same, [include]), programs, (same, [""])]
+                efficiency, flops_use, memory_use, (same, [include]), programs, sources or (same, [""])]
 
     def programs(self, names: list[str], group: np.ndarray, slots: np.ndarray, runs: np.ndarray, times: np.ndarray,
                  totals: np.ndarray, include: bool, average: bool = False) -> list:
@@ -421,7 +440,7 @@ class _Roofline:
         g = Groups(time, np.ones(k, np.int64), sums[0], sums[1], sums[2], memory, breakdown)
         same = np.zeros(k, np.int64)
         return self.records((np.arange(k), names), (same, ["Program"]), (same, ["Program"]), (same, ["0"]), g,
-                            np.zeros(k), time, include, average)
+                            np.zeros(k), time, include, average=average)
 
     def rows(self, steps: list[str], events: StepEvents, include: bool) -> list:
         """The table's columns for one include_infeed_outfeed: the whole profile, its ops, the average step,
@@ -440,7 +459,8 @@ class _Roofline:
         each = np.arange(len(at))
         records = self.records((np.zeros(len(at), np.int64), ["Total"]), (each, [ops.name[i] for i in order]),
                                (each, [ops.category[i] for i in order]), (each, [str(ops.program[i]) for i in order]),
-                               g, ops.self_ps[at], np.full(len(at), op_total), include)
+                               g, ops.self_ps[at], np.full(len(at), op_total), include,
+                               (each, [ops.source[i] for i in order] if ops.source else [""] * len(at)))
         shares = safe_divides(ops.self_ps[at] / 1e6, op_total / 1e6)
         records[1], records[9], records[10] = np.arange(1.0, len(at) + 1), shares, np.cumsum(shares)
         blocks.append(records)
@@ -469,24 +489,43 @@ def _g(x: float) -> str:
     return f"{x:.6g}"  # C++ streams' 6 significant digits
 
 
-def with_other_ops(ops: TpuOps, db) -> TpuOps:
+def with_other_ops(ops: TpuOps, db, xla=None, first: bool = False) -> TpuOps:
     """The TensorCores' ops and another device's (an OpMetricsDb, IDLE last: GPU kernels, program 0, no FLOPs or
-    bytes) as XProf's one combined device op metrics db; its time both devices'."""
+    bytes; or with `xla`, the GPUs' XLA ops of that db: their programs, expressions, sources and XLA's GPU costs,
+    the HBM bytes their memory breakdown where XLA gives one) as XProf's one combined device op metrics db, the
+    other device's rows after the TensorCores' (`first`: before, as XProf's combiner adds a first host's); its
+    time both devices'."""
+    from profscope.models.analysis.xprof.xla_ops import source_cell
+
     n = len(db) - 1
-    zeros = np.zeros(n)
+    runs = np.maximum(db.occurrences[:n], 1).astype(np.float64)
+    flops, size, hbm = (c[:n] for c in db.costs())
+    memory = np.zeros((n, 4, 3))
+    memory[:, HBM, READ] = hbm / runs
+    mine, theirs = len(ops), n
+
+    def join(a, b):
+        return (b + a if first else a + b) if isinstance(a, list) else (np.r_[b, a] if first else np.r_[a, b])
+
     return replace(
-        ops, name=ops.name + db.name[:n], category=ops.category + db.category[:n],
-        framework=ops.framework + (db.provenance or [""] * len(db))[:n],
-        occurrences=np.r_[ops.occurrences, db.occurrences[:n]], time_ps=np.r_[ops.time_ps, db.time_ps[:n]],
-        self_ps=np.r_[ops.self_ps, db.self_time_ps[:n]], flops=np.r_[ops.flops, zeros], bytes=np.r_[ops.bytes, zeros],
-        program=ops.program + [0] * n, total_ps=ops.total_ps + db.total_time_ps,
-        long_name=ops.long_name + [""] * n, per_run=np.r_[ops.per_run, np.zeros((n, 3))],
-        per_run_memory=np.r_[ops.per_run_memory, np.zeros((n, 4, 3))],
-        has_breakdown=np.r_[ops.has_breakdown, np.zeros(n, bool)], deduplicated=ops.deduplicated + [""] * n,
-        source_stack=ops.source_stack + [""] * n, fused=ops.fused + [[] for _ in range(n)])
+        ops, name=join(ops.name, db.name[:n]), category=join(ops.category, db.category[:n]),
+        framework=join(ops.framework, (db.provenance or [""] * len(db))[:n]),
+        occurrences=join(ops.occurrences, db.occurrences[:n]), time_ps=join(ops.time_ps, db.time_ps[:n]),
+        self_ps=join(ops.self_ps, db.self_time_ps[:n]), flops=join(ops.flops, flops), bytes=join(ops.bytes, size),
+        program=join(ops.program, list(xla.program_id) if xla is not None else [0] * n),
+        total_ps=ops.total_ps + db.total_time_ps,
+        long_name=join(ops.long_name, list(xla.expression) if xla is not None else [""] * n),
+        per_run=join(ops.per_run, np.column_stack([flops / runs, flops / runs, size / runs])),
+        per_run_memory=join(ops.per_run_memory, memory), has_breakdown=join(ops.has_breakdown, hbm > 0),
+        deduplicated=join(ops.deduplicated, [""] * n), source_stack=join(ops.source_stack, [""] * n),
+        fused=join(ops.fused, [[] for _ in range(n)]),
+        source=join(ops.source or [""] * mine, [source_cell(s) for s in xla.source] if xla is not None else [""] * n),
+        gpu=join(np.zeros(mine, bool), np.ones(theirs, bool)),
+        source_info=join([None] * mine, list(xla.source) if xla is not None else [None] * n),
+        slots={k: (rows, at + (n if first else 0)) for k, (rows, at) in ops.slots.items()})
 
 
-def tpu_roofline_tables(spaces: list[XSpaceData], device, gpu=None) -> list[dict]:
+def tpu_roofline_tables(spaces: list[XSpaceData], device, gpu=None, xla=None) -> list[dict]:
     """XProf's roofline_model of TPU hosts: the records with and without infeed/outfeed, the device's roofs
     in the table's properties, the step diagnostics. With `gpu` (GPU hosts' kernels beside, an OpMetricsDb): their
     ops beside the TensorCores', the combined perf env's roofs."""
@@ -504,7 +543,7 @@ def tpu_roofline_tables(spaces: list[XSpaceData], device, gpu=None) -> list[dict
         scale = _g(safe_divide(ops.op_ps, ops.op_ps + gpu.total_op_time_ps))
         from profscope.models.analysis.xprof.tpu_ops import session_perf_env
 
-        ops, env = with_other_ops(ops, gpu), session_perf_env(spaces)
+        ops, env = with_other_ops(ops, gpu, xla), session_perf_env(spaces)
     steps = device.tpu_steps or TpuSteps()
     named = [str(number) for number in steps.number.tolist()]
     events = step_events(ops, steps)

@@ -342,6 +342,13 @@ def tpu_and_gpu_hosts(spaces: list[XSpaceData]) -> tuple[list[XSpaceData], list[
     return gpu, tpu
 
 
+def gpu_and_tpu_host(spaces: list[XSpaceData]) -> XSpaceData | None:
+    """A host with both GPU and TPU planes (no runtime writes one), if any."""
+    from profscope.models.analysis.xprof.device_op_metrics import gpu_planes
+
+    return next((s for s in spaces if tensor_cores(s) and gpu_planes(s)), None)
+
+
 def session_device_type(spaces: list[XSpaceData]) -> str:
     """XProf's combined run environment's device type: the last host's with a device (a GPU host: its first
     GPU's model, else "GPU"; a TPU host: its first TensorCore's device_type_string, else empty)."""
@@ -358,23 +365,15 @@ def session_device_type(spaces: list[XSpaceData]) -> str:
 
 def beside_gpus(spaces: list[XSpaceData], paths, steps: bool):
     """XProf's combined OpStats of a session of TPU and GPU hosts: TPU analysis (its hardware type is the
-    highest of the hosts'). Its one device op metrics db holds both kinds of ops: here the GPU hosts' DeviceStats,
-    whose `xla` says to the tools that do not combine them with the TensorCores' ops that they are not computed.
+    highest of the hosts'). Its one device op metrics db holds both kinds of ops: here the GPU hosts' DeviceStats
+    (TF kernels, or XLA ops with XLA's GPU costs in `xla_ops`), which each tool adds to the TensorCores' ops.
     Its step db is the step intersection of the hosts that have a device type XProf knows: GPU hosts, and TPU
     hosts whose TensorCores name a TPU chip (device_type_string; the others count as coordinators). A GPU host's
     step is one core (GPU_CORE) that is idle for XProf's TPU breakdown."""
     from profscope.models.analysis.xprof.device_op_metrics import device_stats, gpu_planes, gpu_step_db, plane_stats
 
-    gpu_hosts = [s for s in spaces if gpu_planes(s)]
-    both = next((s for s in gpu_hosts if tensor_cores(s)), None)
-    if both is not None:
-        raise ProfileError(f"{both.path}: Profscope does not compute XProf's analysis of a host with both GPU and "
-                           "TPU planes")
-    stats = device_stats(gpu_hosts, paths, steps)
-    tpu = next((s.planes[i].name for s in spaces for i in tensor_cores(s)), "")
-    stats.xla = (f"{spaces[0].path.parent}: Profscope does not compute XProf's op metrics of TPU planes ({tpu}) "
-                 "beside GPUs yet")
-    stats.xla_ops = None
+    gpu_hosts = [s for s in spaces if gpu_planes(s)]  # (none with TensorCores too: device_stats refuses them)
+    stats = device_stats(gpu_hosts, paths, steps)  # XLA ops on the GPUs: `xla_ops`, their costs
     # XProf's combined run environment: the last host's device type, every host's cores.
     stats.device_type = session_device_type(spaces)
     stats.core_count += sum(len(tensor_cores(s)) for s in spaces if not gpu_planes(s))
@@ -619,13 +618,13 @@ def tpu_overview_json(stats, spaces: list[XSpaceData], gpu=None) -> list[dict]:
     ops = tpu_op_metrics(spaces)
     keys, occurrences, time_ps, self_ps, flops, _bytes, _model = framework_rows(ops)
     op_ps, total_ps = ops.op_ps, ops.total_ps
-    if gpu is not None:  # XProf's combined device op metrics db: the GPUs' rows (no FLOPs) beside
+    if gpu is not None:  # XProf's combined device op metrics db: the GPUs' rows (FLOPs of XLA ops) beside
         n = len(gpu) - 1  # without its IDLE row
         keys = list(keys) + list(zip(gpu.name[:n], gpu.category[:n]))
         occurrences, time_ps, self_ps = (np.r_[a, b[:n]] for a, b in ((occurrences, gpu.occurrences),
                                                                       (time_ps, gpu.time_ps),
                                                                       (self_ps, gpu.self_time_ps)))
-        flops = np.r_[flops, np.zeros(n)]
+        flops = np.r_[flops, gpu.costs()[0][:n]]
         op_ps, total_ps = op_ps + gpu.total_op_time_ps, total_ps + gpu.total_time_ps
     names = [k[0] for k in keys]
     analysis = ov._analysis_table(stats, {})
@@ -659,7 +658,9 @@ def tpu_overview_json(stats, spaces: list[XSpaceData], gpu=None) -> list[dict]:
                                        {"v": float(flops[i]) / (float(time_ps[i]) / 1000) if time_ps[i] else 0.0}]})
     stub = InputAnalysis("TPU", StepDetails.of(StepDb(none, [], none, none, {})), (0.0, 0.0, 0.0, 0.0))
     recommendation = ov._recommendation_table(stats, stub)
-    recommendation["p"] = {k: "" for k in recommendation["p"]}  # XProf's TPU page fills none of the generic ones
+    # XProf's TPU page fills none of the generic ones but the precision statement (of a GPU host's compute).
+    recommendation["p"] = {k: "" for k in recommendation["p"]}
+    recommendation["p"]["precision_statement"] = ov._precision_statement(stats)
     errors = list(stats.errors)
     if not errors and stats.device_core_count <= 0:
         errors.append(ov.NO_DEVICE_TRACE)

@@ -28,7 +28,7 @@ dot and convolution modules as XLA:GPU's cuBLAS and cuDNN custom calls), `gpu_ja
 collectives form), `tpu_jax.xplane.pb`, `tpu_ops.xplane.pb` (two TensorCores whose XLA ops carry
 their metadata), `tpu_mem.xplane.pb` and `tpu_vmem.xplane.pb` (TensorCores with on-chip memories' peaks, ops
 with memory breakdowns, in two modules), `small_emptygpu.xplane.pb` (small.xplane.pb with a GPU plane that recorded
-nothing); for each, and for the SESSIONS of several hosts (`gpu_tf+gpu_tf2`: the two files as
+nothing), `gpu_tf_tpu.xplane.pb` (gpu_tf's host with tpu_ops' TensorCores); for each, and for the SESSIONS of several hosts (`gpu_tf+gpu_tf2`: the two files as
 one session of two hosts, ...), `tools/<name>.<tool>.json` is
 what `xprof.convert.raw_to_tool_data.xspace_to_tool_data([copy], tool,
 {"use_saved_result": False})` returns (op_profile also with group_by
@@ -760,6 +760,19 @@ def empty_gpu(space):
     space.planes.add(id=99, name="/device:GPU:0")
 
 
+def gpu_and_tpu(space):
+    """gpu_tf's host with tpu_ops' two TensorCore planes beside its GPU (no runtime writes such a host: what XProf
+    makes of it)."""
+    tf_gpu(space)
+    tpu = xplane_pb2.XSpace()
+    tpu_ops(tpu)
+    for plane in tpu.planes:
+        if plane.name.startswith("/device:TPU:"):
+            added = space.planes.add()
+            added.CopyFrom(plane)
+            added.id = 100 + plane.id
+
+
 VARIANTS = {
     "gpu_tf": tf_gpu,
     "gpu_tf2": tf_two_gpus,
@@ -784,6 +797,7 @@ VARIANTS = {
     "tpu_mem": tpu_mem,
     "tpu_vmem": lambda s: tpu_mem(s, cmem=False),
     "small_emptygpu": empty_gpu,
+    "gpu_tf_tpu": gpu_and_tpu,  # one host with GPU and TPU planes
 }
 
 
@@ -817,6 +831,7 @@ SESSIONS = {
     "gpu_tf+tpu_mem": ([("gpu_tf", 0), ("tpu_mem", 0)], TOOLS),
     # A TPU host beside a GPU host of XLA ops
     "tpu_launch+gpu_jax": ([("tpu_launch", 0), ("gpu_jax", 0)], TOOLS),
+    "gpu_jax+tpu_launch": ([("gpu_jax", 0), ("tpu_launch", 0)], TOOLS),
 }
 
 
