@@ -422,22 +422,28 @@ def test_claim_groups_matches_the_rule_on_random_graphs():
         _steps.claim_groups(np.array([0], np.int32), np.array([5], np.int32), 3, 2, np.zeros(0, np.int64))
 
 
+def assert_claims_as_edges(rng, parent: list[int], contexts: int) -> None:
+    """claim_groups with the parents and random other edges and roots: the groups of them all as edges."""
+    events = len(parent)
+    nodes = events + contexts
+    others = [(rng.randrange(nodes), rng.randrange(nodes)) for _ in range(rng.randint(0, 20))]
+    roots = [rng.randrange(events) for _ in range(rng.randint(0, 8))]
+    src, dst = (np.array([e[k] for e in others], np.int32) for k in (0, 1))
+    group, kept = _steps.claim_groups(src, dst, nodes, events, np.array(roots, np.int64),
+                                      np.array(parent, np.int32))
+    edges = others + [(p, v) for v, p in enumerate(parent) if p >= 0]
+    want_group, want_kept = claims_by_walking(edges, nodes, events, roots)
+    assert group.tolist() == want_group and kept.tolist() == want_kept
+
+
 def test_claim_groups_takes_nesting_as_a_parent_per_event():
     # Grouping passes nest_rows' parents (one per event) beside the few other edges: the same groups as all
     # of them as edges.
     rng = random.Random(12)
     for _ in range(300):
         events, contexts = rng.randint(1, 40), rng.randint(0, 6)
-        nodes = events + contexts
         parent = [rng.randrange(-1, events) for _ in range(events)]
-        others = [(rng.randrange(nodes), rng.randrange(nodes)) for _ in range(rng.randint(0, 20))]
-        roots = [rng.randrange(events) for _ in range(rng.randint(0, 8))]
-        src, dst = (np.array([e[k] for e in others], np.int32) for k in (0, 1))
-        group, kept = _steps.claim_groups(src, dst, nodes, events, np.array(roots, np.int64),
-                                          np.array(parent, np.int32))
-        edges = others + [(p, v) for v, p in enumerate(parent) if p >= 0]
-        want_group, want_kept = claims_by_walking(edges, nodes, events, roots)
-        assert group.tolist() == want_group and kept.tolist() == want_kept
+        assert_claims_as_edges(rng, parent, contexts)
     with pytest.raises(ValueError):  # a parent per event, each an event or -1
         _steps.claim_groups(np.zeros(0, np.int32), np.zeros(0, np.int32), 3, 2, np.zeros(0, np.int64),
                             np.array([-1], np.int32))
@@ -446,27 +452,19 @@ def test_claim_groups_takes_nesting_as_a_parent_per_event():
                             np.array([-1, 7], np.int32))
 
 
-
 def test_claim_groups_walks_nesting_in_order_as_runs():
     # Parents as nest_rows gives them for lines in XProf's order (each event's descendants right after it):
     # claimed run by run, the same groups as the nesting as edges, other edges and contexts included.
     rng = random.Random(13)
     for _ in range(400):
         events, contexts = rng.randint(1, 60), rng.randint(0, 6)
-        nodes = events + contexts
         parent, open_ = [], []
         for v in range(events):
             del open_[rng.randint(0, len(open_)):]  # close some of the open events
             parent.append(open_[-1] if open_ else -1)
             open_.append(v)
-        others = [(rng.randrange(nodes), rng.randrange(nodes)) for _ in range(rng.randint(0, 20))]
-        roots = [rng.randrange(events) for _ in range(rng.randint(0, 8))]
-        src, dst = (np.array([e[k] for e in others], np.int32) for k in (0, 1))
-        group, kept = _steps.claim_groups(src, dst, nodes, events, np.array(roots, np.int64),
-                                          np.array(parent, np.int32))
-        edges = others + [(p, v) for v, p in enumerate(parent) if p >= 0]
-        want_group, want_kept = claims_by_walking(edges, nodes, events, roots)
-        assert group.tolist() == want_group and kept.tolist() == want_kept
+        assert_claims_as_edges(rng, parent, contexts)
+
 
 def test_nest_rows_matches_nesting_of_sorted_events():
     # nest_rows' parents (per line, XProf's order, the nearest open event containing each) equal those of

@@ -151,6 +151,16 @@ def test_tpu_host_op_profile_and_roofline(qtbot, window, tmp_path):
     assert roofline.roof_count() == 1 and len(roofline.points.points()) == 7 and len(roofline.program.points()) == 1
 
 
+def all_hosts_entries(qtbot, window, folder) -> dict:
+    """Opens a log dir of one session of several hosts: its All hosts entries of the session tree, by name."""
+    with qtbot.waitSignal(window.runner.finished, timeout=20000):
+        window.open_path(str(folder))
+    with qtbot.waitSignal(window.runner.finished, timeout=60000):
+        pass
+    all_hosts = window.tree.topLevelItem(0).child(2)
+    return {all_hosts.child(i).text(0): all_hosts.child(i) for i in range(all_hosts.childCount())}
+
+
 def test_two_tpu_hosts_op_profile_and_roofline_of_all_hosts(qtbot, window, tmp_path):
     """All hosts of two TPU hosts (the second's clock 150 us later): one op profile and one roofline of both
     hosts' TensorCores."""
@@ -160,12 +170,7 @@ def test_two_tpu_hosts_op_profile_and_roofline_of_all_hosts(qtbot, window, tmp_p
     session.mkdir(parents=True)
     for k, shift_us in enumerate((0, 150)):
         (session / f"host{k}.xplane.pb").write_bytes(shifted(XPROF / "device" / "tpu_ops.xplane.pb", shift_us))
-    with qtbot.waitSignal(window.runner.finished, timeout=20000):
-        window.open_path(str(tmp_path))
-    with qtbot.waitSignal(window.runner.finished, timeout=60000):
-        pass
-    all_hosts = window.tree.topLevelItem(0).child(2)
-    entries = {all_hosts.child(i).text(0): all_hosts.child(i) for i in range(all_hosts.childCount())}
+    entries = all_hosts_entries(qtbot, window, tmp_path)
     with qtbot.waitSignal(window.runner.finished, timeout=60000):
         click(qtbot, window, entries["Op profile"])
     ops = window.xprof_view.op_profile_page
@@ -323,12 +328,7 @@ def test_tpu_host_beside_gpu_of_xla_ops_all_hosts_op_profile_and_roofline(qtbot,
     session.mkdir(parents=True)
     shutil.copy(XPROF / "device" / "tpu_launch.xplane.pb", session / "host0.xplane.pb")
     shutil.copy(XPROF / "device" / "gpu_jax.xplane.pb", session / "host1.xplane.pb")
-    with qtbot.waitSignal(window.runner.finished, timeout=20000):
-        window.open_path(str(tmp_path))
-    with qtbot.waitSignal(window.runner.finished, timeout=60000):
-        pass
-    all_hosts = window.tree.topLevelItem(0).child(2)
-    entries = {all_hosts.child(i).text(0): all_hosts.child(i) for i in range(all_hosts.childCount())}
+    entries = all_hosts_entries(qtbot, window, tmp_path)
     with qtbot.waitSignal(window.runner.finished, timeout=60000):
         click(qtbot, window, entries["Op profile"])
     ops = window.xprof_view.op_profile_page

@@ -78,14 +78,14 @@ def _beside_tpus(stats: OpStats, paths: list[Path], task: TaskState) -> list[dic
     from dataclasses import replace
 
     from profscope.models.analysis.xprof.device_op_metrics import first_gpu_roofs, kernel_reports, tensor_core_shares
-    from profscope.models.analysis.xprof.op_stats import combine, read_spaces
+    from profscope.models.analysis.xprof.op_stats import combine
     from profscope.models.analysis.xprof.tpu_ops import session_perf_env, tpu_framework_db, with_tpu_rates
-    from profscope.models.analysis.xprof.tpu_steps import session_device_type, tpu_and_gpu_hosts
+    from profscope.models.analysis.xprof.tpu_steps import session_device_type, tpu_and_gpu_session
 
-    spaces = read_spaces(paths, task)
-    mixed = tpu_and_gpu_hosts(spaces)
-    if mixed is None or stats.device is None:
+    session = tpu_and_gpu_session(paths, task)
+    if session is None:
         return None
+    spaces, mixed = session
     if stats.device_unknown:
         raise ProfileError(stats.device_unknown)
     tpu_db, rates = tpu_framework_db(mixed[1], session_perf_env(spaces))

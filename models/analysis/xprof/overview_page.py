@@ -198,14 +198,14 @@ def _tpu_and_gpu_hosts(stats: OpStats, analysis: InputAnalysis, paths: list[Path
     if stats.device is None:  # no host with a device: none of these modules is needed
         return None
     from profscope.models.analysis.xprof.framework_op_stats import with_costs
-    from profscope.models.analysis.xprof.op_stats import combine, read_spaces
+    from profscope.models.analysis.xprof.op_stats import combine
     from profscope.models.analysis.xprof.tpu_ops import tpu_framework_db
-    from profscope.models.analysis.xprof.tpu_steps import tpu_and_gpu_hosts, tpu_overview_json
+    from profscope.models.analysis.xprof.tpu_steps import tpu_and_gpu_session, tpu_overview_json
 
-    spaces = read_spaces(paths, task)
-    mixed = tpu_and_gpu_hosts(spaces)
-    if mixed is None or stats.device is None:
+    session = tpu_and_gpu_session(paths, task)
+    if session is None:
         return None
+    spaces, mixed = session
     tpu_page = tpu_overview_json(replace(stats, hardware_type="TPU"), spaces, gpu=stats.device)
     if "GPU" not in stats.device_type:
         return tpu_page
