@@ -236,15 +236,13 @@ def overview_page(paths: list[Path], params: dict[str, str], task: TaskState) ->
     stats, analysis = input_analysis(paths, task)
     if stats.device_unknown:  # the top device ops need their FLOPs
         raise ProfileError(stats.device_unknown)
-    if stats.tpu_steps is not None:
-        mixed = _tpu_and_gpu_hosts(stats, analysis, paths, task)
-        if mixed is not None:
-            return ToolData(dumps(mixed), "json")
     if stats.tpu_steps is not None:  # TensorCores: XProf's TPU page (tpu_steps.py; its ops from tpu_ops.py)
         from profscope.models.analysis.xprof.op_stats import read_spaces
         from profscope.models.analysis.xprof.tpu_steps import tpu_overview_json
 
-        return ToolData(dumps(tpu_overview_json(stats, read_spaces(paths, task))), "json")
+        mixed = _tpu_and_gpu_hosts(stats, analysis, paths, task)  # beside GPU hosts: their combined page
+        page = mixed if mixed is not None else tpu_overview_json(stats, read_spaces(paths, task))
+        return ToolData(dumps(page), "json")
     kernels = None
     rates: dict = {}
     if stats.device is not None and "GPU" in stats.device_type:
