@@ -663,3 +663,17 @@ def test_collectives_xprof_cannot_be_followed_on_are_refused_naming_them():
 
     with pytest.raises(ProfileError, match=r"jit_collectives_async\(23\).*'async-start'.*reduce-scatter-start"):
         edited(two_wrapped).expression("reduce-scatter-start")
+
+    # A damaged module (a reducer not called, a wrapped computation without its root): a message, no traceback.
+    def no_reducer(module, by_name):
+        by_name["all-reduce-start"].ClearField("called_computation_ids")
+
+    with pytest.raises(ProfileError, match=r"jit_collectives_async\(23\).*'all-reduce-start'.*calls no computation"):
+        edited(no_reducer).cost("all-reduce-start")
+
+    def no_root(module, by_name):
+        start = by_name["reduce-scatter-start"]
+        next(c for c in module.computations if c.id == start.called_computation_ids[0]).root_id = 10_000
+
+    with pytest.raises(ProfileError, match=r"jit_collectives_async\(23\).*has no root instruction"):
+        edited(no_root).cost("reduce-scatter-start")

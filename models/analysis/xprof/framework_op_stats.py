@@ -11,7 +11,7 @@ import numpy as np
 
 from profscope.models.analysis.xprof import register
 from profscope.models.analysis.xprof.datatable import column, dumps, table
-from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb, OpStats, op_stats, training_op
+from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb, OpStats, combine, op_stats, training_op
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.tool_data import ToolData
 
@@ -78,8 +78,7 @@ def _beside_tpus(stats: OpStats, paths: list[Path], task: TaskState) -> list[dic
     from dataclasses import replace
 
     from profscope.models.analysis.xprof.device_op_metrics import first_gpu_roofs, kernel_reports, tensor_core_shares
-    from profscope.models.analysis.xprof.op_stats import combine
-    from profscope.models.analysis.xprof.tpu_ops import session_perf_env, tpu_framework_db, with_tpu_rates
+    from profscope.models.analysis.xprof.tpu_ops import session_perf_env, with_tpu_rates
     from profscope.models.analysis.xprof.tpu_steps import session_device_type, tpu_and_gpu_session
 
     session = tpu_and_gpu_session(paths, task)
@@ -88,8 +87,7 @@ def _beside_tpus(stats: OpStats, paths: list[Path], task: TaskState) -> list[dic
     spaces, mixed = session
     if stats.device_unknown:
         raise ProfileError(stats.device_unknown)
-    tpu_db, rates = tpu_framework_db(mixed[1], session_perf_env(spaces))
-    device = with_costs(combine([stats.device, tpu_db]), stats.device)
+    device, rates = combined_device_db(stats.device, mixed[1], session_perf_env(spaces))
     device_type = session_device_type(spaces)
     tensor_core = tensor_core_shares(kernel_reports(spaces, paths)) if "GPU" in device_type else {}
     tables = framework_op_stats_json(replace(stats, device=device, device_unknown="", device_type=device_type),
@@ -97,17 +95,22 @@ def _beside_tpus(stats: OpStats, paths: list[Path], task: TaskState) -> list[dic
     return with_tpu_rates(tables, rates)
 
 
-def with_costs(db: OpMetricsDb, gpu: OpMetricsDb) -> OpMetricsDb:
-    """The combined db with the GPUs' framework ops' costs (XLA ops on the GPUs; the TensorCores' rows take
-    their own rates by name)."""
-    if gpu.flops is None:
-        return db
+def combined_device_db(gpu: OpMetricsDb, tpu_hosts: list, env=None) -> tuple[OpMetricsDb, dict]:
+    """XProf's one device op metrics db of TPU and GPU hosts: the GPU hosts' db (`gpu`) and the TensorCores'
+    framework ops combined, the GPUs' framework ops with their costs (XLA ops on the GPUs); and the TensorCores'
+    rates by name (tpu_ops.tpu_framework_db, against `env`), which their rows take."""
     from dataclasses import replace
 
+    from profscope.models.analysis.xprof.tpu_ops import tpu_framework_db
+
+    tpu_db, rates = tpu_framework_db(tpu_hosts, env)
+    db = combine([gpu, tpu_db])
+    if gpu.flops is None:
+        return db, rates
     at = {name: i for i, name in enumerate(gpu.name) if gpu.category[i] != IDLE}
     rows = np.array([at.get(name, -1) for name in db.name], np.int64)
     costs = [np.where(rows >= 0, c[rows], 0.0) for c in gpu.costs()]
-    return replace(db, flops=costs[0], bytes=costs[1], hbm_bytes=costs[2])
+    return replace(db, flops=costs[0], bytes=costs[1], hbm_bytes=costs[2]), rates
 
 
 def framework_op_stats_json(stats: OpStats, tensor_core: dict[str, float] | None = None, roofs=None) -> list[dict]:

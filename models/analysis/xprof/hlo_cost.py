@@ -319,7 +319,18 @@ class ModuleCosts:
         return sums
 
     def _called(self, ins, k: int = 0):
-        return self.computations[ins.called_computation_ids[k]]
+        ids = ins.called_computation_ids
+        if k >= len(ids) or ids[k] not in self.computations:  # a malformed module: a message, not a traceback
+            raise ProfileError(f"module {self.label}: XLA's '{ins.opcode}' instruction ({ins.name}) calls no "
+                               "computation of the module")
+        return self.computations[ids[k]]
+
+    def _root(self, comp):
+        """A computation's root instruction (ProfileError where the module names none of its instructions)."""
+        root = next((i for i in comp.instructions if i.id == comp.root_id), None)
+        if root is None:
+            raise ProfileError(f"module {self.label}: computation {comp.name} has no root instruction")
+        return root
 
     def _instruction(self, ins) -> Cost:
         op = ins.opcode
@@ -405,7 +416,7 @@ class ModuleCosts:
         if op == "async-start":  # the wrapped computation's FLOPs, none of its bytes (a reduce-scatter's its own)
             comp = self._called(ins)
             flops = self._computation(comp).flops
-            root = next(i for i in comp.instructions if i.id == comp.root_id)
+            root = self._root(comp)
             if root.opcode == "reduce-scatter":
                 return self._reduce_scatter(root, self._operands(root))
             return Cost(flops, 0.0)
@@ -441,7 +452,7 @@ class ModuleCosts:
         """A collective's reduction: the elementwise cost of its reducer's root opcode (the reducer itself is not
         analysed) over its output's elements."""
         reducer = self._called(ins)
-        root = next(i for i in reducer.instructions if i.id == reducer.root_id)
+        root = self._root(reducer)
         return float(flops_per_element(root.opcode, ins.shape.element_type) * _elements(ins.shape))
 
     def _gemm_contracting(self, ins) -> list[int]:
@@ -487,7 +498,7 @@ class ModuleCosts:
         comp = self._called(ins)
         self._computation(comp)
         by_id = {i.id: i for i in comp.instructions}
-        root = by_id[comp.root_id]
+        root = self._root(comp)
         # GPU utilisation: from the root (1) back to the parameters, consumers before producers.
         order = self._post_order(comp)[::-1]
         util = {i.id: 0.0 for i in comp.instructions}

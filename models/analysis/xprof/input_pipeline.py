@@ -394,11 +394,11 @@ def input_analysis(paths: list[Path], task: TaskState) -> tuple[OpStats, InputAn
     stats = op_stats(paths, task, steps=True)
     assert stats.steps is not None
     if stats.tpu_steps is not None and stats.hardware_type == "TPU" and "GPU" in stats.device_type:
-        return _gpu_beside_tpu(stats)  # TensorCores in a GPU's run environment: a host with both
+        return _gpu_and_tpu_host(stats)  # TensorCores in a GPU's run environment: a host with both
     return stats, analyse(stats, stats.steps)
 
 
-def _gpu_beside_tpu(stats: OpStats) -> tuple[OpStats, InputAnalysis]:
+def _gpu_and_tpu_host(stats: OpStats) -> tuple[OpStats, InputAnalysis]:
     """A host with both GPU and TPU planes: XProf's generic (GPU) analysis of its TensorCores' steps, none of
     whose breakdowns it can read: the steps' times only (each the longest core's), no step rows."""
     from dataclasses import replace

@@ -197,9 +197,7 @@ def _tpu_and_gpu_hosts(stats: OpStats, analysis: InputAnalysis, paths: list[Path
     the TPU page's diagnostics."""
     if stats.device is None:  # no host with a device: none of these modules is needed
         return None
-    from profscope.models.analysis.xprof.framework_op_stats import with_costs
-    from profscope.models.analysis.xprof.op_stats import combine
-    from profscope.models.analysis.xprof.tpu_ops import tpu_framework_db
+    from profscope.models.analysis.xprof.framework_op_stats import combined_device_db
     from profscope.models.analysis.xprof.tpu_steps import tpu_and_gpu_session, tpu_overview_json
 
     session = tpu_and_gpu_session(paths, task)
@@ -211,8 +209,7 @@ def _tpu_and_gpu_hosts(stats: OpStats, analysis: InputAnalysis, paths: list[Path
         return tpu_page
     from profscope.models.analysis.xprof.device_op_metrics import kernel_reports, op_kernel_stats
 
-    tpu_db, rates = tpu_framework_db(mixed[1])
-    device = with_costs(combine([stats.device, tpu_db]), stats.device)
+    device, rates = combined_device_db(stats.device, mixed[1])
     page = overview_page_json(replace(stats, device=device), analysis, op_kernel_stats(kernel_reports(spaces, paths)))
     _tpu_flop_rates(page, rates)
     added = ("idle_time_high_confidence_ps", "active_steptime_ms_average", "tc_active_ms_average")
@@ -236,15 +233,13 @@ def overview_page(paths: list[Path], params: dict[str, str], task: TaskState) ->
     stats, analysis = input_analysis(paths, task)
     if stats.device_unknown:  # the top device ops need their FLOPs
         raise ProfileError(stats.device_unknown)
-    if stats.tpu_steps is not None:
-        mixed = _tpu_and_gpu_hosts(stats, analysis, paths, task)
-        if mixed is not None:
-            return ToolData(dumps(mixed), "json")
     if stats.tpu_steps is not None:  # TensorCores: XProf's TPU page (tpu_steps.py; its ops from tpu_ops.py)
         from profscope.models.analysis.xprof.op_stats import read_spaces
         from profscope.models.analysis.xprof.tpu_steps import tpu_overview_json
 
-        return ToolData(dumps(tpu_overview_json(stats, read_spaces(paths, task))), "json")
+        mixed = _tpu_and_gpu_hosts(stats, analysis, paths, task)  # beside GPU hosts: their combined page
+        page = mixed if mixed is not None else tpu_overview_json(stats, read_spaces(paths, task))
+        return ToolData(dumps(page), "json")
     kernels = None
     rates: dict = {}
     if stats.device is not None and "GPU" in stats.device_type:

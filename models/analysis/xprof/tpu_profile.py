@@ -10,16 +10,21 @@ op_profile: program (the module's name and program id from the HLO protos, else 
 category > op; IDLE a leaf of the root. A node's FLOP utilisation is its FLOP rate against the peak, capped at 1,
 times its share of the tree's time (the profile's, or its op time without IDLE); its bandwidth utilisations are
 HBM (read and write), on-chip read and on-chip write against their peaks, from the ops' memory breakdown only.
-Children by time, most first, at most 100 below a category; ops XLA deduplicated (deduplicated_name) or of one
-name in two programs under one category are one group, "<its longest op> and its duplicate(s)"; a group of one
-op is that op. An op holding other ops counts in its program's time, not in the tree (its inner ops do); an
-op's children are the instructions fused into it (its metadata's child_id).
+Children by time, most first (equal ones where libstdc++'s partial sort leaves them), at most 100 below a
+category; ops XLA deduplicated (deduplicated_name) or of one name in two programs under one category are one
+group, "<its longest op> and its duplicate(s)"; a group of one op is that op. An op holding other ops counts in
+its program's time, not in the tree (its inner ops do); an op's children are the instructions fused into it (its
+metadata's child_id).
 
 roofline_model: the whole profile (a "Program" row, then each op by self time), the complete steps' average
 ("Average": the steps' time over their number, FLOP rates over their whole time) and a "Program" row per step,
 with and without infeed and outfeed (their time left out of the program's). An op's FLOP rate, memory
 bandwidths and operational intensities, what bounds it (the resource used closest to its peak: compute, HBM,
 CMEM or VMEM read or write), its roofline efficiency and the optimal FLOP rate at that efficiency.
+
+TPU hosts beside GPU hosts: both tools over XProf's one combined db (with_other_ops: the GPUs' rows, TF kernels
+or XLA ops with XLA's GPU costs, beside the TensorCores' ops) against the combined perf env
+(tpu_ops.session_perf_env).
 """
 
 from __future__ import annotations

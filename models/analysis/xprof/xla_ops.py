@@ -21,7 +21,8 @@ if TYPE_CHECKING:  # the modules (and protobuf) load where device ops are read, 
 
 @dataclass
 class XlaOpMetrics:
-    """One row per (program id, HLO instruction), in XProf's insertion order."""
+    """One row per (program id, HLO instruction), and per TensorFlow kernel beside them (program 0, `<tf op
+    name>/<kernel>`, no costs), in XProf's insertion order."""
 
     program_id: list[int] = field(default_factory=list)
     name: list[str] = field(default_factory=list)
@@ -140,8 +141,8 @@ def xla_op_metrics(d, modules: XlaModules) -> XlaOpMetrics:
 
 
 def combine_xla_ops(parts: list[XlaOpMetrics]) -> XlaOpMetrics:
-    """Several GPU planes' XLA ops as one (XProf's CombineOpMetricsDb): rows of one (program, instruction)
-    summed, in the order of their first plane's; the planes' spans summed."""
+    """Several GPU planes' rows as one (XProf's CombineOpMetricsDb): rows of one key (program, instruction or
+    TF kernel) summed, in the order of their first plane's; the planes' spans summed."""
     if len(parts) == 1:
         return parts[0]
     out = XlaOpMetrics()

@@ -130,7 +130,7 @@ class Events:
         return np.stack([self.byte_offset[rows], self.byte_length[rows].astype(np.int64)], axis=1)
 
 
-@dataclass
+@dataclass(eq=False)  # one host's space: equal only to itself (analyses find a host in a list: `in`, index)
 class XSpaceData:
     path: Path
     host: str
