@@ -677,3 +677,10 @@ def test_collectives_xprof_cannot_be_followed_on_are_refused_naming_them():
 
     with pytest.raises(ProfileError, match=r"jit_collectives_async\(23\).*has no root instruction"):
         edited(no_root).cost("reduce-scatter-start")
+
+    def lost_operand(module, by_name):  # an operand id the module does not hold
+        by_name["all-reduce-start"].operand_ids[0] = 10_000
+
+    for method in ("cost", "expression"):
+        with pytest.raises(ProfileError, match=r"jit_collectives_async\(23\): its HloProto refers to something"):
+            getattr(edited(lost_operand), method)("all-reduce-start")

@@ -77,6 +77,7 @@ gpu_jax_every (every instruction) and gpu_jax_collectives; select-and-scatter
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -199,6 +200,21 @@ class Cost:
         return self.bytes if self.hbm is None else self.hbm
 
 
+def _damaged_module_says_so(method):
+    """A ModuleCosts method that raises a ProfileError naming the module where its HloProto refers to an
+    instruction or computation it does not hold (a damaged file), not a KeyError or IndexError."""
+
+    @functools.wraps(method)
+    def guarded(self, *args):
+        try:
+            return method(self, *args)
+        except (KeyError, IndexError, StopIteration) as e:
+            raise ProfileError(f"module {self.label}: its HloProto refers to something it does not hold "
+                               f"({type(e).__name__}: {e})") from None
+
+    return guarded
+
+
 class ModuleCosts:
     """The GPU cost analysis of one module: per instruction name its (FLOPs, bytes accessed)."""
 
@@ -226,6 +242,7 @@ class ModuleCosts:
 
     # ------------------------------------------------------------ analysis
 
+    @_damaged_module_says_so
     def cost(self, name: str) -> Cost | None:
         if not self._analysed:
             self._analysed = True
@@ -572,6 +589,7 @@ class ModuleCosts:
 
     # ------------------------------------------------------------ category and text
 
+    @_damaged_module_says_so
     def category(self, name: str) -> str:
         ins = self.by_name[name]
         op = ins.opcode
@@ -591,6 +609,7 @@ class ModuleCosts:
             return "non-fusion elementwise"
         return op
 
+    @_damaged_module_says_so
     def expression(self, name: str) -> str:
         """HloInstruction::ToString as XProf prints it (no metadata or backend config; operand shapes)."""
         ins = self.by_name[name]
