@@ -927,3 +927,37 @@ def test_strings_interned_while_decoding_are_those_read_after(tmp_path, seed):
                                                         np.int64)):
             got, want = kept.string_codes(ours, at, 0), later.string_codes(theirs, at, 0)
             assert got[0].tolist() == want[0].tolist() and got[1] == want[1]
+
+
+def test_a_stat_whose_later_metadata_id_is_asked_for_is_read_in_the_decoding_pass(tmp_path):
+    """Two XStats merged into one (protobuf's rule for concatenated messages: the later metadata_id and value win)
+    whose first metadata_id is not asked for: the stats read in the decoding's pass have it as the later id's,
+    as protobuf parses it and as reading the stats afterwards does, whichever other stats are asked for."""
+    from profscope.models.formats.xspace.xplane import read_xspace
+
+    def field(number, payload):  # a length-delimited field around messages the real schema serialized
+        tag, size = number << 3 | 2, len(payload)
+        head = b""
+        for v in (tag, size):
+            while v >= 0x80:
+                head, v = head + bytes([v & 0x7F | 0x80]), v >> 7
+            head += bytes([v])
+        return head + payload
+
+    template = plane_with([("l", "op", 10, 5, {"shape": 9, "size": 7})])  # stat ids: shape 1, size 2
+    plane, line, event = template.planes[0], template.planes[0].lines[0], template.planes[0].lines[0].events[0]
+    merged = xplane_pb2.XStat(metadata_id=1, int64_value=9).SerializeToString() + event.stats[1].SerializeToString()
+    for message in (event, line, plane):
+        message.ClearField("stats" if message is event else "events" if message is line else "lines")
+    data = field(1, plane.SerializeToString() + field(3, line.SerializeToString() + field(
+        4, event.SerializeToString() + field(4, merged))))
+    (stat,) = xplane_pb2.XSpace.FromString(data).planes[0].lines[0].events[0].stats
+    assert (stat.metadata_id, stat.int64_value) == (2, 7)  # protobuf's reading: the oracle
+    path = tmp_path / "merged.xplane.pb"
+    path.write_bytes(data)
+    for kept in (["size"], ["shape", "size"]):
+        space = read_xspace(path, keep=("/host:CPU", kept))
+        for read in (space, read_xspace(path)):
+            columns = read.stats(read.timed_rows(0), 0, kept)
+            assert columns["size"].rows.tolist() == [0] and columns["size"].ints_present().tolist() == [7]
+            assert "shape" not in kept or columns["shape"].rows.tolist() == []

@@ -409,11 +409,32 @@ static Py_ssize_t read_xstat(Cursor st, const uint8_t *base, XStat *out) {
 }
 
 /* The metadata id of an XStat that starts with it (field 1, a one-byte varint: producers write it first), else
- * -1. A stat of an id not asked for is passed over on this alone, unread, as the stats of events whose stats
- * are not asked for are: what is never read cannot mislead (a later metadata_id in the same stat, which
- * would win, is read by read_xstat for the ids asked for). */
+ * -1. */
 static inline int64_t xstat_first_id(Cursor st) {
     return st.end - st.p >= 2 && st.p[0] == 0x08 && st.p[1] < 0x80 ? st.p[1] : -1;
+}
+
+/* Whether that id is the stat's: one field that is not a metadata_id follows, ending the stat, as producers
+ * write it. A stat of an id not asked for is passed over on this alone, its value unread, as the stats of
+ * events whose stats are not asked for are; any other layout is read whole, since a later metadata_id in the
+ * same stat wins (protobuf's rule: XProf's and stat_entries'). */
+static inline int xstat_id_alone(Cursor st) {
+    const uint8_t *p = st.p + 2, *end = st.end;
+    if (end - p < 2) return 0;
+    switch (p[0]) { /* the tags of the values, the usual layouts first */
+    case 0x18: case 0x20: case 0x38: /* uint64, int64, ref: a varint ending the stat */
+        if (end - p > 11) return 0;
+        for (p++; p < end - 1; p++)
+            if (!(*p & 0x80)) return 0;
+        return !(*p & 0x80);
+    case 0x11: return end - p == 9; /* double */
+    case 0x2a: case 0x32: /* str, bytes: a length ending the stat */
+        if (p[1] < 0x80) return end - p == 2 + p[1];
+        break;
+    }
+    uint64_t tag;
+    st.p = p;
+    return read_varint(&st, &tag) && (tag >> 3) != 1 && skip_field(&st, (int)(tag & 7)) && st.p == st.end;
 }
 
 /* A growable column of stat entries (stat_entries). */
@@ -541,7 +562,7 @@ static int decode_one(Cursor c, void *ctx) {
             XStat x;
             if (!read_varint(&c, &v) || v > (uint64_t)(c.end - c.p)) { k->bad_at = c.p - k->base; return 0; }
             int64_t id = k->want_at ? xstat_first_id((Cursor){c.p, c.p + v}) : -1;
-            if (id >= 0 && (id >= k->want_ids || k->want_at[id] < 0)) {
+            if (id >= 0 && (id >= k->want_ids || k->want_at[id] < 0) && xstat_id_alone((Cursor){c.p, c.p + v})) {
                 c.p += v; /* not asked for */
                 continue;
             }
