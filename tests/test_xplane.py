@@ -716,9 +716,15 @@ def _step_sweep_by_definition(starts, ends, types, segment, begin, finish):
     return times, seen
 
 
-def test_step_sweep_splits_each_step_by_the_highest_type_current():
+def assert_sweep_as_defined(*columns) -> None:
+    """_steps.step_sweep of the columns (starts, ends, types, segment, begin, finish) equals its definition."""
     from profscope.models.formats.xspace import _steps
 
+    got, want = _steps.step_sweep(*columns), _step_sweep_by_definition(*columns)
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+
+
+def test_step_sweep_splits_each_step_by_the_highest_type_current():
     rng = np.random.default_rng(11)
     for _trial in range(200):
         steps = int(rng.integers(1, 5))
@@ -734,16 +740,12 @@ def test_step_sweep_splits_each_step_by_the_highest_type_current():
         if _trial % 10 == 0:  # times too far apart for the radix keys: the merge sort
             far = 1 << 56
             starts, ends, begin, finish = starts * far, ends * far, begin * far, finish * far
-        got = _steps.step_sweep(starts, ends, types, segment, begin, finish)
-        want = _step_sweep_by_definition(starts, ends, types, segment, begin, finish)
-        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+        assert_sweep_as_defined(starts, ends, types, segment, begin, finish)
 
 
 def test_step_sweep_sorts_large_steps_of_spread_and_clustered_times():
     # Thousands of boundaries a step: the radix sort's buckets, each sorted again where many keys share one
     # (clustered times, a few far apart), or by insertion where few do.
-    from profscope.models.formats.xspace import _steps
-
     rng = np.random.default_rng(13)
     for trial in range(12):
         n = int(rng.integers(500, 3000))
@@ -758,9 +760,7 @@ def test_step_sweep_sorts_large_steps_of_spread_and_clustered_times():
         types = (rng.integers(0, 18, n) * 10).astype(np.int32)
         begin = np.array([0, int(starts.max()) // 3], np.int64)
         finish = begin + int(ends.max())
-        got = _steps.step_sweep(starts, ends, types, segment, begin, finish)
-        want = _step_sweep_by_definition(starts, ends, types, segment, begin, finish)
-        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+        assert_sweep_as_defined(starts, ends, types, segment, begin, finish)
 
 
 def test_step_sweep_rows_gathers_each_steps_events_from_the_columns():

@@ -11,7 +11,15 @@ import numpy as np
 
 from profscope.models.analysis.xprof import register
 from profscope.models.analysis.xprof.datatable import column, dumps, table
-from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb, OpStats, combine, op_stats, training_op
+from profscope.models.analysis.xprof.op_stats import (
+    IDLE,
+    OpMetricsDb,
+    OpStats,
+    combine,
+    op_stats,
+    tpu_and_gpu_session,
+    training_op,
+)
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.tool_data import ToolData
 
@@ -73,17 +81,15 @@ def _beside_tpus(stats: OpStats, paths: list[Path], task: TaskState) -> list[dic
     """TPU and GPU hosts in one session: XProf's one device op metrics db of both kinds, the GPUs' framework ops
     beside the TensorCores' (IDLE the sum of both), each with its own rates; the GPU layout (a TensorCore
     column) where the last host with a device is a GPU host. None for other sessions."""
-    if stats.device is None:  # no host with a device: none of these modules is needed
+    session = tpu_and_gpu_session(stats, paths, task)
+    if session is None:
         return None
     from dataclasses import replace
 
     from profscope.models.analysis.xprof.device_op_metrics import first_gpu_roofs, kernel_reports, tensor_core_shares
     from profscope.models.analysis.xprof.tpu_ops import session_perf_env, with_tpu_rates
-    from profscope.models.analysis.xprof.tpu_steps import session_device_type, tpu_and_gpu_session
+    from profscope.models.analysis.xprof.tpu_steps import session_device_type
 
-    session = tpu_and_gpu_session(paths, task)
-    if session is None:
-        return None
     spaces, mixed = session
     if stats.device_unknown:
         raise ProfileError(stats.device_unknown)

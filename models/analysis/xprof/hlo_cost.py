@@ -82,12 +82,11 @@ import json
 import math
 from dataclasses import dataclass
 
-from profscope.models.analysis.xprof.hlo import shape_string
+from profscope.models.analysis.xprof.hlo import shape_string, unpadded_bytes
 from profscope.models.core.task import ProfileError
 from profscope.protos import hlo_pb2
 
 P = hlo_pb2
-_POINTER = 8
 _FMA = 2
 # The custom calls GpuHloCostAnalysis costs (XProf 2.24.2 leaves the legacy "__cublas$gemm" unknown).
 _CUBLAS_GEMMS = ("__cublas$lt$matmul", "__cublas$lt$matmul$f8")
@@ -157,12 +156,6 @@ def _array_elements(shape) -> int:
     return math.prod(int(d) for d in shape.dimensions)
 
 
-_BITS = {P.PRED: 8, P.S1: 1, P.S2: 2, P.S4: 4, P.S8: 8, P.S16: 16, P.S32: 32, P.S64: 64, P.U1: 1, P.U2: 2,
-         P.U4: 4, P.U8: 8, P.U16: 16, P.U32: 32, P.U64: 64, P.F16: 16, P.F32: 32, P.BF16: 16, P.F64: 64,
-         P.F8E5M2: 8, P.F8E4M3: 8, P.F8E4M3FN: 8, P.F8E4M3B11FNUZ: 8, P.F8E3M4: 8, P.F8E5M2FNUZ: 8,
-         P.F8E4M3FNUZ: 8, P.F4E2M1FN: 4, P.F8E8M0FNU: 8, P.C64: 64, P.C128: 128}  # fmt: skip
-
-
 def _has_layout(shape) -> bool:
     if shape.element_type == P.TUPLE:
         return all(_has_layout(s) for s in shape.tuple_shapes)
@@ -174,15 +167,7 @@ def _has_layout(shape) -> bool:
 def shape_size(shape) -> int:
     """HloCostAnalysis::GetShapeSize with XLA's default size function (ShapeUtil::ByteSizeOf, 8-byte
     pointers): 0 for a shape without layout."""
-    if not _has_layout(shape):
-        return 0
-    if shape.element_type == P.TUPLE:
-        return _POINTER * len(shape.tuple_shapes)
-    if shape.element_type == P.TOKEN:
-        return 0
-    if shape.element_type == P.OPAQUE_TYPE:
-        return _POINTER
-    return (_array_elements(shape) * _BITS.get(shape.element_type, 0) + 7) // 8
+    return unpadded_bytes(shape) if _has_layout(shape) else 0
 
 
 def flops_per_element(opcode: str, element_type: int) -> int:

@@ -168,6 +168,18 @@ _last: dict = {}  # files' (path, mtime, size) -> their OpStats: the last comput
 _last_lock = threading.Lock()
 
 
+def tpu_and_gpu_session(stats: OpStats, paths: list[Path], task: TaskState):
+    """(XSpaces, tpu_steps.tpu_and_gpu_hosts) of a session of TPU and GPU hosts (`stats` its OpStats); None for
+    other sessions, without reading them or loading the TPU modules where no host has a device."""
+    if stats.device is None:
+        return None
+    from profscope.models.analysis.xprof.tpu_steps import tpu_and_gpu_hosts
+
+    spaces = read_spaces(paths, task)
+    mixed = tpu_and_gpu_hosts(spaces)
+    return None if mixed is None else (spaces, mixed)
+
+
 def device_planes(space: XSpaceData) -> list[str]:
     return [p.name for p in space.planes if p.name.startswith((GPU_PLANE_PREFIX, TPU_PLANE_PREFIX))]
 

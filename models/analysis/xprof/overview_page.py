@@ -17,7 +17,7 @@ from profscope.models.analysis.xprof.input_pipeline import (
     input_analysis,
     step_table,
 )
-from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb, OpStats
+from profscope.models.analysis.xprof.op_stats import IDLE, OpMetricsDb, OpStats, tpu_and_gpu_session
 from profscope.models.core.task import ProfileError, TaskState
 from profscope.models.data.tool_data import ToolData
 
@@ -195,14 +195,12 @@ def _tpu_and_gpu_hosts(stats: OpStats, analysis: InputAnalysis, paths: list[Path
     last host with a device is a TPU host, the TPU page of both kinds of ops, else the GPU page's analysis of both
     kinds (TensorCore columns; the TensorCores' FLOP rates, the duty cycle's idle time and active times added),
     the TPU page's diagnostics."""
-    if stats.device is None:  # no host with a device: none of these modules is needed
-        return None
-    from profscope.models.analysis.xprof.framework_op_stats import combined_device_db
-    from profscope.models.analysis.xprof.tpu_steps import tpu_and_gpu_session, tpu_overview_json
-
-    session = tpu_and_gpu_session(paths, task)
+    session = tpu_and_gpu_session(stats, paths, task)
     if session is None:
         return None
+    from profscope.models.analysis.xprof.framework_op_stats import combined_device_db
+    from profscope.models.analysis.xprof.tpu_steps import tpu_overview_json
+
     spaces, mixed = session
     tpu_page = tpu_overview_json(replace(stats, hardware_type="TPU"), spaces, gpu=stats.device)
     if "GPU" not in stats.device_type:

@@ -342,15 +342,6 @@ def tpu_and_gpu_hosts(spaces: list[XSpaceData]) -> tuple[list[XSpaceData], list[
     return gpu, tpu
 
 
-def tpu_and_gpu_session(paths, task) -> tuple[list[XSpaceData], tuple] | None:
-    """The XSpaces and tpu_and_gpu_hosts of a session of TPU and GPU hosts; None for other sessions."""
-    from profscope.models.analysis.xprof.op_stats import read_spaces
-
-    spaces = read_spaces(paths, task)
-    mixed = tpu_and_gpu_hosts(spaces)
-    return None if mixed is None else (spaces, mixed)
-
-
 def gpu_and_tpu_host(spaces: list[XSpaceData]) -> XSpaceData | None:
     """A host with both GPU and TPU planes (no runtime writes one), if any."""
     from profscope.models.analysis.xprof.device_op_metrics import gpu_planes

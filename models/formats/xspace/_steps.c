@@ -162,6 +162,10 @@ static int events_open(Events *e, PyObject *r_obj, PyObject *l_obj, PyObject *o_
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
         return 0;
     }
+    if (e->n >= INT32_MAX) { /* nest_rows and the sweep keep positions in rows as int32 */
+        PyErr_SetString(PyExc_ValueError, "too many events");
+        return 0;
+    }
     e->rw = PyArray_DATA(e->rows), e->off = PyArray_DATA(e->offsets), e->dur = PyArray_DATA(e->durations);
     e->lps = PyArray_DATA(e->line_ps), e->ln = PyArray_DATA(e->lines);
     return 1;
@@ -231,10 +235,6 @@ static PyObject *nest_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     npy_intp n = ev.n;
     if (PyArray_DIM(skips, 0) != n) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
-        goto done;
-    }
-    if (n >= INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "too many events");
         goto done;
     }
     const int64_t *rw = ev.rw, *off = ev.off, *dur = ev.dur, *lps = ev.lps;
@@ -987,10 +987,6 @@ static PyObject *step_sweep_rows(PyObject *Py_UNUSED(self), PyObject *args) {
     npy_intp n = ev.n, steps = PyArray_DIM(begin, 0);
     if (PyArray_DIM(types, 0) != n || PyArray_DIM(seg, 0) != n || PyArray_DIM(finish, 0) != steps) {
         PyErr_SetString(PyExc_ValueError, "columns differ in length");
-        goto done;
-    }
-    if (n >= INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "too many events");
         goto done;
     }
     const int64_t *rw = ev.rw, *off = ev.off, *dur = ev.dur, *lps = ev.lps;
