@@ -91,6 +91,7 @@ def _beside_tpus(stats: OpStats, paths: list[Path], task: TaskState) -> list[dic
     from profscope.models.analysis.xprof.tpu_steps import session_device_type
 
     spaces, mixed = session
+    assert stats.device is not None  # a session without a device has none
     if stats.device_unknown:
         raise ProfileError(stats.device_unknown)
     device, rates = combined_device_db(stats.device, mixed[1], session_perf_env(spaces))

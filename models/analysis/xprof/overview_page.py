@@ -202,6 +202,7 @@ def _tpu_and_gpu_hosts(stats: OpStats, analysis: InputAnalysis, paths: list[Path
     from profscope.models.analysis.xprof.tpu_steps import tpu_overview_json
 
     spaces, mixed = session
+    assert stats.device is not None  # a session without a device has none
     tpu_page = tpu_overview_json(replace(stats, hardware_type="TPU"), spaces, gpu=stats.device)
     if "GPU" not in stats.device_type:
         return tpu_page
